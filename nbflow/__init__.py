@@ -1,0 +1,23 @@
+"""nbflow: a deep-learning framework whose kernels are numba functions.
+
+One op declaration serves eager mode (tensors with a tape) and graph mode (a Program).
+"""
+
+from . import dtypes, ops
+from .autograd import backward, grad
+from .core import REGISTRY, Op, Spec, enable_grad, is_grad_enabled, no_grad, set_grad_enabled
+from .dtypes import bool_, float16, float32, float64, int32, int64
+from .errors import (
+    AttrError,
+    DTypeError,
+    GradientError,
+    KernelNotFoundError,
+    NbflowError,
+    OutOfRangeError,
+    ShapeError,
+    UnsupportedError,
+)
+from .ops import *  # noqa: F403  (the ops are the public functions)
+from .tensor import Tensor, from_numpy, tensor
+
+__version__ = "0.1.0"

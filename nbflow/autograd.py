@@ -1,0 +1,199 @@
+"""Reverse mode: one backward driver for the eager tape (and, through the same rules, graphs).
+
+The driver, not the gradient rules, does the bookkeeping: it sums a gradient back to its input's
+broadcast shape, casts it to the input's dtype, accumulates fan-out with `add`, and skips None.
+Rules are written with nbflow ops, so with `create_graph=True` the backward pass is itself
+recorded and can be differentiated again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from .core import Node, set_grad_enabled
+from .errors import GradientError, ShapeError
+from .tensor import Tensor, _Stale, tensor
+
+
+def toposort(roots) -> list[Node]:
+    """Nodes reachable from `roots`, each after every node that consumes its outputs."""
+    order, seen = [], set()
+    stack = [(r._node, False) for r in roots if r._node is not None]
+    while stack:
+        node, done = stack.pop()
+        if done:
+            order.append(node)
+            continue
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        stack.append((node, True))
+        for t in node.inputs:
+            if t._node is not None and id(t._node) not in seen:
+                stack.append((t._node, False))
+    order.reverse()
+    return order
+
+
+def backprop(roots, seeds, create_graph: bool) -> tuple[dict, dict]:
+    """Propagate `seeds` from `roots`; returns (leaf id -> (leaf, grad), node id -> grads)."""
+    node_grads: dict[int, list] = {}
+    leaf_grads: dict[int, tuple] = {}
+
+    def accumulate(t, g):
+        if t._node is None:
+            prev = leaf_grads.get(id(t))
+            leaf_grads[id(t)] = (t, g if prev is None else prev[1] + g)
+        else:
+            slots = node_grads.setdefault(id(t._node), [None] * len(t._node.outputs))
+            i = t._index
+            slots[i] = g if slots[i] is None else slots[i] + g
+
+    with set_grad_enabled(create_graph):
+        for r, s in zip(roots, seeds):
+            accumulate(r, s)
+        for node in toposort(roots):
+            grads = node_grads.get(id(node))
+            if grads is None or all(g is None for g in grads):
+                continue
+            outs = _saved_outputs(node)
+            ins = _saved_inputs(node)
+            if len(outs) == 1:
+                in_grads = node.op.grad(grads[0], outs[0], *ins, **node.attrs)
+            else:
+                grads = [
+                    g if g is not None or isinstance(o, _Stale) else _zeros_like(o)
+                    for g, o in zip(grads, outs)
+                ]
+                in_grads = node.op.grad(tuple(grads), tuple(outs), *ins, **node.attrs)
+            if len(in_grads) != len(ins):
+                raise GradientError(
+                    f"{node.op.name}: gradient rule returned {len(in_grads)} values "
+                    f"for {len(ins)} inputs"
+                )
+            for t, g in zip(node.inputs, in_grads):
+                if g is None or not t.requires_grad:
+                    continue
+                accumulate(t, fit_gradient(g, t))
+    return leaf_grads, node_grads
+
+
+def fit_gradient(g, t):
+    """Sum a gradient back to its input's (broadcast) shape and cast it to its dtype."""
+    from . import ops
+
+    if g.shape != t.shape:
+        g = ops.sum_to_like(g, t)
+    if g.dtype != t.dtype:
+        g = ops.cast(g, dtype=t.dtype)
+    return g
+
+
+def _zeros_like(t):
+    from . import ops
+
+    return ops.zeros_like(t)
+
+
+def _saved_inputs(node: Node) -> list:
+    out = []
+    for t, v in zip(node.inputs, node.versions):
+        if t._version[0] != v:
+            out.append(_Stale(_stale_message(node, "an input", v, t._version[0])))
+        else:
+            out.append(t)
+    return out
+
+
+def _saved_outputs(node: Node) -> list:
+    out = []
+    for i, (ref, data, version, v) in enumerate(node.outputs):
+        if version[0] != v:
+            out.append(_Stale(_stale_message(node, f"output {i}", v, version[0])))
+            continue
+        t = ref()
+        if t is None:  # the tensor was dropped; rebuild it around the saved buffer
+            t = Tensor(data, True, node, i, version)
+        out.append(t)
+    return out
+
+
+def _stale_message(node, what, saved, now):
+    return (
+        f"{node.op.name}: {what} saved for the gradient was modified in place "
+        f"(version {saved} when saved, {now} now); backward needs its old value. "
+        "Use an out-of-place op or .clone() before modifying it."
+    )
+
+
+def _seeds(outputs, grad_outputs):
+    if grad_outputs is None:
+        grad_outputs = [None] * len(outputs)
+    if len(grad_outputs) != len(outputs):
+        raise ShapeError(f"{len(outputs)} outputs but {len(grad_outputs)} grad_outputs")
+    seeds = []
+    for o, g in zip(outputs, grad_outputs):
+        if not isinstance(o, Tensor):
+            raise TypeError(f"backward needs tensors, got {type(o).__name__}")
+        if not o.requires_grad:
+            raise GradientError(
+                "element 0 of the outputs does not require grad and has no grad_fn"
+            )
+        if g is None:
+            if o.size != 1:
+                raise GradientError(
+                    f"grad can be created implicitly only for one-element outputs, "
+                    f"got shape {o.shape}; pass grad="
+                )
+            from . import ops
+
+            g = ops.ones_like(o)
+        else:
+            g = g if isinstance(g, Tensor) else tensor(g, dtype=o.dtype)
+            if g.shape != o.shape:
+                raise ShapeError(f"grad of shape {g.shape} for an output of shape {o.shape}")
+        seeds.append(g)
+    return seeds
+
+
+def backward(outputs: Sequence[Tensor], grad_outputs=None, create_graph: bool = False):
+    """Accumulate gradients of `outputs` into the .grad of every leaf that requires grad."""
+    seeds = _seeds(outputs, grad_outputs)
+    leaf_grads, _ = backprop(outputs, seeds, create_graph)
+    for leaf, g in leaf_grads.values():
+        if not create_graph:
+            g = g.detach()
+        leaf.grad = g if leaf.grad is None else _add_no_record(leaf.grad, g, create_graph)
+
+
+def _add_no_record(a, b, create_graph):
+    with set_grad_enabled(create_graph):
+        return a + b
+
+
+def grad(outputs, inputs, grad_outputs=None, create_graph=False, allow_unused=False):
+    """d(outputs)/d(inputs) as a tuple, without touching .grad (PyTorch's autograd.grad)."""
+    single = isinstance(outputs, Tensor)
+    outputs = [outputs] if single else list(outputs)
+    if isinstance(grad_outputs, Tensor):
+        grad_outputs = [grad_outputs]
+    inputs = [inputs] if isinstance(inputs, Tensor) else list(inputs)
+    seeds = _seeds(outputs, grad_outputs)
+    leaf_grads, node_grads = backprop(outputs, seeds, create_graph)
+    result = []
+    for x in inputs:
+        if x._node is None:
+            g = leaf_grads.get(id(x), (None, None))[1]
+        else:
+            slots = node_grads.get(id(x._node))
+            g = None if slots is None else slots[x._index]
+        if g is None and not allow_unused:
+            raise GradientError(
+                "one of the inputs was not used to compute the outputs "
+                "(pass allow_unused=True to get None for it)"
+            )
+        if g is not None and not create_graph:
+            g = g.detach()
+        result.append(g)
+    return tuple(result)
+

@@ -1,0 +1,309 @@
+"""The core types: Spec, Attr, Op, Node, and bind(), the one dispatch point.
+
+This module imports nothing else of nbflow except errors and dtypes. Ops are declared with
+these types in nbflow/ops; eager mode (nbflow/tensor.py) and graph mode (nbflow/graph) each
+provide a trace whose `apply(op, args, attrs)` bind() calls. Nothing else branches on the mode.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from . import dtypes as dt
+from .errors import AttrError, KernelNotFoundError, NbflowError, ShapeError
+
+UNKNOWN = -1  # a dim known only at run time (graph mode)
+
+
+@dataclass(frozen=True, slots=True)
+class Spec:
+    """What is known about a value before it exists: shape (-1 = unknown dim) and dtype.
+
+    `weak` marks a Python scalar, whose dtype yields to the tensors' (see nbflow.dtypes)."""
+
+    shape: tuple[int, ...]
+    dtype: np.dtype
+    weak: bool = False
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    def __str__(self) -> str:
+        return f"{dt.SHORT.get(self.dtype, self.dtype)}[{','.join(map(str, self.shape))}]"
+
+
+REQUIRED = object()
+
+
+@dataclass(frozen=True)
+class Attr:
+    """A typed op attribute: kind is one of KINDS; `choices` bounds a str attr."""
+
+    kind: str
+    default: Any = REQUIRED
+    optional: bool = False  # None is allowed
+    choices: tuple = ()
+
+
+def _to_int(v):
+    if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
+        raise TypeError
+    return int(v)
+
+
+def _to_float(v):
+    if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer, np.floating)):
+        raise TypeError
+    return float(v)
+
+
+def _to_bool(v):
+    if not isinstance(v, (bool, np.bool_)):
+        raise TypeError
+    return bool(v)
+
+
+def _to_str(v):
+    if not isinstance(v, str):
+        raise TypeError
+    return v
+
+
+def _to_ints(v):
+    if isinstance(v, (int, np.integer)) and not isinstance(v, bool):
+        return (int(v),)
+    return tuple(_to_int(x) for x in v)
+
+
+# How each attr kind is checked and normalised. "value" is a Python/numpy scalar (int or float);
+# "any" is for structured attrs an op checks itself (such as an index key).
+KINDS: dict[str, Callable[[Any], Any]] = {
+    "int": _to_int,
+    "float": _to_float,
+    "bool": _to_bool,
+    "str": _to_str,
+    "ints": _to_ints,
+    "dtype": dt.as_dtype,
+    "value": lambda v: _to_int(v) if isinstance(v, (int, np.integer)) else _to_float(v),
+    "any": lambda v: v,
+}
+
+
+@dataclass(eq=False)
+class Op:
+    """One op, declared once: schema, shape/dtype rule, kernels, gradient, reference, in-place map.
+
+    - `inputs`: input names; a name starting with '*' takes any number of tensors (last only).
+    - `spec(*input_specs, **attrs)` returns the output Spec (or a tuple for several outputs);
+      it must work on -1 dims and raise ShapeError/DTypeError with the reason.
+    - `kernels[device]` is a launcher `(*input_arrays, *output_arrays, **attrs)` writing into
+      preallocated outputs, or, for a `view` op, `(*input_arrays, **attrs) -> array(s)`.
+      The slot "cuda" is filled by the GPU work; None means no kernel.
+    - `dtypes`: the dtypes the kernels take, after promotion (float16 is computed in float32 on
+      the CPU).
+    - `grad(g, out, *inputs, **attrs)` returns one gradient (or None) per input, written with
+      nbflow ops; for several outputs `g` and `out` are tuples. `differentiable=False` says
+      explicitly that the op has no gradient.
+    - `ref(*arrays, **attrs)`: the numpy reference.
+    - `inplace`: {output index: input index} the output overwrites.
+    - `promote`: the inputs whose dtypes promote together into the kernel key dtype and are
+      cast to it before the kernel runs (None: all); `to_float` makes an integer key float32
+      (exp of an int tensor is float, as in PyTorch).
+    """
+
+    name: str
+    inputs: tuple[str, ...]
+    outputs: tuple[str, ...]
+    spec: Callable[..., Spec | tuple[Spec, ...]]
+    kernels: dict[str, Callable | None]
+    dtypes: tuple[np.dtype, ...]
+    ref: Callable | None = None
+    grad: Callable | None = None
+    differentiable: bool = True
+    attrs: Mapping[str, Attr] = field(default_factory=dict)
+    inplace: Mapping[int, int] = field(default_factory=dict)
+    view: bool = False
+    promote: tuple[int, ...] | None = None
+    to_float: bool = False
+    doc: str = ""
+
+    def __post_init__(self):
+        if self.name in REGISTRY:
+            raise NbflowError(f"op '{self.name}' is declared twice")
+        REGISTRY[self.name] = self
+        self.variadic = bool(self.inputs) and self.inputs[-1].startswith("*")
+        self.cache: dict = {}  # (input specs, attrs) -> (output specs, launcher); see tensor.py
+
+    def __call__(self, *args, **attrs):
+        return bind(self, *args, **attrs)
+
+    def __repr__(self) -> str:
+        return f"<op {self.name}>"
+
+    def defgrad(self, rule: Callable) -> Callable:
+        """Attach the gradient rule (usable as a decorator right below the op)."""
+        self.grad = rule
+        return rule
+
+    def check_attrs(self, attrs: dict) -> dict:
+        """Fill defaults, check types and choices; returns normalised attrs (lists as tuples)."""
+        unknown = set(attrs) - set(self.attrs)
+        if unknown:
+            raise AttrError(f"{self.name}: unknown attribute(s) {sorted(unknown)}")
+        out = {}
+        for name, a in self.attrs.items():
+            v = attrs.get(name, a.default)
+            if v is REQUIRED:
+                raise AttrError(f"{self.name}: attribute '{name}' is required")
+            if v is None and (a.optional or a.default is None):
+                out[name] = None
+                continue
+            try:
+                v = KINDS[a.kind](v)
+            except (TypeError, ValueError) as e:
+                raise AttrError(
+                    f"{self.name}: attribute '{name}' must be {a.kind}, got {v!r}"
+                ) from e
+            if a.choices and v not in a.choices:
+                raise AttrError(f"{self.name}: attribute '{name}' must be one of {a.choices}")
+            out[name] = v
+        return out
+
+    def input_names(self, n: int) -> list[str]:
+        """Argument names for n inputs (a variadic slot expands to name0, name1, ...)."""
+        if not self.variadic:
+            return list(self.inputs)
+        fixed = list(self.inputs[:-1])
+        base = self.inputs[-1][1:]
+        return fixed + [f"{base}{i}" for i in range(n - len(fixed))]
+
+    def infer(self, specs: list[Spec], attrs: dict) -> tuple[Spec, ...]:
+        """Run the shape/dtype rule; errors gain the op name and every argument's spec."""
+        n_fixed = len(self.inputs) - self.variadic
+        if len(specs) < n_fixed or (not self.variadic and len(specs) != n_fixed):
+            raise TypeError(
+                f"{self.name}() takes inputs ({', '.join(self.inputs)}), got {len(specs)}"
+            )
+        try:
+            out = self.spec(*specs, **attrs)
+        except NbflowError as e:
+            args = ", ".join(f"{n}: {s}" for n, s in zip(self.input_names(len(specs)), specs))
+            raise type(e)(f"{self.name}({args}): {e}") from None
+        return out if isinstance(out, tuple) else (out,)
+
+    def key_dtype(self, specs) -> np.dtype | None:
+        """The dtype that picks the kernel: the promoted dtype of the `promote` inputs."""
+        chosen = specs if self.promote is None else [specs[i] for i in self.promote]
+        d = dt.promote([s.dtype for s in chosen if not s.weak], [s.dtype for s in chosen if s.weak])
+        if d is not None and self.to_float and not dt.is_float(d):
+            d = dt.DEFAULT_FLOAT
+        return d
+
+    def kernel(self, device: str, dtype: np.dtype) -> Callable:
+        """The kernel for (op, device, dtype): the one place a kernel is chosen."""
+        k = self.kernels.get(device)
+        if k is None or dtype not in self.dtypes:
+            raise KernelNotFoundError(
+                self.name, device, str(dtype), tuple(str(d) for d in self.dtypes)
+            )
+        return k
+
+
+REGISTRY: dict[str, Op] = {}
+
+
+class Node:
+    """One recorded op application: the same record for the eager tape and a graph.
+
+    `inputs` are values (Tensors or graph Vars; None for a constant), `outputs` are the
+    produced values, `versions` the inputs' version counters at record time (eager mode)."""
+
+    __slots__ = ("op", "inputs", "attrs", "outputs", "versions", "__weakref__")
+
+    def __init__(self, op: Op, inputs, attrs: dict, outputs, versions=None):
+        self.op = op
+        self.inputs = inputs
+        self.attrs = attrs
+        self.outputs = outputs
+        self.versions = versions
+
+
+# ---------------------------------------------------------------- modes
+
+
+class _State:
+    """Process-wide state read on every op: the current trace and the grad mode."""
+
+    trace: Any = None  # set by nbflow.tensor to the eager trace
+    grad_enabled: bool = True
+
+
+STATE = _State()
+
+
+def bind(op: Op, *args, **attrs):
+    """The single entry point from ops into execution: eager runs, graph records."""
+    return STATE.trace.apply(op, args, attrs)
+
+
+@contextmanager
+def use_trace(trace):
+    """Make `trace` current (graph mode pushes a graph trace); restores the previous one."""
+    prev, STATE.trace = STATE.trace, trace
+    try:
+        yield trace
+    finally:
+        STATE.trace = prev
+
+
+@contextmanager
+def set_grad_enabled(enabled: bool):
+    prev, STATE.grad_enabled = STATE.grad_enabled, enabled
+    try:
+        yield
+    finally:
+        STATE.grad_enabled = prev
+
+
+def no_grad():
+    """Context manager: ops record no gradient history inside it."""
+    return set_grad_enabled(False)
+
+
+def enable_grad():
+    return set_grad_enabled(True)
+
+
+def is_grad_enabled() -> bool:
+    return STATE.grad_enabled
+
+
+# ---------------------------------------------------------------- shape helpers used by rules
+
+
+def broadcast_shapes(*shapes: tuple[int, ...]) -> tuple[int, ...]:
+    """numpy broadcasting that also accepts -1 (unknown) dims."""
+    ndim = max((len(s) for s in shapes), default=0)
+    out = []
+    for i in range(-ndim, 0):
+        dims = {s[i] for s in shapes if len(s) >= -i}
+        known = dims - {1, UNKNOWN}
+        if len(known) > 1:
+            raise ShapeError(f"shapes {' and '.join(map(str, shapes))} do not broadcast")
+        if known:
+            out.append(known.pop())
+        else:
+            out.append(UNKNOWN if UNKNOWN in dims else 1)
+    return tuple(out)
+
+
+def normalize_axis(axis: int, ndim: int) -> int:
+    if not -ndim <= axis < max(ndim, 1):
+        raise ShapeError(f"axis {axis} is out of range for {ndim} dims")
+    return axis % ndim if ndim else 0

@@ -1,0 +1,1 @@
+"""numba kernels and the templates that build them (CPU here; CUDA in a later module)."""

@@ -1,0 +1,15 @@
+"""Every op declaration, by family. REGISTRY maps each op name to its declaration.
+
+The family modules' public names (the ops, and friendlier functions such as `zeros(2, 3)`
+for the creation ops) are re-exported here.
+"""
+
+from ..core import REGISTRY, Op
+from . import broadcast, creation, elementwise, index, linalg, nn, reduce, shape
+
+FAMILIES = (elementwise, broadcast, creation, reduce, linalg, shape, index, nn)
+
+for _family in FAMILIES:
+    globals().update({name: getattr(_family, name) for name in _family.__all__})
+
+__all__ = ["REGISTRY", "Op"] + [name for f in FAMILIES for name in f.__all__]

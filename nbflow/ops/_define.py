@@ -1,0 +1,109 @@
+"""Factories for the common declaration shapes: an elementwise op from one scalar body, and
+the in-place variant of an op."""
+
+import inspect
+
+from .. import dtypes as dt
+from ..core import Op, Spec, broadcast_shapes
+from ..errors import DTypeError, ShapeError
+from ..kernels.cpu import Elementwise
+
+
+def elementwise(
+    *,
+    dtypes,
+    ref,
+    attrs=None,
+    out_dtype=None,
+    to_float=False,
+    promote=None,
+    differentiable=True,
+):
+    """Declare an elementwise op from its scalar body, written once for every device.
+
+    The body's leading parameters are the tensor inputs; the parameters that follow are attrs
+    (declared in `attrs`) and reach the kernel as scalars of the compute dtype. Attrs that are
+    not body parameters (such as cast's dtype) are only seen by the spec rule. The output
+    broadcasts the inputs; its dtype is the promoted dtype of the `promote` inputs, or
+    `out_dtype`: a dtype (bool for comparisons) or a function of the attrs."""
+    attrs = attrs or {}
+
+    def wrap(body) -> Op:
+        names = list(inspect.signature(body).parameters)
+        inputs = tuple(n for n in names if n not in attrs)
+        params = tuple(names[len(inputs) :])
+        assert set(params) <= set(attrs), f"{body.__name__}: attr parameters must come last"
+        cpu = Elementwise(body.__name__, body, len(inputs), len(params))
+
+        def spec(*specs, **kw):
+            shape = broadcast_shapes(*(s.shape for s in specs))
+            if out_dtype is None:
+                return Spec(shape, op.key_dtype(specs))
+            return Spec(shape, out_dtype(**kw) if callable(out_dtype) else out_dtype)
+
+        def launch(*arrays, **kw):
+            *ins, out = arrays
+            cpu(ins, out, tuple(_param(kw[p], ins[0].dtype) for p in params))
+
+        op = Op(
+            name=body.__name__,
+            inputs=inputs,
+            outputs=("out",),
+            spec=spec,
+            kernels={"cpu": launch, "cuda": None},
+            dtypes=tuple(dtypes),
+            ref=ref,
+            differentiable=differentiable,
+            attrs=attrs,
+            promote=promote,
+            to_float=to_float,
+            doc=inspect.getdoc(body) or "",
+        )
+        op.scalar_body = body  # the CUDA template and the fusion pass build on it
+        return op
+
+    return wrap
+
+
+def _param(value, dtype):
+    """A numeric attr as a scalar of the compute dtype, so the kernel computes in that dtype."""
+    if value is None or isinstance(value, (bool, str)) or dtype == dt.bool_:
+        return value
+    return dtype.type(value)
+
+
+def inplace_variant(op: Op, name: str, ref=None) -> Op:
+    """`op` writing its result into its first input (`add_` from `add`).
+
+    The result must keep the first input's shape and dtype (no broadcasting of the target,
+    no promotion to a higher kind), as in PyTorch."""
+
+    def spec(*specs, **kw):
+        (out,) = (o for o in _as_tuple(op.spec(*specs, **kw)))
+        target = specs[0]
+        if tuple(out.shape) != tuple(target.shape) and -1 not in target.shape:
+            raise ShapeError(f"the result's shape {out.shape} differs from the target's")
+        if dt.kind(out.dtype) > dt.kind(target.dtype):
+            raise DTypeError(f"the result dtype {out.dtype} can't be cast to {target.dtype}")
+        return Spec(target.shape, target.dtype)
+
+    return Op(
+        name=name,
+        inputs=op.inputs,
+        outputs=op.outputs,
+        spec=spec,
+        kernels=op.kernels,
+        dtypes=op.dtypes,
+        ref=ref or op.ref,
+        grad=op.grad,
+        differentiable=op.differentiable,
+        attrs=op.attrs,
+        inplace={0: 0},
+        promote=op.promote,
+        to_float=op.to_float,
+        doc=f"In-place {op.name}: writes the result into the first input.",
+    )
+
+
+def _as_tuple(x):
+    return x if isinstance(x, tuple) else (x,)

@@ -1,0 +1,345 @@
+"""Creation ops: constants, ranges, identity, *_like, and seeded random through a Generator.
+
+The ops in REGISTRY take their shape and dtype as attrs; the functions exported here add the
+PyTorch-style signatures (`zeros(2, 3)` or `zeros((2, 3))`, `dtype=` defaulting to float32).
+"""
+
+import numpy as np
+from numba import njit
+
+from .. import dtypes as dt
+from ..core import Attr, Op, Spec
+from ..errors import AttrError, ShapeError
+from ..kernels.cpu import JIT
+
+# ---------------------------------------------------------------- kernels
+
+
+@njit(**JIT)
+def _fill_cpu(out, value):
+    for i in range(out.size):
+        out[i] = value
+
+
+@njit(**JIT)
+def _arange_cpu(out, start, step):
+    for i in range(out.size):
+        out[i] = start + i * step
+
+
+@njit(**JIT)
+def _linspace_cpu(out, start, stop):
+    n = out.size
+    if n == 1:
+        out[0] = start
+        return
+    step = (stop - start) / (n - 1)
+    for i in range(n):
+        out[i] = start + i * step
+    out[n - 1] = stop
+
+
+@njit(**JIT)
+def _eye_cpu(out):
+    out[:] = 0
+    for i in range(min(out.shape[0], out.shape[1])):
+        out[i, i] = 1
+
+
+@njit(**JIT)
+def _uniform_cpu(gen, out, low, high):
+    for i in range(out.size):
+        out[i] = low + (high - low) * gen.random()
+
+
+@njit(**JIT)
+def _normal_cpu(gen, out, mean, std):
+    for i in range(out.size):
+        out[i] = mean + std * gen.standard_normal()
+
+
+@njit(**JIT)
+def _randint_cpu(gen, out, low, high):
+    for i in range(out.size):
+        out[i] = gen.integers(low, high)
+
+
+# ---------------------------------------------------------------- shape/dtype rules
+
+
+def _check_shape(shape):
+    if any(n < 0 for n in shape):
+        raise ShapeError(f"negative dimension in shape {shape}")
+    return shape
+
+
+def _const_spec(shape, dtype, **kw):
+    return Spec(_check_shape(shape), dtype)
+
+
+def _like_spec(x, dtype=None, **kw):
+    return Spec(x.shape, x.dtype if dtype is None else dtype)
+
+
+SHAPE_DTYPE = {"shape": Attr("ints"), "dtype": Attr("dtype", dt.DEFAULT_FLOAT)}
+
+
+def _declare(name, spec, launch, ref, attrs, inputs=(), dtypes=dt.ALL, doc=""):
+    return Op(
+        name=name,
+        inputs=inputs,
+        outputs=("out",),
+        spec=spec,
+        kernels={"cpu": launch, "cuda": None},
+        dtypes=dtypes,
+        ref=ref,
+        differentiable=False,
+        attrs=attrs,
+        promote=(),
+        doc=doc,
+    )
+
+
+full_op = _declare(
+    "full",
+    _const_spec,
+    lambda out, shape, value, dtype: _fill_cpu(out.reshape(-1), out.dtype.type(value)),
+    lambda shape, value, dtype: np.full(shape, value, dtype),
+    {**SHAPE_DTYPE, "value": Attr("value")},
+    doc="A tensor of `shape` filled with `value`.",
+)
+
+full_like_op = _declare(
+    "full_like",
+    _like_spec,
+    lambda x, out, value, dtype: _fill_cpu(out.reshape(-1), out.dtype.type(value)),
+    lambda x, value, dtype=None: np.full_like(x, value, dtype=dtype),
+    {"value": Attr("value"), "dtype": Attr("dtype", None, optional=True)},
+    inputs=("x",),
+    doc="A tensor like x filled with `value`.",
+)
+
+
+def _arange_spec(start, stop, step, dtype):
+    if step == 0:
+        raise AttrError("arange: step must not be zero")
+    return Spec((max(0, int(np.ceil((stop - start) / step))),), dtype)
+
+
+arange_op = _declare(
+    "arange",
+    _arange_spec,
+    lambda out, start, stop, step, dtype: _arange_cpu(out, start, step),
+    lambda start, stop, step, dtype: np.arange(start, stop, step, dtype=dtype),
+    {
+        "start": Attr("value", 0),
+        "stop": Attr("value"),
+        "step": Attr("value", 1),
+        "dtype": Attr("dtype", dt.DEFAULT_INT),
+    },
+    dtypes=dt.NUMERIC,
+    doc="Values from start (inclusive) to stop (exclusive) by step.",
+)
+
+
+def _linspace_spec(start, stop, num, dtype):
+    if num < 0:
+        raise AttrError(f"linspace: num must be >= 0, got {num}")
+    return Spec((num,), dtype)
+
+
+linspace_op = _declare(
+    "linspace",
+    _linspace_spec,
+    lambda out, start, stop, num, dtype: _linspace_cpu(out, float(start), float(stop)),
+    lambda start, stop, num, dtype: np.linspace(start, stop, num, dtype=dtype),
+    {"start": Attr("float"), "stop": Attr("float"), "num": Attr("int"), **SHAPE_DTYPE},
+    dtypes=dt.FLOATS,
+    doc="`num` evenly spaced values from start to stop, both included.",
+)
+del linspace_op.attrs["shape"]
+
+eye_op = _declare(
+    "eye",
+    lambda n, m, dtype: Spec(_check_shape((n, n if m is None else m)), dtype),
+    lambda out, n, m, dtype: _eye_cpu(out),
+    lambda n, m, dtype: np.eye(n, m, dtype=dtype),
+    {"n": Attr("int"), "m": Attr("int", None, optional=True), "dtype": SHAPE_DTYPE["dtype"]},
+    doc="The n x m identity matrix.",
+)
+
+
+class Generator:
+    """A seeded random stream (numpy's PCG64), passed to the random ops explicitly."""
+
+    def __init__(self, seed: int | None = None):
+        self.seed = seed
+        self.numpy = np.random.Generator(np.random.PCG64(seed))
+
+    def manual_seed(self, seed: int) -> "Generator":
+        self.__init__(seed)
+        return self
+
+    def __repr__(self) -> str:
+        return f"Generator(seed={self.seed})"
+
+
+default_generator = Generator(0)
+
+
+def manual_seed(seed: int) -> Generator:
+    """Reseed the default generator (used when no generator is passed)."""
+    return default_generator.manual_seed(seed)
+
+
+def _random_op(name, kernel, sample, bounds, dtypes, default_dtype, doc):
+    """A random op: `kernel(gen, out, lo, hi)` draws in order; `sample(gen, n, lo, hi)` is the
+    numpy reference drawing the same stream (numba's Generator support shares numpy's)."""
+    (lo_name, lo), (hi_name, hi) = bounds.items()
+
+    def launch(out, shape, dtype, generator, **kw):
+        gen = (generator or default_generator).numpy
+        kernel(gen, out.reshape(-1), kw[lo_name], kw[hi_name])
+
+    def ref(shape, dtype, generator, **kw):
+        n = int(np.prod(shape, dtype=np.int64))
+        gen = (generator or default_generator).numpy
+        return np.asarray(sample(gen, n, kw[lo_name], kw[hi_name])).astype(dtype).reshape(shape)
+
+    def spec(shape, dtype, generator, **kw):
+        if generator is not None and not isinstance(generator, Generator):
+            raise AttrError(f"{name}: generator must be an nbflow.Generator")
+        return Spec(_check_shape(shape), dtype)
+
+    attrs = {
+        "shape": Attr("ints"),
+        lo_name: lo,
+        hi_name: hi,
+        "dtype": Attr("dtype", default_dtype),
+        "generator": Attr("any", None, optional=True),
+    }
+    return _declare(name, spec, launch, ref, attrs, dtypes=dtypes, doc=doc)
+
+
+uniform_op = _random_op(
+    "uniform",
+    _uniform_cpu,
+    lambda g, n, low, high: low + (high - low) * g.random(n),
+    {"low": Attr("float", 0.0), "high": Attr("float", 1.0)},
+    dt.FLOATS,
+    dt.DEFAULT_FLOAT,
+    "Uniform samples in [low, high).",
+)
+normal_op = _random_op(
+    "normal",
+    _normal_cpu,
+    lambda g, n, mean, std: mean + std * g.standard_normal(n),
+    {"mean": Attr("float", 0.0), "std": Attr("float", 1.0)},
+    dt.FLOATS,
+    dt.DEFAULT_FLOAT,
+    "Normal samples with the given mean and standard deviation.",
+)
+randint_op = _random_op(
+    "randint",
+    _randint_cpu,
+    lambda g, n, low, high: [g.integers(low, high) for _ in range(n)],
+    {"low": Attr("int", 0), "high": Attr("int")},
+    dt.INTS,
+    dt.DEFAULT_INT,
+    "Integer samples in [low, high).",
+)
+
+
+# ---------------------------------------------------------------- public functions
+
+
+def _shape(shape) -> tuple:
+    if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+        return tuple(shape[0])
+    return tuple(shape)
+
+
+def full(shape, value, dtype=None):
+    """A tensor of `shape` filled with `value` (dtype from the value when not given)."""
+    if dtype is None:
+        dtype = dt.scalar_dtype(value)
+    shape = (shape,) if isinstance(shape, int) else tuple(shape)
+    return full_op(shape=shape, value=value, dtype=dtype)
+
+
+def zeros(*shape, dtype=dt.DEFAULT_FLOAT):
+    return full_op(shape=_shape(shape), value=0, dtype=dtype)
+
+
+def ones(*shape, dtype=dt.DEFAULT_FLOAT):
+    return full_op(shape=_shape(shape), value=1, dtype=dtype)
+
+
+def full_like(x, value, dtype=None):
+    return full_like_op(x, value=value, dtype=dtype)
+
+
+def zeros_like(x, dtype=None):
+    return full_like_op(x, value=0, dtype=dtype)
+
+
+def ones_like(x, dtype=None):
+    return full_like_op(x, value=1, dtype=dtype)
+
+
+def arange(start, stop=None, step=1, dtype=None):
+    """arange(stop) or arange(start, stop, step); float dtype if any bound is a float."""
+    if stop is None:
+        start, stop = 0, start
+    if dtype is None:
+        dtype = dt.promote([], [dt.scalar_dtype(v) for v in (start, stop, step)])
+    return arange_op(start=start, stop=stop, step=step, dtype=dtype)
+
+
+def linspace(start, stop, num, dtype=dt.DEFAULT_FLOAT):
+    return linspace_op(start=start, stop=stop, num=num, dtype=dtype)
+
+
+def eye(n, m=None, dtype=dt.DEFAULT_FLOAT):
+    return eye_op(n=n, m=m, dtype=dtype)
+
+
+def uniform(*shape, low=0.0, high=1.0, dtype=dt.DEFAULT_FLOAT, generator=None):
+    return uniform_op(shape=_shape(shape), low=low, high=high, dtype=dtype, generator=generator)
+
+
+def rand(*shape, dtype=dt.DEFAULT_FLOAT, generator=None):
+    return uniform(*shape, dtype=dtype, generator=generator)
+
+
+def normal(*shape, mean=0.0, std=1.0, dtype=dt.DEFAULT_FLOAT, generator=None):
+    return normal_op(shape=_shape(shape), mean=mean, std=std, dtype=dtype, generator=generator)
+
+
+def randn(*shape, dtype=dt.DEFAULT_FLOAT, generator=None):
+    return normal(*shape, dtype=dtype, generator=generator)
+
+
+def randint(low, high, shape, dtype=dt.DEFAULT_INT, generator=None):
+    shape = (shape,) if isinstance(shape, int) else tuple(shape)
+    return randint_op(shape=shape, low=low, high=high, dtype=dtype, generator=generator)
+
+__all__ = [
+    "Generator",
+    "default_generator",
+    "manual_seed",
+    "full",
+    "zeros",
+    "ones",
+    "full_like",
+    "zeros_like",
+    "ones_like",
+    "arange",
+    "linspace",
+    "eye",
+    "uniform",
+    "rand",
+    "normal",
+    "randn",
+    "randint",
+]

@@ -1,0 +1,563 @@
+"""Elementwise ops: one scalar body each, compiled for every dtype; gradients right below.
+
+Bodies are plain Python on scalars; nbflow.kernels turns them into loops with broadcasting.
+Gradient rules are `(g, out, *inputs, **attrs) -> one gradient per input` written with nbflow
+ops; the backward driver sums them back to broadcast shapes and casts them.
+"""
+
+import math
+
+import numpy as np
+
+from .. import dtypes as dt
+from ..core import Attr
+from ._define import elementwise, inplace_variant
+
+ALL, NUMERIC, FLOATS = dt.ALL, dt.NUMERIC, dt.FLOATS
+SQRT_HALF = 0.7071067811865476
+INV_SQRT_2PI = 0.3989422804014327
+_erf64 = np.vectorize(math.erf, otypes=[np.float64])  # reference only (no scipy dependency)
+
+# ---------------------------------------------------------------- arithmetic
+
+
+@elementwise(dtypes=ALL, ref=np.add)
+def add(x, y):
+    """x + y (for bools: logical or)."""
+    return x + y
+
+
+add.defgrad(lambda g, out, x, y: (g, g))
+
+
+@elementwise(dtypes=NUMERIC, ref=np.subtract)
+def sub(x, y):
+    """x - y."""
+    return x - y
+
+
+sub.defgrad(lambda g, out, x, y: (g, neg(g)))
+
+
+@elementwise(dtypes=ALL, ref=np.multiply)
+def mul(x, y):
+    """x * y (for bools: logical and)."""
+    return x * y
+
+
+mul.defgrad(lambda g, out, x, y: (g * y, g * x))
+
+
+@elementwise(dtypes=FLOATS, ref=np.true_divide, to_float=True)
+def div(x, y):
+    """True division; integer inputs give float32."""
+    return x / y
+
+
+div.defgrad(lambda g, out, x, y: (g / y, neg(g) * out / y))
+
+
+@elementwise(dtypes=NUMERIC, ref=np.floor_divide, differentiable=False)
+def floor_div(x, y):
+    """Division rounded toward minus infinity (Python's //)."""
+    return x // y
+
+
+@elementwise(dtypes=NUMERIC, ref=np.mod)
+def mod(x, y):
+    """Remainder with the sign of the divisor (Python's %, numpy's mod)."""
+    return x % y
+
+
+mod.defgrad(lambda g, out, x, y: (g, neg(g) * floor_div(x, y)))
+
+
+@elementwise(dtypes=NUMERIC, ref=np.power)
+def pow(x, y):  # noqa: A001  (the op's public name)
+    """x ** y."""
+    return x**y
+
+
+def _pow_grad(g, out, x, y):
+    # d/dy x**y = x**y log x; where x <= 0 the log is undefined and PyTorch uses 0
+    safe_log = log(where(x > 0, x, 1))
+    return g * y * pow(x, y - 1), g * out * safe_log
+
+
+pow.defgrad(_pow_grad)
+
+
+@elementwise(dtypes=NUMERIC, ref=np.negative)
+def neg(x):
+    """-x."""
+    return -x
+
+
+neg.defgrad(lambda g, out, x: (neg(g),))
+
+
+@elementwise(dtypes=NUMERIC, ref=np.abs)
+def abs(x):  # noqa: A001
+    """|x|."""
+    return x if x >= 0 else -x
+
+
+abs.defgrad(lambda g, out, x: (g * sign(x),))
+
+
+@elementwise(dtypes=NUMERIC, ref=np.sign, differentiable=False)
+def sign(x):
+    """-1, 0 or 1 (NaN stays NaN)."""
+    if x > 0:
+        return 1
+    if x < 0:
+        return -1
+    return x - x  # 0, or NaN for NaN
+
+
+# ---------------------------------------------------------------- transcendental
+
+
+@elementwise(dtypes=FLOATS, ref=np.exp, to_float=True)
+def exp(x):
+    """e ** x."""
+    return math.exp(x)
+
+
+exp.defgrad(lambda g, out, x: (g * out,))
+
+
+@elementwise(dtypes=FLOATS, ref=np.log, to_float=True)
+def log(x):
+    """Natural logarithm."""
+    if x > 0:
+        return math.log(x)
+    if x == 0:
+        return -math.inf
+    return math.nan  # negative or NaN (math.log would raise)
+
+
+log.defgrad(lambda g, out, x: (g / x,))
+
+
+@elementwise(dtypes=FLOATS, ref=np.log1p, to_float=True)
+def log1p(x):
+    """log(1 + x), accurate for small x."""
+    if x > -1:
+        return math.log1p(x)
+    if x == -1:
+        return -math.inf
+    return math.nan
+
+
+log1p.defgrad(lambda g, out, x: (g / (x + 1),))
+
+
+@elementwise(dtypes=FLOATS, ref=np.expm1, to_float=True)
+def expm1(x):
+    """exp(x) - 1, accurate for small x."""
+    return math.expm1(x)
+
+
+expm1.defgrad(lambda g, out, x: (g * (out + 1),))
+
+
+@elementwise(dtypes=FLOATS, ref=np.sqrt, to_float=True)
+def sqrt(x):
+    """Square root (NaN for negative x)."""
+    return math.sqrt(x) if x >= 0 else math.nan
+
+
+sqrt.defgrad(lambda g, out, x: (g / (out * 2),))
+
+
+@elementwise(dtypes=FLOATS, ref=lambda x: 1 / np.sqrt(x), to_float=True)
+def rsqrt(x):
+    """1 / sqrt(x)."""
+    return 1 / math.sqrt(x) if x >= 0 else math.nan
+
+
+rsqrt.defgrad(lambda g, out, x: (g * out * out * out * -0.5,))
+
+
+@elementwise(dtypes=FLOATS, ref=np.sin, to_float=True)
+def sin(x):
+    """Sine."""
+    return math.sin(x)
+
+
+sin.defgrad(lambda g, out, x: (g * cos(x),))
+
+
+@elementwise(dtypes=FLOATS, ref=np.cos, to_float=True)
+def cos(x):
+    """Cosine."""
+    return math.cos(x)
+
+
+cos.defgrad(lambda g, out, x: (neg(g) * sin(x),))
+
+
+@elementwise(dtypes=FLOATS, ref=np.tanh, to_float=True)
+def tanh(x):
+    """Hyperbolic tangent."""
+    return math.tanh(x)
+
+
+tanh.defgrad(lambda g, out, x: (g * (1 - out * out),))
+
+
+@elementwise(dtypes=FLOATS, ref=lambda x: _erf64(x).astype(x.dtype), to_float=True)
+def erf(x):
+    """The error function."""
+    return math.erf(x)
+
+
+erf.defgrad(lambda g, out, x: (g * exp(x * x * -1) * (2 / math.sqrt(math.pi)),))
+
+
+# ---------------------------------------------------------------- activations
+
+
+@elementwise(dtypes=FLOATS, ref=lambda x: (1 / (1 + np.exp(-x.astype(np.float64)))).astype(x.dtype), to_float=True)
+def sigmoid(x):
+    """1 / (1 + exp(-x)), stable for large |x|."""
+    if x >= 0:
+        return 1 / (1 + math.exp(-x))
+    e = math.exp(x)
+    return e / (1 + e)
+
+
+sigmoid.defgrad(lambda g, out, x: (g * out * (1 - out),))
+
+
+@elementwise(dtypes=NUMERIC, ref=lambda x: np.maximum(x, 0).astype(x.dtype))
+def relu(x):
+    """max(x, 0); NaN stays NaN."""
+    return x - x if x < 0 else x
+
+
+relu.defgrad(lambda g, out, x: (where(x > 0, g, 0),))
+
+
+def _leaky_relu_ref(x, negative_slope=0.01):
+    return np.where(x >= 0, x, x * np.asarray(negative_slope, x.dtype)).astype(x.dtype)
+
+
+@elementwise(
+    dtypes=FLOATS, ref=_leaky_relu_ref, attrs={"negative_slope": Attr("float", 0.01)}
+)
+def leaky_relu(x, negative_slope):
+    """x where x >= 0, else negative_slope * x."""
+    return x if x >= 0 else x * negative_slope
+
+
+leaky_relu.defgrad(
+    lambda g, out, x, negative_slope: (where(x >= 0, g, g * negative_slope),)
+)
+
+
+def _gelu_ref(x, approximate=False):
+    x64 = x.astype(np.float64)
+    if approximate:
+        inner = math.sqrt(2 / math.pi) * (x64 + 0.044715 * x64**3)
+        return (0.5 * x64 * (1 + np.tanh(inner))).astype(x.dtype)
+    return (0.5 * x64 * (1 + _erf64(x64 * SQRT_HALF))).astype(x.dtype)
+
+
+@elementwise(dtypes=FLOATS, ref=_gelu_ref, attrs={"approximate": Attr("bool", False)})
+def gelu(x, approximate):
+    """x * Phi(x); approximate=True uses the tanh form (PyTorch's approximate='tanh')."""
+    if approximate:
+        inner = 0.7978845608028654 * (x + 0.044715 * x * x * x)
+        return 0.5 * x * (1 + math.tanh(inner))
+    return 0.5 * x * (1 + math.erf(x * SQRT_HALF))
+
+
+def _gelu_grad(g, out, x, approximate):
+    if approximate:
+        k = 0.7978845608028654
+        t = tanh((x + x * x * x * 0.044715) * k)
+        dinner = (x * x * (3 * 0.044715) + 1) * k
+        return (g * ((t + 1) * 0.5 + x * 0.5 * (1 - t * t) * dinner),)
+    cdf = (erf(x * SQRT_HALF) + 1) * 0.5
+    pdf = exp(x * x * -0.5) * INV_SQRT_2PI
+    return (g * (cdf + x * pdf),)
+
+
+gelu.defgrad(_gelu_grad)
+
+
+def _softplus_ref(x, beta=1.0, threshold=20.0):
+    x64 = x.astype(np.float64)
+    soft = np.logaddexp(0, beta * x64) / beta
+    return np.where(x64 * beta > threshold, x64, soft).astype(x.dtype)
+
+
+@elementwise(
+    dtypes=FLOATS,
+    ref=_softplus_ref,
+    to_float=True,
+    attrs={"beta": Attr("float", 1.0), "threshold": Attr("float", 20.0)},
+)
+def softplus(x, beta, threshold):
+    """log(1 + exp(beta x)) / beta; linear above `threshold` (as PyTorch)."""
+    z = x * beta
+    if z > threshold:
+        return x
+    if z > 0:
+        return (z + math.log1p(math.exp(-z))) / beta
+    return math.log1p(math.exp(z)) / beta
+
+
+softplus.defgrad(
+    lambda g, out, x, beta, threshold: (
+        where(x * beta > threshold, g, g * sigmoid(x * beta)),
+    )
+)
+
+
+# ---------------------------------------------------------------- min, max, clip, where
+
+
+@elementwise(dtypes=NUMERIC + (dt.bool_,), ref=np.maximum)
+def maximum(x, y):
+    """Elementwise max; NaN if either is NaN."""
+    if x != x:
+        return x
+    if y != y:
+        return y
+    return x if x >= y else y
+
+
+@elementwise(dtypes=NUMERIC + (dt.bool_,), ref=np.minimum)
+def minimum(x, y):
+    """Elementwise min; NaN if either is NaN."""
+    if x != x:
+        return x
+    if y != y:
+        return y
+    return x if x <= y else y
+
+
+def _minmax_grad(g, out, x, y):
+    # ties share the gradient equally, as in PyTorch
+    gx = where(x == out, g, 0)
+    gy = where(y == out, g, 0)
+    tie = x == y
+    return where(tie, gx * 0.5, gx), where(tie, gy * 0.5, gy)
+
+
+maximum.defgrad(_minmax_grad)
+minimum.defgrad(_minmax_grad)
+
+
+def _clip_ref(x, min=None, max=None):  # noqa: A002
+    if min is not None:
+        x = np.maximum(x, np.asarray(min).astype(x.dtype))
+    if max is not None:
+        x = np.minimum(x, np.asarray(max).astype(x.dtype))
+    return x
+
+
+@elementwise(
+    dtypes=NUMERIC,
+    ref=_clip_ref,
+    attrs={"min": Attr("value", None, optional=True), "max": Attr("value", None, optional=True)},
+)
+def clip(x, min, max):  # noqa: A002
+    """Clamp into [min, max] (either may be None); min > max gives max, as in PyTorch."""
+    r = x
+    if min is not None and r < min:
+        r = min
+    if max is not None and r > max:
+        r = max
+    return r
+
+
+def _clip_grad(g, out, x, min, max):  # noqa: A002
+    inside = x == x  # all True (same shape as x)
+    if min is not None:
+        inside = logical_and(inside, x >= min)
+    if max is not None:
+        inside = logical_and(inside, x <= max)
+    return (where(inside, g, 0),)
+
+
+clip.defgrad(_clip_grad)
+
+
+@elementwise(dtypes=ALL, ref=np.where, promote=(1, 2))
+def where(cond, x, y):
+    """x where cond is true, else y (cond is cast to bool)."""
+    return x if cond else y
+
+
+where.defgrad(lambda g, out, cond, x, y: (None, where(cond, g, 0), where(cond, 0, g)))
+
+
+# ---------------------------------------------------------------- comparisons and logic
+
+
+def _compare(ref):
+    return elementwise(dtypes=ALL, ref=ref, out_dtype=dt.bool_, differentiable=False)
+
+
+@_compare(np.equal)
+def eq(x, y):
+    """x == y."""
+    return x == y
+
+
+@_compare(np.not_equal)
+def ne(x, y):
+    """x != y."""
+    return x != y
+
+
+@_compare(np.less)
+def lt(x, y):
+    """x < y."""
+    return x < y
+
+
+@_compare(np.less_equal)
+def le(x, y):
+    """x <= y."""
+    return x <= y
+
+
+@_compare(np.greater)
+def gt(x, y):
+    """x > y."""
+    return x > y
+
+
+@_compare(np.greater_equal)
+def ge(x, y):
+    """x >= y."""
+    return x >= y
+
+
+@_compare(np.logical_and)
+def logical_and(x, y):
+    """Truth of x and y."""
+    return x != 0 and y != 0
+
+
+@_compare(np.logical_or)
+def logical_or(x, y):
+    """Truth of x or y."""
+    return x != 0 or y != 0
+
+
+@_compare(np.logical_xor)
+def logical_xor(x, y):
+    """Truth of x xor y."""
+    return (x != 0) != (y != 0)
+
+
+@_compare(np.logical_not)
+def logical_not(x):
+    """Truth of not x."""
+    return x == 0
+
+
+@_compare(np.isnan)
+def isnan(x):
+    """True where x is NaN."""
+    return x != x
+
+
+@_compare(np.isinf)
+def isinf(x):
+    """True where x is +-inf."""
+    return x == math.inf or x == -math.inf
+
+
+@_compare(np.isfinite)
+def isfinite(x):
+    """True where x is neither NaN nor +-inf."""
+    return x - x == 0
+
+
+# ---------------------------------------------------------------- cast
+
+
+def _cast_ref(x, dtype):
+    return x.astype(dtype)
+
+
+@elementwise(
+    dtypes=ALL, ref=_cast_ref, attrs={"dtype": Attr("dtype")}, out_dtype=lambda dtype: dtype
+)
+def cast(x):
+    """Convert to `dtype` (float to int truncates toward zero)."""
+    return x
+
+
+def _cast_grad(g, out, x, dtype):
+    return (g,) if dt.is_float(x.dtype) else (None,)
+
+
+cast.defgrad(_cast_grad)
+
+
+# ---------------------------------------------------------------- in-place variants
+
+add_ = inplace_variant(add, "add_")
+sub_ = inplace_variant(sub, "sub_")
+mul_ = inplace_variant(mul, "mul_")
+div_ = inplace_variant(div, "div_")
+clip_ = inplace_variant(clip, "clip_")
+
+__all__ = [
+    "add",
+    "sub",
+    "mul",
+    "div",
+    "floor_div",
+    "mod",
+    "pow",
+    "neg",
+    "abs",
+    "sign",
+    "exp",
+    "log",
+    "log1p",
+    "expm1",
+    "sqrt",
+    "rsqrt",
+    "sin",
+    "cos",
+    "tanh",
+    "erf",
+    "sigmoid",
+    "relu",
+    "leaky_relu",
+    "gelu",
+    "softplus",
+    "maximum",
+    "minimum",
+    "clip",
+    "where",
+    "eq",
+    "ne",
+    "lt",
+    "le",
+    "gt",
+    "ge",
+    "logical_and",
+    "logical_or",
+    "logical_xor",
+    "logical_not",
+    "isnan",
+    "isinf",
+    "isfinite",
+    "cast",
+    "add_",
+    "sub_",
+    "mul_",
+    "div_",
+    "clip_",
+]
