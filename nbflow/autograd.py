@@ -74,6 +74,8 @@ def backprop(roots, seeds, create_graph: bool) -> tuple[dict, dict]:
             for t, g in zip(node.inputs, in_grads):
                 if g is None or not t.requires_grad:
                     continue
+                if isinstance(g, _Stale):  # this gradient needed an overwritten value
+                    raise GradientError(g.message)
                 accumulate(t, fit_gradient(g, t))
     return leaf_grads, node_grads
 

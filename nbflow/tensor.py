@@ -148,7 +148,9 @@ class Tensor:
 class _Stale:
     """Stands for a saved tensor that was modified in place after it was saved.
 
-    A gradient rule that uses it raises; a rule that does not need it never notices."""
+    Ops on it give it back (it poisons what is computed from it), and the backward driver
+    raises only when a poisoned gradient reaches an input that requires grad. So `y.mul_(2)`
+    works on an intermediate y although mul's rule also computes g * y for the constant 2."""
 
     __slots__ = ("message",)
 
@@ -167,11 +169,43 @@ def as_tensor_value(x):
         x, np.ndarray
     ):
         return x
-    if isinstance(x, _Stale):
-        raise GradientError(x.message)
-    if isinstance(x, Tensor):
+    if isinstance(x, (Tensor, _Stale)):
         return x
     return tensor(x)
+
+
+class Plan:
+    """What running an op on one input signature needs, worked out once and cached on the op:
+    output specs, the kernel, which inputs to cast, what to allocate."""
+
+    __slots__ = ("specs", "key", "launcher", "casts", "allocs", "finals", "scalars")
+
+    def __init__(self, op: Op, values, attrs):
+        specs = [
+            Spec(v.data.shape, v.data.dtype) if type(v) is Tensor else
+            Spec((), dt.scalar_dtype(v), weak=True)
+            for v in values
+        ]
+        self.specs = op.infer(specs, attrs)
+        key = op.key_dtype(specs) if specs else None
+        self.key = self.specs[0].dtype if key is None else key
+        self.launcher = op.kernel("cpu", self.key)
+        compute = dt.CPU_COMPUTE.get(self.key, self.key)
+        promoted = range(len(specs)) if op.promote is None else op.promote
+        # weak scalars become 0-d arrays of the promoted dtype (their own when not promoted)
+        self.scalars = tuple(
+            (i, compute if i in promoted else s.dtype) for i, s in enumerate(specs) if s.weak
+        )
+        self.casts = tuple(
+            (i, compute) for i in promoted if specs[i].dtype != compute and not specs[i].weak
+        )
+        # outputs are allocated in the CPU compute dtype and cast back (float16)
+        self.allocs = tuple((s.shape, dt.CPU_COMPUTE.get(s.dtype, s.dtype)) for s in self.specs)
+        self.finals = tuple(
+            None if a[1] == s.dtype else s.dtype for a, s in zip(self.allocs, self.specs)
+        )
+        if not any(self.finals):
+            self.finals = None
 
 
 class EagerTrace:
@@ -180,121 +214,111 @@ class EagerTrace:
     def apply(self, op: Op, args, attrs):
         if attrs or op.attrs:
             attrs = op.check_attrs(attrs)
-        values = [a if type(a) is Tensor else as_tensor_value(a) for a in args]
-        out_specs, key, launcher, compute = self.plan(op, values, attrs)
-        tensors = [v if type(v) is Tensor else _scalar_tensor(v, key, op, i)
-                   for i, v in enumerate(values)]
-        if op.view:
-            results = launcher(*[t.data for t in tensors], **attrs)
-            results = results if isinstance(results, tuple) else (results,)
-            base = tensors[0]._base or tensors[0]
-            outs = [Tensor(r, _version=tensors[0]._version, _base=base) for r in results]
-        else:
-            outs = self.run(op, tensors, out_specs, compute, launcher, attrs)
-        record = STATE.grad_enabled and op.differentiable and any(
-            t.requires_grad for t in tensors
-        )
-        if op.inplace:
-            return self.finish_inplace(op, tensors, outs, attrs, record)
+        for a in args:
+            if type(a) is not Tensor:
+                args = [as_tensor_value(a) for a in args]
+                stale = next((v for v in args if type(v) is _Stale), None)
+                if stale is not None:  # inside a gradient rule: poison the result
+                    return stale if len(op.outputs) == 1 else (stale,) * len(op.outputs)
+                break
+        plan = self.plan(op, args, attrs)
+        tensors = args
+        if plan.scalars:
+            tensors = list(args)
+            for i, d in plan.scalars:
+                tensors[i] = Tensor(np.asarray(args[i], dtype=d))
+        record = STATE.grad_enabled and op.differentiable
         if record:
-            node = Node(op, tensors, attrs, None, [t._version[0] for t in tensors])
-            refs = []
-            for i, o in enumerate(outs):
-                if dt.is_float(o.data.dtype):
-                    o.requires_grad, o._node, o._index = True, node, i
-                refs.append(weakref.ref(o))
-            node.outputs = [(r, o.data, o._version, o._version[0]) for r, o in zip(refs, outs)]
+            record = any([t.requires_grad for t in tensors])
+        if op.view:
+            outs = self.run_view(plan, tensors, attrs)
+        elif op.inplace:
+            outs = self.run_inplace(op, plan, tensors, attrs, record)
+        else:
+            arrays = [t.data for t in tensors]
+            for i, d in plan.casts:
+                arrays[i] = arrays[i].astype(d)
+            bufs = [np.empty(shape, d) for shape, d in plan.allocs]
+            plan.launcher(*arrays, *bufs, **attrs)
+            if plan.finals:
+                bufs = [b if d is None else b.astype(d) for b, d in zip(bufs, plan.finals)]
+            outs = [Tensor(b) for b in bufs]
+        if record:
+            self.record(op, tensors, attrs, outs)
         return outs[0] if len(outs) == 1 else tuple(outs)
 
-    def plan(self, op, values, attrs):
-        """(output specs, key dtype, launcher, compute dtype), cached per input signature."""
+    def plan(self, op, values, attrs) -> Plan:
+        """The cached plan for this input signature (shapes, dtypes, attrs)."""
         sig = tuple(
-            (v.data.shape, v.data.dtype) if type(v) is Tensor else dt.scalar_dtype(v)
-            for v in values
+            [(v.data.shape, v.data.dtype) if type(v) is Tensor else type(v) for v in values]
         )
-        ck = (sig, tuple(attrs.values())) if attrs else sig
+        if attrs:
+            sig = (sig, tuple(attrs.values()))
         try:
-            hit = op.cache.get(ck)
+            plan = op.cache.get(sig)
         except TypeError:  # an unhashable attr (rare): no caching
-            ck, hit = None, None
-        if hit is None:
-            specs = [
-                Spec(v.data.shape, v.data.dtype)
-                if type(v) is Tensor
-                else Spec((), dt.scalar_dtype(v), weak=True)
-                for v in values
-            ]
-            out_specs = op.infer(specs, attrs)
-            key = op.key_dtype(specs) if specs else None
-            if key is None:
-                key = out_specs[0].dtype
-            launcher = op.kernel("cpu", key)
-            hit = (out_specs, key, launcher, dt.CPU_COMPUTE.get(key, key))
-            if ck is not None:
-                op.cache[ck] = hit
-        return hit
+            return Plan(op, values, attrs)
+        if plan is None:
+            plan = op.cache[sig] = Plan(op, values, attrs)
+        return plan
 
-    def run(self, op, tensors, out_specs, compute, launcher, attrs):
-        """Cast the promoted inputs to the compute dtype, allocate outputs, run the kernel."""
-        cast = range(len(tensors)) if op.promote is None else op.promote
+    def record(self, op, inputs, attrs, outs):
+        """Attach a tape node to the float outputs (weakly referenced: no cycles)."""
+        node = Node(op, inputs, attrs, [], [t._version[0] for t in inputs])
+        if op.inplace:
+            # the node's inputs are the written tensors *before* the write: their old
+            # history, and the version they had then
+            inputs = node.inputs = list(inputs)
+            for j in op.inplace.values():
+                t = inputs[j]
+                inputs[j] = Tensor(t.data, t.requires_grad, t._node, t._index, t._version)
+                node.versions[j] -= 1
+        for i, o in enumerate(outs):
+            if o.data.dtype.kind == "f":
+                o.requires_grad, o._node, o._index = True, node, i
+            node.outputs.append((weakref.ref(o), o.data, o._version, o._version[0]))
+
+    def run_inplace(self, op, plan, tensors, attrs, record):
+        """Write into the target's buffer (through a compute-dtype copy for float16)."""
+        if record:
+            self.check_inplace(op, tensors)
         arrays = [t.data for t in tensors]
-        for i in cast:
-            if arrays[i].dtype != compute:
-                arrays[i] = arrays[i].astype(compute)
+        for i, d in plan.casts:
+            arrays[i] = arrays[i].astype(d)
         bufs = []
-        for i, s in enumerate(out_specs):
-            j = op.inplace.get(i)
-            target = tensors[j].data if j is not None else None
-            if target is not None and target.dtype == dt.CPU_COMPUTE.get(s.dtype, s.dtype):
-                bufs.append(target)
-            else:
-                bufs.append(np.empty(s.shape, dt.CPU_COMPUTE.get(s.dtype, s.dtype)))
-        launcher(*arrays, *bufs, **attrs)
+        for i, (shape, d) in enumerate(plan.allocs):
+            target = tensors[op.inplace[i]].data
+            bufs.append(target if target.dtype == d else np.empty(shape, d))
+        plan.launcher(*arrays, *bufs, **attrs)
         outs = []
-        for i, (b, s) in enumerate(zip(bufs, out_specs)):
-            j = op.inplace.get(i)
-            if j is not None:
-                if b is not tensors[j].data:
-                    np.copyto(tensors[j].data, b, casting="unsafe")
-                outs.append(tensors[j])
-            else:
-                outs.append(Tensor(b if b.dtype == s.dtype else b.astype(s.dtype)))
+        for i, b in enumerate(bufs):
+            t = tensors[op.inplace[i]]
+            if b is not t.data:
+                np.copyto(t.data, b, casting="unsafe")
+            t._version[0] += 1
+            outs.append(t)
         return outs
 
-    def finish_inplace(self, op, tensors, outs, attrs, record):
-        """Bump versions; move the written tensor's history onto the in-place node."""
-        for i, j in op.inplace.items():
+    def check_inplace(self, op, tensors):
+        """Refuse, before anything is written, in-place writes autograd cannot follow."""
+        for j in op.inplace.values():
             t = tensors[j]
-            if record and t.requires_grad and t._node is None:
+            if t.requires_grad and t._node is None:
                 raise GradientError(
                     f"{op.name}: a leaf tensor that requires grad is used in an in-place op; "
                     "wrap it in nbflow.no_grad() or use the out-of-place op"
                 )
-            if record and t._base is not None:
+            if t._base is not None:
                 raise UnsupportedError(
                     f"{op.name}: in-place ops on views are not recorded for autograd yet"
                 )
-            t._version[0] += 1
-        if record:
-            # the node's inputs are the values *before* the write: old history, old version
-            ins = list(tensors)
-            versions = [x._version[0] for x in tensors]
-            for i, j in op.inplace.items():
-                t = tensors[j]
-                ins[j] = Tensor(t.data, t.requires_grad, t._node, t._index, t._version)
-                versions[j] -= 1
-            node = Node(op, ins, attrs, None, versions)
-            node.outputs = []
-            for i, o in enumerate(outs):
-                o.requires_grad, o._node, o._index = True, node, i
-                node.outputs.append((weakref.ref(o), o.data, o._version, o._version[0]))
-        return outs[0] if len(outs) == 1 else tuple(outs)
 
-
-def _scalar_tensor(value, key, op, i) -> Tensor:
-    """A weak Python scalar as a 0-d tensor of the dtype promotion gave it."""
-    promoted = op.promote is None or i in op.promote
-    return Tensor(np.asarray(value, dtype=key if promoted else dt.scalar_dtype(value)))
+    def run_view(self, plan, tensors, attrs):
+        """A view op: the outputs share the input's buffer and version counter."""
+        results = plan.launcher(*[t.data for t in tensors], **attrs)
+        results = results if isinstance(results, tuple) else (results,)
+        base = tensors[0]._base or tensors[0]
+        return [Tensor(r, _version=tensors[0]._version, _base=base) for r in results]
 
 
 STATE.trace = EagerTrace()
@@ -389,14 +413,14 @@ METHODS = (
     "add sub mul div floor_div mod pow neg abs sign exp log log1p expm1 sqrt rsqrt sin cos "
     "tanh erf sigmoid relu leaky_relu gelu softplus maximum minimum clip cast "
     "eq ne lt le gt ge logical_and logical_or logical_xor logical_not isnan isinf isfinite "
-    "add_ sub_ mul_ div_ clip_ zeros_like ones_like full_like"
+    "add_ sub_ mul_ div_ clip_ clamp clamp_ zeros_like ones_like full_like fill_ zero_ copy_ "
+    "clone astype"
 ).split()
 # added by the families as they land (tested for completeness in tests/test_registry.py)
 LATER_METHODS = (
     "sum mean prod max min argmax argmin var std logsumexp all any matmul reshape transpose "
     "permute broadcast_to squeeze unsqueeze flatten split gather take_along_axis index_select "
-    "scatter_add pad flip tile repeat softmax log_softmax zero_ fill_ copy_ clamp_ clamp "
-    "astype"
+    "scatter_add pad flip tile repeat softmax log_softmax"
 ).split()
 
 
@@ -412,3 +436,5 @@ def _method(fn):
 for _name in METHODS + LATER_METHODS:
     if hasattr(ops, _name):
         setattr(Tensor, _name, _method(getattr(ops, _name)))
+Tensor.__getitem__ = lambda self, key: ops.getitem(self, key)
+Tensor.__setitem__ = lambda self, key, value: ops.setitem(self, key, value)

@@ -69,17 +69,25 @@ class Elementwise:
         self.mod = codegen.load(f"nbflow_ew_{self.name}", src, self.salt)
         return self.mod
 
-    def __call__(self, ins, out, params=()):
-        """Compute out[...] = body(*ins, *params) with broadcasting; `out` may be strided."""
-        if out.size == 0:
-            return
+    def __call__(self, arrays, params=()):
+        """arrays = (*inputs, out): out[...] = body(*inputs, *params), with broadcasting.
+
+        `out` may be strided (an in-place target); inputs broadcast to its shape."""
+        out = arrays[-1]
         mod = self.mod or self._module()
         shape = out.shape
-        if out.flags.c_contiguous and all(
-            a.shape == shape and a.flags.c_contiguous for a in ins
-        ):
-            mod.flat(*[a.reshape(-1) for a in ins], out.reshape(-1), *params)
+        for a in arrays:
+            if a.shape != shape or not a.flags.c_contiguous:
+                break
+        else:  # the common case: one flat loop, which vectorises
+            if out.size:
+                mod.flat(*[a.ravel() for a in arrays], *params)
             return
+        if out.size:
+            self._strided(mod, arrays[:-1], out, params)
+
+    def _strided(self, mod, ins, out, params):
+        shape = out.shape
         views = [np.broadcast_to(a, shape) for a in ins]
         merged = merge_dims(shape, [v.strides for v in views + [out]])
         if len(merged) > STRIDED_RANK:

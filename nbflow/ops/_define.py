@@ -42,8 +42,10 @@ def elementwise(
             return Spec(shape, out_dtype(**kw) if callable(out_dtype) else out_dtype)
 
         def launch(*arrays, **kw):
-            *ins, out = arrays
-            cpu(ins, out, tuple(_param(kw[p], ins[0].dtype) for p in params))
+            if params:
+                cpu(arrays, tuple(_param(kw[p], arrays[0].dtype) for p in params))
+            else:
+                cpu(arrays)
 
         op = Op(
             name=body.__name__,

@@ -30,8 +30,9 @@ def _arange_cpu(out, start, step):
 @njit(**JIT)
 def _linspace_cpu(out, start, stop):
     n = out.size
-    if n == 1:
-        out[0] = start
+    if n <= 1:  # note: out[n - 1] below would write out of bounds when n == 0
+        if n == 1:
+            out[0] = start
         return
     step = (stop - start) / (n - 1)
     for i in range(n):
@@ -117,6 +118,25 @@ full_like_op = _declare(
     {"value": Attr("value"), "dtype": Attr("dtype", None, optional=True)},
     inputs=("x",),
     doc="A tensor like x filled with `value`.",
+)
+
+
+fill_op = Op(
+    name="fill_",
+    inputs=("x",),
+    outputs=("out",),
+    spec=lambda x, value: Spec(x.shape, x.dtype),
+    kernels={
+        "cpu": lambda x, out, value: _fill_cpu(out.reshape(-1), out.dtype.type(value)),
+        "cuda": None,
+    },
+    dtypes=dt.ALL,
+    ref=lambda x, value: np.full_like(x, value),
+    grad=lambda g, out, x, value: (None,),  # the old values no longer matter
+    attrs={"value": Attr("value")},
+    inplace={0: 0},
+    promote=(),
+    doc="Fill x with `value` in place.",
 )
 
 
@@ -279,6 +299,14 @@ def full_like(x, value, dtype=None):
     return full_like_op(x, value=value, dtype=dtype)
 
 
+def fill_(x, value):
+    return fill_op(x, value=value)
+
+
+def zero_(x):
+    return fill_op(x, value=0)
+
+
 def zeros_like(x, dtype=None):
     return full_like_op(x, value=0, dtype=dtype)
 
@@ -333,6 +361,8 @@ __all__ = [
     "ones",
     "full_like",
     "zeros_like",
+    "fill_",
+    "zero_",
     "ones_like",
     "arange",
     "linspace",

@@ -10,7 +10,8 @@ import math
 import numpy as np
 
 from .. import dtypes as dt
-from ..core import Attr
+from ..core import Attr, Op, Spec, broadcast_shapes
+from ..errors import ShapeError
 from ._define import elementwise, inplace_variant
 
 ALL, NUMERIC, FLOATS = dt.ALL, dt.NUMERIC, dt.FLOATS
@@ -503,6 +504,37 @@ def _cast_grad(g, out, x, dtype):
 cast.defgrad(_cast_grad)
 
 
+def clone(x):
+    """A copy of x that gradients flow through."""
+    return cast(x, dtype=x.dtype)
+
+
+def astype(x, dtype):
+    """cast(x, dtype=dtype), with the dtype positional as in numpy."""
+    return cast(x, dtype=dtype)
+
+
+def _copy_spec(x, src):
+    broadcast_shapes(x.shape, src.shape)
+    if len(src.shape) > len(x.shape):
+        raise ShapeError("src has more dims than the target")
+    return Spec(x.shape, x.dtype)
+
+
+copy_ = Op(
+    name="copy_",
+    inputs=("x", "src"),
+    outputs=("out",),
+    spec=_copy_spec,
+    kernels={"cpu": lambda x, src, out: np.copyto(out, src, casting="unsafe"), "cuda": None},
+    dtypes=ALL,
+    ref=lambda x, src: np.broadcast_to(src, x.shape).astype(x.dtype),
+    grad=lambda g, out, x, src: (None, g),
+    inplace={0: 0},
+    promote=(),
+    doc="Copy src (broadcast, cast to x's dtype) into x in place.",
+)
+
 # ---------------------------------------------------------------- in-place variants
 
 add_ = inplace_variant(add, "add_")
@@ -510,6 +542,7 @@ sub_ = inplace_variant(sub, "sub_")
 mul_ = inplace_variant(mul, "mul_")
 div_ = inplace_variant(div, "div_")
 clip_ = inplace_variant(clip, "clip_")
+clamp, clamp_ = clip, clip_  # PyTorch's names
 
 __all__ = [
     "add",
@@ -560,4 +593,9 @@ __all__ = [
     "mul_",
     "div_",
     "clip_",
+    "clamp",
+    "clamp_",
+    "clone",
+    "astype",
+    "copy_",
 ]

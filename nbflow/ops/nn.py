@@ -1,3 +1,495 @@
-"""(to be written)"""
+"""Neural-network ops: softmax, log_softmax, one_hot, the fused cross_entropy, and mse_loss.
 
-__all__: list[str] = []
+Kernels see rows: the softmax (class) axis is moved last and the input viewed as a contiguous
+(rows, classes) array, so each kernel compiles once per dtype whatever the rank. Sums are
+accumulated in float64 and every exp is shifted by the row's max, so large logits stay finite.
+Gradient rules are written with nbflow ops, so they work in graph mode and differentiate again.
+"""
+
+import math
+import os
+import sys
+import warnings
+
+import numpy as np
+from numba import njit
+
+from .. import dtypes as dt
+from ..core import UNKNOWN, Attr, Op, Spec, broadcast_shapes, normalize_axis
+from ..errors import AttrError, DTypeError, OutOfRangeError, ShapeError
+from ..kernels.cpu import JIT
+from . import reduce as _reduce
+from . import shape as _shape
+from .elementwise import exp
+
+FLOATS, INTS = dt.FLOATS, dt.INTS
+REDUCTIONS = ("mean", "sum", "none")
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# ---------------------------------------------------------------- kernels
+
+
+@njit(**JIT)
+def _softmax_rows(x, out, log):
+    """Softmax (or log-softmax) of each row of the 2-D array x, max-shifted, float64 sums."""
+    for i in range(x.shape[0]):
+        m = -math.inf
+        for j in range(x.shape[1]):
+            v = x[i, j]
+            if v > m:
+                m = v
+        m = float(m)
+        s = 0.0
+        if log:
+            for j in range(x.shape[1]):
+                s += math.exp(x[i, j] - m)
+            lse = m + math.log(s)
+            for j in range(x.shape[1]):
+                out[i, j] = x[i, j] - lse
+        else:
+            for j in range(x.shape[1]):
+                e = math.exp(x[i, j] - m)
+                out[i, j] = e
+                s += e
+            inv = 1.0 / s
+            for j in range(x.shape[1]):
+                out[i, j] *= inv
+
+
+@njit(**JIT)
+def _cross_entropy_rows(x, labels, ignore_index, smoothing, losses):
+    """Per-row loss -log softmax(x)[label] (with label smoothing) into `losses`; ignored rows
+    get 0. Returns (sum of losses, number of rows not ignored), summed in float64."""
+    total = 0.0
+    count = 0
+    n_classes = x.shape[1]
+    for i in range(x.shape[0]):
+        t = labels[i]
+        if t == ignore_index:
+            losses[i] = 0.0
+            continue
+        m = -math.inf
+        for j in range(n_classes):
+            v = x[i, j]
+            if v > m:
+                m = v
+        m = float(m)
+        s = 0.0
+        xs = 0.0
+        for j in range(n_classes):
+            v = float(x[i, j])
+            s += math.exp(v - m)
+            xs += v
+        lse = m + math.log(s)
+        loss = lse - x[i, t]
+        if smoothing != 0.0:
+            loss = (1.0 - smoothing) * loss + smoothing * (lse - xs / n_classes)
+        losses[i] = loss
+        total += loss
+        count += 1
+    return total, count
+
+
+@njit(**JIT)
+def _first_bad_label(labels, n_classes, ignore_index, use_ignore):
+    """Flat index of the first label outside [0, n_classes) that is not ignored, else -1."""
+    for i in range(labels.size):
+        t = labels[i]
+        if (t < 0 or t >= n_classes) and not (use_ignore and t == ignore_index):
+            return i
+    return -1
+
+
+@njit(**JIT)
+def _one_hot_rows(labels, ignore_index, use_ignore, out):
+    for i in range(out.shape[0]):
+        for j in range(out.shape[1]):
+            out[i, j] = 0
+        t = labels[i]
+        if use_ignore and t == ignore_index:
+            continue
+        out[i, t] = 1
+
+
+@njit(**JIT)
+def _squared_error(x, y, out):
+    for i in range(out.size):
+        d = x[i] - y[i]
+        out[i] = d * d
+
+
+@njit(**JIT)
+def _squared_error_sum(x, y):
+    acc = 0.0
+    for i in range(x.size):
+        d = float(x[i]) - float(y[i])
+        acc += d * d
+    return acc
+
+
+# ---------------------------------------------------------------- row helpers
+
+
+def _rows(x: np.ndarray, axis: int) -> np.ndarray:
+    """x with `axis` moved last, as a contiguous 2-D (rows, axis length) array."""
+    moved = np.moveaxis(x, axis, -1) if x.ndim else x.reshape(1)
+    n = moved.shape[-1]
+    return np.ascontiguousarray(moved).reshape(moved.size // n if n else 0, n)
+
+
+def _write_rows(out: np.ndarray, axis: int, fill) -> None:
+    """Call `fill(rows2d)` on a 2-D (rows, axis length) view of `out`, or on a temporary that is
+    copied back when `out` cannot be viewed that way without a copy."""
+    moved = np.moveaxis(out, axis, -1) if out.ndim else out.reshape(1)
+    n = moved.shape[-1]
+    shape2 = (moved.size // n if n else 0, n)
+    if moved.flags.c_contiguous:
+        fill(moved.reshape(shape2))
+    else:
+        tmp = np.empty(shape2, out.dtype)
+        fill(tmp)
+        moved[...] = tmp.reshape(moved.shape)
+
+
+def _check_labels(op_name, labels, n_classes, ignore_index):
+    """OutOfRangeError for the first label outside [0, n_classes) (before any kernel runs)."""
+    flat = np.ascontiguousarray(labels).reshape(-1)
+    use_ignore = ignore_index is not None
+    bad = _first_bad_label(flat, n_classes, 0 if ignore_index is None else ignore_index, use_ignore)
+    if bad >= 0:
+        where = tuple(int(i) for i in np.unravel_index(bad, labels.shape))
+        ignored = f" and is not ignore_index={ignore_index}" if use_ignore else ""
+        raise OutOfRangeError(
+            f"{op_name}: label {int(flat[bad])} at position {where} is outside "
+            f"[0, {n_classes}) for {n_classes} classes{ignored}"
+        )
+    return flat
+
+
+def _float_dtype(what, d):
+    if not dt.is_float(d):
+        raise DTypeError(f"{what} must be a float tensor, got {d}")
+    return d
+
+
+def _softmax_axis(ndim: int, axis: int) -> int:
+    """Normalised softmax axis; a 0-d input accepts 0 and -1, as in PyTorch."""
+    if ndim == 0 and axis in (0, -1):
+        return 0
+    return normalize_axis(axis, ndim)
+
+
+# ---------------------------------------------------------------- softmax, log_softmax
+
+
+def _softmax_spec(x, axis):
+    _float_dtype("the input", x.dtype)
+    _softmax_axis(x.ndim, axis)
+    return Spec(x.shape, x.dtype)
+
+
+def _softmax_launcher(log):
+    def launch(x, out, axis):
+        if out.size == 0:
+            return
+        axis = _softmax_axis(x.ndim, axis)
+        rows = _rows(x, axis)
+        _write_rows(out, axis, lambda o: _softmax_rows(rows, o, log))
+
+    return launch
+
+
+def _softmax_ref(x, axis=-1):
+    if x.size == 0:
+        return x.copy()
+    x64 = x.astype(np.float64)
+    e = np.exp(x64 - x64.max(axis=axis, keepdims=True))
+    return (e / e.sum(axis=axis, keepdims=True)).astype(x.dtype)
+
+
+def _log_softmax_ref(x, axis=-1):
+    if x.size == 0:
+        return x.copy()
+    x64 = x.astype(np.float64)
+    shifted = x64 - x64.max(axis=axis, keepdims=True)
+    return (shifted - np.log(np.exp(shifted).sum(axis=axis, keepdims=True))).astype(x.dtype)
+
+
+softmax = Op(
+    name="softmax",
+    inputs=("x",),
+    outputs=("out",),
+    spec=_softmax_spec,
+    kernels={"cpu": _softmax_launcher(False), "cuda": None},
+    dtypes=FLOATS,
+    ref=_softmax_ref,
+    attrs={"axis": Attr("int", -1)},
+    doc="exp(x) / sum(exp(x)) along `axis` (max-shifted, so large inputs stay finite).",
+)
+
+
+@softmax.defgrad
+def _softmax_grad(g, out, x, axis):
+    return (out * (g - _reduce.sum(g * out, axis=axis, keepdims=True)),)
+
+
+log_softmax = Op(
+    name="log_softmax",
+    inputs=("x",),
+    outputs=("out",),
+    spec=_softmax_spec,
+    kernels={"cpu": _softmax_launcher(True), "cuda": None},
+    dtypes=FLOATS,
+    ref=_log_softmax_ref,
+    attrs={"axis": Attr("int", -1)},
+    doc="x - logsumexp(x) along `axis`: the log of softmax, computed stably.",
+)
+
+
+@log_softmax.defgrad
+def _log_softmax_grad(g, out, x, axis):
+    return (g - exp(out) * _reduce.sum(g, axis=axis, keepdims=True),)
+
+
+# ---------------------------------------------------------------- one_hot
+
+
+def _int_labels(what, d):
+    if d not in INTS:
+        raise DTypeError(
+            f"{what} must be int32 or int64 class indices, got {d}"
+            + (" (class probabilities are not supported)" if dt.is_float(d) else "")
+        )
+
+
+def _one_hot_spec(labels, num_classes, axis, dtype, ignore_index):
+    _int_labels("labels", labels.dtype)
+    if num_classes < 0:
+        raise AttrError(f"num_classes must be >= 0, got {num_classes}")
+    axis = normalize_axis(axis, labels.ndim + 1)
+    shape = labels.shape[:axis] + (num_classes,) + labels.shape[axis:]
+    return Spec(shape, dtype)
+
+
+def _one_hot_cpu(labels, out, num_classes, axis, dtype, ignore_index):
+    flat = _check_labels("one_hot", labels, num_classes, ignore_index)
+    if out.size == 0:
+        return
+    axis = normalize_axis(axis, labels.ndim + 1)
+    ignore = 0 if ignore_index is None else ignore_index
+    _write_rows(out, axis, lambda o: _one_hot_rows(flat, ignore, ignore_index is not None, o))
+
+
+def _one_hot_ref(labels, num_classes, axis=-1, dtype=dt.int64, ignore_index=None):
+    valid = labels != ignore_index if ignore_index is not None else np.ones(labels.shape, bool)
+    out = (labels[..., None] == np.arange(num_classes)) & valid[..., None]
+    return np.moveaxis(out, -1, axis).astype(dtype)
+
+
+one_hot = Op(
+    name="one_hot",
+    inputs=("labels",),
+    outputs=("out",),
+    spec=_one_hot_spec,
+    kernels={"cpu": _one_hot_cpu, "cuda": None},
+    dtypes=INTS,
+    ref=_one_hot_ref,
+    differentiable=False,
+    attrs={
+        "num_classes": Attr("int"),
+        "axis": Attr("int", -1),
+        "dtype": Attr("dtype", dt.int64),
+        "ignore_index": Attr("int", None, optional=True),
+    },
+    promote=(0,),
+    doc=(
+        "1 at each label's class along a new `axis` of length num_classes, 0 elsewhere "
+        "(int64 by default, as PyTorch); labels equal to ignore_index give all zeros."
+    ),
+)
+
+
+# ---------------------------------------------------------------- cross_entropy
+
+
+def _class_axis(ndim: int) -> int:
+    """PyTorch's layout: logits (C,), (N, C) or (N, C, d1, ...); the class axis is 1 (0 for
+    unbatched 1-D logits)."""
+    return 1 if ndim >= 2 else 0
+
+
+def _cross_entropy_spec(logits, labels, reduction, ignore_index, label_smoothing):
+    _float_dtype("logits", logits.dtype)
+    _int_labels("labels", labels.dtype)
+    if logits.ndim == 0:
+        raise ShapeError(
+            f"logits of shape {logits.shape} have no class axis: expected (C,), (N, C) or "
+            "(N, C, d1, ...)"
+        )
+    if not 0.0 <= label_smoothing <= 1.0:
+        raise AttrError(f"label_smoothing must be in [0, 1], got {label_smoothing}")
+    cls = _class_axis(logits.ndim)
+    expected = logits.shape[:cls] + logits.shape[cls + 1 :]
+    if len(labels.shape) != len(expected) or any(
+        a != b and UNKNOWN not in (a, b) for a, b in zip(labels.shape, expected, strict=True)
+    ):
+        raise ShapeError(
+            f"labels of shape {labels.shape} do not fit logits of shape {logits.shape}: "
+            f"expected labels of shape {expected} (logits without class axis {cls})"
+        )
+    if reduction == "none":
+        shape = tuple(b if a == UNKNOWN else a for a, b in zip(labels.shape, expected, strict=True))
+        return Spec(shape, logits.dtype)
+    return Spec((), logits.dtype)
+
+
+def _cross_entropy_cpu(logits, labels, out, reduction, ignore_index, label_smoothing):
+    cls = _class_axis(logits.ndim)
+    n_classes = logits.shape[cls]
+    flat = _check_labels("cross_entropy", labels, n_classes, ignore_index)
+    rows = _rows(logits, cls)
+    losses = np.empty(flat.size, np.float64)
+    total, count = _cross_entropy_rows(rows, flat, ignore_index, label_smoothing, losses)
+    if reduction == "none":
+        out[...] = losses.reshape(out.shape)
+    elif reduction == "sum":
+        out[...] = total
+    else:
+        out[...] = total / count if count else math.nan  # all ignored: nan, as PyTorch
+
+
+def _cross_entropy_ref(logits, labels, reduction="mean", ignore_index=-100, label_smoothing=0.0):
+    x = np.moveaxis(logits.astype(np.float64), _class_axis(logits.ndim), -1)
+    m = x.max(axis=-1, keepdims=True)
+    lse = (m + np.log(np.exp(x - m).sum(axis=-1, keepdims=True)))[..., 0]
+    valid = labels != ignore_index
+    picked = np.take_along_axis(x, np.where(valid, labels, 0)[..., None], axis=-1)[..., 0]
+    loss = (1 - label_smoothing) * (lse - picked) + label_smoothing * (lse - x.mean(axis=-1))
+    loss = np.where(valid, loss, 0.0)
+    if reduction == "none":
+        return loss.astype(logits.dtype)
+    total = loss.sum()
+    if reduction == "sum":
+        return np.asarray(total, logits.dtype)
+    count = valid.sum()
+    return np.asarray(total / count if count else np.nan, logits.dtype)
+
+
+cross_entropy = Op(
+    name="cross_entropy",
+    inputs=("logits", "labels"),
+    outputs=("out",),
+    spec=_cross_entropy_spec,
+    kernels={"cpu": _cross_entropy_cpu, "cuda": None},
+    dtypes=FLOATS,
+    ref=_cross_entropy_ref,
+    attrs={
+        "reduction": Attr("str", "mean", choices=REDUCTIONS),
+        "ignore_index": Attr("int", -100),
+        "label_smoothing": Attr("float", 0.0),
+    },
+    promote=(0,),
+    doc=(
+        "Fused log_softmax + negative log likelihood of integer class labels, as PyTorch's "
+        "cross_entropy: logits (C,), (N, C) or (N, C, d1, ...) with the class axis 1, labels "
+        "(N, d1, ...). Targets equal to ignore_index add nothing; 'mean' divides by the "
+        "number of targets not ignored. label_smoothing mixes in the uniform distribution."
+    ),
+)
+
+
+@cross_entropy.defgrad
+def _cross_entropy_grad(g, out, logits, labels, reduction, ignore_index, label_smoothing):
+    # d loss / d logits = softmax(logits) - target for each row not ignored, times g
+    cls = _class_axis(logits.ndim)
+    n_classes = logits.shape[cls]
+    target = one_hot(
+        labels, num_classes=n_classes, axis=cls, dtype=logits.dtype, ignore_index=ignore_index
+    )
+    valid = _reduce.sum(target, axis=cls, keepdims=True)  # 1 for a row, 0 if it is ignored
+    if label_smoothing:
+        target = target * (1 - label_smoothing) + valid * (label_smoothing / n_classes)
+    d = softmax(logits, axis=cls) * valid - target
+    if reduction == "none":
+        g = _shape.unsqueeze(g, axis=cls) if logits.ndim >= 2 else g
+    elif reduction == "mean":
+        g = g / _reduce.sum(valid)  # the number of targets not ignored
+    return d * g, None
+
+
+# ---------------------------------------------------------------- mse_loss
+
+
+def _user_stacklevel() -> int:
+    """The warnings stacklevel of the first caller outside the nbflow package."""
+    frame, level = sys._getframe(1), 1
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
+def _mse_spec(input, target, reduction):
+    d = dt.promote([input.dtype, target.dtype])
+    if not dt.is_float(d):
+        raise DTypeError(f"mse_loss needs float inputs, got {input.dtype} and {target.dtype}")
+    shape = broadcast_shapes(input.shape, target.shape)
+    if input.shape != target.shape and UNKNOWN not in input.shape + target.shape:
+        warnings.warn(
+            f"mse_loss: target shape {target.shape} differs from input shape {input.shape}; "
+            "they are broadcast, which is likely a mistake",
+            stacklevel=_user_stacklevel(),
+        )
+    return Spec(shape if reduction == "none" else (), d)
+
+
+def _mse_cpu(x, y, out, reduction):
+    shape = np.broadcast_shapes(x.shape, y.shape)
+    xs = np.ascontiguousarray(np.broadcast_to(x, shape)).reshape(-1)
+    ys = np.ascontiguousarray(np.broadcast_to(y, shape)).reshape(-1)
+    if reduction == "none":
+        if out.flags.c_contiguous:
+            _squared_error(xs, ys, out.reshape(-1))
+        else:
+            tmp = np.empty(out.size, out.dtype)
+            _squared_error(xs, ys, tmp)
+            out[...] = tmp.reshape(out.shape)
+        return
+    total = _squared_error_sum(xs, ys)
+    if reduction == "sum":
+        out[...] = total
+    else:
+        out[...] = total / xs.size if xs.size else math.nan
+
+
+def _mse_ref(input, target, reduction="mean"):
+    d = dt.promote([input.dtype, target.dtype])
+    sq = (input.astype(np.float64) - target.astype(np.float64)) ** 2
+    if reduction == "none":
+        return sq.astype(d)
+    return np.asarray(sq.sum() if reduction == "sum" else sq.mean(), d)
+
+
+mse_loss = Op(
+    name="mse_loss",
+    inputs=("input", "target"),
+    outputs=("out",),
+    spec=_mse_spec,
+    kernels={"cpu": _mse_cpu, "cuda": None},
+    dtypes=FLOATS,
+    ref=_mse_ref,
+    attrs={"reduction": Attr("str", "mean", choices=REDUCTIONS)},
+    doc="(input - target) ** 2, averaged ('mean'), summed ('sum') or not reduced ('none').",
+)
+
+
+@mse_loss.defgrad
+def _mse_grad(g, out, input, target, reduction):
+    d = input - target  # the broadcast shape; the driver sums back to each input's shape
+    if reduction == "mean":
+        gd = d * (g * 2.0 / _reduce.reduced_count(d))
+    else:
+        gd = d * (g * 2.0)
+    return gd, -gd
+
+
+__all__ = ["softmax", "log_softmax", "one_hot", "cross_entropy", "mse_loss"]

@@ -1,3 +1,666 @@
-"""(to be written)"""
+"""Reductions: sum, mean, prod, max, min, argmax, argmin, var, std, logsumexp, all, any.
 
-__all__: list[str] = []
+Every reduction takes `axis` (None: all axes; an int or a tuple of ints, negative allowed; an
+empty tuple reduces nothing, as in numpy) and `keepdims`. A 0-d tensor accepts axis 0 or -1, as
+in PyTorch. The kernels reduce rows: `reduce_rows` views the input as (kept, reduced) with the
+reduced axes last, so each row kernel compiles once per dtype whatever the rank and the axes.
+Floats accumulate in float64, integers in int64.
+
+Dtypes follow PyTorch:
+
+| op                   | input            | output                                  |
+|----------------------|------------------|-----------------------------------------|
+| sum, prod            | bool, int32/64   | int64                                   |
+| sum, prod, max, min  | float            | the input's dtype                       |
+| max, min             | bool, int        | the input's dtype                       |
+| mean, var, std       | float            | the input's dtype (ints: DTypeError)    |
+| logsumexp            | any              | the input's float dtype; ints: float32  |
+| argmax, argmin       | any              | int64                                   |
+| all, any             | any              | bool                                    |
+
+Two helper ops serve the gradient rules in both modes: `expand_reduced` broadcasts a reduced
+value back to the input's shape, and `reduced_count` is the number of elements reduced into
+each output (known only at run time in graph mode).
+"""
+
+import builtins
+import math
+import warnings
+
+import numpy as np
+from numba import njit
+
+from .. import dtypes as dt
+from ..core import Attr, Op, Spec, normalize_axis
+from ..errors import DTypeError, ShapeError
+from ..kernels.cpu import JIT, reduce_rows, sum_rows, zero_acc
+from .elementwise import exp, logical_and, maximum, where
+
+AXIS = {"axis": Attr("ints", None, optional=True), "keepdims": Attr("bool", False)}
+ONE_AXIS = {"axis": Attr("int", None, optional=True), "keepdims": Attr("bool", False)}
+
+# ---------------------------------------------------------------- axes and shapes
+
+
+def reduced_axes(axis, ndim: int) -> tuple[int, ...]:
+    """The sorted non-negative axes that `axis` (None, an int or a tuple) names.
+
+    Raises ShapeError for an axis out of range or named twice. A 0-d tensor accepts 0 and -1
+    (PyTorch) and has nothing to reduce."""
+    if axis is None:
+        return tuple(range(ndim))
+    if isinstance(axis, (int, np.integer)):
+        axis = (int(axis),)
+    if ndim == 0:
+        for a in axis:
+            if a not in (0, -1):
+                raise ShapeError(f"axis {a} is out of range for a 0-d tensor")
+        return ()
+    axes = tuple(sorted(normalize_axis(a, ndim) for a in axis))
+    if len(set(axes)) != len(axes):
+        raise ShapeError(f"axis {tuple(axis)} names a dim twice")
+    return axes
+
+
+def reduced_shape(shape, axes, keepdims: bool) -> tuple[int, ...]:
+    """`shape` after reducing `axes`: those dims become 1 (keepdims) or are dropped."""
+    if keepdims:
+        return tuple(1 if i in axes else n for i, n in enumerate(shape))
+    return tuple(n for i, n in enumerate(shape) if i not in axes)
+
+
+def _check_nonempty(shape, axes):
+    # max, min, argmax and argmin have no identity: an empty reduction has no answer.
+    # Checked in the spec and again before the kernel, which does not bounds-check.
+    for i in axes:
+        if shape[i] == 0:
+            raise ShapeError(f"cannot reduce axis {i} of size 0 (the reduction has no identity)")
+
+
+def _count(shape, axes) -> int:
+    return math.prod(shape[i] for i in axes)
+
+
+# ---------------------------------------------------------------- output dtypes
+
+
+def _same(d):
+    return d
+
+
+def _int64_for_ints(d):
+    return d if dt.is_float(d) else dt.int64
+
+
+def _floats_only(d):
+    if not dt.is_float(d):
+        raise DTypeError(f"needs a float input, got {d} (cast it first, as in PyTorch)")
+    return d
+
+
+def _float_result(d):
+    return d if dt.is_float(d) else dt.DEFAULT_FLOAT
+
+
+def _acc(d):
+    """The numpy accumulator dtype of the references: float64 for floats, else int64."""
+    return np.float64 if dt.is_float(d) else np.int64
+
+
+# ---------------------------------------------------------------- row kernels
+# Each takes x as 2-D C-contiguous (kept, reduced) and writes one value per row into out.
+
+
+@njit(**JIT)
+def _mean_rows(x, out):
+    n = x.shape[1]
+    for i in range(x.shape[0]):
+        acc = 0.0
+        for j in range(n):
+            acc += x[i, j]
+        out[i] = acc / n  # 0 / 0 is NaN for an empty row, as numpy
+
+
+@njit(**JIT)
+def _prod_rows(x, out):
+    for i in range(x.shape[0]):
+        acc = zero_acc(x) + 1
+        for j in range(x.shape[1]):
+            acc *= x[i, j]
+        out[i] = acc
+
+
+@njit(**JIT)
+def _max_rows(x, out):
+    for i in range(x.shape[0]):
+        m = x[i, 0]
+        for j in range(1, x.shape[1]):
+            if m != m:  # NaN wins, as in numpy
+                break
+            v = x[i, j]
+            if v > m or v != v:
+                m = v
+        out[i] = m
+
+
+@njit(**JIT)
+def _min_rows(x, out):
+    for i in range(x.shape[0]):
+        m = x[i, 0]
+        for j in range(1, x.shape[1]):
+            if m != m:
+                break
+            v = x[i, j]
+            if v < m or v != v:
+                m = v
+        out[i] = m
+
+
+@njit(**JIT)
+def _argmax_rows(x, out):
+    for i in range(x.shape[0]):
+        best, k = x[i, 0], 0
+        for j in range(1, x.shape[1]):
+            if best != best:  # the first NaN, as numpy
+                break
+            v = x[i, j]
+            if v > best or v != v:
+                best, k = v, j
+        out[i] = k
+
+
+@njit(**JIT)
+def _argmin_rows(x, out):
+    for i in range(x.shape[0]):
+        best, k = x[i, 0], 0
+        for j in range(1, x.shape[1]):
+            if best != best:
+                break
+            v = x[i, j]
+            if v < best or v != v:
+                best, k = v, j
+        out[i] = k
+
+
+@njit(**JIT)
+def _row_var(x, i, correction):
+    """Two-pass variance of row i in float64: the mean first, then squared deviations."""
+    n = x.shape[1]
+    total = 0.0
+    for j in range(n):
+        total += x[i, j]
+    mean = total / n
+    squares = 0.0
+    for j in range(n):
+        d = x[i, j] - mean
+        squares += d * d
+    divisor = n - correction if n > correction else 0  # numpy's: inf or NaN when <= 0
+    return squares / divisor
+
+
+@njit(**JIT)
+def _var_rows(x, out, correction):
+    for i in range(x.shape[0]):
+        out[i] = _row_var(x, i, correction)
+
+
+@njit(**JIT)
+def _std_rows(x, out, correction):
+    for i in range(x.shape[0]):
+        out[i] = math.sqrt(_row_var(x, i, correction))
+
+
+@njit(**JIT)
+def _logsumexp_rows(x, out):
+    for i in range(x.shape[0]):
+        m = -math.inf
+        for j in range(x.shape[1]):
+            v = x[i, j]
+            if v > m or v != v:
+                m = v
+            if m != m:
+                break
+        # shift by the max so exp cannot overflow; an infinite or NaN max shifts by 0
+        shift = m if m - m == 0 else 0.0
+        total = 0.0
+        for j in range(x.shape[1]):
+            total += math.exp(x[i, j] - shift)
+        if total > 0:
+            out[i] = math.log(total) + shift
+        elif total == 0:
+            out[i] = -math.inf  # empty, or every element is -inf
+        else:
+            out[i] = total  # NaN
+
+
+@njit(**JIT)
+def _all_rows(x, out):
+    for i in range(x.shape[0]):
+        r = True
+        for j in range(x.shape[1]):
+            if x[i, j] == 0:
+                r = False
+                break
+        out[i] = r
+
+
+@njit(**JIT)
+def _any_rows(x, out):
+    for i in range(x.shape[0]):
+        r = False
+        for j in range(x.shape[1]):
+            if x[i, j] != 0:
+                r = True
+                break
+        out[i] = r
+
+
+# ---------------------------------------------------------------- declaration
+
+
+def _reduction(
+    name,
+    kernel,
+    ref,
+    *,
+    dtypes,
+    out_dtype,
+    doc,
+    attrs=AXIS,
+    nonempty=False,
+    differentiable=True,
+    to_float=False,
+):
+    """Declare a reduction of x over `axis` whose row kernel is `kernel(x2d, out1d, *params)`;
+    attrs beyond axis and keepdims are passed to the kernel in declaration order."""
+
+    def spec(x, axis, keepdims, **params):
+        axes = reduced_axes(axis, x.ndim)
+        if nonempty:
+            _check_nonempty(x.shape, axes)
+        return Spec(reduced_shape(x.shape, axes, keepdims), out_dtype(x.dtype))
+
+    def launch(x, out, axis, keepdims, **params):
+        axes = reduced_axes(axis, x.ndim)
+        if nonempty:
+            _check_nonempty(x.shape, axes)
+        reduce_rows(kernel, x, axes, out, *params.values())
+
+    return Op(
+        name=name,
+        inputs=("x",),
+        outputs=("out",),
+        spec=spec,
+        kernels={"cpu": launch, "cuda": None},
+        dtypes=tuple(dtypes),
+        ref=ref,
+        differentiable=differentiable,
+        attrs=attrs,
+        to_float=to_float,
+        doc=doc,
+    )
+
+
+def _quiet(fn):
+    """Run a numpy reference without its warnings for empty or degenerate reductions."""
+
+    def ref(x, **attrs):
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore", RuntimeWarning)
+            return np.asarray(fn(x, **attrs))
+
+    return ref
+
+
+# ---------------------------------------------------------------- helper ops for gradients
+
+
+def _expand_reduced_spec(g, like, axis, keepdims):
+    axes = reduced_axes(axis, like.ndim)
+    want = reduced_shape(like.shape, axes, keepdims)
+    if len(g.shape) != len(want) or builtins.any(
+        a != b and -1 not in (a, b) for a, b in zip(g.shape, want, strict=True)
+    ):
+        raise ShapeError(f"g must have the reduced shape {want}")
+    return Spec(like.shape, g.dtype)
+
+
+def _expand_reduced_cpu(g, like, out, axis, keepdims):
+    axes = reduced_axes(axis, like.ndim)
+    np.copyto(out, g.reshape(reduced_shape(like.shape, axes, keepdims=True)))
+
+
+def _expand_reduced_ref(g, like, axis=None, keepdims=False):
+    axes = reduced_axes(axis, like.ndim)
+    return np.broadcast_to(g.reshape(reduced_shape(like.shape, axes, True)), like.shape).copy()
+
+
+expand_reduced = Op(
+    name="expand_reduced",
+    inputs=("g", "like"),
+    outputs=("out",),
+    spec=_expand_reduced_spec,
+    kernels={"cpu": _expand_reduced_cpu, "cuda": None},
+    dtypes=dt.ALL,
+    ref=_expand_reduced_ref,
+    attrs=AXIS,
+    promote=(0,),
+    doc="Broadcast g, the result of reducing `like` over `axis` (with `keepdims`), back to "
+    "like's shape (a copy). The gradient of sum, and the adjoint of a reduction.",
+)
+
+
+@expand_reduced.defgrad
+def _expand_reduced_grad(g, out, x, like, axis, keepdims):
+    return sum(g, axis=axis, keepdims=keepdims), None
+
+
+def _reduced_count_spec(x, axis):
+    reduced_axes(axis, x.ndim)  # checks the axes
+    return Spec((), dt.int64)
+
+
+def _reduced_count_cpu(x, out, axis):
+    out[()] = _count(x.shape, reduced_axes(axis, x.ndim))
+
+
+reduced_count = Op(
+    name="reduced_count",
+    inputs=("x",),
+    outputs=("out",),
+    spec=_reduced_count_spec,
+    kernels={"cpu": _reduced_count_cpu, "cuda": None},
+    dtypes=dt.ALL,
+    ref=lambda x, axis=None: np.asarray(_count(x.shape, reduced_axes(axis, x.ndim)), np.int64),
+    differentiable=False,
+    attrs={"axis": AXIS["axis"]},
+    promote=(),  # x is read for its shape only: never cast
+    doc="The number of elements of x that a reduction over `axis` combines into each output "
+    "(a 0-d int64): the N of a mean or a variance.",
+)
+
+
+def _expand(g, x, axis, keepdims):
+    return expand_reduced(g, x, axis=axis, keepdims=keepdims)
+
+
+# ---------------------------------------------------------------- sum, mean, prod
+
+
+sum = _reduction(
+    "sum",
+    sum_rows,
+    _quiet(
+        lambda x, axis=None, keepdims=False: np.sum(
+            x, axis=reduced_axes(axis, x.ndim), dtype=_acc(x.dtype), keepdims=keepdims
+        ).astype(_int64_for_ints(x.dtype))
+    ),
+    dtypes=dt.ALL,
+    out_dtype=_int64_for_ints,
+    doc="Sum over `axis` (None: all). bool and integer inputs give int64, as in PyTorch.",
+)
+
+sum.defgrad(lambda g, out, x, axis, keepdims: (_expand(g, x, axis, keepdims),))
+
+
+mean = _reduction(
+    "mean",
+    _mean_rows,
+    _quiet(
+        lambda x, axis=None, keepdims=False: np.mean(
+            x, axis=reduced_axes(axis, x.ndim), dtype=np.float64, keepdims=keepdims
+        ).astype(_floats_only(x.dtype))
+    ),
+    dtypes=dt.FLOATS,
+    out_dtype=_floats_only,
+    doc="Mean over `axis` (None: all); NaN for an empty reduction. Floats only: an integer "
+    "input raises DTypeError, as in PyTorch (cast it first).",
+)
+
+
+@mean.defgrad
+def _mean_grad(g, out, x, axis, keepdims):
+    return (_expand(g / reduced_count(x, axis=axis), x, axis, keepdims),)
+
+
+prod = _reduction(
+    "prod",
+    _prod_rows,
+    _quiet(
+        lambda x, axis=None, keepdims=False: np.prod(
+            x, axis=reduced_axes(axis, x.ndim), dtype=_acc(x.dtype), keepdims=keepdims
+        ).astype(_int64_for_ints(x.dtype))
+    ),
+    dtypes=dt.ALL,
+    out_dtype=_int64_for_ints,
+    doc="Product over `axis` (None: all); 1 for an empty reduction. bool and integer inputs "
+    "give int64, as in PyTorch.",
+)
+
+
+@prod.defgrad
+def _prod_grad(g, out, x, axis, keepdims):
+    # d prod / d x_i is the product of the others. Dividing out / x_i fails at zeros, so:
+    # no zero in the row: p / x_i; one zero: p at the zero and 0 elsewhere; more: 0,
+    # where p is the product of the row's nonzero elements. (Second derivatives are exact
+    # away from zeros.)
+    is_zero = x == 0
+    nonzero = where(is_zero, 1, x)
+    p = prod(nonzero, axis=axis, keepdims=True)
+    zeros = sum(is_zero, axis=axis, keepdims=True)
+    at_single_zero = where(logical_and(is_zero, zeros == 1), p, 0)
+    others = where(zeros == 0, p / nonzero, at_single_zero)
+    return (_expand(g, x, axis, keepdims) * others,)
+
+
+# ---------------------------------------------------------------- max, min, argmax, argmin
+
+
+def _extremum_ref(fn):
+    return _quiet(
+        lambda x, axis=None, keepdims=False: fn(x, axis=_checked_axes(x, axis), keepdims=keepdims)
+    )
+
+
+def _checked_axes(x, axis):
+    axes = reduced_axes(axis, x.ndim)
+    _check_nonempty(x.shape, axes)
+    return axes
+
+
+max = _reduction(
+    "max",
+    _max_rows,
+    _extremum_ref(np.max),
+    dtypes=dt.ALL,
+    out_dtype=_same,
+    nonempty=True,
+    doc="Largest value over `axis` (numpy's max, PyTorch's amax); NaN if any is NaN. An "
+    "empty reduction raises ShapeError. The gradient is split equally between ties.",
+)
+min = _reduction(
+    "min",
+    _min_rows,
+    _extremum_ref(np.min),
+    dtypes=dt.ALL,
+    out_dtype=_same,
+    nonempty=True,
+    doc="Smallest value over `axis` (numpy's min, PyTorch's amin); NaN if any is NaN. An "
+    "empty reduction raises ShapeError. The gradient is split equally between ties.",
+)
+
+
+def _extremum_grad(g, out, x, axis, keepdims):
+    # every element equal to the result gets an equal share of g (PyTorch's amax/amin)
+    hit = x == _expand(out, x, axis, keepdims)
+    count = sum(hit, axis=axis, keepdims=keepdims)
+    return (where(hit, _expand(g / count, x, axis, keepdims), 0),)
+
+
+max.defgrad(_extremum_grad)
+min.defgrad(_extremum_grad)
+
+
+def _arg_ref(fn):
+    def ref(x, axis=None, keepdims=False):
+        _checked_axes(x, axis)
+        if x.ndim == 0:
+            return np.zeros((), np.int64)
+        return np.asarray(fn(x, axis=axis, keepdims=keepdims), np.int64)
+
+    return ref
+
+
+argmax = _reduction(
+    "argmax",
+    _argmax_rows,
+    _arg_ref(np.argmax),
+    dtypes=dt.ALL,
+    out_dtype=lambda d: dt.int64,
+    attrs=ONE_AXIS,
+    nonempty=True,
+    differentiable=False,
+    doc="Index (int64) of the first largest value along `axis`, or into the flattened "
+    "tensor when axis is None; a NaN counts as the largest. Empty: ShapeError.",
+)
+argmin = _reduction(
+    "argmin",
+    _argmin_rows,
+    _arg_ref(np.argmin),
+    dtypes=dt.ALL,
+    out_dtype=lambda d: dt.int64,
+    attrs=ONE_AXIS,
+    nonempty=True,
+    differentiable=False,
+    doc="Index (int64) of the first smallest value along `axis`, or into the flattened "
+    "tensor when axis is None; a NaN counts as the smallest. Empty: ShapeError.",
+)
+
+# ---------------------------------------------------------------- var, std, logsumexp
+
+VAR_ATTRS = {**AXIS, "correction": Attr("int", 1)}
+
+
+def _var_ref(fn):
+    return _quiet(
+        lambda x, axis=None, keepdims=False, correction=1: fn(
+            x.astype(np.float64),
+            axis=reduced_axes(axis, x.ndim),
+            ddof=correction,
+            keepdims=keepdims,
+        ).astype(_floats_only(x.dtype))
+    )
+
+
+var = _reduction(
+    "var",
+    _var_rows,
+    _var_ref(np.var),
+    dtypes=dt.FLOATS,
+    out_dtype=_floats_only,
+    attrs=VAR_ATTRS,
+    doc="Variance over `axis`: sum((x - mean)**2) / (N - correction). correction=1 (the "
+    "default, as PyTorch) is the unbiased estimate, 0 the population variance (numpy's "
+    "default). N - correction <= 0 gives inf or NaN, as numpy. Floats only.",
+)
+std = _reduction(
+    "std",
+    _std_rows,
+    _var_ref(np.std),
+    dtypes=dt.FLOATS,
+    out_dtype=_floats_only,
+    attrs=VAR_ATTRS,
+    doc="Standard deviation over `axis`: sqrt(var(x, axis, correction)); correction=1 by "
+    "default (unbiased, as PyTorch). Floats only.",
+)
+
+
+def _var_backward(g, x, axis, keepdims, correction):
+    # d var / d x = 2 (x - mean) / (N - correction)
+    divisor = maximum(reduced_count(x, axis=axis) - correction, 0)
+    centered = x - mean(x, axis=axis, keepdims=True)
+    return _expand(g, x, axis, keepdims) * centered * 2 / divisor
+
+
+var.defgrad(
+    lambda g, out, x, axis, keepdims, correction: (_var_backward(g, x, axis, keepdims, correction),)
+)
+std.defgrad(
+    lambda g, out, x, axis, keepdims, correction: (
+        _var_backward(g / (out * 2), x, axis, keepdims, correction),
+    )
+)
+
+
+def _logsumexp_ref(x, axis=None, keepdims=False):
+    axes = reduced_axes(axis, x.ndim)
+    x64 = x.astype(np.float64)
+    m = np.max(x64, axis=axes, keepdims=True, initial=-np.inf)
+    shift = np.where(np.isfinite(m), m, 0)
+    out = np.log(np.sum(np.exp(x64 - shift), axis=axes, keepdims=True)) + shift
+    return out.reshape(reduced_shape(x.shape, axes, keepdims)).astype(_float_result(x.dtype))
+
+
+logsumexp = _reduction(
+    "logsumexp",
+    _logsumexp_rows,
+    _quiet(_logsumexp_ref),
+    dtypes=dt.FLOATS,
+    out_dtype=_float_result,
+    to_float=True,
+    doc="log(sum(exp(x))) over `axis`, shifted by the max so it cannot overflow; -inf for "
+    "an empty reduction. Integer inputs give float32.",
+)
+
+logsumexp.defgrad(
+    lambda g, out, x, axis, keepdims: (
+        _expand(g, x, axis, keepdims) * exp(x - _expand(out, x, axis, keepdims)),
+    )
+)
+
+# ---------------------------------------------------------------- all, any
+
+
+def _logic_ref(fn):
+    return lambda x, axis=None, keepdims=False: np.asarray(
+        fn(x, axis=reduced_axes(axis, x.ndim), keepdims=keepdims)
+    )
+
+
+all = _reduction(
+    "all",
+    _all_rows,
+    _logic_ref(np.all),
+    dtypes=dt.ALL,
+    out_dtype=lambda d: dt.bool_,
+    differentiable=False,
+    doc="True where every element over `axis` is nonzero (True for an empty reduction).",
+)
+any = _reduction(
+    "any",
+    _any_rows,
+    _logic_ref(np.any),
+    dtypes=dt.ALL,
+    out_dtype=lambda d: dt.bool_,
+    differentiable=False,
+    doc="True where some element over `axis` is nonzero (False for an empty reduction).",
+)
+
+__all__ = [
+    "sum",
+    "mean",
+    "prod",
+    "max",
+    "min",
+    "argmax",
+    "argmin",
+    "var",
+    "std",
+    "logsumexp",
+    "all",
+    "any",
+    "expand_reduced",
+    "reduced_count",
+    "reduced_axes",
+    "reduced_shape",
+]

@@ -1,0 +1,164 @@
+"""Tape semantics: accumulation, fan-out, broadcasting, no_grad, grad(), higher order, and the
+version counter that guards saved tensors against in-place changes."""
+
+import numpy as np
+import pytest
+
+import nbflow as nb
+from nbflow import testing as nt
+
+
+def total(x):
+    return nb.sum_to_like(x, nb.tensor(0.0, dtype=x.dtype))
+
+
+def test_gradients_accumulate_across_backward_calls():
+    x = nb.tensor([1.0, 2.0], requires_grad=True)
+    total(x * x).backward()
+    total(x * 3).backward()
+    nt.assert_close(x.grad, np.array([2 + 3, 4 + 3], np.float32))
+
+
+def test_fan_out_and_broadcast_are_summed_back():
+    x = nb.tensor([[1.0], [2.0]], requires_grad=True)  # (2, 1) broadcast against (3,)
+    b = nb.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    y = x * b + x  # x used twice
+    total(y).backward()
+    nt.assert_close(x.grad, np.array([[9.0], [9.0]], np.float32))  # sum(b) + 3
+    nt.assert_close(b.grad, np.array([3.0, 3.0, 3.0], np.float32))
+
+
+def test_no_grad_records_nothing():
+    x = nb.tensor([1.0], requires_grad=True)
+    with nb.no_grad():
+        y = x * 2
+    assert not y.requires_grad and y.is_leaf
+    assert nb.is_grad_enabled()
+
+
+def test_integer_results_do_not_require_grad():
+    x = nb.tensor([1.0, -1.0], requires_grad=True)
+    assert not (x > 0).requires_grad
+    with pytest.raises(nb.DTypeError):
+        nb.tensor([1, 2], requires_grad=True)
+
+
+def test_grad_function_and_second_order():
+    x = nb.tensor([0.5, 1.5], dtype="float64", requires_grad=True)
+    y = x * x * x
+    (g,) = nb.grad(y, [x], nb.ones_like(y), create_graph=True)
+    nt.assert_close(g, 3 * x.numpy() ** 2)
+    (gg,) = nb.grad(g, [x], nb.ones_like(g))
+    nt.assert_close(gg, 6 * x.numpy())
+    assert x.grad is None  # grad() leaves .grad alone
+
+
+def test_third_order_through_tanh():
+    x = nb.tensor([0.3], dtype="float64", requires_grad=True)
+    (g1,) = nb.grad(nb.tanh(x), [x], create_graph=True)
+    (g2,) = nb.grad(g1, [x], create_graph=True)
+    (g3,) = nb.grad(g2, [x])
+    t = np.tanh(0.3)
+    nt.assert_close(g3, np.array([-2 * (1 - t * t) * (1 - 3 * t * t)]))
+
+
+def test_grad_unused_input():
+    x = nb.tensor([1.0], requires_grad=True)
+    z = nb.tensor([1.0], requires_grad=True)
+    y = x * 2
+    with pytest.raises(nb.GradientError):
+        nb.grad(y, [x, z])
+    assert nb.grad(y, [x, z], allow_unused=True)[1] is None
+
+
+def test_grad_wrt_intermediate():
+    x = nb.tensor([2.0], requires_grad=True)
+    h = x * 3
+    y = h * h
+    (gh,) = nb.grad(y, [h])
+    nt.assert_close(gh, np.array([12.0], np.float32))
+
+
+def test_backward_needs_grad_for_non_scalar():
+    x = nb.tensor([1.0, 2.0], requires_grad=True)
+    with pytest.raises(nb.GradientError, match="one-element"):
+        (x * 2).backward()
+    (x * 2).backward(nb.tensor([1.0, 1.0]))
+    nt.assert_close(x.grad, np.array([2.0, 2.0], np.float32))
+
+
+def test_backward_without_requires_grad_raises():
+    with pytest.raises(nb.GradientError):
+        nb.tensor(1.0).backward()
+
+
+def test_detach_cuts_history():
+    x = nb.tensor([1.0], requires_grad=True)
+    y = (x * 2).detach()
+    assert not y.requires_grad
+    z = x * y
+    total(z).backward()
+    nt.assert_close(x.grad, np.array([2.0], np.float32))
+
+
+def test_modified_saved_input_raises_on_backward():
+    x = nb.tensor([1.0, 2.0], requires_grad=True)
+    h = x * 1
+    y = h * h  # saves h
+    h.add_(1)
+    with pytest.raises(nb.GradientError, match="modified in place"):
+        total(y).backward()
+
+
+def test_modified_saved_output_raises_on_backward():
+    x = nb.tensor([1.0], requires_grad=True)
+    y = nb.exp(x)  # its gradient uses its output
+    y.mul_(2)
+    with pytest.raises(nb.GradientError, match="output 0"):
+        total(y).backward()
+
+
+def test_inplace_on_intermediate_is_differentiated():
+    x = nb.tensor([1.0, 2.0], requires_grad=True)
+    y = x * 3
+    y.add_(x)  # y = 3x + x
+    y.mul_(2)  # y = 8x; mul_ needs the old y only for the other input's gradient
+    total(y).backward()
+    nt.assert_close(x.grad, np.array([8.0, 8.0], np.float32))
+    assert y.version == 2
+
+
+def test_inplace_on_leaf_requiring_grad_raises():
+    w = nb.tensor([1.0], requires_grad=True)
+    with pytest.raises(nb.GradientError, match="leaf"):
+        w.add_(1)
+    with nb.no_grad():
+        w.sub_(0.5)  # optimizer-style update
+    assert w.version == 1 and w.numpy().tolist() == [0.5]
+
+
+def test_operators_and_reflected_forms():
+    x = nb.tensor([1.0, 2.0])
+    nt.assert_close(2 - x, np.array([1.0, 0.0], np.float32))
+    nt.assert_close(1 / x, np.array([1.0, 0.5], np.float32))
+    nt.assert_close(2**x, np.array([2.0, 4.0], np.float32))
+    nt.assert_close(-x, np.array([-1.0, -2.0], np.float32))
+    nt.assert_close(np.float32(3) * x, np.array([3.0, 6.0], np.float32))
+    assert (x == 1).dtype == np.bool_
+    x += 1
+    assert x.numpy().tolist() == [2.0, 3.0] and x.version == 1
+
+
+def test_gradient_of_graph_nobody_references_is_freed():
+    import gc
+    import weakref
+
+    x = nb.tensor([1.0], requires_grad=True)
+    y = nb.exp(x * 2)
+    ref = weakref.ref(y._node)
+    gc.disable()
+    try:
+        del y
+        assert ref() is None  # no reference cycle between tensors and nodes
+    finally:
+        gc.enable()

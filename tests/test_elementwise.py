@@ -1,0 +1,169 @@
+"""Elementwise ops: forward vs numpy per op and dtype (shape and dtype first), gradients by
+finite differences, second-order gradients."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import nbflow as nb
+from nbflow import dtypes as dt
+from nbflow import testing as nt
+from nbflow.core import REGISTRY, Spec
+
+ELEMENTWISE = sorted(
+    (op for op in REGISTRY.values() if hasattr(op, "scalar_body")), key=lambda op: op.name
+)
+
+# input domains (low, high) where an op is defined and well-conditioned
+DOMAIN = {
+    "log": (0.1, 5),
+    "log1p": (-0.9, 5),
+    "sqrt": (0.1, 5),
+    "rsqrt": (0.1, 5),
+    "pow": (0.5, 2),
+    "exp": (-5, 5),
+    "expm1": (-5, 5),
+}
+# divisors stay away from zero (the sign is drawn separately)
+NONZERO_SECOND = {"div", "floor_div", "mod"}
+ATTRS = {
+    "leaky_relu": [{}, {"negative_slope": 0.2}],
+    "gelu": [{}, {"approximate": True}],
+    "softplus": [{}, {"beta": 2.0, "threshold": 5.0}],
+    "clip": [{"min": -1, "max": 1}, {"min": 0.5}, {"max": -0.5}],
+    "cast": [{"dtype": d} for d in dt.ALL],
+}
+
+
+def _cases():
+    for op in ELEMENTWISE:
+        for d in op.dtypes:
+            yield pytest.param(op, d, id=f"{op.name}-{dt.SHORT[d]}")
+
+
+def _draw_inputs(data, op, dtype, shapes):
+    low, high = DOMAIN.get(op.name, (-3, 3))
+    arrays = []
+    for i, shape in enumerate(shapes):
+        d = dt.bool_ if (op.name == "where" and i == 0) else dtype
+        a = data.draw(nt.arrays(d, shape, low, high))
+        if i == 1 and op.name in NONZERO_SECOND:
+            a = np.where(a == 0, 1, a).astype(d)
+            if d.kind == "f":  # keep |y| >= 0.5 so that floor/mod are not knife-edge
+                a = np.where(np.abs(a) < 0.5, np.sign(a) + (a == 0), a).astype(d)
+        arrays.append(a)
+    return arrays
+
+
+@pytest.mark.parametrize("op,dtype", list(_cases()))
+@given(data=st.data())
+def test_forward_matches_numpy(op, dtype, data):
+    shapes = data.draw(nt.broadcastable_shapes(len(op.inputs)))
+    arrays = _draw_inputs(data, op, dtype, shapes)
+    attrs = data.draw(st.sampled_from(ATTRS.get(op.name, [{}])))
+    out = op(*[nb.from_numpy(a) for a in arrays], **attrs)
+    spec = op.infer([Spec(a.shape, a.dtype) for a in arrays], op.check_attrs(attrs))[0]
+    assert (out.shape, out.dtype) == (spec.shape, spec.dtype)
+    expected = np.asarray(op.ref(*arrays, **attrs))
+    nt.assert_close(out, expected.astype(out.dtype), msg=f"{op.name} {dtype}")
+
+
+@pytest.mark.parametrize("op", [REGISTRY[n] for n in ("add", "mul", "exp", "where")])
+def test_size_zero_and_scalar_inputs(op):
+    arrays = [np.ones((0, 3), np.float32)] * len(op.inputs)
+    if op.name == "where":
+        arrays[0] = np.ones((0, 3), bool)
+    assert op(*[nb.from_numpy(a) for a in arrays]).shape == (0, 3)
+    zero_d = [np.asarray(0.5, np.float32)] * len(op.inputs)
+    if op.name == "where":
+        zero_d[0] = np.asarray(True)
+    out = op(*[nb.from_numpy(a) for a in zero_d])
+    assert out.shape == () and out.dtype == np.float32
+
+
+def test_python_scalars_are_weak():
+    x = nb.tensor([1, 2], dtype="int32")
+    assert (x + 1).dtype == np.int32
+    assert (x * 0.5).dtype == np.float32
+    h = nb.tensor([1.0], dtype="float16")
+    assert (h * 3.0).dtype == np.float16
+    assert (2 - x).numpy().tolist() == [1, 0]
+    assert (1.0 / nb.tensor([4.0])).numpy().tolist() == [0.25]
+
+
+def test_float16_is_stored_and_computed_in_float32():
+    x = np.array([0.1, 1.5, 65504.0], np.float16)
+    out = nb.exp(nb.from_numpy(x[:2]))
+    assert out.dtype == np.float16
+    nt.assert_close(out, np.exp(x[:2].astype(np.float32)).astype(np.float16))
+    assert (nb.from_numpy(x) + nb.from_numpy(x)).numpy()[2] == np.inf  # f16 overflow, as numpy
+
+
+def test_broadcast_rank_above_four_falls_back():
+    a = np.arange(2 * 3 * 2 * 3 * 2, dtype=np.float64).reshape(2, 3, 2, 3, 2)
+    b = np.arange(3 * 2, dtype=np.float64).reshape(3, 1, 1, 2)[:, :, :, ::-1]
+    out = nb.add(nb.from_numpy(a[:, :, :, :, ::-1]), nb.from_numpy(b))
+    nt.assert_close(out, a[:, :, :, :, ::-1] + b)
+
+
+# ---------------------------------------------------------------- gradients
+
+DIFFERENTIABLE = [op for op in ELEMENTWISE if op.differentiable and op.name != "cast"]
+SHAPE_SETS = [((3,), (3,), (3,)), ((2, 3), (3,), (1, 3)), ((), (2, 2), (2, 1))]
+
+
+def _grad_inputs(op, shapes, seed):
+    rng = np.random.default_rng(seed)
+    low, high = DOMAIN.get(op.name, (-2, 2))
+    xs = []
+    for i, shape in enumerate(shapes[: len(op.inputs)]):
+        if op.name == "where" and i == 0:
+            xs.append(nb.tensor(rng.random(shape) > 0.5))
+            continue
+        a = rng.uniform(low, high, shape)
+        if i == 1 and op.name in NONZERO_SECOND:
+            a = np.sign(a) * (np.abs(a) + 0.5)
+        xs.append(nb.tensor(a, dtype="float64", requires_grad=True))
+    return xs
+
+
+@pytest.mark.parametrize("op", DIFFERENTIABLE, ids=lambda op: op.name)
+@pytest.mark.parametrize("shapes", SHAPE_SETS, ids=["same", "broadcast", "scalar"])
+def test_gradcheck(op, shapes):
+    for attrs in ATTRS.get(op.name, [{}]):
+        xs = _grad_inputs(op, shapes, seed=len(op.name))
+        nt.gradcheck(lambda *a, attrs=attrs: op(*a, **attrs), xs)
+
+
+def test_cast_gradient_flows_between_float_dtypes():
+    x = nb.tensor([1.0, 2.0], dtype="float64", requires_grad=True)
+    y = nb.cast(x, dtype="float32") * 3
+    (g,) = nb.grad(y, [x], nb.ones_like(y))
+    assert g.dtype == np.float64 and g.numpy().tolist() == [3.0, 3.0]
+
+
+SECOND_ORDER = "exp log sin cos tanh sigmoid mul div pow sqrt gelu softplus erf rsqrt".split()
+
+
+@pytest.mark.parametrize("name", SECOND_ORDER)
+def test_gradgradcheck(name):
+    op = REGISTRY[name]
+    xs = _grad_inputs(op, SHAPE_SETS[1], seed=1)
+    nt.gradgradcheck(op, xs)
+
+
+@settings(max_examples=5)
+@given(st.floats(-3, 3))
+def test_nondifferentiable_points_give_finite_gradients(v):
+    x = nb.tensor([v, 0.0], dtype="float64", requires_grad=True)
+    for op in (nb.relu, nb.abs, nb.leaky_relu):
+        (g,) = nb.grad(op(x), [x], nb.ones_like(x))
+        assert np.all(np.isfinite(g.numpy()))
+
+
+def test_maximum_splits_ties_like_pytorch():
+    x = nb.tensor([1.0, 2.0], requires_grad=True)
+    y = nb.tensor([1.0, 3.0], requires_grad=True)
+    gx, gy = nb.grad(nb.maximum(x, y), [x, y], nb.ones_like(x))
+    assert gx.numpy().tolist() == [0.5, 0.0] and gy.numpy().tolist() == [0.5, 1.0]

@@ -1,0 +1,58 @@
+"""Bad input gets typed errors naming the op, the arguments and their shapes or dtypes."""
+
+import pytest
+
+import nbflow as nb
+
+
+def test_shape_mismatch_names_op_arguments_and_shapes():
+    with pytest.raises(nb.ShapeError) as e:
+        nb.add(nb.zeros(2, 3), nb.zeros(4))
+    msg = str(e.value)
+    assert "add(" in msg and "x: f32[2,3]" in msg and "y: f32[4]" in msg
+    assert isinstance(e.value, ValueError)
+
+
+def test_unsupported_dtype_names_op_device_and_dtype():
+    b = nb.tensor([True, False])
+    with pytest.raises(nb.KernelNotFoundError) as e:
+        nb.sub(b, b)
+    assert e.value.key == ("sub", "cpu", "bool")
+    assert "sub" in str(e.value) and "cpu" in str(e.value) and "bool" in str(e.value)
+    assert isinstance(e.value, TypeError) and isinstance(e.value, NotImplementedError)
+
+
+def test_inplace_cannot_promote_the_target():
+    x = nb.tensor([1, 2], dtype="int32")
+    with pytest.raises(nb.DTypeError, match="add_"):
+        x.add_(0.5)
+    assert x.numpy().tolist() == [1, 2]  # nothing was written
+
+
+def test_inplace_cannot_broadcast_the_target():
+    x = nb.zeros(3)
+    with pytest.raises(nb.ShapeError):
+        x.add_(nb.zeros(2, 3))
+
+
+def test_bad_attributes():
+    with pytest.raises(nb.AttrError, match="negative_slope"):
+        nb.leaky_relu(nb.zeros(2), negative_slope="big")
+    with pytest.raises(nb.AttrError, match="unknown"):
+        nb.exp(nb.zeros(2), axis=1)
+    with pytest.raises(nb.ShapeError):
+        nb.zeros(-1, 2)
+
+
+def test_unsupported_input_types():
+    with pytest.raises(nb.DTypeError):
+        nb.tensor(["a", "b"])
+    with pytest.raises(nb.DTypeError):
+        nb.from_numpy(__import__("numpy").zeros(2, "complex64"))
+    with pytest.raises(nb.DTypeError):
+        nb.tensor([1.0], dtype="complex64")
+
+
+def test_wrong_number_of_inputs():
+    with pytest.raises(TypeError, match="takes inputs"):
+        nb.add(nb.zeros(2))

@@ -1,0 +1,173 @@
+"""matmul and matrix_transpose: forward vs numpy per dtype (shape and dtype first), 1-D and
+batched operands with broadcasting, gradients (first and second order), BLAS layout, errors."""
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+import nbflow as nb
+from nbflow import dtypes as dt
+from nbflow import testing as nt
+from nbflow.core import Spec
+from nbflow.ops.linalg import _blas_ready
+
+# float32 BLAS accumulates in float32: allow for cancellation in sums of k products
+ATOL = {dt.float32: 1e-5}
+
+
+@st.composite
+def matmul_shapes(draw, min_side=0):
+    """(a shape, b shape): vectors or matrices, with batch dims that broadcast."""
+    n, k, m = (draw(st.integers(min_side, 4)) for _ in range(3))
+    batch_a, batch_b = draw(
+        hnp.mutually_broadcastable_shapes(num_shapes=2, max_dims=2, min_side=min_side, max_side=3)
+    ).input_shapes
+    a = (k,) if draw(st.booleans()) else batch_a + (n, k)
+    b = (k,) if draw(st.booleans()) else batch_b + (k, m)
+    return a, b
+
+
+def _check_forward(op, arrays):
+    out = op(*[nb.from_numpy(a) for a in arrays])
+    (spec,) = op.infer([Spec(a.shape, a.dtype) for a in arrays], {})
+    assert (out.shape, out.dtype) == (spec.shape, spec.dtype)
+    nt.assert_close(out, op.ref(*arrays), atol=ATOL.get(out.dtype))
+    return out
+
+
+@pytest.mark.parametrize("dtype", nb.matmul.dtypes, ids=lambda d: dt.SHORT[d])
+@given(data=st.data())
+def test_matmul_matches_numpy(dtype, data):
+    sa, sb = data.draw(matmul_shapes())
+    _check_forward(nb.matmul, [data.draw(nt.arrays(dtype, sa)), data.draw(nt.arrays(dtype, sb))])
+
+
+@given(data=st.data())
+def test_matmul_mixed_dtypes_promote(data):
+    da, db = (data.draw(st.sampled_from(nb.matmul.dtypes)) for _ in range(2))
+    sa, sb = data.draw(matmul_shapes())
+    out = _check_forward(nb.matmul, [data.draw(nt.arrays(da, sa)), data.draw(nt.arrays(db, sb))])
+    assert out.dtype == dt.promote([da, db])
+
+
+@given(data=st.data())
+def test_matmul_rule_on_unknown_dims_generalises(data):
+    sa, sb = data.draw(matmul_shapes(min_side=1))
+    specs = [Spec(sa, dt.float32), Spec(sb, dt.float32)]
+    hidden = [
+        Spec(tuple(data.draw(st.sampled_from([n, -1])) for n in s.shape), s.dtype) for s in specs
+    ]
+    (known,) = nb.matmul.infer(specs, {})
+    (compiled,) = nb.matmul.infer(hidden, {})
+    assert len(compiled.shape) == len(known.shape)
+    assert all(c in (k, -1) for c, k in zip(compiled.shape, known.shape, strict=True))
+
+
+def test_matmul_shapes_of_vector_cases():
+    assert nb.matmul(nb.ones(3), nb.ones(3)).shape == ()
+    assert nb.matmul(nb.ones(3), nb.ones(2, 3, 4)).shape == (2, 4)
+    assert nb.matmul(nb.ones(2, 1, 4, 3), nb.ones(3)).shape == (2, 1, 4)
+    assert nb.matmul(nb.ones(2, 1, 4, 3), nb.ones(5, 3, 2)).shape == (2, 5, 4, 2)
+    assert nb.matmul(nb.ones(2, 0), nb.ones(0, 3)).tolist() == [[0.0] * 3] * 2
+
+
+def test_blas_layouts():
+    c = np.ones((4, 3), np.float32)
+    f = c.T
+    assert _blas_ready(c) is c and _blas_ready(f) is f  # BLAS takes both orders
+    strided = np.ones((4, 6), np.float32)[:, ::2]
+    fixed = _blas_ready(strided)
+    assert fixed.flags.c_contiguous and np.array_equal(fixed, strided)
+    assert _blas_ready(np.ones(6)[::2]).flags.c_contiguous
+    ints = np.ones((4, 6), np.int64)[:, ::2]
+    assert _blas_ready(ints) is ints  # numpy's integer loop takes any strides
+
+
+@pytest.mark.parametrize("dtype", dt.ALL, ids=lambda d: dt.SHORT[d])
+@given(data=st.data())
+def test_matrix_transpose_matches_numpy(dtype, data):
+    x = data.draw(nt.arrays(dtype, data.draw(nt.shapes(min_dims=2, max_dims=4))))
+    out = _check_forward(nb.matrix_transpose, [x])
+    assert np.shares_memory(out.numpy(), x) or x.size == 0  # a view
+
+
+# ---------------------------------------------------------------- gradients
+
+
+def _operands(data):
+    sa, sb = data.draw(matmul_shapes(min_side=1))
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**16)))
+    return [
+        nb.tensor(rng.standard_normal(s), dtype="float64", requires_grad=True) for s in (sa, sb)
+    ]
+
+
+@given(data=st.data())
+def test_matmul_gradcheck(data):
+    nt.gradcheck(nb.matmul, _operands(data))
+
+
+@given(data=st.data())
+def test_matmul_gradgradcheck(data):
+    nt.gradgradcheck(nb.matmul, _operands(data))
+
+
+def test_matmul_gradient_sums_broadcast_batch_dims():
+    a = nb.tensor(np.ones((1, 2, 3)), dtype="float64", requires_grad=True)
+    b = nb.tensor(np.ones((4, 3, 5)), dtype="float64", requires_grad=True)
+    nb.matmul(a, b).sum().backward()
+    assert a.grad.shape == (1, 2, 3) and b.grad.shape == (4, 3, 5)
+    nt.assert_close(a.grad, np.full((1, 2, 3), 20.0))
+    nt.assert_close(b.grad, np.full((4, 3, 5), 2.0))
+
+
+def test_matmul_float32_gradients_match_float64():
+    rng = np.random.default_rng(4)
+    va, vb = rng.standard_normal((2, 3, 4)), rng.standard_normal((4, 5))
+    grads = {}
+    for d in ("float32", "float64"):
+        a = nb.tensor(va, dtype=d, requires_grad=True)
+        b = nb.tensor(vb, dtype=d, requires_grad=True)
+        nb.matmul(a, b).sum().backward()
+        grads[d] = (a.grad.numpy(), b.grad.numpy())
+    for g32, g64 in zip(grads["float32"], grads["float64"], strict=True):
+        nt.assert_close(g32, g64.astype(np.float32), rtol=1e-5, atol=1e-5)
+
+
+def test_matrix_transpose_gradients():
+    x = nb.tensor(
+        np.random.default_rng(5).standard_normal((2, 3, 4)), dtype="float64", requires_grad=True
+    )
+    nt.gradcheck(nb.matrix_transpose, [x])
+    nt.gradgradcheck(lambda t: nb.matrix_transpose(t * t), [x])
+    assert nb.matrix_transpose(nb.matrix_transpose(x)).shape == (2, 3, 4)
+
+
+# ---------------------------------------------------------------- errors
+
+
+def test_inner_dim_mismatch_names_both_shapes():
+    with pytest.raises(nb.ShapeError, match="matmul") as info:
+        nb.matmul(nb.ones(2, 3), nb.ones(4, 5))
+    assert isinstance(info.value, ValueError)
+    assert "a: f32[2,3]" in str(info.value) and "b: f32[4,5]" in str(info.value)
+    with pytest.raises(nb.ShapeError, match="matmul"):
+        nb.matmul(nb.ones(3), nb.ones(4))
+    with pytest.raises(nb.ShapeError, match="matmul"):
+        nb.matmul(nb.ones(2, 2, 3), nb.ones(3, 3, 4))  # batch dims 2 and 3
+
+
+def test_matmul_scalars_are_rejected():
+    with pytest.raises(nb.ShapeError, match="matmul"):
+        nb.matmul(nb.tensor(2.0), nb.ones(3))
+    with pytest.raises(nb.ShapeError, match="matrix_transpose"):
+        nb.matrix_transpose(nb.ones(3))
+
+
+def test_unsupported_dtype_names_op_device_and_dtype():
+    x = nb.ones(2, 2, dtype="bool")
+    with pytest.raises(nb.KernelNotFoundError, match="matmul.*'cpu'.*bool") as info:
+        nb.matmul(x, x)
+    assert info.value.key == ("matmul", "cpu", "bool")
