@@ -141,6 +141,18 @@ class Op:
         self.cache: dict = {}  # (input specs, attrs) -> (output specs, launcher); see tensor.py
 
     def __call__(self, *args, **attrs):
+        """Call the op: tensors first; further positional arguments fill the attrs in
+        declaration order, so `softmax(x, 1)` is `softmax(x, axis=1)`."""
+        if not self.variadic and len(args) > len(self.inputs):
+            extra = args[len(self.inputs) :]
+            names = list(self.attrs)
+            if len(extra) > len(names):
+                raise TypeError(f"{self.name}() got {len(args)} positional arguments")
+            for name, value in zip(names, extra):
+                if name in attrs:
+                    raise TypeError(f"{self.name}() got two values for '{name}'")
+                attrs[name] = value
+            args = args[: len(self.inputs)]
         return bind(self, *args, **attrs)
 
     def __repr__(self) -> str:
@@ -194,7 +206,8 @@ class Op:
             out = self.spec(*specs, **attrs)
         except NbflowError as e:
             args = ", ".join(f"{n}: {s}" for n, s in zip(self.input_names(len(specs)), specs))
-            raise type(e)(f"{self.name}({args}): {e}") from None
+            e.args = (f"{self.name}({args}): {e}",)  # keeps the type and its attributes
+            raise
         return out if isinstance(out, tuple) else (out,)
 
     def key_dtype(self, specs) -> np.dtype | None:
@@ -304,6 +317,8 @@ def broadcast_shapes(*shapes: tuple[int, ...]) -> tuple[int, ...]:
 
 
 def normalize_axis(axis: int, ndim: int) -> int:
-    if not -ndim <= axis < max(ndim, 1):
+    """axis in [0, ndim); a 0-d tensor takes axis 0 or -1, as in PyTorch."""
+    size = max(ndim, 1)
+    if not -size <= axis < size:
         raise ShapeError(f"axis {axis} is out of range for {ndim} dims")
-    return axis % ndim if ndim else 0
+    return axis % size if ndim else 0

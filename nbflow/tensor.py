@@ -12,8 +12,8 @@ import weakref
 import numpy as np
 
 from . import dtypes as dt
-from .core import STATE, Node, Op, Spec
-from .errors import DTypeError, GradientError, UnsupportedError
+from .core import STATE, Node, Op, Spec, bind
+from .errors import DTypeError, GradientError, NbflowError, UnsupportedError
 
 
 class Tensor:
@@ -125,7 +125,7 @@ class Tensor:
 
     def detach(self) -> Tensor:
         """The same buffer, cut from the graph (shares the version counter)."""
-        return Tensor(self.data, _version=self._version, _base=self._base or self)
+        return Tensor(self.data, _version=self._version, _base=self if self._base is None else self._base)
 
     def requires_grad_(self, flag: bool = True) -> Tensor:
         if flag and not dt.is_float(self.dtype):
@@ -178,7 +178,7 @@ class Plan:
     """What running an op on one input signature needs, worked out once and cached on the op:
     output specs, the kernel, which inputs to cast, what to allocate."""
 
-    __slots__ = ("specs", "key", "launcher", "casts", "allocs", "finals", "scalars")
+    __slots__ = ("specs", "out_shapes", "key", "launcher", "casts", "allocs", "finals", "scalars")
 
     def __init__(self, op: Op, values, attrs):
         specs = [
@@ -187,9 +187,14 @@ class Plan:
             for v in values
         ]
         self.specs = op.infer(specs, attrs)
+        self.out_shapes = [s.shape for s in self.specs]
         key = op.key_dtype(specs) if specs else None
         self.key = self.specs[0].dtype if key is None else key
         self.launcher = op.kernel("cpu", self.key)
+        if hasattr(self.launcher, "specialize"):  # e.g. elementwise without broadcasting
+            self.launcher = self.launcher.specialize(
+                [s.shape for s in specs], self.out_shapes, attrs
+            )
         compute = dt.CPU_COMPUTE.get(self.key, self.key)
         promoted = range(len(specs)) if op.promote is None else op.promote
         # weak scalars become 0-d arrays of the promoted dtype (their own when not promoted)
@@ -214,44 +219,60 @@ class EagerTrace:
     def apply(self, op: Op, args, attrs):
         if attrs or op.attrs:
             attrs = op.check_attrs(attrs)
-        for a in args:
-            if type(a) is not Tensor:
-                args = [as_tensor_value(a) for a in args]
-                stale = next((v for v in args if type(v) is _Stale), None)
-                if stale is not None:  # inside a gradient rule: poison the result
-                    return stale if len(op.outputs) == 1 else (stale,) * len(op.outputs)
-                break
-        plan = self.plan(op, args, attrs)
+        # the plan cache key; written out for one and two tensors, the hot path
+        n = len(args)
+        if n == 2 and type(args[0]) is Tensor and type(args[1]) is Tensor:
+            x, y = arrays = (args[0].data, args[1].data)
+            sig = (x.shape, x.dtype, y.shape, y.dtype)
+        elif n == 1 and type(args[0]) is Tensor:
+            arrays = (args[0].data,)
+            sig = (arrays[0].shape, arrays[0].dtype)
+        else:
+            arrays = None
+            args = [as_tensor_value(a) for a in args]
+            for v in args:
+                if type(v) is _Stale:  # inside a gradient rule: poison the result
+                    return v if len(op.outputs) == 1 else (v,) * len(op.outputs)
+            sig = signature(args)
+        plan = self.plan(op, sig, args, attrs)
         tensors = args
         if plan.scalars:
             tensors = list(args)
             for i, d in plan.scalars:
                 tensors[i] = Tensor(np.asarray(args[i], dtype=d))
-        record = STATE.grad_enabled and op.differentiable
-        if record:
-            record = any([t.requires_grad for t in tensors])
+        record = False
+        if STATE.grad_enabled and op.differentiable:
+            for t in tensors:
+                if t.requires_grad:
+                    record = True
+                    break
         if op.view:
-            outs = self.run_view(plan, tensors, attrs)
+            outs = self.run_view(op, plan, tensors, attrs)
         elif op.inplace:
             outs = self.run_inplace(op, plan, tensors, attrs, record)
         else:
-            arrays = [t.data for t in tensors]
-            for i, d in plan.casts:
-                arrays[i] = arrays[i].astype(d)
-            bufs = [np.empty(shape, d) for shape, d in plan.allocs]
-            plan.launcher(*arrays, *bufs, **attrs)
-            if plan.finals:
-                bufs = [b if d is None else b.astype(d) for b, d in zip(bufs, plan.finals)]
-            outs = [Tensor(b) for b in bufs]
+            if arrays is None or plan.scalars or plan.casts:
+                arrays = [t.data for t in tensors]
+                for i, d in plan.casts:
+                    arrays[i] = arrays[i].astype(d)
+            outs = self.run(op, plan, arrays, attrs)
         if record:
             self.record(op, tensors, attrs, outs)
         return outs[0] if len(outs) == 1 else tuple(outs)
 
-    def plan(self, op, values, attrs) -> Plan:
+    def run(self, op, plan, arrays, attrs):
+        """Allocate the outputs (in the compute dtype), run the kernel, wrap the results."""
+        bufs = [np.empty(shape, d) for shape, d in plan.allocs]
+        try:
+            plan.launcher(*arrays, *bufs, **attrs)
+        except NbflowError as e:
+            raise _in_op(op, e) from None
+        if plan.finals:
+            bufs = [b if d is None else b.astype(d) for b, d in zip(bufs, plan.finals)]
+        return [Tensor(b) for b in bufs]
+
+    def plan(self, op, sig, values, attrs) -> Plan:
         """The cached plan for this input signature (shapes, dtypes, attrs)."""
-        sig = tuple(
-            [(v.data.shape, v.data.dtype) if type(v) is Tensor else type(v) for v in values]
-        )
         if attrs:
             sig = (sig, tuple(attrs.values()))
         try:
@@ -289,7 +310,10 @@ class EagerTrace:
         for i, (shape, d) in enumerate(plan.allocs):
             target = tensors[op.inplace[i]].data
             bufs.append(target if target.dtype == d else np.empty(shape, d))
-        plan.launcher(*arrays, *bufs, **attrs)
+        try:
+            plan.launcher(*arrays, *bufs, **attrs)
+        except NbflowError as e:
+            raise _in_op(op, e) from None
         outs = []
         for i, b in enumerate(bufs):
             t = tensors[op.inplace[i]]
@@ -313,12 +337,34 @@ class EagerTrace:
                     f"{op.name}: in-place ops on views are not recorded for autograd yet"
                 )
 
-    def run_view(self, plan, tensors, attrs):
+    def run_view(self, op, plan, tensors, attrs):
         """A view op: the outputs share the input's buffer and version counter."""
-        results = plan.launcher(*[t.data for t in tensors], **attrs)
+        try:
+            results = plan.launcher(*[t.data for t in tensors], **attrs)
+        except NbflowError as e:
+            raise _in_op(op, e) from None
         results = results if isinstance(results, tuple) else (results,)
-        base = tensors[0]._base or tensors[0]
+        base = tensors[0] if tensors[0]._base is None else tensors[0]._base
         return [Tensor(r, _version=tensors[0]._version, _base=base) for r in results]
+
+
+def signature(values) -> tuple:
+    """Shape and dtype of each tensor, the type of each Python scalar, flattened."""
+    sig = []
+    for v in values:
+        if type(v) is Tensor:
+            sig += (v.data.shape, v.data.dtype)
+        else:
+            sig.append(type(v))
+    return tuple(sig)
+
+
+def _in_op(op: Op, error: NbflowError) -> NbflowError:
+    """A kernel-time error (such as a bounds check) with the op's name in front."""
+    message = str(error)
+    if not message.startswith(op.name):
+        error.args = (f"{op.name}: {message}",)
+    return error
 
 
 STATE.trace = EagerTrace()
@@ -366,9 +412,10 @@ from . import ops  # noqa: E402  (ops must exist before their methods are attach
 
 
 def _binary(op, reflected=False):
+    # straight to bind(): operators are the hottest path of eager mode
     if reflected:
-        return lambda self, other: op(other, self)
-    return lambda self, other: op(self, other)
+        return lambda self, other: bind(op, other, self)
+    return lambda self, other: bind(op, self, other)
 
 
 _OPERATORS = {
@@ -382,6 +429,7 @@ _OPERATORS = {
     "and": ops.logical_and,
     "or": ops.logical_or,
     "xor": ops.logical_xor,
+    "matmul": ops.matmul,
 }
 for _name, _op in _OPERATORS.items():
     setattr(Tensor, f"__{_name}__", _binary(_op))

@@ -1,5 +1,5 @@
 """matmul and matrix_transpose: forward vs numpy per dtype (shape and dtype first), 1-D and
-batched operands with broadcasting, gradients (first and second order), BLAS layout, errors."""
+batched operands with broadcasting, gradients (first and second order), errors."""
 
 import numpy as np
 import pytest
@@ -11,7 +11,6 @@ import nbflow as nb
 from nbflow import dtypes as dt
 from nbflow import testing as nt
 from nbflow.core import Spec
-from nbflow.ops.linalg import _blas_ready
 
 # float32 BLAS accumulates in float32: allow for cancellation in sums of k products
 ATOL = {dt.float32: 1e-5}
@@ -71,18 +70,6 @@ def test_matmul_shapes_of_vector_cases():
     assert nb.matmul(nb.ones(2, 1, 4, 3), nb.ones(3)).shape == (2, 1, 4)
     assert nb.matmul(nb.ones(2, 1, 4, 3), nb.ones(5, 3, 2)).shape == (2, 5, 4, 2)
     assert nb.matmul(nb.ones(2, 0), nb.ones(0, 3)).tolist() == [[0.0] * 3] * 2
-
-
-def test_blas_layouts():
-    c = np.ones((4, 3), np.float32)
-    f = c.T
-    assert _blas_ready(c) is c and _blas_ready(f) is f  # BLAS takes both orders
-    strided = np.ones((4, 6), np.float32)[:, ::2]
-    fixed = _blas_ready(strided)
-    assert fixed.flags.c_contiguous and np.array_equal(fixed, strided)
-    assert _blas_ready(np.ones(6)[::2]).flags.c_contiguous
-    ints = np.ones((4, 6), np.int64)[:, ::2]
-    assert _blas_ready(ints) is ints  # numpy's integer loop takes any strides
 
 
 @pytest.mark.parametrize("dtype", dt.ALL, ids=lambda d: dt.SHORT[d])

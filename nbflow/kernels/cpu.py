@@ -49,11 +49,12 @@ STRIDED_RANK = 4
 
 
 class Elementwise:
-    """The CPU kernels of one elementwise op, generated on first use."""
+    """The CPU kernels of one elementwise op, generated on first use; calling it is the
+    launcher: `(*inputs, out, **attrs)`, where the attrs named in `params` reach the body."""
 
-    def __init__(self, name: str, body, n_inputs: int, n_params: int):
+    def __init__(self, name: str, body, n_inputs: int, params: tuple[str, ...]):
         BODIES[name] = njit(error_model="numpy")(body)
-        self.name, self.n_inputs, self.n_params = name, n_inputs, n_params
+        self.name, self.n_inputs, self.params = name, n_inputs, params
         self.salt = codegen.file_hash(inspect.getsourcefile(body))
         self.mod = None
 
@@ -62,17 +63,20 @@ class Elementwise:
         src = _TEMPLATE.format(
             name=self.name,
             args=", ".join(xs),
-            params="".join(f", p{i}" for i in range(self.n_params)),
+            params="".join(f", p{i}" for i in range(len(self.params))),
             flat_items=", ".join(f"{x}[i]" for x in xs),
             nd_items=", ".join(f"{x}[i0, i1, i2, i3]" for x in xs),
         )
         self.mod = codegen.load(f"nbflow_ew_{self.name}", src, self.salt)
         return self.mod
 
-    def __call__(self, arrays, params=()):
-        """arrays = (*inputs, out): out[...] = body(*inputs, *params), with broadcasting.
-
-        `out` may be strided (an in-place target); inputs broadcast to its shape."""
+    def __call__(self, *arrays, **attrs):
+        """out[...] = body(*inputs, *params) with broadcasting; `out` may be strided (an
+        in-place target). Numeric params are cast to the inputs' dtype so the body computes
+        in it."""
+        params = ()
+        if self.params:
+            params = tuple([_param(attrs[p], arrays[0].dtype) for p in self.params])
         out = arrays[-1]
         mod = self.mod or self._module()
         shape = out.shape
@@ -80,11 +84,39 @@ class Elementwise:
             if a.shape != shape or not a.flags.c_contiguous:
                 break
         else:  # the common case: one flat loop, which vectorises
-            if out.size:
+            if len(shape) == 1:
+                mod.flat(*arrays, *params)
+            elif out.size:
                 mod.flat(*[a.ravel() for a in arrays], *params)
             return
         if out.size:
             self._strided(mod, arrays[:-1], out, params)
+
+    def specialize(self, in_shapes, out_shapes, attrs):
+        """A faster launcher when every input already has the output's shape (no
+        broadcasting): no per-call shape checks. numba takes strided 1-D operands as they are;
+        N-d inputs are raveled (a copy only when not contiguous)."""
+        (shape,) = out_shapes
+        if any(s != shape for s in in_shapes):
+            return self
+        if len(shape) == 1:
+            # the numba dispatcher itself: no Python frame between the trace and the kernel
+            if attrs:
+                return self._same_shape_1d
+            return (self.mod or self._module()).flat
+        return self._same_shape
+
+    def _same_shape_1d(self, *arrays, **attrs):
+        mod = self.mod or self._module()
+        if self.params:
+            mod.flat(*arrays, *[_param(attrs[p], arrays[0].dtype) for p in self.params])
+        else:
+            mod.flat(*arrays)
+
+    def _same_shape(self, *arrays, **attrs):
+        if not arrays[-1].flags.c_contiguous:  # a strided in-place target: ravel would copy
+            return self(*arrays, **attrs)
+        self._same_shape_1d(*[a.ravel() for a in arrays], **attrs)
 
     def _strided(self, mod, ins, out, params):
         shape = out.shape
@@ -98,6 +130,13 @@ class Elementwise:
             return
         full = (1,) * (STRIDED_RANK - len(merged)) + merged
         mod.strided(*[v.reshape(full) for v in views], out.reshape(full), *params)
+
+
+def _param(value, dtype):
+    """A numeric attr as a scalar of the compute dtype (None, bools and strs unchanged)."""
+    if value is None or isinstance(value, (bool, str)) or dtype == np.bool_:
+        return value
+    return dtype.type(value)
 
 
 def merge_dims(shape, strides_list) -> tuple[int, ...]:

@@ -33,7 +33,7 @@ def elementwise(
         inputs = tuple(n for n in names if n not in attrs)
         params = tuple(names[len(inputs) :])
         assert set(params) <= set(attrs), f"{body.__name__}: attr parameters must come last"
-        cpu = Elementwise(body.__name__, body, len(inputs), len(params))
+        cpu = Elementwise(body.__name__, body, len(inputs), params)
 
         def spec(*specs, **kw):
             shape = broadcast_shapes(*(s.shape for s in specs))
@@ -41,18 +41,12 @@ def elementwise(
                 return Spec(shape, op.key_dtype(specs))
             return Spec(shape, out_dtype(**kw) if callable(out_dtype) else out_dtype)
 
-        def launch(*arrays, **kw):
-            if params:
-                cpu(arrays, tuple(_param(kw[p], arrays[0].dtype) for p in params))
-            else:
-                cpu(arrays)
-
         op = Op(
             name=body.__name__,
             inputs=inputs,
             outputs=("out",),
             spec=spec,
-            kernels={"cpu": launch, "cuda": None},
+            kernels={"cpu": cpu, "cuda": None},
             dtypes=tuple(dtypes),
             ref=ref,
             differentiable=differentiable,
@@ -65,13 +59,6 @@ def elementwise(
         return op
 
     return wrap
-
-
-def _param(value, dtype):
-    """A numeric attr as a scalar of the compute dtype, so the kernel computes in that dtype."""
-    if value is None or isinstance(value, (bool, str)) or dtype == dt.bool_:
-        return value
-    return dtype.type(value)
 
 
 def inplace_variant(op: Op, name: str, ref=None) -> Op:

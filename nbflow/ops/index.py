@@ -130,16 +130,15 @@ def _writable3(a, shape3):
         return np.ascontiguousarray(a).reshape(shape3), a
 
 
-def _check_range(op, idx, n, axis):
-    """Raise OutOfRangeError naming op, axis, index and size when an index is outside n."""
+def _check_range(idx, n, axis):
+    """Raise OutOfRangeError naming the axis, index and size when an index is outside n (the
+    eager trace puts the op's name in front)."""
     flat = np.ravel(idx)
     if flat.size == 0:
         return
     p = _first_out_of_range(flat, n)
     if p >= 0:
-        raise OutOfRangeError(
-            f"{op}: index {int(flat[p])} is out of range for axis {axis} with size {n}"
-        )
+        raise OutOfRangeError(f"index {int(flat[p])} is out of range for axis {axis} with size {n}")
 
 
 def _check_index_dtype(spec, name):
@@ -255,7 +254,7 @@ def _plan(key, ndim: int):
     return tuple(basic), tuple(view_axes), tuple(x_axes), _advanced_first(key)
 
 
-def _rows(op, v, idx, view_axes, x_axes, front):
+def _rows(v, idx, view_axes, x_axes, front):
     """The advanced part of x[key] on the basic view v: (perm to put the indexed axes of v
     together, v's (outer, indexed, inner) shape, result's (outer, rows, inner) shape, the
     row offsets). Raises OutOfRangeError before anything is written."""
@@ -268,8 +267,7 @@ def _rows(op, v, idx, view_axes, x_axes, front):
     if bad >= 0:
         j, b = divmod(bad, stacked.shape[1])
         raise OutOfRangeError(
-            f"{op}: index {int(stacked[j, b])} is out of range for axis {x_axes[j]} "
-            f"with size {sizes[j]}"
+            f"index {int(stacked[j, b])} is out of range for axis {x_axes[j]} with size {sizes[j]}"
         )
     rest = [a for a in range(v.ndim) if a not in view_axes]
     if front:
@@ -299,7 +297,7 @@ def _index_items(key, x_shape):
             covered = tuple(x_shape[axis : axis + v.ndim])
             if covered != v.shape:
                 raise OutOfRangeError(
-                    f"getitem: a boolean mask of shape {v.shape} does not match the "
+                    f"a boolean mask of shape {v.shape} does not match the "
                     f"indexed dims {covered} (from axis {axis})"
                 )
             out.extend(("array", i) for i in np.nonzero(v))
@@ -391,7 +389,7 @@ def _index_cpu(x, *rest, key):
     *idx, out = rest
     basic, view_axes, x_axes, front = _plan(key, x.ndim)
     v = x[basic]
-    perm, src3, res3, lin, _ = _rows("getitem", v, idx, view_axes, x_axes, front)
+    perm, src3, res3, lin, _ = _rows(v, idx, view_axes, x_axes, front)
     if out.size == 0:
         return
     src = v if perm is None else v.transpose(perm)
@@ -446,7 +444,10 @@ def _index_put_spec(x, value, *idx, key, accumulate):
     vshape = value.shape
     while len(vshape) > len(target) and vshape[0] == 1:
         vshape = vshape[1:]  # numpy drops leading 1s of the value
-    shape = broadcast_shapes(vshape, target) if len(vshape) <= len(target) else None
+    try:
+        shape = broadcast_shapes(vshape, target) if len(vshape) <= len(target) else None
+    except ShapeError:
+        shape = None
     if shape is None or any(a != b and b != UNKNOWN for a, b in zip(shape, target, strict=True)):
         raise ShapeError(f"a value of shape {value.shape} does not fit x[key] of shape {target}")
     return Spec(x.shape, x.dtype)
@@ -469,7 +470,7 @@ def _index_put_cpu(x, value, *rest, key, accumulate):
             np.copyto(target, value)
         return
     v = x[basic]
-    perm, src3, res3, lin, bshape = _rows("setitem", v, idx, view_axes, x_axes, front)
+    perm, src3, res3, lin, bshape = _rows(v, idx, view_axes, x_axes, front)
     if out is not x:
         np.copyto(out, x)
     if lin.size == 0 or size_of(src3) == 0:
@@ -497,7 +498,9 @@ def _result_shape(vshape, view_axes, bshape, front):
 def _index_put_ref(x, value, *idx, key, accumulate=False):
     out = x.copy()
     region = _index_ref(np.arange(x.size).reshape(x.shape), *idx, key=key)
-    value = np.broadcast_to(np.asarray(value).astype(x.dtype), np.shape(region)).ravel()
+    value = np.asarray(value).astype(x.dtype)
+    value = value.reshape(value.shape[max(0, value.ndim - np.ndim(region)) :])  # leading 1s
+    value = np.broadcast_to(value, np.shape(region)).ravel()
     flat = out.reshape(-1)
     for pos, v in zip(np.ravel(region), value, strict=True):
         flat[pos] = flat[pos] + v if accumulate else v
@@ -569,7 +572,7 @@ def _along_spec(x, idx, axis):
 def _along_cpu(x, idx, out, axis):
     a = axis % x.ndim
     n = x.shape[a]
-    _check_range("take_along_axis", idx, n, a)
+    _check_range(idx, n, a)
     if out.size == 0:
         return
     xb = np.broadcast_to(x, out.shape[:a] + (n,) + out.shape[a + 1 :])
@@ -643,8 +646,7 @@ def _select_cpu(x, idx, out, axis):
     bad = _linear_index(flat, np.array([x.shape[a]], np.int64), lin)
     if bad >= 0:
         raise OutOfRangeError(
-            f"index_select: index {int(flat[0, bad])} is out of range for axis {a} "
-            f"with size {x.shape[a]}"
+            f"index {int(flat[0, bad])} is out of range for axis {a} with size {x.shape[a]}"
         )
     if out.size == 0:
         return
@@ -701,7 +703,7 @@ def _scatter_add_spec(x, idx, src, axis):
 
 def _scatter_add_cpu(x, idx, src, out, axis):
     a = axis % x.ndim
-    _check_range("scatter_add", idx, x.shape[a], a)
+    _check_range(idx, x.shape[a], a)
     np.copyto(out, x)
     if idx.size == 0:
         return

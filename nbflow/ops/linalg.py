@@ -64,24 +64,9 @@ def _matmul_spec(a, b):
     return Spec(shape, dt.promote([a.dtype, b.dtype]))
 
 
-def _blas_ready(x: np.ndarray) -> np.ndarray:
-    """x, or a C-contiguous copy when its matrices are laid out so that numpy's matmul would
-    skip BLAS (it needs unit stride along rows or along columns)."""
-    if x.dtype.kind != "f" or x.size == 0:
-        return x
-    unit = x.itemsize
-    if x.ndim == 1:
-        ok = x.strides[0] == unit or x.shape[0] == 1
-    else:
-        (rows, cols), (row_step, col_step) = x.shape[-2:], x.strides[-2:]
-        c_like = (col_step == unit or cols == 1) and row_step >= cols * unit
-        f_like = (row_step == unit or rows == 1) and col_step >= rows * unit
-        ok = c_like or f_like
-    return x if ok else np.ascontiguousarray(x)
-
-
 def _matmul_cpu(a, b, out):
-    np.matmul(_blas_ready(a), _blas_ready(b), out=out)
+    # numpy runs float32/float64 on BLAS, strided operands too (measured: same GFLOP/s)
+    np.matmul(a, b, out=out)
 
 
 def _matmul_ref(a, b):

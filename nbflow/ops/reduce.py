@@ -387,14 +387,16 @@ def _expand(g, x, axis, keepdims):
 # ---------------------------------------------------------------- sum, mean, prod
 
 
+def _sum_ref(x, axis=None, keepdims=False):
+    axes = reduced_axes(axis, x.ndim)
+    out = np.sum(x, axis=axes, dtype=_acc(x.dtype), keepdims=keepdims)
+    return out.astype(_int64_for_ints(x.dtype))
+
+
 sum = _reduction(
     "sum",
     sum_rows,
-    _quiet(
-        lambda x, axis=None, keepdims=False: np.sum(
-            x, axis=reduced_axes(axis, x.ndim), dtype=_acc(x.dtype), keepdims=keepdims
-        ).astype(_int64_for_ints(x.dtype))
-    ),
+    _quiet(_sum_ref),
     dtypes=dt.ALL,
     out_dtype=_int64_for_ints,
     doc="Sum over `axis` (None: all). bool and integer inputs give int64, as in PyTorch.",
@@ -403,14 +405,15 @@ sum = _reduction(
 sum.defgrad(lambda g, out, x, axis, keepdims: (_expand(g, x, axis, keepdims),))
 
 
+def _mean_ref(x, axis=None, keepdims=False):
+    axes = reduced_axes(axis, x.ndim)
+    return np.mean(x, axis=axes, dtype=np.float64, keepdims=keepdims).astype(x.dtype)
+
+
 mean = _reduction(
     "mean",
     _mean_rows,
-    _quiet(
-        lambda x, axis=None, keepdims=False: np.mean(
-            x, axis=reduced_axes(axis, x.ndim), dtype=np.float64, keepdims=keepdims
-        ).astype(_floats_only(x.dtype))
-    ),
+    _quiet(_mean_ref),
     dtypes=dt.FLOATS,
     out_dtype=_floats_only,
     doc="Mean over `axis` (None: all); NaN for an empty reduction. Floats only: an integer "
@@ -423,14 +426,16 @@ def _mean_grad(g, out, x, axis, keepdims):
     return (_expand(g / reduced_count(x, axis=axis), x, axis, keepdims),)
 
 
+def _prod_ref(x, axis=None, keepdims=False):
+    axes = reduced_axes(axis, x.ndim)
+    out = np.prod(x, axis=axes, dtype=_acc(x.dtype), keepdims=keepdims)
+    return out.astype(_int64_for_ints(x.dtype))
+
+
 prod = _reduction(
     "prod",
     _prod_rows,
-    _quiet(
-        lambda x, axis=None, keepdims=False: np.prod(
-            x, axis=reduced_axes(axis, x.ndim), dtype=_acc(x.dtype), keepdims=keepdims
-        ).astype(_int64_for_ints(x.dtype))
-    ),
+    _quiet(_prod_ref),
     dtypes=dt.ALL,
     out_dtype=_int64_for_ints,
     doc="Product over `axis` (None: all); 1 for an empty reduction. bool and integer inputs "
@@ -457,9 +462,10 @@ def _prod_grad(g, out, x, axis, keepdims):
 
 
 def _extremum_ref(fn):
-    return _quiet(
-        lambda x, axis=None, keepdims=False: fn(x, axis=_checked_axes(x, axis), keepdims=keepdims)
-    )
+    def ref(x, axis=None, keepdims=False):
+        return fn(x, axis=_checked_axes(x, axis), keepdims=keepdims)
+
+    return _quiet(ref)
 
 
 def _checked_axes(x, axis):
@@ -542,14 +548,12 @@ VAR_ATTRS = {**AXIS, "correction": Attr("int", 1)}
 
 
 def _var_ref(fn):
-    return _quiet(
-        lambda x, axis=None, keepdims=False, correction=1: fn(
-            x.astype(np.float64),
-            axis=reduced_axes(axis, x.ndim),
-            ddof=correction,
-            keepdims=keepdims,
-        ).astype(_floats_only(x.dtype))
-    )
+    def ref(x, axis=None, keepdims=False, correction=1):
+        axes = reduced_axes(axis, x.ndim)
+        out = fn(x.astype(np.float64), axis=axes, ddof=correction, keepdims=keepdims)
+        return out.astype(_floats_only(x.dtype))
+
+    return _quiet(ref)
 
 
 var = _reduction(
@@ -622,9 +626,10 @@ logsumexp.defgrad(
 
 
 def _logic_ref(fn):
-    return lambda x, axis=None, keepdims=False: np.asarray(
-        fn(x, axis=reduced_axes(axis, x.ndim), keepdims=keepdims)
-    )
+    def ref(x, axis=None, keepdims=False):
+        return np.asarray(fn(x, axis=reduced_axes(axis, x.ndim), keepdims=keepdims))
+
+    return ref
 
 
 all = _reduction(

@@ -256,7 +256,7 @@ def _squeezed(shape, axis) -> tuple[int, ...]:
     return tuple(n for i, n in enumerate(shape) if i not in axes)
 
 
-def _squeeze_cpu(x, axis):
+def _squeeze_cpu(x, axis=None):
     return np.reshape(x, _squeezed(x.shape, axis))
 
 
@@ -312,7 +312,7 @@ def _flattened(shape, start_axis, end_axis) -> tuple[int, ...]:
     return shape[:s] + (size_of(shape[s : e + 1]),) + shape[e + 1 :]
 
 
-def _flatten_cpu(x, start_axis, end_axis):
+def _flatten_cpu(x, start_axis=0, end_axis=-1):
     return np.reshape(x, _flattened(x.shape, start_axis, end_axis))
 
 
@@ -351,8 +351,7 @@ def _same_dims(specs, skip=None) -> list[int]:
             elif shape[d] != n:
                 where = f" other than axis {skip}" if skip is not None else ""
                 raise ShapeError(
-                    f"xs{i} has shape {s.shape} but xs0 has {first.shape}: "
-                    f"dims{where} must match"
+                    f"xs{i} has shape {s.shape} but xs0 has {first.shape}: dims{where} must match"
                 )
     return shape
 
@@ -396,7 +395,7 @@ def _split_like_spec(x, *likes, axis):
     return tuple(Spec(x.shape[:a] + (n,) + x.shape[a + 1 :], x.dtype) for n in sizes)
 
 
-def _split_like_cpu(x, *likes, axis):
+def _split_like_cpu(x, *likes, axis=0):
     return tuple(np.split(x, np.cumsum([k.shape[axis] for k in likes[:-1]]), axis=axis))
 
 
@@ -495,7 +494,7 @@ def _split_spec(x, split_size, sizes, axis):
     return tuple(Spec(x.shape[:a] + (n,) + x.shape[a + 1 :], x.dtype) for n in pieces)
 
 
-def _split_cpu(x, split_size, sizes, axis):
+def _split_cpu(x, split_size=None, sizes=None, axis=0):
     pieces = split_sizes(x.shape[axis], split_size, sizes)
     return tuple(np.split(x, np.cumsum(pieces[:-1]), axis=axis))
 
@@ -556,6 +555,8 @@ def _pad_cpu(x, out, pad_width, value, mode):
 
 def _pad_ref(x, pad_width, value=0, mode="constant"):
     pairs = _pad_pairs(pad_width, x.ndim)
+    if not pairs:  # np.pad refuses a 0-d array
+        return x.copy()
     return np.pad(x, pairs, mode="constant", constant_values=np.asarray(value).astype(x.dtype))
 
 
@@ -605,7 +606,7 @@ def _flip_spec(x, axis):
     return Spec(x.shape, x.dtype)
 
 
-def _flip_cpu(x, axis):
+def _flip_cpu(x, axis=None):
     return np.flip(x, _flip_axes(axis, x.ndim)) if x.ndim else x[...]
 
 
