@@ -12,13 +12,13 @@ from collections.abc import Sequence
 
 from .core import Node, set_grad_enabled
 from .errors import GradientError, ShapeError
-from .tensor import Tensor, _Stale, tensor
+from .tensor import Tensor, _Stale, grad_edge, tensor
 
 
-def toposort(roots) -> list[Node]:
-    """Nodes reachable from `roots`, each after every node that consumes its outputs."""
+def toposort(edges) -> list[Node]:
+    """Nodes reachable from the root edges, each after every node that consumes its outputs."""
     order, seen = [], set()
-    stack = [(r._node, False) for r in roots if r._node is not None]
+    stack = [(e[0], False) for e in edges if type(e) is tuple]
     while stack:
         node, done = stack.pop()
         if done:
@@ -28,9 +28,9 @@ def toposort(roots) -> list[Node]:
             continue
         seen.add(id(node))
         stack.append((node, True))
-        for t in node.inputs:
-            if t._node is not None and id(t._node) not in seen:
-                stack.append((t._node, False))
+        for e in node.edges:
+            if type(e) is tuple and id(e[0]) not in seen:
+                stack.append((e[0], False))
     order.reverse()
     return order
 
@@ -40,19 +40,20 @@ def backprop(roots, seeds, create_graph: bool) -> tuple[dict, dict]:
     node_grads: dict[int, list] = {}
     leaf_grads: dict[int, tuple] = {}
 
-    def accumulate(t, g):
-        if t._node is None:
-            prev = leaf_grads.get(id(t))
-            leaf_grads[id(t)] = (t, g if prev is None else prev[1] + g)
-        else:
-            slots = node_grads.setdefault(id(t._node), [None] * len(t._node.outputs))
-            i = t._index
+    def accumulate(edge, g):
+        if type(edge) is tuple:
+            node, i = edge
+            slots = node_grads.setdefault(id(node), [None] * len(node.outputs))
             slots[i] = g if slots[i] is None else slots[i] + g
+        else:
+            prev = leaf_grads.get(id(edge))
+            leaf_grads[id(edge)] = (edge, g if prev is None else prev[1] + g)
 
+    root_edges = [grad_edge(r) for r in roots]
     with set_grad_enabled(create_graph):
-        for r, s in zip(roots, seeds):
-            accumulate(r, s)
-        for node in toposort(roots):
+        for e, s in zip(root_edges, seeds):
+            accumulate(e, s)
+        for node in toposort(root_edges):
             grads = node_grads.get(id(node))
             if grads is None or all(g is None for g in grads):
                 continue
@@ -71,12 +72,12 @@ def backprop(roots, seeds, create_graph: bool) -> tuple[dict, dict]:
                     f"{node.op.name}: gradient rule returned {len(in_grads)} values "
                     f"for {len(ins)} inputs"
                 )
-            for t, g in zip(node.inputs, in_grads):
-                if g is None or not t.requires_grad:
+            for t, edge, g in zip(node.inputs, node.edges, in_grads):
+                if g is None or edge is None:
                     continue
                 if isinstance(g, _Stale):  # this gradient needed an overwritten value
                     raise GradientError(g.message)
-                accumulate(t, fit_gradient(g, t))
+                accumulate(edge, fit_gradient(g, t))
     return leaf_grads, node_grads
 
 
@@ -101,7 +102,8 @@ def _saved_inputs(node: Node) -> list:
     out = []
     for t, v in zip(node.inputs, node.versions):
         if t._version[0] != v:
-            out.append(_Stale(_stale_message(node, "an input", v, t._version[0])))
+            message = _stale_message(node, "an input", v, t._version[0])
+            out.append(_Stale(message, t.data.shape, t.data.dtype))
         else:
             out.append(t)
     return out
@@ -111,7 +113,8 @@ def _saved_outputs(node: Node) -> list:
     out = []
     for i, (ref, data, version, v) in enumerate(node.outputs):
         if version[0] != v:
-            out.append(_Stale(_stale_message(node, f"output {i}", v, version[0])))
+            message = _stale_message(node, f"output {i}", v, version[0])
+            out.append(_Stale(message, data.shape, data.dtype))
             continue
         t = ref()
         if t is None:  # the tensor was dropped; rebuild it around the saved buffer

@@ -115,6 +115,9 @@ class Op:
     - `promote`: the inputs whose dtypes promote together into the kernel key dtype and are
       cast to it before the kernel runs (None: all); `to_float` makes an integer key float32
       (exp of an int tensor is float, as in PyTorch).
+    - `shape_only`: inputs whose values are never read, only their shape and dtype (the target
+      of zeros_like or sum_to_like); a gradient rule may pass them even after they were
+      overwritten in place.
     """
 
     name: str
@@ -131,6 +134,7 @@ class Op:
     view: bool = False
     promote: tuple[int, ...] | None = None
     to_float: bool = False
+    shape_only: tuple[str, ...] = ()
     doc: str = ""
 
     def __post_init__(self):
@@ -187,6 +191,11 @@ class Op:
             out[name] = v
         return out
 
+    def reads_only_shape(self, i: int) -> bool:
+        """Whether input i is one of the `shape_only` inputs."""
+        name = self.inputs[min(i, len(self.inputs) - 1)]
+        return name.lstrip("*") in self.shape_only
+
     def input_names(self, n: int) -> list[str]:
         """Argument names for n inputs (a variadic slot expands to name0, name1, ...)."""
         if not self.variadic:
@@ -234,17 +243,21 @@ REGISTRY: dict[str, Op] = {}
 class Node:
     """One recorded op application: the same record for the eager tape and a graph.
 
-    `inputs` are values (Tensors or graph Vars; None for a constant), `outputs` are the
-    produced values, `versions` the inputs' version counters at record time (eager mode)."""
+    `inputs` are values (Tensors or graph Vars), `outputs` the produced values, `versions`
+    the inputs' version counters at record time (eager mode). `edges` say where each input's
+    gradient goes, fixed at record time: `(node, output index)` for a computed value, the leaf
+    itself, or None (no gradient). They are snapshots because an in-place op later gives the
+    same tensor object a new history, while this node must still reach the old one."""
 
-    __slots__ = ("op", "inputs", "attrs", "outputs", "versions", "__weakref__")
+    __slots__ = ("op", "inputs", "attrs", "outputs", "versions", "edges", "__weakref__")
 
-    def __init__(self, op: Op, inputs, attrs: dict, outputs, versions=None):
+    def __init__(self, op: Op, inputs, attrs: dict, outputs, versions=None, edges=None):
         self.op = op
         self.inputs = inputs
         self.attrs = attrs
         self.outputs = outputs
         self.versions = versions
+        self.edges = edges
 
 
 # ---------------------------------------------------------------- modes

@@ -152,10 +152,14 @@ class _Stale:
     raises only when a poisoned gradient reaches an input that requires grad. So `y.mul_(2)`
     works on an intermediate y although mul's rule also computes g * y for the constant 2."""
 
-    __slots__ = ("message",)
+    __slots__ = ("message", "shape", "dtype")
 
-    def __init__(self, message: str):
-        self.message = message
+    def __init__(self, message: str, shape, dtype):
+        self.message, self.shape, self.dtype = message, shape, dtype
+
+    def placeholder(self) -> Tensor:
+        """Stands in for an input an op reads only the shape of (no memory: stride 0)."""
+        return Tensor(np.broadcast_to(np.zeros((), self.dtype), self.shape))
 
     def __getattr__(self, name):
         raise GradientError(self.message)
@@ -174,11 +178,16 @@ def as_tensor_value(x):
     return tensor(x)
 
 
+PLAN_CACHE_SIZE = 4096  # plans kept per op
+
+
 class Plan:
     """What running an op on one input signature needs, worked out once and cached on the op:
     output specs, the kernel, which inputs to cast, what to allocate."""
 
-    __slots__ = ("specs", "out_shapes", "key", "launcher", "casts", "allocs", "finals", "scalars")
+    __slots__ = (
+        "specs", "out_shapes", "key", "launcher", "casts", "allocs", "finals", "scalars", "single"
+    )
 
     def __init__(self, op: Op, values, attrs):
         specs = [
@@ -211,6 +220,7 @@ class Plan:
         )
         if not any(self.finals):
             self.finals = None
+        self.single = len(self.specs) == 1 and not op.view and not op.inplace
 
 
 class EagerTrace:
@@ -230,11 +240,17 @@ class EagerTrace:
         else:
             arrays = None
             args = [as_tensor_value(a) for a in args]
-            for v in args:
-                if type(v) is _Stale:  # inside a gradient rule: poison the result
+            for i, v in enumerate(args):
+                if type(v) is not _Stale:
+                    continue
+                if op.reads_only_shape(i):
+                    args[i] = v.placeholder()
+                else:  # inside a gradient rule: poison the result
                     return v if len(op.outputs) == 1 else (v,) * len(op.outputs)
             sig = signature(args)
-        plan = self.plan(op, sig, args, attrs)
+        plan = None if attrs else op.cache.get(sig)
+        if plan is None:
+            plan = self.plan(op, sig, args, attrs)
         tensors = args
         if plan.scalars:
             tensors = list(args)
@@ -255,6 +271,17 @@ class EagerTrace:
                 arrays = [t.data for t in tensors]
                 for i, d in plan.casts:
                     arrays[i] = arrays[i].astype(d)
+            if plan.single:  # the hot path, written out: no lists, no extra frame
+                shape, dtype = plan.allocs[0]
+                buf = np.empty(shape, dtype)
+                try:
+                    plan.launcher(*arrays, buf, **attrs)
+                except NbflowError as e:
+                    raise _in_op(op, e) from None
+                out = Tensor(buf if plan.finals is None else buf.astype(plan.finals[0]))
+                if record:
+                    self.record(op, tensors, attrs, (out,))
+                return out
             outs = self.run(op, plan, arrays, attrs)
         if record:
             self.record(op, tensors, attrs, outs)
@@ -280,29 +307,26 @@ class EagerTrace:
         except TypeError:  # an unhashable attr (rare): no caching
             return Plan(op, values, attrs)
         if plan is None:
+            if len(op.cache) >= PLAN_CACHE_SIZE:  # e.g. x[i] in a loop: one key per i
+                op.cache.clear()
             plan = op.cache[sig] = Plan(op, values, attrs)
         return plan
 
     def record(self, op, inputs, attrs, outs):
         """Attach a tape node to the float outputs (weakly referenced: no cycles)."""
         node = Node(op, inputs, attrs, [], [t._version[0] for t in inputs])
-        if op.inplace:
-            # the node's inputs are the written tensors *before* the write: their old
-            # history, and the version they had then
-            inputs = node.inputs = list(inputs)
-            for j in op.inplace.values():
-                t = inputs[j]
-                inputs[j] = Tensor(t.data, t.requires_grad, t._node, t._index, t._version)
-                node.versions[j] -= 1
+        node.edges = [grad_edge(t) for t in inputs]
+        ref = weakref.ref
+        for j in op.inplace.values():
+            node.versions[j] -= 1  # the rule would need the value from before the write
         for i, o in enumerate(outs):
             if o.data.dtype.kind == "f":
                 o.requires_grad, o._node, o._index = True, node, i
-            node.outputs.append((weakref.ref(o), o.data, o._version, o._version[0]))
+            node.outputs.append((ref(o), o.data, o._version, o._version[0]))
 
     def run_inplace(self, op, plan, tensors, attrs, record):
         """Write into the target's buffer (through a compute-dtype copy for float16)."""
-        if record:
-            self.check_inplace(op, tensors)
+        self.check_inplace(op, tensors, record)
         arrays = [t.data for t in tensors]
         for i, d in plan.casts:
             arrays[i] = arrays[i].astype(d)
@@ -323,8 +347,17 @@ class EagerTrace:
             outs.append(t)
         return outs
 
-    def check_inplace(self, op, tensors):
-        """Refuse, before anything is written, in-place writes autograd cannot follow."""
+    def check_inplace(self, op, tensors, record):
+        """Refuse, before anything is written, writes to read-only memory and in-place writes
+        autograd cannot follow."""
+        for j in op.inplace.values():
+            if not tensors[j].data.flags.writeable:
+                raise UnsupportedError(
+                    f"{op.name}: the target is read-only (a broadcast view or read-only array); "
+                    "clone() it first"
+                )
+        if not record:
+            return
         for j in op.inplace.values():
             t = tensors[j]
             if t.requires_grad and t._node is None:
@@ -348,6 +381,13 @@ class EagerTrace:
         return [Tensor(r, _version=tensors[0]._version, _base=base) for r in results]
 
 
+def grad_edge(t: Tensor):
+    """Where t's gradient goes: (node, output index), the leaf itself, or None."""
+    if t._node is not None:
+        return (t._node, t._index)
+    return t if t.requires_grad else None
+
+
 def signature(values) -> tuple:
     """Shape and dtype of each tensor, the type of each Python scalar, flattened."""
     sig = []
@@ -362,7 +402,7 @@ def signature(values) -> tuple:
 def _in_op(op: Op, error: NbflowError) -> NbflowError:
     """A kernel-time error (such as a bounds check) with the op's name in front."""
     message = str(error)
-    if not message.startswith(op.name):
+    if not message.startswith((f"{op.name}:", f"{op.name}(")):
         error.args = (f"{op.name}: {message}",)
     return error
 

@@ -162,3 +162,17 @@ def test_gradient_of_graph_nobody_references_is_freed():
         assert ref() is None  # no reference cycle between tensors and nodes
     finally:
         gc.enable()
+
+
+def test_rules_may_use_the_shape_of_an_overwritten_input():
+    x = nb.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    y = x * 1
+    y[0] = y[1]  # setitem's gradient needs only y's shape; y[1] was read before the write
+    total(y * 2).backward()
+    nt.assert_close(x.grad, np.array([0.0, 4.0, 2.0], np.float32))
+
+
+def test_inplace_on_read_only_memory_is_refused():
+    view = nb.broadcast_to(nb.zeros(3), (2, 3))
+    with pytest.raises(nb.UnsupportedError, match="read-only"):
+        view.add_(1)

@@ -23,6 +23,24 @@ def check_forward(op, arrays, attrs):
     return out
 
 
+def check_unknown_dims(op, arrays, attrs, hide):
+    """The spec with the dims in `hide` unknown (-1) generalises the run-time spec."""
+    attrs = op.check_attrs(attrs)
+    (real,) = op.infer([Spec(a.shape, a.dtype) for a in arrays], attrs)
+    masked = [
+        Spec(tuple(-1 if (i, d) in hide else n for d, n in enumerate(a.shape)), a.dtype)
+        for i, a in enumerate(arrays)
+    ]
+    (guess,) = op.infer(masked, attrs)
+    assert guess.dtype == real.dtype and len(guess.shape) == len(real.shape)
+    assert all(a in (-1, b) for a, b in zip(guess.shape, real.shape, strict=True)), (guess, real)
+
+
+def _hide(data, arrays):
+    dims = [(i, d) for i, a in enumerate(arrays) for d in range(a.ndim)]
+    return data.draw(st.sets(st.sampled_from(dims))) if dims else set()
+
+
 def _dtype_cases(ops):
     return [
         pytest.param(REGISTRY[name], d, id=f"{name}-{dt.SHORT[d]}")
@@ -105,6 +123,7 @@ def test_getitem_matches_numpy(dtype, advanced, data):
     expected = a[_as_numpy(key)]
     op, arrays, attrs = _op_inputs(a, key)
     check_forward(op, arrays, attrs)
+    check_unknown_dims(op, arrays, attrs, _hide(data, arrays))
     out = nb.from_numpy(a)[key]
     assert (out.shape, out.dtype) == (expected.shape, expected.dtype)
     np.testing.assert_array_equal(out.numpy(), expected)
@@ -178,7 +197,7 @@ def test_setitem_matches_numpy(dtype, advanced, data):
     a, key, value = data.draw(put_case(dtype, advanced))
     expected = a.copy()
     expected[_as_numpy(key)] = value
-    x = nb.tensor(a)
+    x = nb.from_numpy(a)  # writes through a's own (maybe non-contiguous) layout
     x[key] = nb.from_numpy(value)
     assert (x.shape, x.dtype) == (a.shape, a.dtype)
     nt.assert_close(x, expected)
@@ -204,6 +223,21 @@ def test_setitem_with_a_slice_and_an_index_array():
     np.testing.assert_array_equal(x.numpy(), expected)
 
 
+def test_setitem_into_a_non_contiguous_tensor():
+    a = np.arange(24.0).reshape(4, 6)
+    t = a.T.copy().T  # Fortran order: rows are not contiguous
+    x = nb.from_numpy(t)
+    x[1:3, [0, 5, 2]] = nb.tensor([[-1.0, -2.0, -3.0]], dtype="float64")
+    expected = a.copy()
+    expected[1:3, [0, 5, 2]] = [[-1.0, -2.0, -3.0]]
+    np.testing.assert_array_equal(t, expected)
+    x[[[3], [0]], ::-2] = 7.0
+    expected[[[3], [0]], ::-2] = 7.0
+    x[[0, 3], [1, 4]] = -5.0  # the two indexed axes cannot merge into one: a copy, put back
+    expected[[0, 3], [1, 4]] = -5.0
+    np.testing.assert_array_equal(t, expected)
+
+
 def test_setitem_semantics_follow_numpy():
     x = nb.tensor(np.arange(6.0))
     x[1:] = x[:-1]  # overlapping memory: reads before writing
@@ -217,10 +251,11 @@ def test_setitem_semantics_follow_numpy():
     h = nb.tensor([1.0, 2.0], dtype="float16")
     h[1] = 0.5
     assert h.dtype == np.float16 and h.numpy().tolist() == [1.0, 0.5]
-    acc = nb.index_put(
-        nb.zeros(3), nb.ones(4), nb.tensor([0, 2, 0, 0]), key=(("array", 0),), accumulate=True
-    )
+    i = nb.tensor([0, 2, 0, 0])
+    acc = nb.index_put(nb.zeros(3), (i,), nb.ones(4), accumulate=True)  # repeats add up
     assert acc.numpy().tolist() == [3.0, 0.0, 1.0]
+    z = nb.zeros(3)
+    assert nb.index_put_(z, i, 2.0) is z and z.numpy().tolist() == [2.0, 0.0, 2.0]
 
 
 def test_setitem_gradient_flows_to_the_tensor_and_the_value():
@@ -314,6 +349,7 @@ CASES = {"take_along_axis": along_case, "index_select": select_case, "scatter_ad
 def test_forward_matches_numpy(op, dtype, data):
     arrays, attrs = data.draw(CASES[op.name](dtype))
     check_forward(op, arrays, attrs)
+    check_unknown_dims(op, arrays, attrs, _hide(data, arrays))
 
 
 def test_gather_and_take_along_axis_agree_with_numpy_and_torch_argument_order():
@@ -337,8 +373,7 @@ def _f64(*shape, seed=0):
 
 
 def _put(x, v, idx, accumulate):
-    key = (("array", 0), ("slice", 1, None, None))
-    return nb.index_put(x, v, nb.tensor(idx), key=key, accumulate=accumulate)
+    return nb.index_put(x, (nb.tensor(idx), slice(1, None)), v, accumulate=accumulate)
 
 
 GRAD_CASES = {

@@ -43,6 +43,7 @@ sum_to_like = Op(
     dtypes=dt.NUMERIC,
     ref=_sum_to_like_ref,
     promote=(0,),
+    shape_only=("like",),
     doc="Sum x over its broadcast dims so that it gets the shape of `like`.",
 )
 
@@ -67,6 +68,7 @@ broadcast_to_like = Op(
     dtypes=dt.ALL,
     ref=lambda x, like: np.broadcast_to(x, like.shape).copy(),
     promote=(0,),
+    shape_only=("like",),
     doc="x broadcast (copied) to the shape of `like`.",
 )
 

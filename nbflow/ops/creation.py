@@ -119,6 +119,7 @@ full_like_op = _declare(
     inputs=("x",),
     doc="A tensor like x filled with `value`.",
 )
+full_like_op.shape_only = ("x",)
 
 
 fill_op = Op(

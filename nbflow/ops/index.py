@@ -123,11 +123,9 @@ def _three(shape, start, stop) -> tuple[int, int, int]:
 
 
 def _writable3(a, shape3):
-    """(a as shape3 sharing its memory, None), or (a contiguous copy, a) to copy back."""
-    try:
-        return np.reshape(a, shape3, copy=False), None
-    except ValueError:
-        return np.ascontiguousarray(a).reshape(shape3), a
+    """(a as shape3 sharing its memory, None), or (a reshaped copy, a) to copy back."""
+    view = np.reshape(a, shape3)  # a copy when a's strides do not allow the view
+    return (view, None) if np.may_share_memory(view, a) else (view, a)
 
 
 def _check_range(idx, n, axis):
@@ -149,6 +147,19 @@ def _check_index_dtype(spec, name):
 # ---------------------------------------------------------------- keys
 
 
+def _is_int(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+_ITEM_CHECKS = {
+    "int": lambda it: len(it) == 2 and _is_int(it[1]),
+    "slice": lambda it: len(it) == 4 and all(v is None or _is_int(v) for v in it[1:]),
+    "none": lambda it: len(it) == 1,
+    "ellipsis": lambda it: len(it) == 1,
+    "array": lambda it: len(it) == 2 and _is_int(it[1]),
+}
+
+
 def _check_key(key, n_arrays: int):
     """Reject malformed keys (keys may come from a loaded program, not only from Python)."""
     if not isinstance(key, tuple):
@@ -156,15 +167,7 @@ def _check_key(key, n_arrays: int):
     seen = []
     for item in key:
         kind = item[0] if isinstance(item, tuple) and item else None
-        ok = {
-            "int": lambda it: len(it) == 2 and isinstance(it[1], int),
-            "slice": lambda it: (
-                len(it) == 4 and all(v is None or isinstance(v, int) for v in it[1:])
-            ),
-            "none": lambda it: len(it) == 1,
-            "ellipsis": lambda it: len(it) == 1,
-            "array": lambda it: len(it) == 2 and isinstance(it[1], int),
-        }.get(kind)
+        ok = _ITEM_CHECKS.get(kind)
         if ok is None or not ok(item):
             raise AttrError(f"bad index item {item!r}")
         if kind == "slice" and item[3] == 0:
@@ -255,12 +258,17 @@ def _plan(key, ndim: int):
 
 
 def _rows(v, idx, view_axes, x_axes, front):
-    """The advanced part of x[key] on the basic view v: (perm to put the indexed axes of v
-    together, v's (outer, indexed, inner) shape, result's (outer, rows, inner) shape, the
-    row offsets). Raises OutOfRangeError before anything is written."""
-    arrays = np.broadcast_arrays(*idx)
-    bshape = arrays[0].shape
-    stacked = np.stack([a.reshape(-1) for a in arrays]).astype(np.int64, copy=False)
+    """The advanced part of x[key] on the basic view v: the permutation that puts v's indexed
+    axes first (None when they stay in place), v's (outer, indexed, inner) shape, the
+    result's (outer, rows, inner) shape, each row's offset among the indexed positions, and
+    the broadcast index shape. Raises OutOfRangeError before anything is written."""
+    if len(idx) == 1:  # the common case, without broadcasting's copies
+        bshape = idx[0].shape
+        stacked = idx[0].astype(np.int64, copy=False).reshape(1, -1)
+    else:
+        arrays = np.broadcast_arrays(*idx)
+        bshape = arrays[0].shape
+        stacked = np.stack([a.reshape(-1) for a in arrays]).astype(np.int64, copy=False)
     sizes = np.array([v.shape[a] for a in view_axes], np.int64)
     lin = np.empty(stacked.shape[1], np.int64)
     bad = _linear_index(stacked, sizes, lin)
@@ -426,7 +434,7 @@ index_op = Op(
 )
 
 
-def take(x, key, indices):
+def _take(x, key, indices):
     """x[key] for a key (items) whose ("array", k) entries are indices[k]."""
     if indices:
         return index_op(x, *indices, key=key)
@@ -507,7 +515,7 @@ def _index_put_ref(x, value, *idx, key, accumulate=False):
     return out
 
 
-index_put = Op(
+index_put_op = Op(
     name="index_put",
     inputs=("x", "value", "*indices"),
     outputs=("out",),
@@ -523,20 +531,20 @@ index_put = Op(
 
 
 def _index_put_grad(g, out, x, value, *idx, key, accumulate):
-    gx = g if accumulate else index_put(g, 0, *idx, key=key)  # the overwritten part: zero
-    gv = take(g, key, idx)
+    gx = g if accumulate else index_put_op(g, 0, *idx, key=key)  # the overwritten part: zero
+    gv = _take(g, key, idx)
     if value.ndim > gv.ndim:  # the value had leading 1s
         gv = unsqueeze_op(gv, axis=tuple(range(value.ndim - gv.ndim)))
     return (gx, gv) + (None,) * len(idx)
 
 
-index_put.defgrad(_index_put_grad)
-index_put_ = inplace_variant(index_put, "index_put_")
+index_put_op.defgrad(_index_put_grad)
+index_put_inplace_op = inplace_variant(index_put_op, "index_put_")
 
-slice_op.defgrad(lambda g, out, x, key: (index_put(zeros_like(x), g, key=key),))
+slice_op.defgrad(lambda g, out, x, key: (index_put_op(zeros_like(x), g, key=key),))
 index_op.defgrad(
     lambda g, out, x, *idx, key: (
-        (index_put(zeros_like(x), g, *idx, key=key, accumulate=True),) + (None,) * len(idx)
+        (index_put_op(zeros_like(x), g, *idx, key=key, accumulate=True),) + (None,) * len(idx)
     )
 )
 
@@ -545,13 +553,28 @@ def getitem(x, key):
     """x[key] with numpy's rules: ints, slices (any step), None, Ellipsis, integer index
     arrays (lists, numpy arrays, int tensors) and, in eager mode, boolean masks."""
     items, arrays = _index_items(key, tuple(x.shape))
-    return take(x, items, arrays)
+    return _take(x, items, arrays)
 
 
 def setitem(x, key, value):
     """x[key] = value in place (value broadcast and cast to x's dtype); returns x."""
     items, arrays = _index_items(key, tuple(x.shape))
-    index_put_(x, value, *arrays, key=items)
+    index_put_inplace_op(x, value, *arrays, key=items)
+    return x
+
+
+def index_put(x, indices, values, accumulate=False):
+    """PyTorch's index_put, out of place: a copy of x with x[indices] = values, or, with
+    accumulate, x[indices] += values where repeated indices add up. `indices` is any key
+    getitem takes (a tuple of index tensors, or ints, slices, ...)."""
+    items, arrays = _index_items(indices, tuple(x.shape))
+    return index_put_op(x, values, *arrays, key=items, accumulate=accumulate)
+
+
+def index_put_(x, indices, values, accumulate=False):
+    """index_put in place; returns x."""
+    items, arrays = _index_items(indices, tuple(x.shape))
+    index_put_inplace_op(x, values, *arrays, key=items, accumulate=accumulate)
     return x
 
 
@@ -671,7 +694,7 @@ index_select_op = Op(
 
 def _select_grad(g, out, x, idx, axis):
     key = (ALL_SLICE,) * (axis % x.ndim) + (("array", 0),)
-    return (index_put(zeros_like(x), g, idx, key=key, accumulate=True), None)
+    return (index_put_op(zeros_like(x), g, idx, key=key, accumulate=True), None)
 
 
 index_select_op.defgrad(_select_grad)

@@ -347,6 +347,7 @@ expand_reduced = Op(
     promote=(0,),
     doc="Broadcast g, the result of reducing `like` over `axis` (with `keepdims`), back to "
     "like's shape (a copy). The gradient of sum, and the adjoint of a reduction.",
+    shape_only=("like",),
 )
 
 
@@ -377,6 +378,7 @@ reduced_count = Op(
     promote=(),  # x is read for its shape only: never cast
     doc="The number of elements of x that a reduction over `axis` combines into each output "
     "(a 0-d int64): the N of a mean or a variance.",
+    shape_only=("x",),
 )
 
 

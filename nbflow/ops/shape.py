@@ -12,6 +12,8 @@ Gradient rules that need a shape take it from a tensor (`reshape_like`, `split_l
 be unknown (-1) until run time.
 """
 
+import math
+
 import numpy as np
 
 from .. import dtypes as dt
@@ -41,7 +43,7 @@ def size_of(shape) -> int:
     """Number of elements, or -1 when a dim is unknown."""
     if UNKNOWN in shape:
         return UNKNOWN
-    return int(np.prod(shape, dtype=np.int64))
+    return math.prod(shape)
 
 
 def dims(args) -> tuple:
@@ -127,6 +129,7 @@ reshape_like = _declare(
     promote=(0,),
 )
 
+reshape_like.shape_only = ("like",)
 reshape_op.defgrad(lambda g, out, x, shape: (reshape_like(g, x),))
 reshape_like.defgrad(lambda g, out, x, like: (reshape_like(g, x), None))
 
@@ -412,6 +415,7 @@ split_like = _declare(
     promote=(0,),
 )
 
+split_like.shape_only = ("likes",)
 concat_op.defgrad(lambda g, out, *xs, axis: as_tuple(split_like(g, *xs, axis=axis)))
 split_like.defgrad(
     lambda g, out, x, *likes, axis: (concat_op(*as_tuple(g), axis=axis),) + (None,) * len(likes)
