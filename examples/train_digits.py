@@ -35,8 +35,12 @@ def forward(params, x):
 def main(epochs=30, batch=64, lr=0.1, hidden=64, seed=0):
     (x_train, y_train), (x_test, y_test) = load(seed)
     gen = nb.Generator(seed)
-    params = [init((64, hidden), gen), nb.zeros(hidden).requires_grad_(),
-              init((hidden, 10), gen), nb.zeros(10).requires_grad_()]
+    params = [
+        init((64, hidden), gen),
+        nb.zeros(hidden).requires_grad_(),
+        init((hidden, 10), gen),
+        nb.zeros(10).requires_grad_(),
+    ]
     order_rng = np.random.default_rng(seed)
     start = time.perf_counter()
     for epoch in range(epochs):
@@ -44,8 +48,9 @@ def main(epochs=30, batch=64, lr=0.1, hidden=64, seed=0):
         total = 0.0
         for i in range(0, len(order), batch):
             idx = order[i : i + batch]
-            loss = nb.cross_entropy(forward(params, nb.tensor(x_train[idx])),
-                                    nb.tensor(y_train[idx]))
+            loss = nb.cross_entropy(
+                forward(params, nb.tensor(x_train[idx])), nb.tensor(y_train[idx])
+            )
             for p in params:
                 p.grad = None
             loss.backward()

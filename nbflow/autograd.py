@@ -141,9 +141,7 @@ def _seeds(outputs, grad_outputs):
         if not isinstance(o, Tensor):
             raise TypeError(f"backward needs tensors, got {type(o).__name__}")
         if not o.requires_grad:
-            raise GradientError(
-                "element 0 of the outputs does not require grad and has no grad_fn"
-            )
+            raise GradientError("element 0 of the outputs does not require grad and has no grad_fn")
         if g is None:
             if o.size != 1:
                 raise GradientError(
@@ -201,4 +199,3 @@ def grad(outputs, inputs, grad_outputs=None, create_graph=False, allow_unused=Fa
             g = g.detach()
         result.append(g)
     return tuple(result)
-

@@ -118,6 +118,8 @@ class Op:
     - `shape_only`: inputs whose values are never read, only their shape and dtype (the target
       of zeros_like or sum_to_like); a gradient rule may pass them even after they were
       overwritten in place.
+    - `saves_target`: for an in-place op whose gradient reads the target's old value (mul_,
+      clip_): when recording, eager mode keeps a copy of it, as PyTorch does.
     """
 
     name: str
@@ -135,6 +137,7 @@ class Op:
     promote: tuple[int, ...] | None = None
     to_float: bool = False
     shape_only: tuple[str, ...] = ()
+    saves_target: bool = False
     doc: str = ""
 
     def __post_init__(self):

@@ -17,7 +17,16 @@ from .errors import DTypeError, GradientError, NbflowError, UnsupportedError
 
 
 class Tensor:
-    __slots__ = ("data", "requires_grad", "grad", "_node", "_index", "_version", "_base", "__weakref__")
+    __slots__ = (
+        "data",
+        "requires_grad",
+        "grad",
+        "_node",
+        "_index",
+        "_version",
+        "_base",
+        "__weakref__",
+    )
     __array_priority__ = 1000  # numpy defers `ndarray + Tensor` to Tensor.__radd__
     __hash__ = object.__hash__  # == is elementwise, identity stays the hash
 
@@ -65,7 +74,7 @@ class Tensor:
         return Spec(self.data.shape, self.data.dtype)
 
     @property
-    def T(self) -> Tensor:  # noqa: N802  (numpy/PyTorch name)
+    def T(self) -> Tensor:
         return self.permute(tuple(range(self.ndim - 1, -1, -1)))
 
     def __len__(self) -> int:
@@ -125,7 +134,9 @@ class Tensor:
 
     def detach(self) -> Tensor:
         """The same buffer, cut from the graph (shares the version counter)."""
-        return Tensor(self.data, _version=self._version, _base=self if self._base is None else self._base)
+        return Tensor(
+            self.data, _version=self._version, _base=self if self._base is None else self._base
+        )
 
     def requires_grad_(self, flag: bool = True) -> Tensor:
         if flag and not dt.is_float(self.dtype):
@@ -157,6 +168,13 @@ class _Stale:
     def __init__(self, message: str, shape, dtype):
         self.message, self.shape, self.dtype = message, shape, dtype
 
+    def _poison(self, *args):
+        return self
+
+    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = _poison
+    __truediv__ = __rtruediv__ = __pow__ = __rpow__ = __matmul__ = __rmatmul__ = _poison
+    __lt__ = __le__ = __gt__ = __ge__ = __neg__ = __getitem__ = _poison
+
     def placeholder(self) -> Tensor:
         """Stands in for an input an op reads only the shape of (no memory: stride 0)."""
         return Tensor(np.broadcast_to(np.zeros((), self.dtype), self.shape))
@@ -186,13 +204,22 @@ class Plan:
     output specs, the kernel, which inputs to cast, what to allocate."""
 
     __slots__ = (
-        "specs", "out_shapes", "key", "launcher", "casts", "allocs", "finals", "scalars", "single"
+        "specs",
+        "out_shapes",
+        "key",
+        "launcher",
+        "casts",
+        "allocs",
+        "finals",
+        "scalars",
+        "single",
     )
 
     def __init__(self, op: Op, values, attrs):
         specs = [
-            Spec(v.data.shape, v.data.dtype) if type(v) is Tensor else
-            Spec((), dt.scalar_dtype(v), weak=True)
+            Spec(v.data.shape, v.data.dtype)
+            if type(v) is Tensor
+            else Spec((), dt.scalar_dtype(v), weak=True)
             for v in values
         ]
         self.specs = op.infer(specs, attrs)
@@ -265,7 +292,9 @@ class EagerTrace:
         if op.view:
             outs = self.run_view(op, plan, tensors, attrs)
         elif op.inplace:
+            saved = self.save_targets(op, tensors) if record and op.saves_target else None
             outs = self.run_inplace(op, plan, tensors, attrs, record)
+            tensors = saved or tensors
         else:
             if arrays is None or plan.scalars or plan.casts:
                 arrays = [t.data for t in tensors]
@@ -317,12 +346,22 @@ class EagerTrace:
         node = Node(op, inputs, attrs, [], [t._version[0] for t in inputs])
         node.edges = [grad_edge(t) for t in inputs]
         ref = weakref.ref
-        for j in op.inplace.values():
-            node.versions[j] -= 1  # the rule would need the value from before the write
+        for i, j in op.inplace.items():
+            if inputs[j] is outs[i]:  # the rule would need the value from before the write
+                node.versions[j] -= 1
         for i, o in enumerate(outs):
             if o.data.dtype.kind == "f":
                 o.requires_grad, o._node, o._index = True, node, i
             node.outputs.append((ref(o), o.data, o._version, o._version[0]))
+
+    def save_targets(self, op, tensors):
+        """Inputs with each in-place target replaced by a copy of its current value (same
+        history), for gradient rules that read it."""
+        saved = list(tensors)
+        for j in op.inplace.values():
+            t = tensors[j]
+            saved[j] = Tensor(t.data.copy(), t.requires_grad, t._node, t._index)
+        return saved
 
     def run_inplace(self, op, plan, tensors, attrs, record):
         """Write into the target's buffer (through a compute-dtype copy for float16)."""
@@ -474,8 +513,14 @@ _OPERATORS = {
 for _name, _op in _OPERATORS.items():
     setattr(Tensor, f"__{_name}__", _binary(_op))
     setattr(Tensor, f"__r{_name}__", _binary(_op, reflected=True))
-for _name, _op in {"eq": ops.eq, "ne": ops.ne, "lt": ops.lt, "le": ops.le, "gt": ops.gt,
-                   "ge": ops.ge}.items():
+for _name, _op in {
+    "eq": ops.eq,
+    "ne": ops.ne,
+    "lt": ops.lt,
+    "le": ops.le,
+    "gt": ops.gt,
+    "ge": ops.ge,
+}.items():
     setattr(Tensor, f"__{_name}__", _binary(_op))
 Tensor.__neg__ = lambda self: ops.neg(self)
 Tensor.__abs__ = lambda self: ops.abs(self)

@@ -130,8 +130,9 @@ def shapes(min_dims=0, max_dims=3, min_side=0, max_side=4):
     """Array shapes including 0-d and size-0."""
     from hypothesis.extra import numpy as hnp
 
-    return hnp.array_shapes(min_dims=min_dims, max_dims=max_dims, min_side=min_side,
-                            max_side=max_side)
+    return hnp.array_shapes(
+        min_dims=min_dims, max_dims=max_dims, min_side=min_side, max_side=max_side
+    )
 
 
 def broadcastable_shapes(n=2, min_dims=0, max_dims=3, max_side=4):
@@ -167,8 +168,11 @@ def arrays(dtype, shape, low=-3.0, high=3.0, noncontiguous=None):
     base = hnp.arrays(np.dtype(dtype), shape, elements=elements(dtype, low, high))
     if noncontiguous is False:
         return base
-    layouts = st.sampled_from(["c", "strided", "transposed"]) if noncontiguous is None else \
-        st.sampled_from(["strided", "transposed"])
+    layouts = (
+        st.sampled_from(["c", "strided", "transposed"])
+        if noncontiguous is None
+        else st.sampled_from(["strided", "transposed"])
+    )
     return st.tuples(base, layouts).map(lambda p: _relayout(*p))
 
 

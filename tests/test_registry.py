@@ -41,9 +41,26 @@ def test_issue_ops_are_declared(name):
 
 
 def test_public_names():
-    for name in ("zeros", "ones", "full", "arange", "linspace", "eye", "zeros_like", "ones_like",
-                 "full_like", "uniform", "normal", "randint", "Generator", "tensor",
-                 "from_numpy", "grad", "no_grad", "Tensor"):
+    for name in (
+        "zeros",
+        "ones",
+        "full",
+        "arange",
+        "linspace",
+        "eye",
+        "zeros_like",
+        "ones_like",
+        "full_like",
+        "uniform",
+        "normal",
+        "randint",
+        "Generator",
+        "tensor",
+        "from_numpy",
+        "grad",
+        "no_grad",
+        "Tensor",
+    ):
         assert hasattr(nb, name), name
     tensor_module = importlib.import_module("nbflow.tensor")
     for name in tensor_module.METHODS + tensor_module.LATER_METHODS:

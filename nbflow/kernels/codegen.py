@@ -6,6 +6,7 @@ cache directory and imports it; the module name carries a hash of the source and
 calls (`salt`), because numba does not notice when a callee in another file changes.
 """
 
+import functools
 import hashlib
 import importlib.util
 import os
@@ -58,6 +59,7 @@ def load(prefix: str, source: str, salt: str = ""):
     return mod
 
 
+@functools.cache
 def file_hash(path: str) -> str:
     with open(path, "rb") as f:
         return hashlib.sha1(f.read()).hexdigest()

@@ -61,7 +61,7 @@ def elementwise(
     return wrap
 
 
-def inplace_variant(op: Op, name: str, ref=None) -> Op:
+def inplace_variant(op: Op, name: str, ref=None, saves_target=False) -> Op:
     """`op` writing its result into its first input (`add_` from `add`).
 
     The result must keep the first input's shape and dtype (no broadcasting of the target,
@@ -88,6 +88,7 @@ def inplace_variant(op: Op, name: str, ref=None) -> Op:
         differentiable=op.differentiable,
         attrs=op.attrs,
         inplace={0: 0},
+        saves_target=saves_target,
         promote=op.promote,
         to_float=op.to_float,
         doc=f"In-place {op.name}: writes the result into the first input.",

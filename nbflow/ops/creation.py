@@ -353,6 +353,7 @@ def randint(low, high, shape, dtype=dt.DEFAULT_INT, generator=None):
     shape = (shape,) if isinstance(shape, int) else tuple(shape)
     return randint_op(shape=shape, low=low, high=high, dtype=dtype, generator=generator)
 
+
 __all__ = [
     "Generator",
     "default_generator",

@@ -74,7 +74,7 @@ mod.defgrad(lambda g, out, x, y: (g, neg(g) * floor_div(x, y)))
 
 
 @elementwise(dtypes=NUMERIC, ref=np.power)
-def pow(x, y):  # noqa: A001  (the op's public name)
+def pow(x, y):
     """x ** y."""
     return x**y
 
@@ -98,7 +98,7 @@ neg.defgrad(lambda g, out, x: (neg(g),))
 
 
 @elementwise(dtypes=NUMERIC, ref=np.abs)
-def abs(x):  # noqa: A001
+def abs(x):
     """|x|."""
     return x if x >= 0 else -x
 
@@ -220,7 +220,11 @@ erf.defgrad(lambda g, out, x: (g * exp(x * x * -1) * (2 / math.sqrt(math.pi)),))
 # ---------------------------------------------------------------- activations
 
 
-@elementwise(dtypes=FLOATS, ref=lambda x: (1 / (1 + np.exp(-x.astype(np.float64)))).astype(x.dtype), to_float=True)
+@elementwise(
+    dtypes=FLOATS,
+    ref=lambda x: (1 / (1 + np.exp(-x.astype(np.float64)))).astype(x.dtype),
+    to_float=True,
+)
 def sigmoid(x):
     """1 / (1 + exp(-x)), stable for large |x|."""
     if x >= 0:
@@ -245,17 +249,13 @@ def _leaky_relu_ref(x, negative_slope=0.01):
     return np.where(x >= 0, x, x * np.asarray(negative_slope, x.dtype)).astype(x.dtype)
 
 
-@elementwise(
-    dtypes=FLOATS, ref=_leaky_relu_ref, attrs={"negative_slope": Attr("float", 0.01)}
-)
+@elementwise(dtypes=FLOATS, ref=_leaky_relu_ref, attrs={"negative_slope": Attr("float", 0.01)})
 def leaky_relu(x, negative_slope):
     """x where x >= 0, else negative_slope * x."""
     return x if x >= 0 else x * negative_slope
 
 
-leaky_relu.defgrad(
-    lambda g, out, x, negative_slope: (where(x >= 0, g, g * negative_slope),)
-)
+leaky_relu.defgrad(lambda g, out, x, negative_slope: (where(x >= 0, g, g * negative_slope),))
 
 
 def _gelu_ref(x, approximate=False):
@@ -312,9 +312,7 @@ def softplus(x, beta, threshold):
 
 
 softplus.defgrad(
-    lambda g, out, x, beta, threshold: (
-        where(x * beta > threshold, g, g * sigmoid(x * beta)),
-    )
+    lambda g, out, x, beta, threshold: (where(x * beta > threshold, g, g * sigmoid(x * beta)),)
 )
 
 
@@ -353,7 +351,7 @@ maximum.defgrad(_minmax_grad)
 minimum.defgrad(_minmax_grad)
 
 
-def _clip_ref(x, min=None, max=None):  # noqa: A002
+def _clip_ref(x, min=None, max=None):
     if min is not None:
         x = np.maximum(x, np.asarray(min).astype(x.dtype))
     if max is not None:
@@ -366,7 +364,7 @@ def _clip_ref(x, min=None, max=None):  # noqa: A002
     ref=_clip_ref,
     attrs={"min": Attr("value", None, optional=True), "max": Attr("value", None, optional=True)},
 )
-def clip(x, min, max):  # noqa: A002
+def clip(x, min, max):
     """Clamp into [min, max] (either may be None); min > max gives max, as in PyTorch."""
     r = x
     if min is not None and r < min:
@@ -376,7 +374,7 @@ def clip(x, min, max):  # noqa: A002
     return r
 
 
-def _clip_grad(g, out, x, min, max):  # noqa: A002
+def _clip_grad(g, out, x, min, max):
     inside = x == x  # all True (same shape as x)
     if min is not None:
         inside = logical_and(inside, x >= min)
@@ -539,9 +537,9 @@ copy_ = Op(
 
 add_ = inplace_variant(add, "add_")
 sub_ = inplace_variant(sub, "sub_")
-mul_ = inplace_variant(mul, "mul_")
+mul_ = inplace_variant(mul, "mul_", saves_target=True)  # d/dy needs the old x
 div_ = inplace_variant(div, "div_")
-clip_ = inplace_variant(clip, "clip_")
+clip_ = inplace_variant(clip, "clip_", saves_target=True)
 clamp, clamp_ = clip, clip_  # PyTorch's names
 
 __all__ = [

@@ -1,0 +1,151 @@
+"""Registry-driven checks over every op (PyTorch's OpInfo idea): each differentiable op has a
+sample here and passes a float64 finite-difference gradient check, and no op, fed any dtype,
+fails with anything but a typed nbflow error (never a numba typing error)."""
+
+import numpy as np
+import pytest
+
+import nbflow as nb
+from nbflow import dtypes as dt
+from nbflow import testing as nt
+from nbflow.core import REGISTRY
+
+RNG = np.random.default_rng(0)
+
+
+def x(*shape, low=0.5, high=2.0):
+    """A float64 leaf requiring grad, with values away from kinks and poles."""
+    return nb.tensor(RNG.uniform(low, high, shape), dtype="float64", requires_grad=True)
+
+
+def idx(*values):
+    return nb.tensor(np.array(values, np.int64))
+
+
+def inplace(op):
+    """An in-place op differentiated through a fresh intermediate (leaves can't be written)."""
+    return lambda a, *rest, **kw: op(a * 1, *rest, **kw)
+
+
+# op name -> (function of the inputs, inputs, attrs)
+SAMPLES = {
+    "sum_to_like": (nb.sum_to_like, lambda: [x(2, 3), x(1, 3)], {}),
+    "broadcast_to_like": (nb.broadcast_to_like, lambda: [x(1, 3), x(2, 3)], {}),
+    "expand_reduced": (
+        nb.ops.reduce.expand_reduced,
+        lambda: [x(2), x(2, 3)],
+        {"axis": (1,), "keepdims": False},
+    ),
+    "fill_": (inplace(nb.fill_), lambda: [x(3)], {"value": 2.0}),
+    "copy_": (inplace(nb.copy_), lambda: [x(2, 3), x(3)], {}),
+    "add_": (inplace(nb.add_), lambda: [x(2, 3), x(3)], {}),
+    "sub_": (inplace(nb.sub_), lambda: [x(2, 3), x(3)], {}),
+    "mul_": (inplace(nb.mul_), lambda: [x(2, 3), x(3)], {}),
+    "div_": (inplace(nb.div_), lambda: [x(2, 3), x(3)], {}),
+    "clip_": (inplace(nb.clip_), lambda: [x(4, low=-2, high=2)], {"min": -1.0, "max": 1.0}),
+    "reshape": (lambda a: nb.reshape(a, 3, 2), lambda: [x(2, 3)], {}),
+    "reshape_like": (nb.reshape_like, lambda: [x(2, 3), x(6)], {}),
+    "transpose": (lambda a: nb.transpose(a, 0, 2), lambda: [x(2, 3, 4)], {}),
+    "permute": (lambda a: nb.permute(a, 2, 0, 1), lambda: [x(2, 3, 4)], {}),
+    "broadcast_to": (lambda a: nb.broadcast_to(a, 2, 3, 4), lambda: [x(3, 1)], {}),
+    "squeeze": (nb.squeeze, lambda: [x(2, 1, 3)], {"axis": 1}),
+    "unsqueeze": (nb.unsqueeze, lambda: [x(2, 3)], {"axis": -1}),
+    "flatten": (nb.flatten, lambda: [x(2, 3, 4)], {"start_axis": 1}),
+    "concat": (lambda a, b: nb.concat([a, b], axis=1), lambda: [x(2, 3), x(2, 1)], {}),
+    "stack": (lambda a, b: nb.stack([a, b], axis=1), lambda: [x(2, 3), x(2, 3)], {}),
+    "split": (lambda a: nb.split(a, (1, 2), axis=1), lambda: [x(2, 3)], {}),
+    "split_like": (
+        lambda a, b, c: nb.ops.shape.split_like(a, b, c, axis=0),
+        lambda: [x(3, 2), x(1, 2), x(2, 2)],
+        {},
+    ),
+    "pad": (lambda a: nb.pad(a, ((1, 0), (0, 2)), value=0.5), lambda: [x(2, 3)], {}),
+    "flip": (nb.flip, lambda: [x(2, 3)], {"axis": 1}),
+    "tile": (lambda a: nb.tile(a, (2, 1)), lambda: [x(2, 3)], {}),
+    "repeat": (lambda a: nb.repeat(a, 2, axis=0), lambda: [x(2, 3)], {}),
+    "slice": (lambda a: a[1:, ::-1], lambda: [x(3, 4)], {}),
+    "index": (lambda a: a[idx(2, 0, 2), 1:], lambda: [x(3, 4)], {}),
+    "index_put": (
+        lambda a, v: nb.index_put(a, (idx(0, 2),), v, accumulate=True),
+        lambda: [x(3, 2), x(2, 2)],
+        {},
+    ),
+    "index_put_": (
+        lambda a, v: nb.index_put_(a * 1, (idx(0, 2),), v),
+        lambda: [x(3, 2), x(2, 2)],
+        {},
+    ),
+    "take_along_axis": (
+        lambda a: nb.take_along_axis(a, nb.tensor([[0, 2], [1, 1]]), axis=1),
+        lambda: [x(2, 3)],
+        {},
+    ),
+    "index_select": (lambda a: nb.index_select(a, 1, idx(2, 0, 2)), lambda: [x(2, 3)], {}),
+    "scatter_add": (
+        lambda a, s: nb.scatter_add(a, 1, nb.tensor([[0, 0], [2, 1]]), s),
+        lambda: [x(2, 3), x(2, 2)],
+        {},
+    ),
+    "sum": (nb.sum, lambda: [x(2, 3, 2)], {"axis": (0, 2)}),
+    "mean": (nb.mean, lambda: [x(2, 3)], {"axis": 1, "keepdims": True}),
+    "prod": (nb.prod, lambda: [x(2, 3)], {"axis": 1}),
+    "max": (nb.max, lambda: [x(2, 3)], {"axis": 0}),
+    "min": (nb.min, lambda: [x(2, 3)], {}),
+    "var": (nb.var, lambda: [x(3, 4)], {"axis": 1}),
+    "std": (nb.std, lambda: [x(3, 4)], {}),
+    "logsumexp": (nb.logsumexp, lambda: [x(3, 4)], {"axis": -1}),
+    "matrix_transpose": (nb.matrix_transpose, lambda: [x(2, 3, 4)], {}),
+    "matmul": (nb.matmul, lambda: [x(2, 3, 4), x(4, 2)], {}),
+    "softmax": (nb.softmax, lambda: [x(2, 5)], {"axis": 1}),
+    "log_softmax": (nb.log_softmax, lambda: [x(2, 5)], {"axis": -1}),
+    "cross_entropy": (lambda z: nb.cross_entropy(z, idx(1, 0, 3)), lambda: [x(3, 4)], {}),
+    "mse_loss": (nb.mse_loss, lambda: [x(2, 3), x(2, 3)], {}),
+}
+ELEMENTWISE_DOMAIN = {"clip": (-2, 2), "relu": (-2, 2), "abs": (-2, 2), "leaky_relu": (-2, 2)}
+for _op in REGISTRY.values():
+    if hasattr(_op, "scalar_body") and _op.differentiable and _op.name not in SAMPLES:
+        low, high = ELEMENTWISE_DOMAIN.get(_op.name, (0.5, 2.0))
+        n = len(_op.inputs)
+        if _op.name == "where":
+            SAMPLES["where"] = (
+                lambda a, b: nb.where(nb.tensor([True, False, True]), a, b),
+                lambda: [x(3), x(2, 3)],
+                {},
+            )
+        elif _op.name == "cast":
+            SAMPLES["cast"] = (nb.cast, lambda: [x(3)], {"dtype": "float32"})
+        else:
+            SAMPLES[_op.name] = (
+                _op,
+                lambda n=n, low=low, high=high: (
+                    [x(2, 3, low=low, high=high)] + [x(3, low=low, high=high) for _ in range(n - 1)]
+                ),
+                {"min": -1.0, "max": 1.0} if _op.name == "clip" else {},
+            )
+
+
+def test_every_differentiable_op_has_a_sample():
+    missing = sorted(n for n, op in REGISTRY.items() if op.differentiable and n not in SAMPLES)
+    assert not missing, f"add a gradient-check sample for: {missing}"
+
+
+@pytest.mark.parametrize("name", sorted(SAMPLES))
+def test_gradcheck_every_differentiable_op(name):
+    fn, inputs, attrs = SAMPLES[name]
+    # cast goes through float32: a linear op, so a large step keeps rounding noise small
+    eps = 1e-2 if name == "cast" else 1e-6
+    nt.gradcheck(lambda *a: fn(*a, **attrs), inputs(), eps=eps, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("name", sorted(SAMPLES))
+@pytest.mark.parametrize("dtype", dt.ALL, ids=lambda d: dt.SHORT[d])
+def test_any_dtype_gives_a_result_or_a_typed_error(name, dtype):
+    fn, inputs, attrs = SAMPLES[name]
+    with nb.no_grad():
+        args = [nb.tensor(a.numpy().astype(dtype)) for a in inputs()]
+        try:
+            out = fn(*args, **attrs)
+        except nb.NbflowError:
+            return  # a typed error naming the op and dtype is the right answer
+    outs = out if isinstance(out, tuple) else (out,)
+    assert all(isinstance(o, nb.Tensor) for o in outs)
