@@ -110,16 +110,15 @@ def _saved_inputs(node: Node) -> list:
 
 
 def _saved_outputs(node: Node) -> list:
+    """The node's outputs as Tensors with the node's history (new objects around the saved
+    buffers; routing uses (node, index), so identity does not matter)."""
     out = []
-    for i, (ref, data, version, v) in enumerate(node.outputs):
+    for i, (data, version, v) in enumerate(node.outputs):
         if version[0] != v:
             message = _stale_message(node, f"output {i}", v, version[0])
             out.append(_Stale(message, data.shape, data.dtype))
-            continue
-        t = ref()
-        if t is None:  # the tensor was dropped; rebuild it around the saved buffer
-            t = Tensor(data, True, node, i, version)
-        out.append(t)
+        else:
+            out.append(Tensor(data, True, node, i, version))
     return out
 
 

@@ -7,8 +7,6 @@ so a graph nobody references is freed by reference counting.
 
 from __future__ import annotations
 
-import weakref
-
 import numpy as np
 
 from . import dtypes as dt
@@ -213,6 +211,7 @@ class Plan:
         "finals",
         "scalars",
         "single",
+        "direct",
     )
 
     def __init__(self, op: Op, values, attrs):
@@ -248,6 +247,15 @@ class Plan:
         if not any(self.finals):
             self.finals = None
         self.single = len(self.specs) == 1 and not op.view and not op.inplace
+        # nothing to cast, convert or check: apply() may take its shortest path
+        self.direct = (
+            self.single
+            and not op.attrs
+            and op.differentiable
+            and not self.scalars
+            and not self.casts
+            and self.finals is None
+        )
 
 
 class EagerTrace:
@@ -261,6 +269,15 @@ class EagerTrace:
         if n == 2 and type(args[0]) is Tensor and type(args[1]) is Tensor:
             x, y = arrays = (args[0].data, args[1].data)
             sig = (x.shape, x.dtype, y.shape, y.dtype)
+            plan = None if attrs else op.cache.get(sig)
+            if plan is not None and plan.direct:
+                # the hottest path (a + b): same steps as below, with nothing to decide
+                buf = np.empty(plan.allocs[0][0], plan.allocs[0][1])
+                plan.launcher(x, y, buf)
+                out = Tensor(buf)
+                if STATE.grad_enabled and (args[0].requires_grad or args[1].requires_grad):
+                    self.record(op, args, attrs, (out,))
+                return out
         elif n == 1 and type(args[0]) is Tensor:
             arrays = (args[0].data,)
             sig = (arrays[0].shape, arrays[0].dtype)
@@ -342,17 +359,25 @@ class EagerTrace:
         return plan
 
     def record(self, op, inputs, attrs, outs):
-        """Attach a tape node to the float outputs (weakly referenced: no cycles)."""
-        node = Node(op, inputs, attrs, [], [t._version[0] for t in inputs])
-        node.edges = [grad_edge(t) for t in inputs]
-        ref = weakref.ref
-        for i, j in op.inplace.items():
-            if inputs[j] is outs[i]:  # the rule would need the value from before the write
-                node.versions[j] -= 1
+        """Attach a tape node to the float outputs."""
+        # one plain loop: this runs for every recorded op (see bench/, eager overhead)
+        versions, edges = [], []
+        for t in inputs:
+            versions.append(t._version[0])
+            if t._node is not None:
+                edges.append((t._node, t._index))
+            else:
+                edges.append(t if t.requires_grad else None)
+        node = Node(op, inputs, attrs, [], versions, edges)
+        if op.inplace:
+            for i, j in op.inplace.items():
+                if inputs[j] is outs[i]:  # the rule needs the value from before the write
+                    versions[j] -= 1
         for i, o in enumerate(outs):
             if o.data.dtype.kind == "f":
                 o.requires_grad, o._node, o._index = True, node, i
-            node.outputs.append((ref(o), o.data, o._version, o._version[0]))
+            # the buffer, not the Tensor: no cycle, and backward rebuilds an equivalent Tensor
+            node.outputs.append((o.data, o._version, o._version[0]))
 
     def save_targets(self, op, tensors):
         """Inputs with each in-place target replaced by a copy of its current value (same
