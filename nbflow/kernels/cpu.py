@@ -14,7 +14,7 @@ import numpy as np
 from numba import njit, types
 from numba.extending import overload
 
-from . import codegen
+from . import codegen, vecmath
 
 # error_model='numpy': no ZeroDivisionError checks, which block vectorisation (DESIGN.md 2).
 JIT = {"cache": True, "error_model": "numpy", "nogil": True}
@@ -55,7 +55,11 @@ class Elementwise:
     def __init__(self, name: str, body, n_inputs: int, params: tuple[str, ...]):
         BODIES[name] = njit(error_model="numpy")(body)
         self.name, self.n_inputs, self.params = name, n_inputs, params
-        self.salt = codegen.file_hash(inspect.getsourcefile(body))
+        # the generated module's name changes with the body's file and with vecmath, which
+        # bodies call: numba would not notice a change in either
+        self.salt = codegen.file_hash(inspect.getsourcefile(body)) + codegen.file_hash(
+            vecmath.__file__
+        )
         self.mod = None
 
     def _module(self):
@@ -193,3 +197,20 @@ def sum_rows(x, out):
         for j in range(x.shape[1]):
             acc += x[i, j]
         out[i] = acc
+
+
+@njit(**JIT)
+def sum64(a):
+    """Sum of a 1-D array in float64 with four running sums (independent add chains run in
+    parallel and round less than one long chain)."""
+    s0 = s1 = s2 = s3 = 0.0
+    n = a.size
+    k = n - n % 4
+    for j in range(0, k, 4):
+        s0 += a[j]
+        s1 += a[j + 1]
+        s2 += a[j + 2]
+        s3 += a[j + 3]
+    for j in range(k, n):
+        s0 += a[j]
+    return (s0 + s1) + (s2 + s3)

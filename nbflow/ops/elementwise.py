@@ -12,6 +12,7 @@ import numpy as np
 from .. import dtypes as dt
 from ..core import Attr, Op, Spec, broadcast_shapes
 from ..errors import ShapeError
+from ..kernels import vecmath
 from ._define import elementwise, inplace_variant
 
 ALL, NUMERIC, FLOATS = dt.ALL, dt.NUMERIC, dt.FLOATS
@@ -122,7 +123,7 @@ def sign(x):
 @elementwise(dtypes=FLOATS, ref=np.exp, to_float=True)
 def exp(x):
     """e ** x."""
-    return math.exp(x)
+    return vecmath.exp(x)
 
 
 exp.defgrad(lambda g, out, x: (g * out,))
@@ -157,7 +158,7 @@ log1p.defgrad(lambda g, out, x: (g / (x + 1),))
 @elementwise(dtypes=FLOATS, ref=np.expm1, to_float=True)
 def expm1(x):
     """exp(x) - 1, accurate for small x."""
-    return math.expm1(x)
+    return vecmath.expm1(x)
 
 
 expm1.defgrad(lambda g, out, x: (g * (out + 1),))
@@ -202,7 +203,7 @@ cos.defgrad(lambda g, out, x: (neg(g) * sin(x),))
 @elementwise(dtypes=FLOATS, ref=np.tanh, to_float=True)
 def tanh(x):
     """Hyperbolic tangent."""
-    return math.tanh(x)
+    return vecmath.tanh(x)
 
 
 tanh.defgrad(lambda g, out, x: (g * (1 - out * out),))
@@ -227,10 +228,7 @@ erf.defgrad(lambda g, out, x: (g * exp(x * x * -1) * (2 / math.sqrt(math.pi)),))
 )
 def sigmoid(x):
     """1 / (1 + exp(-x)), stable for large |x|."""
-    if x >= 0:
-        return 1 / (1 + math.exp(-x))
-    e = math.exp(x)
-    return e / (1 + e)
+    return vecmath.sigmoid(x)
 
 
 sigmoid.defgrad(lambda g, out, x: (g * out * (1 - out),))
@@ -271,7 +269,7 @@ def gelu(x, approximate):
     """x * Phi(x); approximate=True uses the tanh form (PyTorch's approximate='tanh')."""
     if approximate:
         inner = 0.7978845608028654 * (x + 0.044715 * x * x * x)
-        return 0.5 * x * (1 + math.tanh(inner))
+        return 0.5 * x * (1 + vecmath.tanh(inner))
     return 0.5 * x * (1 + math.erf(x * SQRT_HALF))
 
 
@@ -307,8 +305,8 @@ def softplus(x, beta, threshold):
     if z > threshold:
         return x
     if z > 0:
-        return (z + math.log1p(math.exp(-z))) / beta
-    return math.log1p(math.exp(z)) / beta
+        return (z + math.log1p(vecmath.exp(-z))) / beta
+    return math.log1p(vecmath.exp(z)) / beta
 
 
 softplus.defgrad(

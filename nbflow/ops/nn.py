@@ -17,7 +17,8 @@ from numba import njit
 from .. import dtypes as dt
 from ..core import UNKNOWN, Attr, Op, Spec, broadcast_shapes, normalize_axis
 from ..errors import AttrError, DTypeError, OutOfRangeError, ShapeError
-from ..kernels.cpu import JIT
+from ..kernels import vecmath
+from ..kernels.cpu import JIT, sum64
 from . import reduce as _reduce
 from . import shape as _shape
 from .elementwise import exp
@@ -31,28 +32,28 @@ _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 @njit(**JIT)
 def _softmax_rows(x, out, log):
-    """Softmax (or log-softmax) of each row of the 2-D array x, max-shifted, float64 sums."""
+    """Softmax (or log-softmax) of each row of the 2-D array x, max-shifted.
+
+    The exponentials are computed in x's dtype (vectorised: no sum in that loop) and summed
+    in float64 (sum64)."""
+    n = x.shape[1]
     for i in range(x.shape[0]):
-        m = -math.inf
-        for j in range(x.shape[1]):
-            v = x[i, j]
-            if v > m:
-                m = v
-        m = float(m)
-        s = 0.0
+        if n == 0:
+            continue
+        m = x[i, 0]
+        for j in range(1, n):
+            if x[i, j] > m:
+                m = x[i, j]
+        for j in range(n):
+            out[i, j] = vecmath.exp(x[i, j] - m)
+        s = sum64(out[i])
         if log:
-            for j in range(x.shape[1]):
-                s += math.exp(x[i, j] - m)
-            lse = m + math.log(s)
-            for j in range(x.shape[1]):
-                out[i, j] = x[i, j] - lse
+            shift = m + math.log(s)
+            for j in range(n):
+                out[i, j] = x[i, j] - shift
         else:
-            for j in range(x.shape[1]):
-                e = math.exp(x[i, j] - m)
-                out[i, j] = e
-                s += e
             inv = 1.0 / s
-            for j in range(x.shape[1]):
+            for j in range(n):
                 out[i, j] *= inv
 
 
@@ -78,7 +79,7 @@ def _cross_entropy_rows(x, labels, ignore_index, smoothing, losses):
         xs = 0.0
         for j in range(n_classes):
             v = float(x[i, j])
-            s += math.exp(v - m)
+            s += vecmath.exp(v - m)
             xs += v
         lse = m + math.log(s)
         loss = lse - x[i, t]

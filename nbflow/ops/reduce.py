@@ -33,6 +33,7 @@ from numba import njit
 from .. import dtypes as dt
 from ..core import Attr, Op, Spec, normalize_axis
 from ..errors import DTypeError, ShapeError
+from ..kernels import vecmath
 from ..kernels.cpu import JIT, reduce_rows, sum_rows, zero_acc
 from .elementwise import exp, logical_and, maximum, where
 
@@ -224,7 +225,7 @@ def _logsumexp_rows(x, out):
         shift = m if m - m == 0 else 0.0
         total = 0.0
         for j in range(x.shape[1]):
-            total += math.exp(x[i, j] - shift)
+            total += vecmath.exp(x[i, j] - shift)
         if total > 0:
             out[i] = math.log(total) + shift
         elif total == 0:

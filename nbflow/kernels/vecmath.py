@@ -1,0 +1,169 @@
+"""Vectorisable exp, expm1, tanh and sigmoid for scalar bodies.
+
+numba calls libm for math.exp and math.tanh, one element at a time (the PyPI llvmlite has no
+SVML), which made nbflow's tanh 45x slower than numpy's on float32. These versions are
+branch-free arithmetic (range reduction, a polynomial, and a power of two built from bits), so
+LLVM vectorises the loops that call them. Accuracy: a few ulps in float64 and float32, checked
+against numpy by the tests.
+
+Each function is generic over float32 and float64 through numba's @overload: the float32
+version keeps every operation in float32 (twice the SIMD width).
+"""
+
+import math
+
+import numpy as np
+from numba import types
+from numba.extending import intrinsic, overload, register_jitable
+
+LN2_HI = 6.93147180369123816490e-01  # ln 2 split in two, so n * LN2_HI is exact
+LN2_LO = 1.90821492927058770002e-10
+LOG2E = 1.4426950408889634
+
+
+@intrinsic
+def _bits_to_float64(typingctx, bits):
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], context.get_value_type(types.float64))
+
+    return types.float64(types.int64), codegen
+
+
+@intrinsic
+def _bits_to_float32(typingctx, bits):
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], context.get_value_type(types.float32))
+
+    return types.float32(types.int32), codegen
+
+
+# expm1 on |r| <= ln2/2 by its Taylor series, degree 13 (float64) or 7 (float32): the first
+# term left out is below half an ulp there.
+_C64 = tuple(1.0 / math.factorial(k) for k in range(2, 14))
+_C32 = tuple(np.float32(1.0 / math.factorial(k)) for k in range(2, 8))
+
+
+@register_jitable(inline="always")
+def _expm1_poly64(r):
+    p = _C64[11]
+    for k in range(10, -1, -1):
+        p = p * r + _C64[k]
+    return r + r * r * p
+
+
+@register_jitable(inline="always")
+def _expm1_poly32(r):
+    p = _C32[5]
+    for k in range(4, -1, -1):
+        p = p * r + _C32[k]
+    return r + r * r * p
+
+
+@register_jitable(inline="always")
+def _exp_parts64(x):
+    """(expm1(r), 2**n1, 2**n2) with x = n ln2 + r, n = n1 + n2 (two factors so that
+    overflow and gradual underflow come out right)."""
+    x = min(max(x, -746.0), 710.0) if x == x else x
+    n = np.floor(x * LOG2E + 0.5)
+    r = (x - n * LN2_HI) - n * LN2_LO
+    n1 = np.int64(n) >> 1
+    n2 = np.int64(n) - n1
+    s1 = _bits_to_float64((n1 + 1023) << 52)
+    s2 = _bits_to_float64((n2 + 1023) << 52)
+    return _expm1_poly64(r), s1, s2, n
+
+
+@register_jitable(inline="always")
+def _exp_parts32(x):
+    lo, hi = np.float32(-104.0), np.float32(89.0)
+    x = min(max(x, lo), hi) if x == x else x
+    n = np.floor(x * np.float32(LOG2E) + np.float32(0.5))
+    r = (x - n * np.float32(0.693359375)) - n * np.float32(-2.12194440e-4)
+    n1 = np.int32(n) >> 1
+    n2 = np.int32(n) - n1
+    s1 = _bits_to_float32((n1 + np.int32(127)) << np.int32(23))
+    s2 = _bits_to_float32((n2 + np.int32(127)) << np.int32(23))
+    return _expm1_poly32(r), s1, s2, n
+
+
+def exp(x):
+    """e ** x."""
+
+
+def expm1(x):
+    """e ** x - 1, accurate near 0."""
+
+
+def tanh(x):
+    """Hyperbolic tangent."""
+
+
+def sigmoid(x):
+    """1 / (1 + e ** -x), accurate in both tails."""
+
+
+def _parts(x):
+    """The range reduction and the constants 1 and 2 in x's float type (a Python int would
+    promote float32 arithmetic to float64)."""
+    if x == types.float32:
+        return _exp_parts32, np.float32(1), np.float32(2)
+    return _exp_parts64, 1.0, 2.0
+
+
+@overload(exp, inline="always")
+def _exp(x):
+    if not isinstance(x, types.Float):
+        return None
+    parts, one, _ = _parts(x)
+
+    def impl(x):
+        e, s1, s2, n = parts(x)
+        return (e + one) * s1 * s2
+
+    return impl
+
+
+@overload(expm1, inline="always")
+def _expm1(x):
+    if not isinstance(x, types.Float):
+        return None
+    parts, one, _ = _parts(x)
+
+    def impl(x):
+        e, s1, s2, n = parts(x)
+        # for n == 0 (|x| < ln2/2) the polynomial is expm1 itself, with no cancellation
+        return e if n == 0 else ((e + one) * s1 * s2 - one)
+
+    return impl
+
+
+@overload(tanh, inline="always")
+def _tanh(x):
+    if not isinstance(x, types.Float):
+        return None
+    big = np.float32(9.0) if x == types.float32 else 20.0  # tanh(big) rounds to 1
+    _, _, two = _parts(x)
+
+    def impl(x):
+        a = abs(x)
+        a = a if not a > big else big  # NaN stays NaN
+        e = expm1(a + a)
+        t = e / (e + two)
+        return t if x >= 0 else -t
+
+    return impl
+
+
+@overload(sigmoid, inline="always")
+def _sigmoid(x):
+    if not isinstance(x, types.Float):
+        return None
+
+    _, one, _ = _parts(x)
+
+    def impl(x):
+        e = exp(-abs(x))
+        r = one / (one + e)
+        return r if x >= 0 else e * r
+
+    return impl
