@@ -162,18 +162,23 @@ def merge_dims(shape, strides_list) -> tuple[int, ...]:
 # ---------------------------------------------------------------- reductions
 
 
-def reduce_rows(kernel, x: np.ndarray, axes: tuple[int, ...], out: np.ndarray, *params):
+def reduce_rows(kernel, x: np.ndarray, axes, out: np.ndarray, *params, cols=None):
     """Run `kernel(x2d, out1d, *params)` reducing each row of x viewed as (kept, reduced).
 
     Reduced axes are moved last (a copy only when that is not already contiguous); `out` is
-    any array with the kept elements in order (keepdims or not)."""
+    any array with the kept elements in order (keepdims or not). When the reduced axes lead
+    and x is contiguous, `cols(x2d, out1d, *params)` reduces the columns of x viewed as
+    (reduced, kept) instead, with no copy (the bias gradient's sum over the batch)."""
     kept = [i for i in range(x.ndim) if i not in axes]
-    order = kept + list(axes)
     inner = int(np.prod([x.shape[i] for i in axes], dtype=np.int64))
     outer = int(np.prod([x.shape[i] for i in kept], dtype=np.int64))
-    x2 = np.ascontiguousarray(x.transpose(order)).reshape(outer, inner)
     out1 = out.reshape(outer)
-    kernel(x2, out1, *params)
+    leading = tuple(axes) == tuple(range(len(axes)))
+    if cols is not None and leading and kept and x.flags.c_contiguous:
+        cols(x.reshape(inner, outer), out1, *params)
+    else:
+        x2 = np.ascontiguousarray(x.transpose(kept + list(axes))).reshape(outer, inner)
+        kernel(x2, out1, *params)
     if not np.shares_memory(out1, out):  # reshape had to copy (out not contiguous)
         out[...] = out1.reshape(out.shape)
 
@@ -193,17 +198,14 @@ def _zero_acc(x):
 def sum_rows(x, out):
     """out[i] = sum of row i, accumulated in float64 (ints: int64) for accuracy."""
     for i in range(x.shape[0]):
-        acc = zero_acc(x)
-        for j in range(x.shape[1]):
-            acc += x[i, j]
-        out[i] = acc
+        out[i] = sum64(x[i])
 
 
 @njit(**JIT)
 def sum64(a):
-    """Sum of a 1-D array in float64 with four running sums (independent add chains run in
-    parallel and round less than one long chain)."""
-    s0 = s1 = s2 = s3 = 0.0
+    """Sum of a 1-D array in float64 (ints: int64) with four running sums: independent add
+    chains run in parallel and round less than one long chain."""
+    s0 = s1 = s2 = s3 = zero_acc(a)
     n = a.size
     k = n - n % 4
     for j in range(0, k, 4):
@@ -214,3 +216,15 @@ def sum64(a):
     for j in range(k, n):
         s0 += a[j]
     return (s0 + s1) + (s2 + s3)
+
+
+@njit(**JIT)
+def sum_cols(x, out):
+    """out[j] = sum of column j, accumulated in float64 (ints: int64); rows are added as
+    whole vectors, which vectorises."""
+    acc = np.full(x.shape[1], zero_acc(x))
+    for i in range(x.shape[0]):
+        for j in range(x.shape[1]):
+            acc[j] += x[i, j]
+    for j in range(x.shape[1]):
+        out[j] = acc[j]

@@ -7,7 +7,7 @@ import numpy as np
 from .. import dtypes as dt
 from ..core import Op, Spec, broadcast_shapes
 from ..errors import ShapeError
-from ..kernels.cpu import reduce_rows, sum_rows
+from ..kernels.cpu import reduce_rows, sum_cols, sum_rows
 
 
 def _sum_to_like_spec(x, like):
@@ -26,7 +26,7 @@ def summed_axes(shape, target) -> tuple[int, ...]:
 
 
 def _sum_to_like_cpu(x, like, out):
-    reduce_rows(sum_rows, x, summed_axes(x.shape, like.shape), out)
+    reduce_rows(sum_rows, x, summed_axes(x.shape, like.shape), out, cols=sum_cols)
 
 
 def _sum_to_like_ref(x, like):

@@ -34,7 +34,7 @@ from .. import dtypes as dt
 from ..core import Attr, Op, Spec, normalize_axis
 from ..errors import DTypeError, ShapeError
 from ..kernels import vecmath
-from ..kernels.cpu import JIT, reduce_rows, sum_rows, zero_acc
+from ..kernels.cpu import JIT, reduce_rows, sum_cols, sum_rows, zero_acc
 from .elementwise import exp, logical_and, maximum, where
 
 AXIS = {"axis": Attr("ints", None, optional=True), "keepdims": Attr("bool", False)}
@@ -271,9 +271,11 @@ def _reduction(
     nonempty=False,
     differentiable=True,
     to_float=False,
+    cols=None,
 ):
     """Declare a reduction of x over `axis` whose row kernel is `kernel(x2d, out1d, *params)`;
-    attrs beyond axis and keepdims are passed to the kernel in declaration order."""
+    attrs beyond axis and keepdims are passed to the kernel in declaration order. `cols` is
+    the optional column kernel for leading axes (see reduce_rows)."""
 
     def spec(x, axis, keepdims, **params):
         axes = reduced_axes(axis, x.ndim)
@@ -285,7 +287,7 @@ def _reduction(
         axes = reduced_axes(axis, x.ndim)
         if nonempty:
             _check_nonempty(x.shape, axes)
-        reduce_rows(kernel, x, axes, out, *params.values())
+        reduce_rows(kernel, x, axes, out, *params.values(), cols=cols)
 
     return Op(
         name=name,
@@ -402,6 +404,7 @@ sum = _reduction(
     _quiet(_sum_ref),
     dtypes=dt.ALL,
     out_dtype=_int64_for_ints,
+    cols=sum_cols,
     doc="Sum over `axis` (None: all). bool and integer inputs give int64, as in PyTorch.",
 )
 
