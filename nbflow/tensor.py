@@ -10,11 +10,12 @@ from __future__ import annotations
 import numpy as np
 
 from . import dtypes as dt
-from .core import STATE, Node, Op, Spec, bind
+from .core import STATE, Node, Op, Spec
 from .errors import DTypeError, GradientError, NbflowError, UnsupportedError
+from .operators import Operators
 
 
-class Tensor:
+class Tensor(Operators):
     __slots__ = (
         "data",
         "requires_grad",
@@ -508,91 +509,3 @@ def from_numpy(array: np.ndarray, requires_grad: bool = False) -> Tensor:
     if requires_grad:
         t.requires_grad_(True)
     return t
-
-
-# ---------------------------------------------------------------- operators and methods
-
-from . import ops  # noqa: E402  (ops must exist before their methods are attached)
-
-
-def _binary(op, reflected=False):
-    # straight to bind(): operators are the hottest path of eager mode
-    if reflected:
-        return lambda self, other: bind(op, other, self)
-    return lambda self, other: bind(op, self, other)
-
-
-_OPERATORS = {
-    "add": ops.add,
-    "sub": ops.sub,
-    "mul": ops.mul,
-    "truediv": ops.div,
-    "floordiv": ops.floor_div,
-    "mod": ops.mod,
-    "pow": ops.pow,
-    "and": ops.logical_and,
-    "or": ops.logical_or,
-    "xor": ops.logical_xor,
-    "matmul": ops.matmul,
-}
-for _name, _op in _OPERATORS.items():
-    setattr(Tensor, f"__{_name}__", _binary(_op))
-    setattr(Tensor, f"__r{_name}__", _binary(_op, reflected=True))
-for _name, _op in {
-    "eq": ops.eq,
-    "ne": ops.ne,
-    "lt": ops.lt,
-    "le": ops.le,
-    "gt": ops.gt,
-    "ge": ops.ge,
-}.items():
-    setattr(Tensor, f"__{_name}__", _binary(_op))
-Tensor.__neg__ = lambda self: ops.neg(self)
-Tensor.__abs__ = lambda self: ops.abs(self)
-Tensor.__invert__ = lambda self: ops.logical_not(self)
-Tensor.__pos__ = lambda self: self
-
-
-def _iop(inplace):
-    def method(self, other):
-        inplace(self, other)
-        return self
-
-    return method
-
-
-Tensor.__iadd__ = _iop(ops.add_)
-Tensor.__isub__ = _iop(ops.sub_)
-Tensor.__imul__ = _iop(ops.mul_)
-Tensor.__itruediv__ = _iop(ops.div_)
-
-# methods that mirror ops: x.exp() is ops.exp(x); x.sum(axis=1) is ops.sum(x, axis=1)
-METHODS = (
-    "add sub mul div floor_div mod pow neg abs sign exp log log1p expm1 sqrt rsqrt sin cos "
-    "tanh erf sigmoid relu leaky_relu gelu softplus maximum minimum clip cast "
-    "eq ne lt le gt ge logical_and logical_or logical_xor logical_not isnan isinf isfinite "
-    "add_ sub_ mul_ div_ clip_ clamp clamp_ zeros_like ones_like full_like fill_ zero_ copy_ "
-    "clone astype"
-).split()
-# added by the families as they land (tested for completeness in tests/test_registry.py)
-LATER_METHODS = (
-    "sum mean prod max min argmax argmin var std logsumexp all any matmul reshape transpose "
-    "permute broadcast_to squeeze unsqueeze flatten split gather take_along_axis index_select "
-    "scatter_add pad flip tile repeat softmax log_softmax"
-).split()
-
-
-def _method(fn):
-    def method(self, *args, **kwargs):
-        return fn(self, *args, **kwargs)
-
-    method.__name__ = fn.__name__ if hasattr(fn, "__name__") else str(fn)
-    method.__doc__ = getattr(fn, "doc", None) or getattr(fn, "__doc__", None)
-    return method
-
-
-for _name in METHODS + LATER_METHODS:
-    if hasattr(ops, _name):
-        setattr(Tensor, _name, _method(getattr(ops, _name)))
-Tensor.__getitem__ = lambda self, key: ops.getitem(self, key)
-Tensor.__setitem__ = lambda self, key, value: ops.setitem(self, key, value)
