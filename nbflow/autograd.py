@@ -1,7 +1,8 @@
-"""Reverse mode: one backward driver for the eager tape (and, through the same rules, graphs).
+"""Reverse mode: one backward driver for the eager tape and for graphs (append_backward).
 
 The driver, not the gradient rules, does the bookkeeping: it sums a gradient back to its input's
-broadcast shape, casts it to the input's dtype, accumulates fan-out with `add`, and skips None.
+broadcast shape, casts it to the input's dtype, accumulates fan-out with the variadic `add_n`,
+and skips None.
 Rules are written with nbflow ops, so with `create_graph=True` the backward pass is itself
 recorded and can be differentiated again.
 """
@@ -10,7 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .core import Node, set_grad_enabled
+from . import ops
+from .core import STATE, Node, set_grad_enabled
 from .errors import GradientError, ShapeError
 from .tensor import Tensor, _Stale, grad_edge, tensor
 
@@ -35,99 +37,82 @@ def toposort(edges) -> list[Node]:
     return order
 
 
-def backprop(roots, seeds, create_graph: bool) -> tuple[dict, dict]:
-    """Propagate `seeds` from `roots`; returns (leaf id -> (leaf, grad), node id -> grads)."""
+def backprop(roots, seeds, create_graph: bool, skip=frozenset()) -> tuple[dict, dict]:
+    """Propagate `seeds` from `roots` through the nodes that lead to them.
+
+    Works for both modes: the current trace runs the gradient rules (eager: computes them;
+    graph: appends them) and supplies each node's saved values. Contributions to one value
+    are summed once, by the variadic add_n. `skip` holds edge keys (see edge_key) that get no
+    gradient. Returns (leaf id -> (leaf, grad), node id -> gradient per output)."""
     node_grads: dict[int, list] = {}
     leaf_grads: dict[int, tuple] = {}
 
     def accumulate(edge, g):
+        if edge_key(edge) in skip:
+            return
         if type(edge) is tuple:
             node, i = edge
-            slots = node_grads.setdefault(id(node), [None] * len(node.outputs))
-            slots[i] = g if slots[i] is None else slots[i] + g
+            node_grads.setdefault(id(node), [[] for _ in node.outputs])[i].append(g)
         else:
-            prev = leaf_grads.get(id(edge))
-            leaf_grads[id(edge)] = (edge, g if prev is None else prev[1] + g)
+            leaf_grads.setdefault(id(edge), (edge, []))[1].append(g)
 
     root_edges = [grad_edge(r) for r in roots]
     with set_grad_enabled(create_graph):
         for e, s in zip(root_edges, seeds):
             accumulate(e, s)
         for node in toposort(root_edges):
-            grads = node_grads.get(id(node))
-            if grads is None or all(g is None for g in grads):
+            if id(node) not in node_grads:
                 continue
-            outs = _saved_outputs(node)
-            ins = _saved_inputs(node)
-            if len(outs) == 1:
-                in_grads = node.op.grad(grads[0], outs[0], *ins, **node.attrs)
-            else:
-                grads = [
-                    g if g is not None or isinstance(o, _Stale) else _zeros_like(o)
-                    for g, o in zip(grads, outs)
-                ]
-                in_grads = node.op.grad(tuple(grads), tuple(outs), *ins, **node.attrs)
-            if len(in_grads) != len(ins):
-                raise GradientError(
-                    f"{node.op.name}: gradient rule returned {len(in_grads)} values "
-                    f"for {len(ins)} inputs"
-                )
-            for t, edge, g in zip(node.inputs, node.edges, in_grads):
+            grads = node_grads[id(node)] = [_total(gs) for gs in node_grads[id(node)]]
+            for t, edge, g in zip(node.inputs, node.edges, _apply_rule(node, grads)):
                 if g is None or edge is None:
                     continue
                 if isinstance(g, _Stale):  # this gradient needed an overwritten value
                     raise GradientError(g.message)
                 accumulate(edge, fit_gradient(g, t))
-    return leaf_grads, node_grads
+        leaves = {k: (leaf, _total(gs)) for k, (leaf, gs) in leaf_grads.items()}
+    return leaves, node_grads
+
+
+def _apply_rule(node, grads):
+    """The node's gradient rule on its saved values: one gradient (or None) per input."""
+    outs, ins = STATE.trace.saved(node)
+    if len(outs) == 1:
+        in_grads = node.op.grad(grads[0], outs[0], *ins, **node.attrs)
+    else:  # outputs nobody used get zeros, so rules see every output's gradient
+        grads = [
+            g if g is not None or isinstance(o, _Stale) else ops.zeros_like(o)
+            for g, o in zip(grads, outs)
+        ]
+        in_grads = node.op.grad(tuple(grads), tuple(outs), *ins, **node.attrs)
+    if len(in_grads) != len(ins):
+        raise GradientError(
+            f"{node.op.name}: gradient rule returned {len(in_grads)} values for {len(ins)} inputs"
+        )
+    return in_grads
+
+
+def _total(contributions):
+    """The sum of a value's gradient contributions (None when there are none)."""
+    if not contributions:
+        return None
+    if len(contributions) == 1:
+        return contributions[0]
+    return ops.add_n(*contributions)
+
+
+def edge_key(edge):
+    """A hashable key for where a gradient goes: (node id, output index) or the leaf's id."""
+    return (id(edge[0]), edge[1]) if type(edge) is tuple else id(edge)
 
 
 def fit_gradient(g, t):
     """Sum a gradient back to its input's (broadcast) shape and cast it to its dtype."""
-    from . import ops
-
     if g.shape != t.shape:
         g = ops.sum_to_like(g, t)
     if g.dtype != t.dtype:
         g = ops.cast(g, dtype=t.dtype)
     return g
-
-
-def _zeros_like(t):
-    from . import ops
-
-    return ops.zeros_like(t)
-
-
-def _saved_inputs(node: Node) -> list:
-    out = []
-    for t, v in zip(node.inputs, node.versions):
-        if t._version[0] != v:
-            message = _stale_message(node, "an input", v, t._version[0])
-            out.append(_Stale(message, t.data.shape, t.data.dtype))
-        else:
-            out.append(t)
-    return out
-
-
-def _saved_outputs(node: Node) -> list:
-    """The node's outputs as Tensors with the node's history (new objects around the saved
-    buffers; routing uses (node, index), so identity does not matter)."""
-    out = []
-    for i, (data, version, v) in enumerate(node.outputs):
-        if version[0] != v:
-            message = _stale_message(node, f"output {i}", v, version[0])
-            out.append(_Stale(message, data.shape, data.dtype))
-        else:
-            out.append(Tensor(data, True, node, i, version))
-    return out
-
-
-def _stale_message(node, what, saved, now):
-    return (
-        f"{node.op.name}: {what} saved for the gradient was modified in place "
-        f"(version {saved} when saved, {now} now); backward needs its old value. "
-        "Use an out-of-place op or .clone() before modifying it."
-    )
 
 
 def _seeds(outputs, grad_outputs):
@@ -147,8 +132,6 @@ def _seeds(outputs, grad_outputs):
                     f"grad can be created implicitly only for one-element outputs, "
                     f"got shape {o.shape}; pass grad="
                 )
-            from . import ops
-
             g = ops.ones_like(o)
         else:
             g = g if isinstance(g, Tensor) else tensor(g, dtype=o.dtype)
@@ -189,6 +172,7 @@ def grad(outputs, inputs, grad_outputs=None, create_graph=False, allow_unused=Fa
         else:
             slots = node_grads.get(id(x._node))
             g = None if slots is None else slots[x._index]
+            g = g if not isinstance(g, list) else _total(g)  # a node backprop did not reach
         if g is None and not allow_unused:
             raise GradientError(
                 "one of the inputs was not used to compute the outputs "

@@ -359,6 +359,25 @@ class EagerTrace:
             plan = op.cache[sig] = Plan(op, values, attrs)
         return plan
 
+    def saved(self, node):
+        """(outputs, inputs) of a tape node for its gradient rule: a value overwritten in place
+        since it was saved comes as a _Stale placeholder."""
+        outs = []
+        for i, (data, version, v) in enumerate(node.outputs):
+            if version[0] != v:
+                message = _stale_message(node, f"output {i}", v, version[0])
+                outs.append(_Stale(message, data.shape, data.dtype))
+            else:  # a new Tensor around the saved buffer (routing goes by node and index)
+                outs.append(Tensor(data, True, node, i, version))
+        ins = []
+        for t, v in zip(node.inputs, node.versions):
+            if t._version[0] != v:
+                message = _stale_message(node, "an input", v, t._version[0])
+                ins.append(_Stale(message, t.data.shape, t.data.dtype))
+            else:
+                ins.append(t)
+        return outs, ins
+
     def record(self, op, inputs, attrs, outs):
         """Attach a tape node to the float outputs."""
         # one plain loop: this runs for every recorded op (see bench/, eager overhead)
@@ -444,6 +463,14 @@ class EagerTrace:
         results = results if isinstance(results, tuple) else (results,)
         base = tensors[0] if tensors[0]._base is None else tensors[0]._base
         return [Tensor(r, _version=tensors[0]._version, _base=base) for r in results]
+
+
+def _stale_message(node, what, saved, now):
+    return (
+        f"{node.op.name}: {what} saved for the gradient was modified in place "
+        f"(version {saved} when saved, {now} now); backward needs its old value. "
+        "Use an out-of-place op or .clone() before modifying it."
+    )
 
 
 def grad_edge(t: Tensor):

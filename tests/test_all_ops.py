@@ -100,6 +100,7 @@ SAMPLES = {
     "log_softmax": (nb.log_softmax, lambda: [x(2, 5)], {"axis": -1}),
     "cross_entropy": (lambda z: nb.cross_entropy(z, idx(1, 0, 3)), lambda: [x(3, 4)], {}),
     "mse_loss": (nb.mse_loss, lambda: [x(2, 3), x(2, 3)], {}),
+    "add_n": (nb.add_n, lambda: [x(2, 3), x(3), x(2, 3)], {}),
 }
 ELEMENTWISE_DOMAIN = {"clip": (-2, 2), "relu": (-2, 2), "abs": (-2, 2), "leaky_relu": (-2, 2)}
 for _op in REGISTRY.values():

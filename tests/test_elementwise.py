@@ -167,3 +167,13 @@ def test_maximum_splits_ties_like_pytorch():
     y = nb.tensor([1.0, 3.0], requires_grad=True)
     gx, gy = nb.grad(nb.maximum(x, y), [x, y], nb.ones_like(x))
     assert gx.numpy().tolist() == [0.5, 0.0] and gy.numpy().tolist() == [0.5, 1.0]
+
+
+@pytest.mark.parametrize("n", [1, 2, 4])
+@given(data=st.data())
+def test_add_n_matches_numpy(n, data):
+    shapes = data.draw(nt.broadcastable_shapes(n))
+    arrays = [data.draw(nt.arrays(np.float64, s)) for s in shapes]
+    out = nb.add_n(*[nb.from_numpy(a) for a in arrays])
+    expected = np.broadcast_arrays(*arrays)
+    nt.assert_close(out, np.sum(expected, axis=0) if n > 1 else arrays[0].copy())

@@ -531,6 +531,33 @@ copy_ = Op(
     doc="Copy src (broadcast, cast to x's dtype) into x in place.",
 )
 
+
+def _add_n_spec(*xs):
+    if not xs:
+        raise ShapeError("add_n needs at least one input")
+    return Spec(broadcast_shapes(*(s.shape for s in xs)), add.key_dtype(xs))
+
+
+def _add_n_cpu(*arrays):
+    *xs, out = arrays
+    add_kernel = add.kernels["cpu"]
+    add_kernel(xs[0], xs[1] if len(xs) > 1 else np.zeros((), out.dtype), out)
+    for x in xs[2:]:
+        add_kernel(out, x, out)
+
+
+add_n = Op(
+    name="add_n",
+    inputs=("*xs",),
+    outputs=("out",),
+    spec=_add_n_spec,
+    kernels={"cpu": _add_n_cpu, "cuda": None},
+    dtypes=ALL,
+    ref=lambda *xs: np.sum(np.broadcast_arrays(*xs), axis=0).astype(np.result_type(*xs)),
+    doc="The sum of any number of tensors (broadcast); the backward pass accumulates with it.",
+)
+add_n.defgrad(lambda g, out, *xs: (g,) * len(xs))
+
 # ---------------------------------------------------------------- in-place variants
 
 add_ = inplace_variant(add, "add_")
@@ -594,4 +621,5 @@ __all__ = [
     "clone",
     "astype",
     "copy_",
+    "add_n",
 ]
