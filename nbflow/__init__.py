@@ -14,10 +14,15 @@ from .errors import (
     KernelNotFoundError,
     NbflowError,
     OutOfRangeError,
+    ProgramError,
     ShapeError,
     UnsupportedError,
 )
 from .ops import *  # noqa: F403  (the ops are the public functions)
 from .tensor import Tensor, from_numpy, tensor
+
+from . import graph  # noqa: E402  (graph mode builds on everything above)
+from .graph import Executor, Program, Scope, append_backward, global_scope, program_guard
+from .graph import static  # noqa: E402
 
 __version__ = "0.1.0"

@@ -135,6 +135,8 @@ def _seeds(outputs, grad_outputs):
             g = ops.ones_like(o)
         else:
             g = g if isinstance(g, Tensor) else tensor(g, dtype=o.dtype)
+            if g.dtype != o.dtype:  # the seed takes the output's dtype
+                g = ops.cast(g, dtype=o.dtype)
             if g.shape != o.shape:
                 raise ShapeError(f"grad of shape {g.shape} for an output of shape {o.shape}")
         seeds.append(g)

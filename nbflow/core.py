@@ -252,7 +252,17 @@ class Node:
     itself, or None (no gradient). They are snapshots because an in-place op later gives the
     same tensor object a new history, while this node must still reach the old one."""
 
-    __slots__ = ("op", "inputs", "attrs", "outputs", "versions", "edges", "__weakref__")
+    __slots__ = (
+        "op",
+        "inputs",
+        "attrs",
+        "outputs",
+        "versions",
+        "edges",
+        "location",
+        "rule_inputs",
+        "__weakref__",
+    )
 
     def __init__(self, op: Op, inputs, attrs: dict, outputs, versions=None, edges=None):
         self.op = op
@@ -261,6 +271,8 @@ class Node:
         self.outputs = outputs
         self.versions = versions
         self.edges = edges
+        self.location = None  # "file.py:LINE" of the user code that created it (graph mode)
+        self.rule_inputs = None  # what the gradient rule sees, when not `inputs` (graph mode)
 
 
 # ---------------------------------------------------------------- modes

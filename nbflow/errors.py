@@ -36,5 +36,9 @@ class KernelNotFoundError(UnsupportedError, DTypeError):
         self.key = (op, device, dtype)
 
 
+class ProgramError(NbflowError, ValueError):
+    """A program that cannot be built, run or loaded: names the op or var at fault."""
+
+
 class GradientError(NbflowError, RuntimeError):
     """Backward cannot run: a saved tensor changed in place, or nothing requires grad."""

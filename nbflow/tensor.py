@@ -162,10 +162,10 @@ class _Stale:
     raises only when a poisoned gradient reaches an input that requires grad. So `y.mul_(2)`
     works on an intermediate y although mul's rule also computes g * y for the constant 2."""
 
-    __slots__ = ("message", "shape", "dtype")
+    __slots__ = ("message", "original")
 
-    def __init__(self, message: str, shape, dtype):
-        self.message, self.shape, self.dtype = message, shape, dtype
+    def __init__(self, message: str, original):
+        self.message, self.original = message, original  # original: the overwritten value
 
     def _poison(self, *args):
         return self
@@ -174,9 +174,10 @@ class _Stale:
     __truediv__ = __rtruediv__ = __pow__ = __rpow__ = __matmul__ = __rmatmul__ = _poison
     __lt__ = __le__ = __gt__ = __ge__ = __neg__ = __getitem__ = _poison
 
-    def placeholder(self) -> Tensor:
-        """Stands in for an input an op reads only the shape of (no memory: stride 0)."""
-        return Tensor(np.broadcast_to(np.zeros((), self.dtype), self.shape))
+    def placeholder(self):
+        """For an input an op reads only the shape of: the overwritten value will do, since
+        in-place writes keep the shape."""
+        return self.original
 
     def __getattr__(self, name):
         raise GradientError(self.message)
@@ -365,15 +366,15 @@ class EagerTrace:
         outs = []
         for i, (data, version, v) in enumerate(node.outputs):
             if version[0] != v:
-                message = _stale_message(node, f"output {i}", v, version[0])
-                outs.append(_Stale(message, data.shape, data.dtype))
+                message = stale_message(node, f"output {i}", v, version[0])
+                outs.append(_Stale(message, Tensor(data, True, node, i, version)))
             else:  # a new Tensor around the saved buffer (routing goes by node and index)
                 outs.append(Tensor(data, True, node, i, version))
         ins = []
         for t, v in zip(node.inputs, node.versions):
             if t._version[0] != v:
-                message = _stale_message(node, "an input", v, t._version[0])
-                ins.append(_Stale(message, t.data.shape, t.data.dtype))
+                message = stale_message(node, "an input", v, t._version[0])
+                ins.append(_Stale(message, t))
             else:
                 ins.append(t)
         return outs, ins
@@ -465,7 +466,7 @@ class EagerTrace:
         return [Tensor(r, _version=tensors[0]._version, _base=base) for r in results]
 
 
-def _stale_message(node, what, saved, now):
+def stale_message(node, what, saved, now):
     return (
         f"{node.op.name}: {what} saved for the gradient was modified in place "
         f"(version {saved} when saved, {now} now); backward needs its old value. "

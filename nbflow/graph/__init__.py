@@ -1,0 +1,26 @@
+"""Graph mode: Programs built with the same ops as eager mode, appended backward, an executor
+that runs only what the fetch targets need."""
+
+from .backward import append_backward
+from .executor import Executor, Scope, compatible, global_scope, needed_ops, prune
+from .printer import format_program
+from .program import Block, GraphTrace, Program, Var
+from .static import create_parameter, data, program_guard
+
+__all__ = [
+    "Block",
+    "Executor",
+    "GraphTrace",
+    "Program",
+    "Scope",
+    "Var",
+    "append_backward",
+    "compatible",
+    "create_parameter",
+    "data",
+    "format_program",
+    "global_scope",
+    "needed_ops",
+    "program_guard",
+    "prune",
+]

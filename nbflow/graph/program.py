@@ -1,0 +1,309 @@
+"""The graph IR: Program, Block, Var, and the graph trace that records ops into a block.
+
+A Program holds blocks (block 0 is global; control flow will add sub-blocks with a parent).
+A block holds vars and ops; an op is a core.Node (the same record the eager tape uses) whose
+inputs and outputs are Vars. Calling any op on Vars goes through bind() to GraphTrace.apply,
+which runs the op's shape rule at build time (a bad shape fails at the user's line) and
+appends a node. An in-place op's output is its target Var itself: the printout marks the write.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import numpy as np
+
+from .. import dtypes as dt
+from ..core import REGISTRY, Node, Op, Spec
+from ..errors import UnsupportedError
+from ..operators import Operators
+from ..tensor import Tensor, _Stale, stale_message, tensor
+
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def user_location() -> str:
+    """file:line of the innermost caller outside nbflow (where the user built the op)."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        path = frame.f_code.co_filename
+        if not os.path.abspath(path).startswith(_PACKAGE_DIR):
+            return f"{os.path.basename(path)}:{frame.f_lineno}"
+        frame = frame.f_back
+    return "?"
+
+
+class Var(Operators):
+    """A value in a Program: name, shape (-1 = known only at run time), dtype, and flags."""
+
+    __slots__ = (
+        "name",
+        "shape",
+        "dtype",
+        "persistable",
+        "stop_gradient",
+        "is_data",
+        "block",
+        "location",
+        "_node",
+        "_index",
+        "_version",
+    )
+    __hash__ = object.__hash__  # == builds an eq op; identity stays the hash
+
+    def __init__(self, block, name, shape, dtype, persistable=False, stop_gradient=None):
+        self.block = block
+        self.name = name
+        self.shape = tuple(int(n) for n in shape)
+        self.dtype = np.dtype(dtype)
+        self.persistable = persistable
+        # only float values carry gradients
+        self.stop_gradient = (
+            (not dt.is_float(self.dtype))
+            if stop_gradient is None
+            else (stop_gradient or not dt.is_float(self.dtype))
+        )
+        self.is_data = False
+        self.location = None
+        self._node = None
+        self._index = 0
+        self._version = [0]  # bumped by each in-place write recorded into the program
+
+    @property
+    def requires_grad(self) -> bool:
+        return not self.stop_gradient
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def spec(self) -> Spec:
+        return Spec(self.shape, self.dtype)
+
+    @property
+    def program(self) -> Program:
+        return self.block.program
+
+    def __repr__(self) -> str:
+        return f"%{self.name}: {self.spec}"
+
+    def __bool__(self):
+        raise UnsupportedError(
+            f"%{self.name} has no value while the program is built, so it has no truth value "
+            "(control flow on graph values needs nbflow.cond / nbflow.while_loop)"
+        )
+
+    def __len__(self):
+        if not self.shape or self.shape[0] < 0:
+            raise UnsupportedError(f"len() of %{self.name} with shape {self.shape}")
+        return self.shape[0]
+
+    def numpy(self):
+        raise UnsupportedError(f"%{self.name} is a graph value: run it with an Executor")
+
+    __array__ = numpy
+
+
+class Block:
+    """Vars by name and ops in order; `parent` is the enclosing block's index (-1 for none)."""
+
+    def __init__(self, program: Program, idx: int, parent: int = -1):
+        self.program = program
+        self.idx = idx
+        self.parent = parent
+        self.vars: dict[str, Var] = {}
+        self.ops: list[Node] = []
+
+    def var(self, name: str) -> Var:
+        """The var `name`, looked up here and then in the enclosing blocks."""
+        block = self
+        while block is not None:
+            if name in block.vars:
+                return block.vars[name]
+            block = self.program.blocks[block.parent] if block.parent >= 0 else None
+        raise KeyError(name)
+
+    def create_var(self, name=None, shape=(), dtype=dt.float32, **flags) -> Var:
+        name = name or self.program.unique_name("t")
+        if name in self.vars:
+            raise UnsupportedError(f"a var named '{name}' already exists in block {self.idx}")
+        v = self.vars[name] = Var(self, name, shape, dtype, **flags)
+        self.program.version += 1
+        return v
+
+    def append(self, op: Op, inputs, attrs, outputs, location=None) -> Node:
+        """Append a node (no shape inference: GraphTrace.apply does that).
+
+        Versions work as in eager mode: an in-place write bumps its target's version, and
+        the node keeps the versions its gradient rule would read (inputs before the write,
+        outputs after), so backward can tell a value that was overwritten since."""
+        edges = [_edge(v) for v in inputs]
+        in_versions = [v._version[0] for v in inputs]
+        for j in op.inplace.values():
+            inputs[j]._version[0] += 1
+        node = Node(op, list(inputs), attrs, list(outputs), None, edges)
+        node.versions = (in_versions, [v._version[0] for v in outputs])
+        node.location = location or user_location()
+        for i, v in enumerate(outputs):
+            v._node, v._index = node, i
+        self.ops.append(node)
+        self.program.version += 1
+        return node
+
+
+def _edge(v: Var):
+    """Where v's gradient goes (as tensor.grad_edge does for Tensors)."""
+    if v._node is not None and not v.stop_gradient:
+        return (v._node, v._index)
+    return v if v.requires_grad else None
+
+
+class Program:
+    """Blocks of vars and ops. `version` changes with every edit (executor plans key on it)."""
+
+    def __init__(self):
+        self.blocks = [Block(self, 0)]
+        self.version = 0
+        self.captured: dict[str, Tensor] = {}  # eager tensors the program reads (by var name)
+        self.backward_start: int | None = None  # index in block 0 where backward ops begin
+        self._names = 0
+
+    def global_block(self) -> Block:
+        return self.blocks[0]
+
+    def create_block(self, parent: int = 0) -> Block:
+        block = Block(self, len(self.blocks), parent)
+        self.blocks.append(block)
+        return block
+
+    def unique_name(self, prefix: str) -> str:
+        while True:
+            name = f"{prefix}{self._names}"
+            self._names += 1
+            if all(name not in b.vars for b in self.blocks):
+                return name
+
+    def __str__(self) -> str:
+        from .printer import format_program
+
+        return format_program(self)
+
+    def ops(self) -> list[Node]:
+        return list(self.global_block().ops)
+
+
+def _checked(node, v: Var, version: int, what: str):
+    if v._version[0] == version:
+        return v
+    return _Stale(stale_message(node, what, version, v._version[0]), v)
+
+
+def _number(value):
+    """A Python int or float for a `value` attr (bools as 0/1)."""
+    return (
+        int(value)
+        if isinstance(value, (bool, np.bool_))
+        else value.item()
+        if isinstance(value, np.generic)
+        else value
+    )
+
+
+class GraphTrace:
+    """Records ops into a block instead of running them (bind() calls apply)."""
+
+    def __init__(self, block: Block):
+        self.block = block
+
+    def apply(self, op: Op, args, attrs):
+        attrs = op.check_attrs(attrs)
+        values = []
+        for i, a in enumerate(args):
+            if isinstance(a, _Stale):  # inside a gradient rule (see tensor._Stale)
+                if not op.reads_only_shape(i):
+                    return a if len(op.outputs) == 1 else (a,) * len(op.outputs)
+                a = a.placeholder()
+            values.append(self.value(a))
+        specs = [
+            v.spec if isinstance(v, Var) else Spec((), dt.scalar_dtype(v), weak=True)
+            for v in values
+        ]
+        out_specs = op.infer(specs, attrs)  # raises at the user's line for a bad shape
+        key = op.key_dtype(specs) if specs else None
+        key = out_specs[0].dtype if key is None else key
+        op.kernel("cpu", key)  # an unsupported dtype fails now, not when the program runs
+        promoted = range(len(values)) if op.promote is None else op.promote
+        inputs = [
+            v if isinstance(v, Var) else self.constant(v, key if i in promoted else specs[i].dtype)
+            for i, v in enumerate(values)
+        ]
+        outputs = []
+        for i, s in enumerate(out_specs):
+            j = op.inplace.get(i)
+            if j is not None:
+                outputs.append(inputs[j])  # the write target itself
+            else:
+                outputs.append(self.block.create_var(shape=s.shape, dtype=s.dtype))
+        rule_inputs = self.save_targets(op, inputs)
+        node = self.block.append(op, inputs, attrs, outputs)
+        node.rule_inputs = rule_inputs
+        return outputs[0] if len(outputs) == 1 else tuple(outputs)
+
+    def save_targets(self, op: Op, inputs):
+        """For an in-place op whose gradient reads the target's old value (mul_): a copy of
+        the target made just before the write, for the rule (as eager mode does)."""
+        if not op.saves_target or all(inputs[j].stop_gradient for j in op.inplace.values()):
+            return None
+        rule_inputs = list(inputs)
+        for j in op.inplace.values():
+            rule_inputs[j] = self.apply(REGISTRY["cast"], (inputs[j],), {"dtype": inputs[j].dtype})
+        return rule_inputs
+
+    def value(self, a):
+        """A Var, a weak Python scalar, or a captured eager tensor (as a persistable var)."""
+        if isinstance(a, Var):
+            return a
+        if isinstance(a, (bool, int, float, np.bool_, np.integer, np.floating)):
+            return a
+        return self.capture(a if isinstance(a, Tensor) else tensor(a))
+
+    def capture(self, t: Tensor) -> Var:
+        """An eager tensor used by the program: a persistable var bound to it."""
+        program = self.block.program
+        for name, held in program.captured.items():
+            if held is t:
+                return program.global_block().vars[name]
+        v = program.global_block().create_var(
+            program.unique_name("captured"),
+            t.shape,
+            t.dtype,
+            persistable=True,
+            stop_gradient=not t.requires_grad,
+        )
+        program.captured[v.name] = t
+        return v
+
+    def constant(self, value, dtype) -> Var:
+        """A 0-d var holding a Python scalar, made by a `full` op."""
+        out = self.block.create_var(shape=(), dtype=dtype, stop_gradient=True)
+        full = REGISTRY["full"]
+        attrs = full.check_attrs({"shape": (), "value": _number(value), "dtype": dtype})
+        self.block.append(full, [], attrs, [out])
+        return out
+
+    def saved(self, node: Node):
+        """(outputs, inputs) for the node's gradient rule: the Vars, or a _Stale placeholder
+        for one overwritten in place after the node (its value at run time would be wrong).
+        A target copied for the rule (save_targets) stands in for the target."""
+        in_versions, out_versions = node.versions
+        outs = [
+            _checked(node, v, n, f"output {i}")
+            for i, (v, n) in enumerate(zip(node.outputs, out_versions))
+        ]
+        ins = [
+            r if r is not v else _checked(node, v, n, "an input")
+            for r, v, n in zip(node.rule_inputs or node.inputs, node.inputs, in_versions)
+        ]
+        return outs, ins

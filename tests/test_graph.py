@@ -1,0 +1,141 @@
+"""Graph mode: the same ops recorded into a Program, appended backward, pruning executor.
+
+The parity test runs every differentiable op's sample (tests/test_all_ops.py) eagerly and as
+a Program, and compares outputs and gradients: one declaration, two modes."""
+
+import numpy as np
+import pytest
+from test_all_ops import SAMPLES
+
+import nbflow as nb
+from nbflow import testing as nt
+
+
+def _as_tuple(x):
+    return x if isinstance(x, tuple) else (x,)
+
+
+@pytest.mark.parametrize("name", sorted(SAMPLES))
+def test_eager_and_graph_agree_on_values_and_gradients(name):
+    fn, make_inputs, attrs = SAMPLES[name]
+    inputs = make_inputs()
+    outs = _as_tuple(fn(*inputs, **attrs))
+    rng = np.random.default_rng(1)
+    cots = [rng.standard_normal(o.shape) for o in outs]
+    live = [(o, c) for o, c in zip(outs, cots) if o.requires_grad]
+    eager_grads = nb.grad(
+        [o for o, _ in live], inputs, [nb.tensor(c) for _, c in live], allow_unused=True
+    )
+
+    main = nb.Program()
+    with nb.program_guard(main):
+        xs = []
+        for i, t in enumerate(inputs):
+            v = nb.static.data(f"in{i}", t.shape, t.dtype)
+            v.stop_gradient = False  # differentiate with respect to the fed inputs
+            xs.append(v)
+        gouts = _as_tuple(fn(*xs, **attrs))
+        terms = [nb.sum(o * nb.tensor(c)) for o, c in zip(gouts, cots) if not o.stop_gradient]
+        loss = terms[0] if len(terms) == 1 else nb.add_n(*terms)
+        pairs = dict((id(p), g) for p, g in nb.append_backward(loss, parameter_list=xs))
+    fetch = list(gouts) + [pairs[id(x)] for x in xs if id(x) in pairs]
+    feed = {f"in{i}": t.numpy() for i, t in enumerate(inputs)}
+    results = nb.Executor().run(main, feed=feed, fetch_list=fetch, scope=nb.Scope())
+    for o, r in zip(outs, results):
+        nt.assert_close(r, o.numpy(), msg=f"{name} forward")
+    graph_grads = iter(results[len(gouts) :])
+    for x, g in zip(xs, eager_grads):
+        if id(x) in pairs:
+            nt.assert_close(next(graph_grads), g.numpy(), msg=f"{name} gradient")
+        else:
+            assert g is None or not np.any(g.numpy()), f"{name}: graph lost a gradient"
+
+
+def _mlp_program():
+    main, startup = nb.Program(), nb.Program()
+    with nb.program_guard(main, startup):
+        x = nb.static.data("x", [-1, 4])
+        y = nb.static.data("y", [-1], dtype="int64")
+        w1 = nb.static.create_parameter("w1", [4, 8])
+        b1 = nb.static.create_parameter("b1", [8], initializer=("constant", 0.0))
+        w2 = nb.static.create_parameter("w2", [8, 3])
+        hidden = nb.relu(x @ w1 + b1)
+        logits = hidden @ w2
+        loss = nb.cross_entropy(logits, y)
+        grads = nb.append_backward(loss)
+        for p, g in grads:
+            nb.sub_(p, g * 0.5)
+    return main, startup, loss, logits, grads
+
+
+def test_static_training_reduces_the_loss():
+    main, startup, loss, _, grads = _mlp_program()
+    assert [p.name for p, _ in grads] == ["w1", "b1", "w2"]
+    exe, scope = nb.Executor(), nb.Scope()
+    nb.manual_seed(0)
+    exe.run(startup, scope=scope)
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((64, 4)).astype(np.float32)
+    y = (x[:, 0] > 0).astype(np.int64) + (x[:, 1] > 0)
+    params = ["w1", "b1", "w2"]
+    losses = [exe.run(main, {"x": x, "y": y}, [loss] + params, scope)[0] for _ in range(40)]
+    assert losses[-1] < 0.5 * losses[0]
+
+
+def test_pruning_runs_only_what_the_target_needs():
+    main, _, loss, logits, _ = _mlp_program()
+    block = main.global_block()
+    forward = nb.graph.needed_ops(block, [logits])
+    assert [n.op.name for n in forward] == ["matmul", "add", "relu", "matmul"]
+    assert len(nb.graph.needed_ops(block, [loss])) == 5  # forward + cross_entropy
+    pruned = nb.graph.prune(main, [logits])
+    assert len(pruned.global_block().ops) == 4 < len(block.ops)
+
+
+def test_printer_shows_types_backward_and_inplace_writes():
+    main, *_ = _mlp_program()
+    text = str(main)
+    assert text.splitlines()[0].startswith("program(%x: f32[-1,4], %w1: f32[4,8] persistable")
+    assert "  %t0: f32[-1,8] = matmul(%x, %w1)" in text
+    assert "  -- backward --" in text
+    assert "  %w1!: f32[4,8] = sub_(%w1, " in text  # an in-place parameter update
+
+
+def test_feed_and_fetch_errors_are_typed_and_name_the_var():
+    main, startup, loss, logits, _ = _mlp_program()
+    exe, scope = nb.Executor(), nb.Scope()
+    exe.run(startup, scope=scope)
+    x = np.zeros((2, 4), np.float32)
+    with pytest.raises(nb.ShapeError, match="feed 'x'.*declared at test_graph.py"):
+        exe.run(main, {"x": np.zeros((2, 5), np.float32)}, [logits], scope)
+    with pytest.raises(nb.DTypeError, match="feed 'x'"):
+        exe.run(main, {"x": np.zeros((2, 4), np.int64)}, [logits], scope)
+    with pytest.raises(nb.ProgramError, match="missing feed for %y"):
+        exe.run(main, {"x": x}, [loss], scope)
+    with pytest.raises(nb.ProgramError, match="no var named 'nope'"):
+        exe.run(main, {"x": x}, ["nope"], scope)
+    with pytest.raises(nb.ProgramError, match="startup"):
+        exe.run(main, {"x": x}, [logits], nb.Scope())
+
+
+def test_bad_ops_fail_where_they_are_built():
+    with nb.program_guard(nb.Program()):
+        a = nb.static.data("a", [-1, 3])
+        with pytest.raises(nb.ShapeError, match=r"matmul\(a: f32\[-1,3\], b: f32\[4,2\]\)"):
+            a @ nb.static.data("b", [4, 2])
+        with pytest.raises(nb.KernelNotFoundError):
+            nb.sub(nb.static.data("c", [2], "bool"), True)
+        with pytest.raises(nb.UnsupportedError, match="truth value"):
+            bool(a > 0)
+
+
+def test_unknown_dims_follow_the_data():
+    main = nb.Program()
+    with nb.program_guard(main):
+        x = nb.static.data("x", [-1, 3])
+        y = nb.softmax(x * 2, axis=-1).sum(axis=0)
+    assert y.shape == (3,)
+    for n in (1, 5):
+        data = np.arange(n * 3, dtype=np.float32).reshape(n, 3)
+        (out,) = nb.Executor().run(main, {"x": data}, [y], nb.Scope())
+        nt.assert_close(out, nb.softmax(nb.tensor(data) * 2, axis=-1).sum(axis=0).numpy())
