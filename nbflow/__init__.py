@@ -3,7 +3,11 @@
 One op declaration serves eager mode (tensors with a tape) and graph mode (a Program).
 """
 
-from . import dtypes, ops
+from . import (
+    dtypes,
+    graph,
+    ops,
+)
 from .autograd import backward, grad
 from .core import REGISTRY, Op, Spec, enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from .dtypes import bool_, float16, float32, float64, int32, int64
@@ -18,11 +22,16 @@ from .errors import (
     ShapeError,
     UnsupportedError,
 )
+from .graph import (
+    Executor,
+    Program,
+    Scope,
+    append_backward,
+    global_scope,
+    program_guard,
+    static,
+)
 from .ops import *  # noqa: F403  (the ops are the public functions)
 from .tensor import Tensor, from_numpy, tensor
-
-from . import graph  # noqa: E402  (graph mode builds on everything above)
-from .graph import Executor, Program, Scope, append_backward, global_scope, program_guard
-from .graph import static  # noqa: E402
 
 __version__ = "0.1.0"

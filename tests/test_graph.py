@@ -37,7 +37,7 @@ def test_eager_and_graph_agree_on_values_and_gradients(name):
         gouts = _as_tuple(fn(*xs, **attrs))
         terms = [nb.sum(o * nb.tensor(c)) for o, c in zip(gouts, cots) if not o.stop_gradient]
         loss = terms[0] if len(terms) == 1 else nb.add_n(*terms)
-        pairs = dict((id(p), g) for p, g in nb.append_backward(loss, parameter_list=xs))
+        pairs = {id(p): g for p, g in nb.append_backward(loss, parameter_list=xs)}
     fetch = list(gouts) + [pairs[id(x)] for x in xs if id(x) in pairs]
     feed = {f"in{i}": t.numpy() for i, t in enumerate(inputs)}
     results = nb.Executor().run(main, feed=feed, fetch_list=fetch, scope=nb.Scope())

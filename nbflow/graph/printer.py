@@ -24,7 +24,7 @@ def format_attr(value) -> str:
 
 
 def format_op(node: Node) -> str:
-    inplace_outputs = {i for i in node.op.inplace}
+    inplace_outputs = set(node.op.inplace)
     outs = ", ".join(
         format_var(v).replace(":", "!:", 1) if i in inplace_outputs else format_var(v)
         for i, v in enumerate(node.outputs)
