@@ -263,8 +263,9 @@ class Plan:
 class EagerTrace:
     """Runs each op at once; records a tape node when a gradient may be needed."""
 
-    def apply(self, op: Op, args, attrs):
-        if attrs or op.attrs:
+    def apply(self, op: Op, args, attrs, checked=False):
+        """Run `op` (checked=True: attrs are already normalised, as in an executor's plan)."""
+        if (attrs or op.attrs) and not checked:
             attrs = op.check_attrs(attrs)
         # the plan cache key; written out for one and two tensors, the hot path
         n = len(args)

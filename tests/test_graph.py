@@ -139,3 +139,33 @@ def test_unknown_dims_follow_the_data():
         data = np.arange(n * 3, dtype=np.float32).reshape(n, 3)
         (out,) = nb.Executor().run(main, {"x": data}, [y], nb.Scope())
         nt.assert_close(out, nb.softmax(nb.tensor(data) * 2, axis=-1).sum(axis=0).numpy())
+
+
+def test_verify_accepts_built_programs_and_rejects_reordered_reads():
+    main, *_ = _mlp_program()
+    nb.graph.verify(main)
+    block = main.global_block()
+    update = next(i for i, n in enumerate(block.ops) if n.op.name == "sub_")
+    # move the first parameter update before the forward pass: the forward would then read
+    # the updated parameter, not the value it was built for
+    block.ops.insert(0, block.ops.pop(update))
+    with pytest.raises(nb.ProgramError, match="after an in-place write"):
+        nb.graph.verify(main)
+
+
+def test_verify_rejects_a_wrong_declared_shape():
+    main = nb.Program()
+    with nb.program_guard(main):
+        y = nb.static.data("x", [-1, 3]) * 2
+    y.shape = (5, 5)
+    with pytest.raises(nb.ProgramError, match=r"mul .*declared f32\[5,5\]"):
+        nb.graph.verify(main)
+
+
+def test_explain_names_targets_and_kernels():
+    main, _, loss, logits, _ = _mlp_program()
+    text = nb.graph.explain(main, [logits])
+    lines = text.splitlines()
+    assert lines[0].startswith("runs (for %t") and "kernel=(matmul, cpu, f32)" in lines[0]
+    assert sum(line.startswith("runs") for line in lines) == 4
+    assert "pruned" in lines[-1] and "sub_" in lines[-1]

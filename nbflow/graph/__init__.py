@@ -3,6 +3,7 @@ that runs only what the fetch targets need."""
 
 from .backward import append_backward
 from .executor import Executor, Scope, compatible, global_scope, needed_ops, prune
+from .passes import explain, verify
 from .printer import format_program
 from .program import Block, GraphTrace, Program, Var
 from .static import create_parameter, data, program_guard
@@ -18,9 +19,11 @@ __all__ = [
     "compatible",
     "create_parameter",
     "data",
+    "explain",
     "format_program",
     "global_scope",
     "needed_ops",
     "program_guard",
     "prune",
+    "verify",
 ]

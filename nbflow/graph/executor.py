@@ -136,7 +136,7 @@ class Executor:
         return Tensor(np.ascontiguousarray(array))
 
     def _lookup(self, v: Var, env, scope) -> Tensor:
-        t = env.get(v.name) if not v.persistable else scope.get(v.name)
+        t = scope.get(v.name) if v.persistable else env.get(v.name)
         if t is None:
             what = "feed" if v.is_data else "value (run the startup program first?)"
             where = f" declared at {v.location}" if v.location else ""
@@ -146,13 +146,13 @@ class Executor:
     def _run_op(self, node: Node, env, scope):
         args = [self._lookup(v, env, scope) for v in node.inputs]
         try:
-            result = self.eager.apply(node.op, args, dict(node.attrs))
+            result = self.eager.apply(node.op, args, node.attrs, checked=True)
         except (ShapeError, DTypeError) as e:
             e.args = (f"{e} (op created at {node.location})",)
             raise
         results = result if isinstance(result, tuple) else (result,)
         for v, t in zip(node.outputs, results):
-            if not compatible(v.shape, t.shape):
+            if v.shape != t.shape and not compatible(v.shape, t.shape):
                 raise ShapeError(
                     f"{node.op.name} (created at {node.location}): run-time shape {t.shape} "
                     f"does not fit the compile-time shape {list(v.shape)} of %{v.name}"

@@ -1,0 +1,78 @@
+"""Program checks and reports: verify() and explain() (prune lives with the executor)."""
+
+from __future__ import annotations
+
+from ..core import Spec
+from ..dtypes import SHORT
+from ..errors import NbflowError, ProgramError
+from .executor import compatible, needed_ops
+from .printer import format_op
+from .program import Program, Var
+
+
+def verify(program: Program) -> None:
+    """Re-run every op's shape rule on its input vars and check the output vars agree; check
+    that no op reads a var that an in-place write overwrote after the op was built (the op
+    would see the new value instead of the one it was built for). Raises ProgramError."""
+    for block in program.blocks:
+        versions: dict[int, int] = {}
+        for node in block.ops:
+            where = f"{node.op.name} (created at {node.location})"
+            _check_shapes(node, where)
+            in_versions = node.versions[0] if node.versions else [0] * len(node.inputs)
+            for v, built_for in zip(node.inputs, in_versions):
+                now = versions.get(id(v), 0)
+                if now != built_for:
+                    raise ProgramError(
+                        f"{where} reads %{v.name} after an in-place write overwrote the value "
+                        f"it was built for (version {built_for}, now {now})"
+                    )
+            for j in node.op.inplace.values():
+                target = node.inputs[j]
+                versions[id(target)] = versions.get(id(target), 0) + 1
+
+
+def _check_shapes(node, where: str):
+    specs = [Spec(v.shape, v.dtype) for v in node.inputs]
+    try:
+        out_specs = node.op.infer(specs, dict(node.attrs))
+    except NbflowError as e:
+        raise ProgramError(f"{where}: {e}") from None
+    if len(out_specs) != len(node.outputs):
+        raise ProgramError(f"{where}: {len(node.outputs)} outputs, the op makes {len(out_specs)}")
+    for v, s in zip(node.outputs, out_specs):
+        if (
+            v.dtype != s.dtype
+            or not compatible(s.shape, v.shape)
+            and not compatible(v.shape, s.shape)
+        ):
+            raise ProgramError(f"{where}: %{v.name} is declared {v.spec}, the shape rule says {s}")
+
+
+def explain(program: Program, fetch_list, device: str = "cpu") -> str:
+    """For each op: whether it survives pruning for `fetch_list`, the first target that needs
+    it, and the kernel key (op, device, dtype) it will run with."""
+    block = program.global_block()
+    targets = [t if not isinstance(t, str) else block.var(t) for t in fetch_list]
+    needed_by = {}
+    for t in targets:
+        for node in needed_ops(block, [t]):
+            needed_by.setdefault(id(node), t)
+    lines = []
+    for node in block.ops:
+        target = needed_by.get(id(node))
+        if target is None:
+            status = "pruned"
+        else:
+            name = f"%{target.name}" if isinstance(target, Var) else target.op.name
+            status = f"runs (for {name})"
+        key = _kernel_dtype(node)
+        lines.append(f"{status:<24} {format_op(node)}   kernel=({node.op.name}, {device}, {key})")
+    return "\n".join(lines)
+
+
+def _kernel_dtype(node) -> str:
+    specs = [Spec(v.shape, v.dtype) for v in node.inputs]
+    key = node.op.key_dtype(specs) if specs else None
+    key = node.outputs[0].dtype if key is None else key
+    return SHORT.get(key, str(key))
