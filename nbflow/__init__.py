@@ -7,6 +7,7 @@ from . import (
     dtypes,
     graph,
     ops,
+    optim,
 )
 from .autograd import backward, grad
 from .core import REGISTRY, Op, Spec, enable_grad, is_grad_enabled, no_grad, set_grad_enabled

@@ -5,9 +5,9 @@ for the creation ops) are re-exported here.
 """
 
 from ..core import REGISTRY, Op
-from . import broadcast, creation, elementwise, index, linalg, nn, reduce, shape
+from . import broadcast, creation, elementwise, index, linalg, nn, optim, reduce, shape
 
-FAMILIES = (elementwise, broadcast, creation, reduce, linalg, shape, index, nn)
+FAMILIES = (elementwise, broadcast, creation, reduce, linalg, shape, index, nn, optim)
 
 for _family in FAMILIES:
     globals().update({name: getattr(_family, name) for name in _family.__all__})
