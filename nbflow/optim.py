@@ -42,10 +42,15 @@ class SGD:
             for p in self.params or ():
                 if p.grad is None:
                     continue
-                v = self.velocity.get(id(p))
-                if v is None:
-                    v = self.velocity[id(p)] = ops.zeros_like(p)
-                ops.sgd_update_(p, p.grad, v, **self.hyper)
+                ops.sgd_update_(p, p.grad, self._velocity(p), **self.hyper)
+
+    def _velocity(self, p: Tensor) -> Tensor:
+        if not self.hyper["momentum"]:
+            return p.grad  # unused without momentum: no state to keep
+        v = self.velocity.get(id(p))
+        if v is None:
+            v = self.velocity[id(p)] = ops.zeros_like(p)
+        return v
 
     def minimize(self, loss: Var, parameter_list=None, no_grad_set=None):
         """Graph mode: append backward and one in-place update op per parameter to the
@@ -57,10 +62,12 @@ class SGD:
             )
         pairs = append_backward(loss, parameter_list or self.params, no_grad_set)
         for p, g in pairs:
-            ops.sgd_update_(p, g, self._velocity_var(p), **self.hyper)
+            ops.sgd_update_(p, g, self._velocity_var(p, g), **self.hyper)
         return pairs
 
-    def _velocity_var(self, p: Var) -> Var:
+    def _velocity_var(self, p: Var, grad: Var) -> Var:
+        if not self.hyper["momentum"]:
+            return grad  # unused without momentum: no state to keep
         block = p.block
         name = f"{p.name}@VELOCITY"
         if name in block.vars:

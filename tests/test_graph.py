@@ -169,3 +169,53 @@ def test_explain_names_targets_and_kernels():
     assert lines[0].startswith("runs (for %t") and "kernel=(matmul, cpu, f32)" in lines[0]
     assert sum(line.startswith("runs") for line in lines) == 4
     assert "pruned" in lines[-1] and "sub_" in lines[-1]
+
+
+GOLDEN_MLP = """\
+program(%x: f32[-1,4], %w1: f32[4,8] persistable, %b1: f32[8] persistable, %w2: f32[8,3] persistable, %y: i64[-1]) {
+  %t0: f32[-1,8] = matmul(%x, %w1)
+  %t1: f32[-1,8] = add(%t0, %b1)
+  %t2: f32[-1,8] = relu(%t1)
+  %t3: f32[-1,3] = matmul(%t2, %w2)
+  %t4: f32[] = cross_entropy(%t3, %y) [reduction='mean', ignore_index=-100, label_smoothing=0.0]
+  -- backward --
+  %t5: f32[] = full_like(%t4) [value=1]
+  %t6: f32[-1,3] = one_hot(%y) [num_classes=3, axis=1, dtype=f32, ignore_index=-100]
+  %t7: f32[-1,1] = sum(%t6) [axis=(1,), keepdims=True]
+  %t8: f32[-1,3] = softmax(%t3) [axis=1]
+  %t9: f32[-1,3] = mul(%t8, %t7)
+  %t10: f32[-1,3] = sub(%t9, %t6)
+  %t11: f32[] = sum(%t7) [keepdims=False]
+  %t12: f32[] = div(%t5, %t11)
+  %t13: f32[-1,3] = mul(%t10, %t12)
+  %t14: f32[3,8] = matrix_transpose(%w2)
+  %t15: f32[-1,8] = matmul(%t13, %t14)
+  %t16: f32[8,-1] = matrix_transpose(%t2)
+  %w2@GRAD: f32[8,3] = matmul(%t16, %t13)
+  %t18: f32[] = full() [shape=(), dtype=f32, value=0]
+  %t19: bool[-1,8] = gt(%t1, %t18)
+  %t20: f32[] = full() [shape=(), dtype=f32, value=0]
+  %t21: f32[-1,8] = where(%t19, %t15, %t20)
+  %b1@GRAD: f32[8] = sum_to_like(%t21, %b1)
+  %t23: f32[8,4] = matrix_transpose(%w1)
+  %t24: f32[-1,4] = matmul(%t21, %t23)
+  %t25: f32[4,-1] = matrix_transpose(%x)
+  %w1@GRAD: f32[4,8] = matmul(%t25, %t21)
+  %w1!: f32[4,8], %w1@GRAD!: f32[4,8] = sgd_update_(%w1, %w1@GRAD, %w1@GRAD) [lr=0.1, momentum=0.0, dampening=0.0, weight_decay=0.0, nesterov=False]
+  %b1!: f32[8], %b1@GRAD!: f32[8] = sgd_update_(%b1, %b1@GRAD, %b1@GRAD) [lr=0.1, momentum=0.0, dampening=0.0, weight_decay=0.0, nesterov=False]
+  %w2!: f32[8,3], %w2@GRAD!: f32[8,3] = sgd_update_(%w2, %w2@GRAD, %w2@GRAD) [lr=0.1, momentum=0.0, dampening=0.0, weight_decay=0.0, nesterov=False]
+}
+"""
+
+
+def test_printer_golden_mlp_forward_backward_and_updates():
+    main, startup = nb.Program(), nb.Program()
+    with nb.program_guard(main, startup):
+        x = nb.static.data("x", [-1, 4])
+        y = nb.static.data("y", [-1], dtype="int64")
+        w1 = nb.static.create_parameter("w1", [4, 8])
+        b1 = nb.static.create_parameter("b1", [8], initializer=("constant", 0.0))
+        w2 = nb.static.create_parameter("w2", [8, 3])
+        loss = nb.cross_entropy(nb.relu(x @ w1 + b1) @ w2, y)
+        nb.optim.SGD(lr=0.1).minimize(loss)
+    assert str(main) + "\n" == GOLDEN_MLP
