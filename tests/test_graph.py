@@ -219,3 +219,29 @@ def test_printer_golden_mlp_forward_backward_and_updates():
         loss = nb.cross_entropy(nb.relu(x @ w1 + b1) @ w2, y)
         nb.optim.SGD(lr=0.1).minimize(loss)
     assert str(main) + "\n" == GOLDEN_MLP
+
+
+def test_zero_d_feed_and_non_differentiable_ops_in_backward():
+    main = nb.Program()
+    with nb.program_guard(main):
+        s = nb.static.data("s", [])
+        w = nb.static.create_parameter("w", [3])
+        loss = nb.sum(w * s + nb.sign(w) + nb.floor_div(w, 2.0))  # sign, floor_div: no grad
+        (pair,) = nb.append_backward(loss)
+    scope = nb.Scope()
+    scope["w"] = nb.tensor([1.0, -2.0, 3.0])
+    (g,) = nb.Executor().run(main, {"s": np.float32(3)}, [pair[1]], scope)
+    nt.assert_close(g, np.full(3, 3.0, np.float32))
+
+
+def test_programs_sharing_a_scope_keep_their_own_captured_tensors():
+    a, b = nb.tensor([1.0]), nb.tensor([5.0])
+    progs = []
+    for t in (a, b):
+        p = nb.Program()
+        with nb.program_guard(p):
+            out = nb.static.data("x", [1]) * t
+        progs.append((p, out))
+    scope, exe = nb.Scope(), nb.Executor()
+    results = [exe.run(p, {"x": np.ones(1, np.float32)}, [o], scope)[0] for p, o in progs]
+    assert [r.tolist() for r in results] == [[1.0], [5.0]]

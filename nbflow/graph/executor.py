@@ -9,6 +9,8 @@ the compile-time rule generalises what happens at run time.
 
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 
 from .. import dtypes as dt
@@ -74,7 +76,7 @@ class Executor:
             raise UnsupportedError(f"Executor: device {device!r} is not supported yet (cpu)")
         self.device = device
         self.eager = EagerTrace()
-        self._plans: dict = {}
+        self._plans = weakref.WeakKeyDictionary()  # program -> {(version, feeds, targets): ops}
 
     def run(self, program: Program, feed=None, fetch_list=None, scope=None, return_numpy=True):
         """Run the ops the fetch targets need; returns the fetched values in order."""
@@ -84,8 +86,7 @@ class Executor:
         block = program.global_block()
         targets = [self._target(block, t) for t in fetch_list]
         ops = self._plan(program, tuple(sorted(feed)), targets)
-        for name, t in program.captured.items():
-            scope.setdefault(name, t)
+        scope.update(program.captured)  # the eager tensors the program was built around
         env = {name: self._feed(block, name, value) for name, value in feed.items()}
         with use_trace(self.eager), no_grad():
             for node in ops:
@@ -95,14 +96,14 @@ class Executor:
 
     def _plan(self, program, feed_names, targets):
         """The ops to run, cached: no fetch targets means every op (a startup program)."""
-        key = (id(program), program.version, feed_names, tuple(id(t) for t in targets))
-        ops = self._plans.get(key)
+        plans = self._plans.setdefault(program, {})
+        key = (program.version, feed_names, tuple(id(t) for t in targets))  # targets: in program
+        ops = plans.get(key)
         if ops is None:
-            if len(self._plans) > 256:
-                self._plans.clear()
+            if len(plans) > 256:
+                plans.clear()
             block = program.global_block()
-            ops = needed_ops(block, targets) if targets else list(block.ops)
-            self._plans[key] = ops
+            ops = plans[key] = needed_ops(block, targets) if targets else list(block.ops)
         return ops
 
     def _target(self, block, t):
@@ -133,7 +134,7 @@ class Executor:
             raise ShapeError(
                 f"feed '{name}': shape {array.shape} does not fit {list(v.shape)}{where}"
             )
-        return Tensor(np.ascontiguousarray(array))
+        return Tensor(np.asarray(array, order="C"))  # (ascontiguousarray makes 0-d 1-d)
 
     def _lookup(self, v: Var, env, scope) -> Tensor:
         t = scope.get(v.name) if v.persistable else env.get(v.name)

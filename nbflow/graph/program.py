@@ -239,16 +239,23 @@ class GraphTrace:
             v if isinstance(v, Var) else self.constant(v, key if i in promoted else specs[i].dtype)
             for i, v in enumerate(values)
         ]
+        # as in eager mode: an output carries gradients when the op is differentiable and
+        # some input does
+        stop = not op.differentiable or all(v.stop_gradient for v in inputs)
         outputs = []
         for i, s in enumerate(out_specs):
             j = op.inplace.get(i)
             if j is not None:
                 outputs.append(inputs[j])  # the write target itself
             else:
-                outputs.append(self.block.create_var(shape=s.shape, dtype=s.dtype))
+                outputs.append(
+                    self.block.create_var(shape=s.shape, dtype=s.dtype, stop_gradient=stop)
+                )
         rule_inputs = self.save_targets(op, inputs)
         node = self.block.append(op, inputs, attrs, outputs)
         node.rule_inputs = rule_inputs
+        for j in op.inplace.values():  # after the write, the target carries what it holds
+            inputs[j].stop_gradient = inputs[j].stop_gradient and stop
         return outputs[0] if len(outputs) == 1 else tuple(outputs)
 
     def save_targets(self, op: Op, inputs):

@@ -1,0 +1,416 @@
+"""Tracing: turn an eager Python function into a Program, cached per input signature.
+
+    @nbflow.jit
+    def predict(x):
+        return nbflow.relu(x @ w1 + b1) @ w2      # w1, b1, w2: eager tensors in scope
+
+    predict(x)    # first call: traces a Program for x's shape and dtype, then runs it
+    predict(x)    # same signature: runs the cached Program through an Executor
+
+Tracing calls the function once with graph Vars in place of its tensor arguments (data vars of
+the example's exact shape and dtype, named after the parameters), under a GraphTrace, so every
+op it calls is recorded with the same declarations and shape rules as eager mode. Python
+values that are not tensors (ints, floats, strings, ...) are part of the cache key and are
+baked into the Program as constants. Eager tensors the function reads (parameters from an
+enclosing scope) become persistable vars bound to those very Tensor objects
+(`program.captured`), so in-place updates to them between calls are seen.
+
+Gradients: when grad mode is on and an input or a captured tensor requires grad, the
+Program runs too, and the call records one node on the eager tape for the whole function.
+Its gradient rule runs the gradient ops that the same driver as append_backward appended to
+the Program (once, on first need), seeded with the output gradients it is given. The forward
+run fetches the intermediate values those ops read (as the eager tape keeps them), so
+backward() does not recompute the forward pass nor repeat its side effects. The rule runs
+Programs, not nbflow ops, so it cannot be differentiated again: create_graph=True through a
+jitted call raises UnsupportedError (call the undecorated function, `.fn`, for that).
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+from dataclasses import dataclass, field
+from functools import update_wrapper
+from types import MethodType
+
+import numpy as np
+
+from ..autograd import backprop
+from ..core import STATE, Node, is_grad_enabled, use_trace
+from ..errors import GradientError, UnsupportedError
+from ..tensor import Tensor, _Stale, tensor
+from .backward import _rename
+from .executor import Executor, Scope, needed_ops
+from .program import GraphTrace, Program, Var
+
+__all__ = ["JitFunction", "jit", "trace"]
+
+
+# ---------------------------------------------------------------- argument trees
+# Arguments may nest tensors in tuples, lists and dicts (e.g. a list of parameters); the
+# tensors are the program's inputs, everything else is a constant of the signature.
+
+
+def _is_tensor(x) -> bool:
+    return isinstance(x, (Tensor, np.ndarray))
+
+
+def _tensors(value, name: str, out: list):
+    """Append (name, tensor) for each tensor in `value`, in a fixed order."""
+    if _is_tensor(value):
+        out.append((name, value if isinstance(value, Tensor) else tensor(value)))
+    elif isinstance(value, (tuple, list)):
+        for i, item in enumerate(value):
+            _tensors(item, f"{name}_{i}", out)
+    elif isinstance(value, dict):
+        for k, item in value.items():
+            _tensors(item, f"{name}_{k}", out)
+    return out
+
+
+def _key(value):
+    """A hashable description of `value`: specs for tensors, the values of the rest."""
+    if _is_tensor(value):
+        return ("tensor", tuple(value.shape), np.dtype(value.dtype).str)
+    if isinstance(value, (tuple, list)):
+        return (type(value).__name__, tuple(_key(item) for item in value))
+    if isinstance(value, dict):
+        return ("dict", tuple((k, _key(item)) for k, item in value.items()))
+    try:
+        hash(value)
+    except TypeError:
+        raise TypeError(
+            f"jit: argument {value!r} is neither a tensor nor hashable, so it cannot be part "
+            "of the cache key"
+        ) from None
+    return ("const", type(value).__name__, value)  # the type keeps 1 and 1.0 and True apart
+
+
+def _replace(value, leaves):
+    """`value` with each tensor (in _tensors order) replaced by next(leaves)."""
+    if _is_tensor(value):
+        return next(leaves)
+    if isinstance(value, (tuple, list)):
+        return type(value)(_replace(item, leaves) for item in value)
+    if isinstance(value, dict):
+        return {k: _replace(item, leaves) for k, item in value.items()}
+    return value
+
+
+def _outputs(value, out: list):
+    """Collect the Vars a traced function returned (its program's outputs)."""
+    if isinstance(value, Var):
+        out.append(value)
+    elif isinstance(value, (tuple, list)):
+        for item in value:
+            _outputs(item, out)
+    elif isinstance(value, dict):
+        for item in value.values():
+            _outputs(item, out)
+    return out
+
+
+def _signature(fn) -> inspect.Signature:
+    try:
+        return inspect.signature(fn)
+    except (TypeError, ValueError):  # a builtin without one: it takes anything
+        p = inspect.Parameter
+        return inspect.Signature([p("args", p.VAR_POSITIONAL), p("kwargs", p.VAR_KEYWORD)])
+
+
+def _bind(signature: inspect.Signature, args, kwargs) -> dict:
+    """Arguments by parameter name (*args as one tuple, **kwargs as one dict)."""
+    return dict(signature.bind(*args, **kwargs).arguments)
+
+
+def _call(fn, signature: inspect.Signature, arguments: dict):
+    bound = inspect.BoundArguments(signature, arguments)
+    return fn(*bound.args, **bound.kwargs)
+
+
+# ---------------------------------------------------------------- tracing
+
+
+@dataclass
+class Traced:
+    """One traced signature: the Program, its input and output vars, the returned structure
+    (Vars where outputs go), the in-place writes to captured tensors (side effects, always
+    run), the scope holding the captured tensors, and the gradient half once built."""
+
+    program: Program
+    inputs: list[Var]
+    outputs: list[Var]
+    result: object
+    effects: list[Node]
+    scope: Scope = field(default_factory=Scope)
+    grad_flags: tuple = ()  # requires_grad of the captured tensors when traced
+    backward: Backward | None = None
+
+    def __post_init__(self):
+        self.grad_flags = _grad_flags(self.program)
+
+
+def _grad_flags(program: Program) -> tuple:
+    return tuple(t.requires_grad for t in program.captured.values())
+
+
+def _trace(fn, signature: inspect.Signature, arguments: dict) -> Traced:
+    program = Program()
+    block = program.global_block()
+    inputs = []
+    for name, value in arguments.items():
+        for leaf, t in _tensors(value, name, []):
+            # differentiable, so the gradient ops can reach it; unused when nobody asks
+            v = block.create_var(_var_name(block, leaf), t.shape, t.dtype, stop_gradient=False)
+            v.is_data = True
+            inputs.append(v)
+    leaves = iter(inputs)  # consumed in _tensors order across the arguments
+    symbolic = {name: _replace(value, leaves) for name, value in arguments.items()}
+    graph = GraphTrace(block)
+    with use_trace(graph):
+        try:
+            result = _call(fn, signature, symbolic)
+        except UnsupportedError as e:
+            e.args = (f"while tracing {_describe(fn)}: {e}{_HINT}",)
+            raise
+    # returned eager tensors (captured, or made inside) become program values too
+    result = _capture_tensors(result, graph)
+    return Traced(program, inputs, _outputs(result, []), result, _effects(fn, block))
+
+
+_HINT = (
+    ". Under jit, Python control flow sees the traced values, which have no value yet: "
+    "branch on a Python argument instead (it is baked into the cached Program), or call the "
+    "function without jit."
+)
+
+
+def _effects(fn, block) -> list[Node]:
+    """The in-place writes to captured tensors. They are run targets: nothing fetched may
+    depend on them, and pruning would drop them. Writes to inputs are refused: the fed value
+    is the executor's own tensor, so the caller's would silently keep its old value."""
+    effects = []
+    for node in block.ops:
+        for j in node.op.inplace.values():
+            target = node.inputs[j]
+            if target.is_data:
+                raise UnsupportedError(
+                    f"while tracing {_describe(fn)}: {node.op.name} at {node.location} writes "
+                    f"the input %{target.name} in place, which jit does not support; write to "
+                    "a copy (x = x.clone()) or call the function without jit"
+                )
+            if target.persistable:
+                effects.append(node)
+    return effects
+
+
+def _capture_tensors(value, graph: GraphTrace):
+    if isinstance(value, Tensor):
+        return graph.capture(value)
+    if isinstance(value, (tuple, list)):
+        return type(value)(_capture_tensors(item, graph) for item in value)
+    if isinstance(value, dict):
+        return {k: _capture_tensors(item, graph) for k, item in value.items()}
+    return value
+
+
+def _var_name(block, name: str) -> str:
+    """A parameter name as a var name (a dict key may hold any characters)."""
+    name = re.sub(r"\W", "_", name)
+    return name if name not in block.vars else block.program.unique_name(name + "_")
+
+
+def _describe(fn) -> str:
+    code = getattr(fn, "__code__", None)
+    where = f" ({code.co_filename.rsplit('/', 1)[-1]}:{code.co_firstlineno})" if code else ""
+    return f"{getattr(fn, '__qualname__', fn)!s}{where}"
+
+
+def trace(fn, *example_inputs, **kwargs) -> tuple[Program, list[Var], list[Var]]:
+    """Trace fn on example inputs: (program, input vars, output vars).
+
+    The input vars are data vars named after fn's parameters with the examples' exact shapes
+    and dtypes; the outputs are the Vars fn returned (a tensor, or tensors in a tuple/list)."""
+    signature = _signature(fn)
+    traced = _trace(fn, signature, _bind(signature, example_inputs, kwargs))
+    return traced.program, traced.inputs, traced.outputs
+
+
+# ---------------------------------------------------------------- gradients
+
+
+class Backward:
+    """The gradient half of a traced Program, and the op of the tape node a jitted call
+    records (duck-typed: the backward driver needs only `name`, `inplace` and `grad`).
+
+    The gradient ops are appended to the traced Program by the backward driver under a graph
+    trace (as append_backward does), seeded by one data var per differentiable output, and run
+    alone as `self.program`: the forward values they read (`saved`) are fetched by the forward
+    run and fed back, so nothing is recomputed."""
+
+    inplace: dict = {}
+
+    def __init__(self, traced: Traced, executor: Executor, name: str):
+        self.name = f"jit({name})"
+        self.traced, self.executor = traced, executor
+        program, block = traced.program, traced.program.global_block()
+        # outputs made by ops: an input or captured tensor returned as is keeps its own history
+        self.outputs = _unique(
+            v
+            for v in traced.outputs
+            if v._node is not None and v.requires_grad and not (v.is_data or v.persistable)
+        )
+        program.backward_start = len(block.ops)
+        self.seeds = [
+            block.create_var(_free_name(block, f"{v.name}@GRAD"), v.shape, v.dtype)
+            for v in self.outputs
+        ]
+        for s in self.seeds:
+            s.is_data = True
+        try:
+            with use_trace(GraphTrace(block)):
+                leaves, _ = backprop(self.outputs, self.seeds, create_graph=True)
+        except Exception:  # e.g. a gradient needing a value overwritten in place
+            del block.ops[program.backward_start :]  # the forward Program stays usable
+            program.backward_start, program.version = None, program.version + 1
+            raise
+        self.wrt = traced.inputs + [block.vars[name] for name in program.captured]
+        self.grads = [leaves.get(id(v), (None, None))[1] for v in self.wrt]
+        for v, g in zip(self.wrt, self.grads):
+            if g is not None:
+                _rename(block, g, f"{v.name}@GRAD")
+        self.program = Program()  # the gradient ops alone, sharing the vars
+        self.program.global_block().vars = block.vars
+        self.program.global_block().ops = block.ops[program.backward_start :]
+        self.program.captured = program.captured
+        ops = needed_ops(self.program.global_block(), [g for g in self.grads if g is not None])
+        produced = {id(v) for node in ops for v in node.outputs}
+        self.reads = {id(v) for node in ops for v in node.inputs if id(v) not in produced}
+        # the forward values the gradient ops read, inputs and parameters aside
+        self.saved = [
+            v
+            for v in _unique(v for node in ops for v in node.inputs)
+            if id(v) in self.reads and not v.is_data and not v.persistable
+        ]
+
+    def grad(self, g, out, *ins, saved):
+        """The tape's gradient rule: run the gradient ops for the inputs that want one."""
+        if is_grad_enabled():
+            raise UnsupportedError(
+                f"{self.name}: create_graph=True through a jitted call is not supported; "
+                "differentiate the undecorated function (.fn) instead"
+            )
+        outs = out if isinstance(out, tuple) else (out,)
+        for v, t in zip(self.wrt + self.outputs, (*ins, *outs)):
+            # written in place since the call: an error only if the gradient ops read it
+            if isinstance(t, _Stale) and id(v) in self.reads:
+                raise GradientError(t.message)
+        fresh = [t.original if isinstance(t, _Stale) else t for t in ins]
+        feed = dict(saved)
+        feed.update((v.name, t) for v, t in zip(self.traced.inputs, fresh))
+        feed.update((s.name, t) for s, t in zip(self.seeds, g if isinstance(g, tuple) else (g,)))
+        wanted = [g for g, t in zip(self.grads, fresh) if g is not None and t.requires_grad]
+        values = self.executor.run(self.program, feed, wanted, self.traced.scope, False)
+        by_var = dict(zip(map(id, wanted), values))
+        return [by_var.get(id(g)) if g is not None else None for g in self.grads]
+
+
+def _free_name(block, name: str) -> str:
+    return name if name not in block.vars else block.program.unique_name(name)
+
+
+def _unique(values) -> list:
+    seen, out = set(), []
+    for v in values:
+        if id(v) not in seen:
+            seen.add(id(v))
+            out.append(v)
+    return out
+
+
+# ---------------------------------------------------------------- the jitted function
+
+
+class JitFunction:
+    """A function that runs as a cached traced Program (see the module docstring).
+
+    `cache` maps each signature to its Traced; `program(*args)` returns the Program the call
+    with these arguments runs (tracing it if needed)."""
+
+    def __init__(self, fn):
+        self.fn = fn
+        self.signature = _signature(fn)  # bound on every call: computed once
+        self.cache: dict = {}
+        self.executor = Executor()
+        update_wrapper(self, fn)
+
+    def __call__(self, *args, **kwargs):
+        if isinstance(STATE.trace, GraphTrace):
+            return self.fn(*args, **kwargs)  # inside another trace: record the ops inline
+        arguments = _bind(self.signature, args, kwargs)
+        inputs = [t for name, v in arguments.items() for _, t in _tensors(v, name, [])]
+        traced = self.lookup(arguments)
+        captured = list(traced.program.captured.values())
+        if is_grad_enabled() and any(t.requires_grad for t in inputs + captured):
+            return self.run_with_grad(traced, inputs, captured)
+        values = self.run(traced, inputs, traced.outputs)
+        return _unflatten(traced, inputs, values)
+
+    def lookup(self, arguments: dict) -> Traced:
+        key = tuple((name, _key(v)) for name, v in arguments.items())
+        traced = self.cache.get(key)
+        # a captured tensor that started or stopped requiring grad needs other gradient ops
+        if traced is None or traced.grad_flags != _grad_flags(traced.program):
+            traced = self.cache[key] = _trace(self.fn, self.signature, arguments)
+        return traced
+
+    def run(self, traced: Traced, inputs: list[Tensor], fetch: list[Var]) -> list[Tensor]:
+        feed = {v.name: t for v, t in zip(traced.inputs, inputs)}
+        targets = fetch + traced.effects
+        return self.executor.run(traced.program, feed, targets, traced.scope, False)
+
+    def run_with_grad(self, traced: Traced, inputs, captured):
+        """Run forward, keep what the gradient ops read, and record one tape node."""
+        if traced.backward is None:
+            name = getattr(self.fn, "__name__", "fn")
+            traced.backward = Backward(traced, self.executor, name)
+        backward = traced.backward
+        values = self.run(traced, inputs, traced.outputs + backward.saved)
+        outputs, saved = values[: len(traced.outputs)], values[len(traced.outputs) :]
+        result = _unflatten(traced, inputs, outputs)
+        if backward.outputs and any(g is not None for g in backward.grads):
+            by_var = dict(zip(map(id, traced.outputs), outputs))
+            recorded = [by_var[id(v)] for v in backward.outputs]
+            attrs = {"saved": {v.name: t for v, t in zip(backward.saved, saved)}}
+            STATE.trace.record(backward, inputs + captured, attrs, recorded)
+        return result
+
+    def program(self, *args, **kwargs) -> Program:
+        return self.lookup(_bind(self.signature, args, kwargs)).program
+
+    def __get__(self, obj, owner=None):
+        """As a method: the instance is the first argument (a constant of the signature)."""
+        return self if obj is None else MethodType(self, obj)
+
+
+def _unflatten(traced: Traced, inputs: list[Tensor], values: list[Tensor]):
+    """The returned structure with eager tensors for its Vars (an input returned as is is the
+    caller's tensor itself, as in eager mode)."""
+    by_var = {id(v): t for v, t in zip(traced.outputs, values)}
+    by_var.update((id(v), t) for v, t in zip(traced.inputs, inputs))
+
+    def build(value):
+        if isinstance(value, Var):
+            return by_var[id(value)]
+        if isinstance(value, (tuple, list)):
+            return type(value)(build(item) for item in value)
+        if isinstance(value, dict):
+            return {k: build(item) for k, item in value.items()}
+        return value
+
+    return build(traced.result)
+
+
+def jit(fn):
+    """Decorator: run fn as a Program traced once per input signature (module docstring)."""
+    return JitFunction(fn)
