@@ -29,8 +29,10 @@ from .graph import (
     Scope,
     append_backward,
     global_scope,
+    jit,
     program_guard,
     static,
+    trace,
 )
 from .ops import *  # noqa: F403  (the ops are the public functions)
 from .tensor import Tensor, from_numpy, tensor

@@ -3,6 +3,7 @@ that runs only what the fetch targets need."""
 
 from .backward import append_backward
 from .executor import Executor, Scope, compatible, global_scope, needed_ops, prune
+from .jit import jit, trace
 from .passes import explain, verify
 from .printer import format_program
 from .program import Block, GraphTrace, Program, Var
@@ -22,8 +23,10 @@ __all__ = [
     "explain",
     "format_program",
     "global_scope",
+    "jit",
     "needed_ops",
     "program_guard",
     "prune",
+    "trace",
     "verify",
 ]
