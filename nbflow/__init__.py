@@ -30,7 +30,9 @@ from .graph import (
     append_backward,
     global_scope,
     jit,
+    load,
     program_guard,
+    save,
     static,
     trace,
 )

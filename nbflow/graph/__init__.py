@@ -7,6 +7,7 @@ from .jit import jit, trace
 from .passes import explain, verify
 from .printer import format_program
 from .program import Block, GraphTrace, Program, Var
+from .serialize import load, save
 from .static import create_parameter, data, program_guard
 
 __all__ = [
@@ -24,9 +25,11 @@ __all__ = [
     "format_program",
     "global_scope",
     "jit",
+    "load",
     "needed_ops",
     "program_guard",
     "prune",
+    "save",
     "trace",
     "verify",
 ]

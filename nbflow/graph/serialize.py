@@ -1,0 +1,855 @@
+"""Saving and loading Programs: a versioned JSON document, parameters in an .npz beside it.
+
+    save(program, "model.json", scope)      # writes model.json and model.json.npz
+    program = load("model.json", scope)     # a checked Program; parameters go into scope
+
+API:
+- `save(program, path, scope=None)`: the program as JSON at `path`, and the values of its
+  persistable vars at `path + ".npz"`, taken from `scope` (falling back to the program's
+  captured tensors) or, without a scope, from `program.captured`. Persistable vars with no
+  value yet (not initialised by a startup program run) are left out of the .npz.
+- `load(path, scope=None) -> Program`: the program, and its saved parameters: into `scope`
+  when one is given, else attached to the program as captured tensors (as for a traced
+  program), which an Executor copies into whatever scope it runs with.
+- `load_program(path)`, `load_params(path, program, scope=None) -> Scope`: the two halves.
+- `dumps(program) -> str`, `loads(text) -> Program`: the document alone, in memory.
+- `SCHEMA`: the JSON Schema of the document; `FORMAT`, `VERSION`.
+
+The document: `{"format": "nbflow.program", "version": 1, "blocks": [...], "backward_start",
+"next_name", "params_sha256"}`; a block has `idx`, `parent`, `vars` (name, shape, dtype short
+name, persistable, stop_gradient, is_data, location) and `ops` (type, input and output var
+names in slot order, attrs, location, `grad_edges` (which inputs pass a gradient back, fixed
+when the op was built) and `rule_inputs` when an in-place op's gradient reads a saved copy of
+its target). Attrs are stored by their declared kind: dtypes by short name,
+non-finite floats as "inf", "-inf" or "nan" (JSON has no such numbers), index keys as lists of
+lists. A random op's `generator` is stored as null: a loaded program draws from the default
+generator (seed it with nbflow.manual_seed). The in-place map is implied by the op type.
+
+Loading is validation, never code: the text is parsed by `json` (no pickle, eval, exec or
+import driven by the file), checked against SCHEMA, then semantically: op types from the
+registry only, attrs decoded by kind and re-checked by the op's own `check_attrs`, every input
+defined before use (in its block or an enclosing one), block parents acyclic with bounded
+nesting, shapes and element counts bounded, in-place outputs equal to their target, and each
+op's shape rule re-run and compared with the declared output vars. The .npz is read with
+allow_pickle=False after every array header (name, dtype, shape) was checked against the
+program and the total size against a budget. Any failure raises ProgramError naming the field,
+op or var; the document records a digest of its .npz so a mismatched pair is detected.
+
+Both files are written atomically (a temporary file in the same folder, fsync, os.replace),
+the .npz first: a crash leaves the old pair or the new .npz with the old document, which the
+digest check rejects, never a half-written file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import tempfile
+import warnings
+import zipfile
+from functools import lru_cache
+
+import numpy as np
+
+from .. import dtypes as dt
+from ..core import REGISTRY, Spec
+from ..errors import ProgramError
+from ..tensor import Tensor
+from .executor import Scope, compatible
+from .program import Block, Program
+
+__all__ = [
+    "FORMAT",
+    "SCHEMA",
+    "VERSION",
+    "dumps",
+    "from_document",
+    "load",
+    "load_params",
+    "load_program",
+    "loads",
+    "save",
+]
+
+FORMAT = "nbflow.program"
+VERSION = 1
+
+# Bounds on what a loaded document may declare (a saved program may come from anyone).
+MAX_FILE_BYTES = 256 << 20
+MAX_BLOCKS = 1024
+MAX_DEPTH = 64  # block nesting
+MAX_VARS = 1 << 20  # per block
+MAX_OPS = 1 << 20  # per block
+MAX_ARGS = 4096  # inputs or outputs of one op
+MAX_NDIM = 32
+MAX_ELEMENTS = 1 << 40  # per var (unknown dims count as 1)
+MAX_TOTAL_ELEMENTS = 1 << 44  # all vars together
+MAX_NAME = 256
+MAX_LOCATION = 1024
+MAX_PARAM_BYTES = 1 << 34  # default budget for the parameters read from an .npz
+INT64 = (-(1 << 63), (1 << 63) - 1)  # range of every int in an attr
+
+DTYPES = {short: d for d, short in dt.SHORT.items()}
+NON_FINITE = {"inf": math.inf, "-inf": -math.inf, "nan": math.nan}
+NO_VALUE_ATTRS = ("generator",)  # process objects: stored as null
+
+# ---------------------------------------------------------------- schema
+
+_NAME = {
+    "type": "string",
+    "minLength": 1,
+    "maxLength": MAX_NAME,
+    "pattern": r"^[^/\\\x00-\x1f\x7f]+$",  # no path separators or control characters
+}
+_IDENT = {"type": "string", "maxLength": 64, "pattern": r"^[A-Za-z_][A-Za-z0-9_]*$"}
+_LOCATION = {"type": ["string", "null"], "maxLength": MAX_LOCATION}
+_NAMES = {"type": "array", "maxItems": MAX_ARGS, "items": _NAME}
+_SCALAR = {"type": ["null", "boolean", "number", "string"], "maxLength": MAX_NAME}
+
+
+def _list_of(items: dict, max_items: int) -> dict:
+    """A scalar or a list of `items`."""
+    return {
+        "type": [*items["type"], "array"],
+        "maxLength": MAX_NAME,
+        "maxItems": max_items,
+        "items": items,
+    }
+
+
+# an attr value: a scalar, a list of them (split sizes), or a list of short lists (an index key)
+_ATTR = _list_of(_list_of(_SCALAR, 16), MAX_ARGS)
+
+_VAR = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["name", "shape", "dtype", "persistable", "stop_gradient", "is_data", "location"],
+    "properties": {
+        "name": _NAME,
+        "shape": {
+            "type": "array",
+            "maxItems": MAX_NDIM,
+            "items": {"type": "integer", "minimum": -1, "maximum": MAX_ELEMENTS},
+        },
+        "dtype": {"enum": sorted(DTYPES)},
+        "persistable": {"type": "boolean"},
+        "stop_gradient": {"type": "boolean"},
+        "is_data": {"type": "boolean"},
+        "location": _LOCATION,
+    },
+}
+
+_OP = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["type", "inputs", "outputs", "attrs", "location"],
+    "properties": {
+        "type": _IDENT,
+        "inputs": _NAMES,
+        "outputs": _NAMES,
+        "rule_inputs": {"anyOf": [{"type": "null"}, _NAMES]},
+        "grad_edges": {"type": "array", "maxItems": MAX_ARGS, "items": {"type": "boolean"}},
+        "attrs": {
+            "type": "object",
+            "maxProperties": 64,
+            "propertyNames": _IDENT,
+            "additionalProperties": _ATTR,
+        },
+        "location": _LOCATION,
+    },
+}
+
+_BLOCK = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["idx", "parent", "vars", "ops"],
+    "properties": {
+        "idx": {"type": "integer", "minimum": 0, "maximum": MAX_BLOCKS},
+        "parent": {"type": "integer", "minimum": -1, "maximum": MAX_BLOCKS},
+        "vars": {"type": "array", "maxItems": MAX_VARS, "items": _VAR},
+        "ops": {"type": "array", "maxItems": MAX_OPS, "items": _OP},
+    },
+}
+
+SCHEMA = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "title": "nbflow program",
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["format", "version", "blocks", "backward_start"],
+    "properties": {
+        "format": {"const": FORMAT},
+        "version": {"const": VERSION},
+        "blocks": {"type": "array", "minItems": 1, "maxItems": MAX_BLOCKS, "items": _BLOCK},
+        "backward_start": {"type": ["integer", "null"], "minimum": 0, "maximum": MAX_OPS},
+        "next_name": {"type": "integer", "minimum": 0, "maximum": 1 << 40},
+        "params_sha256": {"type": ["string", "null"], "pattern": "^[0-9a-f]{64}$"},
+    },
+}
+
+
+_PATTERNS = {
+    _NAME["pattern"]: "is not a valid name (no '/', '\\' or control characters)",
+    _IDENT["pattern"]: "is not an identifier",
+    SCHEMA["properties"]["params_sha256"]["pattern"]: "is not a sha256 digest (64 hex digits)",
+}
+
+
+@lru_cache(maxsize=1)
+def _validator():
+    import jsonschema  # imported on first load only: `import nbflow` stays fast
+
+    # JSON Schema counts 1.0 as an integer; a shape or an index must be a true int
+    checker = jsonschema.Draft202012Validator.TYPE_CHECKER.redefine(
+        "integer", lambda _, v: isinstance(v, int) and not isinstance(v, bool)
+    )
+    cls = jsonschema.validators.extend(jsonschema.Draft202012Validator, type_checker=checker)
+    return cls(SCHEMA)
+
+
+def _check_schema(doc: dict):
+    import jsonschema
+
+    errors = list(_islice(_validator().iter_errors(doc), 20))
+    if errors:
+        e = jsonschema.exceptions.best_match(errors)
+        where = "".join(f"[{p!r}]" for p in e.absolute_path) or "the document root"
+        message = e.message
+        if e.validator == "pattern":  # say what the regular expression means
+            what = _PATTERNS.get(e.validator_value, "does not have the expected form")
+            message = f"{_short(repr(e.instance), 80)} {what}"
+        raise ProgramError(f"bad program document at {where}: {_short(message)}")
+
+
+def _islice(it, n):
+    for i, x in enumerate(it):
+        if i >= n:
+            return
+        yield x
+
+
+def _short(text: str, n: int = 200) -> str:
+    return text if len(text) <= n else text[:n] + "..."
+
+
+# ---------------------------------------------------------------- saving
+
+
+def dumps(program: Program) -> str:
+    """The program as a JSON document (without parameters)."""
+    return _dump(_document(program)).decode()
+
+
+def _dump(doc: dict) -> bytes:
+    """JSON with one var or op per line, so two saved programs diff line by line."""
+
+    def one_line(x) -> str:
+        return json.dumps(x, allow_nan=False)
+
+    def items(xs) -> str:
+        return "[\n" + ",\n".join("    " + one_line(x) for x in xs) + "\n   ]"
+
+    blocks = ",\n".join(
+        f'  {{"idx": {b["idx"]}, "parent": {b["parent"]},\n'
+        f'   "vars": {items(b["vars"])},\n   "ops": {items(b["ops"])}}}'
+        for b in doc["blocks"]
+    )
+    fields = [f" {one_line(k)}: {one_line(v)}" for k, v in doc.items() if k != "blocks"]
+    return ("{\n" + ",\n".join([*fields, f' "blocks": [\n{blocks}\n ]']) + "\n}\n").encode()
+
+
+def save(program: Program, path, scope=None) -> None:
+    """Write the program to `path` and its persistable values to `path + ".npz"`."""
+    path = os.fspath(path)
+    doc = _document(program)
+    from_document(_parse(_dump(doc)))  # never write a file that would not load
+    values = _param_values(program, scope)
+    doc["params_sha256"] = _atomic_write(path + ".npz", lambda f: _write_npz(f, values))
+    text = _dump(doc)
+    _atomic_write(path, lambda f: f.write(text))
+
+
+def _document(program: Program) -> dict:
+    return {
+        "format": FORMAT,
+        "version": VERSION,
+        "blocks": [_block_doc(b) for b in program.blocks],
+        "backward_start": program.backward_start,
+        "next_name": program._names,  # so names made after loading match the original's
+        "params_sha256": None,
+    }
+
+
+def _block_doc(block: Block) -> dict:
+    return {
+        "idx": block.idx,
+        "parent": block.parent,
+        "vars": [_var_doc(v) for v in block.vars.values()],
+        "ops": [_op_doc(block, i, node) for i, node in enumerate(block.ops)],
+    }
+
+
+def _var_doc(v) -> dict:
+    return {
+        "name": v.name,
+        "shape": list(v.shape),
+        "dtype": dt.SHORT[v.dtype],
+        "persistable": bool(v.persistable),
+        "stop_gradient": bool(v.stop_gradient),
+        "is_data": bool(v.is_data),
+        "location": v.location,
+    }
+
+
+def _op_doc(block: Block, i: int, node) -> dict:
+    where = f"block {block.idx}, op {i} ({node.op.name})"
+    doc = {
+        "type": node.op.name,
+        "inputs": [_ref(block, v, where) for v in node.inputs],
+        "outputs": [_ref(block, v, where) for v in node.outputs],
+        "attrs": {
+            name: _encode_attr(node.op.attrs[name].kind, name, value, where)
+            for name, value in node.attrs.items()
+        },
+        "location": node.location,
+    }
+    if node.rule_inputs is not None:
+        doc["rule_inputs"] = [_ref(block, v, where) for v in node.rule_inputs]
+    if node.edges is not None:
+        # which inputs pass a gradient back, as decided when the op was built: an in-place
+        # write may since have changed a var's stop_gradient (the saved, final value)
+        doc["grad_edges"] = [e is not None for e in node.edges]
+    return doc
+
+
+def _ref(block: Block, v, where: str) -> str:
+    """The name of v, which must be what the name means in the block (else loading breaks)."""
+    try:
+        found = block.var(v.name)
+    except KeyError:
+        found = None
+    if found is not v:
+        raise ProgramError(f"save: {where} uses %{v.name}, which is not a var of its block")
+    return v.name
+
+
+def _encode_attr(kind: str, name: str, value, where: str):
+    if value is None:
+        return None
+    if kind == "dtype":
+        return dt.SHORT[value]
+    if kind == "ints":
+        return [int(n) for n in value]
+    if kind == "float" or (kind == "value" and isinstance(value, float)):
+        return _encode_float(value)
+    if kind == "any":
+        return None if name in NO_VALUE_ATTRS else _encode_any(value, name, where)
+    return value
+
+
+def _encode_float(x: float):
+    return float(x) if math.isfinite(x) else ("nan" if math.isnan(x) else str(x))
+
+
+def _encode_any(value, name: str, where: str):
+    """A structured attr as JSON: tuples become lists; only JSON-representable leaves."""
+    if isinstance(value, (tuple, list)):
+        return [_encode_any(v, name, where) for v in value]
+    if value is None or isinstance(value, (bool, str)):
+        return value
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    if isinstance(value, (float, np.floating)) and math.isfinite(value):
+        return float(value)
+    raise ProgramError(f"save: {where}: attribute '{name}' holds {value!r}, not storable as JSON")
+
+
+def _param_values(program: Program, scope) -> dict[str, np.ndarray]:
+    """Values of the persistable vars, checked against their vars."""
+    values = {}
+    for block in program.blocks:
+        for v in block.vars.values():
+            if not v.persistable:
+                continue
+            t = scope.get(v.name) if scope is not None else None
+            t = program.captured.get(v.name) if t is None else t
+            if t is None:
+                continue  # not initialised yet: the startup program will do it
+            a = np.ascontiguousarray(t.numpy() if isinstance(t, Tensor) else t)
+            if a.dtype != v.dtype or not compatible(v.shape, a.shape):
+                raise ProgramError(
+                    f"save: the value of %{v.name} is {a.dtype}{list(a.shape)}, "
+                    f"the var is {v.dtype}{list(v.shape)}"
+                )
+            values[v.name] = a
+    return values
+
+
+def _write_npz(f, values: dict[str, np.ndarray]):
+    # np.savez's own keyword parameters (file, allow_pickle) would clash with var names of
+    # the same spelling, so the archive is written the way np.savez writes it
+    with zipfile.ZipFile(f, "w", zipfile.ZIP_STORED, allowZip64=True) as zf:
+        for name, a in values.items():
+            with zf.open(name + ".npy", "w", force_zip64=True) as member:
+                np.lib.format.write_array(member, a, allow_pickle=False)
+
+
+def _atomic_write(path: str, write) -> str:
+    """Write a file through a temporary sibling and os.replace; returns its sha256."""
+    folder = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix="." + os.path.basename(path) + ".", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w+b") as f:
+            write(f)
+            f.flush()
+            os.fsync(f.fileno())
+            f.seek(0)
+            digest = _sha256(f)
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+    _fsync_dir(folder)  # makes the rename itself durable
+    return digest
+
+
+def _sha256(f) -> str:
+    h = hashlib.sha256()  # hashlib.file_digest needs Python 3.11
+    while chunk := f.read(1 << 20):
+        h.update(chunk)
+    return h.hexdigest()
+
+
+def _fsync_dir(folder: str):
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return  # not possible on every platform (Windows); the rename still happened
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+# ---------------------------------------------------------------- loading: the document
+
+
+def load(path, scope=None, max_param_bytes: int = MAX_PARAM_BYTES) -> Program:
+    """Load a saved program and its parameters (into `scope`, or as captured tensors)."""
+    path = os.fspath(path)
+    doc = _parse(_read_bounded(path, MAX_FILE_BYTES))
+    program = from_document(doc)
+    digest = doc.get("params_sha256")
+    if digest is not None:  # null: saved without a parameters file (dumps)
+        values = _read_params(path + ".npz", program, max_param_bytes, digest)
+        target = program.captured if scope is None else scope
+        target.update((name, Tensor(a)) for name, a in values.items())
+    return program
+
+
+def load_program(path) -> Program:
+    """Load only the program document (checked); no parameters."""
+    return loads(_read_bounded(os.fspath(path), MAX_FILE_BYTES))
+
+
+def loads(text: str | bytes) -> Program:
+    """A Program from a JSON document (str or bytes), checked as `load` checks it."""
+    if isinstance(text, str):
+        text = text.encode("utf-8", "surrogatepass")
+    if len(text) > MAX_FILE_BYTES:
+        raise ProgramError(f"a program document is at most {MAX_FILE_BYTES} bytes")
+    return from_document(_parse(text))
+
+
+def _read_bounded(path: str, limit: int) -> bytes:
+    try:
+        with open(path, "rb") as f:
+            data = f.read(limit + 1)
+    except OSError as e:
+        raise ProgramError(f"cannot read {path}: {e.strerror or e}") from None
+    if len(data) > limit:
+        raise ProgramError(f"{path} is larger than the {limit} bytes a program may have")
+    return data
+
+
+def _parse(data: bytes):
+    try:
+        text = data.decode("utf-8")
+        return json.loads(
+            text,
+            parse_constant=_reject_constant,
+            parse_float=_finite_float,
+            object_pairs_hook=_unique_keys,
+        )
+    except ProgramError:
+        raise
+    except (ValueError, RecursionError) as e:  # JSONDecodeError, bad UTF-8, too deep, long int
+        raise ProgramError(f"not a valid JSON program document: {_short(str(e))}") from None
+
+
+def _reject_constant(name: str):
+    raise ProgramError(f"{name} is not JSON (non-finite floats are stored as strings)")
+
+
+def _finite_float(text: str) -> float:
+    x = float(text)
+    if not math.isfinite(x):
+        raise ProgramError(f"the number {_short(text, 40)} is out of range")
+    return x
+
+
+def _unique_keys(pairs) -> dict:
+    d = dict(pairs)
+    if len(d) != len(pairs):
+        raise ProgramError("a JSON object in the document repeats a key")
+    return d
+
+
+def from_document(doc) -> Program:
+    """Check a parsed document and build its Program."""
+    if not isinstance(doc, dict):
+        raise ProgramError(f"a program document is a JSON object, got {type(doc).__name__}")
+    if doc.get("format") != FORMAT:
+        raise ProgramError(f"not an nbflow program: format is {_short(repr(doc.get('format')))}")
+    version = doc.get("version")
+    if version != VERSION or not isinstance(version, int) or isinstance(version, bool):
+        raise ProgramError(
+            f"program format version {_short(repr(version))} is not supported "
+            f"(this nbflow reads version {VERSION})"
+        )
+    _check_schema(doc)
+    _check_blocks(doc["blocks"])
+    program = Program()
+    program.blocks = [Block(program, b["idx"], b["parent"]) for b in doc["blocks"]]
+    total = 0
+    for block, b in zip(program.blocks, doc["blocks"]):
+        total += _load_vars(block, b["vars"])
+    if total > MAX_TOTAL_ELEMENTS:
+        raise ProgramError(f"the vars hold {total} elements in all, over {MAX_TOTAL_ELEMENTS}")
+    defined = {id(v) for b in program.blocks for v in b.vars.values() if v.is_data or v.persistable}
+    written: set[int] = set()
+    for block, b in zip(program.blocks, doc["blocks"]):
+        for i, op in enumerate(b["ops"]):
+            _load_op(block, i, op, defined, written)
+    start = doc["backward_start"]
+    if start is not None and start > len(program.blocks[0].ops):
+        raise ProgramError(f"backward_start {start} is past the {len(program.blocks[0].ops)} ops")
+    program.backward_start = start
+    program._names = doc.get("next_name", 0)
+    return program
+
+
+def _check_blocks(blocks: list):
+    """Blocks in order, block 0 the only root, parents acyclic, nesting bounded."""
+    n = len(blocks)
+    for i, b in enumerate(blocks):
+        if b["idx"] != i:
+            raise ProgramError(f"block {i} is numbered {b['idx']}: blocks are stored in order")
+        if (i == 0) != (b["parent"] == -1):
+            raise ProgramError(f"block {i}: parent {b['parent']} (only block 0 has none, -1)")
+        if b["parent"] >= n:
+            raise ProgramError(f"block {i}: parent {b['parent']} does not exist ({n} blocks)")
+    for i in range(n):
+        seen, j = [], i
+        while j != -1:
+            if j in seen:
+                chain = " -> ".join(map(str, [*seen, j]))
+                raise ProgramError(f"block {i}: the block parents form a cycle ({chain})")
+            if len(seen) > MAX_DEPTH:
+                raise ProgramError(f"block {i}: blocks nest more than {MAX_DEPTH} deep")
+            seen.append(j)
+            j = blocks[j]["parent"]
+    for i, b in enumerate(blocks[1:], 1):
+        if b["parent"] >= i:  # so enclosing blocks are loaded before the blocks they hold
+            raise ProgramError(f"block {i}: its parent {b['parent']} must come before it")
+
+
+def _load_vars(block: Block, docs: list) -> int:
+    """Create the block's vars; returns their element count."""
+    total = 0
+    for d in docs:
+        name = d["name"]
+        where = f"block {block.idx}, var '{name}'"
+        if name in block.vars:
+            raise ProgramError(f"{where} is declared twice")
+        if name in (".", ".."):
+            raise ProgramError(f"{where}: not a usable var name")
+        total += _elements(d["shape"], where)
+        v = block.create_var(name, d["shape"], DTYPES[d["dtype"]], persistable=d["persistable"])
+        v.stop_gradient = d["stop_gradient"]  # as saved, even where the default differs
+        v.is_data = d["is_data"]
+        v.location = d["location"]
+    return total
+
+
+def _elements(shape, where: str) -> int:
+    """The element count of a shape (-1 counts as 1), bounded so sizes never overflow."""
+    n = 1
+    for d in shape:
+        if not isinstance(d, int) or d < -1 or d > MAX_ELEMENTS:
+            raise ProgramError(f"{where}: bad dim {_short(repr(d), 40)} in its shape")
+        n *= max(d, 1)
+    if n > MAX_ELEMENTS or len(shape) > MAX_NDIM:
+        raise ProgramError(f"{where}: shape {list(shape)} is over {MAX_ELEMENTS} elements")
+    return n
+
+
+# ---------------------------------------------------------------- loading: ops
+
+
+def _load_op(block: Block, i: int, d: dict, defined: set, written: set):
+    name = d["type"]
+    where = f"block {block.idx}, op {i} ({name})"
+    op = REGISTRY.get(name)
+    if op is None:
+        raise ProgramError(f"{where}: op type '{name}' is not registered in nbflow")
+    attrs = _decode_attrs(op, d["attrs"], where)
+    inputs = [_use(block, n, defined, where, "input") for n in d["inputs"]]
+    outputs = [_resolve(block, n, where, "output") for n in d["outputs"]]
+    _check_outputs(op, inputs, outputs, where, written)
+    _check_infer(op, inputs, outputs, attrs, where)
+    rule_inputs = d.get("rule_inputs")
+    if rule_inputs is not None:
+        rule_inputs = _rule_inputs(block, rule_inputs, inputs, defined, where)
+    edges = _edges(inputs, d.get("grad_edges"), where)  # before append moves the targets on
+    node = block.append(op, inputs, attrs, outputs, d["location"] or "?")
+    node.rule_inputs = rule_inputs
+    if edges is not None:
+        node.edges = edges
+    for v in outputs:
+        defined.add(id(v))
+        written.add(id(v))
+
+
+def _resolve(block: Block, name: str, where: str, what: str):
+    try:
+        return block.var(name)
+    except KeyError:
+        raise ProgramError(
+            f"{where}: {what} %{name} is not a var of block {block.idx} or the blocks enclosing it"
+        ) from None
+
+
+def _use(block: Block, name: str, defined: set, where: str, what: str):
+    v = _resolve(block, name, where, what)
+    if id(v) not in defined:
+        raise ProgramError(f"{where}: {what} %{name} is used before any op defines it")
+    return v
+
+
+def _check_outputs(op, inputs, outputs, where: str, written: set):
+    """In-place outputs are their targets; every other output is a fresh, single write."""
+    for i, v in enumerate(outputs):
+        j = op.inplace.get(i)
+        if j is not None:
+            if j >= len(inputs) or inputs[j] is not v:
+                raise ProgramError(
+                    f"{where}: output {i} (%{v.name}) of an in-place op must be its input {j}"
+                )
+            continue
+        if v.is_data:
+            raise ProgramError(f"{where}: output %{v.name} is a data var (fed, never computed)")
+        if id(v) in written:
+            raise ProgramError(f"{where}: output %{v.name} is written twice")
+        if any(v is x for x in inputs) or sum(v is o for o in outputs) > 1:
+            raise ProgramError(f"{where}: output %{v.name} is also an input or another output")
+
+
+def _check_infer(op, inputs, outputs, attrs, where: str):
+    """Re-run the op's shape rule: the declared outputs must agree, and a kernel must exist."""
+    specs = [Spec(v.shape, v.dtype) for v in inputs]
+    try:
+        with warnings.catch_warnings():  # the user saw the rule's warnings when building
+            warnings.simplefilter("ignore")
+            out_specs = op.infer(specs, attrs)
+        key = op.key_dtype(specs) if specs else None
+        op.kernel("cpu", out_specs[0].dtype if key is None else key)
+    except Exception as e:  # an op's rule on hostile attrs may fail any way: never escapes
+        raise ProgramError(f"{where}: {_short(str(e), 400)}") from None
+    if len(out_specs) != len(outputs):
+        raise ProgramError(f"{where}: {len(outputs)} outputs, the op makes {len(out_specs)}")
+    for v, s in zip(outputs, out_specs):
+        _elements(s.shape, f"{where}: output %{v.name}")
+        fits = len(s.shape) == len(v.shape) and all(
+            a == b or -1 in (a, b) for a, b in zip(s.shape, v.shape)
+        )
+        if not fits or s.dtype != v.dtype:
+            raise ProgramError(
+                f"{where}: output %{v.name} is declared {Spec(v.shape, v.dtype)}, "
+                f"the op's shape rule gives {s}"
+            )
+
+
+def _rule_inputs(block: Block, names: list, inputs: list, defined: set, where: str):
+    """The values an in-place op's gradient rule reads: saved copies standing in for inputs."""
+    if len(names) != len(inputs):
+        raise ProgramError(f"{where}: rule_inputs has {len(names)} vars for {len(inputs)} inputs")
+    rule = [_use(block, n, defined, where, "rule input") for n in names]
+    for r, v in zip(rule, inputs):
+        if r.dtype != v.dtype or r.shape != v.shape:
+            raise ProgramError(f"{where}: rule input %{r.name} does not match input %{v.name}")
+    return rule
+
+
+def _edges(inputs: list, flags, where: str):
+    """The gradient edges the saved flags ask for: where each flagged input's gradient goes
+    now (its producing op, or the var itself for a leaf), as Block.append would find it."""
+    if flags is None:
+        return None
+    if len(flags) != len(inputs):
+        raise ProgramError(f"{where}: grad_edges has {len(flags)} flags for {len(inputs)} inputs")
+    return [
+        ((v._node, v._index) if v._node is not None else v) if flag else None
+        for v, flag in zip(inputs, flags)
+    ]
+
+
+def _decode_attrs(op, raw: dict, where: str) -> dict:
+    attrs = {}
+    for name, value in raw.items():
+        a = op.attrs.get(name)
+        if a is None:
+            raise ProgramError(
+                f"{where}: unknown attribute '{name}' (the op has {', '.join(op.attrs) or 'none'})"
+            )
+        _check_ints(value, f"{where}: attribute '{name}'")
+        attrs[name] = _decode_attr(a.kind, name, value, where)
+    try:
+        return op.check_attrs(attrs)
+    except Exception as e:  # AttrError, or a converter failing on an odd value
+        message = str(e).removeprefix(f"{op.name}: ")
+        raise ProgramError(f"{where}: {_short(message, 400)}") from None
+
+
+def _decode_attr(kind: str, name: str, value, where: str):
+    if value is None:
+        return None
+    if kind == "dtype":
+        if not isinstance(value, str) or value not in DTYPES:
+            raise ProgramError(
+                f"{where}: attribute '{name}' must be a dtype name "
+                f"({', '.join(DTYPES)}), got {_short(repr(value), 60)}"
+            )
+        return DTYPES[value]
+    if kind in ("float", "value") and isinstance(value, str):
+        if value not in NON_FINITE:
+            raise ProgramError(f"{where}: attribute '{name}' must be a number, got '{value}'")
+        return NON_FINITE[value]
+    if kind == "any" and name in NO_VALUE_ATTRS:
+        raise ProgramError(f"{where}: attribute '{name}' can only be null in a saved program")
+    return _tuples(value)
+
+
+def _tuples(value):
+    """JSON lists as the tuples attrs hold (an index key is a tuple of tuples)."""
+    return tuple(_tuples(v) for v in value) if isinstance(value, list) else value
+
+
+def _check_ints(value, where: str):
+    """Every int in an attr fits int64 (kernels and numpy take them as such)."""
+    if isinstance(value, list):
+        for v in value:
+            _check_ints(v, where)
+    elif isinstance(value, int) and not INT64[0] <= value <= INT64[1]:
+        raise ProgramError(f"{where}: {_short(str(value), 40)} is out of the int64 range")
+
+
+# ---------------------------------------------------------------- loading: parameters
+
+
+def load_params(path, program: Program, scope=None, max_bytes: int = MAX_PARAM_BYTES) -> Scope:
+    """Read `path + ".npz"` into `scope` (a new Scope by default) after checking every array
+    against the program's persistable vars; returns the scope. Arrays missing from the file
+    are left alone (a startup program initialises them)."""
+    values = _read_params(os.fspath(path) + ".npz", program, max_bytes, None)
+    scope = Scope() if scope is None else scope
+    scope.update((name, Tensor(a)) for name, a in values.items())
+    return scope
+
+
+def _read_params(path: str, program: Program, max_bytes: int, digest) -> dict:
+    persistable = {v.name: v for b in program.blocks for v in b.vars.values() if v.persistable}
+    _check_file(path, persistable, max_bytes, digest)
+    try:
+        # the zip opened directly rather than by np.load, which would read a bare .npy (or
+        # refuse a pickle) only after allocating it; members are read with allow_pickle=False
+        with zipfile.ZipFile(path) as zf:
+            members = _check_members(path, zf, persistable, max_bytes)
+            return {name: _read_array(zf, info) for name, info in members.items()}
+    except ProgramError:
+        raise
+    except Exception as e:  # zipfile, zlib and numpy fail in many ways on a damaged file
+        raise ProgramError(f"{path}: damaged parameters file ({_short(str(e))})") from None
+
+
+def _check_file(path: str, persistable: dict, max_bytes: int, digest):
+    try:
+        size = os.path.getsize(path)
+    except OSError as e:
+        raise ProgramError(f"cannot read the parameters file {path}: {e.strerror or e}") from None
+    declared = sum(_nbytes(v.shape, v.dtype) for v in persistable.values())
+    allowed = min(declared, max_bytes) + 4096 * (len(persistable) + 1)  # headers, directory
+    if size > allowed:
+        raise ProgramError(
+            f"{path} has {size} bytes, more than its program's parameters "
+            f"({declared} bytes) or the budget ({max_bytes} bytes) allow"
+        )
+    if digest is not None:
+        with open(path, "rb") as f:
+            found = _sha256(f)
+        if found != digest:
+            raise ProgramError(
+                f"{path} is not the parameters file saved with this program "
+                "(its sha256 differs from the one the program records)"
+            )
+
+
+def _nbytes(shape, dtype) -> int:
+    return math.prod(max(n, 1) for n in shape) * dtype.itemsize
+
+
+def _check_members(path: str, zf, persistable: dict, max_bytes: int) -> dict:
+    """Each member's name, dtype and shape against its var, and the total against the
+    budget, read from the .npy headers before any array is allocated."""
+    members, total = {}, 0
+    for info in zf.infolist():
+        name = info.filename[:-4] if info.filename.endswith(".npy") else None
+        v = persistable.get(name)
+        if v is None:
+            raise ProgramError(f"{path}: '{_short(info.filename, 80)}' is not a persistable var")
+        if name in members:
+            raise ProgramError(f"{path}: %{name} is stored twice")
+        with zf.open(info) as f:
+            shape, dtype = _header(f)
+        if dtype != v.dtype or not compatible(v.shape, shape):
+            raise ProgramError(
+                f"{path}: %{name} is stored as {dtype}{list(shape)}, "
+                f"the program declares {v.dtype}{list(v.shape)}"
+            )
+        total += _nbytes(shape, dtype)
+        if total > max_bytes:
+            raise ProgramError(f"{path}: the parameters exceed the budget of {max_bytes} bytes")
+        members[name] = info
+    return members
+
+
+def _header(f):
+    version = np.lib.format.read_magic(f)
+    read = {
+        (1, 0): np.lib.format.read_array_header_1_0,
+        (2, 0): np.lib.format.read_array_header_2_0,
+    }.get(version)
+    if read is None:
+        raise ProgramError(f"unsupported .npy format version {version}")
+    shape, _, dtype = read(f)
+    return tuple(shape), dtype
+
+
+def _read_array(zf, info) -> np.ndarray:
+    with zf.open(info) as f:
+        a = np.lib.format.read_array(f, allow_pickle=False)
+    return np.require(a, requirements=["C", "W", "O"])  # kernels write parameters in place
