@@ -1,9 +1,9 @@
 """Graph-mode overhead: one SGD step of a 784-256-256-10 MLP, batch 128, float32.
 
-Runs the step with nbflow's Executor, then measures how much of that time is spent inside the
-kernels themselves (each kernel launcher wrapped with a timer; the timer's own cost is
-measured and subtracted). Prints the step time, the kernel time, their ratio (issue 3's
-target: at most 1.10) and the executor's overhead per op in microseconds.
+Times the step with nbflow's Executor, then times it again with every kernel launcher replaced
+by a no-op: what remains is the executor's own per-op work (lookups, plan cache, output
+allocation, Tensor wrapping, shape checks). The kernels' share is the difference. Prints the
+ratio step / kernels (issue 3's target: at most 1.10) and the overhead per op in microseconds.
 
     python bench/graph_mlp.py [--steps N]
 """
@@ -39,30 +39,6 @@ def build(batch=128, sizes=(784, 256, 256, 10), lr=0.01):
     return main, startup, loss
 
 
-class Timed:
-    """A launcher wrapper adding the time spent inside it to a shared counter."""
-
-    total = 0.0
-
-    def __init__(self, launcher):
-        self.launcher = launcher
-
-    def __call__(self, *args, **kwargs):
-        start = time.perf_counter()
-        result = self.launcher(*args, **kwargs)
-        Timed.total += time.perf_counter() - start
-        return result
-
-
-def timer_cost(n=20000) -> float:
-    """Seconds one Timed call adds around a no-op."""
-    noop = Timed(lambda *a: None)
-    start = time.perf_counter()
-    for _ in range(n):
-        noop(1)
-    return (time.perf_counter() - start) / n
-
-
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--steps", type=int, default=50)
@@ -89,23 +65,25 @@ def main():
         step()
     best = min(_timeit(step, args.steps) for _ in range(5))
 
-    # time inside the kernels: wrap the launchers of the plans this program uses
-    plans = list({id(p): p for node in ops for p in node.op.cache.values()}.values())
-    for p in plans:
-        p.launcher = Timed(p.launcher)
-    kernel = float("inf")
-    for _ in range(5):
-        Timed.total = 0.0
-        _timeit(step, args.steps)
-        kernel = min(kernel, Timed.total / args.steps - len(ops) * timer_cost())
-    for p in plans:
-        p.launcher = p.launcher.launcher
+    # the same step with no-op kernels (view ops keep theirs: their results are needed)
+    plans = {id(p): p for node in ops if not node.op.view for p in node.op.cache.values()}
+    real = {k: p.launcher for k, p in plans.items()}
+    for p in plans.values():
+        p.launcher = _noop
+    overhead = min(_timeit(step, args.steps) for _ in range(5))
+    for k, p in plans.items():
+        p.launcher = real[k]
+    kernel = best - overhead
 
     print(f"graph-mode MLP step 784-256-256-10, batch 128, f32, SGD: {len(ops)} ops")
     print(f"  executor step          {best * 1e3:8.3f} ms")
     print(f"  inside kernels         {kernel * 1e3:8.3f} ms")
     print(f"  ratio step / kernels   {best / kernel:8.3f}   (target <= 1.10)")
     print(f"  overhead per op        {(best - kernel) / len(ops) * 1e6:8.2f} us")
+
+
+def _noop(*args, **kwargs):
+    return None
 
 
 def _timeit(fn, n) -> float:

@@ -245,3 +245,22 @@ def test_programs_sharing_a_scope_keep_their_own_captured_tensors():
     scope, exe = nb.Scope(), nb.Executor()
     results = [exe.run(p, {"x": np.ones(1, np.float32)}, [o], scope)[0] for p, o in progs]
     assert [r.tolist() for r in results] == [[1.0], [5.0]]
+
+
+def test_no_grad_set_and_stop_gradient_get_no_gradient_ops():
+    main = nb.Program()
+    with nb.program_guard(main):
+        x = nb.static.data("x", [-1, 4])
+        w1 = nb.static.create_parameter("w1", [4, 8])
+        w2 = nb.static.create_parameter("w2", [8, 3])
+        frozen = nb.static.create_parameter("frozen", [3], trainable=False)
+        loss = nb.mean(nb.relu(x @ w1) @ w2 + frozen)
+        before = len(main.global_block().ops)
+        pairs = nb.append_backward(loss, no_grad_set=["w1"])
+    assert [p.name for p, _ in pairs] == ["w2"]
+    assert not any("w1@GRAD" in v for v in main.global_block().vars)
+    with nb.program_guard(nb.Program()):
+        y = nb.static.data("y", [3])
+        v = nb.static.create_parameter("v", [3])
+        assert len(nb.append_backward(nb.sum(y * v), parameter_list=[v])) == 1
+    assert len(main.global_block().ops) > before
