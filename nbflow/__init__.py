@@ -14,6 +14,7 @@ from .core import REGISTRY, Op, Spec, enable_grad, is_grad_enabled, no_grad, set
 from .dtypes import bool_, float16, float32, float64, int32, int64
 from .errors import (
     AttrError,
+    DomainError,
     DTypeError,
     GradientError,
     KernelNotFoundError,

@@ -116,3 +116,17 @@ def scalar_dtype(value) -> np.dtype:
     if isinstance(value, (float, np.floating)):
         return DEFAULT_FLOAT
     raise DTypeError(f"not a number: {value!r} of type {type(value).__name__}")
+
+
+def scalar(value, dtype: np.dtype):
+    """`value` as a numpy scalar of `dtype`; DTypeError when it cannot be one (an infinity or
+    NaN into an integer, 2**40 into int32), instead of an OverflowError or a wrapped value."""
+    dtype = np.dtype(dtype)
+    if dtype.kind not in "iu":
+        return dtype.type(value)
+    if isinstance(value, (float, np.floating)) and not np.isfinite(value):
+        raise DTypeError(f"{value} cannot be stored in {dtype}")
+    info = np.iinfo(dtype)
+    if not info.min <= int(value) <= info.max:
+        raise DTypeError(f"{value} is out of range for {dtype} [{info.min}, {info.max}]")
+    return dtype.type(int(value))

@@ -21,6 +21,10 @@ class OutOfRangeError(NbflowError, IndexError):
     """An index outside its axis (checked before a kernel runs: numba does not bounds-check)."""
 
 
+class DomainError(NbflowError, ValueError):
+    """Input values outside what an op accepts (checked before the kernel runs)."""
+
+
 class UnsupportedError(NbflowError, NotImplementedError):
     """Something nbflow does not do (yet)."""
 
@@ -38,6 +42,10 @@ class KernelNotFoundError(UnsupportedError, DTypeError):
 
 class ProgramError(NbflowError, ValueError):
     """A program that cannot be built, run or loaded: names the op or var at fault."""
+
+
+class CheckpointError(NbflowError, ValueError):
+    """A checkpoint that cannot be saved or loaded (corrupt, truncated, hostile or too big)."""
 
 
 class GradientError(NbflowError, RuntimeError):

@@ -11,7 +11,7 @@ import numpy as np
 
 from . import dtypes as dt
 from .core import STATE, Node, Op, Spec
-from .errors import DTypeError, GradientError, NbflowError, UnsupportedError
+from .errors import DTypeError, GradientError, NbflowError, ShapeError, UnsupportedError
 from .operators import Operators
 
 
@@ -302,7 +302,10 @@ class EagerTrace:
         if plan.scalars:
             tensors = list(args)
             for i, d in plan.scalars:
-                tensors[i] = Tensor(np.asarray(args[i], dtype=d))
+                try:
+                    tensors[i] = Tensor(np.asarray(dt.scalar(args[i], d)))
+                except DTypeError as e:
+                    raise _in_op(op, e) from None
         record = False
         if STATE.grad_enabled and op.differentiable:
             for t in tensors:
@@ -522,8 +525,11 @@ def tensor(data, dtype=None, requires_grad: bool = False) -> Tensor:
     """A new tensor holding a copy of `data` (a Tensor, array, nested list or scalar)."""
     if isinstance(data, Tensor):
         data = data.data
-    d = dt.as_dtype(dtype) if dtype is not None else _infer_dtype(data)
-    t = Tensor(np.array(data, dtype=d, copy=True, order="C"))
+    try:
+        d = dt.as_dtype(dtype) if dtype is not None else _infer_dtype(data)
+        t = Tensor(np.array(data, dtype=d, copy=True, order="C"))
+    except ValueError as e:  # ragged nested lists, unparsable strings
+        raise ShapeError(f"cannot make a tensor from this data: {e}") from None
     if requires_grad:
         t.requires_grad_(True)
     return t

@@ -56,3 +56,22 @@ def test_unsupported_input_types():
 def test_wrong_number_of_inputs():
     with pytest.raises(TypeError, match="takes inputs"):
         nb.add(nb.zeros(2))
+
+
+def test_values_that_do_not_fit_the_dtype():
+    with pytest.raises(nb.DTypeError, match="add: .*out of range for int32"):
+        nb.tensor([1, 2], dtype="int32") + 2**40
+    with pytest.raises(nb.DTypeError, match="inf cannot be stored in int64"):
+        nb.full((2,), float("inf"), dtype="int64")
+    with pytest.raises(nb.DTypeError):
+        nb.clip(nb.tensor([1, 2]), min=float("inf"))
+    with pytest.raises(nb.AttrError, match="finite"):
+        nb.arange(0, float("inf"))
+
+
+def test_ragged_data_and_integer_negative_powers():
+    with pytest.raises(nb.ShapeError, match="cannot make a tensor"):
+        nb.tensor([[1, 2], [3]])
+    with pytest.raises(nb.DomainError, match="negative integer powers"):
+        nb.pow(nb.tensor([2, 3]), nb.tensor([1, -1]))
+    assert nb.pow(nb.tensor([2, 3]), 2).numpy().tolist() == [4, 9]

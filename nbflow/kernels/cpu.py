@@ -15,6 +15,7 @@ import numpy as np
 from numba import njit, types
 from numba.extending import overload
 
+from .. import dtypes as dt
 from . import codegen, vecmath
 
 # error_model='numpy': no ZeroDivisionError checks, which block vectorisation (DESIGN.md 2).
@@ -62,9 +63,10 @@ class Elementwise:
     """The CPU kernels of one elementwise op, generated on first use; calling it is the
     launcher: `(*inputs, out, **attrs)`, where the attrs named in `params` reach the body."""
 
-    def __init__(self, name: str, body, n_inputs: int, params: tuple[str, ...]):
+    def __init__(self, name: str, body, n_inputs: int, params: tuple[str, ...], check=None):
         BODIES[name] = njit(error_model="numpy")(body)
         self.name, self.n_inputs, self.params = name, n_inputs, params
+        self.check = check  # check(*inputs) raises a typed error for values the body rejects
         # the generated module's name changes with the body's file and with vecmath, which
         # bodies call: numba would not notice a change in either
         self.salt = codegen.file_hash(inspect.getsourcefile(body)) + codegen.file_hash(
@@ -98,6 +100,8 @@ class Elementwise:
         params = ()
         if self.params:
             params = tuple([_param(attrs[p], arrays[0].dtype) for p in self.params])
+        if self.check is not None:
+            self.check(*arrays[:-1])
         out = arrays[-1]
         mod = self.mod or self._module()
         shape = out.shape
@@ -139,7 +143,7 @@ class Elementwise:
         broadcasting): no per-call shape checks. numba takes strided 1-D operands as they are;
         N-d inputs are raveled (a copy only when not contiguous)."""
         (shape,) = out_shapes
-        if any(s != shape for s in in_shapes):
+        if any(s != shape for s in in_shapes) or self.check is not None:
             return self
         if len(shape) == 1:
             # the numba dispatcher itself: no Python frame between the trace and the kernel
@@ -178,7 +182,7 @@ def _param(value, dtype):
     """A numeric attr as a scalar of the compute dtype (None, bools and strs unchanged)."""
     if value is None or isinstance(value, (bool, str)) or dtype == np.bool_:
         return value
-    return dtype.type(value)
+    return dt.scalar(value, dtype)
 
 
 def merge_dims(shape, strides_list) -> tuple[int, ...]:

@@ -18,6 +18,7 @@ def elementwise(
     to_float=False,
     promote=None,
     differentiable=True,
+    check=None,
 ):
     """Declare an elementwise op from its scalar body, written once for every device.
 
@@ -25,7 +26,8 @@ def elementwise(
     (declared in `attrs`) and reach the kernel as scalars of the compute dtype. Attrs that are
     not body parameters (such as cast's dtype) are only seen by the spec rule. The output
     broadcasts the inputs; its dtype is the promoted dtype of the `promote` inputs, or
-    `out_dtype`: a dtype (bool for comparisons) or a function of the attrs."""
+    `out_dtype`: a dtype (bool for comparisons) or a function of the attrs. `check(*inputs)`,
+    if given, runs before the kernel and raises a typed error for values the body rejects."""
     attrs = attrs or {}
 
     def wrap(body) -> Op:
@@ -33,7 +35,7 @@ def elementwise(
         inputs = tuple(n for n in names if n not in attrs)
         params = tuple(names[len(inputs) :])
         assert set(params) <= set(attrs), f"{body.__name__}: attr parameters must come last"
-        cpu = Elementwise(body.__name__, body, len(inputs), params)
+        cpu = Elementwise(body.__name__, body, len(inputs), params, check)
 
         def spec(*specs, **kw):
             shape = broadcast_shapes(*(s.shape for s in specs))

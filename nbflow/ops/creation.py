@@ -104,7 +104,7 @@ def _declare(name, spec, launch, ref, attrs, inputs=(), dtypes=dt.ALL, doc=""):
 full_op = _declare(
     "full",
     _const_spec,
-    lambda out, shape, value, dtype: _fill_cpu(out.reshape(-1), out.dtype.type(value)),
+    lambda out, shape, value, dtype: _fill_cpu(out.reshape(-1), dt.scalar(value, out.dtype)),
     lambda shape, value, dtype: np.full(shape, value, dtype),
     {**SHAPE_DTYPE, "value": Attr("value")},
     doc="A tensor of `shape` filled with `value`.",
@@ -113,7 +113,7 @@ full_op = _declare(
 full_like_op = _declare(
     "full_like",
     _like_spec,
-    lambda x, out, value, dtype: _fill_cpu(out.reshape(-1), out.dtype.type(value)),
+    lambda x, out, value, dtype: _fill_cpu(out.reshape(-1), dt.scalar(value, out.dtype)),
     lambda x, value, dtype=None: np.full_like(x, value, dtype=dtype),
     {"value": Attr("value"), "dtype": Attr("dtype", None, optional=True)},
     inputs=("x",),
@@ -128,7 +128,7 @@ fill_op = Op(
     outputs=("out",),
     spec=lambda x, value: Spec(x.shape, x.dtype),
     kernels={
-        "cpu": lambda x, out, value: _fill_cpu(out.reshape(-1), out.dtype.type(value)),
+        "cpu": lambda x, out, value: _fill_cpu(out.reshape(-1), dt.scalar(value, out.dtype)),
         "cuda": None,
     },
     dtypes=dt.ALL,
@@ -143,7 +143,9 @@ fill_op = Op(
 
 def _arange_spec(start, stop, step, dtype):
     if step == 0:
-        raise AttrError("arange: step must not be zero")
+        raise AttrError("step must not be zero")
+    if not all(np.isfinite(v) for v in (start, stop, step)):
+        raise AttrError(f"start, stop and step must be finite, got {start}, {stop}, {step}")
     return Spec((max(0, int(np.ceil((stop - start) / step))),), dtype)
 
 

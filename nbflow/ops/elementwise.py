@@ -11,7 +11,7 @@ import numpy as np
 
 from .. import dtypes as dt
 from ..core import Attr, Op, Spec, broadcast_shapes
-from ..errors import ShapeError
+from ..errors import DomainError, ShapeError
 from ..kernels import vecmath
 from ._define import elementwise, inplace_variant
 
@@ -74,7 +74,12 @@ def mod(x, y):
 mod.defgrad(lambda g, out, x, y: (g, neg(g) * floor_div(x, y)))
 
 
-@elementwise(dtypes=NUMERIC, ref=np.power)
+def _check_integer_power(x, y):
+    if y.dtype.kind in "iu" and np.any(y < 0):
+        raise DomainError("integers to negative integer powers are not allowed (as numpy)")
+
+
+@elementwise(dtypes=NUMERIC, ref=np.power, check=_check_integer_power)
 def pow(x, y):
     """x ** y."""
     return x**y
