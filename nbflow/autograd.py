@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
+
 from . import ops
 from .core import STATE, Node, set_grad_enabled
 from .errors import GradientError, ShapeError
@@ -149,7 +151,9 @@ def backward(outputs: Sequence[Tensor], grad_outputs=None, create_graph: bool = 
     leaf_grads, _ = backprop(outputs, seeds, create_graph)
     for leaf, g in leaf_grads.values():
         if not create_graph:
-            g = g.detach()
+            # a plain, contiguous buffer (a gradient can be a transposed view): optimizers
+            # update parameters from it in place
+            g = Tensor(np.ascontiguousarray(g.data))
         leaf.grad = g if leaf.grad is None else _add_no_record(leaf.grad, g, create_graph)
 
 
