@@ -4,12 +4,15 @@ One op declaration serves eager mode (tensors with a tape) and graph mode (a Pro
 """
 
 from . import (
+    data,
     dtypes,
     graph,
+    nn,
     ops,
     optim,
 )
 from .autograd import backward, grad
+from .checkpoint import load_state, save_state
 from .core import REGISTRY, Op, Spec, enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from .dtypes import bool_, float16, float32, float64, int32, int64
 from .errors import (

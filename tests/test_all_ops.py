@@ -101,6 +101,88 @@ SAMPLES = {
     "cross_entropy": (lambda z: nb.cross_entropy(z, idx(1, 0, 3)), lambda: [x(3, 4)], {}),
     "mse_loss": (nb.mse_loss, lambda: [x(2, 3), x(2, 3)], {}),
     "add_n": (nb.add_n, lambda: [x(2, 3), x(3), x(2, 3)], {}),
+    "conv2d": (nb.conv2d, lambda: [x(1, 2, 5, 5), x(3, 2, 3, 3), x(3)], {"padding": 1}),
+    "conv2d_input_grad": (
+        lambda g, w, **kw: nb.conv2d_input_grad(g, w, nb.zeros(1, 4, 5, 5, dtype="float64"), **kw),
+        lambda: [x(1, 6, 3, 5), x(6, 2, 3, 3)],
+        {"stride": (2, 1), "padding": 1, "groups": 2},
+    ),
+    "conv2d_weight_grad": (
+        lambda a, g, **kw: nb.conv2d_weight_grad(a, g, nb.zeros(6, 2, 3, 3, dtype="float64"), **kw),
+        lambda: [x(1, 4, 5, 5), x(1, 6, 3, 5)],
+        {"stride": (2, 1), "padding": 1, "groups": 2},
+    ),
+    "max_pool2d": (nb.max_pool2d, lambda: [x(1, 2, 5, 5)], {"kernel_size": 2, "stride": 1}),
+    "max_pool2d_backward": (
+        lambda g: nb.max_pool2d_backward(
+            g,
+            nb.max_pool2d(
+                nb.tensor(np.arange(50.0)[::-1].reshape(1, 2, 5, 5)), 2, return_indices=True
+            )[1],
+            nb.zeros(1, 2, 5, 5, dtype="float64"),
+        ),
+        lambda: [x(1, 2, 2, 2)],
+        {},
+    ),
+    "avg_pool2d": (
+        nb.avg_pool2d,
+        lambda: [x(1, 2, 5, 5)],
+        {"kernel_size": 3, "stride": 2, "padding": 1, "count_include_pad": False},
+    ),
+    "avg_pool2d_backward": (
+        lambda g: nb.avg_pool2d_backward(
+            g, nb.zeros(1, 2, 5, 5, dtype="float64"), kernel_size=3, stride=2, padding=1
+        ),
+        lambda: [x(1, 2, 3, 3)],
+        {},
+    ),
+    "adaptive_avg_pool2d": (
+        nb.adaptive_avg_pool2d,
+        lambda: [x(1, 2, 5, 5)],
+        {"output_size": (2, 3)},
+    ),
+    "adaptive_avg_pool2d_backward": (
+        lambda g: nb.adaptive_avg_pool2d_backward(
+            g, nb.zeros(1, 2, 5, 5, dtype="float64"), output_size=(2, 3)
+        ),
+        lambda: [x(1, 2, 2, 3)],
+        {},
+    ),
+    "embedding": (
+        lambda w: nb.embedding(nb.tensor([[0, 2], [4, 2]]), w, padding_idx=1),  # no row 1
+        lambda: [x(5, 3)],
+        {},
+    ),
+    "embedding_backward": (
+        lambda g: nb.embedding_backward(
+            g, nb.tensor([[0, 2], [4, 2]]), nb.zeros(5, 3, dtype="float64"), padding_idx=2
+        ),
+        lambda: [x(2, 2, 3)],
+        {},
+    ),
+    "layer_norm": (
+        lambda a, w, b: nb.layer_norm(a, (3,), w, b),
+        lambda: [x(2, 3), x(3), x(3)],
+        {},
+    ),
+    "batch_norm_train": (
+        lambda a, w, b: nb.batch_norm(
+            a, nb.zeros(2, dtype="float64"), nb.ones(2, dtype="float64"), w, b, training=True
+        ),
+        lambda: [x(3, 2, 2), x(2), x(2)],
+        {},
+    ),
+    "binary_cross_entropy_with_logits": (
+        lambda a, y, w, pw: nb.binary_cross_entropy_with_logits(a, y, w, pos_weight=pw),
+        lambda: [x(2, 3, low=-2, high=2), x(2, 3, low=0.1, high=0.9), x(2, 3), x(3)],
+        {},
+    ),
+    "nll_loss": (
+        lambda a, w: nb.nll_loss(a, nb.tensor([[0, 3], [-100, 1]]), w),
+        lambda: [x(2, 4, 2), x(4)],
+        {},
+    ),
+    "l1_loss": (nb.l1_loss, lambda: [x(2, 3), x(2, 3, low=3, high=4)], {}),
 }
 ELEMENTWISE_DOMAIN = {"clip": (-2, 2), "relu": (-2, 2), "abs": (-2, 2), "leaky_relu": (-2, 2)}
 for _op in REGISTRY.values():

@@ -377,7 +377,7 @@ def _param_values(program: Program, scope) -> dict[str, np.ndarray]:
             t = program.captured.get(v.name) if t is None else t
             if t is None:
                 continue  # not initialised yet: the startup program will do it
-            a = np.ascontiguousarray(t.numpy() if isinstance(t, Tensor) else t)
+            a = np.asarray(t.numpy() if isinstance(t, Tensor) else t, order="C")  # keeps 0-d
             if a.dtype != v.dtype or not compatible(v.shape, a.shape):
                 raise ProgramError(
                     f"save: the value of %{v.name} is {a.dtype}{list(a.shape)}, "

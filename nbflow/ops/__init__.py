@@ -5,9 +5,23 @@ for the creation ops) are re-exported here.
 """
 
 from ..core import REGISTRY, Op
-from . import broadcast, creation, elementwise, index, linalg, nn, optim, reduce, shape
+from . import (
+    broadcast,
+    conv,
+    creation,
+    elementwise,
+    index,
+    linalg,
+    losses,
+    nn,
+    norm,
+    optim,
+    reduce,
+    shape,
+)
 
 FAMILIES = (elementwise, broadcast, creation, reduce, linalg, shape, index, nn, optim)
+FAMILIES += (conv, norm, losses)
 
 for _family in FAMILIES:
     globals().update({name: getattr(_family, name) for name in _family.__all__})

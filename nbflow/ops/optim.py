@@ -1,7 +1,15 @@
 """Optimizer update ops: one in-place op per parameter update (no gradient).
 
 `sgd_update_(param, grad, velocity)` writes param (and velocity) in place, so in graph mode the
-update is annotated in the IR (`%w!: ... = sgd_update_(...)`) rather than copied.
+update is annotated in the IR (`%w!: ... = sgd_update_(...)`) rather than copied. Likewise
+`adam_update_` (Adam, and AdamW with `decoupled_weight_decay`) writes param, exp_avg,
+exp_avg_sq, max_exp_avg_sq and its int64 step counter (incremented by the op itself, so a
+graph-mode step counter is a persistable var that stays right across runs), and
+`rmsprop_update_` writes param, square_avg, grad_avg and momentum_buffer.
+
+A state an option leaves unused (SGD's velocity without momentum, RMSProp's grad_avg when not
+centered) is passed as a stand-in (the gradient, as the optimizers do): the kernel then writes
+back the value it read, so the stand-in is unchanged (also through float16's float32 copies).
 """
 
 import numpy as np
@@ -22,6 +30,8 @@ def _sgd_kernel(p, g, v, p_out, v_out, lr, momentum, dampening, weight_decay, ne
             vi = momentum * v[i] + (1 - dampening) * d
             v_out[i] = vi
             d = d + momentum * vi if nesterov else vi
+        else:
+            v_out[i] = v[i]  # unused stand-in: unchanged (a float16 copy is written back)
         p_out[i] = p[i] - lr * d
 
 
@@ -33,7 +43,8 @@ def _sgd_spec(p, g, v, **attrs):
 
 
 def _sgd_cpu(p, g, v, p_out, v_out, lr, momentum, dampening, weight_decay, nesterov):
-    if not (p_out.flags.c_contiguous and v_out.flags.c_contiguous):
+    # without momentum the velocity is neither read nor written (it may be the gradient)
+    if not p_out.flags.c_contiguous or (momentum and not v_out.flags.c_contiguous):
         raise UnsupportedError("sgd_update_: parameters must be contiguous")
     flat = [np.ravel(a) for a in (p, g, v, p_out, v_out)]  # views of contiguous buffers
     _sgd_kernel(*flat, lr, momentum, dampening, weight_decay, nesterov)
@@ -68,4 +79,192 @@ sgd_update_ = Op(
     "nesterov else v) (PyTorch's SGD; velocity unused when momentum is 0).",
 )
 
-__all__ = ["sgd_update_"]
+
+def _same_shape(p, **states):
+    for name, s in states.items():
+        if s.shape != p.shape:
+            raise ShapeError(f"{name} must have the parameter's shape")
+
+
+# ---------------------------------------------------------------- Adam / AdamW
+
+
+@njit(**JIT)
+def _adam_kernel(
+    p, g, m, v, vmax, step, p_out, m_out, v_out, vmax_out, step_out,
+    lr, beta1, beta2, eps, weight_decay, decoupled, amsgrad, maximize,
+):  # fmt: skip
+    # outputs may be their inputs: each element is read before it is written
+    t = step[0] + 1
+    step_out[0] = t
+    step_size = lr / (1.0 - beta1**t)
+    root_bc2 = np.sqrt(1.0 - beta2**t)
+    decay = 1.0 - lr * weight_decay
+    for i in range(p.size):
+        pi = p[i]
+        gi = -g[i] if maximize else g[i]
+        if decoupled:
+            pi = pi * decay
+        else:
+            gi = gi + weight_decay * pi
+        mi = beta1 * m[i] + (1.0 - beta1) * gi
+        vi = beta2 * v[i] + (1.0 - beta2) * gi * gi
+        m_out[i] = mi
+        v_out[i] = vi
+        if amsgrad:
+            vi = max(vmax[i], vi)
+        vmax_out[i] = vi  # without amsgrad the stand-in is exp_avg_sq: the same value
+        p_out[i] = pi - step_size * mi / (np.sqrt(vi) / root_bc2 + eps)
+
+
+def _adam_spec(p, g, m, v, vmax, step, **attrs):
+    _same_shape(p, grad=g, exp_avg=m, exp_avg_sq=v, max_exp_avg_sq=vmax)
+    if step.shape != () or step.dtype.kind not in "iu":
+        raise ShapeError(f"step must be a 0-d integer tensor, got {step}")
+    return Spec(p.shape, p.dtype), Spec(m.shape, m.dtype), Spec(v.shape, v.dtype), \
+        Spec(vmax.shape, vmax.dtype), Spec((), step.dtype)  # fmt: skip
+
+
+def _flat_contiguous(name, arrays, outs):
+    if not all(a.flags.c_contiguous for a in outs):
+        raise UnsupportedError(f"{name}: parameters and their state must be contiguous")
+    return [np.ravel(a) for a in arrays] + [a.reshape(-1) for a in outs]  # views
+
+
+def _adam_cpu(p, g, m, v, vmax, step, p_out, m_out, v_out, vmax_out, step_out, **attrs):
+    flat = _flat_contiguous("adam_update_", (p, g, m, v, vmax, step),
+                            (p_out, m_out, v_out, vmax_out, step_out))  # fmt: skip
+    names = ("lr", "beta1", "beta2", "eps", "weight_decay", "decoupled_weight_decay")
+    _adam_kernel(*flat, *(attrs[n] for n in names), attrs["amsgrad"], attrs["maximize"])
+
+
+def _adam_ref(
+    p, g, m, v, vmax, step, lr, beta1=0.9, beta2=0.999, eps=1e-8, weight_decay=0.0,
+    decoupled_weight_decay=False, amsgrad=False, maximize=False,
+):  # fmt: skip
+    t = int(step) + 1
+    g = -g if maximize else g
+    if decoupled_weight_decay:
+        p = p * (1 - lr * weight_decay)
+    else:
+        g = g + weight_decay * p
+    m = beta1 * m + (1 - beta1) * g
+    v = beta2 * v + (1 - beta2) * g * g
+    vmax = np.maximum(vmax, v) if amsgrad else v
+    denom = np.sqrt(vmax) / np.sqrt(1 - beta2**t) + eps
+    return p - lr / (1 - beta1**t) * m / denom, m, v, vmax, np.asarray(t, step.dtype)
+
+
+adam_update_ = Op(
+    name="adam_update_",
+    inputs=("param", "grad", "exp_avg", "exp_avg_sq", "max_exp_avg_sq", "step"),
+    outputs=("param_out", "exp_avg_out", "exp_avg_sq_out", "max_exp_avg_sq_out", "step_out"),
+    spec=_adam_spec,
+    kernels={"cpu": _adam_cpu, "cuda": None},
+    dtypes=dt.FLOATS,
+    ref=_adam_ref,
+    differentiable=False,
+    promote=(0, 1, 2, 3, 4),  # the step counter keeps its integer dtype
+    attrs={
+        "lr": Attr("float"),
+        "beta1": Attr("float", 0.9),
+        "beta2": Attr("float", 0.999),
+        "eps": Attr("float", 1e-8),
+        "weight_decay": Attr("float", 0.0),
+        "decoupled_weight_decay": Attr("bool", False),
+        "amsgrad": Attr("bool", False),
+        "maximize": Attr("bool", False),
+    },
+    inplace={0: 0, 1: 2, 2: 3, 3: 4, 4: 5},
+    doc="Adam step in place (PyTorch's Adam/AdamW): t += 1; g += wd p (or p *= 1 - lr wd when "
+    "decoupled: AdamW); m = b1 m + (1 - b1) g; v = b2 v + (1 - b2) g^2; vmax = max(vmax, v) "
+    "with amsgrad; p -= lr / (1 - b1^t) m / (sqrt(vmax or v) / sqrt(1 - b2^t) + eps). Without "
+    "amsgrad pass exp_avg_sq itself as max_exp_avg_sq.",
+)
+
+
+# ---------------------------------------------------------------- RMSProp
+
+
+@njit(**JIT)
+def _rmsprop_kernel(
+    p, g, sq, ga, buf, p_out, sq_out, ga_out, buf_out,
+    lr, alpha, eps, weight_decay, momentum, centered, maximize,
+):  # fmt: skip
+    for i in range(p.size):
+        gi = -g[i] if maximize else g[i]
+        gi = gi + weight_decay * p[i]
+        si = alpha * sq[i] + (1.0 - alpha) * gi * gi
+        sq_out[i] = si
+        if centered:
+            ai = alpha * ga[i] + (1.0 - alpha) * gi
+            ga_out[i] = ai
+            avg = np.sqrt(si - ai * ai) + eps
+        else:
+            ga_out[i] = ga[i]  # unused stand-in: unchanged
+            avg = np.sqrt(si) + eps
+        if momentum > 0:
+            bi = momentum * buf[i] + gi / avg
+            buf_out[i] = bi
+            p_out[i] = p[i] - lr * bi
+        else:
+            buf_out[i] = buf[i]  # unused stand-in: unchanged
+            p_out[i] = p[i] - lr * gi / avg
+
+
+def _rmsprop_spec(p, g, sq, ga, buf, **attrs):
+    _same_shape(p, grad=g, square_avg=sq, grad_avg=ga, momentum_buffer=buf)
+    return Spec(p.shape, p.dtype), Spec(sq.shape, sq.dtype), Spec(ga.shape, ga.dtype), \
+        Spec(buf.shape, buf.dtype)  # fmt: skip
+
+
+def _rmsprop_cpu(p, g, sq, ga, buf, p_out, sq_out, ga_out, buf_out, **attrs):
+    flat = _flat_contiguous("rmsprop_update_", (p, g, sq, ga, buf),
+                            (p_out, sq_out, ga_out, buf_out))  # fmt: skip
+    names = ("lr", "alpha", "eps", "weight_decay", "momentum", "centered", "maximize")
+    _rmsprop_kernel(*flat, *(attrs[n] for n in names))
+
+
+def _rmsprop_ref(
+    p, g, sq, ga, buf, lr, alpha=0.99, eps=1e-8, weight_decay=0.0, momentum=0.0,
+    centered=False, maximize=False,
+):  # fmt: skip
+    g = (-g if maximize else g) + weight_decay * p
+    sq = alpha * sq + (1 - alpha) * g * g
+    if centered:
+        ga = alpha * ga + (1 - alpha) * g
+        avg = np.sqrt(sq - ga * ga) + eps
+    else:
+        avg = np.sqrt(sq) + eps
+    if momentum > 0:
+        buf = momentum * buf + g / avg
+        return p - lr * buf, sq, ga, buf
+    return p - lr * g / avg, sq, ga, buf
+
+
+rmsprop_update_ = Op(
+    name="rmsprop_update_",
+    inputs=("param", "grad", "square_avg", "grad_avg", "momentum_buffer"),
+    outputs=("param_out", "square_avg_out", "grad_avg_out", "momentum_buffer_out"),
+    spec=_rmsprop_spec,
+    kernels={"cpu": _rmsprop_cpu, "cuda": None},
+    dtypes=dt.FLOATS,
+    ref=_rmsprop_ref,
+    differentiable=False,
+    attrs={
+        "lr": Attr("float"),
+        "alpha": Attr("float", 0.99),
+        "eps": Attr("float", 1e-8),
+        "weight_decay": Attr("float", 0.0),
+        "momentum": Attr("float", 0.0),
+        "centered": Attr("bool", False),
+        "maximize": Attr("bool", False),
+    },
+    inplace={0: 0, 1: 2, 2: 3, 3: 4},
+    doc="RMSProp step in place (PyTorch's): g += wd p; s = a s + (1 - a) g^2; centered: "
+    "ga = a ga + (1 - a) g, avg = sqrt(s - ga^2) + eps, else avg = sqrt(s) + eps; with momentum "
+    "b = m b + g / avg, p -= lr b, else p -= lr g / avg. grad_avg (not centered) and "
+    "momentum_buffer (momentum 0) are unused stand-ins, left unchanged.",
+)
+
+__all__ = ["adam_update_", "rmsprop_update_", "sgd_update_"]

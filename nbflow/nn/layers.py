@@ -1,0 +1,638 @@
+"""Layers, written on nbflow's public ops only: they run eagerly, and unchanged under
+@nbflow.jit (where their parameters become the Program's persistable vars).
+
+Weights use PyTorch's layouts (Linear (out, in), Conv2d (out, in/groups, kh, kw), RNN cells
+(gates*hidden, in)) and PyTorch's default initialisation, so PyTorch state dicts load as they
+are. Every layer with parameters takes `generator=` (an nbflow.Generator) for reproducible init.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import OrderedDict
+
+import nbflow as nb
+
+from ..dtypes import float32
+from . import init
+from .module import Module, Parameter
+
+__all__ = [
+    "AdaptiveAvgPool2d",
+    "AvgPool2d",
+    "BatchNorm1d",
+    "BatchNorm2d",
+    "Conv1d",
+    "Conv2d",
+    "Dropout",
+    "Embedding",
+    "Flatten",
+    "GELU",
+    "GRUCell",
+    "Identity",
+    "LSTMCell",
+    "LayerNorm",
+    "LeakyReLU",
+    "Linear",
+    "MaxPool2d",
+    "RNNCell",
+    "ReLU",
+    "Sequential",
+    "Sigmoid",
+    "Softmax",
+    "Tanh",
+]
+
+
+def _tuple(value, n: int) -> tuple:
+    if isinstance(value, (tuple, list)):
+        if len(value) != n:
+            raise ValueError(f"expected {n} values, got {tuple(value)}")
+        return tuple(int(v) for v in value)
+    return (int(value),) * n
+
+
+def _empty(*shape, dtype):
+    return Parameter(nb.zeros(shape, dtype=dtype))
+
+
+def _default_init(weight, bias, fan_in: int, generator) -> None:
+    """PyTorch's Linear/Conv default: kaiming_uniform(a=sqrt(5)) for the weight, that is
+    uniform(+-1/sqrt(fan_in)), and uniform(+-1/sqrt(fan_in)) for the bias."""
+    init.kaiming_uniform_(weight, a=math.sqrt(5), generator=generator)
+    if bias is not None:
+        bound = 1.0 / math.sqrt(fan_in) if fan_in > 0 else 0.0
+        init.uniform_(bias, -bound, bound, generator)
+
+
+# ---------------------------------------------------------------- containers
+
+
+class Sequential(Module):
+    """Modules applied in order; built from modules (named "0", "1", ...) or an OrderedDict."""
+
+    def __init__(self, *modules):
+        super().__init__()
+        if len(modules) == 1 and isinstance(modules[0], OrderedDict):
+            for name, m in modules[0].items():
+                self.add_module(name, m)
+        else:
+            for i, m in enumerate(modules):
+                self.add_module(str(i), m)
+
+    def forward(self, x):
+        for m in self._modules.values():
+            x = m(x)
+        return x
+
+    def append(self, module: Module) -> Sequential:
+        self.add_module(str(len(self._modules)), module)
+        return self
+
+    def __getitem__(self, i):
+        items = list(self._modules.items())
+        if isinstance(i, slice):
+            return Sequential(OrderedDict(items[i]))
+        return items[i][1]
+
+    def __len__(self) -> int:
+        return len(self._modules)
+
+    def __iter__(self):
+        return iter(self._modules.values())
+
+
+class Identity(Module):
+    def forward(self, x):
+        return x
+
+
+# ---------------------------------------------------------------- activations and shape
+
+
+class ReLU(Module):
+    def __init__(self, inplace: bool = False):  # inplace is accepted and ignored
+        super().__init__()
+
+    def forward(self, x):
+        return nb.relu(x)
+
+
+class LeakyReLU(Module):
+    def __init__(self, negative_slope: float = 0.01, inplace: bool = False):
+        super().__init__()
+        self.negative_slope = float(negative_slope)
+
+    def forward(self, x):
+        return nb.leaky_relu(x, self.negative_slope)
+
+    def extra_repr(self) -> str:
+        return f"negative_slope={self.negative_slope}"
+
+
+class GELU(Module):
+    """approximate: 'none' (the erf form) or 'tanh'."""
+
+    def __init__(self, approximate: str = "none"):
+        super().__init__()
+        if approximate not in ("none", "tanh"):
+            raise ValueError(f"GELU: approximate must be 'none' or 'tanh', got {approximate!r}")
+        self.approximate = approximate
+
+    def forward(self, x):
+        return nb.gelu(x, approximate=self.approximate == "tanh")
+
+    def extra_repr(self) -> str:
+        return f"approximate={self.approximate!r}"
+
+
+class Tanh(Module):
+    def forward(self, x):
+        return nb.tanh(x)
+
+
+class Sigmoid(Module):
+    def forward(self, x):
+        return nb.sigmoid(x)
+
+
+class Softmax(Module):
+    def __init__(self, dim: int = -1):
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, x):
+        return nb.softmax(x, axis=self.dim)
+
+    def extra_repr(self) -> str:
+        return f"dim={self.dim}"
+
+
+class Flatten(Module):
+    """Flatten dims start_dim..end_dim (default: all but the batch dim)."""
+
+    def __init__(self, start_dim: int = 1, end_dim: int = -1):
+        super().__init__()
+        self.start_dim, self.end_dim = start_dim, end_dim
+
+    def forward(self, x):
+        return nb.flatten(x, self.start_dim, self.end_dim)
+
+    def extra_repr(self) -> str:
+        return f"start_dim={self.start_dim}, end_dim={self.end_dim}"
+
+
+# ---------------------------------------------------------------- linear and convolution
+
+
+class Linear(Module):
+    """y = x @ weight.T + bias, weight (out_features, in_features)."""
+
+    def __init__(self, in_features, out_features, bias=True, dtype=float32, generator=None) -> None:
+        super().__init__()
+        self.in_features, self.out_features = int(in_features), int(out_features)
+        self.weight = _empty(self.out_features, self.in_features, dtype=dtype)
+        if bias:
+            self.bias = _empty(self.out_features, dtype=dtype)
+        else:
+            self.register_parameter("bias", None)
+        self.reset_parameters(generator)
+
+    def reset_parameters(self, generator=None) -> None:
+        _default_init(self.weight, self.bias, self.in_features, generator)
+
+    def forward(self, x):
+        y = nb.matmul(x, nb.matrix_transpose(self.weight))
+        return y if self.bias is None else y + self.bias
+
+    def extra_repr(self) -> str:
+        return (
+            f"in_features={self.in_features}, out_features={self.out_features}, "
+            f"bias={self.bias is not None}"
+        )
+
+
+class _ConvNd(Module):
+    dims = 2
+
+    def __init__(
+        self,
+        in_channels,
+        out_channels,
+        kernel_size,
+        stride=1,
+        padding=0,
+        dilation=1,
+        groups=1,
+        bias=True,
+        dtype=float32,
+        generator=None,
+    ):
+        super().__init__()
+        n = self.dims
+        if in_channels % groups or out_channels % groups:
+            raise ValueError(
+                f"in_channels ({in_channels}) and out_channels ({out_channels}) must be "
+                f"divisible by groups ({groups})"
+            )
+        self.in_channels, self.out_channels = int(in_channels), int(out_channels)
+        self.kernel_size = _tuple(kernel_size, n)
+        self.stride = _tuple(stride, n)
+        self.padding = padding if isinstance(padding, str) else _tuple(padding, n)
+        self.dilation = _tuple(dilation, n)
+        self.groups = int(groups)
+        shape = (self.out_channels, self.in_channels // groups, *self.kernel_size)
+        self.weight = _empty(*shape, dtype=dtype)
+        if bias:
+            self.bias = _empty(self.out_channels, dtype=dtype)
+        else:
+            self.register_parameter("bias", None)
+        self.reset_parameters(generator)
+
+    def reset_parameters(self, generator=None) -> None:
+        fan_in = self.in_channels // self.groups * math.prod(self.kernel_size)
+        _default_init(self.weight, self.bias, fan_in, generator)
+
+    def _args(self):
+        if self.dims == 1:  # conv1d takes ints
+            padding = self.padding if isinstance(self.padding, str) else self.padding[0]
+            return self.stride[0], padding, self.dilation[0], self.groups
+        return self.stride, self.padding, self.dilation, self.groups
+
+    def extra_repr(self) -> str:
+        s = (
+            f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "
+            f"stride={self.stride}"
+        )
+        if self.padding != (0,) * self.dims:
+            s += f", padding={self.padding}"
+        if self.dilation != (1,) * self.dims:
+            s += f", dilation={self.dilation}"
+        if self.groups != 1:
+            s += f", groups={self.groups}"
+        return s + ("" if self.bias is not None else ", bias=False")
+
+
+class Conv2d(_ConvNd):
+    """2-D convolution over (N, C, H, W) (cross-correlation, as in PyTorch)."""
+
+    dims = 2
+
+    def forward(self, x):
+        return nb.conv2d(x, self.weight, self.bias, *self._args())
+
+
+class Conv1d(_ConvNd):
+    """1-D convolution over (N, C, L)."""
+
+    dims = 1
+
+    def forward(self, x):
+        return nb.conv1d(x, self.weight, self.bias, *self._args())
+
+
+# ---------------------------------------------------------------- pooling
+
+
+class _Pool2d(Module):
+    def __init__(self, kernel_size, stride=None, padding=0):
+        super().__init__()
+        self.kernel_size = _tuple(kernel_size, 2)
+        self.stride = self.kernel_size if stride is None else _tuple(stride, 2)
+        self.padding = _tuple(padding, 2)
+
+    def extra_repr(self) -> str:
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class MaxPool2d(_Pool2d):
+    """Max over kernel_size windows (stride defaults to kernel_size; padding counts as -inf)."""
+
+    def forward(self, x):
+        return nb.max_pool2d(x, self.kernel_size, self.stride, self.padding)
+
+
+class AvgPool2d(_Pool2d):
+    """Mean over kernel_size windows (stride defaults to kernel_size)."""
+
+    def forward(self, x):
+        return nb.avg_pool2d(x, self.kernel_size, self.stride, self.padding)
+
+
+class AdaptiveAvgPool2d(Module):
+    def __init__(self, output_size):
+        super().__init__()
+        self.output_size = _tuple(output_size, 2)
+
+    def forward(self, x):
+        return nb.adaptive_avg_pool2d(x, self.output_size)
+
+    def extra_repr(self) -> str:
+        return f"output_size={self.output_size}"
+
+
+# ---------------------------------------------------------------- normalisation
+
+
+class _BatchNorm(Module):
+    expected_dims: tuple = ()
+
+    def __init__(
+        self,
+        num_features,
+        eps=1e-5,
+        momentum=0.1,
+        affine=True,
+        track_running_stats=True,
+        dtype=float32,
+    ):
+        super().__init__()
+        self.num_features, self.eps, self.momentum = int(num_features), float(eps), momentum
+        self.affine, self.track_running_stats = affine, track_running_stats
+        if affine:
+            self.weight = Parameter(nb.ones(self.num_features, dtype=dtype))
+            self.bias = Parameter(nb.zeros(self.num_features, dtype=dtype))
+        else:
+            self.register_parameter("weight", None)
+            self.register_parameter("bias", None)
+        if track_running_stats:
+            self.register_buffer("running_mean", nb.zeros(self.num_features, dtype=dtype))
+            self.register_buffer("running_var", nb.ones(self.num_features, dtype=dtype))
+        else:
+            self.register_buffer("running_mean", None)
+            self.register_buffer("running_var", None)
+
+    def reset_running_stats(self) -> None:
+        if self.track_running_stats:
+            init.zeros_(self.running_mean)
+            init.ones_(self.running_var)
+
+    def reset_parameters(self) -> None:
+        self.reset_running_stats()
+        if self.affine:
+            init.ones_(self.weight)
+            init.zeros_(self.bias)
+
+    def forward(self, x):
+        if x.ndim not in self.expected_dims:
+            raise nb.ShapeError(
+                f"{type(self).__name__} expects a {' or '.join(map(str, self.expected_dims))}-D "
+                f"input, got shape {tuple(x.shape)}"
+            )
+        # batch statistics while training, and whenever there are no running statistics
+        use_batch = self.training or self.running_mean is None
+        return nb.batch_norm(
+            x,
+            self.running_mean,
+            self.running_var,
+            self.weight,
+            self.bias,
+            use_batch,
+            self.momentum,
+            self.eps,
+        )
+
+    def extra_repr(self) -> str:
+        return (
+            f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
+            f"affine={self.affine}, track_running_stats={self.track_running_stats}"
+        )
+
+
+class BatchNorm1d(_BatchNorm):
+    """Batch normalisation over (N, C) or (N, C, L); running statistics are buffers, updated
+    in training mode (momentum: new = (1 - m) * old + m * batch, unbiased variance) and used
+    in eval mode."""
+
+    expected_dims = (2, 3)
+
+
+class BatchNorm2d(_BatchNorm):
+    """Batch normalisation over (N, C, H, W) (see BatchNorm1d)."""
+
+    expected_dims = (4,)
+
+
+class LayerNorm(Module):
+    """Normalise over the last len(normalized_shape) dims, then scale and shift."""
+
+    def __init__(
+        self, normalized_shape, eps=1e-5, elementwise_affine=True, bias=True, dtype=float32
+    ):
+        super().__init__()
+        if isinstance(normalized_shape, int):
+            normalized_shape = (normalized_shape,)
+        self.normalized_shape = tuple(int(n) for n in normalized_shape)
+        self.eps, self.elementwise_affine = float(eps), elementwise_affine
+        if elementwise_affine:
+            self.weight = Parameter(nb.ones(self.normalized_shape, dtype=dtype))
+            if bias:
+                self.bias = Parameter(nb.zeros(self.normalized_shape, dtype=dtype))
+            else:
+                self.register_parameter("bias", None)
+        else:
+            self.register_parameter("weight", None)
+            self.register_parameter("bias", None)
+
+    def forward(self, x):
+        return nb.layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps)
+
+    def extra_repr(self) -> str:
+        return (
+            f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}"
+        )
+
+
+class Dropout(Module):
+    """Zero each element with probability p while training, scaling the rest by 1/(1-p);
+    the identity in eval mode. `generator` seeds the masks (default: the default generator)."""
+
+    def __init__(self, p: float = 0.5, inplace: bool = False, generator=None):
+        super().__init__()
+        if not 0.0 <= p <= 1.0:
+            raise ValueError(f"dropout probability must be in [0, 1], got {p}")
+        self.p, self.generator = float(p), generator
+
+    def forward(self, x):
+        if not self.training or self.p == 0.0:
+            return x
+        return nb.dropout(x, self.p, True, self.generator)
+
+    def extra_repr(self) -> str:
+        return f"p={self.p}"
+
+
+# ---------------------------------------------------------------- embedding
+
+
+class Embedding(Module):
+    """A lookup table: weight (num_embeddings, embedding_dim), initialised normal(0, 1);
+    the row padding_idx, when given, starts at zero."""
+
+    def __init__(
+        self, num_embeddings, embedding_dim, padding_idx=None, dtype=float32, generator=None
+    ):
+        super().__init__()
+        self.num_embeddings, self.embedding_dim = int(num_embeddings), int(embedding_dim)
+        if padding_idx is not None:
+            if not -self.num_embeddings <= padding_idx < self.num_embeddings:
+                raise ValueError(f"padding_idx {padding_idx} out of range")
+            padding_idx = padding_idx % self.num_embeddings
+        self.padding_idx = padding_idx
+        self.weight = _empty(self.num_embeddings, self.embedding_dim, dtype=dtype)
+        self.reset_parameters(generator)
+
+    def reset_parameters(self, generator=None) -> None:
+        init.normal_(self.weight, generator=generator)
+        if self.padding_idx is not None:
+            with nb.no_grad():
+                self.weight[self.padding_idx] = 0.0
+
+    def forward(self, indices):
+        return nb.embedding(indices, self.weight)
+
+    def extra_repr(self) -> str:
+        s = f"{self.num_embeddings}, {self.embedding_dim}"
+        return s if self.padding_idx is None else s + f", padding_idx={self.padding_idx}"
+
+
+# ---------------------------------------------------------------- recurrent cells
+
+
+class _RNNCellBase(Module):
+    gates = 1
+
+    def __init__(self, input_size, hidden_size, bias=True, dtype=float32, generator=None):
+        super().__init__()
+        self.input_size, self.hidden_size, self.bias = int(input_size), int(hidden_size), bias
+        rows = self.gates * self.hidden_size
+        self.weight_ih = _empty(rows, self.input_size, dtype=dtype)
+        self.weight_hh = _empty(rows, self.hidden_size, dtype=dtype)
+        if bias:
+            self.bias_ih = _empty(rows, dtype=dtype)
+            self.bias_hh = _empty(rows, dtype=dtype)
+        else:
+            self.register_parameter("bias_ih", None)
+            self.register_parameter("bias_hh", None)
+        self.reset_parameters(generator)
+
+    def reset_parameters(self, generator=None) -> None:
+        """PyTorch's: every weight and bias uniform(+-1/sqrt(hidden_size))."""
+        bound = 1.0 / math.sqrt(self.hidden_size) if self.hidden_size > 0 else 0.0
+        for p in self.parameters():
+            init.uniform_(p, -bound, bound, generator)
+
+    def _affine(self, x, weight, bias):
+        y = nb.matmul(x, nb.matrix_transpose(weight))
+        return y if bias is None else y + bias
+
+    def _ih(self, x):
+        return self._affine(x, self.weight_ih, self.bias_ih)
+
+    def _hh(self, h):
+        """The hidden-to-hidden term; with no state (h None, meaning zeros) just the bias."""
+        if h is None:
+            return self.bias_hh
+        return self._affine(h, self.weight_hh, self.bias_hh)
+
+    def _check(self, x):
+        if x.ndim not in (1, 2):
+            raise nb.ShapeError(
+                f"{type(self).__name__}: input must be (batch, {self.input_size}) or "
+                f"({self.input_size},), got shape {tuple(x.shape)}"
+            )
+        return x.ndim == 1
+
+    def extra_repr(self) -> str:
+        s = f"{self.input_size}, {self.hidden_size}"
+        return s if self.bias else s + ", bias=False"
+
+
+def _batched(t, unbatched):
+    return None if t is None else (nb.unsqueeze(t, 0) if unbatched else t)
+
+
+def _unbatched(t, unbatched):
+    return nb.squeeze(t, 0) if unbatched else t
+
+
+class RNNCell(_RNNCellBase):
+    """h' = act(x @ W_ih.T + b_ih + h @ W_hh.T + b_hh), act tanh or relu; h None means zeros."""
+
+    gates = 1
+
+    def __init__(
+        self,
+        input_size,
+        hidden_size,
+        bias=True,
+        nonlinearity="tanh",
+        dtype=float32,
+        generator=None,
+    ):
+        if nonlinearity not in ("tanh", "relu"):
+            raise ValueError(f"nonlinearity must be 'tanh' or 'relu', got {nonlinearity!r}")
+        super().__init__(input_size, hidden_size, bias, dtype, generator)
+        self.nonlinearity = nonlinearity
+
+    def forward(self, x, h=None):
+        unbatched = self._check(x)
+        x, h = _batched(x, unbatched), _batched(h, unbatched)
+        pre = self._ih(x)
+        hh = self._hh(h)
+        if hh is not None:
+            pre = pre + hh
+        out = nb.tanh(pre) if self.nonlinearity == "tanh" else nb.relu(pre)
+        return _unbatched(out, unbatched)
+
+    def extra_repr(self) -> str:
+        s = super().extra_repr()
+        return s if self.nonlinearity == "tanh" else s + f", nonlinearity={self.nonlinearity!r}"
+
+
+class LSTMCell(_RNNCellBase):
+    """PyTorch's LSTM cell; gates stacked as (input, forget, cell, output):
+    i, f, o = sigmoid(.), g = tanh(.), c' = f * c + i * g, h' = o * tanh(c').
+    forward(x, (h, c)) -> (h', c'); state None means zeros."""
+
+    gates = 4
+
+    def forward(self, x, state=None):
+        unbatched = self._check(x)
+        h, c = (None, None) if state is None else state
+        x, h, c = (_batched(t, unbatched) for t in (x, h, c))
+        pre = self._ih(x)
+        hh = self._hh(h)
+        if hh is not None:
+            pre = pre + hh
+        i, f, g, o = nb.split(pre, self.hidden_size, axis=1)
+        i, f, g, o = nb.sigmoid(i), nb.sigmoid(f), nb.tanh(g), nb.sigmoid(o)
+        c_new = i * g if c is None else f * c + i * g
+        h_new = o * nb.tanh(c_new)
+        return _unbatched(h_new, unbatched), _unbatched(c_new, unbatched)
+
+
+class GRUCell(_RNNCellBase):
+    """PyTorch's GRU cell; gates stacked as (reset, update, new):
+    r = sigmoid(x W_ir + b_ir + h W_hr + b_hr), z likewise,
+    n = tanh(x W_in + b_in + r * (h W_hn + b_hn)), h' = (1 - z) * n + z * h."""
+
+    gates = 3
+
+    def forward(self, x, h=None):
+        unbatched = self._check(x)
+        x, h = _batched(x, unbatched), _batched(h, unbatched)
+        xr, xz, xn = nb.split(self._ih(x), self.hidden_size, axis=1)
+        hh = self._hh(h)
+        if hh is None:  # no state, no hidden bias
+            r, z = nb.sigmoid(xr), nb.sigmoid(xz)
+            n = nb.tanh(xn)
+        else:
+            if h is None:  # zeros state: the hidden term is the bias alone
+                hr, hz, hn = nb.split(hh, self.hidden_size, axis=0)
+            else:
+                hr, hz, hn = nb.split(hh, self.hidden_size, axis=1)
+            r, z = nb.sigmoid(xr + hr), nb.sigmoid(xz + hz)
+            n = nb.tanh(xn + r * hn)
+        h_new = (1 - z) * n if h is None else (1 - z) * n + z * h
+        return _unbatched(h_new, unbatched)

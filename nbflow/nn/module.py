@@ -1,0 +1,419 @@
+"""Module: the base class of layers and models, with parameters registered on assignment.
+
+    class MLP(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.hidden = nn.Linear(64, 32)       # a submodule
+            self.scale = nn.Parameter([1.0])      # a parameter (a Tensor with requires_grad)
+            self.register_buffer("seen", nbflow.zeros(1))   # a buffer: state, not trained
+
+        def forward(self, x):
+            return self.hidden(x).relu() * self.scale
+
+Assigning an attribute registers it by what it is: a Module as a child, a leaf Tensor that
+requires grad as a parameter, a Tensor assigned to a registered buffer's name as that buffer.
+Other values (plain tensors included, as in PyTorch) are ordinary attributes. Registered values
+also live in the instance `__dict__`, so reading `self.weight` in `forward` costs a plain
+attribute lookup.
+
+`state_dict()` maps dotted names ("hidden.weight") to detached Tensors sharing the parameters'
+memory (PyTorch's semantics: copy them, or save them, to keep a snapshot); `load_state_dict`
+takes Tensors or numpy arrays and copies them into the existing tensors in place, so optimizers
+and jitted functions holding those tensors keep working.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import NamedTuple
+
+import numpy as np
+
+from .. import dtypes as dt
+from ..core import no_grad
+from ..errors import DTypeError, NbflowError, ShapeError
+from ..tensor import Tensor, from_numpy, tensor
+
+__all__ = ["Module", "ModuleDict", "ModuleList", "Parameter", "StateDictError"]
+
+
+class StateDictError(NbflowError, KeyError):
+    """load_state_dict(strict=True): keys missing from the state, or not in the module."""
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0]) if self.args else ""
+
+
+class IncompatibleKeys(NamedTuple):
+    missing_keys: list[str]
+    unexpected_keys: list[str]
+
+
+def Parameter(data, dtype=None) -> Tensor:  # a function named like PyTorch's class
+    """A trainable tensor: a float leaf Tensor with requires_grad=True.
+
+    A Tensor's buffer is shared (no copy, like torch.nn.Parameter); array data and nested lists
+    are copied (float32 by default for Python floats). Integer data raises DTypeError."""
+    if isinstance(data, Tensor) and (dtype is None or dt.as_dtype(dtype) == data.dtype):
+        t = Tensor(data.data)
+    else:
+        t = tensor(data, dtype=dtype)
+    return t.requires_grad_(True)
+
+
+def _is_parameter(value) -> bool:
+    return isinstance(value, Tensor) and value.requires_grad and value.is_leaf
+
+
+class Module:
+    """Base class of every layer and model: subclasses set attributes in `__init__` (after
+    `super().__init__()`) and define `forward`; calling the module calls `forward`."""
+
+    training: bool
+
+    def __init__(self):
+        d = self.__dict__
+        d["training"] = True
+        d["_parameters"] = OrderedDict()
+        d["_buffers"] = OrderedDict()
+        d["_non_persistent"] = set()
+        d["_modules"] = OrderedDict()
+
+    # -------------------------------------------------------------- registration
+
+    def __setattr__(self, name: str, value) -> None:
+        d = self.__dict__
+        if "_parameters" not in d:
+            raise AttributeError(
+                f"cannot assign {name!r} before Module.__init__() is called "
+                f"(call super().__init__() first in {type(self).__name__}.__init__)"
+            )
+        params, buffers, modules = d["_parameters"], d["_buffers"], d["_modules"]
+        if isinstance(value, Module):
+            self._forget(name)
+            modules[name] = value
+        elif name in params and (value is None or isinstance(value, Tensor)):
+            params[name] = value  # stays a parameter (also when frozen: requires_grad False)
+        elif name in buffers and (value is None or isinstance(value, Tensor)):
+            buffers[name] = value
+        elif _is_parameter(value):
+            self._forget(name)
+            params[name] = value
+        else:
+            self._forget(name)
+        object.__setattr__(self, name, value)
+
+    def __delattr__(self, name: str) -> None:
+        self._forget(name)
+        object.__delattr__(self, name)
+
+    def _forget(self, name: str) -> None:
+        d = self.__dict__
+        d["_parameters"].pop(name, None)
+        d["_buffers"].pop(name, None)
+        d["_non_persistent"].discard(name)
+        d["_modules"].pop(name, None)
+
+    def _check_name(self, name: str, kind: str) -> None:
+        if not isinstance(name, str) or not name or "." in name:
+            raise KeyError(f"{kind} name must be a non-empty string without '.', got {name!r}")
+        if hasattr(type(self), name):
+            raise KeyError(f"{kind} name {name!r} clashes with an attribute of the class")
+
+    def register_parameter(self, name: str, param: Tensor | None) -> None:
+        """Register `param` (a float Tensor, made to require grad; or None) as a parameter."""
+        self._check_name(name, "parameter")
+        if param is not None:
+            if not isinstance(param, Tensor) or not param.is_leaf:
+                raise TypeError(f"parameter {name!r} must be a leaf Tensor or None")
+            param.requires_grad_(True)
+        self._forget(name)
+        self.__dict__["_parameters"][name] = param
+        object.__setattr__(self, name, param)
+
+    def register_buffer(self, name: str, value: Tensor | None, persistent: bool = True) -> None:
+        """Register `value` as a buffer: module state that is not trained (running statistics).
+        Non-persistent buffers are left out of state_dict()."""
+        self._check_name(name, "buffer")
+        if value is not None and not isinstance(value, Tensor):
+            raise TypeError(f"buffer {name!r} must be a Tensor or None")
+        self._forget(name)
+        self.__dict__["_buffers"][name] = value
+        if not persistent:
+            self.__dict__["_non_persistent"].add(name)
+        object.__setattr__(self, name, value)
+
+    def add_module(self, name: str, module: Module | None) -> None:
+        if module is not None and not isinstance(module, Module):
+            raise TypeError(f"{name!r}: {type(module).__name__} is not a Module")
+        self._forget(name)
+        self.__dict__["_modules"][name] = module
+        object.__setattr__(self, name, module)
+
+    register_module = add_module
+
+    # -------------------------------------------------------------- traversal
+
+    def named_modules(self, prefix: str = "", memo: set | None = None):
+        """(dotted name, module) for this module and every descendant, each module once."""
+        memo = set() if memo is None else memo
+        if id(self) in memo:
+            return
+        memo.add(id(self))
+        yield prefix, self
+        for name, child in self._modules.items():
+            if child is not None:
+                yield from child.named_modules(f"{prefix}.{name}" if prefix else name, memo)
+
+    def modules(self):
+        for _, m in self.named_modules():
+            yield m
+
+    def named_children(self):
+        for name, child in self._modules.items():
+            if child is not None:
+                yield name, child
+
+    def children(self):
+        for _, child in self.named_children():
+            yield child
+
+    def _named(self, registry: str, prefix: str, recurse: bool):
+        seen = set()
+        modules = self.named_modules(prefix) if recurse else [(prefix, self)]
+        for module_prefix, module in modules:
+            for name, t in getattr(module, registry).items():
+                if t is None or id(t) in seen:  # a shared tensor is listed once
+                    continue
+                seen.add(id(t))
+                yield (f"{module_prefix}.{name}" if module_prefix else name), t
+
+    def named_parameters(self, prefix: str = "", recurse: bool = True):
+        """(dotted name, parameter) pairs, in registration order; shared ones once."""
+        return self._named("_parameters", prefix, recurse)
+
+    def parameters(self, recurse: bool = True):
+        for _, p in self.named_parameters(recurse=recurse):
+            yield p
+
+    def named_buffers(self, prefix: str = "", recurse: bool = True):
+        return self._named("_buffers", prefix, recurse)
+
+    def buffers(self, recurse: bool = True):
+        for _, b in self.named_buffers(recurse=recurse):
+            yield b
+
+    def apply(self, fn) -> Module:
+        """Call fn on every submodule (children first) and on self."""
+        for child in self.children():
+            child.apply(fn)
+        fn(self)
+        return self
+
+    # -------------------------------------------------------------- modes and gradients
+
+    def train(self, mode: bool = True) -> Module:
+        """Set the `training` flag of this module and every descendant."""
+        if not isinstance(mode, bool):
+            raise TypeError(f"train(mode): mode must be a bool, got {type(mode).__name__}")
+        for m in self.modules():
+            m.__dict__["training"] = mode
+        return self
+
+    def eval(self) -> Module:
+        return self.train(False)
+
+    def requires_grad_(self, requires_grad: bool = True) -> Module:
+        """Freeze (False) or unfreeze every parameter."""
+        for p in self.parameters():
+            p.requires_grad_(requires_grad)
+        return self
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        """Clear every parameter's gradient (set_to_none=False: fill it with zeros)."""
+        for p in self.parameters():
+            if p.grad is None:
+                continue
+            if set_to_none:
+                p.grad = None
+            else:
+                with no_grad():
+                    p.grad = p.grad.detach().zeros_like()
+
+    # -------------------------------------------------------------- state
+
+    def state_dict(self, prefix: str = "", keep_vars: bool = False) -> OrderedDict:
+        """Parameters and persistent buffers by dotted name, as Tensors.
+
+        Each value is detached and shares memory with the module's tensor (keep_vars=True:
+        the tensors themselves), as in PyTorch: later training changes the values. Use
+        `{k: v.numpy().copy() for k, v in sd.items()}` (or save it) for a snapshot."""
+        out = OrderedDict()
+        for module_prefix, module in self.named_modules(prefix):
+            dot = f"{module_prefix}." if module_prefix else ""
+            for name, p in module._parameters.items():
+                if p is not None:
+                    out[dot + name] = p if keep_vars else p.detach()
+            for name, b in module._buffers.items():
+                if b is not None and name not in module._non_persistent:
+                    out[dot + name] = b if keep_vars else b.detach()
+        return out
+
+    def load_state_dict(self, state, strict: bool = True) -> IncompatibleKeys:
+        """Copy `state` (name -> Tensor or numpy array) into the parameters and buffers, in
+        place and under no_grad, so optimizers and jitted functions holding them keep working.
+
+        Every value is checked before anything is written (a failed load changes nothing):
+        a shape mismatch raises ShapeError and a dtype mismatch DTypeError, naming the key
+        (Python lists and scalars are converted to the target's dtype). With strict=True,
+        missing or unexpected keys raise StateDictError (a KeyError); with strict=False they
+        are skipped. Returns (missing_keys, unexpected_keys)."""
+        if not hasattr(state, "keys"):
+            raise TypeError(f"load_state_dict expects a mapping, got {type(state).__name__}")
+        targets = self.state_dict(keep_vars=True)
+        missing = [k for k in targets if k not in state]
+        unexpected = [k for k in state if k not in targets]
+        if strict and (missing or unexpected):
+            parts = []
+            if missing:
+                parts.append(f"missing keys: {', '.join(missing)}")
+            if unexpected:
+                parts.append(f"unexpected keys: {', '.join(map(str, unexpected))}")
+            raise StateDictError(
+                f"load_state_dict into {type(self).__name__}: {'; '.join(parts)} "
+                "(strict=False loads the keys that match)"
+            )
+        sources = []
+        for key, target in targets.items():
+            if key in state:
+                sources.append((target, _source(key, state[key], target)))
+        with no_grad():
+            for target, source in sources:
+                target.copy_(source)
+        return IncompatibleKeys(missing, unexpected)
+
+    # -------------------------------------------------------------- calling and printing
+
+    def forward(self, *args, **kwargs):
+        raise NotImplementedError(f"{type(self).__name__} does not define forward()")
+
+    def __call__(self, *args, **kwargs):
+        return self.forward(*args, **kwargs)
+
+    def extra_repr(self) -> str:
+        """The text inside this module's parentheses in repr() (its settings)."""
+        return ""
+
+    def __repr__(self) -> str:
+        lines = []
+        extra = self.extra_repr()
+        if extra:
+            lines.extend(extra.split("\n"))
+        for name, child in self._modules.items():
+            body = repr(child).replace("\n", "\n  ")
+            lines.append(f"({name}): {body}")
+        if not self._modules:
+            return f"{type(self).__name__}({extra})"
+        return f"{type(self).__name__}(\n  " + "\n  ".join(lines) + "\n)"
+
+
+def _source(key: str, value, target: Tensor) -> Tensor:
+    """`value` as a Tensor ready to copy into `target`, or a typed error naming the key."""
+    if isinstance(value, Tensor):
+        array = value.data
+    elif isinstance(value, np.ndarray):
+        array = value
+    else:
+        try:
+            array = np.asarray(value, dtype=target.dtype)
+        except (TypeError, ValueError) as e:
+            message = f"load_state_dict: {key!r}: cannot convert to {target.dtype}: {e}"
+            raise DTypeError(message) from None
+    if array.shape != target.shape:
+        raise ShapeError(
+            f"load_state_dict: {key!r} has shape {tuple(array.shape)} in the state but "
+            f"{tuple(target.shape)} in the module"
+        )
+    if array.dtype != target.dtype:
+        raise DTypeError(
+            f"load_state_dict: {key!r} has dtype {array.dtype} in the state but "
+            f"{target.dtype} in the module; cast it first (e.g. .astype({str(target.dtype)!r}))"
+        )
+    return value if isinstance(value, Tensor) else from_numpy(np.ascontiguousarray(array))
+
+
+class ModuleList(Module):
+    """A list of modules, registered as children "0", "1", ..."""
+
+    def __init__(self, modules=None):
+        super().__init__()
+        for m in modules or ():
+            self.append(m)
+
+    def append(self, module: Module) -> ModuleList:
+        self.add_module(str(len(self._modules)), module)
+        return self
+
+    def extend(self, modules) -> ModuleList:
+        for m in modules:
+            self.append(m)
+        return self
+
+    def _index(self, i: int) -> int:
+        n = len(self._modules)
+        if not -n <= i < n:
+            raise IndexError(f"index {i} out of range for {type(self).__name__} of length {n}")
+        return i + n if i < 0 else i
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return type(self)(list(self._modules.values())[i])
+        return self._modules[str(self._index(i))]
+
+    def __setitem__(self, i: int, module: Module) -> None:
+        self.add_module(str(self._index(i)), module)
+
+    def __len__(self) -> int:
+        return len(self._modules)
+
+    def __iter__(self):
+        return iter(self._modules.values())
+
+    def forward(self, *args, **kwargs):
+        raise NotImplementedError(
+            f"{type(self).__name__} is a container: iterate over it in the parent's forward()"
+        )
+
+
+class ModuleDict(Module):
+    """A dict of modules, registered under their keys."""
+
+    def __init__(self, modules=None):
+        super().__init__()
+        for name, m in dict(modules or {}).items():
+            self[name] = m
+
+    def __getitem__(self, name: str) -> Module:
+        return self._modules[name]
+
+    def __setitem__(self, name: str, module: Module) -> None:
+        self._check_name(name, "module")
+        self.add_module(name, module)
+
+    def __contains__(self, name) -> bool:
+        return name in self._modules
+
+    def __len__(self) -> int:
+        return len(self._modules)
+
+    def __iter__(self):
+        return iter(self._modules)
+
+    def keys(self):
+        return self._modules.keys()
+
+    def values(self):
+        return self._modules.values()
+
+    def items(self):
+        return self._modules.items()

@@ -1,0 +1,1173 @@
+"""Convolution and pooling: conv2d (stride, padding, dilation, groups), conv1d, max_pool2d,
+avg_pool2d and adaptive_avg_pool2d, in PyTorch's NCHW layout.
+
+conv2d lands its work on BLAS: a numba kernel unfolds the input into columns (im2col, one row
+per (channel, kernel row, kernel column), one column per output pixel of the whole batch), one
+np.matmul per group multiplies the weights by them, and the input gradient folds the columns
+back (col2im, the adjoint). The two gradients are ops of their own, `conv2d_input_grad` (the
+transposed convolution) and `conv2d_weight_grad`, whose gradients are again the three
+convolution ops, so second derivatives work in both modes.
+
+The pooling kernels loop over (batch x channel) planes of a contiguous input, so each compiles
+once per dtype. max_pool2d has a second, int64 output: the argmax of each window as a flat
+index into its input plane (PyTorch's return_indices); its gradient routes `g` there.
+
+The ops take their geometry as attrs (`stride=(2,)` or `(2, 1)`); the public functions
+(`conv2d(x, w, b, stride=1, padding=0, ...)`, ...) add PyTorch's signatures, the bias, 'same'
+and 'valid' padding, unbatched inputs, and conv1d as a conv2d of height 1.
+"""
+
+import numpy as np
+from numba import njit
+
+from .. import dtypes as dt
+from ..core import UNKNOWN, Attr, Op, Spec
+from ..errors import AttrError, NbflowError, ShapeError, UnsupportedError
+from ..kernels.cpu import JIT
+from . import reduce as _reduce
+from . import shape as _shape
+from .index import take_along_axis
+
+FLOATS = dt.FLOATS
+
+# ---------------------------------------------------------------- kernels
+
+
+@njit(**JIT)
+def _im2col(x, cols, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow):
+    """cols[g, (c, i, j), n * oh * ow + y * ow + t] = x[n, g * cg + c, y*sh - ph + i*dh,
+    t*sw - pw + j*dw], or 0 in the padding. x is (N, C, H, W) and cols (G, C/G * kh * kw,
+    N * oh * ow), both C-contiguous; flat offsets keep the inner loop free of index checks."""
+    n_batch, channels, height, width = x.shape
+    groups = cols.shape[0]
+    cg = channels // groups
+    plane = oh * ow
+    xf = x.ravel()
+    cf = cols.ravel()
+    k = cols.shape[1]
+    m = cols.shape[2]
+    for g in range(groups):
+        for c in range(cg):
+            for j in range(kw):
+                t0 = min(ow, max(0, (pw - j * dw + sw - 1) // sw))
+                t1 = min(ow, max(t0, (width + pw - j * dw + sw - 1) // sw))
+                for i in range(kh):
+                    r = (g * k + (c * kh + i) * kw + j) * m
+                    for n in range(n_batch):
+                        xbase = (n * channels + g * cg + c) * height * width
+                        for y in range(oh):
+                            hy = y * sh - ph + i * dh
+                            o = r + n * plane + y * ow
+                            if hy < 0 or hy >= height:
+                                for t in range(ow):
+                                    cf[o + t] = 0
+                                continue
+                            for t in range(t0):
+                                cf[o + t] = 0
+                            src = xbase + hy * width + t0 * sw - pw + j * dw
+                            for t in range(t0, t1):
+                                cf[o + t] = xf[src]
+                                src += sw
+                            for t in range(t1, ow):
+                                cf[o + t] = 0
+
+
+@njit(**JIT)
+def _col2im(cols, dx, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow):
+    """The adjoint of _im2col: adds each column entry into the input pixel it came from.
+    dx must be zeroed first."""
+    n_batch, channels, height, width = dx.shape
+    groups = cols.shape[0]
+    cg = channels // groups
+    plane = oh * ow
+    for g in range(groups):
+        for c in range(cg):
+            for i in range(kh):
+                for j in range(kw):
+                    row = (c * kh + i) * kw + j
+                    for n in range(n_batch):
+                        dst = dx[n, g * cg + c]
+                        for y in range(oh):
+                            hy = y * sh - ph + i * dh
+                            if hy < 0 or hy >= height:
+                                continue
+                            base = n * plane + y * ow
+                            for t in range(ow):
+                                wx = t * sw - pw + j * dw
+                                if wx >= 0 and wx < width:
+                                    dst[hy, wx] += cols[g, row, base + t]
+
+
+@njit(**JIT)
+def _max_pool_planes(x, out, idx, kh, kw, sh, sw, ph, pw, dh, dw):
+    """Max of each window of each (H, W) plane of x, and its flat index in the plane (-1 for
+    a window that holds only padding). A NaN wins, as in PyTorch."""
+    n_planes, height, width = x.shape
+    oh, ow = out.shape[1], out.shape[2]
+    for p in range(n_planes):
+        for y in range(oh):
+            for t in range(ow):
+                best = -np.inf
+                k = -1
+                for i in range(kh):
+                    hy = y * sh - ph + i * dh
+                    if hy < 0 or hy >= height:
+                        continue
+                    for j in range(kw):
+                        wx = t * sw - pw + j * dw
+                        if wx < 0 or wx >= width:
+                            continue
+                        v = x[p, hy, wx]
+                        if k < 0 or (best == best and (v > best or v != v)):
+                            best = v
+                            k = hy * width + wx
+                out[p, y, t] = best
+                idx[p, y, t] = k
+
+
+@njit(**JIT)
+def _scatter_planes(g, idx, dx):
+    """dx[p, idx[p, l]] += g[p, l] (dx zeroed first; index -1 is skipped)."""
+    for p in range(g.shape[0]):
+        for q in range(g.shape[1]):
+            k = idx[p, q]
+            if k >= 0:
+                dx[p, k] += g[p, q]
+
+
+@njit(**JIT)
+def _avg_window(y, t, kh, kw, sh, sw, ph, pw, height, width, include_pad, divisor):
+    """(h0, h1, w0, w1, divisor) of output (y, t): the window clipped to the input, and what
+    its sum is divided by (PyTorch's rules; divisor > 0 overrides)."""
+    h0 = y * sh - ph
+    w0 = t * sw - pw
+    h1 = min(h0 + kh, height + ph)
+    w1 = min(w0 + kw, width + pw)
+    pool = (h1 - h0) * (w1 - w0)
+    h0 = max(h0, 0)
+    w0 = max(w0, 0)
+    h1 = min(h1, height)
+    w1 = min(w1, width)
+    if divisor > 0:
+        d = divisor
+    elif include_pad:
+        d = pool
+    else:
+        d = (h1 - h0) * (w1 - w0)
+    return h0, h1, w0, w1, d
+
+
+@njit(**JIT)
+def _avg_pool_planes(x, out, kh, kw, sh, sw, ph, pw, include_pad, divisor):
+    n_planes, height, width = x.shape
+    oh, ow = out.shape[1], out.shape[2]
+    for p in range(n_planes):
+        for y in range(oh):
+            for t in range(ow):
+                h0, h1, w0, w1, d = _avg_window(
+                    y, t, kh, kw, sh, sw, ph, pw, height, width, include_pad, divisor
+                )
+                acc = 0.0
+                for a in range(h0, h1):
+                    for b in range(w0, w1):
+                        acc += x[p, a, b]
+                out[p, y, t] = acc / d if d > 0 else 0.0
+
+
+@njit(**JIT)
+def _avg_pool_back_planes(g, dx, kh, kw, sh, sw, ph, pw, include_pad, divisor):
+    """The adjoint of _avg_pool_planes (dx zeroed first)."""
+    n_planes, height, width = dx.shape
+    oh, ow = g.shape[1], g.shape[2]
+    for p in range(n_planes):
+        for y in range(oh):
+            for t in range(ow):
+                h0, h1, w0, w1, d = _avg_window(
+                    y, t, kh, kw, sh, sw, ph, pw, height, width, include_pad, divisor
+                )
+                if d <= 0:
+                    continue
+                v = g[p, y, t] / d
+                for a in range(h0, h1):
+                    for b in range(w0, w1):
+                        dx[p, a, b] += v
+
+
+@njit(**JIT)
+def _adaptive_planes(x, out, backward):
+    """Adaptive average pooling of each plane (backward=False: x -> out), or its adjoint
+    (backward=True: out is the gradient, x receives it; x zeroed first). Bin i of n over a
+    length m spans [floor(i m / n), ceil((i + 1) m / n))."""
+    n_planes, height, width = x.shape
+    oh, ow = out.shape[1], out.shape[2]
+    for p in range(n_planes):
+        for y in range(oh):
+            h0 = (y * height) // oh
+            h1 = ((y + 1) * height + oh - 1) // oh
+            for t in range(ow):
+                w0 = (t * width) // ow
+                w1 = ((t + 1) * width + ow - 1) // ow
+                count = (h1 - h0) * (w1 - w0)
+                if backward:
+                    v = out[p, y, t] / count
+                    for a in range(h0, h1):
+                        for b in range(w0, w1):
+                            x[p, a, b] += v
+                else:
+                    acc = 0.0
+                    for a in range(h0, h1):
+                        for b in range(w0, w1):
+                            acc += x[p, a, b]
+                    out[p, y, t] = acc / count
+
+
+# ---------------------------------------------------------------- geometry
+
+
+def _known(*dims) -> bool:
+    return UNKNOWN not in dims
+
+
+def _pair(value, name, minimum) -> tuple[int, int]:
+    """An int attr given as (v,) or (v0, v1), checked >= minimum."""
+    if len(value) == 1:
+        value = (value[0], value[0])
+    if len(value) != 2:
+        raise AttrError(f"{name} must be an int or a pair of ints, got {value}")
+    if any(v < minimum for v in value):
+        raise AttrError(f"{name} must be >= {minimum}, got {value}")
+    return int(value[0]), int(value[1])
+
+
+def _out_size(n, k, s, p, d, ceil_mode=False) -> int:
+    """Output length of a window of k taps (dilation d, stride s) over n + 2p positions."""
+    if not _known(n, k):
+        return UNKNOWN
+    span = d * (k - 1) + 1
+    room = n + 2 * p - span
+    if room < 0:
+        return 0
+    if not ceil_mode:
+        return room // s + 1
+    out = -(-room // s) + 1
+    if (out - 1) * s >= n + p:  # the last window must start inside the input or left padding
+        out -= 1
+    return out
+
+
+def _check_4d(shape, what, layout):
+    if len(shape) != 4:
+        raise ShapeError(f"{what} of shape {tuple(shape)} must be 4-D {layout}")
+
+
+class Conv:
+    """The checked geometry of a conv2d: pairs for stride, padding, dilation; groups; output
+    height and width (-1 when unknown)."""
+
+    def __init__(self, x_shape, w_shape, stride, padding, dilation, groups):
+        x_shape, w_shape = tuple(x_shape), tuple(w_shape)
+        _check_4d(x_shape, "input", "(N, C, H, W)")
+        _check_4d(w_shape, "weight", "(out_channels, in_channels / groups, kH, kW)")
+        self.stride = _pair(stride, "stride", 1)
+        self.padding = _pair(padding, "padding", 0)
+        self.dilation = _pair(dilation, "dilation", 1)
+        if groups < 1:
+            raise AttrError(f"groups must be >= 1, got {groups}")
+        self.groups = groups
+        channels, out_channels, per_group = x_shape[1], w_shape[0], w_shape[1]
+        if _known(channels) and channels % groups:
+            raise ShapeError(
+                f"input of shape {x_shape}: {channels} channels are not divisible by "
+                f"groups={groups}"
+            )
+        if _known(out_channels) and out_channels % groups:
+            raise ShapeError(
+                f"weight of shape {w_shape}: {out_channels} output channels are not divisible "
+                f"by groups={groups}"
+            )
+        if _known(channels, per_group) and channels != per_group * groups:
+            raise ShapeError(
+                f"input of shape {x_shape} has {channels} channels, but weight of shape "
+                f"{w_shape} expects {per_group} x groups={groups} = {per_group * groups}"
+            )
+        for k in w_shape[2:]:
+            if _known(k) and k < 1:
+                raise ShapeError(f"weight of shape {w_shape} has an empty kernel")
+        self.kernel = w_shape[2:]
+        self.out_hw = tuple(
+            _out_size(n, k, s, p, d)
+            for n, k, s, p, d in zip(
+                x_shape[2:], self.kernel, self.stride, self.padding, self.dilation
+            )
+        )
+        if any(o == 0 for o in self.out_hw):
+            raise ShapeError(
+                f"input of shape {x_shape} with padding {self.padding} is smaller than the "
+                f"kernel {w_shape[2:]} with dilation {self.dilation}"
+            )
+        self.out_shape = (x_shape[0], out_channels) + self.out_hw
+
+    def args(self, oh, ow):
+        """The kernel arguments after the arrays: kh, kw, sh, sw, ph, pw, dh, dw, oh, ow."""
+        return (*self.kernel, *self.stride, *self.padding, *self.dilation, oh, ow)
+
+
+def _check_like(shape, want, what):
+    """`shape` equals `want` where both are known."""
+    if len(shape) != len(want) or any(
+        a != b and _known(a, b) for a, b in zip(shape, want, strict=True)
+    ):
+        raise ShapeError(f"{what} of shape {tuple(shape)} should have shape {tuple(want)}")
+
+
+CONV_ATTRS = {
+    "stride": Attr("ints", 1),
+    "padding": Attr("ints", 0),
+    "dilation": Attr("ints", 1),
+    "groups": Attr("int", 1),
+}
+
+
+def _unfold(x, conv: Conv):
+    """im2col of a contiguous (N, C, H, W) array: (G, C/G * kh * kw, N * oh * ow)."""
+    oh, ow = conv.out_hw
+    k = x.shape[1] // conv.groups * conv.kernel[0] * conv.kernel[1]
+    cols = np.empty((conv.groups, k, x.shape[0] * oh * ow), x.dtype)
+    if cols.size:
+        _im2col(x, cols, *conv.args(oh, ow))
+    return cols
+
+
+def _grad_columns(g, groups):
+    """g (N, O, oh, ow) as (G, O/G, N * oh * ow), the layout the column matmuls use."""
+    n, o = g.shape[:2]
+    plane = g.shape[2] * g.shape[3]
+    return np.ascontiguousarray(
+        g.reshape(n, groups, o // groups, plane).transpose(1, 2, 0, 3)
+    ).reshape(groups, o // groups, n * plane)
+
+
+# ---------------------------------------------------------------- conv2d
+
+
+def _conv2d_spec(x, w, *bias, stride, padding, dilation, groups):
+    conv = Conv(x.shape, w.shape, stride, padding, dilation, groups)
+    if len(bias) > 1:
+        raise ShapeError(f"takes at most one bias, got {len(bias)}")
+    for b in bias:
+        _check_like(b.shape, (w.shape[0],), "bias")
+    return Spec(conv.out_shape, dt.promote([s.dtype for s in (x, w, *bias)]))
+
+
+def _conv2d_cpu(x, w, *rest, stride, padding, dilation, groups):
+    out = rest[-1]
+    conv = Conv(x.shape, w.shape, stride, padding, dilation, groups)
+    x, w = np.ascontiguousarray(x), np.ascontiguousarray(w)
+    n, o = out.shape[:2]
+    plane = out.shape[2] * out.shape[3]
+    cols = _unfold(x, conv)
+    w3 = w.reshape(groups, o // groups, cols.shape[1])
+    res = np.matmul(w3, cols)  # one BLAS call per group for the whole batch
+    res = res.reshape(groups, o // groups, n, plane).transpose(2, 0, 1, 3)
+    target = out.reshape(n, groups, o // groups, plane)
+    if len(rest) == 2:  # the bias, added while the result is laid out as NCHW
+        np.add(res, rest[0].reshape(1, groups, o // groups, 1), out=target)
+    else:
+        target[...] = res
+
+
+def _conv2d_ref(x, w, *bias, stride=1, padding=0, dilation=1, groups=1):
+    """Direct convolution in float64: a sum over kernel taps of strided slices."""
+    as2 = _as_pairs(stride, padding, dilation)
+    (sh, sw), (ph, pw), (dh, dw) = as2
+    d = dt.promote([x.dtype, w.dtype])
+    x64 = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (ph, ph), (pw, pw)))
+    w64 = w.astype(np.float64)
+    n, c, hp, wp = x64.shape
+    o, cg, kh, kw = w.shape
+    oh = (hp - dh * (kh - 1) - 1) // sh + 1
+    ow = (wp - dw * (kw - 1) - 1) // sw + 1
+    out = np.zeros((n, o, oh, ow))
+    og = o // groups
+    for g in range(groups):
+        xs = x64[:, g * cg : (g + 1) * cg]
+        ws = w64[g * og : (g + 1) * og]
+        for i in range(kh):
+            for j in range(kw):
+                patch = xs[
+                    :,
+                    :,
+                    i * dh : i * dh + sh * (oh - 1) + 1 : sh,
+                    j * dw : j * dw + sw * (ow - 1) + 1 : sw,
+                ]
+                out[:, g * og : (g + 1) * og] += np.einsum("nchw,oc->nohw", patch, ws[:, :, i, j])
+    for b in bias:
+        out += b.astype(np.float64)[:, None, None]
+        d = dt.promote([d, b.dtype])
+    return out.astype(d)
+
+
+def _as_pairs(stride, padding, dilation):
+    def two(v):
+        v = (v,) if isinstance(v, (int, np.integer)) else tuple(v)
+        return (v[0], v[0]) if len(v) == 1 else v
+
+    return two(stride), two(padding), two(dilation)
+
+
+conv2d_op = Op(
+    name="conv2d",
+    inputs=("x", "weight", "*bias"),
+    outputs=("out",),
+    spec=_conv2d_spec,
+    kernels={"cpu": _conv2d_cpu, "cuda": None},
+    dtypes=FLOATS,
+    ref=_conv2d_ref,
+    attrs=CONV_ATTRS,
+    doc=(
+        "2-D cross-correlation, PyTorch's conv2d: x (N, C, H, W), weight (O, C / groups, kH, "
+        "kW), optional bias (O,) -> (N, O, oH, oW) with oH = (H + 2 padding - dilation "
+        "(kH - 1) - 1) // stride + 1. stride, padding and dilation are an int or an (h, w) "
+        "pair; groups splits the channels. im2col + BLAS matmul on the CPU."
+    ),
+)
+
+
+def _wants_grad(t) -> bool:
+    """Whether a gradient rule should compute t's gradient (a value overwritten in place
+    answers True: the rule then poisons it, and backward raises only if it is needed)."""
+    try:
+        return bool(t.requires_grad)
+    except NbflowError:
+        return True
+
+
+@conv2d_op.defgrad
+def _conv2d_grad(g, out, x, w, *bias, **geometry):
+    dx = conv2d_input_grad(g, w, x, **geometry) if _wants_grad(x) else None
+    dw = conv2d_weight_grad(x, g, w, **geometry) if _wants_grad(w) else None
+    db = tuple(_reduce.sum(g, axis=(0, 2, 3)) if _wants_grad(b) else None for b in bias)
+    return (dx, dw, *db)
+
+
+# ---------------------------------------------------------------- gradients as ops
+
+
+def _input_grad_spec(g, w, x, stride, padding, dilation, groups):
+    conv = Conv(x.shape, w.shape, stride, padding, dilation, groups)
+    _check_like(g.shape, conv.out_shape, "the output gradient")
+    return Spec(x.shape, dt.promote([g.dtype, w.dtype]))
+
+
+def _input_grad_cpu(g, w, x, out, stride, padding, dilation, groups):
+    conv = Conv(x.shape, w.shape, stride, padding, dilation, groups)
+    w = np.ascontiguousarray(w)
+    gc = _grad_columns(g, groups)
+    w3 = w.reshape(groups, w.shape[0] // groups, -1)
+    cols = np.matmul(w3.transpose(0, 2, 1), gc)  # (G, C/G kh kw, N oh ow), on BLAS
+    out[...] = 0
+    if cols.size:
+        _col2im(cols, out, *conv.args(*conv.out_hw))
+
+
+def _input_grad_ref(g, w, x, stride=1, padding=0, dilation=1, groups=1):
+    """The adjoint of the direct convolution, by scattering each tap back."""
+    (sh, sw), (ph, pw), (dh, dw) = _as_pairs(stride, padding, dilation)
+    n, c, h, wd = x.shape
+    o, cg, kh, kw = w.shape
+    og = o // groups
+    oh, ow = g.shape[2:]
+    g64, w64 = g.astype(np.float64), w.astype(np.float64)
+    dx = np.zeros((n, c, h + 2 * ph, wd + 2 * pw))
+    for grp in range(groups):
+        gs = g64[:, grp * og : (grp + 1) * og]
+        ws = w64[grp * og : (grp + 1) * og]
+        for i in range(kh):
+            for j in range(kw):
+                dx[
+                    :,
+                    grp * cg : (grp + 1) * cg,
+                    i * dh : i * dh + sh * (oh - 1) + 1 : sh,
+                    j * dw : j * dw + sw * (ow - 1) + 1 : sw,
+                ] += np.einsum("nohw,oc->nchw", gs, ws[:, :, i, j])
+    return dx[:, :, ph : ph + h, pw : pw + wd].astype(dt.promote([g.dtype, w.dtype]))
+
+
+conv2d_input_grad = Op(
+    name="conv2d_input_grad",
+    inputs=("g", "weight", "x"),
+    outputs=("out",),
+    spec=_input_grad_spec,
+    kernels={"cpu": _input_grad_cpu, "cuda": None},
+    dtypes=FLOATS,
+    ref=_input_grad_ref,
+    attrs=CONV_ATTRS,
+    promote=(0, 1),
+    shape_only=("x",),
+    doc=(
+        "The gradient of conv2d with respect to its input x (a transposed convolution): "
+        "g (N, O, oH, oW) and weight -> x's shape. Only x's shape is read. BLAS matmul, "
+        "then col2im."
+    ),
+)
+
+
+@conv2d_input_grad.defgrad
+def _input_grad_grad(h, out, g, w, x, **geometry):
+    # linear in g and in w: <out, h> = <g, conv2d(h, w)>
+    dg = conv2d_op(h, w, **geometry) if _wants_grad(g) else None
+    dw = conv2d_weight_grad(h, g, w, **geometry) if _wants_grad(w) else None
+    return dg, dw, None
+
+
+def _weight_grad_spec(x, g, w, stride, padding, dilation, groups):
+    conv = Conv(x.shape, w.shape, stride, padding, dilation, groups)
+    _check_like(g.shape, conv.out_shape, "the output gradient")
+    return Spec(w.shape, dt.promote([x.dtype, g.dtype]))
+
+
+def _weight_grad_cpu(x, g, w, out, stride, padding, dilation, groups):
+    conv = Conv(x.shape, w.shape, stride, padding, dilation, groups)
+    cols = _unfold(np.ascontiguousarray(x), conv)
+    gc = _grad_columns(g, groups)
+    np.matmul(gc, cols.transpose(0, 2, 1), out=out.reshape(groups, gc.shape[1], cols.shape[1]))
+
+
+def _weight_grad_ref(x, g, w, stride=1, padding=0, dilation=1, groups=1):
+    (sh, sw), (ph, pw), (dh, dw) = _as_pairs(stride, padding, dilation)
+    x64 = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (ph, ph), (pw, pw)))
+    g64 = g.astype(np.float64)
+    o, cg, kh, kw = w.shape
+    og = o // groups
+    oh, ow = g.shape[2:]
+    dw_ = np.zeros(w.shape)
+    for grp in range(groups):
+        xs = x64[:, grp * cg : (grp + 1) * cg]
+        gs = g64[:, grp * og : (grp + 1) * og]
+        for i in range(kh):
+            for j in range(kw):
+                patch = xs[
+                    :,
+                    :,
+                    i * dh : i * dh + sh * (oh - 1) + 1 : sh,
+                    j * dw : j * dw + sw * (ow - 1) + 1 : sw,
+                ]
+                dw_[grp * og : (grp + 1) * og, :, i, j] = np.einsum("nchw,nohw->oc", patch, gs)
+    return dw_.astype(dt.promote([x.dtype, g.dtype]))
+
+
+conv2d_weight_grad = Op(
+    name="conv2d_weight_grad",
+    inputs=("x", "g", "weight"),
+    outputs=("out",),
+    spec=_weight_grad_spec,
+    kernels={"cpu": _weight_grad_cpu, "cuda": None},
+    dtypes=FLOATS,
+    ref=_weight_grad_ref,
+    attrs=CONV_ATTRS,
+    promote=(0, 1),
+    shape_only=("weight",),
+    doc=(
+        "The gradient of conv2d with respect to its weight: x and g (N, O, oH, oW) -> "
+        "weight's shape. Only weight's shape is read. im2col, then one BLAS matmul per group."
+    ),
+)
+
+
+@conv2d_weight_grad.defgrad
+def _weight_grad_grad(h, out, x, g, w, **geometry):
+    # linear in x and in g: <out, h> = <g, conv2d(x, h)>
+    dx = conv2d_input_grad(g, h, x, **geometry) if _wants_grad(x) else None
+    dg = conv2d_op(x, h, **geometry) if _wants_grad(g) else None
+    return dx, dg, None
+
+
+# ---------------------------------------------------------------- pooling geometry
+
+
+class Pool:
+    """The checked geometry of a 2-D pooling window over x (N, C, H, W)."""
+
+    def __init__(self, x_shape, kernel_size, stride, padding, dilation=(1,), ceil_mode=False):
+        x_shape = tuple(x_shape)
+        _check_4d(x_shape, "input", "(N, C, H, W)")
+        self.kernel = _pair(kernel_size, "kernel_size", 1)
+        self.stride = _pair(kernel_size if stride is None else stride, "stride", 1)
+        self.padding = _pair(padding, "padding", 0)
+        self.dilation = _pair(dilation, "dilation", 1)
+        for k, p, d in zip(self.kernel, self.padding, self.dilation):
+            if p > (d * (k - 1) + 1) // 2:
+                raise AttrError(
+                    f"padding {self.padding} must be at most half of the kernel "
+                    f"{self.kernel} (dilation {self.dilation})"
+                )
+        self.out_hw = tuple(
+            _out_size(n, k, s, p, d, ceil_mode)
+            for n, k, s, p, d in zip(
+                x_shape[2:], self.kernel, self.stride, self.padding, self.dilation
+            )
+        )
+        if any(o == 0 for o in self.out_hw):
+            raise ShapeError(
+                f"input of shape {x_shape} with padding {self.padding} is smaller than the "
+                f"window {self.kernel} with dilation {self.dilation}"
+            )
+        self.out_shape = x_shape[:2] + self.out_hw
+
+    def args(self):
+        return (*self.kernel, *self.stride, *self.padding)
+
+
+def _planes(a):
+    """A contiguous (N, C, H, W) array as (N * C, H, W) (a view)."""
+    return a.reshape(a.shape[0] * a.shape[1], a.shape[2], a.shape[3])
+
+
+def _windows(x, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow, fill):
+    """The references' view of every pooling window: (N, C, oh, ow, kh * kw) from x padded
+    with `fill` (enough on the right for ceil_mode)."""
+    n, c, h, w = x.shape
+    extra_h = max(0, (oh - 1) * sh + dh * (kh - 1) + 1 - (h + 2 * ph))
+    extra_w = max(0, (ow - 1) * sw + dw * (kw - 1) + 1 - (w + 2 * pw))
+    xp = np.pad(x, ((0, 0), (0, 0), (ph, ph + extra_h), (pw, pw + extra_w)), constant_values=fill)
+    taps = []
+    for i in range(kh):
+        for j in range(kw):
+            taps.append(
+                xp[
+                    :,
+                    :,
+                    i * dh : i * dh + sh * (oh - 1) + 1 : sh,
+                    j * dw : j * dw + sw * (ow - 1) + 1 : sw,
+                ]
+            )
+    return np.stack(taps, axis=-1)
+
+
+# ---------------------------------------------------------------- max_pool2d
+
+POOL_ATTRS = {
+    "kernel_size": Attr("ints"),
+    "stride": Attr("ints", None, optional=True),
+    "padding": Attr("ints", 0),
+    "dilation": Attr("ints", 1),
+    "ceil_mode": Attr("bool", False),
+}
+
+
+def _max_pool_spec(x, **attrs):
+    pool = Pool(x.shape, **attrs)
+    return Spec(pool.out_shape, x.dtype), Spec(pool.out_shape, dt.int64)
+
+
+def _max_pool_cpu(x, out, indices, **attrs):
+    pool = Pool(x.shape, **attrs)
+    if out.size:
+        _max_pool_planes(
+            _planes(np.ascontiguousarray(x)),
+            _planes(out),
+            _planes(indices),
+            *pool.args(),
+            *pool.dilation,
+        )
+
+
+def _max_pool_ref(x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False):
+    attrs = _pool_ref_attrs(kernel_size, stride, padding, dilation)
+    pool = Pool(x.shape, *attrs, ceil_mode=ceil_mode)
+    (kh, kw), (sh, sw), (ph, pw), (dh, dw) = pool.kernel, pool.stride, pool.padding, pool.dilation
+    oh, ow = pool.out_hw
+    h, w = x.shape[2:]
+    vals = _windows(x.astype(np.float64), kh, kw, sh, sw, ph, pw, dh, dw, oh, ow, -np.inf)
+    plane = np.arange(h * w, dtype=np.float64).reshape(1, 1, h, w)  # -1 in the padding
+    where = _windows(plane, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow, -1).astype(np.int64)
+    nan = np.isnan(vals)
+    first = np.where(nan.any(-1), nan.argmax(-1), vals.argmax(-1))  # the first NaN or max
+    best = np.take_along_axis(vals, first[..., None], -1)[..., 0]
+    idx = np.take_along_axis(np.broadcast_to(where, vals.shape), first[..., None], -1)[..., 0]
+    return best.astype(x.dtype), idx
+
+
+def _pool_ref_attrs(kernel_size, stride, padding, dilation):
+    def ints(v):
+        return None if v is None else ((v,) if isinstance(v, (int, np.integer)) else tuple(v))
+
+    return ints(kernel_size), ints(stride), ints(padding), ints(dilation)
+
+
+max_pool2d_op = Op(
+    name="max_pool2d",
+    inputs=("x",),
+    outputs=("out", "indices"),
+    spec=_max_pool_spec,
+    kernels={"cpu": _max_pool_cpu, "cuda": None},
+    dtypes=FLOATS,
+    ref=_max_pool_ref,
+    attrs=POOL_ATTRS,
+    doc=(
+        "Max over kernel_size windows of x (N, C, H, W) (stride defaults to kernel_size; "
+        "padding is -inf and at most half the window; dilation; ceil_mode). Second output: "
+        "the int64 flat index in the (H, W) plane of each maximum (PyTorch's "
+        "return_indices). A NaN in a window wins. The gradient goes to the maximum."
+    ),
+)
+
+
+@max_pool2d_op.defgrad
+def _max_pool_grad(g, out, x, **attrs):
+    return (max_pool2d_backward(g[0], out[1], x),)
+
+
+def _max_pool_back_spec(g, indices, x):
+    _check_4d(x.shape, "input", "(N, C, H, W)")
+    _check_4d(g.shape, "the output gradient", "(N, C, oH, oW)")
+    if indices.dtype not in dt.INTS:
+        raise ShapeError(f"indices must be int32 or int64, got {indices.dtype}")
+    _check_like(indices.shape, g.shape, "indices")
+    _check_like(g.shape[:2], x.shape[:2], "the output gradient's (N, C)")
+    return Spec(x.shape, g.dtype)
+
+
+def _max_pool_back_cpu(g, indices, x, out):
+    out[...] = 0
+    if g.size == 0:
+        return
+    p = g.shape[0] * g.shape[1]
+    _scatter_planes(
+        np.ascontiguousarray(g).reshape(p, -1),
+        np.ascontiguousarray(indices, dtype=np.int64).reshape(p, -1),
+        out.reshape(p, -1),
+    )
+
+
+def _max_pool_back_ref(g, indices, x):
+    n, c, h, w = x.shape
+    dx = np.zeros((n * c, h * w))
+    gf, idx = g.reshape(n * c, -1).astype(np.float64), indices.reshape(n * c, -1)
+    for p in range(n * c):
+        keep = idx[p] >= 0
+        np.add.at(dx[p], idx[p][keep], gf[p][keep])
+    return dx.reshape(x.shape).astype(g.dtype)
+
+
+max_pool2d_backward = Op(
+    name="max_pool2d_backward",
+    inputs=("g", "indices", "x"),
+    outputs=("out",),
+    spec=_max_pool_back_spec,
+    kernels={"cpu": _max_pool_back_cpu, "cuda": None},
+    dtypes=FLOATS,
+    ref=_max_pool_back_ref,
+    promote=(0,),
+    shape_only=("x",),
+    doc=(
+        "The gradient of max_pool2d: adds each g[n, c, i, j] at the flat plane position "
+        "indices[n, c, i, j] of a zero tensor of x's shape (x is read for its shape only)."
+    ),
+)
+
+
+@max_pool2d_backward.defgrad
+def _max_pool_back_grad(h, out, g, indices, x):
+    # the adjoint of scattering: gather h at the indices
+    picked = take_along_axis(
+        _shape.flatten(h, start_axis=2), _shape.flatten(indices, start_axis=2), axis=2
+    )
+    return _shape.reshape_like(picked, g), None, None
+
+
+# ---------------------------------------------------------------- avg_pool2d
+
+AVG_ATTRS = {
+    "kernel_size": Attr("ints"),
+    "stride": Attr("ints", None, optional=True),
+    "padding": Attr("ints", 0),
+    "ceil_mode": Attr("bool", False),
+    "count_include_pad": Attr("bool", True),
+    "divisor_override": Attr("int", None, optional=True),
+}
+
+
+def _avg_pool(x_shape, kernel_size, stride, padding, ceil_mode, divisor_override, **_):
+    if divisor_override is not None and divisor_override < 1:
+        raise AttrError(f"divisor_override must be >= 1, got {divisor_override}")
+    return Pool(x_shape, kernel_size, stride, padding, (1,), ceil_mode)
+
+
+def _avg_pool_spec(x, **attrs):
+    return Spec(_avg_pool(x.shape, **attrs).out_shape, x.dtype)
+
+
+def _avg_pool_cpu(x, out, **attrs):
+    pool = _avg_pool(x.shape, **attrs)
+    if out.size:
+        _avg_pool_planes(
+            _planes(np.ascontiguousarray(x)),
+            _planes(out),
+            *pool.args(),
+            attrs["count_include_pad"],
+            attrs["divisor_override"] or 0,
+        )
+
+
+def _avg_pool_ref(
+    x,
+    kernel_size,
+    stride=None,
+    padding=0,
+    ceil_mode=False,
+    count_include_pad=True,
+    divisor_override=None,
+):
+    k, s, p, _ = _pool_ref_attrs(kernel_size, stride, padding, 1)
+    pool = Pool(x.shape, k, s, p, (1,), ceil_mode)
+    (kh, kw), (sh, sw), (ph, pw) = pool.kernel, pool.stride, pool.padding
+    oh, ow = pool.out_hw
+    h, w = x.shape[2:]
+    x64 = x.astype(np.float64)
+    out = np.zeros(x.shape[:2] + (oh, ow))
+    for i in range(oh):
+        for j in range(ow):
+            # the window within the padded input; padding counts, what lies past it does not
+            h0, w0 = i * sh - ph, j * sw - pw
+            h1, w1 = min(h0 + kh, h + ph), min(w0 + kw, w + pw)
+            in_padded = (h1 - h0) * (w1 - w0)
+            h0, w0, h1, w1 = max(h0, 0), max(w0, 0), min(h1, h), min(w1, w)
+            inside = max(h1 - h0, 0) * max(w1 - w0, 0)
+            divisor = divisor_override or (in_padded if count_include_pad else inside)
+            if inside and divisor:
+                out[:, :, i, j] = x64[:, :, h0:h1, w0:w1].sum(axis=(2, 3)) / divisor
+    return out.astype(x.dtype)
+
+
+avg_pool2d_op = Op(
+    name="avg_pool2d",
+    inputs=("x",),
+    outputs=("out",),
+    spec=_avg_pool_spec,
+    kernels={"cpu": _avg_pool_cpu, "cuda": None},
+    dtypes=FLOATS,
+    ref=_avg_pool_ref,
+    attrs=AVG_ATTRS,
+    doc=(
+        "Mean over kernel_size windows of x (N, C, H, W), as PyTorch's avg_pool2d: stride "
+        "defaults to kernel_size, zero padding (at most half the window) counts in the "
+        "divisor when count_include_pad, ceil_mode, divisor_override."
+    ),
+)
+
+avg_pool2d_op.defgrad(lambda g, out, x, **attrs: (avg_pool2d_backward(g, x, **attrs),))
+
+
+def _avg_back_spec(g, x, **attrs):
+    _check_like(g.shape, _avg_pool(x.shape, **attrs).out_shape, "the output gradient")
+    return Spec(x.shape, g.dtype)
+
+
+def _avg_back_cpu(g, x, out, **attrs):
+    pool = _avg_pool(x.shape, **attrs)
+    out[...] = 0
+    if g.size:
+        _avg_pool_back_planes(
+            _planes(np.ascontiguousarray(g)),
+            _planes(out),
+            *pool.args(),
+            attrs["count_include_pad"],
+            attrs["divisor_override"] or 0,
+        )
+
+
+def _avg_back_ref(g, x, **attrs):
+    """The adjoint by linearity: column k of the pooling matrix is the pooling of e_k."""
+    n, c, h, w = x.shape
+    out = np.zeros((n, c, h * w))
+    g64 = g.astype(np.float64).reshape(n, c, -1)
+    for k in range(h * w):
+        e = np.zeros((1, 1, h * w))
+        e[0, 0, k] = 1.0
+        col = _avg_pool_ref(e.reshape(1, 1, h, w), **attrs).reshape(-1)
+        out[:, :, k] = g64 @ col
+    return out.reshape(x.shape).astype(g.dtype)
+
+
+avg_pool2d_backward = Op(
+    name="avg_pool2d_backward",
+    inputs=("g", "x"),
+    outputs=("out",),
+    spec=_avg_back_spec,
+    kernels={"cpu": _avg_back_cpu, "cuda": None},
+    dtypes=FLOATS,
+    ref=_avg_back_ref,
+    attrs=AVG_ATTRS,
+    promote=(0,),
+    shape_only=("x",),
+    doc=(
+        "The gradient of avg_pool2d (its adjoint): spreads each g over its window, divided "
+        "as the forward divides. x is read for its shape only."
+    ),
+)
+
+avg_pool2d_backward.defgrad(lambda h, out, g, x, **attrs: (avg_pool2d_op(h, **attrs), None))
+
+
+# ---------------------------------------------------------------- adaptive_avg_pool2d
+
+
+def _adaptive_size(x_shape, output_size):
+    _check_4d(x_shape, "input", "(N, C, H, W)")
+    size = _pair(output_size, "output_size", 1)
+    for n in x_shape[2:]:
+        if n == 0:
+            raise ShapeError(f"input of shape {tuple(x_shape)} has an empty spatial dim")
+    return size
+
+
+def _adaptive_spec(x, output_size):
+    return Spec(tuple(x.shape[:2]) + _adaptive_size(x.shape, output_size), x.dtype)
+
+
+def _adaptive_cpu(x, out, output_size):
+    if out.size:
+        _adaptive_planes(_planes(np.ascontiguousarray(x)), _planes(out), False)
+
+
+def _adaptive_ref(x, output_size):
+    oh, ow = _adaptive_size(x.shape, _pool_ref_attrs(output_size, None, 0, 1)[0])
+    h, w = x.shape[2:]
+    out = np.empty(x.shape[:2] + (oh, ow))
+    x64 = x.astype(np.float64)
+    for i in range(oh):
+        h0, h1 = (i * h) // oh, -(-((i + 1) * h) // oh)
+        for j in range(ow):
+            w0, w1 = (j * w) // ow, -(-((j + 1) * w) // ow)
+            out[:, :, i, j] = x64[:, :, h0:h1, w0:w1].mean(axis=(2, 3))
+    return out.astype(x.dtype)
+
+
+adaptive_avg_pool2d_op = Op(
+    name="adaptive_avg_pool2d",
+    inputs=("x",),
+    outputs=("out",),
+    spec=_adaptive_spec,
+    kernels={"cpu": _adaptive_cpu, "cuda": None},
+    dtypes=FLOATS,
+    ref=_adaptive_ref,
+    attrs={"output_size": Attr("ints")},
+    doc=(
+        "Average pooling of x (N, C, H, W) to output_size (oH, oW): bin i of oH covers "
+        "rows floor(i H / oH) to ceil((i + 1) H / oH), as PyTorch."
+    ),
+)
+
+adaptive_avg_pool2d_op.defgrad(
+    lambda g, out, x, output_size: (adaptive_avg_pool2d_backward(g, x, output_size=output_size),)
+)
+
+
+def _adaptive_back_spec(g, x, output_size):
+    want = tuple(x.shape[:2]) + _adaptive_size(x.shape, output_size)
+    _check_like(g.shape, want, "the output gradient")
+    return Spec(x.shape, g.dtype)
+
+
+def _adaptive_back_cpu(g, x, out, output_size):
+    out[...] = 0
+    if g.size:
+        _adaptive_planes(_planes(out), _planes(np.ascontiguousarray(g)), True)
+
+
+def _adaptive_back_ref(g, x, output_size):
+    n, c, h, w = x.shape
+    out = np.zeros((n, c, h * w))
+    g64 = g.astype(np.float64).reshape(n, c, -1)
+    for k in range(h * w):
+        e = np.zeros(h * w)
+        e[k] = 1.0
+        col = _adaptive_ref(e.reshape(1, 1, h, w), output_size).reshape(-1)
+        out[:, :, k] = g64 @ col
+    return out.reshape(x.shape).astype(g.dtype)
+
+
+adaptive_avg_pool2d_backward = Op(
+    name="adaptive_avg_pool2d_backward",
+    inputs=("g", "x"),
+    outputs=("out",),
+    spec=_adaptive_back_spec,
+    kernels={"cpu": _adaptive_back_cpu, "cuda": None},
+    dtypes=FLOATS,
+    ref=_adaptive_back_ref,
+    attrs={"output_size": Attr("ints")},
+    promote=(0,),
+    shape_only=("x",),
+    doc="The gradient of adaptive_avg_pool2d (its adjoint). x is read for its shape only.",
+)
+
+adaptive_avg_pool2d_backward.defgrad(
+    lambda h, out, g, x, output_size: (adaptive_avg_pool2d_op(h, output_size=output_size), None)
+)
+
+
+# ---------------------------------------------------------------- public functions
+
+
+def _batched(x, ndim, name, layout):
+    """x with a batch dim of 1 added when it is unbatched (ndim - 1 dims), and whether it was
+    added."""
+    if x.ndim == ndim - 1:
+        return _shape.unsqueeze(x, 0), True
+    if x.ndim != ndim:
+        raise ShapeError(
+            f"{name}: input of shape {tuple(x.shape)} must be {ndim}-D {layout} "
+            f"(or {ndim - 1}-D without the batch dim)"
+        )
+    return x, False
+
+
+def _padding(padding, kernel, dilation, stride, name):
+    """'valid' and 'same' padding as ints (PyTorch's; 'same' needs stride 1 and an even total
+    padding: nbflow pads symmetrically)."""
+    if not isinstance(padding, str):
+        return padding
+    if padding == "valid":
+        return 0
+    if padding != "same":
+        raise AttrError(f"{name}: padding must be an int, a tuple, 'valid' or 'same'")
+    strides = (stride,) if isinstance(stride, int) else tuple(stride)
+    if any(s != 1 for s in strides):
+        raise AttrError(f"{name}: padding='same' needs stride 1, got {stride}")
+    dilation = (dilation,) * len(kernel) if isinstance(dilation, int) else tuple(dilation)
+    dilation = dilation * len(kernel) if len(dilation) == 1 else dilation
+    pads = []
+    for k, d in zip(kernel, dilation):
+        total = d * (k - 1)
+        if total % 2:
+            raise UnsupportedError(
+                f"{name}: padding='same' with kernel {tuple(kernel)} and dilation {dilation} "
+                "needs asymmetric padding; pad the input with nbflow.pad first"
+            )
+        pads.append(total // 2)
+    return tuple(pads)
+
+
+def conv2d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """PyTorch's F.conv2d: x (N, C, H, W) or (C, H, W), weight (O, C / groups, kH, kW), bias
+    (O,) or None; padding an int, a pair, 'valid' or 'same'."""
+    x, added = _batched(x, 4, "conv2d", "(N, C, H, W)")
+    if weight.ndim != 4:
+        raise ShapeError(
+            f"conv2d: weight of shape {tuple(weight.shape)} must be 4-D "
+            "(out_channels, in_channels / groups, kH, kW)"
+        )
+    padding = _padding(padding, weight.shape[2:], dilation, stride, "conv2d")
+    if bias is not None and bias.ndim != 1:
+        raise ShapeError(f"conv2d: bias of shape {tuple(bias.shape)} must be 1-D (out_channels,)")
+    args = (x, weight) if bias is None else (x, weight, bias)
+    out = conv2d_op(*args, stride=stride, padding=padding, dilation=dilation, groups=groups)
+    return _shape.squeeze(out, 0) if added else out
+
+
+def conv1d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """PyTorch's F.conv1d: x (N, C, L) or (C, L), weight (O, C / groups, k), bias (O,) or
+    None. Runs as a conv2d of height 1."""
+    x, added = _batched(x, 3, "conv1d", "(N, C, L)")
+    if weight.ndim != 3:
+        raise ShapeError(
+            f"conv1d: weight of shape {tuple(weight.shape)} must be 3-D "
+            "(out_channels, in_channels / groups, k)"
+        )
+    padding = _padding(padding, weight.shape[2:], dilation, stride, "conv1d")
+    if bias is not None and bias.ndim != 1:
+        raise ShapeError(f"conv1d: bias of shape {tuple(bias.shape)} must be 1-D (out_channels,)")
+    out = conv2d_op(
+        _shape.unsqueeze(x, 2),
+        _shape.unsqueeze(weight, 2),
+        *(() if bias is None else (bias,)),
+        stride=(1, _single(stride, "stride")),
+        padding=(0, _single(padding, "padding")),
+        dilation=(1, _single(dilation, "dilation")),
+        groups=groups,
+    )
+    out = _shape.squeeze(out, 2)
+    return _shape.squeeze(out, 0) if added else out
+
+
+def _single(v, name) -> int:
+    if isinstance(v, (tuple, list)):
+        if len(v) != 1:
+            raise AttrError(f"conv1d: {name} must be an int or a 1-tuple, got {v}")
+        v = v[0]
+    return v
+
+
+def max_pool2d(
+    x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False
+):
+    """PyTorch's F.max_pool2d on (N, C, H, W) or (C, H, W); return_indices also returns the
+    int64 flat plane index of each maximum."""
+    x, added = _batched(x, 4, "max_pool2d", "(N, C, H, W)")
+    out, indices = max_pool2d_op(
+        x,
+        kernel_size=kernel_size,
+        stride=stride,
+        padding=padding,
+        dilation=dilation,
+        ceil_mode=ceil_mode,
+    )
+    if added:
+        out, indices = _shape.squeeze(out, 0), _shape.squeeze(indices, 0)
+    return (out, indices) if return_indices else out
+
+
+def avg_pool2d(
+    x,
+    kernel_size,
+    stride=None,
+    padding=0,
+    ceil_mode=False,
+    count_include_pad=True,
+    divisor_override=None,
+):
+    """PyTorch's F.avg_pool2d on (N, C, H, W) or (C, H, W)."""
+    x, added = _batched(x, 4, "avg_pool2d", "(N, C, H, W)")
+    out = avg_pool2d_op(
+        x,
+        kernel_size=kernel_size,
+        stride=stride,
+        padding=padding,
+        ceil_mode=ceil_mode,
+        count_include_pad=count_include_pad,
+        divisor_override=divisor_override,
+    )
+    return _shape.squeeze(out, 0) if added else out
+
+
+def adaptive_avg_pool2d(x, output_size):
+    """PyTorch's F.adaptive_avg_pool2d on (N, C, H, W) or (C, H, W); output_size an int or a
+    pair, where None keeps the input's size."""
+    x, added = _batched(x, 4, "adaptive_avg_pool2d", "(N, C, H, W)")
+    size = (output_size, output_size) if not isinstance(output_size, (tuple, list)) else output_size
+    size = tuple(x.shape[2 + i] if s is None else s for i, s in enumerate(size))
+    if UNKNOWN in size:
+        raise ShapeError(
+            f"adaptive_avg_pool2d: output_size {output_size} keeps a dim unknown until run time"
+        )
+    out = adaptive_avg_pool2d_op(x, output_size=size)
+    return _shape.squeeze(out, 0) if added else out
+
+
+__all__ = [
+    "conv2d",
+    "conv1d",
+    "max_pool2d",
+    "avg_pool2d",
+    "adaptive_avg_pool2d",
+    "conv2d_op",
+    "conv2d_input_grad",
+    "conv2d_weight_grad",
+    "max_pool2d_op",
+    "max_pool2d_backward",
+    "avg_pool2d_op",
+    "avg_pool2d_backward",
+    "adaptive_avg_pool2d_op",
+    "adaptive_avg_pool2d_backward",
+]

@@ -1,0 +1,619 @@
+"""Embedding, dropout and normalisation: embedding, dropout, layer_norm, batch_norm.
+
+- `embedding` gathers weight rows with a bounds check (OutOfRangeError before the kernel);
+  its gradient is an op of its own, `embedding_backward`, that adds rows back (skipping
+  padding_idx).
+- `dropout` is `x * mask`, where the mask (0 or 1 / (1 - p)) comes from `dropout_mask`, a
+  non-differentiable random op seeded by an nbflow.Generator like the other random ops; the
+  gradient is g * mask, the same mask.
+- `layer_norm` and `batch_norm` normalise with one fused op each (`layer_norm`,
+  `batch_norm_train`: mean and variance accumulated in float64 in one pass over each row or
+  channel), and apply the affine weight and bias with ordinary ops. Their gradient rules
+  recompute the inverse standard deviation with ops, so they differentiate again.
+- In training mode batch_norm updates the running statistics in place with
+  `batch_norm_update_stats_` (PyTorch's rule, the running variance unbiased). The running
+  statistics are also inputs of `batch_norm_train`, read for nothing but their place in the
+  program: graph pruning keeps an in-place write only when a later op reads its target, so
+  this keeps the update wherever the normalised output is used.
+"""
+
+import math
+
+import numpy as np
+from numba import njit
+
+from .. import dtypes as dt
+from ..core import UNKNOWN, Attr, Op, Spec
+from ..errors import AttrError, DTypeError, OutOfRangeError, ShapeError
+from ..kernels.cpu import JIT
+from . import reduce as _reduce
+from . import shape as _shape
+from .creation import Generator, default_generator
+from .elementwise import rsqrt, where
+
+FLOATS = dt.FLOATS
+
+# ---------------------------------------------------------------- kernels
+
+
+@njit(**JIT)
+def _first_bad_index(idx, n):
+    """Flat position of the first index outside [0, n), else -1."""
+    for i in range(idx.size):
+        if idx[i] < 0 or idx[i] >= n:
+            return i
+    return -1
+
+
+@njit(**JIT)
+def _gather_rows(weight, idx, out):
+    for i in range(idx.size):
+        out[i, :] = weight[idx[i]]
+
+
+@njit(**JIT)
+def _add_rows(g, idx, out, skip):
+    """out[idx[i]] += g[i] for every i with idx[i] != skip (out zeroed first)."""
+    for i in range(idx.size):
+        k = idx[i]
+        if k != skip:
+            for j in range(g.shape[1]):
+                out[k, j] += g[i, j]
+
+
+@njit(**JIT)
+def _dropout_mask_cpu(gen, out, p, scale):
+    for i in range(out.size):
+        out[i] = scale if gen.random() >= p else 0.0
+
+
+@njit(**JIT)
+def _normalize_rows(x, out, eps):
+    """out[i] = (x[i] - mean) / sqrt(var + eps) per row of the 2-D x (biased variance, two
+    passes in float64)."""
+    n = x.shape[1]
+    for i in range(x.shape[0]):
+        total = 0.0
+        for j in range(n):
+            total += x[i, j]
+        mean = total / n
+        squares = 0.0
+        for j in range(n):
+            d = x[i, j] - mean
+            squares += d * d
+        rstd = 1.0 / math.sqrt(squares / n + eps)
+        for j in range(n):
+            out[i, j] = (x[i, j] - mean) * rstd
+
+
+@njit(**JIT)
+def _channel_stats(x, c):
+    """(mean, sum of squared deviations) of channel c of x (N, C, S), in float64."""
+    count = x.shape[0] * x.shape[2]
+    total = 0.0
+    for n in range(x.shape[0]):
+        for s in range(x.shape[2]):
+            total += x[n, c, s]
+    mean = total / count
+    squares = 0.0
+    for n in range(x.shape[0]):
+        for s in range(x.shape[2]):
+            d = x[n, c, s] - mean
+            squares += d * d
+    return mean, squares
+
+
+@njit(**JIT)
+def _normalize_channels(x, out, eps):
+    """Batch normalisation of x (N, C, S) by each channel's batch mean and biased variance."""
+    count = x.shape[0] * x.shape[2]
+    for c in range(x.shape[1]):
+        mean, squares = _channel_stats(x, c)
+        rstd = 1.0 / math.sqrt(squares / count + eps)
+        for n in range(x.shape[0]):
+            for s in range(x.shape[2]):
+                out[n, c, s] = (x[n, c, s] - mean) * rstd
+
+
+@njit(**JIT)
+def _update_stats(mean_in, var_in, x, mean_out, var_out, momentum):
+    """running = (1 - momentum) running + momentum batch, with the unbiased batch variance
+    (mean_out and var_out may be mean_in and var_in)."""
+    count = x.shape[0] * x.shape[2]
+    for c in range(x.shape[1]):
+        mean, squares = _channel_stats(x, c)
+        var = squares / (count - 1) if count > 1 else math.nan
+        mean_out[c] = (1.0 - momentum) * mean_in[c] + momentum * mean
+        var_out[c] = (1.0 - momentum) * var_in[c] + momentum * var
+
+
+# ---------------------------------------------------------------- helpers
+
+
+def _known(*dims) -> bool:
+    return UNKNOWN not in dims
+
+
+def _float(what, d):
+    if not dt.is_float(d):
+        raise DTypeError(f"{what} must be a float tensor, got {d}")
+
+
+def _channels_last3(a):
+    """A contiguous (N, C, ...) array as (N, C, S), S the product of the spatial dims."""
+    a = np.ascontiguousarray(a)
+    return a.reshape(a.shape[0], a.shape[1], -1) if a.ndim > 2 else a.reshape(*a.shape, 1)
+
+
+# ---------------------------------------------------------------- embedding
+
+
+def _embedding_spec(indices, weight, padding_idx):
+    if indices.dtype not in dt.INTS:
+        raise DTypeError(f"indices must be int32 or int64, got {indices.dtype}")
+    if weight.ndim != 2:
+        raise ShapeError(
+            f"weight of shape {tuple(weight.shape)} must be 2-D (num_embeddings, embedding_dim)"
+        )
+    _check_padding_idx(padding_idx, weight.shape[0])
+    return Spec(tuple(indices.shape) + (weight.shape[1],), weight.dtype)
+
+
+def _check_padding_idx(padding_idx, num):
+    if padding_idx is not None and _known(num) and not -num <= padding_idx < num:
+        raise AttrError(f"padding_idx {padding_idx} is outside [-{num}, {num})")
+
+
+def _padding_row(padding_idx, num) -> int:
+    """padding_idx as a row number (-1: none)."""
+    if padding_idx is None:
+        return -1
+    return padding_idx + num if padding_idx < 0 else padding_idx
+
+
+def _checked_indices(indices, num):
+    flat = np.ascontiguousarray(indices).reshape(-1)
+    bad = _first_bad_index(flat, num)
+    if bad >= 0:
+        where_ = tuple(int(i) for i in np.unravel_index(bad, indices.shape))
+        raise OutOfRangeError(
+            f"embedding: index {int(flat[bad])} at position {where_} is outside "
+            f"[0, {num}) for a weight of {num} rows"
+        )
+    return flat
+
+
+def _embedding_cpu(indices, weight, out, padding_idx):
+    flat = _checked_indices(indices, weight.shape[0])
+    if flat.size:
+        _gather_rows(np.ascontiguousarray(weight), flat, out.reshape(flat.size, weight.shape[1]))
+
+
+def _embedding_ref(indices, weight, padding_idx=None):
+    if indices.size and (indices.min() < 0 or indices.max() >= weight.shape[0]):
+        raise OutOfRangeError("embedding: index out of range")
+    return weight[indices]
+
+
+embedding_op = Op(
+    name="embedding",
+    inputs=("indices", "weight"),
+    outputs=("out",),
+    spec=_embedding_spec,
+    kernels={"cpu": _embedding_cpu, "cuda": None},
+    dtypes=FLOATS,
+    ref=_embedding_ref,
+    attrs={"padding_idx": Attr("int", None, optional=True)},
+    promote=(1,),
+    doc=(
+        "weight[indices]: rows of weight (num_embeddings, dim) for int indices of any shape "
+        "-> indices.shape + (dim,). An index outside [0, num_embeddings) raises "
+        "OutOfRangeError. The row padding_idx gets no gradient (PyTorch's padding_idx)."
+    ),
+)
+
+
+@embedding_op.defgrad
+def _embedding_grad(g, out, indices, weight, padding_idx):
+    return None, embedding_backward(g, indices, weight, padding_idx=padding_idx)
+
+
+def _embedding_back_spec(g, indices, weight, padding_idx):
+    want = _embedding_spec(indices, weight, padding_idx).shape
+    if len(g.shape) != len(want) or any(
+        a != b and _known(a, b) for a, b in zip(g.shape, want, strict=True)
+    ):
+        raise ShapeError(f"the output gradient of shape {tuple(g.shape)} should be {want}")
+    return Spec(weight.shape, g.dtype)
+
+
+def _embedding_back_cpu(g, indices, weight, out, padding_idx):
+    num = weight.shape[0]
+    flat = _checked_indices(indices, num)
+    out[...] = 0
+    if flat.size:
+        g2 = np.ascontiguousarray(g).reshape(flat.size, out.shape[1])
+        _add_rows(g2, flat, out, _padding_row(padding_idx, num))
+
+
+def _embedding_back_ref(g, indices, weight, padding_idx=None):
+    out = np.zeros(weight.shape)
+    flat = indices.reshape(-1)
+    np.add.at(out, flat, g.astype(np.float64).reshape(flat.size, -1))
+    if padding_idx is not None:
+        out[padding_idx] = 0
+    return out.astype(g.dtype)
+
+
+embedding_backward = Op(
+    name="embedding_backward",
+    inputs=("g", "indices", "weight"),
+    outputs=("out",),
+    spec=_embedding_back_spec,
+    kernels={"cpu": _embedding_back_cpu, "cuda": None},
+    dtypes=FLOATS,
+    ref=_embedding_back_ref,
+    attrs={"padding_idx": Attr("int", None, optional=True)},
+    promote=(0,),
+    shape_only=("weight",),
+    doc=(
+        "The gradient of embedding for its weight: a zero tensor of weight's shape with each "
+        "g row added at its index, the row padding_idx left zero. weight: shape only."
+    ),
+)
+
+
+@embedding_backward.defgrad
+def _embedding_back_grad(h, out, g, indices, weight, padding_idx):
+    picked = embedding_op(indices, h)  # the adjoint of adding rows: gathering them
+    if padding_idx is not None:
+        row = _padding_row(padding_idx, weight.shape[0])
+        picked = where(_shape.unsqueeze(indices != row, -1), picked, 0)
+    return picked, None, None
+
+
+def embedding(indices, weight, padding_idx=None):
+    """PyTorch's F.embedding(input, weight, padding_idx)."""
+    return embedding_op(indices, weight, padding_idx=padding_idx)
+
+
+# ---------------------------------------------------------------- dropout
+
+
+def _dropout_mask_spec(x, p, generator):
+    _float("the input", x.dtype)
+    if not 0.0 <= p <= 1.0:
+        raise AttrError(f"dropout probability must be in [0, 1], got {p}")
+    if generator is not None and not isinstance(generator, Generator):
+        raise AttrError("generator must be an nbflow.Generator")
+    return Spec(x.shape, x.dtype)
+
+
+def _mask_scale(p) -> float:
+    return 0.0 if p >= 1.0 else 1.0 / (1.0 - p)
+
+
+def _dropout_mask_launch(x, out, p, generator):
+    if out.size:
+        gen = (generator or default_generator).numpy
+        _dropout_mask_cpu(gen, out.reshape(-1), p, _mask_scale(p))
+
+
+def _dropout_mask_ref(x, p, generator=None):
+    gen = (generator or default_generator).numpy
+    keep = gen.random(x.size) >= p
+    return np.where(keep, _mask_scale(p), 0.0).reshape(x.shape).astype(x.dtype)
+
+
+dropout_mask = Op(
+    name="dropout_mask",
+    inputs=("x",),
+    outputs=("out",),
+    spec=_dropout_mask_spec,
+    kernels={"cpu": _dropout_mask_launch, "cuda": None},
+    dtypes=FLOATS,
+    ref=_dropout_mask_ref,
+    differentiable=False,
+    attrs={"p": Attr("float"), "generator": Attr("any", None, optional=True)},
+    promote=(),
+    shape_only=("x",),
+    doc=(
+        "A random dropout mask of x's shape and dtype: 0 with probability p, else 1 / (1 - p) "
+        "(all 0 when p is 1). Drawn from `generator` (an nbflow.Generator; the default one "
+        "when None). x is read for its shape only."
+    ),
+)
+
+
+def dropout(x, p=0.5, training=True, generator=None):
+    """PyTorch's F.dropout: in training, zero each element with probability p and scale the
+    others by 1 / (1 - p); the identity when not training or p is 0."""
+    if not 0.0 <= p <= 1.0:
+        raise AttrError(f"dropout probability must be in [0, 1], got {p}")
+    if not training or p == 0.0:
+        return x
+    return x * dropout_mask(x, p=p, generator=generator)
+
+
+# ---------------------------------------------------------------- shared normalisation grad
+
+
+def _normalize_grad(g, out, x, axes, eps):
+    """The gradient of y = (x - mean) * rstd over `axes`: rstd (g - mean(g) - y mean(g y)),
+    rstd recomputed with ops so that it differentiates again."""
+    var = _reduce.var(x, axis=axes, keepdims=True, correction=0)
+    rstd = rsqrt(var + eps)
+    mg = _reduce.mean(g, axis=axes, keepdims=True)
+    mgy = _reduce.mean(g * out, axis=axes, keepdims=True)
+    return (g - mg - out * mgy) * rstd
+
+
+# ---------------------------------------------------------------- layer_norm
+
+
+def _norm_axes(x_ndim, normalized_shape) -> tuple[int, ...]:
+    return tuple(range(x_ndim - len(normalized_shape), x_ndim))
+
+
+def _layer_norm_spec(x, normalized_shape, eps):
+    _float("the input", x.dtype)
+    k = len(normalized_shape)
+    tail = tuple(x.shape[x.ndim - k :]) if k else ()
+    if k > x.ndim or any(a != b and _known(a) for a, b in zip(tail, normalized_shape)):
+        raise ShapeError(
+            f"input of shape {tuple(x.shape)} does not end with normalized_shape "
+            f"{tuple(normalized_shape)}"
+        )
+    if any(n < 1 for n in normalized_shape):
+        raise AttrError(f"normalized_shape {tuple(normalized_shape)} must be positive")
+    if eps < 0:
+        raise AttrError(f"eps must be >= 0, got {eps}")
+    return Spec(x.shape, x.dtype)
+
+
+def _layer_norm_cpu(x, out, normalized_shape, eps):
+    if out.size == 0:
+        return
+    n = math.prod(normalized_shape)
+    x2 = np.ascontiguousarray(x).reshape(-1, n)
+    _normalize_rows(x2, out.reshape(-1, n), eps)
+
+
+def _layer_norm_ref(x, normalized_shape, eps=1e-5):
+    axes = _norm_axes(x.ndim, tuple(normalized_shape))
+    x64 = x.astype(np.float64)
+    mean = x64.mean(axis=axes, keepdims=True)
+    var = x64.var(axis=axes, keepdims=True)
+    return ((x64 - mean) / np.sqrt(var + eps)).astype(x.dtype)
+
+
+layer_norm_op = Op(
+    name="layer_norm",
+    inputs=("x",),
+    outputs=("out",),
+    spec=_layer_norm_spec,
+    kernels={"cpu": _layer_norm_cpu, "cuda": None},
+    dtypes=FLOATS,
+    ref=_layer_norm_ref,
+    attrs={"normalized_shape": Attr("ints"), "eps": Attr("float", 1e-5)},
+    doc=(
+        "(x - mean) / sqrt(var + eps) over the trailing dims normalized_shape (biased "
+        "variance, as PyTorch's layer_norm; the affine weight and bias are applied by the "
+        "public function)."
+    ),
+)
+
+
+@layer_norm_op.defgrad
+def _layer_norm_grad(g, out, x, normalized_shape, eps):
+    return (_normalize_grad(g, out, x, _norm_axes(x.ndim, normalized_shape), eps),)
+
+
+def _check_affine(t, shape, what, name):
+    if t is not None and tuple(t.shape) != tuple(shape):
+        raise ShapeError(f"{name}: {what} of shape {tuple(t.shape)} should be {tuple(shape)}")
+
+
+def layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5):
+    """PyTorch's F.layer_norm: normalise over the trailing dims `normalized_shape`, then
+    multiply by weight and add bias (each of that shape, or None)."""
+    shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    _check_affine(weight, shape, "weight", "layer_norm")
+    _check_affine(bias, shape, "bias", "layer_norm")
+    out = layer_norm_op(x, normalized_shape=shape, eps=eps)
+    if weight is not None:
+        out = out * weight
+    if bias is not None:
+        out = out + bias
+    return out
+
+
+# ---------------------------------------------------------------- batch_norm
+
+
+def _bn_axes(ndim) -> tuple[int, ...]:
+    return (0,) + tuple(range(2, ndim))
+
+
+def _check_bn_input(x):
+    _float("the input", x.dtype)
+    if x.ndim < 2:
+        raise ShapeError(f"input of shape {tuple(x.shape)} must be (N, C) or (N, C, ...)")
+
+
+def _check_stats(x, stats):
+    for s in stats:
+        if len(s.shape) != 1 or not (
+            s.shape[0] == x.shape[1] or not _known(s.shape[0], x.shape[1])
+        ):
+            raise ShapeError(
+                f"running statistics of shape {tuple(s.shape)} do not fit input of shape "
+                f"{tuple(x.shape)}: expected ({x.shape[1]},)"
+            )
+
+
+def _batch_count(shape) -> int:
+    dims = [shape[0]] + list(shape[2:])
+    return UNKNOWN if UNKNOWN in dims else math.prod(dims)
+
+
+def _batch_norm_train_spec(x, *stats, eps):
+    _check_bn_input(x)
+    _check_stats(x, stats)
+    if len(stats) not in (0, 2):
+        raise ShapeError(f"takes 0 or 2 running statistics, got {len(stats)}")
+    if _batch_count(x.shape) == 1:
+        raise ShapeError(
+            f"input of shape {tuple(x.shape)} has 1 value per channel: training needs more"
+        )
+    return Spec(x.shape, x.dtype)
+
+
+def _batch_norm_train_cpu(x, *rest, eps):
+    out = rest[-1]
+    if out.size:
+        _normalize_channels(_channels_last3(x), out.reshape(_channels_last3(x).shape), eps)
+
+
+def _batch_norm_train_ref(x, *stats, eps=1e-5):
+    axes = _bn_axes(x.ndim)
+    x64 = x.astype(np.float64)
+    mean = x64.mean(axis=axes, keepdims=True)
+    var = x64.var(axis=axes, keepdims=True)
+    return ((x64 - mean) / np.sqrt(var + eps)).astype(x.dtype)
+
+
+batch_norm_train = Op(
+    name="batch_norm_train",
+    inputs=("x", "*running_stats"),
+    outputs=("out",),
+    spec=_batch_norm_train_spec,
+    kernels={"cpu": _batch_norm_train_cpu, "cuda": None},
+    dtypes=FLOATS,
+    ref=_batch_norm_train_ref,
+    attrs={"eps": Attr("float", 1e-5)},
+    promote=(0,),
+    shape_only=("running_stats",),
+    doc=(
+        "Training-mode batch normalisation of x (N, C, ...): (x - mean) / sqrt(var + eps) "
+        "with each channel's batch mean and biased variance. The optional running_mean and "
+        "running_var inputs are not read: they place the op after their in-place update "
+        "(batch_norm_update_stats_), so graph pruning keeps that update."
+    ),
+)
+
+
+@batch_norm_train.defgrad
+def _batch_norm_train_grad(g, out, x, *stats, eps):
+    return (_normalize_grad(g, out, x, _bn_axes(x.ndim), eps),) + (None,) * len(stats)
+
+
+def _update_stats_spec(running_mean, running_var, x, momentum):
+    _check_bn_input(x)
+    _check_stats(x, (running_mean, running_var))
+    _float("running_mean", running_mean.dtype)
+    _float("running_var", running_var.dtype)
+    if _batch_count(x.shape) == 1:
+        raise ShapeError(
+            f"input of shape {tuple(x.shape)} has 1 value per channel: training needs more"
+        )
+    return Spec(running_mean.shape, running_mean.dtype), Spec(running_var.shape, running_var.dtype)
+
+
+def _update_stats_cpu(running_mean, running_var, x, mean_out, var_out, momentum):
+    if x.size == 0:
+        return
+    _update_stats(running_mean, running_var, _channels_last3(x), mean_out, var_out, momentum)
+
+
+def _update_stats_ref(running_mean, running_var, x, momentum=0.1):
+    axes = _bn_axes(x.ndim)
+    x64 = x.astype(np.float64)
+    mean = x64.mean(axis=axes)
+    var = x64.var(axis=axes, ddof=1)
+    new_mean = (1 - momentum) * running_mean + momentum * mean
+    new_var = (1 - momentum) * running_var + momentum * var
+    return new_mean.astype(running_mean.dtype), new_var.astype(running_var.dtype)
+
+
+batch_norm_update_stats_ = Op(
+    name="batch_norm_update_stats_",
+    inputs=("running_mean", "running_var", "x"),
+    outputs=("running_mean_out", "running_var_out"),
+    spec=_update_stats_spec,
+    kernels={"cpu": _update_stats_cpu, "cuda": None},
+    dtypes=FLOATS,
+    ref=_update_stats_ref,
+    differentiable=False,
+    attrs={"momentum": Attr("float", 0.1)},
+    inplace={0: 0, 1: 1},
+    doc=(
+        "In place: running_mean = (1 - momentum) running_mean + momentum batch_mean and "
+        "running_var likewise with the unbiased batch variance, per channel (axis 1) of x "
+        "(PyTorch's batch_norm in training mode)."
+    ),
+)
+
+
+def _per_channel(t, ndim):
+    """A (C,) tensor shaped (C, 1, ...) to broadcast along axis 1 of an ndim-D input."""
+    for _ in range(ndim - 2):
+        t = _shape.unsqueeze(t, -1)
+    return t
+
+
+def batch_norm(
+    x,
+    running_mean,
+    running_var,
+    weight=None,
+    bias=None,
+    training=False,
+    momentum=0.1,
+    eps=1e-5,
+):
+    """PyTorch's F.batch_norm on x (N, C) or (N, C, ...): in training, normalise by the batch
+    statistics and update running_mean and running_var in place (unless None); otherwise
+    normalise by the running statistics. weight and bias (C,) or None."""
+    _check_bn_input(x)
+    channels = (x.shape[1],)
+    for what, t in (("weight", weight), ("bias", bias)):
+        if t is not None and _known(x.shape[1]):
+            _check_affine(t, channels, what, "batch_norm")
+    if (running_mean is None) != (running_var is None):
+        raise ShapeError("batch_norm: give both running_mean and running_var, or neither")
+    if training:
+        stats = ()
+        if running_mean is not None:
+            if momentum is None:
+                raise AttrError(
+                    "batch_norm: momentum=None (a cumulative average) is kept by the layer; "
+                    "pass the momentum for this step"
+                )
+            stats = batch_norm_update_stats_(running_mean, running_var, x, momentum=momentum)
+        out = batch_norm_train(x, *stats, eps=eps)
+    else:
+        if running_mean is None:
+            raise ShapeError("batch_norm: evaluation needs running_mean and running_var")
+        mean = _per_channel(running_mean, x.ndim)
+        var = _per_channel(running_var, x.ndim)
+        out = (x - mean) * rsqrt(var + eps)
+    if weight is not None:
+        out = out * _per_channel(weight, x.ndim)
+    if bias is not None:
+        out = out + _per_channel(bias, x.ndim)
+    return out
+
+
+__all__ = [
+    "embedding",
+    "dropout",
+    "layer_norm",
+    "batch_norm",
+    "embedding_op",
+    "embedding_backward",
+    "dropout_mask",
+    "layer_norm_op",
+    "batch_norm_train",
+    "batch_norm_update_stats_",
+]
