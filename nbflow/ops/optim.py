@@ -22,16 +22,19 @@ from ..kernels.cpu import JIT
 
 
 @njit(**JIT)
+def _sgd_plain_kernel(p, g, p_out, lr, weight_decay):
+    for i in range(p.size):
+        p_out[i] = p[i] - lr * (g[i] + weight_decay * p[i])
+
+
+@njit(**JIT)
 def _sgd_kernel(p, g, v, p_out, v_out, lr, momentum, dampening, weight_decay, nesterov):
     # p_out and v_out may be p and v themselves: each element is read before it is written
     for i in range(p.size):
         d = g[i] + weight_decay * p[i]
-        if momentum != 0:
-            vi = momentum * v[i] + (1 - dampening) * d
-            v_out[i] = vi
-            d = d + momentum * vi if nesterov else vi
-        else:
-            v_out[i] = v[i]  # unused stand-in: unchanged (a float16 copy is written back)
+        vi = momentum * v[i] + (1 - dampening) * d
+        v_out[i] = vi
+        d = d + momentum * vi if nesterov else vi
         p_out[i] = p[i] - lr * d
 
 
@@ -46,6 +49,11 @@ def _sgd_cpu(p, g, v, p_out, v_out, lr, momentum, dampening, weight_decay, neste
     # without momentum the velocity is neither read nor written (it may be the gradient)
     if not p_out.flags.c_contiguous or (momentum and not v_out.flags.c_contiguous):
         raise UnsupportedError("sgd_update_: parameters must be contiguous")
+    if not momentum:  # a plain step: the velocity stand-in only keeps its value
+        if v_out is not v:
+            np.copyto(v_out, v)  # (a float16 target is written back from this buffer)
+        _sgd_plain_kernel(p.ravel(), g.ravel(), p_out.reshape(-1), lr, weight_decay)
+        return
     flat = [np.ravel(a) for a in (p, g, v, p_out, v_out)]  # views of contiguous buffers
     _sgd_kernel(*flat, lr, momentum, dampening, weight_decay, nesterov)
 
