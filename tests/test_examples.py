@@ -20,3 +20,18 @@ def test_main_job_cnn_in_graph_mode_learns_the_digits():
 
 def test_eager_mlp_learns_the_digits():
     assert _load("train_digits").main(epochs=10) >= 0.9
+
+
+def test_eager_cnn_learns_the_digits():
+    accuracy = _load("train_digits_cnn_eager").train(epochs=4, progress=False)
+    assert accuracy >= 0.9
+
+
+def test_char_lstm_loss_goes_down_and_it_samples():
+    char_lstm = _load("char_lstm")
+    model, vocab, losses = char_lstm.train(steps=40, batch=16, seq_len=16, hidden=64, log_every=0)
+    assert len(losses) == 40
+    assert sum(losses[-5:]) / 5 < 0.8 * losses[0]  # about 3.1 -> 1.2
+    text = char_lstm.sample(model, vocab, "the ", length=30, seed=1)
+    assert text.startswith("the ") and len(text) == 34
+    assert set(text) <= set(vocab.chars)
