@@ -43,7 +43,7 @@ _C64 = tuple(1.0 / math.factorial(k) for k in range(2, 14))
 _C32 = tuple(np.float32(1.0 / math.factorial(k)) for k in range(2, 8))
 
 
-@register_jitable(inline="always")
+@register_jitable
 def _expm1_poly64(r):
     p = _C64[11]
     for k in range(10, -1, -1):
@@ -51,7 +51,7 @@ def _expm1_poly64(r):
     return r + r * r * p
 
 
-@register_jitable(inline="always")
+@register_jitable
 def _expm1_poly32(r):
     p = _C32[5]
     for k in range(4, -1, -1):
@@ -59,7 +59,7 @@ def _expm1_poly32(r):
     return r + r * r * p
 
 
-@register_jitable(inline="always")
+@register_jitable
 def _exp_parts64(x):
     """(expm1(r), 2**n1, 2**n2) with x = n ln2 + r, n = n1 + n2 (two factors so that
     overflow and gradual underflow come out right)."""
@@ -73,7 +73,7 @@ def _exp_parts64(x):
     return _expm1_poly64(r), s1, s2, n
 
 
-@register_jitable(inline="always")
+@register_jitable
 def _exp_parts32(x):
     lo, hi = np.float32(-104.0), np.float32(89.0)
     x = min(max(x, lo), hi) if x == x else x
@@ -110,7 +110,7 @@ def _parts(x):
     return _exp_parts64, 1.0, 2.0
 
 
-@overload(exp, inline="always")
+@overload(exp)
 def _exp(x):
     if not isinstance(x, types.Float):
         return None
@@ -123,7 +123,7 @@ def _exp(x):
     return impl
 
 
-@overload(expm1, inline="always")
+@overload(expm1)
 def _expm1(x):
     if not isinstance(x, types.Float):
         return None
@@ -137,7 +137,7 @@ def _expm1(x):
     return impl
 
 
-@overload(tanh, inline="always")
+@overload(tanh)
 def _tanh(x):
     if not isinstance(x, types.Float):
         return None
@@ -154,7 +154,7 @@ def _tanh(x):
     return impl
 
 
-@overload(sigmoid, inline="always")
+@overload(sigmoid)
 def _sigmoid(x):
     if not isinstance(x, types.Float):
         return None
