@@ -8,7 +8,6 @@ signature in both modes. Gradient rules are written with nbflow ops.
 """
 
 import math
-import warnings
 
 import numpy as np
 from numba import njit
@@ -20,7 +19,7 @@ from ..kernels.cpu import JIT
 from . import reduce as _reduce
 from . import shape as _shape
 from .elementwise import sigmoid, sign, softplus
-from .nn import _user_stacklevel, one_hot
+from .nn import one_hot, pointwise_loss_spec
 
 FLOATS = dt.FLOATS
 REDUCTIONS = ("mean", "sum", "none")
@@ -377,20 +376,6 @@ def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean"):
 # ---------------------------------------------------------------- l1_loss
 
 
-def _l1_spec(input, target, reduction):
-    d = dt.promote([input.dtype, target.dtype])
-    if not dt.is_float(d):
-        raise DTypeError(f"l1_loss needs float inputs, got {input.dtype} and {target.dtype}")
-    shape = broadcast_shapes(input.shape, target.shape)
-    if input.shape != target.shape and UNKNOWN not in input.shape + target.shape:
-        warnings.warn(
-            f"l1_loss: target shape {target.shape} differs from input shape {input.shape}; "
-            "they are broadcast, which is likely a mistake",
-            stacklevel=_user_stacklevel(),
-        )
-    return Spec(shape if reduction == "none" else (), d)
-
-
 def _l1_cpu(x, y, out, reduction):
     shape = np.broadcast_shapes(x.shape, y.shape)
     xs = np.ascontiguousarray(np.broadcast_to(x, shape)).reshape(-1)
@@ -411,7 +396,7 @@ l1_loss = Op(
     name="l1_loss",
     inputs=("input", "target"),
     outputs=("out",),
-    spec=_l1_spec,
+    spec=pointwise_loss_spec("l1_loss"),
     kernels={"cpu": _l1_cpu, "cuda": None},
     dtypes=FLOATS,
     ref=_l1_ref,

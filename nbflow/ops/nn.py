@@ -429,18 +429,24 @@ def _user_stacklevel() -> int:
     return level
 
 
-def _mse_spec(input, target, reduction):
-    d = dt.promote([input.dtype, target.dtype])
-    if not dt.is_float(d):
-        raise DTypeError(f"mse_loss needs float inputs, got {input.dtype} and {target.dtype}")
-    shape = broadcast_shapes(input.shape, target.shape)
-    if input.shape != target.shape and UNKNOWN not in input.shape + target.shape:
-        warnings.warn(
-            f"mse_loss: target shape {target.shape} differs from input shape {input.shape}; "
-            "they are broadcast, which is likely a mistake",
-            stacklevel=_user_stacklevel(),
-        )
-    return Spec(shape if reduction == "none" else (), d)
+def pointwise_loss_spec(name: str):
+    """The shape rule of a loss comparing input and target elementwise (mse, l1): float
+    inputs; differing shapes broadcast with a warning, as in PyTorch."""
+
+    def spec(input, target, reduction):
+        d = dt.promote([input.dtype, target.dtype])
+        if not dt.is_float(d):
+            raise DTypeError(f"{name} needs float inputs, got {input.dtype} and {target.dtype}")
+        shape = broadcast_shapes(input.shape, target.shape)
+        if input.shape != target.shape and UNKNOWN not in input.shape + target.shape:
+            warnings.warn(
+                f"{name}: target shape {target.shape} differs from input shape {input.shape}; "
+                "they are broadcast, which is likely a mistake",
+                stacklevel=_user_stacklevel(),
+            )
+        return Spec(shape if reduction == "none" else (), d)
+
+    return spec
 
 
 def _mse_cpu(x, y, out, reduction):
@@ -474,7 +480,7 @@ mse_loss = Op(
     name="mse_loss",
     inputs=("input", "target"),
     outputs=("out",),
-    spec=_mse_spec,
+    spec=pointwise_loss_spec("mse_loss"),
     kernels={"cpu": _mse_cpu, "cuda": None},
     dtypes=FLOATS,
     ref=_mse_ref,
