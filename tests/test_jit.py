@@ -316,3 +316,24 @@ def test_jit_inside_a_program_records_inline():
     assert [n.op.name for n in main.global_block().ops] == ["relu", "full", "mul"]
     (value,) = nb.Executor().run(main, {"x": -np.ones((2, 3), np.float32)}, [out], nb.Scope())
     _close(value, np.zeros((2, 3)))
+
+
+def test_train_and_eval_modes_get_their_own_traces():
+    from nbflow import nn
+
+    model = nn.Sequential(nn.Linear(4, 4, generator=nb.Generator(0)), nn.Dropout(0.5))
+
+    @nb.jit
+    def forward(x):
+        return model(x)
+
+    x = nb.ones(8, 4)
+    with nb.no_grad():
+        model.eval()
+        first = forward(x).numpy()
+        model.train()
+        dropped = forward(x).numpy()
+        model.eval()
+        again = forward(x).numpy()
+    assert np.array_equal(first, again)  # eval: deterministic, no dropout
+    assert (dropped == 0).any() and not (first == 0).any()

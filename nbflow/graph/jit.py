@@ -27,6 +27,7 @@ jitted call raises UnsupportedError (call the undecorated function, `.fn`, for t
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import re
 from dataclasses import dataclass, field
@@ -84,6 +85,24 @@ def _key(value):
             "of the cache key"
         ) from None
     return ("const", type(value).__name__, value)  # the type keeps 1 and 1.0 and True apart
+
+
+def _modes(fn, arguments) -> tuple:
+    """The train/eval flags of the modules the function reaches (through its arguments, its
+    closure, or the globals it names): a Python branch on `self.training` (Dropout,
+    BatchNorm) is baked into a trace, so model.eval() must select another trace."""
+    candidates = list(arguments.values())
+    for cell in getattr(fn, "__closure__", None) or ():
+        with contextlib.suppress(ValueError):  # an empty cell
+            candidates.append(cell.cell_contents)
+    code = getattr(fn, "__code__", None)
+    if code is not None:
+        candidates += [fn.__globals__[n] for n in code.co_names if n in fn.__globals__]
+    return tuple(
+        tuple(m.training for _, m in obj.named_modules())
+        for obj in candidates
+        if hasattr(obj, "named_modules") and hasattr(obj, "training")  # an nbflow.nn.Module
+    )
 
 
 def _replace(value, leaves):
@@ -358,6 +377,7 @@ class JitFunction:
 
     def lookup(self, arguments: dict) -> Traced:
         key = tuple((name, _key(v)) for name, v in arguments.items())
+        key = (key, _modes(self.fn, arguments))
         traced = self.cache.get(key)
         # a captured tensor that started or stopped requiring grad needs other gradient ops
         if traced is None or traced.grad_flags != _grad_flags(traced.program):
