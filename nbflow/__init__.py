@@ -13,7 +13,16 @@ from . import (
 )
 from .autograd import backward, grad
 from .checkpoint import load_state, save_state
-from .core import REGISTRY, Op, Spec, enable_grad, is_grad_enabled, no_grad, set_grad_enabled
+from .core import (
+    REGISTRY,
+    Attr,
+    Op,
+    Spec,
+    enable_grad,
+    is_grad_enabled,
+    no_grad,
+    set_grad_enabled,
+)
 from .dtypes import bool_, float16, float32, float64, int32, int64
 from .errors import (
     AttrError,
@@ -41,6 +50,7 @@ from .graph import (
     trace,
 )
 from .ops import *  # noqa: F403  (the ops are the public functions)
+from .ops._define import elementwise  # declare your own ops as nbflow does
 from .tensor import Tensor, from_numpy, tensor
 
 __version__ = "0.1.0"

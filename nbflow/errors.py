@@ -40,6 +40,11 @@ class KernelNotFoundError(UnsupportedError, DTypeError):
         self.key = (op, device, dtype)
 
 
+class KernelCompileError(UnsupportedError, DTypeError):
+    """numba cannot compile an op's kernel for the dtypes it was called with (names the op, the
+    dtypes and numba's reason): raised at the first call, in place of numba's TypingError."""
+
+
 class ProgramError(NbflowError, ValueError):
     """A program that cannot be built, run or loaded: names the op or var at fault."""
 

@@ -3,11 +3,13 @@ checks, and hypothesis strategies for tensors (hypothesis is imported only when 
 
 from __future__ import annotations
 
+import inspect
+
 import numpy as np
 
 from . import dtypes as dt
 from .autograd import grad
-from .core import no_grad
+from .core import Spec, no_grad
 from .tensor import Tensor, tensor
 
 # default (rtol, atol) per dtype: float16 is computed in float32 but stored with 11 bits
@@ -185,3 +187,229 @@ def _relayout(a: np.ndarray, layout: str) -> np.ndarray:
     if layout == "transposed" and a.ndim > 1:
         return np.ascontiguousarray(a.T).T
     return a
+
+
+# ---------------------------------------------------------------- modes, devices, op property tests
+
+
+def _leaves(inputs):
+    """Fresh leaf tensors with the inputs' values: a Tensor keeps its requires_grad, a float
+    numpy array requires grad; other values pass through."""
+    out = []
+    for x in inputs:
+        if not isinstance(x, (Tensor, np.ndarray)):
+            out.append(x)
+            continue
+        data = np.array(x.data if isinstance(x, Tensor) else x)
+        rg = x.requires_grad if isinstance(x, Tensor) else data.dtype.kind == "f"
+        out.append(tensor(data, data.dtype, requires_grad=rg))
+    return out
+
+
+def _run_with_grads(fn, inputs, seed):
+    outs = fn(*inputs)
+    outs = list(outs) if isinstance(outs, (tuple, list)) else [outs]
+    diff = [x for x in inputs if isinstance(x, Tensor) and x.requires_grad]
+    live = [o for o in outs if isinstance(o, Tensor) and o.requires_grad]
+    grads = []
+    if diff and live:
+        rng = np.random.default_rng(seed)
+        cots = [tensor(rng.standard_normal(o.shape), dtype=o.dtype) for o in live]
+        grads = grad(live, diff, cots, allow_unused=True)
+    return outs, grads
+
+
+def check_modes(fn, *inputs, rtol=None, atol=None, seed=0):
+    """Eager `fn(*inputs)` and `nbflow.jit(fn)(*inputs)` agree on every output and on the
+    gradients of a random cotangent with respect to every input that requires grad (float
+    numpy inputs count as requiring grad). Returns {"outputs": n, "gradients": m}, the
+    counts compared; raises AssertionError listing each disagreement."""
+    from .graph import jit
+
+    eager_outs, eager_grads = _run_with_grads(fn, _leaves(inputs), seed)
+    jit_outs, jit_grads = _run_with_grads(jit(fn), _leaves(inputs), seed)
+    problems = []
+    pairs = [(f"output {i}", a, b) for i, (a, b) in enumerate(zip(jit_outs, eager_outs))]
+    pairs += [(f"gradient {i}", a, b) for i, (a, b) in enumerate(zip(jit_grads, eager_grads))]
+    if len(jit_outs) != len(eager_outs) or len(jit_grads) != len(eager_grads):
+        problems.append(
+            f"jit gives {len(jit_outs)} outputs and {len(jit_grads)} gradients, "
+            f"eager {len(eager_outs)} and {len(eager_grads)}"
+        )
+    for what, a, b in pairs:
+        if (a is None) != (b is None):
+            problems.append(f"{what}: jit {'None' if a is None else 'a tensor'}, eager the other")
+            continue
+        if a is None:
+            continue
+        try:
+            assert_close(a, b, rtol=rtol, atol=atol, msg=f"{what} (jit vs eager):")
+        except AssertionError as e:
+            problems.append(str(e).strip())
+    if problems:
+        name = getattr(fn, "__name__", repr(fn))
+        raise AssertionError(
+            f"check_modes({name}): eager and jit disagree:\n" + "\n".join(problems)
+        )
+    return {"outputs": len(eager_outs), "gradients": sum(g is not None for g in eager_grads)}
+
+
+NO_DEVICE_REASON = "skipped: no CUDA kernels/device (nbflow has no CUDA path yet)"
+
+
+def check_devices(fn, *inputs, skip=True):
+    """CPU and CUDA agree on `fn(*inputs)`. nbflow has no CUDA path yet, so this never
+    compares anything: under pytest (with skip=True) it skips the calling test with the
+    reason; otherwise it returns {"status": "skipped", "reason": ...}. It never passes."""
+    import os
+    import sys
+
+    if skip and "pytest" in sys.modules and os.environ.get("PYTEST_CURRENT_TEST"):
+        import pytest
+
+        pytest.skip(NO_DEVICE_REASON)
+    return {"status": "skipped", "reason": NO_DEVICE_REASON}
+
+
+_any_shape = shapes  # op_property_test's `shapes` parameter hides the strategy
+
+CHECKS = ("forward", "gradients", "modes", "devices")
+
+
+def op_property_test(
+    op,
+    ref=None,
+    domain=(-3, 3),
+    dtypes=None,
+    max_examples=None,
+    attrs=None,
+    shapes=None,
+    grad_tolerance=(1e-5, 1e-6),
+):
+    """The standard property tests of an op, as one pytest test parametrized over CHECKS:
+
+        test_my_op = nbflow.testing.op_property_test(my_op)
+
+    - forward: for every dtype (`dtypes`, default the op's), hypothesis-drawn inputs (0-d,
+      size-0, broadcastable shapes for an elementwise op, non-contiguous views, values in
+      `domain`): the output's shape and dtype equal the shape rule's, then its values equal
+      `ref` (default op.ref) cast to the output dtype, within the dtype's tolerance;
+    - gradients: float64 gradcheck (random projection) when the op is differentiable;
+    - modes: check_modes (eager vs nbflow.jit, outputs and gradients);
+    - devices: check_devices (skips: no CUDA path yet).
+
+    `attrs` is a list of attr dicts to draw from (default [{}]); `shapes` a hypothesis
+    strategy of input-shape tuples, needed for a non-elementwise op with several inputs (one
+    input: any shape). Called directly, `test()` runs every check (devices is reported as
+    skipped); `test("forward")` runs one. Failures raise AssertionError (GradcheckError for
+    gradients) with hypothesis' smallest failing example."""
+    ref = ref if ref is not None else op.ref
+    dtypes = tuple(dt.as_dtype(d) for d in (dtypes or op.dtypes))
+    attr_sets = list(attrs or [{}])
+    low, high = domain
+    n = len(op.inputs)
+    if shapes is None and n > 1 and not hasattr(op, "scalar_body"):
+        raise TypeError(f"op_property_test({op.name}): pass shapes= for a structured op")
+
+    def shape_strategy():
+        if shapes is not None:
+            return shapes
+        if n == 1:
+            return _any_shape().map(lambda s: (s,))
+        return broadcastable_shapes(n)
+
+    def given(body, examples):
+        from hypothesis import given as hgiven
+        from hypothesis import settings
+        from hypothesis import strategies as st
+
+        count = max_examples if max_examples is not None else settings().max_examples
+        wrapped = settings(max_examples=min(count, examples), deadline=None)(
+            hgiven(st.data())(body)
+        )
+        wrapped()
+
+    def draw(data, dtype):
+        from hypothesis import strategies as st
+
+        in_shapes = data.draw(shape_strategy(), label="shapes")
+        xs = [
+            data.draw(arrays(dtype, s, low, high), label=f"input {i}")
+            for i, s in enumerate(in_shapes)
+        ]
+        kw = data.draw(st.sampled_from(attr_sets), label="attrs")
+        return xs, kw
+
+    def forward():
+        if ref is None:
+            raise AssertionError(f"{op.name}: no numpy reference (pass ref=)")
+        for dtype in dtypes:
+            given(_forward_body(dtype), 1000)
+
+    def _forward_body(dtype):
+        def body(data):
+            xs, kw = draw(data, dtype)
+            out = op(*[tensor(a, a.dtype) for a in xs], **kw)
+            outs = out if isinstance(out, tuple) else (out,)
+            specs = op.infer([Spec(a.shape, a.dtype) for a in xs], op.check_attrs(dict(kw)))
+            for o, s in zip(outs, specs):
+                assert (o.shape, o.dtype) == (tuple(s.shape), s.dtype), (
+                    f"{op.name}: output {o.shape} {o.dtype} but the shape rule says "
+                    f"{s.shape} {s.dtype}"
+                )
+            expected = ref(*xs, **kw)
+            expected = expected if isinstance(expected, tuple) else (expected,)
+            for o, e in zip(outs, expected):
+                assert_close(o, np.asarray(e).astype(o.dtype), msg=f"{op.name} {dtype}:")
+
+        return body
+
+    def gradients():
+        if not op.differentiable:
+            return
+        if dt.float64 not in dtypes:
+            raise AssertionError(f"{op.name}: gradients are checked in float64, not declared")
+        rtol, atol = grad_tolerance
+
+        def body(data):
+            xs, kw = draw(data, dt.float64)
+            leaves = [tensor(a, dt.float64, requires_grad=True) for a in xs]
+            gradcheck(lambda *a: op(*a, **kw), leaves, rtol=rtol, atol=atol)
+
+        given(body, 8)
+
+    def modes():
+        dtype = dt.float64 if dt.float64 in dtypes else dtypes[0]
+
+        def body(data):
+            xs, kw = draw(data, dtype)
+            check_modes(lambda *a: op(*a, **kw), *xs)
+
+        given(body, 4)
+
+    def devices(skip=True):
+        return check_devices(op, skip=skip)
+
+    runs = {"forward": forward, "gradients": gradients, "modes": modes}
+
+    def test(check="all"):
+        if check == "devices":
+            return devices()
+        if check != "all":
+            return runs[check]()
+        for run in runs.values():
+            run()
+        return devices(skip=False)
+
+    test.__name__ = f"test_{op.name}_properties"
+    test.__doc__ = f"Property tests of op {op.name}: {', '.join(CHECKS)}."
+    try:
+        import pytest
+    except ImportError:
+        return test
+    # pytest parametrizes `check` (it refuses a parameter with a default); a direct call may
+    # still leave it out
+    test.__signature__ = inspect.Signature(
+        [inspect.Parameter("check", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+    )
+    return pytest.mark.parametrize("check", CHECKS)(test)

@@ -9,6 +9,7 @@ import pytest
 import nbflow as nb
 from nbflow import dtypes as dt
 from nbflow.core import REGISTRY
+from nbflow.ops import BUILTIN
 
 ISSUE_OPS = """
 add sub mul div floor_div mod pow neg abs sign exp log log1p expm1 sqrt rsqrt sin cos tanh
@@ -24,7 +25,7 @@ add_ sub_ mul_ fill_ copy_ clip_
 """.split()
 
 
-@pytest.mark.parametrize("name", sorted(REGISTRY))
+@pytest.mark.parametrize("name", sorted(BUILTIN))
 def test_op_is_complete(name):
     op = REGISTRY[name]
     assert op.ref is not None, f"{name} has no numpy reference"

@@ -8,14 +8,18 @@ Broadcasting and strides are handled here, once, for every elementwise op:
 Each kernel then compiles about once per dtype, not once per rank and layout.
 """
 
+import hashlib
 import inspect
 import itertools
 
 import numpy as np
 from numba import njit, types
+from numba.core.dispatcher import Dispatcher
+from numba.core.errors import NumbaError
 from numba.extending import overload
 
 from .. import dtypes as dt
+from ..errors import KernelCompileError
 from . import codegen, vecmath
 
 # error_model='numpy': no ZeroDivisionError checks, which block vectorisation (DESIGN.md 2).
@@ -69,9 +73,7 @@ class Elementwise:
         self.check = check  # check(*inputs) raises a typed error for values the body rejects
         # the generated module's name changes with the body's file and with vecmath, which
         # bodies call: numba would not notice a change in either
-        self.salt = codegen.file_hash(inspect.getsourcefile(body)) + codegen.file_hash(
-            vecmath.__file__
-        )
+        self.salt = _source_hash(body) + codegen.file_hash(vecmath.__file__)
         self.mod = None
 
     def _module(self):
@@ -90,7 +92,11 @@ class Elementwise:
                 src += _SCALAR_VARIANT.format(
                     mask="".join(mask), args=", ".join(xs), params=params, items=", ".join(items)
                 )
-        self.mod = codegen.load(f"nbflow_ew_{self.name}", src, self.salt)
+        mod = codegen.load(f"nbflow_ew_{self.name}", src, self.salt)
+        for attr, kernel in vars(mod).items():
+            if isinstance(kernel, Dispatcher) and attr != "f" and "_nbflow_op" not in vars(kernel):
+                _guard(kernel, self)
+        self.mod = mod
         return self.mod
 
     def __call__(self, *arrays, **attrs):
@@ -176,6 +182,45 @@ class Elementwise:
             return
         full = (1,) * (STRIDED_RANK - len(merged)) + merged
         mod.strided(*[v.reshape(full) for v in views], out.reshape(full), *params)
+
+
+def _source_hash(body) -> str:
+    """A hash of the file defining `body`; of its code where there is no file (a body typed
+    in a REPL, a notebook or `python -c`)."""
+    try:
+        return codegen.file_hash(inspect.getsourcefile(body))
+    except (OSError, TypeError):
+        code = body.__code__
+        text = repr((code.co_code, code.co_consts, code.co_names, code.co_varnames))
+        return hashlib.sha1(text.encode()).hexdigest()
+
+
+def _guard(kernel: Dispatcher, ew: Elementwise):
+    """Make a generated kernel raise KernelCompileError, naming the op and the dtypes, where
+    numba cannot compile the scalar body for them (a TypingError, a LoweringError...).
+
+    numba calls `_compile_for_args` only when no compiled version matches the arguments, so
+    the check costs nothing once a dtype has compiled: every path (the launcher, the
+    dispatcher handed out by `specialize`) goes through it on its first call."""
+    compile_for_args = kernel._compile_for_args
+
+    def compile_or_raise(*args, **kws):
+        try:
+            return compile_for_args(*args, **kws)
+        except NumbaError as e:
+            names = [str(np.asarray(a).dtype) for a in args]
+            ins, out = names[: ew.n_inputs], names[ew.n_inputs]
+            lines = [ln for ln in str(e).strip().splitlines() if ln.strip()]
+            reason = next((ln for ln in lines if not ln.startswith("Failed in")), "")
+            err = KernelCompileError(
+                f"{ew.name}: numba cannot compile the scalar body for inputs "
+                f"({', '.join(ins)}) -> {out}: {reason.strip()}"
+            )
+            err.numba_error = e  # the full numba report, for debugging
+            raise err from None
+
+    kernel._compile_for_args = compile_or_raise
+    kernel._nbflow_op = ew.name
 
 
 def _param(value, dtype):

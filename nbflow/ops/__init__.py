@@ -26,4 +26,7 @@ FAMILIES += (conv, norm, losses)
 for _family in FAMILIES:
     globals().update({name: getattr(_family, name) for name in _family.__all__})
 
+# nbflow's own ops: the registry-driven tests cover these, not the ops users declare later
+BUILTIN = frozenset(REGISTRY)
+
 __all__ = ["REGISTRY", "Op"] + [name for f in FAMILIES for name in f.__all__]

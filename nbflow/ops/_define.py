@@ -4,8 +4,8 @@ the in-place variant of an op."""
 import inspect
 
 from .. import dtypes as dt
-from ..core import Op, Spec, broadcast_shapes
-from ..errors import DTypeError, ShapeError
+from ..core import REGISTRY, Op, Spec, broadcast_shapes
+from ..errors import DTypeError, NbflowError, ShapeError
 from ..kernels.cpu import Elementwise
 
 
@@ -31,6 +31,12 @@ def elementwise(
     attrs = attrs or {}
 
     def wrap(body) -> Op:
+        if body.__name__ in REGISTRY:  # before the body replaces the existing op's kernel body
+            raise NbflowError(f"op '{body.__name__}' is declared twice")
+        try:
+            kernel_dtypes = tuple(dt.as_dtype(d) for d in dtypes)
+        except (TypeError, ValueError, NbflowError) as e:
+            raise DTypeError(f"{body.__name__}: dtypes={dtypes!r}: {e}") from None
         names = list(inspect.signature(body).parameters)
         inputs = tuple(n for n in names if n not in attrs)
         params = tuple(names[len(inputs) :])
@@ -49,7 +55,7 @@ def elementwise(
             outputs=("out",),
             spec=spec,
             kernels={"cpu": cpu, "cuda": None},
-            dtypes=tuple(dtypes),
+            dtypes=kernel_dtypes,
             ref=ref,
             differentiable=differentiable,
             attrs=attrs,
