@@ -185,7 +185,13 @@ SAMPLES = {
     ),
     "l1_loss": (nb.l1_loss, lambda: [x(2, 3), x(2, 3, low=3, high=4)], {}),
 }
-ELEMENTWISE_DOMAIN = {"clip": (-2, 2), "relu": (-2, 2), "abs": (-2, 2), "leaky_relu": (-2, 2)}
+ELEMENTWISE_DOMAIN = {
+    "clip": (-2, 2),
+    "relu": (-2, 2),
+    "relu_grad": (-2, 2),
+    "abs": (-2, 2),
+    "leaky_relu": (-2, 2),
+}
 for _op in (REGISTRY[n] for n in sorted(BUILTIN)):
     if hasattr(_op, "scalar_body") and _op.differentiable and _op.name not in SAMPLES:
         low, high = ELEMENTWISE_DOMAIN.get(_op.name, (0.5, 2.0))

@@ -192,15 +192,12 @@ program(%x: f32[-1,4], %w1: f32[4,8] persistable, %b1: f32[8] persistable, %w2: 
   %t15: f32[-1,8] = matmul(%t13, %t14)
   %t16: f32[8,-1] = matrix_transpose(%t2)
   %w2@GRAD: f32[8,3] = matmul(%t16, %t13)
-  %t18: f32[] = full() [shape=(), dtype=f32, value=0]
-  %t19: bool[-1,8] = gt(%t1, %t18)
-  %t20: f32[] = full() [shape=(), dtype=f32, value=0]
-  %t21: f32[-1,8] = where(%t19, %t15, %t20)
-  %b1@GRAD: f32[8] = sum_to_like(%t21, %b1)
-  %t23: f32[8,4] = matrix_transpose(%w1)
-  %t24: f32[-1,4] = matmul(%t21, %t23)
-  %t25: f32[4,-1] = matrix_transpose(%x)
-  %w1@GRAD: f32[4,8] = matmul(%t25, %t21)
+  %t18: f32[-1,8] = relu_grad(%t1, %t15)
+  %b1@GRAD: f32[8] = sum_to_like(%t18, %b1)
+  %t20: f32[8,4] = matrix_transpose(%w1)
+  %t21: f32[-1,4] = matmul(%t18, %t20)
+  %t22: f32[4,-1] = matrix_transpose(%x)
+  %w1@GRAD: f32[4,8] = matmul(%t22, %t18)
   %w1!: f32[4,8], %w1@GRAD!: f32[4,8] = sgd_update_(%w1, %w1@GRAD, %w1@GRAD) [lr=0.1, momentum=0.0, dampening=0.0, weight_decay=0.0, nesterov=False]
   %b1!: f32[8], %b1@GRAD!: f32[8] = sgd_update_(%b1, %b1@GRAD, %b1@GRAD) [lr=0.1, momentum=0.0, dampening=0.0, weight_decay=0.0, nesterov=False]
   %w2!: f32[8,3], %w2@GRAD!: f32[8,3] = sgd_update_(%w2, %w2@GRAD, %w2@GRAD) [lr=0.1, momentum=0.0, dampening=0.0, weight_decay=0.0, nesterov=False]

@@ -115,6 +115,7 @@ class Block:
         self.parent = parent
         self.vars: dict[str, Var] = {}
         self.ops: list[Node] = []
+        self.constants: dict[tuple, Var] = {}  # (type, value, dtype) -> var (GraphTrace)
 
     def var(self, name: str) -> Var:
         """The var `name`, looked up here and then in the enclosing blocks."""
@@ -293,8 +294,15 @@ class GraphTrace:
         return v
 
     def constant(self, value, dtype) -> Var:
-        """A 0-d var holding a Python scalar, made by a `full` op."""
-        out = self.block.create_var(shape=(), dtype=dtype, stop_gradient=True)
+        """A 0-d var holding a Python scalar, made by a `full` op (once per block and value:
+        nothing writes constants, so ops share them)."""
+        key = (type(value), value, np.dtype(dtype))
+        cached = self.block.constants.get(key)
+        if cached is not None:
+            return cached
+        out = self.block.constants[key] = self.block.create_var(
+            shape=(), dtype=dtype, stop_gradient=True
+        )
         full = REGISTRY["full"]
         attrs = full.check_attrs({"shape": (), "value": _number(value), "dtype": dtype})
         self.block.append(full, [], attrs, [out])

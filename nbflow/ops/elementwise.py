@@ -245,7 +245,18 @@ def relu(x):
     return x - x if x < 0 else x
 
 
-relu.defgrad(lambda g, out, x: (where(x > 0, g, 0),))
+relu.defgrad(lambda g, out, x: (relu_grad(x, g),))
+
+
+@elementwise(dtypes=NUMERIC, ref=lambda x, g: np.where(x > 0, g, 0).astype(np.result_type(x, g)))
+def relu_grad(x, g):
+    """g where x > 0, else 0: relu's gradient in one pass (instead of gt, two constants and a
+    where)."""
+    return g if x > 0 else g - g
+
+
+# linear in g (the mask is piecewise constant in x, whose gradient is 0 almost everywhere)
+relu_grad.defgrad(lambda gg, out, x, g: (None, relu_grad(x, gg)))
 
 
 def _leaky_relu_ref(x, negative_slope=0.01):
@@ -595,6 +606,7 @@ __all__ = [
     "erf",
     "sigmoid",
     "relu",
+    "relu_grad",
     "leaky_relu",
     "gelu",
     "softplus",
