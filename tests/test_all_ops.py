@@ -100,6 +100,11 @@ SAMPLES = {
     "softmax": (nb.softmax, lambda: [x(2, 5)], {"axis": 1}),
     "log_softmax": (nb.log_softmax, lambda: [x(2, 5)], {"axis": -1}),
     "cross_entropy": (lambda z: nb.cross_entropy(z, idx(1, 0, 3)), lambda: [x(3, 4)], {}),
+    "cross_entropy_grad": (
+        lambda g, z: nb.cross_entropy_grad(g, z, idx(1, -100, 3), label_smoothing=0.1),
+        lambda: [x(), x(3, 4)],
+        {},
+    ),
     "mse_loss": (nb.mse_loss, lambda: [x(2, 3), x(2, 3)], {}),
     "add_n": (nb.add_n, lambda: [x(2, 3), x(3), x(2, 3)], {}),
     "conv2d": (nb.conv2d, lambda: [x(1, 2, 5, 5), x(3, 2, 3, 3), x(3)], {"padding": 1}),

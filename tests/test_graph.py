@@ -180,24 +180,17 @@ program(%x: f32[-1,4], %w1: f32[4,8] persistable, %b1: f32[8] persistable, %w2: 
   %t4: f32[] = cross_entropy(%t3, %y) [reduction='mean', ignore_index=-100, label_smoothing=0.0]
   -- backward --
   %t5: f32[] = full_like(%t4) [value=1]
-  %t6: f32[-1,3] = one_hot(%y) [num_classes=3, axis=1, dtype=f32, ignore_index=-100]
-  %t7: f32[-1,1] = sum(%t6) [axis=(1,), keepdims=True]
-  %t8: f32[-1,3] = softmax(%t3) [axis=1]
-  %t9: f32[-1,3] = mul(%t8, %t7)
-  %t10: f32[-1,3] = sub(%t9, %t6)
-  %t11: f32[] = sum(%t7) [keepdims=False]
-  %t12: f32[] = div(%t5, %t11)
-  %t13: f32[-1,3] = mul(%t10, %t12)
-  %t14: f32[3,8] = matrix_transpose(%w2)
-  %t15: f32[-1,8] = matmul(%t13, %t14)
-  %t16: f32[8,-1] = matrix_transpose(%t2)
-  %w2@GRAD: f32[8,3] = matmul(%t16, %t13)
-  %t18: f32[-1,8] = relu_grad(%t1, %t15)
-  %b1@GRAD: f32[8] = sum_to_like(%t18, %b1)
-  %t20: f32[8,4] = matrix_transpose(%w1)
-  %t21: f32[-1,4] = matmul(%t18, %t20)
-  %t22: f32[4,-1] = matrix_transpose(%x)
-  %w1@GRAD: f32[4,8] = matmul(%t22, %t18)
+  %t6: f32[-1,3] = cross_entropy_grad(%t5, %t3, %y) [reduction='mean', ignore_index=-100, label_smoothing=0.0]
+  %t7: f32[3,8] = matrix_transpose(%w2)
+  %t8: f32[-1,8] = matmul(%t6, %t7)
+  %t9: f32[8,-1] = matrix_transpose(%t2)
+  %w2@GRAD: f32[8,3] = matmul(%t9, %t6)
+  %t11: f32[-1,8] = relu_grad(%t1, %t8)
+  %b1@GRAD: f32[8] = sum_to_like(%t11, %b1)
+  %t13: f32[8,4] = matrix_transpose(%w1)
+  %t14: f32[-1,4] = matmul(%t11, %t13)
+  %t15: f32[4,-1] = matrix_transpose(%x)
+  %w1@GRAD: f32[4,8] = matmul(%t15, %t11)
   %w1!: f32[4,8], %w1@GRAD!: f32[4,8] = sgd_update_(%w1, %w1@GRAD, %w1@GRAD) [lr=0.1, momentum=0.0, dampening=0.0, weight_decay=0.0, nesterov=False]
   %b1!: f32[8], %b1@GRAD!: f32[8] = sgd_update_(%b1, %b1@GRAD, %b1@GRAD) [lr=0.1, momentum=0.0, dampening=0.0, weight_decay=0.0, nesterov=False]
   %w2!: f32[8,3], %w2@GRAD!: f32[8,3] = sgd_update_(%w2, %w2@GRAD, %w2@GRAD) [lr=0.1, momentum=0.0, dampening=0.0, weight_decay=0.0, nesterov=False]

@@ -417,3 +417,21 @@ def test_cross_entropy_matches_pytorch(reduction, label_smoothing):
     out.backward(nb.tensor(seed, dtype=nb.float64))
     tout.backward(torch.tensor(seed))
     nt.assert_close(x.grad, tx.grad.numpy())
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("shape", [(5,), (4, 5), (2, 5, 3)])
+@pytest.mark.parametrize("smoothing", [0.0, 0.2])
+def test_cross_entropy_grad_matches_reference(reduction, shape, smoothing):
+    rng = np.random.default_rng(0)
+    logits = rng.standard_normal(shape)
+    label_shape = shape[:1] + shape[2:] if len(shape) > 1 else ()
+    labels = rng.integers(0, 5, label_shape)
+    if labels.ndim:
+        labels.flat[0] = -100  # one ignored target
+    g = rng.standard_normal(label_shape if reduction == "none" else ())
+    attrs = {"reduction": reduction, "ignore_index": -100, "label_smoothing": smoothing}
+    out = nb.cross_entropy_grad(nb.tensor(g), nb.tensor(logits), nb.tensor(labels), **attrs)
+    expected = REGISTRY["cross_entropy_grad"].ref(g, logits, labels, **attrs)
+    assert out.shape == logits.shape and out.dtype == np.float64
+    nt.assert_close(out, expected)

@@ -353,16 +353,16 @@ HOSTILE = {
         "'reduction' must be one of",
     ),
     "bad dtype attr": (
-        lambda d: _op(d, "one_hot")["attrs"].update(dtype="f128"),
-        r"one_hot.*'dtype' must be a dtype name",
+        lambda d: _op(d, "full")["attrs"].update(dtype="f128"),
+        r"full.*'dtype' must be a dtype name",
     ),
     "int attr over int64": (
         lambda d: _op(d, "cross_entropy")["attrs"].update(ignore_index=2**64),
         "out of the int64 range",
     ),
     "list for an int attr": (
-        lambda d: _op(d, "one_hot")["attrs"].update(num_classes=[1, 2]),
-        "'num_classes' must be int",
+        lambda d: _op(d, "cross_entropy")["attrs"].update(ignore_index=[1, 2]),
+        "'ignore_index' must be int",
     ),
     "used before defined": (_swap_first_ops, "input %t0 is used before any op defines it"),
     "undefined var": (lambda d: _op(d, "relu").update(inputs=["ghost"]), "%ghost is not a var"),

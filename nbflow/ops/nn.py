@@ -399,9 +399,55 @@ cross_entropy = Op(
 )
 
 
-@cross_entropy.defgrad
-def _cross_entropy_grad(g, out, logits, labels, reduction, ignore_index, label_smoothing):
-    # d loss / d logits = softmax(logits) - target for each row not ignored, times g
+@njit(**JIT)
+def _cross_entropy_grad_rows(x, labels, scale, ignore_index, smoothing, out):
+    """out[i] = (softmax(x[i]) - target_i) * scale[i] for each row; 0 for ignored rows.
+    target_i is the smoothed one-hot of labels[i]."""
+    n = x.shape[1]
+    for i in range(x.shape[0]):
+        t = labels[i]
+        if t == ignore_index or n == 0:
+            for j in range(n):
+                out[i, j] = 0
+            continue
+        m = x[i, 0]
+        for j in range(1, n):
+            if x[i, j] > m:
+                m = x[i, j]
+        for j in range(n):
+            out[i, j] = vecmath.exp(x[i, j] - m)
+        inv = scale[i] / sum64(out[i])
+        uniform = scale[i] * smoothing / n
+        for j in range(n):
+            out[i, j] = out[i, j] * inv - uniform
+        out[i, t] -= scale[i] * (1.0 - smoothing)
+
+
+def _cross_entropy_grad_spec(g, logits, labels, reduction, ignore_index, label_smoothing):
+    _cross_entropy_spec(logits, labels, reduction, ignore_index, label_smoothing)
+    return Spec(logits.shape, logits.dtype)
+
+
+def _cross_entropy_grad_cpu(g, logits, labels, out, reduction, ignore_index, label_smoothing):
+    cls = _class_axis(logits.ndim)
+    flat = _check_labels("cross_entropy", labels, logits.shape[cls], ignore_index)
+    if reduction == "none":
+        scale = np.ascontiguousarray(np.broadcast_to(g, labels.shape), np.float64).reshape(-1)
+    else:
+        count = int(np.count_nonzero(flat != ignore_index)) if reduction == "mean" else 1
+        scale = np.full(flat.size, float(g) / count if count else math.nan)
+    rows = _rows(logits, cls)
+    _write_rows(
+        out,
+        cls,
+        lambda out_rows: _cross_entropy_grad_rows(
+            rows, flat, scale, ignore_index, label_smoothing, out_rows
+        ),
+    )
+
+
+def _targets(logits, labels, ignore_index, label_smoothing):
+    """(the smoothed one-hot targets, 1 for rows not ignored else 0), both like logits."""
     cls = _class_axis(logits.ndim)
     n_classes = logits.shape[cls]
     target = one_hot(
@@ -410,12 +456,80 @@ def _cross_entropy_grad(g, out, logits, labels, reduction, ignore_index, label_s
     valid = _reduce.sum(target, axis=cls, keepdims=True)  # 1 for a row, 0 if it is ignored
     if label_smoothing:
         target = target * (1 - label_smoothing) + valid * (label_smoothing / n_classes)
-    d = softmax(logits, axis=cls) * valid - target
+    return target, valid
+
+
+def _row_scale(g, valid, reduction, cls, ndim):
+    """The factor each row's gradient gets: g per row ('none'), g / count ('mean'), g."""
     if reduction == "none":
-        g = _shape.unsqueeze(g, axis=cls) if logits.ndim >= 2 else g
+        return _shape.unsqueeze(g, axis=cls) if ndim >= 2 else g
+    if reduction == "mean":
+        return g / _reduce.sum(valid)  # the number of targets not ignored
+    return g
+
+
+def _cross_entropy_grad_ref(g, logits, labels, reduction="mean", ignore_index=-100,
+                            label_smoothing=0.0):  # fmt: skip
+    cls = _class_axis(logits.ndim)
+    x = np.moveaxis(logits.astype(np.float64), cls, -1)
+    s = np.exp(x - x.max(axis=-1, keepdims=True))
+    s /= s.sum(axis=-1, keepdims=True)
+    valid = (labels != ignore_index)[..., None]
+    n = x.shape[-1]
+    target = np.eye(n)[np.where(valid[..., 0], labels, 0)] * valid
+    target = target * (1 - label_smoothing) + valid * (label_smoothing / n)
+    d = s * valid - target
+    if reduction == "none":
+        scaled = d * np.asarray(g, np.float64)[..., None]
     elif reduction == "mean":
-        g = g / _reduce.sum(valid)  # the number of targets not ignored
-    return d * g, None
+        scaled = d * float(g) / valid.sum()
+    else:
+        scaled = d * float(g)
+    return np.moveaxis(scaled, -1, cls).astype(logits.dtype)
+
+
+cross_entropy_grad = Op(
+    name="cross_entropy_grad",
+    inputs=("g", "logits", "labels"),
+    outputs=("out",),
+    spec=_cross_entropy_grad_spec,
+    kernels={"cpu": _cross_entropy_grad_cpu, "cuda": None},
+    dtypes=FLOATS,
+    ref=_cross_entropy_grad_ref,
+    attrs=cross_entropy.attrs,
+    promote=(0, 1),
+    doc=(
+        "cross_entropy's gradient with respect to the logits in one pass: "
+        "(softmax(logits) - target) * g, per row, 'mean' divided by the targets counted."
+    ),
+)
+
+
+@cross_entropy.defgrad
+def _cross_entropy_vjp(g, out, logits, labels, reduction, ignore_index, label_smoothing):
+    attrs = {"reduction": reduction, "ignore_index": ignore_index}
+    grad = cross_entropy_grad(g, logits, labels, label_smoothing=label_smoothing, **attrs)
+    return grad, None
+
+
+@cross_entropy_grad.defgrad
+def _cross_entropy_grad_vjp(gg, out, g, logits, labels, reduction, ignore_index,
+                            label_smoothing):  # fmt: skip
+    # out = (softmax(logits) * valid - target) * scale: linear in g; through the softmax in
+    # the logits
+    cls = _class_axis(logits.ndim)
+    target, valid = _targets(logits, labels, ignore_index, label_smoothing)
+    s = softmax(logits, axis=cls)
+    gd = gg * (s * valid - target)
+    if reduction == "none":
+        dg = _reduce.sum(gd, axis=cls) if logits.ndim >= 2 else _reduce.sum(gd)
+    elif reduction == "mean":
+        dg = _reduce.sum(gd) / _reduce.sum(valid)
+    else:
+        dg = _reduce.sum(gd)
+    h = gg * _row_scale(g, valid, reduction, cls, logits.ndim) * valid
+    dlogits = s * (h - _reduce.sum(h * s, axis=cls, keepdims=True))
+    return dg, dlogits, None
 
 
 # ---------------------------------------------------------------- mse_loss
@@ -499,4 +613,4 @@ def _mse_grad(g, out, input, target, reduction):
     return gd, -gd
 
 
-__all__ = ["softmax", "log_softmax", "one_hot", "cross_entropy", "mse_loss"]
+__all__ = ["softmax", "log_softmax", "one_hot", "cross_entropy", "cross_entropy_grad", "mse_loss"]
