@@ -315,3 +315,19 @@ def sum_cols(x, out):
             acc[j] += x[i, j]
     for j in range(x.shape[1]):
         out[j] = acc[j]
+
+
+@njit(**JIT)
+def row_moments(x, i):
+    """(mean, sum of squared deviations) of row i of the 2-D x, in float64, by two passes
+    (the mean first: one pass of sums of squares loses precision)."""
+    n = x.shape[1]
+    total = 0.0
+    for j in range(n):
+        total += x[i, j]
+    mean = total / n
+    squares = 0.0
+    for j in range(n):
+        d = x[i, j] - mean
+        squares += d * d
+    return mean, squares

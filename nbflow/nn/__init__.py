@@ -4,62 +4,18 @@ Layers run eagerly and, unchanged, inside @nbflow.jit functions: a module's para
 eager Tensors that a traced Program captures as persistable vars.
 """
 
-from . import init
-from .layers import (
-    GELU,
-    AdaptiveAvgPool2d,
-    AvgPool2d,
-    BatchNorm1d,
-    BatchNorm2d,
-    Conv1d,
-    Conv2d,
-    Dropout,
-    Embedding,
-    Flatten,
-    GRUCell,
-    Identity,
-    LayerNorm,
-    LeakyReLU,
-    Linear,
-    LSTMCell,
-    MaxPool2d,
-    ReLU,
-    RNNCell,
-    Sequential,
-    Sigmoid,
-    Softmax,
-    Tanh,
-)
+from . import init, layers
 from .module import Module, ModuleDict, ModuleList, Parameter, StateDictError
 
+# the layers, re-exported by their own list (as nbflow.ops does with its families)
+globals().update({name: getattr(layers, name) for name in layers.__all__})
+
 __all__ = [
-    "GELU",
-    "AdaptiveAvgPool2d",
-    "AvgPool2d",
-    "BatchNorm1d",
-    "BatchNorm2d",
-    "Conv1d",
-    "Conv2d",
-    "Dropout",
-    "Embedding",
-    "Flatten",
-    "GRUCell",
-    "Identity",
-    "LSTMCell",
-    "LayerNorm",
-    "LeakyReLU",
-    "Linear",
-    "MaxPool2d",
+    *layers.__all__,
     "Module",
     "ModuleDict",
     "ModuleList",
     "Parameter",
-    "RNNCell",
-    "ReLU",
-    "Sequential",
-    "Sigmoid",
-    "Softmax",
     "StateDictError",
-    "Tanh",
     "init",
 ]

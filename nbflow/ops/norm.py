@@ -25,7 +25,7 @@ from numba import njit
 from .. import dtypes as dt
 from ..core import UNKNOWN, Attr, Op, Spec
 from ..errors import AttrError, DTypeError, OutOfRangeError, ShapeError
-from ..kernels.cpu import JIT
+from ..kernels.cpu import JIT, row_moments
 from . import reduce as _reduce
 from . import shape as _shape
 from .creation import Generator, default_generator
@@ -73,14 +73,7 @@ def _normalize_rows(x, out, eps):
     passes in float64)."""
     n = x.shape[1]
     for i in range(x.shape[0]):
-        total = 0.0
-        for j in range(n):
-            total += x[i, j]
-        mean = total / n
-        squares = 0.0
-        for j in range(n):
-            d = x[i, j] - mean
-            squares += d * d
+        mean, squares = row_moments(x, i)
         rstd = 1.0 / math.sqrt(squares / n + eps)
         for j in range(n):
             out[i, j] = (x[i, j] - mean) * rstd

@@ -34,7 +34,7 @@ from .. import dtypes as dt
 from ..core import Attr, Op, Spec, normalize_axis
 from ..errors import DTypeError, ShapeError
 from ..kernels import vecmath
-from ..kernels.cpu import JIT, reduce_rows, sum_cols, sum_rows, zero_acc
+from ..kernels.cpu import JIT, reduce_rows, row_moments, sum_cols, sum_rows, zero_acc
 from .elementwise import exp, logical_and, maximum, where
 
 AXIS = {"axis": Attr("ints", None, optional=True), "keepdims": Attr("bool", False)}
@@ -185,16 +185,9 @@ def _argmin_rows(x, out):
 
 @njit(**JIT)
 def _row_var(x, i, correction):
-    """Two-pass variance of row i in float64: the mean first, then squared deviations."""
+    """Variance of row i in float64 (two passes: see row_moments)."""
     n = x.shape[1]
-    total = 0.0
-    for j in range(n):
-        total += x[i, j]
-    mean = total / n
-    squares = 0.0
-    for j in range(n):
-        d = x[i, j] - mean
-        squares += d * d
+    _, squares = row_moments(x, i)
     divisor = n - correction if n > correction else 0  # numpy's: inf or NaN when <= 0
     return squares / divisor
 
