@@ -13,6 +13,7 @@ from . import (
 )
 from .autograd import backward, grad
 from .checkpoint import load_state, save_state
+from .control import cond, while_loop
 from .core import (
     REGISTRY,
     Attr,
@@ -30,6 +31,7 @@ from .errors import (
     DTypeError,
     GradientError,
     KernelNotFoundError,
+    LoopLimitError,
     NbflowError,
     OutOfRangeError,
     ProgramError,

@@ -90,6 +90,7 @@ KINDS: dict[str, Callable[[Any], Any]] = {
     "str": _to_str,
     "ints": _to_ints,
     "dtype": dt.as_dtype,
+    "block": _to_int,  # a sub-block of the Program, by index (control flow ops)
     "value": lambda v: _to_int(v) if isinstance(v, (int, np.integer)) else _to_float(v),
     "any": lambda v: v,
 }

@@ -25,6 +25,10 @@ class DomainError(NbflowError, ValueError):
     """Input values outside what an op accepts (checked before the kernel runs)."""
 
 
+class LoopLimitError(DomainError):
+    """A while_loop still running after its max_iterations (names the loop's line)."""
+
+
 class UnsupportedError(NbflowError, NotImplementedError):
     """Something nbflow does not do (yet)."""
 

@@ -1,6 +1,7 @@
 """Graph mode: Programs built with the same ops as eager mode, appended backward, an executor
 that runs only what the fetch targets need."""
 
+from . import control  # noqa: F401  (registers cond and while, which loaded programs use)
 from .backward import append_backward
 from .executor import Executor, Scope, compatible, global_scope, needed_ops, prune
 from .jit import jit, trace

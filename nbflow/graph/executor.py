@@ -64,6 +64,7 @@ def prune(program: Program, targets) -> Program:
     source = program.global_block()
     block.vars = dict(source.vars)
     block.ops = needed_ops(source, targets)
+    pruned.blocks += program.blocks[1:]  # sub-blocks, shared (control flow ops refer to them)
     pruned.captured = dict(program.captured)
     return pruned
 
@@ -77,6 +78,7 @@ class Executor:
         self.device = device
         self.eager = EagerTrace()
         self._plans = weakref.WeakKeyDictionary()  # program -> {(version, feeds, targets): ops}
+        self._block_plans = weakref.WeakKeyDictionary()  # sub-block -> (version, ops)
 
     def run(self, program: Program, feed=None, fetch_list=None, scope=None, return_numpy=True):
         """Run the ops the fetch targets need; returns the fetched values in order."""
@@ -144,10 +146,31 @@ class Executor:
             raise ProgramError(f"missing {what} for %{v.name}{where}")
         return t
 
+    def run_block(self, block, values, scope) -> list[Tensor]:
+        """Run a sub-block (control flow) on values for its inputs; returns its outputs."""
+        env = {}
+        for v, t in zip(block.inputs, values):
+            if t.dtype != v.dtype or not compatible(v.shape, t.shape):
+                raise ShapeError(
+                    f"block {block.idx}: input %{v.name} is {v.spec}, got {t.dtype}{list(t.shape)}"
+                )
+            env[v.name] = t
+        version, ops = self._block_plans.get(block, (None, None))
+        if version != block.program.version:
+            ops = needed_ops(block, block.outputs)
+            self._block_plans[block] = (block.program.version, ops)
+        for node in ops:
+            self._run_op(node, env, scope)
+        return [self._lookup(v, env, scope) for v in block.outputs]
+
     def _run_op(self, node: Node, env, scope):
         args = [self._lookup(v, env, scope) for v in node.inputs]
+        run_blocks = getattr(node.op, "run_blocks", None)  # a control flow op (control.py)
         try:
-            result = self.eager.apply(node.op, args, node.attrs, checked=True)
+            if run_blocks is not None:
+                result = run_blocks(self, node, args, scope)
+            else:
+                result = self.eager.apply(node.op, args, node.attrs, checked=True)
         except (ShapeError, DTypeError) as e:
             e.args = (f"{e} (op created at {node.location})",)
             raise

@@ -18,7 +18,8 @@ def verify(program: Program) -> None:
         versions: dict[int, int] = {}
         for node in block.ops:
             where = f"{node.op.name} (created at {node.location})"
-            _check_shapes(node, where)
+            _check_local(block, node, where)
+            _check_shapes(block, node, where)
             in_versions = node.versions[0] if node.versions else [0] * len(node.inputs)
             for v, built_for in zip(node.inputs, in_versions):
                 now = versions.get(id(v), 0)
@@ -32,7 +33,26 @@ def verify(program: Program) -> None:
                 versions[id(target)] = versions.get(id(target), 0) + 1
 
 
-def _check_shapes(node, where: str):
+def _check_local(block, node, where: str):
+    """A sub-block's ops read and write only its own vars (its inputs stand for the values of
+    enclosing blocks), so running it cannot touch another block's values."""
+    if block.idx == 0:
+        return
+    for v in node.inputs + node.outputs:
+        if v.block is not block:
+            raise ProgramError(
+                f"{where} in block {block.idx} uses %{v.name} of block {v.block.idx}"
+            )
+
+
+def _check_shapes(block, node, where: str):
+    check = getattr(node.op, "check", None)  # a control flow op: its sub-blocks must fit
+    if check is not None:
+        try:
+            check(block, node.inputs, node.outputs, node.attrs)
+        except NbflowError as e:
+            raise ProgramError(f"{where}: {e}") from None
+        return
     specs = [Spec(v.shape, v.dtype) for v in node.inputs]
     try:
         out_specs = node.op.infer(specs, dict(node.attrs))
@@ -66,9 +86,28 @@ def explain(program: Program, fetch_list, device: str = "cpu") -> str:
         else:
             name = f"%{target.name}" if isinstance(target, Var) else target.op.name
             status = f"runs (for {name})"
-        key = _kernel_dtype(node)
-        lines.append(f"{status:<24} {format_op(node)}   kernel=({node.op.name}, {device}, {key})")
+        lines.append(f"{status:<24} {_explain_op(node, device)}")
+        if target is not None:
+            lines += _explain_blocks(program, node, device, "  ")
     return "\n".join(lines)
+
+
+def _explain_op(node, device: str) -> str:
+    if hasattr(node.op, "run_blocks"):  # control flow: the executor runs its sub-blocks
+        return f"{format_op(node)}   runs sub-blocks"
+    return f"{format_op(node)}   kernel=({node.op.name}, {device}, {_kernel_dtype(node)})"
+
+
+def _explain_blocks(program, node, device: str, indent: str) -> list[str]:
+    """The ops of a control flow op's sub-blocks that run (those its results need)."""
+    lines = []
+    for name in getattr(node.op, "block_attrs", ()):
+        block = program.blocks[node.attrs[name]]
+        lines.append(f"{indent}{name} {block.idx}:")
+        for inner in needed_ops(block, block.outputs):
+            lines.append(f"{indent}  {_explain_op(inner, device)}")
+            lines += _explain_blocks(program, inner, device, indent + "    ")
+    return lines
 
 
 def _kernel_dtype(node) -> str:

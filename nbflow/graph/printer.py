@@ -49,8 +49,9 @@ def inputs_of(block) -> list:
 def format_program(program) -> str:
     lines = []
     for block in program.blocks:
+        inputs = inputs_of(block) if block.idx == 0 else block.inputs  # a sub-block's params
         header = ", ".join(
-            format_var(v) + (" persistable" if v.persistable else "") for v in inputs_of(block)
+            format_var(v) + (" persistable" if v.persistable else "") for v in inputs
         )
         name = "program" if block.idx == 0 else f"block {block.idx} (parent {block.parent})"
         lines.append(f"{name}({header}) {{")
@@ -58,5 +59,7 @@ def format_program(program) -> str:
             if block.idx == 0 and i == program.backward_start:
                 lines.append("  -- backward --")
             lines.append("  " + format_op(node))
+        if block.idx > 0:
+            lines.append("  return " + ", ".join(f"%{v.name}" for v in block.outputs))
         lines.append("}")
     return "\n".join(lines)

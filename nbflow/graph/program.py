@@ -16,7 +16,7 @@ import numpy as np
 
 from .. import dtypes as dt
 from ..core import REGISTRY, Node, Op, Spec
-from ..errors import UnsupportedError
+from ..errors import ProgramError, UnsupportedError
 from ..operators import Operators
 from ..tensor import Tensor, _Stale, stale_message, tensor
 
@@ -116,6 +116,10 @@ class Block:
         self.vars: dict[str, Var] = {}
         self.ops: list[Node] = []
         self.constants: dict[tuple, Var] = {}  # (type, value, dtype) -> var (GraphTrace)
+        # a sub-block is a function: the op that holds it binds `inputs` (local vars) to its
+        # own input values and takes `outputs` as its results (see graph/control.py)
+        self.inputs: list[Var] = []
+        self.outputs: list[Var] = []
 
     def var(self, name: str) -> Var:
         """The var `name`, looked up here and then in the enclosing blocks."""
@@ -272,10 +276,24 @@ class GraphTrace:
     def value(self, a):
         """A Var, a weak Python scalar, or a captured eager tensor (as a persistable var)."""
         if isinstance(a, Var):
-            return a
+            return a if a.block is self.block else self.outer(a)
         if isinstance(a, (bool, int, float, np.bool_, np.integer, np.floating)):
             return a
         return self.capture(a if isinstance(a, Tensor) else tensor(a))
+
+    def outer(self, v: Var) -> Var:
+        """A var of another block read here: fine from an enclosing block (a sub-block's
+        trace, graph/control.py, turns it into a block input); a var made inside a control
+        flow function that escaped it has no value here."""
+        block = self.block
+        while block is not None and block is not v.block:
+            block = block.program.blocks[block.parent] if block.parent >= 0 else None
+        if block is None:
+            raise ProgramError(
+                f"%{v.name} was computed inside another cond/while_loop function (or another "
+                "program): return it from that function to use it outside"
+            )
+        return v
 
     def capture(self, t: Tensor) -> Var:
         """An eager tensor used by the program: a persistable var bound to it."""

@@ -1,0 +1,604 @@
+"""Control flow in a Program: the `cond`, `while` and `while_grad` ops and their sub-blocks.
+
+A sub-block is a function. Tracing a Python function into one (BlockTrace) turns every value
+of an enclosing block that its ops read into a block input: a local var of the same name and
+type standing for it. So a sub-block reads nothing but its inputs, the op that holds it passes
+the values, and backprop over a sub-block stops at its inputs. `block.outputs` are its results.
+
+    cond:  inputs (pred, *xs); true_block and false_block both take xs; outputs = a branch's
+    while: inputs (*init, *xs); cond_block and body_block take (*loop vars, *xs); cond_block
+           returns the predicate, body_block the next loop vars; outputs = the final loop vars
+
+Gradients reuse the ops themselves. A sub-block can be replayed (`call_block`: its ops issued
+again through bind() on new inputs), and backprop over a replay gives the branch's gradient:
+- cond's gradient is a cond whose branches replay each forward branch and backprop through it;
+- while's gradient is a `while_grad` loop running backwards over the iterations: it replays
+  the body on that iteration's loop vars and backprops through it. The forward keeps each
+  iteration's loop vars for that: the first time a while op is differentiated it gains
+  history outputs (the iteration count and the loop vars stacked per iteration), so a loop
+  nobody differentiates keeps nothing. The body's forward is recomputed once per iteration
+  in the backward loop (checkpointing at iteration boundaries).
+Nested control flow needs nothing more: replaying a block replays its control ops, and their
+own gradient rules run inside the gradient blocks.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+
+import numpy as np
+
+from .. import dtypes as dt
+from .. import ops
+from ..autograd import backprop
+from ..core import STATE, Attr, Op, bind, use_trace
+from ..errors import (
+    DTypeError,
+    GradientError,
+    LoopLimitError,
+    ProgramError,
+    ShapeError,
+    UnsupportedError,
+)
+from ..tensor import Tensor, _Stale
+from .executor import compatible, needed_ops
+from .program import Block, GraphTrace, Var
+
+__all__ = ["COND", "WHILE", "WHILE_GRAD", "ControlOp", "call_block", "graph_cond", "graph_while"]
+
+
+# ---------------------------------------------------------------- tracing into sub-blocks
+
+
+class BlockTrace(GraphTrace):
+    """Records ops into a sub-block; values of enclosing blocks become block inputs."""
+
+    def __init__(self, block: Block):
+        super().__init__(block)
+        self.sources: list[Var] = []  # the enclosing-block vars the inputs stand for, in order
+        self.proxies: dict[int, Var] = {}
+
+    def outer(self, v: Var) -> Var:
+        return self.proxy(v)
+
+    def proxy(self, v: Var) -> Var:
+        """The block input standing for v, a var of an enclosing block."""
+        p = self.proxies.get(id(v))
+        if p is not None:
+            return p
+        super().outer(v)  # raises unless v's block encloses this one
+        p = self.block.create_var(
+            _free_name(self.block, v.name), v.shape, v.dtype, stop_gradient=v.stop_gradient
+        )
+        self.block.inputs.append(p)
+        self.sources.append(v)
+        self.proxies[id(v)] = p
+        return p
+
+    def apply(self, op, args, attrs):
+        for j in op.inplace.values():
+            target = self.value(args[j]) if j < len(args) else None
+            if isinstance(target, Var) and any(target is p for p in self.block.inputs):
+                raise UnsupportedError(
+                    f"{op.name}: inside a cond/while_loop function, %{target.name} (an input of "
+                    "the function) cannot be written in place; use the out-of-place op"
+                )
+        return super().apply(op, args, attrs)
+
+
+def _free_name(block: Block, name: str) -> str:
+    return name if name not in block.vars else block.program.unique_name(name + "_")
+
+
+def _flat(value) -> tuple[list, bool]:
+    """A function's result as a list, and whether it was a single value."""
+    if isinstance(value, (tuple, list)):
+        return list(value), False
+    return [value], True
+
+
+def _result(trace: GraphTrace, r) -> Var:
+    """A returned value as a var of the trace's block."""
+    if isinstance(r, (bool, int, float, np.bool_, np.integer, np.floating)):
+        return trace.constant(r, dt.scalar_dtype(r))
+    if not isinstance(r, (Var, Tensor, np.ndarray)):
+        raise TypeError(f"a cond/while_loop function returned {type(r).__name__}, not a tensor")
+    return trace.value(r)
+
+
+def _trace_into(block: Block, fn, args) -> tuple[BlockTrace, list[Var], bool]:
+    """Trace fn(*args) into block: (its trace, its results as vars, single result?)."""
+    trace = BlockTrace(block)
+    with use_trace(trace):
+        local = [trace.value(a) if isinstance(a, (Var, Tensor)) else a for a in args]
+        results, single = _flat(fn(*local))
+        results = [_result(trace, r) for r in results]
+    block.ops = needed_ops(block, results)  # a sub-block is a pure function: drop dead ops
+    return trace, results, single
+
+
+def _union(*lists) -> list[Var]:
+    seen, out = set(), []
+    for vs in lists:
+        for v in vs:
+            if id(v) not in seen:
+                seen.add(id(v))
+                out.append(v)
+    return out
+
+
+def _check_pred(pred, what: str):
+    if not isinstance(pred, Var):
+        raise TypeError(f"{what}: the predicate must be a bool tensor, got {type(pred).__name__}")
+    if pred.dtype != dt.bool_:
+        raise DTypeError(f"{what}: the predicate must be a bool tensor, got {pred.dtype}")
+    if any(n not in (1, -1) for n in pred.shape):
+        raise ShapeError(f"{what}: the predicate must have one element, got shape {pred.shape}")
+
+
+# ---------------------------------------------------------------- cond
+
+
+def graph_cond(pred, true_fn, false_fn, operands):
+    """nbflow.cond under a graph trace (see nbflow/control.py)."""
+    if isinstance(pred, (bool, np.bool_)):  # known while building: no op needed
+        return (true_fn if pred else false_fn)(*operands)
+    outputs, single = _cond(pred, true_fn, false_fn, operands)
+    return outputs[0] if single else tuple(outputs)
+
+
+def _cond(pred, true_fn, false_fn, operands) -> tuple[list[Var], bool]:
+    trace = STATE.trace
+    parent = trace.block
+    pred = trace.value(pred)
+    _check_pred(pred, "cond")
+    operands = [trace.value(o) if isinstance(o, (Var, Tensor)) else o for o in operands]
+    branches = []
+    for fn in (true_fn, false_fn):
+        block = parent.program.create_block(parent.idx)
+        branches.append((block, *_trace_into(block, fn, operands)))
+    (tb, tt, tr, single), (fb, ft, fr, _) = branches
+    if len(tr) != len(fr):
+        raise ShapeError(f"cond: true_fn returns {len(tr)} values, false_fn {len(fr)}")
+    outer = _union(tt.sources, ft.sources)
+    for block, t, results, _ in branches:
+        block.inputs = [t.proxy(v) for v in outer]
+        block.outputs = results
+    outputs = []
+    for k, (a, b) in enumerate(zip(tr, fr)):
+        if a.dtype != b.dtype:
+            raise DTypeError(f"cond: result {k} is {a.dtype} in true_fn, {b.dtype} in false_fn")
+        if a.ndim != b.ndim:
+            raise ShapeError(
+                f"cond: result {k} has shape {list(a.shape)} in true_fn, {list(b.shape)} in "
+                "false_fn (the ranks must agree)"
+            )
+        shape = [p if p == q else -1 for p, q in zip(a.shape, b.shape)]
+        stop = a.stop_gradient and b.stop_gradient
+        outputs.append(parent.create_var(shape=shape, dtype=a.dtype, stop_gradient=stop))
+    attrs = COND.check_attrs({"true_block": tb.idx, "false_block": fb.idx})
+    parent.append(COND, [pred] + [trace.value(v) for v in outer], attrs, outputs)
+    return outputs, single
+
+
+# ---------------------------------------------------------------- while
+
+
+def graph_while(cond_fn, body_fn, values, max_iterations, op=None):
+    """nbflow.while_loop under a graph trace: the final loop vars as a list."""
+    op = op or WHILE
+    trace = STATE.trace
+    parent = trace.block
+    program = parent.program
+    init = [_loop_init(trace, v) for v in values]
+    specs = [(v.shape, v.dtype) for v in init]
+    stops = [v.stop_gradient for v in init]
+    while True:  # retrace until the loop vars' types are a fixed point (only ever relaxed)
+        mark = len(program.blocks)
+        cb, ct, cond_args, preds = _loop_block(program, parent, cond_fn, specs, stops)
+        bb, bt, body_args, results = _loop_block(program, parent, body_fn, specs, stops)
+        if len(preds) != 1:
+            raise ShapeError(f"while_loop: the condition returned {len(preds)} values, not one")
+        pred = preds[0]
+        _check_pred(pred, "while_loop condition")
+        if len(results) != len(init):
+            raise ShapeError(f"while_loop body returned {len(results)} values for {len(init)}")
+        new_specs, new_stops = [], []
+        for k, (r, (shape, dtype), stop) in enumerate(zip(results, specs, stops)):
+            if r.dtype != dtype:
+                raise DTypeError(f"while_loop: loop var {k} is {dtype}, the body returns {r.dtype}")
+            if r.ndim != len(shape):
+                raise ShapeError(
+                    f"while_loop: loop var {k} has shape {list(shape)}, the body returns "
+                    f"{list(r.shape)} (loop vars keep their rank)"
+                )
+            new_specs.append((tuple(p if p == q else -1 for p, q in zip(shape, r.shape)), dtype))
+            new_stops.append(stop and r.stop_gradient)
+        if new_specs == specs and new_stops == stops:
+            break
+        specs, stops = new_specs, new_stops
+        del program.blocks[mark:]
+    outer = _union(ct.sources, bt.sources)
+    cb.inputs = cond_args + [ct.proxy(v) for v in outer]
+    cb.outputs = [pred]
+    bb.inputs = body_args + [bt.proxy(v) for v in outer]
+    bb.outputs = results
+    outputs = [
+        parent.create_var(shape=shape, dtype=dtype, stop_gradient=stop)
+        for (shape, dtype), stop in zip(specs, stops)
+    ]
+    attrs = op.check_attrs(
+        {"cond_block": cb.idx, "body_block": bb.idx, "max_iterations": max_iterations}
+    )
+    parent.append(op, init + [trace.value(v) for v in outer], attrs, outputs)
+    return outputs
+
+
+def _loop_init(trace, v) -> Var:
+    if isinstance(v, (bool, int, float, np.bool_, np.integer, np.floating)):
+        return trace.constant(v, dt.scalar_dtype(v))
+    return trace.value(v)
+
+
+def _loop_block(program, parent, fn, specs, stops):
+    """Trace fn over fresh loop-var inputs into a new sub-block."""
+    block = program.create_block(parent.idx)
+    args = [
+        block.create_var(program.unique_name("loop"), shape, dtype, stop_gradient=stop)
+        for (shape, dtype), stop in zip(specs, stops)
+    ]
+    block.inputs = list(args)
+    trace, results, _ = _trace_into(block, fn, args)
+    return block, trace, args, results
+
+
+# ---------------------------------------------------------------- replay
+
+
+def call_block(block: Block, args) -> list:
+    """Issue the block's ops again, through bind(), on `args` for its inputs: under a graph
+    trace this appends a copy of the block's computation (the source of its gradient)."""
+    env = {id(p): a for p, a in zip(block.inputs, args)}
+    for node in needed_ops(block, block.outputs):
+        ins = [env[id(v)] for v in node.inputs]
+        if isinstance(node.op, ControlOp):
+            outs = node.op.replay(node, ins)
+        else:
+            outs = bind(node.op, *ins, **node.attrs)
+        outs = outs if isinstance(outs, (tuple, list)) else (outs,)
+        for v, o in zip(node.outputs, outs):
+            env[id(v)] = o
+    return [env[id(v)] for v in block.outputs]
+
+
+def _requires_grad(v) -> bool:
+    return isinstance(v, Var) and not v.stop_gradient
+
+
+def _vjp(results, live, seeds, wrt) -> list[Var]:
+    """Gradients of sum(results[j] * seed) with respect to the leaf vars `wrt` (zeros for
+    those the results do not reach)."""
+    pairs = [(results[j], s) for j, s in zip(live, seeds) if _requires_grad(results[j])]
+    leaves = {}
+    if pairs:
+        leaves, _ = backprop([r for r, _ in pairs], [s for _, s in pairs], create_graph=True)
+    return [leaves[id(w)][1] if id(w) in leaves else ops.zeros_like(w) for w in wrt]
+
+
+@contextmanager
+def _as_leaves(vs):
+    """Make computed vars leaves for a moment, so that backprop over ops recorded meanwhile
+    stops at them and reports their gradients (the loop vars of one iteration, taken from
+    the history, in the backward loop)."""
+    saved = [(v._node, v.stop_gradient) for v in vs]
+    for v in vs:
+        v._node, v.stop_gradient = None, False
+    try:
+        yield
+    finally:
+        for v, (node, stop) in zip(vs, saved):
+            v._node, v.stop_gradient = node, stop
+
+
+def _fresh(t: Tensor, args) -> Tensor:
+    """A result that is one of the op's inputs gets its own buffer (a later in-place write
+    to one must not change the other)."""
+    return Tensor(t.data.copy()) if any(t is a for a in args) else t
+
+
+def _truth(t: Tensor, where: str) -> bool:
+    if t.dtype.kind != "b" or t.size != 1:
+        raise ShapeError(f"{where}: the predicate is {t.dtype}{list(t.shape)}, not one bool")
+    return bool(t.data.reshape(()))
+
+
+def _no_spec(*specs, **attrs):
+    raise UnsupportedError("a control flow op's outputs come from its sub-blocks")
+
+
+# ---------------------------------------------------------------- the ops
+
+
+class ControlOp(Op):
+    """An op holding sub-blocks: the executor calls `run_blocks` instead of a kernel, verify
+    and the loader call `check`, call_block calls `replay`."""
+
+    block_attrs: tuple[str, ...] = ()
+
+    def sub_blocks(self, program, attrs) -> list[Block]:
+        return [program.blocks[attrs[name]] for name in self.block_attrs]
+
+    def check(self, block: Block, inputs, outputs, attrs) -> None:
+        """Raise ProgramError unless the sub-blocks are children of `block` whose inputs and
+        outputs fit the op's."""
+        program = block.program
+        for name in self.block_attrs:
+            idx = attrs[name]
+            if not 0 < idx < len(program.blocks):
+                raise ProgramError(f"{name} {idx} is not a sub-block of the program")
+            if program.blocks[idx].parent != block.idx:
+                raise ProgramError(f"{name} {idx} is not a child of block {block.idx}")
+        self.check_types(program, inputs, outputs, attrs)
+
+
+def _fits(what: str, v: Var, like: Var):
+    """v takes values of `like`: same dtype and rank, and v's shape generalises like's."""
+    if v.dtype != like.dtype or not compatible(v.shape, like.shape):
+        raise ProgramError(f"{what} %{v.name} is {v.spec}, it takes %{like.name}: {like.spec}")
+
+
+class CondOp(ControlOp):
+    block_attrs = ("true_block", "false_block")
+
+    def check_types(self, program, inputs, outputs, attrs):
+        if not inputs or inputs[0].dtype != dt.bool_:
+            raise ProgramError("the first input (the predicate) must be a bool var")
+        for block in self.sub_blocks(program, attrs):
+            if len(block.inputs) != len(inputs) - 1 or len(block.outputs) != len(outputs):
+                raise ProgramError(
+                    f"block {block.idx} takes {len(block.inputs)} inputs and returns "
+                    f"{len(block.outputs)} values; the op has {len(inputs) - 1} and "
+                    f"{len(outputs)}"
+                )
+            for p, v in zip(block.inputs, inputs[1:]):
+                _fits(f"input of block {block.idx}", p, v)
+            for v, r in zip(outputs, block.outputs):
+                _fits("output", v, r)
+
+    def run_blocks(self, executor, node, args, scope):
+        pred = _truth(args[0], f"cond (created at {node.location})")
+        program = node.outputs[0].block.program
+        block = program.blocks[node.attrs["true_block" if pred else "false_block"]]
+        return tuple(_fresh(t, args) for t in executor.run_block(block, args[1:], scope))
+
+    def replay(self, node, ins):
+        tb, fb = self.sub_blocks(node.outputs[0].block.program, node.attrs)
+        outs, _ = _cond(ins[0], lambda *a: call_block(tb, a), lambda *a: call_block(fb, a), ins[1:])
+        return outs
+
+
+class WhileOp(ControlOp):
+    block_attrs = ("cond_block", "body_block")
+
+    def check_types(self, program, inputs, outputs, attrs):
+        cb, bb = self.sub_blocks(program, attrs)
+        if attrs["max_iterations"] is not None and attrs["max_iterations"] < 0:
+            raise ProgramError(f"max_iterations is {attrs['max_iterations']}, not >= 0")
+        n = len(bb.outputs)
+        expected = 2 * n + 1 if attrs["history"] else n
+        if len(outputs) != expected or n == 0 or len(inputs) < n:
+            raise ProgramError(
+                f"{len(inputs)} inputs and {len(outputs)} outputs for a body returning {n} "
+                f"loop vars (history={attrs['history']})"
+            )
+        for block in (cb, bb):
+            if len(block.inputs) != len(inputs):
+                raise ProgramError(
+                    f"block {block.idx} takes {len(block.inputs)} inputs, the op has {len(inputs)}"
+                )
+            for p, v in zip(block.inputs, inputs):
+                _fits(f"input of block {block.idx}", p, v)
+        if len(cb.outputs) != 1 or cb.outputs[0].dtype != dt.bool_:
+            raise ProgramError(f"block {cb.idx} (the condition) must return one bool var")
+        for k, (p, r, v) in enumerate(zip(bb.inputs, bb.outputs, outputs)):
+            _fits(f"loop var {k}", p, r)
+            _fits("output", v, p)
+        if attrs["history"]:
+            count, hists = outputs[n], outputs[n + 1 :]
+            if count.dtype != dt.int64 or count.shape != ():
+                raise ProgramError(f"%{count.name} (the iteration count) must be i64[]")
+            for h, v in zip(hists, outputs[:n]):
+                if h.dtype != v.dtype or h.shape[1:] != v.shape or h.ndim != v.ndim + 1:
+                    raise ProgramError(f"history %{h.name} does not stack %{v.name}")
+
+    def run_blocks(self, executor, node, args, scope):
+        program = node.outputs[0].block.program
+        cb, bb = self.sub_blocks(program, node.attrs)
+        n = len(bb.outputs)
+        values, outer = list(args[:n]), list(args[n:])
+        limit, history = node.attrs["max_iterations"], node.attrs["history"]
+        where = f"{self.name} (created at {node.location})"
+        kept = [[] for _ in range(n)] if history else None
+        count = 0
+        while _truth(executor.run_block(cb, values + outer, scope)[0], where):
+            if limit is not None and count >= limit:
+                raise LoopLimitError(f"{where} still runs after max_iterations={limit}")
+            if history:
+                for k, t in enumerate(values):
+                    kept[k].append(t.data)
+            values = executor.run_block(bb, values + outer, scope)
+            count += 1
+        results = [_fresh(t, args) for t in values]
+        if history:
+            results.append(Tensor(np.array(count, np.int64)))
+            results += [_stack(kept[k], args[k].data, where) for k in range(n)]
+        return tuple(results)
+
+    def replay(self, node, ins):
+        cb, bb = self.sub_blocks(node.outputs[0].block.program, node.attrs)
+        n = len(bb.outputs)
+        init, outer = ins[:n], ins[n:]
+        return graph_while(
+            lambda *a: call_block(cb, [*a, *outer])[0],
+            lambda *a: call_block(bb, [*a, *outer]),
+            init,
+            node.attrs["max_iterations"],
+            self,
+        )
+
+
+def _stack(arrays, first: np.ndarray, where: str) -> Tensor:
+    if not arrays:
+        return Tensor(np.empty((0,) + first.shape, first.dtype))
+    if any(a.shape != arrays[0].shape for a in arrays):
+        raise UnsupportedError(
+            f"{where}: a loop var changed shape between iterations, which its gradient does "
+            "not support yet (the history stacks the loop vars)"
+        )
+    return Tensor(np.stack(arrays))
+
+
+def _cond_grad(g, out, pred, *xs, true_block, false_block):
+    gs, outs = _tuple(g), _tuple(out)
+    wanted = [k for k, x in enumerate(xs) if _requires_grad(x)]
+    live = [j for j, o in enumerate(outs) if _requires_grad(o)]
+    result = [None] * (1 + len(xs))
+    if not wanted or not live:
+        return tuple(result)
+    program = STATE.trace.block.program
+    seeds = [gs[j] for j in live]
+
+    def branch(idx):
+        block = program.blocks[idx]
+
+        def gradient(*args):
+            local_xs, local_seeds = args[: len(xs)], args[len(xs) :]
+            results = call_block(block, local_xs)
+            return _vjp(results, live, local_seeds, [local_xs[k] for k in wanted])
+
+        return gradient
+
+    grads, _ = _cond(pred, branch(true_block), branch(false_block), [*xs, *seeds])
+    for k, gk in zip(wanted, grads):
+        result[1 + k] = gk
+    return tuple(result)
+
+
+def _while_grad(g, out, *ins, cond_block, body_block, max_iterations, history):
+    gs, outs = _tuple(g), _tuple(out)
+    stale = next((x for x in ins if isinstance(x, _Stale)), None)
+    if stale is not None:
+        raise GradientError(stale.message)
+    node = next(o._node for o in outs if isinstance(o, Var))
+    program = node.outputs[0].block.program
+    body = program.blocks[body_block]
+    n = len(body.outputs)
+    finals, init, outer = outs[:n], ins[:n], ins[n:]
+    diff = [k for k in range(n) if _requires_grad(finals[k])]
+    want_outer = [j for j, x in enumerate(outer) if _requires_grad(x)]
+    result = [None] * len(ins)
+    if not diff:
+        return tuple(result)
+    count, hists = _keep_history(node)
+    nd = len(diff)
+
+    def going(i, *carry):
+        return i >= 0
+
+    def step_back(i, *carry):
+        trace = STATE.trace
+        g_vals, acc = carry[:nd], carry[nd:]
+        xs = [ops.index_select(h, 0, i) for h in hists]  # this iteration's loop vars
+        local_outer = [trace.value(v) for v in outer]
+        with _as_leaves([xs[k] for k in diff]):
+            results = call_block(body, [*xs, *local_outer])
+            wrt = [xs[k] for k in diff] + [local_outer[j] for j in want_outer]
+            grads = _vjp(results, diff, g_vals, wrt)
+        return [i - 1, *grads[:nd], *(a + b for a, b in zip(acc, grads[nd:]))]
+
+    start = [count - 1, *(gs[k] for k in diff), *(ops.zeros_like(outer[j]) for j in want_outer)]
+    finals = graph_while(going, step_back, start, max_iterations, WHILE_GRAD)
+    for idx, k in enumerate(diff):
+        if _requires_grad(init[k]):
+            result[k] = finals[1 + idx]
+    for idx, j in enumerate(want_outer):
+        result[n + j] = finals[1 + nd + idx]
+    return tuple(result)
+
+
+def _keep_history(node):
+    """The while node's history outputs (iteration count, loop vars stacked per iteration),
+    added to it the first time it is differentiated."""
+    n = len(node.outputs) if not node.attrs["history"] else (len(node.outputs) - 1) // 2
+    if not node.attrs["history"]:
+        block = node.outputs[0].block
+        count = block.create_var(shape=(), dtype=dt.int64)
+        hists = [
+            block.create_var(
+                _free_name(block, f"{v.name}_history"), (-1, *v.shape), v.dtype, stop_gradient=True
+            )
+            for v in node.outputs[:n]
+        ]
+        node.outputs += [count, *hists]
+        for i, v in enumerate(node.outputs[n:], n):
+            v._node, v._index = node, i
+        node.attrs = dict(node.attrs, history=True)
+        node.versions = (node.versions[0], node.versions[1] + [0] * (n + 1))
+        block.program.version += 1
+    return node.outputs[n], node.outputs[n + 1 :]
+
+
+def _tuple(x) -> tuple:
+    return x if isinstance(x, tuple) else (x,)
+
+
+_DOC_COND = (
+    "Run true_block or false_block on the inputs after the predicate (a bool with one "
+    "element); the outputs are the chosen block's results (nbflow.cond)."
+)
+_DOC_WHILE = (
+    "Run body_block on the loop vars while cond_block returns true; with history, also "
+    "output the iteration count and the loop vars of every iteration (nbflow.while_loop)."
+)
+
+COND = CondOp(
+    name="cond",
+    inputs=("pred", "*inputs"),
+    outputs=("*out",),
+    spec=_no_spec,
+    kernels={"cpu": None, "cuda": None},
+    dtypes=dt.ALL,
+    grad=_cond_grad,
+    attrs={"true_block": Attr("block"), "false_block": Attr("block")},
+    doc=_DOC_COND,
+)
+
+_WHILE_ATTRS = {
+    "cond_block": Attr("block"),
+    "body_block": Attr("block"),
+    "max_iterations": Attr("int", None),
+    "history": Attr("bool", False),
+}
+WHILE = WhileOp(
+    name="while",
+    inputs=("*inputs",),
+    outputs=("*out",),
+    spec=_no_spec,
+    kernels={"cpu": None, "cuda": None},
+    dtypes=dt.ALL,
+    grad=_while_grad,
+    attrs=_WHILE_ATTRS,
+    doc=_DOC_WHILE,
+)
+WHILE_GRAD = WhileOp(
+    name="while_grad",
+    inputs=("*inputs",),
+    outputs=("*out",),
+    spec=_no_spec,
+    kernels={"cpu": None, "cuda": None},
+    dtypes=dt.ALL,
+    grad=_while_grad,
+    attrs=_WHILE_ATTRS,
+    doc="The backward loop of a while op: the same semantics as `while`, named apart so a "
+    "printout shows which loop is the gradient.",
+)

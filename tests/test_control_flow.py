@@ -1,0 +1,290 @@
+"""Control flow: nbflow.cond and nbflow.while_loop in eager and graph mode, their gradients
+(against finite differences and against the eager mode, a Python loop), nested control flow,
+printing, verify, pruning and explain over sub-blocks."""
+
+import numpy as np
+import pytest
+
+import nbflow as nb
+from nbflow import testing as nt
+
+RNG = np.random.default_rng(0)
+
+
+def _branchy(x, w):
+    """A cond whose branches differ in ops and in the values they read."""
+    return nb.cond(
+        nb.sum(x) > 0,
+        lambda a: nb.tanh(a @ w),
+        lambda a: a * w[0] - 1.0,
+        [x],
+    )
+
+
+def _loop(x, w):
+    """h <- tanh(h @ w) + x, four times: a while_loop whose body reads outer values."""
+
+    def body(i, h):
+        return i + 1, nb.tanh(h @ w) + x
+
+    _, h = nb.while_loop(lambda i, h: i < 4, body, [0, x], max_iterations=10)
+    return h
+
+
+def _nested(x, w):
+    """A cond inside a while (each branch taken at least once, whatever the sign of x)."""
+
+    def body(i, h):
+        pred = nb.logical_xor(nb.sum(h) > 0, i == 2)
+        h2 = nb.cond(pred, lambda a: nb.tanh(a @ w), lambda a: a * 0.5 - 0.1, [h])
+        return i + 1, h2 + x
+
+    _, h = nb.while_loop(lambda i, h: i < 5, body, [0, x], max_iterations=10)
+    return h
+
+
+def _inputs(sign=1.0):
+    x = sign * np.abs(RNG.standard_normal((2, 3)))
+    w = RNG.standard_normal((3, 3)) * 0.5
+    return x, w
+
+
+def _leaves(*arrays):
+    return [nb.tensor(a, requires_grad=True) for a in arrays]
+
+
+# ---------------------------------------------------------------- eager mode
+
+
+def test_eager_cond_runs_the_chosen_branch_and_records_only_it():
+    x = nb.tensor([1.0, 2.0], requires_grad=True)
+    y = nb.cond(nb.sum(x) > 0, lambda a: a * 3.0, lambda a: a * 5.0, [x])
+    nb.sum(y).backward()
+    np.testing.assert_allclose(x.grad.numpy(), [3.0, 3.0])
+    assert nb.cond(False, lambda: 1, lambda: 2) == 2  # a Python bool picks directly
+
+
+def test_eager_while_loop_is_a_python_loop():
+    i, s = nb.while_loop(lambda i, s: i < 5, lambda i, s: (i + 1, s + i), [nb.tensor(0), 0])
+    assert int(i) == 5 and int(s) == 10
+    single = nb.while_loop(lambda v: v < 100, lambda v: v * 3, nb.tensor(1))
+    assert int(single) == 243
+
+
+def test_max_iterations_raises_a_typed_error_in_both_modes():
+    def f(x):
+        return nb.while_loop(lambda v: nb.sum(v) > -1, lambda v: v + 1.0, x, max_iterations=3)
+
+    x = np.zeros(2, np.float32)
+    with pytest.raises(nb.LoopLimitError, match="max_iterations=3"):
+        f(nb.tensor(x))
+    with pytest.raises(nb.LoopLimitError, match=r"while \(created at test_control_flow.py:\d+"):
+        nb.jit(f)(x)
+    # exactly max_iterations iterations are allowed
+    out = nb.jit(lambda x: nb.while_loop(lambda v: v < 3, lambda v: v + 1, x, max_iterations=3))
+    assert int(out(np.int64(0))) == 3
+
+
+def test_predicates_must_be_one_bool():
+    x = nb.tensor([1.0, 2.0])
+    with pytest.raises(nb.DTypeError, match="bool"):
+        nb.cond(nb.sum(x), lambda: x, lambda: x)
+    with pytest.raises(nb.ShapeError, match="one element"):
+        nb.cond(x > 0, lambda: x, lambda: x)
+    with pytest.raises(nb.ShapeError, match="one element"):
+        nb.jit(lambda x: nb.cond(x > 0, lambda: x, lambda: x))(x)
+
+
+# ---------------------------------------------------------------- graph mode: forward
+
+
+def _program(fn, *example):
+    main = nb.Program()
+    with nb.program_guard(main):
+        xs = [nb.static.data(f"in{i}", a.shape, a.dtype) for i, a in enumerate(example)]
+        out = fn(*xs)
+    return main, xs, out
+
+
+@pytest.mark.parametrize("sign", [1.0, -1.0])
+def test_graph_cond_matches_eager_for_either_branch(sign):
+    x, w = _inputs(sign)
+    main, _, out = _program(_branchy, x, w)
+    (got,) = nb.Executor().run(main, {"in0": x, "in1": w}, [out])
+    expected = np.tanh(x @ w) if x.sum() > 0 else x * w[0] - 1.0
+    nt.assert_close(got, expected)
+
+
+def test_branches_of_different_shapes_give_unknown_dims_resized_at_run_time():
+    main = nb.Program()
+    with nb.program_guard(main):
+        x = nb.static.data("x", [4, 3])
+        flag = nb.static.data("flag", [], dtype="bool")
+        y = nb.cond(flag, lambda a: a[:2], lambda a: a * 2.0, [x])
+    assert y.shape == (-1, 3)
+    exe, xv = nb.Executor(), RNG.standard_normal((4, 3)).astype(np.float32)
+    (short,) = exe.run(main, {"x": xv, "flag": np.bool_(True)}, [y])
+    (full,) = exe.run(main, {"x": xv, "flag": np.bool_(False)}, [y])
+    nt.assert_close(short, xv[:2])
+    nt.assert_close(full, xv * 2)
+
+
+def test_branches_must_agree_in_number_dtype_and_rank():
+    x = np.ones((2, 3), np.float32)
+    with pytest.raises(nb.ShapeError, match="true_fn returns 2 values, false_fn 1"):
+        _program(lambda a: nb.cond(nb.sum(a) > 0, lambda: (a, a), lambda: a), x)
+    with pytest.raises(nb.DTypeError, match="result 0 is float32 in true_fn, float64"):
+        _program(lambda a: nb.cond(nb.sum(a) > 0, lambda: a, lambda: nb.cast(a, "float64")), x)
+    with pytest.raises(nb.ShapeError, match="ranks must agree"):
+        _program(lambda a: nb.cond(nb.sum(a) > 0, lambda: a, lambda: nb.sum(a, axis=0)), x)
+    with pytest.raises(nb.DTypeError, match="loop var 0 is int64, the body returns float32"):
+        _program(lambda a: nb.while_loop(lambda i: i < 3, lambda i: i * 0.5, 0), x)
+
+
+def test_graph_while_matches_eager_for_zero_one_and_many_iterations():
+    def f(x, w, n):
+        def body(i, h):
+            return i + 1, nb.tanh(h @ w) + x
+
+        return nb.while_loop(lambda i, h: i < n, body, [0, x])[1]
+
+    x, w = _inputs()
+    main, _, out = _program(f, x, w, np.int64(0))
+    exe = nb.Executor()
+    for n in (0, 1, 6):
+        (got,) = exe.run(main, {"in0": x, "in1": w, "in2": np.int64(n)}, [out])
+        h = x
+        for _ in range(n):
+            h = np.tanh(h @ w) + x
+        nt.assert_close(got, h)
+
+
+def test_loop_vars_that_change_shape_get_unknown_dims():
+    def grow(x):
+        return nb.while_loop(
+            lambda v: nb.sum(v) < 20.0, lambda v: nb.concat(v, v, axis=0), x, max_iterations=8
+        )
+
+    main, _, out = _program(grow, np.ones((1, 2), np.float32))
+    assert out.shape == (-1, 2)
+    (got,) = nb.Executor().run(main, {"in0": np.ones((1, 2), np.float32)}, [out])
+    assert got.shape == (16, 2)
+
+
+def test_printer_shows_sub_blocks_with_their_inputs_and_results():
+    x, w = _inputs()
+    main, _, out = _program(_nested, x, w)
+    text = str(main)
+    assert "= while(" in text and "cond_block=1, body_block=2, max_iterations=10" in text
+    assert "block 2 (parent 0)(%loop" in text
+    assert "block 3 (parent 2)(" in text  # the cond nested in the body
+    assert "  return %" in text
+    nb.graph.verify(main)
+
+
+def test_prune_and_explain_keep_the_sub_blocks():
+    x, w = _inputs()
+    main, _, out = _program(_nested, x, w)
+    with nb.program_guard(main):
+        unused = nb.exp(main.global_block().var("in0"))
+    pruned = nb.graph.prune(main, [out])
+    assert [n.op.name for n in pruned.global_block().ops] == ["full", "while"]
+    (got,) = nb.Executor().run(pruned, {"in0": x, "in1": w}, [out])
+    nt.assert_close(got, nb.jit(_nested)(x, w).numpy())
+    text = nb.graph.explain(main, [out])
+    assert "body_block 2:" in text and "true_block 3:" in text
+    assert f"pruned                   %{unused.name}" in text
+
+
+def test_verify_rejects_a_sub_block_that_does_not_fit_its_op():
+    x, w = _inputs()
+    main, _, out = _program(_branchy, x, w)
+    block = main.blocks[1]
+    block.outputs = block.outputs * 2
+    with pytest.raises(nb.ProgramError, match="cond .*block 1 takes 2 inputs and returns 2"):
+        nb.graph.verify(main)
+
+
+def test_values_made_inside_a_branch_cannot_leak_out():
+    leaked = []
+
+    def f(x):
+        def branch(a):
+            leaked.append(a * 2.0)
+            return a
+
+        y = nb.cond(nb.sum(x) > 0, branch, lambda a: a, [x])
+        return y + leaked[0]
+
+    with pytest.raises(nb.ProgramError, match="computed inside another cond/while_loop"):
+        nb.jit(f)(np.ones(2, np.float32))
+
+
+def test_in_place_writes_to_function_inputs_are_refused():
+    def f(x):
+        return nb.cond(nb.sum(x) > 0, lambda a: nb.add_(a, 1.0), lambda a: a, [x])
+
+    with pytest.raises(nb.UnsupportedError, match="cannot be written in place"):
+        _program(f, np.ones(2, np.float32))
+
+
+# ---------------------------------------------------------------- gradients
+
+
+@pytest.mark.parametrize("fn", [_branchy, _loop, _nested], ids=["cond", "while", "nested"])
+@pytest.mark.parametrize("sign", [1.0, -1.0])
+def test_graph_gradients_match_finite_differences(fn, sign):
+    x, w = _inputs(sign)
+    nt.gradcheck(nb.jit(fn), _leaves(x, w))
+
+
+@pytest.mark.parametrize("fn", [_branchy, _loop, _nested], ids=["cond", "while", "nested"])
+@pytest.mark.parametrize("sign", [1.0, -1.0])
+def test_graph_gradients_match_the_eager_python_control_flow(fn, sign):
+    x, w = _inputs(sign)
+    counts = nt.check_modes(fn, x.astype(np.float32), w.astype(np.float32))
+    assert counts == {"outputs": 1, "gradients": 2}
+
+
+def test_append_backward_through_a_while_trains_a_parameter():
+    main, startup = nb.Program(), nb.Program()
+    with nb.program_guard(main, startup):
+        x = nb.static.data("x", [-1, 3])
+        w = nb.static.create_parameter("w", [3, 3], initializer=("constant", 0.1))
+        n = nb.static.data("n", [], dtype="int64")
+
+        def body(i, h):
+            return i + 1, nb.tanh(h @ w)
+
+        _, h = nb.while_loop(lambda i, h: i < n, body, [0, x], max_iterations=50)
+        loss = nb.mean((h - 0.5) ** 2)
+        ((_, g),) = nb.append_backward(loss)
+        nb.sub_(w, g * 2.0)
+    nb.graph.verify(main)
+    assert "= while_grad(" in str(main)
+    exe, scope = nb.Executor(), nb.Scope()
+    exe.run(startup, scope=scope)
+    xv = RNG.standard_normal((8, 3)).astype(np.float32)
+    losses = [exe.run(main, {"x": xv, "n": np.int64(3)}, [loss, w], scope)[0] for _ in range(30)]
+    assert losses[-1] < 0.8 * losses[0]
+    assert all(b < a for a, b in zip(losses, losses[1:]))  # a small step: every step helps
+
+
+def test_gradient_of_a_loop_that_ran_zero_times_passes_the_seed_through():
+    def f(x, n):
+        return nb.while_loop(lambda i, h: i < n, lambda i, h: (i + 1, h * 3.0), [0, x])[1]
+
+    x = nb.tensor(np.ones(3), requires_grad=True)
+    (g,) = nb.grad(nb.sum(nb.jit(f)(x, nb.tensor(0))), [x])
+    nt.assert_close(g.numpy(), np.ones(3))
+    (g,) = nb.grad(nb.sum(nb.jit(f)(x, nb.tensor(2))), [x])
+    nt.assert_close(g.numpy(), np.full(3, 9.0))
+
+
+def test_gradient_through_a_loop_var_that_changes_shape_is_refused_clearly():
+    def grow(x):
+        return nb.while_loop(lambda v: nb.sum(v) < 20.0, lambda v: nb.concat(v, v, axis=0), x)
+
+    x = nb.tensor(np.ones((1, 2)), requires_grad=True)
+    with pytest.raises(nb.UnsupportedError, match="changed shape between iterations"):
+        nb.jit(grow)(x)
