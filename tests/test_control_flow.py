@@ -2,6 +2,11 @@
 (against finite differences and against the eager mode, a Python loop), nested control flow,
 printing, verify, pruning and explain over sub-blocks."""
 
+import json
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -288,3 +293,110 @@ def test_gradient_through_a_loop_var_that_changes_shape_is_refused_clearly():
     x = nb.tensor(np.ones((1, 2)), requires_grad=True)
     with pytest.raises(nb.UnsupportedError, match="changed shape between iterations"):
         nb.jit(grow)(x)
+
+
+# ---------------------------------------------------------------- serialization
+
+
+def _training_program():
+    """A program with a cond nested in a while, its gradient, and a parameter update."""
+    main, startup = nb.Program(), nb.Program()
+    with nb.program_guard(main, startup):
+        x = nb.static.data("x", [-1, 3])
+        w = nb.static.create_parameter("w", [3, 3], initializer=("constant", 0.2))
+        h = _nested(x, w)
+        loss = nb.mean(h * h)
+        ((_, g),) = nb.append_backward(loss)
+        nb.sub_(w, g * 0.1)
+    return main, startup, loss
+
+
+def test_a_saved_program_with_control_flow_trains_the_same_in_a_fresh_process(tmp_path):
+    main, startup, loss = _training_program()
+    exe, scope = nb.Executor(), nb.Scope()
+    exe.run(startup, scope=scope)
+    path = str(tmp_path / "loop.json")
+    nb.save(main, path, scope)
+    loaded = nb.load(path, require_loop_bounds=True)
+    assert str(loaded) == str(main)
+    nb.graph.verify(loaded)
+    x = RNG.standard_normal((4, 3)).astype(np.float32)
+    np.save(tmp_path / "x.npy", x)
+    code = (
+        "import json, sys\n"
+        "import numpy as np\n"
+        "import nbflow as nb\n"
+        "path, data, loss = sys.argv[1:]\n"
+        "scope = nb.Scope()\n"
+        "program = nb.load(path, scope)\n"
+        "x = np.load(data)\n"
+        "exe = nb.Executor()\n"
+        "print(json.dumps([float(exe.run(program, {'x': x}, [loss, 'w'], scope)[0])\n"
+        "                  for _ in range(4)]))\n"
+    )
+    root = os.path.dirname(os.path.dirname(os.path.abspath(nb.__file__)))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([root, os.environ.get("PYTHONPATH", "")])}
+    args = [sys.executable, "-c", code, path, str(tmp_path / "x.npy"), loss.name]
+    result = subprocess.run(args, capture_output=True, text=True, timeout=300, env=env)
+    assert result.returncode == 0, result.stderr
+    fresh = json.loads(result.stdout.splitlines()[-1])
+    original = [float(exe.run(main, {"x": x}, [loss, "w"], scope)[0]) for _ in range(4)]
+    assert fresh == original
+    assert original[-1] < original[0]
+
+
+def _doc(fn=_nested):
+    x, w = _inputs()
+    main, _, _ = _program(fn, x, w)
+    return json.loads(nb.graph.serialize.dumps(main))
+
+
+def _control_op(doc, block, op_type):
+    return next(op for op in doc["blocks"][block]["ops"] if op["type"] == op_type)
+
+
+@pytest.mark.parametrize(
+    "block, op_type, attr, target, message",
+    [
+        (2, "cond", "true_block", 2, "true_block 2 is the op's own block or encloses it"),
+        (2, "cond", "false_block", 0, "false_block 0 is the op's own block or encloses it"),
+        (0, "while", "body_block", 3, "body_block 3 is not a child of block 0"),
+        (0, "while", "cond_block", 9, "cond_block 9 is not a sub-block"),
+    ],
+)
+def test_the_loader_rejects_bad_block_references(block, op_type, attr, target, message):
+    doc = _doc()
+    _control_op(doc, block, op_type)["attrs"][attr] = target
+    with pytest.raises(nb.ProgramError, match=message):
+        nb.graph.serialize.loads(json.dumps(doc))
+
+
+def test_the_loader_rejects_a_sub_block_run_by_two_ops():
+    doc = _doc(lambda x, w: _branchy(x, w) + _branchy(x, w))
+    second = [op for op in doc["blocks"][0]["ops"] if op["type"] == "cond"][1]
+    second["attrs"]["true_block"] = 1  # the first cond's true branch, a perfect type match
+    with pytest.raises(nb.ProgramError, match=r"true_block 1 is already run by block 0, op \d"):
+        nb.graph.serialize.loads(json.dumps(doc))
+
+
+def test_the_loader_rejects_sub_blocks_that_write_outer_vars_or_misstate_outputs():
+    doc = _doc()
+    body = doc["blocks"][2]
+    outer = doc["blocks"][0]["ops"][0]["outputs"][0]  # a var of block 0 only
+    body["ops"][-1]["outputs"][0] = outer
+    with pytest.raises(nb.ProgramError, match=f"output %{outer} is not a var of sub-block 2"):
+        nb.graph.serialize.loads(json.dumps(doc))
+    doc = _doc()
+    doc["blocks"][1]["outputs"] = doc["blocks"][1]["inputs"][:1]  # an i64, not a bool
+    with pytest.raises(nb.ProgramError, match="the condition. must return one bool var"):
+        nb.graph.serialize.loads(json.dumps(doc))
+
+
+def test_the_loader_can_require_loop_bounds():
+    def unbounded(x, w):
+        return nb.while_loop(lambda h: nb.sum(h) < 10.0, lambda h: h + 1.0, x)
+
+    text = json.dumps(_doc(unbounded))
+    nb.graph.serialize.loads(text)  # fine unless asked
+    with pytest.raises(nb.ProgramError, match=r"block 0, op 0 \(while\): a loop without max_"):
+        nb.graph.serialize.loads(text, require_loop_bounds=True)

@@ -365,11 +365,11 @@ class CondOp(ControlOp):
             for v, r in zip(outputs, block.outputs):
                 _fits("output", v, r)
 
-    def run_blocks(self, executor, node, args, scope):
+    def run_blocks(self, executor, node, args, scope, env):
         pred = _truth(args[0], f"cond (created at {node.location})")
         program = node.outputs[0].block.program
         block = program.blocks[node.attrs["true_block" if pred else "false_block"]]
-        return tuple(_fresh(t, args) for t in executor.run_block(block, args[1:], scope))
+        return tuple(_fresh(t, args) for t in executor.run_block(block, args[1:], scope, env))
 
     def replay(self, node, ins):
         tb, fb = self.sub_blocks(node.outputs[0].block.program, node.attrs)
@@ -411,7 +411,7 @@ class WhileOp(ControlOp):
                 if h.dtype != v.dtype or h.shape[1:] != v.shape or h.ndim != v.ndim + 1:
                     raise ProgramError(f"history %{h.name} does not stack %{v.name}")
 
-    def run_blocks(self, executor, node, args, scope):
+    def run_blocks(self, executor, node, args, scope, env):
         program = node.outputs[0].block.program
         cb, bb = self.sub_blocks(program, node.attrs)
         n = len(bb.outputs)
@@ -420,13 +420,13 @@ class WhileOp(ControlOp):
         where = f"{self.name} (created at {node.location})"
         kept = [[] for _ in range(n)] if history else None
         count = 0
-        while _truth(executor.run_block(cb, values + outer, scope)[0], where):
+        while _truth(executor.run_block(cb, values + outer, scope, env)[0], where):
             if limit is not None and count >= limit:
                 raise LoopLimitError(f"{where} still runs after max_iterations={limit}")
             if history:
                 for k, t in enumerate(values):
                     kept[k].append(t.data)
-            values = executor.run_block(bb, values + outer, scope)
+            values = executor.run_block(bb, values + outer, scope, env)
             count += 1
         results = [_fresh(t, args) for t in values]
         if history:

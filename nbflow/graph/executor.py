@@ -10,6 +10,7 @@ the compile-time rule generalises what happens at run time.
 from __future__ import annotations
 
 import weakref
+from collections import ChainMap
 
 import numpy as np
 
@@ -146,9 +147,10 @@ class Executor:
             raise ProgramError(f"missing {what} for %{v.name}{where}")
         return t
 
-    def run_block(self, block, values, scope) -> list[Tensor]:
-        """Run a sub-block (control flow) on values for its inputs; returns its outputs."""
-        env = {}
+    def run_block(self, block, values, scope, outer_env) -> list[Tensor]:
+        """Run a sub-block (control flow) on values for its inputs; returns its outputs. Its
+        own vars shadow those of the enclosing blocks, whose values it may read."""
+        env = ChainMap({}, outer_env)
         for v, t in zip(block.inputs, values):
             if t.dtype != v.dtype or not compatible(v.shape, t.shape):
                 raise ShapeError(
@@ -168,7 +170,7 @@ class Executor:
         run_blocks = getattr(node.op, "run_blocks", None)  # a control flow op (control.py)
         try:
             if run_blocks is not None:
-                result = run_blocks(self, node, args, scope)
+                result = run_blocks(self, node, args, scope, env)
             else:
                 result = self.eager.apply(node.op, args, node.attrs, checked=True)
         except (ShapeError, DTypeError) as e:

@@ -34,11 +34,11 @@ def verify(program: Program) -> None:
 
 
 def _check_local(block, node, where: str):
-    """A sub-block's ops read and write only its own vars (its inputs stand for the values of
-    enclosing blocks), so running it cannot touch another block's values."""
+    """A sub-block's ops write only its own vars: running it cannot change another block's
+    values (they may read enclosing vars; control flow passes them as block inputs)."""
     if block.idx == 0:
         return
-    for v in node.inputs + node.outputs:
+    for v in node.outputs:
         if v.block is not block:
             raise ProgramError(
                 f"{where} in block {block.idx} uses %{v.name} of block {v.block.idx}"

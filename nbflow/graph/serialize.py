@@ -20,10 +20,12 @@ The document: `{"format": "nbflow.program", "version": 1, "blocks": [...], "back
 name, persistable, stop_gradient, is_data, location) and `ops` (type, input and output var
 names in slot order, attrs, location, `grad_edges` (which inputs pass a gradient back, fixed
 when the op was built) and `rule_inputs` when an in-place op's gradient reads a saved copy of
-its target). Attrs are stored by their declared kind: dtypes by short name,
-non-finite floats as "inf", "-inf" or "nan" (JSON has no such numbers), index keys as lists of
-lists. A random op's `generator` is stored as null: a loaded program draws from the default
-generator (seed it with nbflow.manual_seed). The in-place map is implied by the op type.
+its target). A sub-block (control flow) also lists its `inputs` and `outputs` by name, and
+ops refer to sub-blocks by index (attr kind "block"). Attrs are stored by their declared
+kind: dtypes by short name, non-finite floats as "inf", "-inf" or "nan" (JSON has no such
+numbers), index keys as lists of lists. A random op's `generator` is stored as null: a
+loaded program draws from the default generator (seed it with nbflow.manual_seed). The
+in-place map is implied by the op type.
 
 Loading is validation, never code: the text is parsed by `json` (no pickle, eval, exec or
 import driven by the file), checked against SCHEMA, then semantically: op types from the
@@ -34,6 +36,10 @@ op's shape rule re-run and compared with the declared output vars. The .npz is r
 allow_pickle=False after every array header (name, dtype, shape) was checked against the
 program and the total size against a budget. Any failure raises ProgramError naming the field,
 op or var; the document records a digest of its .npz so a mismatched pair is detected.
+Sub-blocks: each is run by exactly one op of its parent block (so no block runs itself or an
+enclosing block: no recursion), writes only its own vars, and fits its op's inputs and
+outputs; `load(..., require_loop_bounds=True)` also rejects a while loop without
+max_iterations.
 
 Both files are written atomically (a temporary file in the same folder, fsync, os.replace),
 the .npz first: a crash leaves the old pair or the new .npz with the old document, which the
@@ -170,6 +176,8 @@ _BLOCK = {
         "parent": {"type": "integer", "minimum": -1, "maximum": MAX_BLOCKS},
         "vars": {"type": "array", "maxItems": MAX_VARS, "items": _VAR},
         "ops": {"type": "array", "maxItems": MAX_OPS, "items": _OP},
+        "inputs": _NAMES,  # a sub-block's parameters and results (control flow)
+        "outputs": _NAMES,
     },
 }
 
@@ -251,8 +259,13 @@ def _dump(doc: dict) -> bytes:
     def items(xs) -> str:
         return "[\n" + ",\n".join("    " + one_line(x) for x in xs) + "\n   ]"
 
+    def signature(b) -> str:  # a sub-block's inputs and outputs
+        if "inputs" not in b:
+            return ""
+        return f',\n   "inputs": {one_line(b["inputs"])}, "outputs": {one_line(b["outputs"])}'
+
     blocks = ",\n".join(
-        f'  {{"idx": {b["idx"]}, "parent": {b["parent"]},\n'
+        f'  {{"idx": {b["idx"]}, "parent": {b["parent"]}{signature(b)},\n'
         f'   "vars": {items(b["vars"])},\n   "ops": {items(b["ops"])}}}'
         for b in doc["blocks"]
     )
@@ -283,12 +296,17 @@ def _document(program: Program) -> dict:
 
 
 def _block_doc(block: Block) -> dict:
-    return {
+    doc = {
         "idx": block.idx,
         "parent": block.parent,
         "vars": [_var_doc(v) for v in block.vars.values()],
         "ops": [_op_doc(block, i, node) for i, node in enumerate(block.ops)],
     }
+    if block.idx > 0:
+        where = f"block {block.idx}"
+        doc["inputs"] = [_ref(block, v, where) for v in block.inputs]
+        doc["outputs"] = [_ref(block, v, where) for v in block.outputs]
+    return doc
 
 
 def _var_doc(v) -> dict:
@@ -438,11 +456,15 @@ def _fsync_dir(folder: str):
 # ---------------------------------------------------------------- loading: the document
 
 
-def load(path, scope=None, max_param_bytes: int = MAX_PARAM_BYTES) -> Program:
-    """Load a saved program and its parameters (into `scope`, or as captured tensors)."""
+def load(
+    path, scope=None, max_param_bytes: int = MAX_PARAM_BYTES, require_loop_bounds: bool = False
+) -> Program:
+    """Load a saved program and its parameters (into `scope`, or as captured tensors).
+    require_loop_bounds: reject a while loop without max_iterations (for programs from
+    untrusted sources, which could otherwise loop forever)."""
     path = os.fspath(path)
     doc = _parse(_read_bounded(path, MAX_FILE_BYTES))
-    program = from_document(doc)
+    program = from_document(doc, require_loop_bounds)
     digest = doc.get("params_sha256")
     if digest is not None:  # null: saved without a parameters file (dumps)
         values = _read_params(path + ".npz", program, max_param_bytes, digest)
@@ -451,18 +473,18 @@ def load(path, scope=None, max_param_bytes: int = MAX_PARAM_BYTES) -> Program:
     return program
 
 
-def load_program(path) -> Program:
+def load_program(path, require_loop_bounds: bool = False) -> Program:
     """Load only the program document (checked); no parameters."""
-    return loads(_read_bounded(os.fspath(path), MAX_FILE_BYTES))
+    return loads(_read_bounded(os.fspath(path), MAX_FILE_BYTES), require_loop_bounds)
 
 
-def loads(text: str | bytes) -> Program:
+def loads(text: str | bytes, require_loop_bounds: bool = False) -> Program:
     """A Program from a JSON document (str or bytes), checked as `load` checks it."""
     if isinstance(text, str):
         text = text.encode("utf-8", "surrogatepass")
     if len(text) > MAX_FILE_BYTES:
         raise ProgramError(f"a program document is at most {MAX_FILE_BYTES} bytes")
-    return from_document(_parse(text))
+    return from_document(_parse(text), require_loop_bounds)
 
 
 def _read_bounded(path: str, limit: int) -> bytes:
@@ -509,7 +531,7 @@ def _unique_keys(pairs) -> dict:
     return d
 
 
-def from_document(doc) -> Program:
+def from_document(doc, require_loop_bounds: bool = False) -> Program:
     """Check a parsed document and build its Program."""
     if not isinstance(doc, dict):
         raise ProgramError(f"a program document is a JSON object, got {type(doc).__name__}")
@@ -531,10 +553,19 @@ def from_document(doc) -> Program:
     if total > MAX_TOTAL_ELEMENTS:
         raise ProgramError(f"the vars hold {total} elements in all, over {MAX_TOTAL_ELEMENTS}")
     defined = {id(v) for b in program.blocks for v in b.vars.values() if v.is_data or v.persistable}
+    for block, b in zip(program.blocks, doc["blocks"]):
+        _load_signature(block, b)
+        defined.update(id(v) for v in block.inputs)
     written: set[int] = set()
+    users: dict[int, str] = {}  # sub-block index -> the op that runs it
     for block, b in zip(program.blocks, doc["blocks"]):
         for i, op in enumerate(b["ops"]):
             _load_op(block, i, op, defined, written)
+            _check_sub_blocks(block, block.ops[-1], users, require_loop_bounds)
+    for block in program.blocks[1:]:
+        for v in block.outputs:
+            if id(v) not in defined:
+                raise ProgramError(f"block {block.idx}: output %{v.name} is never computed")
     start = doc["backward_start"]
     if start is not None and start > len(program.blocks[0].ops):
         raise ProgramError(f"backward_start {start} is past the {len(program.blocks[0].ops)} ops")
@@ -609,9 +640,12 @@ def _load_op(block: Block, i: int, d: dict, defined: set, written: set):
         raise ProgramError(f"{where}: op type '{name}' is not registered in nbflow")
     attrs = _decode_attrs(op, d["attrs"], where)
     inputs = [_use(block, n, defined, where, "input") for n in d["inputs"]]
-    outputs = [_resolve(block, n, where, "output") for n in d["outputs"]]
+    outputs = [_output(block, n, where, "output") for n in d["outputs"]]
     _check_outputs(op, inputs, outputs, where, written)
-    _check_infer(op, inputs, outputs, attrs, where)
+    if hasattr(op, "check"):  # a control flow op: its sub-blocks must fit it
+        _check_control(op, block, inputs, outputs, attrs, where)
+    else:
+        _check_infer(op, inputs, outputs, attrs, where)
     rule_inputs = d.get("rule_inputs")
     if rule_inputs is not None:
         rule_inputs = _rule_inputs(block, rule_inputs, inputs, defined, where)
@@ -627,11 +661,68 @@ def _load_op(block: Block, i: int, d: dict, defined: set, written: set):
 
 def _resolve(block: Block, name: str, where: str, what: str):
     try:
-        return block.var(name)
+        v = block.var(name)
     except KeyError:
         raise ProgramError(
             f"{where}: {what} %{name} is not a var of block {block.idx} or the blocks enclosing it"
         ) from None
+    return v
+
+
+def _output(block: Block, name: str, where: str, what: str):
+    """A var an op of the block writes: a sub-block may read enclosing vars, never write them."""
+    v = _resolve(block, name, where, what)
+    if v.block is not block:
+        raise ProgramError(f"{where}: {what} %{name} is not a var of sub-block {block.idx}")
+    return v
+
+
+def _load_signature(block: Block, d: dict):
+    """A sub-block's inputs (its own vars, set by the op that runs it) and outputs (none for a
+    block saved without them)."""
+    if block.idx == 0:
+        if "inputs" in d or "outputs" in d:
+            raise ProgramError("block 0 has no inputs or outputs (only sub-blocks do)")
+        return
+    where = f"block {block.idx}"
+    block.inputs = [_output(block, n, where, "input") for n in d.get("inputs", ())]
+    block.outputs = [_output(block, n, where, "output") for n in d.get("outputs", ())]
+    for v in block.inputs:
+        if v.is_data or v.persistable or sum(v is u for u in block.inputs) > 1:
+            raise ProgramError(f"{where}: input %{v.name} is data, persistable or listed twice")
+
+
+def _check_sub_blocks(block: Block, node, users: dict, require_loop_bounds: bool):
+    """Block references: each sub-block is run by one op of its parent block, so none can
+    run itself (recursion); loops are bounded when the caller asks."""
+    where = f"block {block.idx}, op {len(block.ops) - 1} ({node.op.name})"
+    for name in getattr(node.op, "block_attrs", ()):
+        idx = node.attrs[name]
+        user = users.setdefault(idx, f"{where}'s {name}")
+        if user != f"{where}'s {name}":
+            raise ProgramError(f"{where}: {name} {idx} is already run by {user}")
+    unbounded = "max_iterations" in node.op.attrs and node.attrs["max_iterations"] is None
+    if require_loop_bounds and unbounded:
+        raise ProgramError(
+            f"{where}: a loop without max_iterations (the loader was asked for bounds)"
+        )
+
+
+def _check_control(op, block: Block, inputs, outputs, attrs, where: str):
+    program = block.program
+    for name in op.block_attrs:
+        idx = attrs[name]
+        b = block
+        while b is not None:  # the op's own block or one enclosing it
+            if b.idx == idx:
+                raise ProgramError(
+                    f"{where}: {name} {idx} is the op's own block or encloses it (recursion)"
+                )
+            b = program.blocks[b.parent] if b.parent >= 0 else None
+    try:
+        op.check(block, inputs, outputs, attrs)
+    except Exception as e:  # a hostile document may fail the check any way: never escapes
+        raise ProgramError(f"{where}: {_short(str(e), 400)}") from None
 
 
 def _use(block: Block, name: str, defined: set, where: str, what: str):
