@@ -260,7 +260,7 @@ def call_block(block: Block, args) -> list:
     trace this appends a copy of the block's computation (the source of its gradient)."""
     env = {id(p): a for p, a in zip(block.inputs, args)}
     for node in needed_ops(block, block.outputs):
-        ins = [env[id(v)] for v in node.inputs]
+        ins = [env.get(id(v), v) for v in node.inputs]  # (or a var the block reads directly)
         if isinstance(node.op, ControlOp):
             outs = node.op.replay(node, ins)
         else:

@@ -279,7 +279,8 @@ class GraphTrace:
             return a if a.block is self.block else self.outer(a)
         if isinstance(a, (bool, int, float, np.bool_, np.integer, np.floating)):
             return a
-        return self.capture(a if isinstance(a, Tensor) else tensor(a))
+        v = self.capture(a if isinstance(a, Tensor) else tensor(a))  # a var of block 0
+        return v if v.block is self.block else self.outer(v)
 
     def outer(self, v: Var) -> Var:
         """A var of another block read here: fine from an enclosing block (a sub-block's

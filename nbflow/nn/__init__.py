@@ -6,6 +6,7 @@ eager Tensors that a traced Program captures as persistable vars.
 
 from . import init, layers
 from .module import Module, ModuleDict, ModuleList, Parameter, StateDictError
+from .rnn import dynamic_rnn, pack_offsets
 
 # the layers, re-exported by their own list (as nbflow.ops does with its families)
 globals().update({name: getattr(layers, name) for name in layers.__all__})
@@ -17,5 +18,7 @@ __all__ = [
     "ModuleList",
     "Parameter",
     "StateDictError",
+    "dynamic_rnn",
     "init",
+    "pack_offsets",
 ]

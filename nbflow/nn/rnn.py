@@ -1,0 +1,178 @@
+"""dynamic_rnn: a recurrent cell over a batch of variable-length sequences.
+
+    outputs, state = nbflow.nn.dynamic_rnn(lstm_cell, x, lengths)     # x: (time, batch, features)
+
+The batch is padded (time-major by default, `batch_first=True` for (batch, time, features))
+with one length per sequence, or packed as PaddlePaddle's LoD does: the sequences one after
+another, (total steps, features), with `offsets` [0, end of sequence 0, end of 1, ...].
+A sequence stops updating after its last step: its state is carried unchanged (a `where` on
+a mask) and its outputs past its length are zero, so the final state is each sequence's own
+last state and gradients flow through exactly the steps that sequence took. Runs eagerly as
+a Python loop (up to the longest length) and, under a graph trace, as one while_loop.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+import nbflow as nb
+
+from ..control import while_loop
+from ..core import STATE
+from ..errors import ShapeError
+from ..tensor import EagerTrace, Tensor
+from .layers import GRUCell, LSTMCell, RNNCell
+
+__all__ = ["dynamic_rnn", "pack_offsets"]
+
+
+def dynamic_rnn(cell, inputs, lengths=None, initial_state=None, *, offsets=None, batch_first=False):
+    """Run `cell` over each sequence for its own length.
+
+    cell: an RNNCell, GRUCell or LSTMCell, or any function (x_t, state) -> (out_t, new_state)
+    where state is a tensor or a tuple of tensors, each (batch, ...).
+    inputs: padded (time, batch, features) (batch_first: (batch, time, features)) with
+    `lengths` (batch,) ints <= time; or packed (total steps, features) with `offsets`.
+    initial_state: default zeros for the nn cells; required for a function.
+    Returns (outputs, final_state): outputs (time, batch, out features) (batch_first: batch
+    first), zero past each length; final_state has the cell's state structure."""
+    if offsets is not None:
+        if lengths is not None:
+            raise ValueError("dynamic_rnn: give lengths or offsets, not both")
+        inputs, lengths = pack_offsets(inputs, offsets)
+    elif lengths is None:
+        raise ValueError("dynamic_rnn needs lengths (or offsets)")
+    if batch_first:
+        inputs = nb.transpose(inputs, 0, 1)
+    if inputs.ndim < 2:
+        raise ShapeError(f"dynamic_rnn: inputs must be (time, batch, ...), got {inputs.shape}")
+    lengths = _lengths(lengths, inputs)
+    step, state, single = _adapt(cell, inputs, initial_state)
+    if isinstance(STATE.trace, EagerTrace):
+        outputs, state = _eager(step, inputs, lengths, state)
+    else:
+        outputs, state = _graph(step, inputs, lengths, state)
+    if batch_first:
+        outputs = nb.transpose(outputs, 0, 1)
+    return outputs, (state[0] if single else tuple(state))
+
+
+def pack_offsets(packed, offsets):
+    """Packed sequences (total steps, features) with offsets [0, e0, e1, ...] (LoD level 1)
+    as a padded time-major batch (longest length, batch, features) and lengths (eager)."""
+    offs = np.asarray(offsets.numpy() if isinstance(offsets, Tensor) else offsets, np.int64)
+    if offs.ndim != 1 or len(offs) < 2 or offs[0] != 0 or np.any(np.diff(offs) < 0):
+        raise ShapeError(f"offsets must start at 0 and never decrease, got {offs.tolist()}")
+    if offs[-1] != packed.shape[0]:
+        raise ShapeError(f"offsets end at {offs[-1]}, the packed data has {packed.shape[0]} steps")
+    lengths = np.diff(offs)
+    steps = int(lengths.max()) if len(lengths) else 0
+    # row b of step t is packed row offs[b] + t; past a sequence's end, any row (masked)
+    rows = np.minimum(offs[:-1][None, :] + np.arange(steps)[:, None], max(len(packed) - 1, 0))
+    padded = nb.index_select(packed, 0, nb.tensor(rows.astype(np.int64)))
+    return padded, nb.tensor(lengths)
+
+
+def _lengths(lengths, inputs):
+    if not isinstance(lengths, Tensor) and not hasattr(lengths, "block"):  # a list, array
+        lengths = nb.tensor(np.asarray(lengths, np.int64))
+    if lengths.ndim != 1 or lengths.dtype.kind not in "iu":
+        raise ShapeError(
+            f"dynamic_rnn: lengths must be 1-d ints, got {lengths.dtype}{lengths.shape}"
+        )
+    batch, steps = inputs.shape[1], inputs.shape[0]
+    if -1 not in (batch, lengths.shape[0]) and lengths.shape[0] != batch:
+        raise ShapeError(f"dynamic_rnn: {lengths.shape[0]} lengths for a batch of {batch}")
+    if isinstance(lengths, Tensor) and np.any((lengths.numpy() < 0) | (lengths.numpy() > steps)):
+        raise ShapeError(f"dynamic_rnn: lengths must be in [0, {steps}], got {lengths.tolist()}")
+    return lengths
+
+
+def _adapt(cell, inputs, initial_state):
+    """(step(x_t, state list) -> (out_t, state list), the initial state list, single?)."""
+    if isinstance(cell, LSTMCell):
+
+        def step(x, state):
+            h, c = cell(x, tuple(state))
+            return h, [h, c]
+
+        zeros = _zeros(inputs, cell.hidden_size)
+        init = (zeros, zeros) if initial_state is None else initial_state
+    elif isinstance(cell, (RNNCell, GRUCell)):
+
+        def step(x, state):
+            h = cell(x, state[0])
+            return h, [h]
+
+        init = _zeros(inputs, cell.hidden_size) if initial_state is None else initial_state
+    else:
+        if initial_state is None:
+            raise ValueError("dynamic_rnn: a function cell needs an initial_state")
+
+        def step(x, state):
+            out, new = cell(x, state[0] if single else tuple(state))
+            return out, (list(new) if isinstance(new, (tuple, list)) else [new])
+
+        init = initial_state
+    single = not isinstance(init, (tuple, list))
+    return step, ([init] if single else list(init)), single
+
+
+def _zeros(inputs, size: int):
+    """Zeros (batch, size) in the inputs' dtype (the batch may be known only at run time)."""
+    column = nb.zeros_like(inputs[0][:, :1])  # (batch, 1)
+    return column + nb.zeros(size, dtype=inputs.dtype)
+
+
+def _masked_step(step, x, t, lengths, state):
+    out, new = step(x, state)
+    if len(new) != len(state):
+        raise ShapeError(f"dynamic_rnn: the cell returned {len(new)} states for {len(state)}")
+    alive = lengths > t  # (batch,) sequences still running at step t
+    masks = {}  # by rank: the mask shaped (batch, 1, ...) to broadcast against a value
+
+    def mask(like):
+        if like.ndim not in masks:
+            masks[like.ndim] = nb.reshape(alive, (-1,) + (1,) * (like.ndim - 1))
+        return masks[like.ndim]
+
+    state = [nb.where(mask(s), n, s) for n, s in zip(new, state)]
+    return nb.where(mask(out), out, 0), state
+
+
+def _eager(step, inputs, lengths, state):
+    # up to the longest sequence; step 0 always runs (masked), as in graph mode: its output
+    # gives the output shape even when every sequence is empty
+    steps = max(int(lengths.numpy().max()) if lengths.shape[0] else 0, 1)
+    outs = []
+    for t in range(steps):
+        out, state = _masked_step(step, inputs[t], t, lengths, state)
+        outs.append(out)
+    outputs = nb.stack(*outs)
+    if steps < inputs.shape[0]:  # padding past the longest sequence
+        pad = [(0, inputs.shape[0] - steps)] + [(0, 0)] * (outputs.ndim - 1)
+        outputs = nb.pad(outputs, pad)
+    return outputs, state
+
+
+def _graph(step, inputs, lengths, state):
+    """One while_loop over the steps up to the longest length. Step 0 runs before the loop:
+    its output fixes the shape of the buffer the loop writes each step's output into."""
+    out, state = _masked_step(step, inputs[0], 0, lengths, state)
+    # (time, batch, ...) zeros, then step 0's output in row 0
+    time = nb.zeros_like(nb.sum(inputs, axis=tuple(range(1, inputs.ndim))), dtype=out.dtype)
+    buffer = nb.unsqueeze(nb.zeros_like(out), 0) + nb.reshape(time, (-1,) + (1,) * out.ndim)
+    buffer = nb.index_put(buffer, (0,), out)
+    longest = nb.max(lengths)
+    k = len(state)
+
+    def running(t, *carry):
+        return t < longest
+
+    def body(t, *carry):
+        out, new = _masked_step(step, nb.index_select(inputs, 0, t), t, lengths, list(carry[:k]))
+        return [t + 1, *new, nb.index_put(carry[k], (t,), out)]
+
+    bound = inputs.shape[0] if inputs.shape[0] >= 0 else None  # steps 1 .. time - 1
+    final = while_loop(running, body, [1, *state, buffer], max_iterations=bound)
+    return final[k + 1], final[1 : k + 1]

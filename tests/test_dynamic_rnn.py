@@ -1,0 +1,143 @@
+"""nbflow.nn.dynamic_rnn: cells over variable-length sequences, eager and graph (while_loop),
+against each sequence run alone, finite differences and the eager mode."""
+
+import numpy as np
+import pytest
+
+import nbflow as nb
+from nbflow import testing as nt
+
+LENGTHS = [5, 3, 1]
+
+
+def _cell(kind, dtype=nb.float64):
+    nb.manual_seed(0)
+    return {"lstm": nb.nn.LSTMCell, "gru": nb.nn.GRUCell, "rnn": nb.nn.RNNCell}[kind](
+        4, 5, dtype=dtype
+    )
+
+
+def _alone(cell, x, b, length):
+    """Sequence b run by itself for its own length: (outputs, final state)."""
+    state, outs = None, []
+    for t in range(length):
+        state = cell(nb.tensor(x[t, b : b + 1]), state)
+        outs.append((state[0] if isinstance(state, tuple) else state).numpy()[0])
+    return np.array(outs), state
+
+
+def _check_against_alone(cell, x, outputs, final):
+    for b, length in enumerate(LENGTHS):
+        outs, state = _alone(cell, x, b, length)
+        nt.assert_close(outputs[:length, b], outs)
+        assert not np.any(outputs[length:, b]), "outputs past a sequence's length are zero"
+        states = state if isinstance(state, tuple) else (state,)
+        for got, want in zip(final, states):
+            nt.assert_close(got[b], want.numpy()[0])
+
+
+@pytest.mark.parametrize("kind", ["lstm", "gru", "rnn"])
+@pytest.mark.parametrize("mode", ["eager", "jit"])
+def test_each_sequence_matches_running_it_alone(kind, mode):
+    cell = _cell(kind)
+    x = np.random.default_rng(1).standard_normal((6, 3, 4))  # one step of padding past 5
+
+    def run(x, lengths):
+        return nb.nn.dynamic_rnn(cell, x, lengths)
+
+    fn = nb.jit(run) if mode == "jit" else run
+    outputs, final = fn(nb.tensor(x), nb.tensor(LENGTHS))
+    final = final if isinstance(final, tuple) else (final,)
+    _check_against_alone(cell, x, outputs.numpy(), [s.numpy() for s in final])
+
+
+def test_static_program_with_unknown_batch_matches_eager():
+    cell = _cell("lstm", nb.float32)
+    x = np.random.default_rng(2).standard_normal((5, 3, 4)).astype(np.float32)
+    main = nb.Program()
+    with nb.program_guard(main):
+        xs = nb.static.data("x", [5, -1, 4])
+        lengths = nb.static.data("lengths", [-1], dtype="int64")
+        outputs, (h, _) = nb.nn.dynamic_rnn(cell, xs, lengths)
+    assert outputs.shape == (5, -1, 5) and h.shape == (-1, 5)
+    nb.graph.verify(main)
+    got = nb.Executor().run(main, {"x": x, "lengths": np.array(LENGTHS)}, [outputs, h])
+    eager_out, (eager_h, _) = nb.nn.dynamic_rnn(cell, nb.tensor(x), LENGTHS)
+    nt.assert_close(got[0], eager_out.numpy())
+    nt.assert_close(got[1], eager_h.numpy())
+
+
+def _function_cell(x, w, u, h0, lengths):
+    """A user function (x_t, state) -> (out_t, new_state) whose weights are inputs."""
+
+    def cell(x_t, h):
+        h = nb.tanh(x_t @ w + h @ u)
+        return h * 2.0, h
+
+    return nb.nn.dynamic_rnn(cell, x, lengths, initial_state=h0)
+
+
+def _function_inputs():
+    rng = np.random.default_rng(3)
+    return [
+        rng.standard_normal((5, 3, 4)),
+        rng.standard_normal((4, 5)) * 0.5,
+        rng.standard_normal((5, 5)) * 0.5,
+        rng.standard_normal((3, 5)),
+    ]
+
+
+@pytest.mark.parametrize("mode", ["eager", "jit"])
+def test_gradients_through_time_match_finite_differences(mode):
+    def fn(x, w, u, h0):
+        outputs, state = _function_cell(x, w, u, h0, LENGTHS)
+        return outputs, state
+
+    fn = nb.jit(fn) if mode == "jit" else fn
+    nt.gradcheck(fn, [nb.tensor(a, requires_grad=True) for a in _function_inputs()])
+
+
+def test_graph_gradients_match_eager_for_a_function_cell_and_an_lstm():
+    counts = nt.check_modes(lambda *a: _function_cell(*a, LENGTHS), *_function_inputs())
+    assert counts == {"outputs": 2, "gradients": 4}
+    cell = _cell("lstm")
+    x = np.random.default_rng(4).standard_normal((5, 3, 4))
+    counts = nt.check_modes(lambda x: nb.nn.dynamic_rnn(cell, x, LENGTHS)[0], x)
+    assert counts == {"outputs": 1, "gradients": 1}
+
+
+def test_a_finished_sequence_gets_no_gradient_from_later_steps():
+    x, w, u, h0 = (nb.tensor(a, requires_grad=True) for a in _function_inputs())
+    outputs, _ = nb.jit(lambda *a: _function_cell(*a, LENGTHS))(x, w, u, h0)
+    (gx,) = nb.grad(nb.sum(outputs), [x])
+    gx = gx.numpy()
+    for b, length in enumerate(LENGTHS):
+        assert np.all(gx[length:, b] == 0) and np.all(np.abs(gx[:length, b]).sum(-1) > 0)
+
+
+def test_batch_first_and_lod_offsets_give_the_same_result():
+    cell = _cell("gru")
+    x = np.random.default_rng(5).standard_normal((5, 3, 4))
+    outputs, h = nb.nn.dynamic_rnn(cell, nb.tensor(x), LENGTHS)
+    first, h_first = nb.nn.dynamic_rnn(
+        cell, nb.tensor(x.transpose(1, 0, 2)), LENGTHS, batch_first=True
+    )
+    nt.assert_close(first.numpy(), outputs.numpy().transpose(1, 0, 2))
+    nt.assert_close(h_first.numpy(), h.numpy())
+    packed = np.concatenate([x[:length, b] for b, length in enumerate(LENGTHS)])
+    lod, h_lod = nb.nn.dynamic_rnn(cell, nb.tensor(packed), offsets=[0, 5, 8, 9])
+    nt.assert_close(lod.numpy(), outputs.numpy())
+    nt.assert_close(h_lod.numpy(), h.numpy())
+
+
+def test_bad_lengths_and_cells_are_typed_errors():
+    cell = _cell("rnn")
+    x = nb.tensor(np.zeros((5, 3, 4)))
+    with pytest.raises(nb.ShapeError, match=r"lengths must be in \[0, 5\]"):
+        nb.nn.dynamic_rnn(cell, x, [6, 1, 1])
+    with pytest.raises(nb.ShapeError, match="2 lengths for a batch of 3"):
+        nb.nn.dynamic_rnn(cell, x, [1, 1])
+    with pytest.raises(nb.ShapeError, match="offsets end at 4"):
+        nb.nn.dynamic_rnn(cell, nb.tensor(np.zeros((5, 4))), offsets=[0, 2, 4])
+    with pytest.raises(ValueError, match="needs an initial_state"):
+        nb.nn.dynamic_rnn(lambda x, h: (x, h), x, [1, 1, 1])
