@@ -400,3 +400,36 @@ def test_the_loader_can_require_loop_bounds():
     nb.graph.serialize.loads(text)  # fine unless asked
     with pytest.raises(nb.ProgramError, match=r"block 0, op 0 \(while\): a loop without max_"):
         nb.graph.serialize.loads(text, require_loop_bounds=True)
+
+
+# ---------------------------------------------------------------- tracing errors
+
+
+def test_python_if_on_a_traced_value_names_the_line_and_suggests_cond():
+    @nb.jit
+    def f(x):
+        if nb.sum(x) > 0:
+            return x * 2.0
+        return x
+
+    with pytest.raises(nb.UnsupportedError) as e:
+        f(np.ones(2, np.float32))
+    message = str(e.value)
+    line = f.fn.__code__.co_firstlineno + 2  # the `if` line
+    assert f"test_control_flow.py:{line}: `if nb.sum(x) > 0:`" in message
+    assert "nbflow.cond(pred, true_fn, false_fn, operands)" in message
+    assert "while tracing" in message  # jit says which function it was tracing
+
+
+def test_python_while_on_a_traced_value_suggests_while_loop():
+    @nb.jit
+    def f(x):
+        while nb.sum(x) < 10:
+            x = x * 2.0
+        return x
+
+    with pytest.raises(nb.UnsupportedError, match=r"`while nb.sum\(x\) < 10:`.*while_loop"):
+        f(np.ones(2, np.float32))
+    # the same function written with while_loop traces and runs
+    g = nb.jit(lambda x: nb.while_loop(lambda v: nb.sum(v) < 10, lambda v: v * 2.0, x))
+    nt.assert_close(g(np.ones(2, np.float32)).numpy(), np.full(2, 8.0, np.float32))

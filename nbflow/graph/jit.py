@@ -199,8 +199,8 @@ def _trace(fn, signature: inspect.Signature, arguments: dict) -> Traced:
 
 _HINT = (
     ". Under jit, Python control flow sees the traced values, which have no value yet: "
-    "branch on a Python argument instead (it is baked into the cached Program), or call the "
-    "function without jit."
+    "write run-time control flow with nbflow.cond / nbflow.while_loop, branch on a Python "
+    "argument instead (it is baked into the cached Program), or call the function without jit."
 )
 
 

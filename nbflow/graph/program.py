@@ -9,6 +9,7 @@ appends a node. An in-place op's output is its target Var itself: the printout m
 
 from __future__ import annotations
 
+import linecache
 import os
 import sys
 
@@ -32,6 +33,30 @@ def user_location() -> str:
             return f"{os.path.basename(path)}:{frame.f_lineno}"
         frame = frame.f_back
     return "?"
+
+
+def truth_message(v) -> str:
+    """Why `if v:` / `while v:` fails on a graph value, naming the user's line and what to
+    write instead."""
+    frame = sys._getframe(1)
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(_PACKAGE_DIR):
+        frame = frame.f_back
+    if frame is None:
+        where, source = "?", ""
+    else:
+        where = f"{os.path.basename(frame.f_code.co_filename)}:{frame.f_lineno}"
+        source = linecache.getline(frame.f_code.co_filename, frame.f_lineno).strip()
+    quoted = f" `{source}`" if source else ""
+    if source.startswith("while"):
+        use = "nbflow.while_loop(cond_fn, body_fn, loop_vars) for a loop the program runs"
+    elif source.startswith(("if", "elif")) or " if " in source:
+        use = "nbflow.cond(pred, true_fn, false_fn, operands) for a branch the program takes"
+    else:
+        use = "nbflow.cond (a branch) or nbflow.while_loop (a loop), which the program runs"
+    return (
+        f"{where}:{quoted} needs the truth value of %{v.name}, which is known only when the "
+        f"program runs; use {use}, or decide on a Python value instead"
+    )
 
 
 class Var(Operators):
@@ -90,10 +115,7 @@ class Var(Operators):
         return f"%{self.name}: {self.spec}"
 
     def __bool__(self):
-        raise UnsupportedError(
-            f"%{self.name} has no value while the program is built, so it has no truth value "
-            "(control flow on graph values needs nbflow.cond / nbflow.while_loop)"
-        )
+        raise UnsupportedError(truth_message(self))
 
     def __len__(self):
         if not self.shape or self.shape[0] < 0:
