@@ -316,6 +316,10 @@ def _no_spec(*specs, **attrs):
     raise UnsupportedError("a control flow op's outputs come from its sub-blocks")
 
 
+def _no_kernel(*arrays, **attrs):
+    raise UnsupportedError("a control flow op runs its sub-blocks: run it with an Executor")
+
+
 # ---------------------------------------------------------------- the ops
 
 
@@ -566,7 +570,7 @@ COND = CondOp(
     inputs=("pred", "*inputs"),
     outputs=("*out",),
     spec=_no_spec,
-    kernels={"cpu": None, "cuda": None},
+    kernels={"cpu": _no_kernel, "cuda": None},
     dtypes=dt.ALL,
     grad=_cond_grad,
     attrs={"true_block": Attr("block"), "false_block": Attr("block")},
@@ -584,7 +588,7 @@ WHILE = WhileOp(
     inputs=("*inputs",),
     outputs=("*out",),
     spec=_no_spec,
-    kernels={"cpu": None, "cuda": None},
+    kernels={"cpu": _no_kernel, "cuda": None},
     dtypes=dt.ALL,
     grad=_while_grad,
     attrs=_WHILE_ATTRS,
@@ -595,7 +599,7 @@ WHILE_GRAD = WhileOp(
     inputs=("*inputs",),
     outputs=("*out",),
     spec=_no_spec,
-    kernels={"cpu": None, "cuda": None},
+    kernels={"cpu": _no_kernel, "cuda": None},
     dtypes=dt.ALL,
     grad=_while_grad,
     attrs=_WHILE_ATTRS,
