@@ -51,20 +51,28 @@ def test_each_sequence_matches_running_it_alone(kind, mode):
     _check_against_alone(cell, x, outputs.numpy(), [s.numpy() for s in final])
 
 
-def test_static_program_with_unknown_batch_matches_eager():
+@pytest.mark.parametrize("time", [5, -1])
+def test_static_program_with_unknown_batch_or_time_matches_eager(time):
     cell = _cell("lstm", nb.float32)
     x = np.random.default_rng(2).standard_normal((5, 3, 4)).astype(np.float32)
     main = nb.Program()
     with nb.program_guard(main):
-        xs = nb.static.data("x", [5, -1, 4])
+        xs = nb.static.data("x", [time, -1, 4])
         lengths = nb.static.data("lengths", [-1], dtype="int64")
         outputs, (h, _) = nb.nn.dynamic_rnn(cell, xs, lengths)
-    assert outputs.shape == (5, -1, 5) and h.shape == (-1, 5)
+    assert outputs.shape == (time, -1, 5) and h.shape == (-1, 5)
     nb.graph.verify(main)
-    got = nb.Executor().run(main, {"x": x, "lengths": np.array(LENGTHS)}, [outputs, h])
+    feed = {"x": x, "lengths": np.array(LENGTHS)}
+    got = nb.Executor().run(main, feed, [outputs, h])
     eager_out, (eager_h, _) = nb.nn.dynamic_rnn(cell, nb.tensor(x), LENGTHS)
     nt.assert_close(got[0], eager_out.numpy())
     nt.assert_close(got[1], eager_h.numpy())
+    # the program, saved and loaded (the cell's weights travel as captured tensors)
+    loaded = nb.graph.serialize.loads(nb.graph.serialize.dumps(main))
+    loaded.captured.update(main.captured)
+    again = nb.Executor().run(loaded, feed, [outputs.name, h.name])
+    nt.assert_close(again[0], got[0])
+    nt.assert_close(again[1], got[1])
 
 
 def _function_cell(x, w, u, h0, lengths):
@@ -141,3 +149,17 @@ def test_bad_lengths_and_cells_are_typed_errors():
         nb.nn.dynamic_rnn(cell, nb.tensor(np.zeros((5, 4))), offsets=[0, 2, 4])
     with pytest.raises(ValueError, match="needs an initial_state"):
         nb.nn.dynamic_rnn(lambda x, h: (x, h), x, [1, 1, 1])
+
+
+def test_the_graph_loop_keeps_memory_linear_in_time():
+    """The outputs are stacked by the while op, not carried through it: what the gradient
+    keeps per iteration is the state (batch, hidden), never a (time, batch, hidden) buffer."""
+    cell = _cell("gru")
+    x = nb.tensor(np.random.default_rng(6).standard_normal((5, 3, 4)), requires_grad=True)
+    f = nb.jit(lambda x: nb.nn.dynamic_rnn(cell, x, LENGTHS)[0])
+    nb.sum(f(x)).backward()
+    (traced,) = f.cache.values()
+    (loop,) = [n for n in traced.program.global_block().ops if n.op.name == "while"]
+    assert loop.attrs["stacked"] == 1 and loop.attrs["history"]
+    assert max(v.ndim for v in loop.outputs) == 3  # (time, batch, hidden) outputs; histories
+    assert x.grad is not None and x.grad.shape == x.shape

@@ -184,8 +184,12 @@ def _cond(pred, true_fn, false_fn, operands) -> tuple[list[Var], bool]:
 # ---------------------------------------------------------------- while
 
 
-def graph_while(cond_fn, body_fn, values, max_iterations, op=None):
-    """nbflow.while_loop under a graph trace: the final loop vars as a list."""
+def graph_while(cond_fn, body_fn, values, max_iterations, op=None, stacked=0):
+    """nbflow.while_loop under a graph trace: the final loop vars as a list.
+
+    stacked > 0: body_fn returns the next loop vars and then `stacked` values per iteration,
+    which the op outputs stacked over the iterations (after the final loop vars), as JAX's
+    scan does: a dynamic RNN's outputs, without carrying a growing buffer through the loop."""
     op = op or WHILE
     trace = STATE.trace
     parent = trace.block
@@ -201,8 +205,11 @@ def graph_while(cond_fn, body_fn, values, max_iterations, op=None):
             raise ShapeError(f"while_loop: the condition returned {len(preds)} values, not one")
         pred = preds[0]
         _check_pred(pred, "while_loop condition")
-        if len(results) != len(init):
-            raise ShapeError(f"while_loop body returned {len(results)} values for {len(init)}")
+        if len(results) != len(init) + stacked:
+            raise ShapeError(
+                f"while_loop body returned {len(results)} values for {len(init)} loop vars"
+                + (f" and {stacked} stacked values" if stacked else "")
+            )
         new_specs, new_stops = [], []
         for k, (r, (shape, dtype), stop) in enumerate(zip(results, specs, stops)):
             if r.dtype != dtype:
@@ -227,8 +234,17 @@ def graph_while(cond_fn, body_fn, values, max_iterations, op=None):
         parent.create_var(shape=shape, dtype=dtype, stop_gradient=stop)
         for (shape, dtype), stop in zip(specs, stops)
     ]
+    outputs += [
+        parent.create_var(shape=(-1, *y.shape), dtype=y.dtype, stop_gradient=y.stop_gradient)
+        for y in results[len(init) :]
+    ]
     attrs = op.check_attrs(
-        {"cond_block": cb.idx, "body_block": bb.idx, "max_iterations": max_iterations}
+        {
+            "cond_block": cb.idx,
+            "body_block": bb.idx,
+            "max_iterations": max_iterations,
+            "stacked": stacked,
+        }
     )
     parent.append(op, init + [trace.value(v) for v in outer], attrs, outputs)
     return outputs
@@ -388,12 +404,13 @@ class WhileOp(ControlOp):
         cb, bb = self.sub_blocks(program, attrs)
         if attrs["max_iterations"] is not None and attrs["max_iterations"] < 0:
             raise ProgramError(f"max_iterations is {attrs['max_iterations']}, not >= 0")
-        n = len(bb.outputs)
-        expected = 2 * n + 1 if attrs["history"] else n
-        if len(outputs) != expected or n == 0 or len(inputs) < n:
+        stacked = attrs["stacked"]
+        n = len(bb.outputs) - stacked
+        expected = n + stacked + (n + 1 if attrs["history"] else 0)
+        if len(outputs) != expected or n <= 0 or stacked < 0 or len(inputs) < n:
             raise ProgramError(
-                f"{len(inputs)} inputs and {len(outputs)} outputs for a body returning {n} "
-                f"loop vars (history={attrs['history']})"
+                f"{len(inputs)} inputs and {len(outputs)} outputs for a body returning "
+                f"{len(bb.outputs)} values (stacked={stacked}, history={attrs['history']})"
             )
         for block in (cb, bb):
             if len(block.inputs) != len(inputs):
@@ -404,11 +421,14 @@ class WhileOp(ControlOp):
                 _fits(f"input of block {block.idx}", p, v)
         if len(cb.outputs) != 1 or cb.outputs[0].dtype != dt.bool_:
             raise ProgramError(f"block {cb.idx} (the condition) must return one bool var")
-        for k, (p, r, v) in enumerate(zip(bb.inputs, bb.outputs, outputs)):
+        for k, (p, r, v) in enumerate(zip(bb.inputs, bb.outputs[:n], outputs)):
             _fits(f"loop var {k}", p, r)
             _fits("output", v, p)
+        for v, y in zip(outputs[n : n + stacked], bb.outputs[n:]):
+            if v.dtype != y.dtype or v.ndim != y.ndim + 1 or not compatible(v.shape[1:], y.shape):
+                raise ProgramError(f"stacked output %{v.name} does not stack %{y.name}: {y.spec}")
         if attrs["history"]:
-            count, hists = outputs[n], outputs[n + 1 :]
+            count, hists = outputs[n + stacked], outputs[n + stacked + 1 :]
             if count.dtype != dt.int64 or count.shape != ():
                 raise ProgramError(f"%{count.name} (the iteration count) must be i64[]")
             for h, v in zip(hists, outputs[:n]):
@@ -418,11 +438,13 @@ class WhileOp(ControlOp):
     def run_blocks(self, executor, node, args, scope, env):
         program = node.outputs[0].block.program
         cb, bb = self.sub_blocks(program, node.attrs)
-        n = len(bb.outputs)
+        stacked = node.attrs["stacked"]
+        n = len(bb.outputs) - stacked
         values, outer = list(args[:n]), list(args[n:])
         limit, history = node.attrs["max_iterations"], node.attrs["history"]
         where = f"{self.name} (created at {node.location})"
         kept = [[] for _ in range(n)] if history else None
+        ys = [[] for _ in range(stacked)]
         count = 0
         while _truth(executor.run_block(cb, values + outer, scope, env)[0], where):
             if limit is not None and count >= limit:
@@ -430,9 +452,15 @@ class WhileOp(ControlOp):
             if history:
                 for k, t in enumerate(values):
                     kept[k].append(t.data)
-            values = executor.run_block(bb, values + outer, scope, env)
+            new = executor.run_block(bb, values + outer, scope, env)
+            values = new[:n]
+            for k, y in enumerate(new[n:]):
+                ys[k].append(y.data)
             count += 1
         results = [_fresh(t, args) for t in values]
+        for k, y in enumerate(bb.outputs[n:]):
+            empty = np.empty([max(d, 0) for d in y.shape], y.dtype)  # for zero iterations
+            results.append(_stack(ys[k], empty, where))
         if history:
             results.append(Tensor(np.array(count, np.int64)))
             results += [_stack(kept[k], args[k].data, where) for k in range(n)]
@@ -440,7 +468,8 @@ class WhileOp(ControlOp):
 
     def replay(self, node, ins):
         cb, bb = self.sub_blocks(node.outputs[0].block.program, node.attrs)
-        n = len(bb.outputs)
+        stacked = node.attrs["stacked"]
+        n = len(bb.outputs) - stacked
         init, outer = ins[:n], ins[n:]
         return graph_while(
             lambda *a: call_block(cb, [*a, *outer])[0],
@@ -448,6 +477,7 @@ class WhileOp(ControlOp):
             init,
             node.attrs["max_iterations"],
             self,
+            stacked,
         )
 
 
@@ -456,8 +486,8 @@ def _stack(arrays, first: np.ndarray, where: str) -> Tensor:
         return Tensor(np.empty((0,) + first.shape, first.dtype))
     if any(a.shape != arrays[0].shape for a in arrays):
         raise UnsupportedError(
-            f"{where}: a loop var changed shape between iterations, which its gradient does "
-            "not support yet (the history stacks the loop vars)"
+            f"{where}: a loop var or stacked value changed shape between iterations, which "
+            "stacking (for a gradient, or of per-iteration outputs) does not support yet"
         )
     return Tensor(np.stack(arrays))
 
@@ -488,7 +518,7 @@ def _cond_grad(g, out, pred, *xs, true_block, false_block):
     return tuple(result)
 
 
-def _while_grad(g, out, *ins, cond_block, body_block, max_iterations, history):
+def _while_grad(g, out, *ins, cond_block, body_block, max_iterations, history, stacked):
     gs, outs = _tuple(g), _tuple(out)
     stale = next((x for x in ins if isinstance(x, _Stale)), None)
     if stale is not None:
@@ -496,14 +526,16 @@ def _while_grad(g, out, *ins, cond_block, body_block, max_iterations, history):
     node = next(o._node for o in outs if isinstance(o, Var))
     program = node.outputs[0].block.program
     body = program.blocks[body_block]
-    n = len(body.outputs)
+    n = len(body.outputs) - stacked
     finals, init, outer = outs[:n], ins[:n], ins[n:]
     diff = [k for k in range(n) if _requires_grad(finals[k])]
+    live_ys = [k for k in range(stacked) if _requires_grad(outs[n + k])]
     want_outer = [j for j, x in enumerate(outer) if _requires_grad(x)]
     result = [None] * len(ins)
-    if not diff:
+    if not diff and not live_ys:
         return tuple(result)
-    count, hists = _keep_history(node)
+    count, hists = _keep_history(node, n, stacked)
+    g_ys = [gs[n + k] for k in live_ys]  # (iterations, ...): one seed per iteration
     nd = len(diff)
 
     def going(i, *carry):
@@ -513,11 +545,13 @@ def _while_grad(g, out, *ins, cond_block, body_block, max_iterations, history):
         trace = STATE.trace
         g_vals, acc = carry[:nd], carry[nd:]
         xs = [ops.index_select(h, 0, i) for h in hists]  # this iteration's loop vars
+        y_seeds = [ops.index_select(g, 0, i) for g in g_ys]
         local_outer = [trace.value(v) for v in outer]
         with _as_leaves([xs[k] for k in diff]):
             results = call_block(body, [*xs, *local_outer])
             wrt = [xs[k] for k in diff] + [local_outer[j] for j in want_outer]
-            grads = _vjp(results, diff, g_vals, wrt)
+            live = diff + [n + k for k in live_ys]
+            grads = _vjp(results, live, [*g_vals, *y_seeds], wrt)
         return [i - 1, *grads[:nd], *(a + b for a, b in zip(acc, grads[nd:]))]
 
     start = [count - 1, *(gs[k] for k in diff), *(ops.zeros_like(outer[j]) for j in want_outer)]
@@ -530,10 +564,10 @@ def _while_grad(g, out, *ins, cond_block, body_block, max_iterations, history):
     return tuple(result)
 
 
-def _keep_history(node):
+def _keep_history(node, n: int, stacked: int):
     """The while node's history outputs (iteration count, loop vars stacked per iteration),
     added to it the first time it is differentiated."""
-    n = len(node.outputs) if not node.attrs["history"] else (len(node.outputs) - 1) // 2
+    base = n + stacked  # the outputs before the history: final loop vars, stacked values
     if not node.attrs["history"]:
         block = node.outputs[0].block
         count = block.create_var(shape=(), dtype=dt.int64)
@@ -544,12 +578,12 @@ def _keep_history(node):
             for v in node.outputs[:n]
         ]
         node.outputs += [count, *hists]
-        for i, v in enumerate(node.outputs[n:], n):
+        for i, v in enumerate(node.outputs[base:], base):
             v._node, v._index = node, i
         node.attrs = dict(node.attrs, history=True)
         node.versions = (node.versions[0], node.versions[1] + [0] * (n + 1))
         block.program.version += 1
-    return node.outputs[n], node.outputs[n + 1 :]
+    return node.outputs[base], node.outputs[base + 1 :]
 
 
 def _tuple(x) -> tuple:
@@ -561,8 +595,9 @@ _DOC_COND = (
     "element); the outputs are the chosen block's results (nbflow.cond)."
 )
 _DOC_WHILE = (
-    "Run body_block on the loop vars while cond_block returns true; with history, also "
-    "output the iteration count and the loop vars of every iteration (nbflow.while_loop)."
+    "Run body_block on the loop vars while cond_block returns true (nbflow.while_loop). The "
+    "body's last `stacked` results are per-iteration values, output stacked; with history, "
+    "also output the iteration count and the loop vars of every iteration (for gradients)."
 )
 
 COND = CondOp(
@@ -582,6 +617,7 @@ _WHILE_ATTRS = {
     "body_block": Attr("block"),
     "max_iterations": Attr("int", None),
     "history": Attr("bool", False),
+    "stacked": Attr("int", 0),
 }
 WHILE = WhileOp(
     name="while",

@@ -8,7 +8,8 @@ another, (total steps, features), with `offsets` [0, end of sequence 0, end of 1
 A sequence stops updating after its last step: its state is carried unchanged (a `where` on
 a mask) and its outputs past its length are zero, so the final state is each sequence's own
 last state and gradients flow through exactly the steps that sequence took. Runs eagerly as
-a Python loop (up to the longest length) and, under a graph trace, as one while_loop.
+a Python loop (up to the longest length) and, under a graph trace, as one while op whose
+per-step outputs are stacked by the op itself (memory linear in the time).
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ import numpy as np
 
 import nbflow as nb
 
-from ..control import while_loop
 from ..core import STATE
 from ..errors import ShapeError
 from ..tensor import EagerTrace, Tensor
@@ -156,23 +156,33 @@ def _eager(step, inputs, lengths, state):
 
 
 def _graph(step, inputs, lengths, state):
-    """One while_loop over the steps up to the longest length. Step 0 runs before the loop:
-    its output fixes the shape of the buffer the loop writes each step's output into."""
-    out, state = _masked_step(step, inputs[0], 0, lengths, state)
-    # (time, batch, ...) zeros, then step 0's output in row 0
-    time = nb.zeros_like(nb.sum(inputs, axis=tuple(range(1, inputs.ndim))), dtype=out.dtype)
-    buffer = nb.unsqueeze(nb.zeros_like(out), 0) + nb.reshape(time, (-1,) + (1,) * out.ndim)
-    buffer = nb.index_put(buffer, (0,), out)
-    longest = nb.max(lengths)
+    """One while op over the steps up to the longest length; each step's output is a stacked
+    output of the loop (no buffer carried through it), padded with zero rows to the time."""
+    from ..graph.control import graph_while  # graph mode only: the eager half stays apart
+
+    time = nb.sum(inputs, axis=tuple(range(1, inputs.ndim)))  # (time,): only its shape is read
+    steps = inputs.shape[0]
+    if steps >= 0:
+        limit = nb.max(lengths)
+    else:  # the time is known only at run time: run every step (the mask keeps it right)
+        limit = nb.cast(nb.sum(nb.ones_like(time)), "int64")
     k = len(state)
 
-    def running(t, *carry):
-        return t < longest
+    def running(t, *state):
+        return t < limit
 
-    def body(t, *carry):
-        out, new = _masked_step(step, nb.index_select(inputs, 0, t), t, lengths, list(carry[:k]))
-        return [t + 1, *new, nb.index_put(carry[k], (t,), out)]
+    def body(t, *state):
+        out, new = _masked_step(step, nb.index_select(inputs, 0, t), t, lengths, list(state))
+        return [t + 1, *new, out]
 
-    bound = inputs.shape[0] if inputs.shape[0] >= 0 else None  # steps 1 .. time - 1
-    final = while_loop(running, body, [1, *state, buffer], max_iterations=bound)
-    return final[k + 1], final[1 : k + 1]
+    bound = steps if steps >= 0 else None
+    final = graph_while(running, body, [0, *state], bound, stacked=1)
+    outputs = final[k + 1]
+    if steps >= 0:  # zero rows past the longest sequence, up to the time
+        zeros = nb.zeros_like(nb.sum(outputs, axis=0, keepdims=True))  # (1, batch, ...)
+        column = nb.reshape(
+            nb.zeros_like(time, dtype=outputs.dtype), (-1,) + (1,) * (outputs.ndim - 1)
+        )
+        padded = nb.concat(outputs, column + zeros)
+        outputs = nb.index_select(padded, 0, nb.arange(steps))  # rows 0..time-1, time known
+    return outputs, final[1 : k + 1]
