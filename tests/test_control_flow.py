@@ -433,3 +433,41 @@ def test_python_while_on_a_traced_value_suggests_while_loop():
     # the same function written with while_loop traces and runs
     g = nb.jit(lambda x: nb.while_loop(lambda v: nb.sum(v) < 10, lambda v: v * 2.0, x))
     nt.assert_close(g(np.ones(2, np.float32)).numpy(), np.full(2, 8.0, np.float32))
+
+
+def _second_order_program(fn):
+    main = nb.Program()
+    with nb.program_guard(main):
+        x = nb.static.data("x", [3], "float64")
+        x.stop_gradient = False
+        ((_, g),) = nb.append_backward(nb.sum(fn(x)), parameter_list=[x])
+        ((_, gg),) = nb.append_backward(nb.sum(g * g), parameter_list=[x])
+    nb.graph.verify(main)
+    return main, g, gg
+
+
+@pytest.mark.parametrize("fn", ["cond", "while"])
+def test_second_order_gradients_through_control_flow(fn):
+    def body(i, h):
+        pred = nb.logical_xor(nb.sum(h) > 0, i == 1)
+        h2 = nb.cond(pred, lambda a: nb.tanh(a) * 1.5, lambda a: a * a, [h])
+        return i + 1, h2
+
+    def f(x):
+        if fn == "cond":
+            return body(0, x)[1]
+        return nb.while_loop(lambda i, h: i < 3, body, [0, x], max_iterations=5)[1]
+
+    main, g, gg = _second_order_program(f)
+    exe, x = nb.Executor(), np.array([0.3, -0.2, 0.5])
+    got_g, got_gg = exe.run(main, {"x": x}, [g, gg])
+    xt = nb.tensor(x, requires_grad=True)  # eager: the tape, differentiated twice
+    (eager_g,) = nb.grad(nb.sum(f(xt)), [xt], create_graph=True)
+    (eager_gg,) = nb.grad(nb.sum(eager_g * eager_g), [xt])
+    nt.assert_close(got_g, eager_g.numpy())
+    nt.assert_close(got_gg, eager_gg.numpy())
+    # and against central differences of the graph's own first gradient
+    v, eps = np.array([0.7, -0.4, 0.2]), 1e-6
+    up, down = (exe.run(main, {"x": x + s * eps * v}, [g])[0] for s in (1, -1))
+    numeric = (np.sum(up * up) - np.sum(down * down)) / (2 * eps)
+    np.testing.assert_allclose(np.dot(got_gg, v), numeric, rtol=1e-5, atol=1e-7)

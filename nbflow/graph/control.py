@@ -534,8 +534,12 @@ def _while_grad(g, out, *ins, cond_block, body_block, max_iterations, history, s
     result = [None] * len(ins)
     if not diff and not live_ys:
         return tuple(result)
+    # seeds read per iteration: for the stacked values and, when this is a second
+    # differentiation, for the history (whose entries are the loop vars entering the body)
+    had_history = len(outs) > n + stacked
     count, hists = _keep_history(node, n, stacked)
-    g_ys = [gs[n + k] for k in live_ys]  # (iterations, ...): one seed per iteration
+    g_ys = [gs[n + k] for k in live_ys]
+    g_hists = [gs[n + stacked + 1 + k] for k in diff] if had_history else []
     nd = len(diff)
 
     def going(i, *carry):
@@ -552,7 +556,10 @@ def _while_grad(g, out, *ins, cond_block, body_block, max_iterations, history, s
             wrt = [xs[k] for k in diff] + [local_outer[j] for j in want_outer]
             live = diff + [n + k for k in live_ys]
             grads = _vjp(results, live, [*g_vals, *y_seeds], wrt)
-        return [i - 1, *grads[:nd], *(a + b for a, b in zip(acc, grads[nd:]))]
+        g_xs = grads[:nd]
+        if g_hists:  # the loop vars of this iteration were also read through the history
+            g_xs = [g + ops.index_select(h, 0, i) for g, h in zip(g_xs, g_hists)]
+        return [i - 1, *g_xs, *(a + b for a, b in zip(acc, grads[nd:]))]
 
     start = [count - 1, *(gs[k] for k in diff), *(ops.zeros_like(outer[j]) for j in want_outer)]
     finals = graph_while(going, step_back, start, max_iterations, WHILE_GRAD)
@@ -571,9 +578,12 @@ def _keep_history(node, n: int, stacked: int):
     if not node.attrs["history"]:
         block = node.outputs[0].block
         count = block.create_var(shape=(), dtype=dt.int64)
-        hists = [
+        hists = [  # differentiable (second order): the loop vars are functions of the inputs
             block.create_var(
-                _free_name(block, f"{v.name}_history"), (-1, *v.shape), v.dtype, stop_gradient=True
+                _free_name(block, f"{v.name}_history"),
+                (-1, *v.shape),
+                v.dtype,
+                stop_gradient=v.stop_gradient,
             )
             for v in node.outputs[:n]
         ]
