@@ -471,3 +471,17 @@ def test_second_order_gradients_through_control_flow(fn):
     up, down = (exe.run(main, {"x": x + s * eps * v}, [g])[0] for s in (1, -1))
     numeric = (np.sum(up * up) - np.sum(down * down)) / (2 * eps)
     np.testing.assert_allclose(np.dot(got_gg, v), numeric, rtol=1e-5, atol=1e-7)
+
+
+def test_a_gradient_needing_a_value_overwritten_in_place_is_refused():
+    main = nb.Program()
+    with nb.program_guard(main):
+        x = nb.static.data("x", [3])
+        w = nb.static.create_parameter("w", [3])
+        h = nb.while_loop(lambda i, h: i < 2, lambda i, h: (i + 1, h * w), [0, x])[1]
+        y = nb.cond(nb.sum(x) > 0, lambda a: a * w, lambda a: a, [x])
+        nb.mul_(w, 2.0)  # w changes after both ops read it
+        with pytest.raises(nb.GradientError, match="modified in place"):
+            nb.append_backward(nb.sum(h), parameter_list=[w])
+        with pytest.raises(nb.GradientError, match="modified in place"):
+            nb.append_backward(nb.sum(y), parameter_list=[w])

@@ -288,6 +288,9 @@ def call_block(block: Block, args) -> list:
 
 
 def _requires_grad(v) -> bool:
+    """Whether v (a Var, or a _Stale placeholder for one overwritten in place) wants a
+    gradient."""
+    v = v.original if isinstance(v, _Stale) else v
     return isinstance(v, Var) and not v.stop_gradient
 
 
@@ -499,6 +502,7 @@ def _cond_grad(g, out, pred, *xs, true_block, false_block):
     result = [None] * (1 + len(xs))
     if not wanted or not live:
         return tuple(result)
+    _refuse_stale((pred, *xs))  # the branch gradients replay the branch on these values
     program = STATE.trace.block.program
     seeds = [gs[j] for j in live]
 
@@ -520,10 +524,9 @@ def _cond_grad(g, out, pred, *xs, true_block, false_block):
 
 def _while_grad(g, out, *ins, cond_block, body_block, max_iterations, history, stacked):
     gs, outs = _tuple(g), _tuple(out)
-    stale = next((x for x in ins if isinstance(x, _Stale)), None)
-    if stale is not None:
-        raise GradientError(stale.message)
-    node = next(o._node for o in outs if isinstance(o, Var))
+    outs = tuple(o.original if isinstance(o, _Stale) else o for o in outs)  # flags only
+    # the op itself (it gains history outputs): the one running this body block
+    node = next(n for n in outs[0].block.ops if n.attrs.get("body_block") == body_block)
     program = node.outputs[0].block.program
     body = program.blocks[body_block]
     n = len(body.outputs) - stacked
@@ -534,6 +537,7 @@ def _while_grad(g, out, *ins, cond_block, body_block, max_iterations, history, s
     result = [None] * len(ins)
     if not diff and not live_ys:
         return tuple(result)
+    _refuse_stale(ins)  # the backward loop replays the body on these values
     # seeds read per iteration: for the stacked values and, when this is a second
     # differentiation, for the history (whose entries are the loop vars entering the body)
     had_history = len(outs) > n + stacked
@@ -594,6 +598,14 @@ def _keep_history(node, n: int, stacked: int):
         node.versions = (node.versions[0], node.versions[1] + [0] * (n + 1))
         block.program.version += 1
     return node.outputs[base], node.outputs[base + 1 :]
+
+
+def _refuse_stale(values):
+    """A gradient that replays a sub-block needs its inputs' values from when the op ran; one
+    overwritten in place since (a _Stale placeholder) would give a wrong gradient."""
+    stale = next((v for v in values if isinstance(v, _Stale)), None)
+    if stale is not None:
+        raise GradientError(stale.message)
 
 
 def _tuple(x) -> tuple:
