@@ -2,12 +2,15 @@
 
 A sub-block is a function. Tracing a Python function into one (BlockTrace) turns every value
 of an enclosing block that its ops read into a block input: a local var of the same name and
-type standing for it. So a sub-block reads nothing but its inputs, the op that holds it passes
-the values, and backprop over a sub-block stops at its inputs. `block.outputs` are its results.
+type standing for it. So a traced sub-block reads nothing but its inputs, the op that holds it
+passes the values, and backprop over a sub-block stops at its inputs. `block.outputs` are its
+results. (The executor also lets a hand-built sub-block read enclosing vars; none writes them.)
 
     cond:  inputs (pred, *xs); true_block and false_block both take xs; outputs = a branch's
     while: inputs (*init, *xs); cond_block and body_block take (*loop vars, *xs); cond_block
-           returns the predicate, body_block the next loop vars; outputs = the final loop vars
+           returns the predicate, body_block the next loop vars and then `stacked` values
+           per iteration; outputs = the final loop vars, then the stacked values (iterations
+           first), then the history once differentiated (below)
 
 Gradients reuse the ops themselves. A sub-block can be replayed (`call_block`: its ops issued
 again through bind() on new inputs), and backprop over a replay gives the branch's gradient:
@@ -19,7 +22,9 @@ again through bind() on new inputs), and backprop over a replay gives the branch
   nobody differentiates keeps nothing. The body's forward is recomputed once per iteration
   in the backward loop (checkpointing at iteration boundaries).
 Nested control flow needs nothing more: replaying a block replays its control ops, and their
-own gradient rules run inside the gradient blocks.
+own gradient rules run inside the gradient blocks. Second order too: the gradient ops are
+ordinary cond / while_grad ops, and the history is differentiable (its gradient seeds the
+backward loop at each iteration).
 """
 
 from __future__ import annotations
