@@ -485,3 +485,17 @@ def test_a_gradient_needing_a_value_overwritten_in_place_is_refused():
             nb.append_backward(nb.sum(h), parameter_list=[w])
         with pytest.raises(nb.GradientError, match="modified in place"):
             nb.append_backward(nb.sum(y), parameter_list=[w])
+
+
+def test_a_returned_constant_is_not_shared_between_runs():
+    # the executor computes a sub-block's constants once; writing the op's output in place
+    # must not change what the next run returns
+    def f(x):
+        y = nb.cond(nb.sum(x) > 0, lambda: 3.0, lambda: nb.sum(x))  # 3.0: a block constant
+        return nb.add_(y, 1.0)
+
+    main, _, out = _program(f, np.ones(2, np.float32))
+    exe = nb.Executor()
+    for _ in range(3):
+        (got,) = exe.run(main, {"in0": np.ones(2, np.float32)}, [out])
+        assert got == 4.0

@@ -29,6 +29,8 @@ backward loop at each iteration).
 
 from __future__ import annotations
 
+import weakref
+from collections import ChainMap
 from contextlib import contextmanager
 
 import numpy as np
@@ -397,7 +399,7 @@ class CondOp(ControlOp):
         pred = _truth(args[0], f"cond (created at {node.location})")
         program = node.outputs[0].block.program
         block = program.blocks[node.attrs["true_block" if pred else "false_block"]]
-        return tuple(_fresh(t, args) for t in executor.run_block(block, args[1:], scope, env))
+        return tuple(_fresh(t, args) for t in run_block(executor, block, args[1:], scope, env))
 
     def replay(self, node, ins):
         tb, fb = self.sub_blocks(node.outputs[0].block.program, node.attrs)
@@ -454,13 +456,13 @@ class WhileOp(ControlOp):
         kept = [[] for _ in range(n)] if history else None
         ys = [[] for _ in range(stacked)]
         count = 0
-        while _truth(executor.run_block(cb, values + outer, scope, env)[0], where):
+        while _truth(run_block(executor, cb, values + outer, scope, env)[0], where):
             if limit is not None and count >= limit:
                 raise LoopLimitError(f"{where} still runs after max_iterations={limit}")
             if history:
                 for k, t in enumerate(values):
                     kept[k].append(t.data)
-            new = executor.run_block(bb, values + outer, scope, env)
+            new = run_block(executor, bb, values + outer, scope, env)
             values = new[:n]
             for k, y in enumerate(new[n:]):
                 ys[k].append(y.data)
@@ -487,6 +489,51 @@ class WhileOp(ControlOp):
             self,
             stacked,
         )
+
+
+# ---------------------------------------------------------------- running sub-blocks
+
+
+class _BlockPlan:
+    """What running a sub-block needs, worked out once per program version: the ops its
+    outputs need, the values of its constants (GraphTrace.constant vars: nothing writes them,
+    so a loop body need not rebuild them every iteration), and whether its ops read vars of
+    enclosing blocks (only hand-built blocks do: traced ones take them as inputs)."""
+
+    def __init__(self, executor, block: Block, scope):
+        self.version = block.program.version
+        ops = needed_ops(block, block.outputs)
+        constants = {id(v) for v in block.constants.values()}
+        hoisted = [n for n in ops if not n.inputs and all(id(v) in constants for v in n.outputs)]
+        self.constants = {}
+        for node in hoisted:
+            executor._run_op(node, self.constants, scope)
+        self.ops = [n for n in ops if not any(n is h for h in hoisted)]
+        local = {id(v) for v in block.vars.values()}
+        self.reads_outer = any(id(v) not in local for n in self.ops for v in n.inputs)
+
+
+def run_block(executor, block: Block, values, scope, outer_env) -> list[Tensor]:
+    """Run a sub-block on values for its inputs; returns its outputs."""
+    plans = executor.__dict__.setdefault("_block_plans", weakref.WeakKeyDictionary())
+    plan = plans.get(block)
+    if plan is None or plan.version != block.program.version:
+        plan = plans[block] = _BlockPlan(executor, block, scope)
+    env = dict(plan.constants)
+    for v, t in zip(block.inputs, values):
+        if t.dtype != v.dtype or not compatible(v.shape, t.shape):
+            raise ShapeError(
+                f"block {block.idx}: input %{v.name} is {v.spec}, got {t.dtype}{list(t.shape)}"
+            )
+        env[v.name] = t
+    if plan.reads_outer:  # its own vars shadow those of the enclosing blocks
+        env = ChainMap(env, outer_env)
+    for node in plan.ops:
+        executor._run_op(node, env, scope)
+    results = [executor._lookup(v, env, scope) for v in block.outputs]
+    # a constant returned as is gets its own buffer: the op's output may be written in place
+    kept = plan.constants.values()
+    return [Tensor(t.data.copy()) if any(t is c for c in kept) else t for t in results]
 
 
 def _stack(arrays, first: np.ndarray, where: str) -> Tensor:

@@ -10,7 +10,6 @@ the compile-time rule generalises what happens at run time.
 from __future__ import annotations
 
 import weakref
-from collections import ChainMap
 
 import numpy as np
 
@@ -79,7 +78,6 @@ class Executor:
         self.device = device
         self.eager = EagerTrace()
         self._plans = weakref.WeakKeyDictionary()  # program -> {(version, feeds, targets): ops}
-        self._block_plans = weakref.WeakKeyDictionary()  # sub-block -> (version, ops)
 
     def run(self, program: Program, feed=None, fetch_list=None, scope=None, return_numpy=True):
         """Run the ops the fetch targets need; returns the fetched values in order."""
@@ -146,24 +144,6 @@ class Executor:
             where = f" declared at {v.location}" if v.location else ""
             raise ProgramError(f"missing {what} for %{v.name}{where}")
         return t
-
-    def run_block(self, block, values, scope, outer_env) -> list[Tensor]:
-        """Run a sub-block (control flow) on values for its inputs; returns its outputs. Its
-        own vars shadow those of the enclosing blocks, whose values it may read."""
-        env = ChainMap({}, outer_env)
-        for v, t in zip(block.inputs, values):
-            if t.dtype != v.dtype or not compatible(v.shape, t.shape):
-                raise ShapeError(
-                    f"block {block.idx}: input %{v.name} is {v.spec}, got {t.dtype}{list(t.shape)}"
-                )
-            env[v.name] = t
-        version, ops = self._block_plans.get(block, (None, None))
-        if version != block.program.version:
-            ops = needed_ops(block, block.outputs)
-            self._block_plans[block] = (block.program.version, ops)
-        for node in ops:
-            self._run_op(node, env, scope)
-        return [self._lookup(v, env, scope) for v in block.outputs]
 
     def _run_op(self, node: Node, env, scope):
         args = [self._lookup(v, env, scope) for v in node.inputs]
