@@ -163,3 +163,16 @@ def test_the_graph_loop_keeps_memory_linear_in_time():
     assert loop.attrs["stacked"] == 1 and loop.attrs["history"]
     assert max(v.ndim for v in loop.outputs) == 3  # (time, batch, hidden) outputs; histories
     assert x.grad is not None and x.grad.shape == x.shape
+
+
+def test_lod_offsets_in_a_static_program_with_unknown_total_steps():
+    cell = _cell("gru", nb.float32)
+    packed = np.random.default_rng(7).standard_normal((9, 4)).astype(np.float32)
+    main = nb.Program()
+    with nb.program_guard(main):
+        p = nb.static.data("p", [-1, 4])
+        outputs, h = nb.nn.dynamic_rnn(cell, p, offsets=[0, 5, 8, 9])
+    got = nb.Executor().run(main, {"p": packed}, [outputs, h])
+    eager, eager_h = nb.nn.dynamic_rnn(cell, nb.tensor(packed), offsets=[0, 5, 8, 9])
+    nt.assert_close(got[0], eager.numpy())
+    nt.assert_close(got[1], eager_h.numpy())

@@ -59,16 +59,18 @@ def dynamic_rnn(cell, inputs, lengths=None, initial_state=None, *, offsets=None,
 
 def pack_offsets(packed, offsets):
     """Packed sequences (total steps, features) with offsets [0, e0, e1, ...] (LoD level 1)
-    as a padded time-major batch (longest length, batch, features) and lengths (eager)."""
+    as a padded time-major batch (longest length, batch, features) and lengths. The offsets
+    are data of the call (a list, array or eager tensor), the packed values may be graph
+    vars."""
     offs = np.asarray(offsets.numpy() if isinstance(offsets, Tensor) else offsets, np.int64)
     if offs.ndim != 1 or len(offs) < 2 or offs[0] != 0 or np.any(np.diff(offs) < 0):
         raise ShapeError(f"offsets must start at 0 and never decrease, got {offs.tolist()}")
-    if offs[-1] != packed.shape[0]:
+    if packed.shape[0] >= 0 and offs[-1] != packed.shape[0]:  # (-1: known at run time)
         raise ShapeError(f"offsets end at {offs[-1]}, the packed data has {packed.shape[0]} steps")
     lengths = np.diff(offs)
     steps = int(lengths.max()) if len(lengths) else 0
     # row b of step t is packed row offs[b] + t; past a sequence's end, any row (masked)
-    rows = np.minimum(offs[:-1][None, :] + np.arange(steps)[:, None], max(len(packed) - 1, 0))
+    rows = np.minimum(offs[:-1][None, :] + np.arange(steps)[:, None], max(offs[-1] - 1, 0))
     padded = nb.index_select(packed, 0, nb.tensor(rows.astype(np.int64)))
     return padded, nb.tensor(lengths)
 
