@@ -9,6 +9,8 @@ import sys
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import nbflow as nb
 from nbflow import testing as nt
@@ -499,3 +501,39 @@ def test_a_returned_constant_is_not_shared_between_runs():
     for _ in range(3):
         (got,) = exe.run(main, {"in0": np.ones(2, np.float32)}, [out])
         assert got == 4.0
+
+
+# ---------------------------------------------------------------- a property
+
+
+_JITTED_LOOP = {}
+
+
+def _data_dependent_loop(x, w, limit):
+    """Iterate until the state's norm passes `limit` (a data-dependent trip count), with a
+    branch that depends on the state too."""
+
+    def body(i, h):
+        h = nb.cond(nb.sum(h) > 0, lambda a: a @ w + 0.5, lambda a: nb.tanh(a) * 2.0 - a, [h])
+        return i + 1, h
+
+    return nb.while_loop(lambda i, h: nb.logical_and(nb.sum(h * h) < limit, i < 6), body, [0, x])[1]
+
+
+@given(
+    x=nt.arrays(np.float64, (3,), low=-1.0, high=1.0),
+    limit=st.floats(0.5, 40.0),
+)
+def test_graph_loops_agree_with_eager_on_values_and_gradients(x, limit):
+    w = np.array([[0.9, -0.3, 0.2], [0.1, 1.1, -0.4], [0.3, 0.2, 0.8]])
+    graph = _JITTED_LOOP.setdefault("f", nb.jit(_data_dependent_loop))  # traced once
+    results = []
+    for fn in (_data_dependent_loop, graph):
+        xt, wt = nb.tensor(x, requires_grad=True), nb.tensor(w, requires_grad=True)
+        out = fn(xt, wt, limit)
+        grads = nb.grad(nb.sum(out * out), [xt, wt], allow_unused=True)
+        # eager: None for w when no iteration took the branch reading it; graph: zeros
+        grads = [np.zeros(t.shape) if g is None else g.numpy() for g, t in zip(grads, [xt, wt])]
+        results.append([out.numpy(), *grads])
+    for eager, jitted in zip(*results):
+        nt.assert_close(jitted, eager)
