@@ -31,8 +31,10 @@ from .errors import (
     GradientError,
     KernelNotFoundError,
     NbflowError,
+    NumericalError,
     OutOfRangeError,
     ProgramError,
+    ResourceExhaustedError,
     ShapeError,
     UnsupportedError,
 )

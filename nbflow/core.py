@@ -15,7 +15,15 @@ from typing import Any
 import numpy as np
 
 from . import dtypes as dt
-from .errors import AttrError, KernelNotFoundError, NbflowError, ShapeError
+from .errors import (
+    AttrError,
+    KernelNotFoundError,
+    NbflowError,
+    ShapeError,
+    filter_traceback,
+    locate,
+    user_location,
+)
 
 UNKNOWN = -1  # a dim known only at run time (graph mode)
 
@@ -289,8 +297,16 @@ STATE = _State()
 
 
 def bind(op: Op, *args, **attrs):
-    """The single entry point from ops into execution: eager runs, graph records."""
-    return STATE.trace.apply(op, args, attrs)
+    """The single entry point from ops into execution: eager runs, graph records.
+
+    An nbflow error leaving it says where the user called the op (`defined at file:LINE`)
+    and drops nbflow's own frames from its traceback; both happen only on the error path
+    (a try block costs nothing when nothing is raised)."""
+    try:
+        return STATE.trace.apply(op, args, attrs)
+    except NbflowError as e:
+        locate(e, user_location())
+        raise e.with_traceback(filter_traceback(e.__traceback__)) from e.__cause__
 
 
 @contextmanager

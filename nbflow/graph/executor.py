@@ -15,7 +15,15 @@ import numpy as np
 
 from .. import dtypes as dt
 from ..core import Node, no_grad, use_trace
-from ..errors import DTypeError, ProgramError, ShapeError, UnsupportedError
+from ..errors import (
+    DTypeError,
+    NbflowError,
+    ProgramError,
+    ShapeError,
+    UnsupportedError,
+    filter_traceback,
+    locate,
+)
 from ..tensor import EagerTrace, Tensor
 from .program import Program, Var
 
@@ -88,9 +96,12 @@ class Executor:
         ops = self._plan(program, tuple(sorted(feed)), targets)
         scope.update(program.captured)  # the eager tensors the program was built around
         env = {name: self._feed(block, name, value) for name, value in feed.items()}
-        with use_trace(self.eager), no_grad():
-            for node in ops:
-                self._run_op(node, env, scope)
+        try:
+            with use_trace(self.eager), no_grad():
+                for node in ops:
+                    self._run_op(node, env, scope)
+        except NbflowError as e:  # the public boundary: nbflow's frames are left out
+            raise e.with_traceback(filter_traceback(e.__traceback__)) from e.__cause__
         results = [self._lookup(t, env, scope) for t in targets if isinstance(t, Var)]
         return [r.numpy() for r in results] if return_numpy else results
 
@@ -148,14 +159,23 @@ class Executor:
         args = [self._lookup(v, env, scope) for v in node.inputs]
         try:
             result = self.eager.apply(node.op, args, node.attrs, checked=True)
-        except (ShapeError, DTypeError) as e:
-            e.args = (f"{e} (op created at {node.location})",)
-            raise
+        except NbflowError as e:
+            raise _explain(e, node, args) from e.__cause__
         results = result if isinstance(result, tuple) else (result,)
         for v, t in zip(node.outputs, results):
             if v.shape != t.shape and not compatible(v.shape, t.shape):
                 raise ShapeError(
-                    f"{node.op.name} (created at {node.location}): run-time shape {t.shape} "
+                    f"{node.op.name} (defined at {node.location}): run-time shape {t.shape} "
                     f"does not fit the compile-time shape {list(v.shape)} of %{v.name}"
                 )
             (scope if v.persistable else env)[v.name] = t
+
+
+def _explain(error: NbflowError, node: Node, args) -> NbflowError:
+    """A run-time op error with the compile-time specs of the inputs, when they differ from
+    the run-time ones, and the line that defined the op."""
+    names = node.op.input_names(len(node.inputs))
+    declared = [f"{n}: {v.spec}" for n, v, t in zip(names, node.inputs, args) if v.shape != t.shape]
+    if declared:
+        error.args = (f"{error} [compile-time: {', '.join(declared)}]", *error.args[1:])
+    return locate(error, node.location)
