@@ -269,6 +269,7 @@ class Node:
         "edges",
         "location",
         "rule_inputs",
+        "grad_of",
         "__weakref__",
     )
 
@@ -281,6 +282,7 @@ class Node:
         self.edges = edges
         self.location = None  # "file.py:LINE" of the user code that created it (graph mode)
         self.rule_inputs = None  # what the gradient rule sees, when not `inputs` (graph mode)
+        self.grad_of = None  # for an op of a gradient rule: the forward node it differentiates
 
 
 # ---------------------------------------------------------------- modes
@@ -291,6 +293,8 @@ class _State:
 
     trace: Any = None  # set by nbflow.tensor to the eager trace
     grad_enabled: bool = True
+    differentiating: Node | None = None  # the node whose gradient rule runs (autograd)
+    memory_budget: int = 1 << 62  # bytes one op may allocate (nbflow.set_memory_budget)
 
 
 STATE = _State()
@@ -305,6 +309,9 @@ def bind(op: Op, *args, **attrs):
     try:
         return STATE.trace.apply(op, args, attrs)
     except NbflowError as e:
+        forward = STATE.differentiating
+        if forward is not None and getattr(e, "location", None) is None:
+            e.args = (f"{e} [in the gradient of {forward.op.name}]", *e.args[1:])
         locate(e, user_location())
         raise e.with_traceback(filter_traceback(e.__traceback__)) from e.__cause__
 

@@ -217,3 +217,181 @@ def test_out_of_range_index_is_typed_in_eager_and_graph():
     for bad in (7, 4, -5, 2**62):
         with pytest.raises(nb.OutOfRangeError, match="out of range"):
             nb.Executor().run(main, {"x": np.zeros(4, "f4"), "i": np.array([0, bad])}, [out])
+
+
+# ---------------------------------------------------------------- NaN/Inf check
+
+# one op of each family: a NaN in its first input must be reported at that op, not at the
+# ops its output flows into
+FAMILIES = {
+    "elementwise": "mul",
+    "reduce": "sum",
+    "linalg": "matmul",
+    "shape": "transpose",
+    "index": "index_select",
+    "nn": "softmax",
+    "conv": "conv2d",
+    "pool": "max_pool2d",
+    "norm": "layer_norm",
+    "losses": "mse_loss",
+}
+
+
+def _poisoned_sample(name):
+    fn, inputs, attrs = SAMPLES[name]
+    args = [a.detach() for a in inputs()]
+    bad = args[0].numpy().copy()
+    bad.flat[0] = np.nan
+    args[0] = nb.tensor(bad)  # made by tensor(), not by an op: the op under test is first
+    return fn, args, attrs
+
+
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+def test_nan_is_localised_to_the_op_that_made_it_in_eager_mode(family):
+    name = FAMILIES[family]
+    fn, args, attrs = _poisoned_sample(name)
+    with nb.check_nan_inf(), pytest.raises(nb.NumericalError) as e:
+        out = fn(*args, **attrs)
+        nb.sum(out * 2.0)  # downstream ops see the NaN too, but come later
+    assert e.value.op == name and e.value.nan_count >= 1 and e.value.inf_count == 0
+    assert f"{name} produced" in str(e.value) and "defined at test_" in str(e.value)
+    assert e.value.grad_of is None
+
+
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+def test_nan_is_localised_to_the_op_that_made_it_in_graph_mode(family):
+    name = FAMILIES[family]
+    fn, args, attrs = _poisoned_sample(name)
+    main = nb.Program()
+    with nb.program_guard(main):
+        xs = [nb.static.data(f"in{i}", a.shape, a.dtype) for i, a in enumerate(args)]
+        out = nb.sum(fn(*xs, **attrs) * 2.0)
+    feed = {f"in{i}": a.numpy() for i, a in enumerate(args)}
+    assert np.isnan(nb.Executor().run(main, feed, [out])[0])  # the check is off by default
+    with pytest.raises(nb.NumericalError) as e:
+        nb.Executor(check_nan_inf=True).run(main, feed, [out])
+    producer = main.global_block().var(e.value.output[1:])._node
+    assert e.value.op == name and producer.op.name == name
+    assert f"output %{producer.outputs[0].name}" in str(e.value)
+    assert e.value.location == producer.location and producer.location.startswith("test_")
+
+
+def test_inf_in_a_gradient_names_the_forward_op_in_eager_mode():
+    x = nb.tensor([4.0, 0.0, 1.0], requires_grad=True)
+    with nb.check_nan_inf():
+        loss = nb.sum(nb.sqrt(x))  # MARK: eager sqrt
+        with pytest.raises(nb.NumericalError) as e:
+            loss.backward()  # d sqrt(x) = 1 / (2 sqrt(x)) is inf at 0
+    assert e.value.grad_of == "sqrt" and e.value.inf_count == 1
+    assert f"in the gradient of sqrt defined at {HERE}:{line_of('MARK: eager sqrt')}" in str(
+        e.value
+    )
+
+
+def test_inf_in_a_gradient_names_the_forward_op_in_graph_mode():
+    main = nb.Program()
+    with nb.program_guard(main):
+        x = nb.static.data("x", (3,))
+        x.stop_gradient = False
+        loss = nb.sum(nb.sqrt(x))  # MARK: graph sqrt
+        nb.append_backward(loss, parameter_list=[x])
+    grad = main.global_block().var("x@GRAD")
+    assert grad._node.grad_of is not None
+    feed = {"x": np.array([4.0, 0.0, 1.0], "f4")}
+    with pytest.raises(nb.NumericalError) as e:
+        nb.Executor(check_nan_inf=True).run(main, feed, [grad])
+    assert e.value.grad_of == "sqrt"
+    assert f"in the gradient of sqrt defined at {HERE}:{line_of('MARK: graph sqrt')}" in str(
+        e.value
+    )
+
+
+def test_the_check_is_off_by_default_and_the_context_restores_the_trace():
+    plain = STATE.trace
+    assert type(plain).__name__ == "EagerTrace"
+    y = nb.log(nb.tensor([-1.0]))  # no check: NaN as numpy gives it
+    assert np.isnan(y.numpy()[0])
+    with nb.check_nan_inf():
+        assert STATE.trace is not plain
+        with pytest.raises(nb.NumericalError, match="log produced 1 NaN and 0 Inf"):
+            nb.log(nb.tensor([-1.0, 2.0]))
+        assert nb.log(nb.tensor([2.0])).numpy()[0] > 0  # finite results pass
+        assert nb.argmax(nb.tensor([1.0, 3.0])).item() == 1  # integer outputs are not checked
+    assert STATE.trace is plain
+
+
+def test_inf_counts_and_environment_switches(tmp_path):
+    import subprocess
+    import sys
+
+    script = (
+        "import nbflow as nb\n"
+        "print(nb.get_memory_budget())\n"
+        "try:\n"
+        "    nb.div(nb.tensor([1.0, -1.0, 0.0]), nb.tensor([0.0, 0.0, 0.0]))\n"
+        "except nb.NumericalError as e:\n"
+        "    print(e.nan_count, e.inf_count)\n"
+        "try:\n"
+        "    nb.zeros(1000)\n"
+        "except nb.ResourceExhaustedError as e:\n"
+        "    print('budget')\n"
+    )
+    env = dict(os.environ, NBFLOW_CHECK_NAN_INF="1", NBFLOW_MAX_ALLOC_BYTES="1000")
+    env["PYTHONPATH"] = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    run = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True)
+    assert run.stdout.split("\n")[:3] == ["1000", "1 2", "budget"], run.stderr
+
+
+# ---------------------------------------------------------------- memory budget
+
+
+@pytest.fixture
+def budget():
+    before = nb.get_memory_budget()
+    yield nb.set_memory_budget
+    nb.set_memory_budget(before)
+
+
+def test_allocation_over_the_budget_raises_before_allocating(budget):
+    a = nb.ones(100)
+    b = a + a  # a plan for this signature is cached now
+    budget(256)
+    assert (nb.ones(64) + 1).shape == (64,)  # 256 bytes: at the budget
+    with pytest.raises(nb.ResourceExhaustedError) as e:
+        a + a  # MARK: over budget
+    message = str(e.value)
+    assert "add(x: f32[100], y: f32[100])" in message and "400 bytes" in message
+    assert "budget of 256 bytes" in message
+    assert f"defined at {HERE}:{line_of('MARK: over budget')}" in message
+    with pytest.raises(MemoryError):
+        nb.zeros(65)
+    main = nb.Program()
+    with nb.program_guard(main):
+        x = nb.static.data("x", (-1,))
+        y = x * 2.0
+    with pytest.raises(nb.ResourceExhaustedError):
+        nb.Executor().run(main, {"x": np.zeros(100, "f4")}, [y])
+    budget(None)
+    assert (a + a).shape == b.shape
+
+
+def test_huge_and_overflowing_sizes_raise_resource_exhausted():
+    with pytest.raises(nb.ResourceExhaustedError, match="need 4835703278458516698824704 bytes"):
+        nb.zeros(2**40, 2**40)
+    n = 1 << 20
+    with pytest.raises(nb.ResourceExhaustedError):
+        nb.zeros(n, 1, dtype="float64") + nb.zeros(1, n, dtype="float64")  # 8 TiB broadcast
+    with pytest.raises(nb.ShapeError):
+        nb.zeros(-1, 2)
+
+
+def test_budget_bounds_what_loaders_read(budget, tmp_path):
+    path = tmp_path / "state.ckpt"
+    nb.save_state({"w": nb.ones(1000)}, path)
+    budget(1000)
+    with pytest.raises(nb.errors.CheckpointError, match="budget"):
+        nb.load_state(path)
+    budget(None)
+    assert nb.load_state(path)["w"].shape == (1000,)
+    with pytest.raises(ValueError):
+        budget(-1)

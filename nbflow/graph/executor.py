@@ -24,6 +24,7 @@ from ..errors import (
     filter_traceback,
     locate,
 )
+from ..reliability import check_node, nan_inf_checking
 from ..tensor import EagerTrace, Tensor
 from .program import Program, Var
 
@@ -79,10 +80,13 @@ def prune(program: Program, targets) -> Program:
 class Executor:
     """Runs programs on a device ("cpu"; "cuda" arrives with the GPU work)."""
 
-    def __init__(self, device: str = "cpu"):
+    def __init__(self, device: str = "cpu", check_nan_inf: bool | None = None):
+        """check_nan_inf: check every op's float outputs for NaN and Inf (None: when
+        NBFLOW_CHECK_NAN_INF is set or inside nbflow.check_nan_inf())."""
         if device != "cpu":
             raise UnsupportedError(f"Executor: device {device!r} is not supported yet (cpu)")
         self.device = device
+        self.check_nan_inf = check_nan_inf
         self.eager = EagerTrace()
         self._plans = weakref.WeakKeyDictionary()  # program -> {(version, feeds, targets): ops}
 
@@ -96,10 +100,15 @@ class Executor:
         ops = self._plan(program, tuple(sorted(feed)), targets)
         scope.update(program.captured)  # the eager tensors the program was built around
         env = {name: self._feed(block, name, value) for name, value in feed.items()}
+        check = nan_inf_checking() if self.check_nan_inf is None else self.check_nan_inf
         try:
             with use_trace(self.eager), no_grad():
-                for node in ops:
-                    self._run_op(node, env, scope)
+                if check:  # decided once per run: the plain loop stays as it was
+                    for node in ops:
+                        check_node(node, self._run_op(node, env, scope))
+                else:
+                    for node in ops:
+                        self._run_op(node, env, scope)
         except NbflowError as e:  # the public boundary: nbflow's frames are left out
             raise e.with_traceback(filter_traceback(e.__traceback__)) from e.__cause__
         results = [self._lookup(t, env, scope) for t in targets if isinstance(t, Var)]
@@ -169,6 +178,7 @@ class Executor:
                     f"does not fit the compile-time shape {list(v.shape)} of %{v.name}"
                 )
             (scope if v.persistable else env)[v.name] = t
+        return results
 
 
 def _explain(error: NbflowError, node: Node, args) -> NbflowError:

@@ -54,7 +54,7 @@ from functools import lru_cache
 import numpy as np
 
 from .. import dtypes as dt
-from ..core import REGISTRY, Spec
+from ..core import REGISTRY, STATE, Spec
 from ..errors import ProgramError
 from ..tensor import Tensor
 from .executor import Scope, compatible
@@ -438,9 +438,12 @@ def _fsync_dir(folder: str):
 # ---------------------------------------------------------------- loading: the document
 
 
-def load(path, scope=None, max_param_bytes: int = MAX_PARAM_BYTES) -> Program:
-    """Load a saved program and its parameters (into `scope`, or as captured tensors)."""
+def load(path, scope=None, max_param_bytes: int | None = None) -> Program:
+    """Load a saved program and its parameters (into `scope`, or as captured tensors).
+    max_param_bytes: the most the parameters may take (default: MAX_PARAM_BYTES or the
+    memory budget, the smaller)."""
     path = os.fspath(path)
+    max_param_bytes = _param_budget(max_param_bytes)
     doc = _parse(_read_bounded(path, MAX_FILE_BYTES))
     program = from_document(doc)
     digest = doc.get("params_sha256")
@@ -761,11 +764,15 @@ def _check_ints(value, where: str):
 # ---------------------------------------------------------------- loading: parameters
 
 
-def load_params(path, program: Program, scope=None, max_bytes: int = MAX_PARAM_BYTES) -> Scope:
+def _param_budget(max_bytes: int | None) -> int:
+    return min(MAX_PARAM_BYTES, STATE.memory_budget) if max_bytes is None else max_bytes
+
+
+def load_params(path, program: Program, scope=None, max_bytes: int | None = None) -> Scope:
     """Read `path + ".npz"` into `scope` (a new Scope by default) after checking every array
     against the program's persistable vars; returns the scope. Arrays missing from the file
     are left alone (a startup program initialises them)."""
-    values = _read_params(os.fspath(path) + ".npz", program, max_bytes, None)
+    values = _read_params(os.fspath(path) + ".npz", program, _param_budget(max_bytes), None)
     scope = Scope() if scope is None else scope
     scope.update((name, Tensor(a)) for name, a in values.items())
     return scope
