@@ -823,6 +823,7 @@ def _check_members(path: str, zf, persistable: dict, max_bytes: int) -> dict:
     """Each member's name, dtype and shape against its var, and the total against the
     budget, read from the .npy headers before any array is allocated."""
     members, total = {}, 0
+    _check_layout(path, zf)
     for info in zf.infolist():
         name = info.filename[:-4] if info.filename.endswith(".npy") else None
         v = persistable.get(name)
@@ -842,6 +843,26 @@ def _check_members(path: str, zf, persistable: dict, max_bytes: int) -> dict:
             raise ProgramError(f"{path}: the parameters exceed the budget of {max_bytes} bytes")
         members[name] = info
     return members
+
+
+def _check_layout(path: str, zf):
+    """Members stored uncompressed (as save writes them: no zip bombs), each inside the file
+    and none overlapping another (a zip whose entries share bytes is forged)."""
+    size = zf.fp.seek(0, os.SEEK_END)
+    spans = []
+    for info in zf.infolist():
+        if info.compress_type != zipfile.ZIP_STORED or info.compress_size != info.file_size:
+            raise ProgramError(f"{path}: member '{_short(info.filename, 80)}' is compressed")
+        # a local header is 30 bytes plus the name; its extra field may add to that
+        begin = info.header_offset
+        end = begin + 30 + len(info.filename.encode()) + info.compress_size
+        if begin < 0 or end > size:
+            raise ProgramError(f"{path}: member '{_short(info.filename, 80)}' lies past the end")
+        spans.append((begin, end, info.filename))
+    spans.sort()
+    for (_, end, a), (begin, _, b) in zip(spans, spans[1:]):
+        if begin < end:
+            raise ProgramError(f"{path}: members '{_short(a, 80)}' and '{_short(b, 80)}' overlap")
 
 
 def _header(f):
