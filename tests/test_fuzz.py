@@ -153,7 +153,8 @@ FORBIDDEN_MODULES = {"pickle", "marshal", "shelve", "importlib", "dill", "cloudp
 
 @pytest.mark.parametrize("module", LOADERS, ids=lambda m: m.__name__)
 def test_loaders_use_no_code_executing_facility(module):
-    tree = ast.parse(open(module.__file__).read())
+    with open(module.__file__) as f:
+        tree = ast.parse(f.read())
     for node in ast.walk(tree):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
             assert node.func.id not in FORBIDDEN_CALLS, (node.func.id, node.lineno)

@@ -240,7 +240,9 @@ def checkpoint_seeds(good: bytes) -> dict[str, bytes]:
         "ckpt_huge_size": forge(
             manifest({"array": 0}, [{**F32_4, "shape": [1 << 30, 1 << 30]}]), DATA
         ),
-        "ckpt_offset_past_end": forge(manifest({"array": 0}, [{**F32_4, "offsets": [64, 80]}]), DATA),
+        "ckpt_offset_past_end": forge(
+            manifest({"array": 0}, [{**F32_4, "offsets": [64, 80]}]), DATA
+        ),
         "ckpt_overlapping_offsets": forge(
             manifest({"list": [{"array": 0}, {"array": 1}]}, [F32_4, F32_4]), DATA
         ),
