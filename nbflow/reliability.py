@@ -78,9 +78,20 @@ def check_nan_inf(enabled: bool = True):
             STATE.trace = before_trace
 
 
+def is_finite(array: np.ndarray) -> bool:
+    """Whether an array holds no NaN or Inf (integer arrays always do). The sum, a reduction
+    that allocates nothing, is finite exactly when every value is unless it overflows; only
+    then are the values tested one by one."""
+    if array.dtype.kind != "f":
+        return True
+    with np.errstate(over="ignore", invalid="ignore"):
+        total = array.sum()
+    return bool(np.isfinite(total)) or bool(np.isfinite(array).all())
+
+
 def check_finite(array: np.ndarray, op_name: str, output: str, location: str | None):
     """Raise NumericalError when a float array holds a NaN or an infinity."""
-    if array.dtype.kind != "f" or np.isfinite(array).all():
+    if is_finite(array):
         return
     nan = int(np.isnan(array).sum())
     inf = int(np.isinf(array).sum())
@@ -105,7 +116,7 @@ def check_node(node: Node, values) -> None:
     forward = node.grad_of
     for v, t in zip(node.outputs, values):
         a = t.data
-        if a.dtype.kind != "f" or np.isfinite(a).all():
+        if is_finite(a):
             continue
         outer, STATE.differentiating = STATE.differentiating, forward
         try:
