@@ -23,8 +23,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.join(ROOT, "bench"))
 
-import nbflow as nb  # noqa: E402
 from graph_mlp import build  # noqa: E402
+
+import nbflow as nb  # noqa: E402
 
 
 def eager_step(params, x, y, lr=0.01):
