@@ -397,3 +397,31 @@ def test_budget_bounds_what_loaders_read(budget, tmp_path):
     assert nb.load_state(path)["w"].shape == (1000,)
     with pytest.raises(ValueError):
         budget(-1)
+
+
+# ---------------------------------------------------------------- indices from data
+
+# ops that index with integers taken from a tensor: each must refuse an index outside its axis
+# before the (unchecked) kernel runs
+INDEXING = {
+    "getitem": lambda i: nb.arange(4.0)[nb.tensor([0, i])],
+    "index_select": lambda i: nb.index_select(nb.ones(2, 4), 1, nb.tensor([0, i])),
+    "take_along_axis": lambda i: nb.take_along_axis(nb.ones(2, 4), nb.tensor([[0], [i]]), axis=1),
+    "scatter_add": lambda i: nb.scatter_add(nb.ones(2, 4), 1, nb.tensor([[0], [i]]), nb.ones(2, 1)),
+    "index_put": lambda i: nb.index_put(nb.ones(4), (nb.tensor([0, i]),), nb.ones(2)),
+    "embedding": lambda i: nb.embedding(nb.tensor([0, i]), nb.ones(4, 3)),
+    "one_hot": lambda i: nb.one_hot(nb.tensor([0, i]), num_classes=4),
+    "cross_entropy": lambda i: nb.cross_entropy(nb.ones(2, 4), nb.tensor([0, i])),
+    "nll_loss": lambda i: nb.nll_loss(nb.ones(2, 4), nb.tensor([0, i])),
+}
+BAD_INDICES = [4, -5, 100_000, -100_000, 2**62, 2**63 - 1]
+
+
+@pytest.mark.parametrize("name", sorted(INDEXING))
+def test_indices_out_of_range_raise_before_the_kernel(name):
+    make = INDEXING[name]
+    assert make(3) is not None  # the last valid index works
+    for i in BAD_INDICES:
+        with pytest.raises(nb.OutOfRangeError) as e:
+            make(i)
+        assert isinstance(e.value, IndexError) and f"defined at {HERE}:" in str(e.value)
