@@ -425,3 +425,27 @@ def test_indices_out_of_range_raise_before_the_kernel(name):
         with pytest.raises(nb.OutOfRangeError) as e:
             make(i)
         assert isinstance(e.value, IndexError) and f"defined at {HERE}:" in str(e.value)
+
+
+# ---------------------------------------------------------------- eager and graph agree
+
+BAD_CALLS = {
+    "no kernel for the dtype": (lambda a, b: nb.sub(a, b), [(3,), (3,)], "bool"),
+    "attr of the wrong type": (lambda a: nb.leaky_relu(a, negative_slope="big"), [(3,)], "float32"),
+    "axis out of range": (lambda a: nb.softmax(a, axis=5), [(2, 3)], "float32"),
+    "float index": (lambda a, i: nb.index_select(a, 0, i), [(3,), (2,)], "float32"),
+    "int requires float": (lambda a: nb.cross_entropy(a, a), [(2, 3)], "int64"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_CALLS))
+def test_eager_and_graph_raise_the_same_class(case):
+    fn, shapes, dtype = BAD_CALLS[case]
+    with pytest.raises(nb.NbflowError) as eager:
+        fn(*[nb.zeros(*s, dtype=dtype) for s in shapes])
+    main = nb.Program()
+    with nb.program_guard(main), pytest.raises(nb.NbflowError) as graph:
+        fn(*[nb.static.data(f"in{i}", s, dtype) for i, s in enumerate(shapes)])
+    assert type(graph.value) is type(eager.value)
+    assert eager.value.location == graph.value.location  # the same lambda line
+    assert eager.value.location.startswith(HERE)
