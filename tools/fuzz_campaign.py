@@ -15,7 +15,8 @@ Inputs, in turn:
   typed error);
 - random: a random JSON value as a document;
 - npz: the valid parameters file with bytes damaged, read by load_params;
-- ckpt: a valid checkpoint or a checkpoint seed with bytes damaged, read by load_state.
+- ckpt: a valid checkpoint or a checkpoint seed with bytes damaged, read by load_state;
+  one that loads must be byte for byte the valid checkpoint (checkpoints are hashed).
 
 Each worker handles chunks of inputs whose random generator is seeded by (seed, chunk), so a
 chunk that crashed is reproduced with `--chunk N`. Workers run under an address-space limit
@@ -54,6 +55,10 @@ INTERESTING = [
 
 class _Timeout(Exception):
     pass
+
+
+class SilentCorruption(Exception):
+    """A damaged input accepted where damage must be detected (counted as untyped)."""
 
 
 def _alarm(signum, frame):
@@ -203,9 +208,12 @@ def one_input(corpus: Corpus, rng: random.Random, kind: str):
             f.write(mutate_bytes(rng, corpus.npz, [corpus.npz]))
         serialize.load_params(corpus.scratch, corpus.program)
     else:
+        data = mutate_bytes(rng, rng.choice(corpus.ckpts), corpus.ckpts)
         with open(corpus.scratch, "wb") as f:
-            f.write(mutate_bytes(rng, rng.choice(corpus.ckpts), corpus.ckpts))
+            f.write(data)
         nb.load_state(corpus.scratch)
+        if data != corpus.ckpt:  # hashed end to end: a changed file must never load
+            raise SilentCorruption("a damaged checkpoint loaded")
 
 
 _CORPUS: Corpus | None = None
