@@ -79,14 +79,20 @@ def backprop(roots, seeds, create_graph: bool, skip=frozenset()) -> tuple[dict, 
 def _apply_rule(node, grads):
     """The node's gradient rule on its saved values: one gradient (or None) per input."""
     outs, ins = STATE.trace.saved(node)
-    if len(outs) == 1:
-        in_grads = node.op.grad(grads[0], outs[0], *ins, **node.attrs)
-    else:  # outputs nobody used get zeros, so rules see every output's gradient
-        grads = [
-            g if g is not None or isinstance(o, _Stale) else ops.zeros_like(o)
-            for g, o in zip(grads, outs)
-        ]
-        in_grads = node.op.grad(tuple(grads), tuple(outs), *ins, **node.attrs)
+    # the ops the rule runs (or appends) belong to this node's gradient: errors and the
+    # NaN/Inf check name it
+    outer, STATE.differentiating = STATE.differentiating, node
+    try:
+        if len(outs) == 1:
+            in_grads = node.op.grad(grads[0], outs[0], *ins, **node.attrs)
+        else:  # outputs nobody used get zeros, so rules see every output's gradient
+            grads = [
+                g if g is not None or isinstance(o, _Stale) else ops.zeros_like(o)
+                for g, o in zip(grads, outs)
+            ]
+            in_grads = node.op.grad(tuple(grads), tuple(outs), *ins, **node.attrs)
+    finally:
+        STATE.differentiating = outer
     if len(in_grads) != len(ins):
         raise GradientError(
             f"{node.op.name}: gradient rule returned {len(in_grads)} values for {len(ins)} inputs"

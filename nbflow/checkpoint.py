@@ -50,6 +50,7 @@ import struct
 import numpy as np
 
 from . import dtypes as dt
+from .core import STATE
 from .errors import CheckpointError
 from .graph.serialize import _atomic_write
 from .tensor import Tensor
@@ -205,10 +206,13 @@ def _storable(a: np.ndarray, where: str) -> np.ndarray:
 # ---------------------------------------------------------------- loading
 
 
-def load_state(path, max_bytes: int = MAX_FILE_BYTES):
+def load_state(path, max_bytes: int | None = None):
     """Read a checkpoint written by save_state (checked as the module doc says). Tensors come
-    back as nbflow Tensors, arrays as numpy arrays, tuples as tuples."""
+    back as nbflow Tensors, arrays as numpy arrays, tuples as tuples. max_bytes: the largest
+    file accepted (default: MAX_FILE_BYTES or the memory budget, the smaller)."""
     path = os.fspath(path)
+    if max_bytes is None:
+        max_bytes = min(MAX_FILE_BYTES, STATE.memory_budget)
     try:
         info = os.stat(path)
     except OSError:

@@ -15,7 +15,15 @@ from typing import Any
 import numpy as np
 
 from . import dtypes as dt
-from .errors import AttrError, KernelNotFoundError, NbflowError, ShapeError
+from .errors import (
+    AttrError,
+    KernelNotFoundError,
+    NbflowError,
+    ShapeError,
+    filter_traceback,
+    locate,
+    user_location,
+)
 
 UNKNOWN = -1  # a dim known only at run time (graph mode)
 
@@ -262,6 +270,7 @@ class Node:
         "edges",
         "location",
         "rule_inputs",
+        "grad_of",
         "__weakref__",
     )
 
@@ -274,6 +283,7 @@ class Node:
         self.edges = edges
         self.location = None  # "file.py:LINE" of the user code that created it (graph mode)
         self.rule_inputs = None  # what the gradient rule sees, when not `inputs` (graph mode)
+        self.grad_of = None  # for an op of a gradient rule: the forward node it differentiates
 
 
 # ---------------------------------------------------------------- modes
@@ -284,14 +294,27 @@ class _State:
 
     trace: Any = None  # set by nbflow.tensor to the eager trace
     grad_enabled: bool = True
+    differentiating: Node | None = None  # the node whose gradient rule runs (autograd)
+    memory_budget: int = 1 << 62  # bytes one op may allocate (nbflow.set_memory_budget)
 
 
 STATE = _State()
 
 
 def bind(op: Op, *args, **attrs):
-    """The single entry point from ops into execution: eager runs, graph records."""
-    return STATE.trace.apply(op, args, attrs)
+    """The single entry point from ops into execution: eager runs, graph records.
+
+    An nbflow error leaving it says where the user called the op (`defined at file:LINE`)
+    and drops nbflow's own frames from its traceback; both happen only on the error path
+    (a try block costs nothing when nothing is raised)."""
+    try:
+        return STATE.trace.apply(op, args, attrs)
+    except NbflowError as e:
+        forward = STATE.differentiating
+        if forward is not None and getattr(e, "location", None) is None:
+            e.args = (f"{e} [in the gradient of {forward.op.name}]", *e.args[1:])
+        locate(e, user_location())
+        raise e.with_traceback(filter_traceback(e.__traceback__)) from e.__cause__
 
 
 @contextmanager

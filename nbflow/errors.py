@@ -1,8 +1,17 @@
 """Typed errors. Each also subclasses the builtin a Python user would catch."""
 
+from __future__ import annotations
+
+import os
+import sys
+
 
 class NbflowError(Exception):
-    """Base of every error nbflow raises on purpose."""
+    """Base of every error nbflow raises on purpose.
+
+    `location`: "file.py:LINE" of the user's line that created the failing op, when known."""
+
+    location: str | None = None
 
 
 class ShapeError(NbflowError, ValueError):
@@ -59,3 +68,66 @@ class CheckpointError(NbflowError, ValueError):
 
 class GradientError(NbflowError, RuntimeError):
     """Backward cannot run: a saved tensor changed in place, or nothing requires grad."""
+
+
+class NumericalError(NbflowError, FloatingPointError):
+    """A NaN or infinity produced by an op while the NaN/Inf check is on (names the op, the
+    output, the counts and where the op was defined; see nbflow.check_nan_inf)."""
+
+
+class ResourceExhaustedError(NbflowError, MemoryError):
+    """An allocation above the memory budget, refused before anything is allocated (see
+    nbflow.set_memory_budget)."""
+
+
+# ---------------------------------------------------------------- locations and tracebacks
+#
+# Errors raised from an op say where the user created it, and nbflow's own frames are left
+# out of their tracebacks. Both are computed only on the error path: the hot path of an op
+# call pays nothing for them.
+
+PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+
+# NBFLOW_FULL_TRACEBACK=1 keeps nbflow's frames in tracebacks (for debugging nbflow itself)
+FULL_TRACEBACK = os.environ.get("NBFLOW_FULL_TRACEBACK", "0") not in ("", "0")
+
+
+def is_internal(path: str) -> bool:
+    """Whether a source file belongs to the nbflow package."""
+    return os.path.abspath(path).startswith(PACKAGE_DIR + os.sep)
+
+
+def user_location(frame=None) -> str:
+    """file.py:LINE of the innermost frame outside nbflow (the user's line), or "?"."""
+    frame = frame or sys._getframe(1)
+    while frame is not None:
+        if not is_internal(frame.f_code.co_filename):
+            return f"{os.path.basename(frame.f_code.co_filename)}:{frame.f_lineno}"
+        frame = frame.f_back
+    return "?"
+
+
+def locate(error: NbflowError, location: str | None) -> NbflowError:
+    """Append `defined at LOCATION` to an error's message, once (the innermost op wins)."""
+    if location and getattr(error, "location", None) is None:
+        error.location = location
+        error.args = (f"{error} (defined at {location})", *error.args[1:])
+    return error
+
+
+def filter_traceback(tb):
+    """The traceback without nbflow's own frames (unless NBFLOW_FULL_TRACEBACK is set)."""
+    if FULL_TRACEBACK:
+        return tb
+    kept = [t for t in _walk(tb) if not is_internal(t.tb_frame.f_code.co_filename)]
+    for a, b in zip(kept, kept[1:]):
+        a.tb_next = b
+    if kept:
+        kept[-1].tb_next = None
+    return kept[0] if kept else None
+
+
+def _walk(tb):
+    while tb is not None:
+        yield tb
+        tb = tb.tb_next

@@ -7,11 +7,20 @@ so a graph nobody references is freed by reference counting.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from . import dtypes as dt
 from .core import STATE, Node, Op, Spec
-from .errors import DTypeError, GradientError, NbflowError, ShapeError, UnsupportedError
+from .errors import (
+    DTypeError,
+    GradientError,
+    NbflowError,
+    ResourceExhaustedError,
+    ShapeError,
+    UnsupportedError,
+)
 from .operators import Operators
 
 
@@ -248,6 +257,8 @@ class Plan:
         )
         if not any(self.finals):
             self.finals = None
+        if not op.view and not op.inplace:
+            _check_budget(op, specs, self.allocs)
         self.single = len(self.specs) == 1 and not op.view and not op.inplace
         # nothing to cast, convert or check: apply() may take its shortest path
         self.direct = (
@@ -257,6 +268,19 @@ class Plan:
             and not self.scalars
             and not self.casts
             and self.finals is None
+        )
+
+
+def _check_budget(op: Op, specs, allocs):
+    """Refuse outputs over the memory budget before anything is allocated (once per plan:
+    the budget's setter clears the plan caches). Sizes are Python ints: no overflow."""
+    nbytes = sum(math.prod(shape) * np.dtype(d).itemsize for shape, d in allocs)
+    if nbytes > STATE.memory_budget:
+        args = ", ".join(f"{n}: {s}" for n, s in zip(op.input_names(len(specs)), specs))
+        shapes = ", ".join(f"{list(shape)} {np.dtype(d)}" for shape, d in allocs)
+        raise ResourceExhaustedError(
+            f"{op.name}({args}): the outputs ({shapes}) need {nbytes} bytes, over the memory "
+            f"budget of {STATE.memory_budget} bytes (nbflow.set_memory_budget)"
         )
 
 

@@ -15,7 +15,16 @@ import numpy as np
 
 from .. import dtypes as dt
 from ..core import Node, no_grad, use_trace
-from ..errors import DTypeError, ProgramError, ShapeError, UnsupportedError
+from ..errors import (
+    DTypeError,
+    NbflowError,
+    ProgramError,
+    ShapeError,
+    UnsupportedError,
+    filter_traceback,
+    locate,
+)
+from ..reliability import check_node, nan_inf_checking
 from ..tensor import EagerTrace, Tensor
 from .program import Program, Var
 
@@ -72,10 +81,13 @@ def prune(program: Program, targets) -> Program:
 class Executor:
     """Runs programs on a device ("cpu"; "cuda" arrives with the GPU work)."""
 
-    def __init__(self, device: str = "cpu"):
+    def __init__(self, device: str = "cpu", check_nan_inf: bool | None = None):
+        """check_nan_inf: check every op's float outputs for NaN and Inf (None: when
+        NBFLOW_CHECK_NAN_INF is set or inside nbflow.check_nan_inf())."""
         if device != "cpu":
             raise UnsupportedError(f"Executor: device {device!r} is not supported yet (cpu)")
         self.device = device
+        self.check_nan_inf = check_nan_inf
         self.eager = EagerTrace()
         self._plans = weakref.WeakKeyDictionary()  # program -> {(version, feeds, targets): ops}
 
@@ -89,9 +101,17 @@ class Executor:
         ops = self._plan(program, tuple(sorted(feed)), targets)
         scope.update(program.captured)  # the eager tensors the program was built around
         env = {name: self._feed(block, name, value) for name, value in feed.items()}
-        with use_trace(self.eager), no_grad():
-            for node in ops:
-                self._run_op(node, env, scope)
+        check = nan_inf_checking() if self.check_nan_inf is None else self.check_nan_inf
+        try:
+            with use_trace(self.eager), no_grad():
+                if check:  # decided once per run: the plain loop stays as it was
+                    for node in ops:
+                        check_node(node, self._run_op(node, env, scope))
+                else:
+                    for node in ops:
+                        self._run_op(node, env, scope)
+        except NbflowError as e:  # the public boundary: nbflow's frames are left out
+            raise e.with_traceback(filter_traceback(e.__traceback__)) from e.__cause__
         results = [self._lookup(t, env, scope) for t in targets if isinstance(t, Var)]
         return [r.numpy() for r in results] if return_numpy else results
 
@@ -153,14 +173,24 @@ class Executor:
                 result = run_blocks(self, node, args, scope, env)
             else:
                 result = self.eager.apply(node.op, args, node.attrs, checked=True)
-        except (ShapeError, DTypeError) as e:
-            e.args = (f"{e} (op created at {node.location})",)
-            raise
+        except NbflowError as e:
+            raise _explain(e, node, args) from e.__cause__
         results = result if isinstance(result, tuple) else (result,)
         for v, t in zip(node.outputs, results):
             if v.shape != t.shape and not compatible(v.shape, t.shape):
                 raise ShapeError(
-                    f"{node.op.name} (created at {node.location}): run-time shape {t.shape} "
+                    f"{node.op.name} (defined at {node.location}): run-time shape {t.shape} "
                     f"does not fit the compile-time shape {list(v.shape)} of %{v.name}"
                 )
             (scope if v.persistable else env)[v.name] = t
+        return results
+
+
+def _explain(error: NbflowError, node: Node, args) -> NbflowError:
+    """A run-time op error with the compile-time specs of the inputs, when they differ from
+    the run-time ones, and the line that defined the op."""
+    names = node.op.input_names(len(node.inputs))
+    declared = [f"{n}: {v.spec}" for n, v, t in zip(names, node.inputs, args) if v.shape != t.shape]
+    if declared:
+        error.args = (f"{error} [compile-time: {', '.join(declared)}]", *error.args[1:])
+    return locate(error, node.location)

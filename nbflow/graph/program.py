@@ -16,7 +16,7 @@ import sys
 import numpy as np
 
 from .. import dtypes as dt
-from ..core import REGISTRY, Node, Op, Spec
+from ..core import REGISTRY, STATE, Node, Op, Spec
 from ..errors import ProgramError, UnsupportedError
 from ..operators import Operators
 from ..tensor import Tensor, _Stale, stale_message, tensor
@@ -173,6 +173,7 @@ class Block:
         node = Node(op, list(inputs), attrs, list(outputs), None, edges)
         node.versions = (in_versions, [v._version[0] for v in outputs])
         node.location = location or user_location()
+        node.grad_of = STATE.differentiating  # set while append_backward runs a rule
         for i, v in enumerate(outputs):
             v._node, v._index = node, i
         self.ops.append(node)

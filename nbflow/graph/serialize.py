@@ -60,7 +60,7 @@ from functools import lru_cache
 import numpy as np
 
 from .. import dtypes as dt
-from ..core import REGISTRY, Spec
+from ..core import REGISTRY, STATE, Spec
 from ..errors import ProgramError
 from ..tensor import Tensor
 from .executor import Scope, compatible
@@ -457,12 +457,14 @@ def _fsync_dir(folder: str):
 
 
 def load(
-    path, scope=None, max_param_bytes: int = MAX_PARAM_BYTES, require_loop_bounds: bool = False
+    path, scope=None, max_param_bytes: int | None = None, require_loop_bounds: bool = False
 ) -> Program:
     """Load a saved program and its parameters (into `scope`, or as captured tensors).
-    require_loop_bounds: reject a while loop without max_iterations (for programs from
-    untrusted sources, which could otherwise loop forever)."""
+    max_param_bytes: the most the parameters may take (default: MAX_PARAM_BYTES or the
+    memory budget, the smaller). require_loop_bounds: reject a while loop without
+    max_iterations (for programs from untrusted sources, which could otherwise loop forever)."""
     path = os.fspath(path)
+    max_param_bytes = _param_budget(max_param_bytes)
     doc = _parse(_read_bounded(path, MAX_FILE_BYTES))
     program = from_document(doc, require_loop_bounds)
     digest = doc.get("params_sha256")
@@ -696,7 +698,7 @@ def _check_sub_blocks(block: Block, node, users: dict, require_loop_bounds: bool
     """Block references: each sub-block is run by one op of its parent block, so none can
     run itself (recursion); loops are bounded when the caller asks."""
     where = f"block {block.idx}, op {len(block.ops) - 1} ({node.op.name})"
-    for name in getattr(node.op, "block_attrs", ()):
+    for name in (n for n, attr in node.op.attrs.items() if attr.kind == "block"):
         idx = node.attrs[name]
         user = users.setdefault(idx, f"{where}'s {name}")
         if user != f"{where}'s {name}":
@@ -852,11 +854,15 @@ def _check_ints(value, where: str):
 # ---------------------------------------------------------------- loading: parameters
 
 
-def load_params(path, program: Program, scope=None, max_bytes: int = MAX_PARAM_BYTES) -> Scope:
+def _param_budget(max_bytes: int | None) -> int:
+    return min(MAX_PARAM_BYTES, STATE.memory_budget) if max_bytes is None else max_bytes
+
+
+def load_params(path, program: Program, scope=None, max_bytes: int | None = None) -> Scope:
     """Read `path + ".npz"` into `scope` (a new Scope by default) after checking every array
     against the program's persistable vars; returns the scope. Arrays missing from the file
     are left alone (a startup program initialises them)."""
-    values = _read_params(os.fspath(path) + ".npz", program, max_bytes, None)
+    values = _read_params(os.fspath(path) + ".npz", program, _param_budget(max_bytes), None)
     scope = Scope() if scope is None else scope
     scope.update((name, Tensor(a)) for name, a in values.items())
     return scope
@@ -907,6 +913,7 @@ def _check_members(path: str, zf, persistable: dict, max_bytes: int) -> dict:
     """Each member's name, dtype and shape against its var, and the total against the
     budget, read from the .npy headers before any array is allocated."""
     members, total = {}, 0
+    _check_layout(path, zf)
     for info in zf.infolist():
         name = info.filename[:-4] if info.filename.endswith(".npy") else None
         v = persistable.get(name)
@@ -926,6 +933,26 @@ def _check_members(path: str, zf, persistable: dict, max_bytes: int) -> dict:
             raise ProgramError(f"{path}: the parameters exceed the budget of {max_bytes} bytes")
         members[name] = info
     return members
+
+
+def _check_layout(path: str, zf):
+    """Members stored uncompressed (as save writes them: no zip bombs), each inside the file
+    and none overlapping another (a zip whose entries share bytes is forged)."""
+    size = zf.fp.seek(0, os.SEEK_END)
+    spans = []
+    for info in zf.infolist():
+        if info.compress_type != zipfile.ZIP_STORED or info.compress_size != info.file_size:
+            raise ProgramError(f"{path}: member '{_short(info.filename, 80)}' is compressed")
+        # a local header is 30 bytes plus the name; its extra field may add to that
+        begin = info.header_offset
+        end = begin + 30 + len(info.filename.encode()) + info.compress_size
+        if begin < 0 or end > size:
+            raise ProgramError(f"{path}: member '{_short(info.filename, 80)}' lies past the end")
+        spans.append((begin, end, info.filename))
+    spans.sort()
+    for (_, end, a), (begin, _, b) in zip(spans, spans[1:]):
+        if begin < end:
+            raise ProgramError(f"{path}: members '{_short(a, 80)}' and '{_short(b, 80)}' overlap")
 
 
 def _header(f):
