@@ -13,11 +13,8 @@ This module is the eager half: it imports the graph half only when a graph trace
 
 from __future__ import annotations
 
-import os
-import sys
-
 from .core import STATE
-from .errors import DTypeError, LoopLimitError, ShapeError
+from .errors import DTypeError, LoopLimitError, ShapeError, user_location
 from .tensor import EagerTrace, Tensor
 
 __all__ = ["cond", "while_loop"]
@@ -73,7 +70,7 @@ def _eager_while(cond_fn, body_fn, values, max_iterations):
     while _truth(cond_fn(*values), "while_loop condition"):
         if max_iterations is not None and iterations >= max_iterations:
             raise LoopLimitError(
-                f"while_loop (called at {caller()}) still runs after max_iterations="
+                f"while_loop (called at {user_location()}) still runs after max_iterations="
                 f"{max_iterations} iterations"
             )
         new = body_fn(*values)
@@ -101,17 +98,3 @@ def _as_list(values, what: str) -> list:
     if isinstance(values, (tuple, list)):
         return list(values)
     raise TypeError(f"{what} must be a tuple or list, got {type(values).__name__}")
-
-
-_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
-
-
-def caller() -> str:
-    """file:line of the innermost frame outside nbflow."""
-    frame = sys._getframe(1)
-    while frame is not None:
-        path = frame.f_code.co_filename
-        if not os.path.abspath(path).startswith(_PACKAGE_DIR):
-            return f"{os.path.basename(path)}:{frame.f_lineno}"
-        frame = frame.f_back
-    return "?"

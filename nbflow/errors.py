@@ -97,14 +97,20 @@ def is_internal(path: str) -> bool:
     return os.path.abspath(path).startswith(PACKAGE_DIR + os.sep)
 
 
+def user_frame(frame=None):
+    """The innermost frame outside nbflow (the user's), or None."""
+    frame = frame or sys._getframe(1)
+    while frame is not None and is_internal(frame.f_code.co_filename):
+        frame = frame.f_back
+    return frame
+
+
 def user_location(frame=None) -> str:
     """file.py:LINE of the innermost frame outside nbflow (the user's line), or "?"."""
-    frame = frame or sys._getframe(1)
-    while frame is not None:
-        if not is_internal(frame.f_code.co_filename):
-            return f"{os.path.basename(frame.f_code.co_filename)}:{frame.f_lineno}"
-        frame = frame.f_back
-    return "?"
+    frame = user_frame(frame or sys._getframe(1))
+    if frame is None:
+        return "?"
+    return f"{os.path.basename(frame.f_code.co_filename)}:{frame.f_lineno}"
 
 
 def locate(error: NbflowError, location: str | None) -> NbflowError:

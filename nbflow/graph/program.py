@@ -17,30 +17,15 @@ import numpy as np
 
 from .. import dtypes as dt
 from ..core import REGISTRY, STATE, Node, Op, Spec
-from ..errors import ProgramError, UnsupportedError
+from ..errors import ProgramError, UnsupportedError, user_frame, user_location
 from ..operators import Operators
 from ..tensor import Tensor, _Stale, stale_message, tensor
-
-_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def user_location() -> str:
-    """file:line of the innermost caller outside nbflow (where the user built the op)."""
-    frame = sys._getframe(1)
-    while frame is not None:
-        path = frame.f_code.co_filename
-        if not os.path.abspath(path).startswith(_PACKAGE_DIR):
-            return f"{os.path.basename(path)}:{frame.f_lineno}"
-        frame = frame.f_back
-    return "?"
 
 
 def truth_message(v) -> str:
     """Why `if v:` / `while v:` fails on a graph value, naming the user's line and what to
     write instead."""
-    frame = sys._getframe(1)
-    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(_PACKAGE_DIR):
-        frame = frame.f_back
+    frame = user_frame(sys._getframe(1))
     if frame is None:
         where, source = "?", ""
     else:
