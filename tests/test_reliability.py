@@ -449,3 +449,19 @@ def test_eager_and_graph_raise_the_same_class(case):
     assert type(graph.value) is type(eager.value)
     assert eager.value.location == graph.value.location  # the same lambda line
     assert eager.value.location.startswith(HERE)
+
+
+def test_nan_inside_a_control_flow_branch_is_localised():
+    main = nb.Program()
+    with nb.program_guard(main):
+        x = nb.static.data("x", [3], "float64")
+        flag = nb.static.data("flag", [], "bool")
+        out = nb.cond(flag, lambda x: nb.log(x) * 2.0, lambda x: x * 2.0, [x])  # MARK: cond
+    feed = {"x": np.array([1.0, -1.0, 2.0]), "flag": np.array(True)}
+    assert np.isnan(nb.Executor().run(main, feed, [out])[0]).sum() == 1
+    with pytest.raises(nb.NumericalError) as e:
+        nb.Executor(check_nan_inf=True).run(main, feed, [out])
+    assert e.value.op == "log" and e.value.nan_count == 1
+    assert e.value.location == f"{HERE}:{line_of('MARK: cond')}"
+    feed["flag"] = np.array(False)  # the other branch makes no NaN
+    assert np.isfinite(nb.Executor(check_nan_inf=True).run(main, feed, [out])[0]).all()

@@ -47,6 +47,7 @@ from ..errors import (
     ShapeError,
     UnsupportedError,
 )
+from ..reliability import check_node
 from ..tensor import Tensor, _Stale
 from .executor import compatible, needed_ops
 from .program import Block, GraphTrace, Var
@@ -529,7 +530,9 @@ def run_block(executor, block: Block, values, scope, outer_env) -> list[Tensor]:
     if plan.reads_outer:  # its own vars shadow those of the enclosing blocks
         env = ChainMap(env, outer_env)
     for node in plan.ops:
-        executor._run_op(node, env, scope)
+        results = executor._run_op(node, env, scope)
+        if executor.checking:
+            check_node(node, results)
     results = [executor._lookup(v, env, scope) for v in block.outputs]
     # a constant returned as is gets its own buffer: the op's output may be written in place
     kept = plan.constants.values()

@@ -88,6 +88,7 @@ class Executor:
             raise UnsupportedError(f"Executor: device {device!r} is not supported yet (cpu)")
         self.device = device
         self.check_nan_inf = check_nan_inf
+        self.checking = False
         self.eager = EagerTrace()
         self._plans = weakref.WeakKeyDictionary()  # program -> {(version, feeds, targets): ops}
 
@@ -102,6 +103,7 @@ class Executor:
         scope.update(program.captured)  # the eager tensors the program was built around
         env = {name: self._feed(block, name, value) for name, value in feed.items()}
         check = nan_inf_checking() if self.check_nan_inf is None else self.check_nan_inf
+        self.checking = check  # read by control flow ops running their sub-blocks
         try:
             with use_trace(self.eager), no_grad():
                 if check:  # decided once per run: the plain loop stays as it was
