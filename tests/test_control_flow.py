@@ -537,3 +537,14 @@ def test_graph_loops_agree_with_eager_on_values_and_gradients(x, limit):
         results.append([out.numpy(), *grads])
     for eager, jitted in zip(*results):
         nt.assert_close(jitted, eager)
+
+
+def test_gradient_through_a_branch_that_draws_random_numbers_is_refused():
+    # the gradient replays the branch, which would draw a different dropout mask
+    main = nb.Program()
+    with nb.program_guard(main):
+        x = nb.static.create_parameter("x", [4], "float64")
+        flag = nb.static.data("flag", [], "bool")
+        out = nb.cond(flag, lambda x: nb.dropout(x, 0.5, True), lambda x: x * 2.0, [x])
+        with pytest.raises(nb.UnsupportedError, match="draws random numbers"):
+            nb.append_backward(nb.sum(out))

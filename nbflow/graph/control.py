@@ -284,6 +284,12 @@ def call_block(block: Block, args) -> list:
     trace this appends a copy of the block's computation (the source of its gradient)."""
     env = {id(p): a for p, a in zip(block.inputs, args)}
     for node in needed_ops(block, block.outputs):
+        if "generator" in node.op.attrs:  # a replay would draw other numbers than the forward
+            raise UnsupportedError(
+                f"{node.op.name} (defined at {node.location}) draws random numbers inside a "
+                "control flow block, whose gradient replays the block; draw them outside and "
+                "pass them in as an operand"
+            )
         ins = [env.get(id(v), v) for v in node.inputs]  # (or a var the block reads directly)
         if isinstance(node.op, ControlOp):
             outs = node.op.replay(node, ins)
