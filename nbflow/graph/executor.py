@@ -9,6 +9,7 @@ the compile-time rule generalises what happens at run time.
 
 from __future__ import annotations
 
+import os
 import weakref
 
 import numpy as np
@@ -17,6 +18,8 @@ from .. import dtypes as dt
 from ..core import Node, no_grad, use_trace
 from ..errors import DTypeError, ProgramError, ShapeError, UnsupportedError
 from ..tensor import EagerTrace, Tensor
+from .fusion import fuse
+from .memory import plan_memory, poison_default
 from .program import Program, Var
 
 
@@ -68,14 +71,26 @@ def prune(program: Program, targets) -> Program:
     return pruned
 
 
-class Executor:
-    """Runs programs on a device ("cpu"; "cuda" arrives with the GPU work)."""
+def _flag(name: str, value) -> bool:
+    """An explicit flag, else the environment variable `name` (on unless set to 0)."""
+    return os.environ.get(name, "1") != "0" if value is None else bool(value)
 
-    def __init__(self, device: str = "cpu"):
+
+class Executor:
+    """Runs programs on a device ("cpu"; "cuda" arrives with the GPU work).
+
+    The passes run once per plan: `fuse` (elementwise fusion, graph/fusion.py; default from
+    NBFLOW_FUSION) and `reuse_memory` (release and reuse dead buffers, graph/memory.py;
+    NBFLOW_MEMORY_REUSE); `poison_freed` fills released buffers with NaN (NBFLOW_POISON_FREED)."""
+
+    def __init__(self, device: str = "cpu", fuse=None, reuse_memory=None, poison_freed=None):
         if device != "cpu":
             raise UnsupportedError(f"Executor: device {device!r} is not supported yet (cpu)")
         self.device = device
         self.eager = EagerTrace()
+        self.fuse = _flag("NBFLOW_FUSION", fuse)
+        self.reuse_memory = _flag("NBFLOW_MEMORY_REUSE", reuse_memory)
+        self.poison_freed = poison_default() if poison_freed is None else bool(poison_freed)
         self._plans = weakref.WeakKeyDictionary()  # program -> {(version, feeds, targets): ops}
 
     def run(self, program: Program, feed=None, fetch_list=None, scope=None, return_numpy=True):
@@ -89,13 +104,17 @@ class Executor:
         scope.update(program.captured)  # the eager tensors the program was built around
         env = {name: self._feed(block, name, value) for name, value in feed.items()}
         with use_trace(self.eager), no_grad():
-            for node in ops:
-                self._run_op(node, env, scope)
+            for step in ops:
+                if type(step) is Node:
+                    self._run_op(step, env, scope)
+                else:  # a fused group or a memory step (graph/fusion.py, graph/memory.py)
+                    step.run(self, env, scope)
         results = [self._lookup(t, env, scope) for t in targets if isinstance(t, Var)]
         return [r.numpy() for r in results] if return_numpy else results
 
     def _plan(self, program, feed_names, targets):
-        """The ops to run, cached: no fetch targets means every op (a startup program)."""
+        """The steps to run, cached: the ops the targets need (no fetch targets means every
+        op: a startup program), then the passes."""
         plans = self._plans.setdefault(program, {})
         key = (program.version, feed_names, tuple(id(t) for t in targets))  # targets: in program
         ops = plans.get(key)
@@ -103,7 +122,12 @@ class Executor:
             if len(plans) > 256:
                 plans.clear()
             block = program.global_block()
-            ops = plans[key] = needed_ops(block, targets) if targets else list(block.ops)
+            ops = needed_ops(block, targets) if targets else list(block.ops)
+            if self.fuse:
+                ops = fuse(ops, targets)
+            if self.reuse_memory:
+                ops = plan_memory(ops, set(feed_names), targets, self.poison_freed)
+            plans[key] = ops
         return ops
 
     def _target(self, block, t):

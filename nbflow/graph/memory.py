@@ -1,0 +1,234 @@
+"""The memory reuse pass: release values after their last use and reuse their buffers.
+
+Liveness runs over a plan's steps (ops and fused groups). Values are grouped into storages:
+a view op's outputs share memory with its inputs, and an in-place op's output is its target
+itself. A storage is released after the step that last reads any of its values, unless one of
+them is fed, fetched, persistable (parameters, captured tensors, optimizer state) or not made
+by this plan. Released buffers go to a per-run pool keyed by (bytes, dtype), from which later
+outputs of the same size are taken instead of allocating (allocation costs page faults on
+these machines). Elementwise steps, whose kernels read each element before writing it, take
+the buffer of an input that dies at that very step: they run in place.
+
+`NBFLOW_POISON_FREED=1` (or `Executor(poison_freed=True)`) fills every buffer released after
+its step with NaN (the largest value for integers, True for bools), so a liveness bug shows
+up as NaN in a test instead of as a silently stale value.
+
+Programs with sub-blocks (control flow reads outer values inside its blocks) are left alone.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from ..core import Node
+from ..tensor import Tensor, signature
+
+POOL = object()  # the key of the run's buffer pool in the executor's env
+
+
+def poison_default() -> bool:
+    return os.environ.get("NBFLOW_POISON_FREED", "") not in ("", "0")
+
+
+def take(env, shape, dtype) -> np.ndarray:
+    """A C-contiguous buffer for an output: a released one of the same size, else new."""
+    pool = env.get(POOL)
+    if pool:
+        dtype = np.dtype(dtype)
+        size = 1
+        for n in shape:
+            size *= n
+        free = pool.get((size * dtype.itemsize, dtype))
+        if free:
+            return free.pop().reshape(shape)
+    return np.empty(shape, dtype)
+
+
+def wrap(array: np.ndarray) -> Tensor:
+    return Tensor(array)
+
+
+def _give_back(env, array: np.ndarray, poison: bool):
+    if not (array.flags.c_contiguous and array.flags.writeable) or array.size == 0:
+        return
+    if poison:
+        array.fill(_poison_value(array.dtype))
+    pool = env.get(POOL)
+    if pool is None:
+        pool = env[POOL] = {}
+    pool.setdefault((array.nbytes, array.dtype), []).append(array.reshape(-1))
+
+
+def _poison_value(dtype):
+    if dtype.kind == "f":
+        return np.nan
+    if dtype.kind == "b":
+        return True
+    return np.iinfo(dtype).max
+
+
+class Release:
+    """A plan step: drop dead values from the env (`pop`) and put buffers into the pool
+    (`give`: the values owning a fresh buffer). Before an elementwise step, a Release with no
+    `pop` lends the buffers of inputs dying there, so the step's outputs can take them."""
+
+    def __init__(self, pop, give, poison: bool):
+        self.pop = [v.name for v in pop]
+        self.give = [v.name for v in give]
+        self.poison = poison
+
+    def run(self, executor, env, scope):
+        for name in self.give:
+            t = env.get(name)
+            if t is not None:
+                _give_back(env, t.data, self.poison)
+        for name in self.pop:
+            env.pop(name, None)
+
+    def __repr__(self) -> str:
+        what = " ".join("%" + n for n in self.pop or self.give)
+        return f"<{'release' if self.pop else 'lend'} {what}>"
+
+
+class IntoBuffer:
+    """A plan step running one op with its output taken from the pool (see `take`)."""
+
+    def __init__(self, node: Node):
+        self.node = node
+
+    def run(self, executor, env, scope):
+        node = self.node
+        args = [executor._lookup(v, env, scope) for v in node.inputs]
+        plan = executor.eager.plan(node.op, signature(args), args, node.attrs)
+        if not plan.single or plan.finals or plan.scalars:
+            executor._run_op(node, env, scope)
+            return
+        arrays = [t.data for t in args]
+        for i, d in plan.casts:
+            arrays[i] = arrays[i].astype(d)
+        shape, dtype = plan.allocs[0]
+        out = node.outputs[0]
+        if out.shape != shape and not _fits(out.shape, shape):
+            executor._run_op(node, env, scope)  # raises the executor's shape error
+            return
+        buf = take(env, shape, dtype)
+        try:
+            plan.launcher(*arrays, buf, **node.attrs)
+        except Exception:
+            executor._run_op(node, env, scope)  # the same error, named as the executor does
+            raise
+        env[out.name] = Tensor(buf)
+
+    def __repr__(self) -> str:
+        return f"<into-buffer {self.node.op.name}>"
+
+
+def _fits(compile_shape, run_shape) -> bool:
+    return len(compile_shape) == len(run_shape) and all(
+        c == -1 or c == r for c, r in zip(compile_shape, run_shape)
+    )
+
+
+def _has_sub_blocks(node) -> bool:
+    from .program import Block
+
+    for value in getattr(node, "attrs", {}).values():
+        if isinstance(value, Block) or (
+            isinstance(value, (list, tuple)) and any(isinstance(b, Block) for b in value)
+        ):
+            return True
+    return False
+
+
+def _reads(step):
+    return step.inputs
+
+
+def _writes(step):
+    return step.outputs
+
+
+def plan_memory(steps: list, feed_names, targets, poison: bool) -> list:
+    """The steps with Release steps after each last use, and pooled outputs (module doc)."""
+    from .fusion import FusedGroup, fusable
+
+    if any(_has_sub_blocks(s) for s in steps if isinstance(s, Node)):
+        return steps
+    parent: dict[int, int] = {}  # union-find over id(var): storages
+
+    def find(i):
+        while parent.get(i, i) != i:
+            i = parent[i]
+        return i
+
+    def union(a, b):
+        ra, rb = find(a), find(b)
+        if ra != rb:
+            parent[ra] = rb
+
+    made, owner, by_id = set(), {}, {}
+    for step in steps:
+        for v in (*_reads(step), *_writes(step)):
+            by_id[id(v)] = v
+        for v in _writes(step):
+            made.add(id(v))
+        if isinstance(step, Node) and step.op.view:
+            for out in step.outputs:
+                for v in step.inputs:
+                    union(id(out), id(v))
+        elif isinstance(step, Node) and step.op.inplace:
+            pass  # the output is the target var itself
+        else:
+            for v in _writes(step):
+                owner[id(v)] = v  # a fresh buffer
+    fetched = {id(t) for t in targets}
+    pinned = set()
+    for i, v in by_id.items():
+        if v.persistable or v.is_data or v.name in feed_names or i in fetched or i not in made:
+            pinned.add(find(i))
+    last: dict[int, int] = {}
+    for index, step in enumerate(steps):
+        for v in (*_reads(step), *_writes(step)):
+            last[find(id(v))] = index
+    members: dict[int, list] = {}
+    for i, v in by_id.items():
+        members.setdefault(find(i), []).append(v)
+    dying: dict[int, list[int]] = {}
+    for root, index in last.items():
+        if root not in pinned:
+            dying.setdefault(index, []).append(root)
+    out = []
+    for index, step in enumerate(steps):
+        roots = dying.get(index, [])
+        elementwise = isinstance(step, FusedGroup) or (isinstance(step, Node) and fusable(step))
+        early, late = [], []
+        for root in roots:
+            vs = members[root]
+            # in place: an input of an elementwise step that dies here and is its own storage
+            read = {id(v) for v in _reads(step)}  # (ids: == on a Var builds an op)
+            if elementwise and len(vs) == 1 and id(vs[0]) in owner and id(vs[0]) in read:
+                early.append(vs[0])
+            else:
+                late.extend(vs)
+        if early:
+            out.append(Release([], early, poison=False))
+        if isinstance(step, Node) and _pooled(step):
+            out.append(IntoBuffer(step))
+        else:
+            out.append(step)
+        if early or late:
+            give = [v for v in late if id(v) in owner]
+            out.append(Release(early + late, give, poison))
+    return out
+
+
+def _pooled(node: Node) -> bool:
+    op = node.op
+    return (
+        len(node.outputs) == 1
+        and not op.view
+        and not op.inplace
+        and not node.outputs[0].persistable
+    )
