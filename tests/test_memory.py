@@ -198,3 +198,41 @@ def test_plans_without_the_pass_hold_only_ops():
     exe.run(main, _feed(), fetch, scope)
     (steps,) = exe._plans[main].values()
     assert all(type(s) is Node for s in steps)
+
+
+def _linear_step(exe, momentum):
+    g = nb.Generator(0)
+    model = nb.nn.Sequential(
+        nb.nn.Linear(12, 16, generator=g), nb.nn.ReLU(), nb.nn.Linear(16, 4, generator=g)
+    )
+    optimizer = nb.optim.SGD(model.parameters(), lr=0.1, momentum=momentum)
+
+    @nb.jit
+    def step(x, y):
+        loss = nb.cross_entropy(model(x), y)
+        optimizer.minimize(loss)
+        return loss
+
+    step.executor = exe
+    rng = np.random.default_rng(0)
+    x = nb.tensor(rng.standard_normal((8, 12)).astype(np.float32))
+    y = nb.tensor(rng.integers(0, 4, 8))
+    with nb.no_grad():
+        losses = [step(x, y).numpy().copy() for _ in range(3)]
+    return step, losses + [p.numpy().copy() for p in model.parameters()]
+
+
+@pytest.mark.parametrize("momentum", [0.0, 0.9])
+def test_parameter_updates_run_as_soon_as_their_gradient_is_ready(momentum):
+    _, expected = _linear_step(_exe(False), momentum)
+    exe = _exe(True, fuse=True)
+    step, actual = _linear_step(exe, momentum)
+    for a, e in zip(actual, expected):
+        nt.assert_close(a, e, rtol=1e-5, atol=1e-6)
+    (steps,) = next(iter(exe._plans.values())).values()
+    ops = [s.node if isinstance(s, IntoBuffer) else s for s in steps if not isinstance(s, Release)]
+    names = [getattr(s, "op", None) and s.op.name for s in ops]
+    updates = [i for i, n in enumerate(names) if n == "sgd_update_"]
+    assert len(updates) == 4
+    # the last layer's updates come before the first layer's gradient matmuls, not at the end
+    assert updates[0] < len(names) - 6 and "matmul" in names[updates[0] :]

@@ -74,16 +74,22 @@ class Release:
     (`give`: the values owning a fresh buffer). Before an elementwise step, a Release with no
     `pop` lends the buffers of inputs dying there, so the step's outputs can take them."""
 
-    def __init__(self, pop, give, poison: bool):
+    def __init__(self, pop, give, poison: bool, owners=()):
         self.pop = [v.name for v in pop]
         self.give = [v.name for v in give]
         self.poison = poison
+        # buffers freed without pooling are poisoned too: a view still alive would show it
+        self.poison_only = [v.name for v in owners if v.name not in self.give] if poison else []
 
     def run(self, executor, env, scope):
         for name in self.give:
             t = env.get(name)
             if t is not None:
                 _give_back(env, t.data, self.poison)
+        for name in self.poison_only:
+            t = env.get(name)
+            if t is not None and t.data.flags.writeable:
+                t.data.fill(_poison_value(t.data.dtype))
         for name in self.pop:
             env.pop(name, None)
 
@@ -150,23 +156,75 @@ def _writes(step):
     return step.outputs
 
 
+class _Storages:
+    """Union-find over id(var): a view op's outputs share memory with its inputs (an
+    in-place op's output is its target var itself, so it needs nothing here)."""
+
+    def __init__(self, steps):
+        self.parent: dict[int, int] = {}
+        for step in steps:
+            if isinstance(step, Node) and step.op.view:
+                for out in step.outputs:
+                    for v in step.inputs:
+                        self.union(id(out), id(v))
+
+    def find(self, i: int) -> int:
+        while self.parent.get(i, i) != i:
+            i = self.parent[i]
+        return i
+
+    def union(self, a: int, b: int):
+        ra, rb = self.find(a), self.find(b)
+        if ra != rb:
+            self.parent[ra] = rb
+
+
+def hoist_updates(steps: list) -> list:
+    """Move each parameter update (an in-place op whose first target is persistable) up to
+    just after the last step it must follow: the producers of its inputs, and every step that
+    reads or writes the memory it writes (views included) or writes the memory it reads.
+    Its gradient then dies there, not at the end of the backward pass. View ops move up first
+    (to just after whatever writes their memory), so that an update reading a transposed
+    gradient is not held back by the view's place in the program."""
+    storages = _Storages(steps)
+    out = list(steps)
+    for step in steps:
+        if isinstance(step, Node) and step.op.view:
+            _hoist(out, step, storages, set())
+    for step in steps:
+        if not (isinstance(step, Node) and step.op.inplace):
+            continue
+        if step.inputs[step.op.inplace[0]].persistable:
+            written = {storages.find(id(step.inputs[j])) for j in step.op.inplace.values()}
+            _hoist(out, step, storages, written)
+    return out
+
+
+def _hoist(out: list, step, storages, written: set):
+    read = {storages.find(id(v)) for v in step.inputs}
+    pos = next(k for k, s in enumerate(out) if s is step)
+    earliest = 0
+    for k in range(pos - 1, -1, -1):
+        other = out[k]
+        made = {storages.find(id(v)) for v in other.outputs}
+        touched = made | {storages.find(id(v)) for v in other.inputs}
+        if touched & written or made & read:
+            earliest = k + 1
+            break
+    if earliest < pos:
+        out.insert(earliest, out.pop(pos))
+
+
 def plan_memory(steps: list, feed_names, targets, poison: bool) -> list:
-    """The steps with Release steps after each last use, and pooled outputs (module doc)."""
+    """The steps with parameter updates hoisted, Release steps after each last use, and
+    pooled outputs (module doc)."""
     from .fusion import FusedGroup, fusable
 
     if any(_has_sub_blocks(s) for s in steps if isinstance(s, Node)):
         return steps
-    parent: dict[int, int] = {}  # union-find over id(var): storages
-
-    def find(i):
-        while parent.get(i, i) != i:
-            i = parent[i]
-        return i
-
-    def union(a, b):
-        ra, rb = find(a), find(b)
-        if ra != rb:
-            parent[ra] = rb
+    steps = hoist_updates(steps)
+    storages = _Storages(steps)
+    find = storages.find
 
     made, owner, by_id = set(), {}, {}
     for step in steps:
@@ -174,12 +232,8 @@ def plan_memory(steps: list, feed_names, targets, poison: bool) -> list:
             by_id[id(v)] = v
         for v in _writes(step):
             made.add(id(v))
-        if isinstance(step, Node) and step.op.view:
-            for out in step.outputs:
-                for v in step.inputs:
-                    union(id(out), id(v))
-        elif isinstance(step, Node) and step.op.inplace:
-            pass  # the output is the target var itself
+        if isinstance(step, Node) and (step.op.view or step.op.inplace):
+            pass  # no fresh buffer: a view's, or the target var itself
         else:
             for v in _writes(step):
                 owner[id(v)] = v  # a fresh buffer
@@ -203,25 +257,45 @@ def plan_memory(steps: list, feed_names, targets, poison: bool) -> list:
     for index, step in enumerate(steps):
         roots = dying.get(index, [])
         elementwise = isinstance(step, FusedGroup) or (isinstance(step, Node) and fusable(step))
+        read = {id(v) for v in _reads(step)}  # (ids: == on a Var builds an op)
         early, late = [], []
         for root in roots:
             vs = members[root]
             # in place: an input of an elementwise step that dies here and is its own storage
-            read = {id(v) for v in _reads(step)}  # (ids: == on a Var builds an op)
             if elementwise and len(vs) == 1 and id(vs[0]) in owner and id(vs[0]) in read:
                 early.append(vs[0])
             else:
                 late.extend(vs)
-        if early:
-            out.append(Release([], early, poison=False))
+        # a buffer goes to the pool only if a later output may take it; else it is freed
+        lend = [v for v in early if _wanted(v, [step])]
+        if lend:
+            out.append(Release([], lend, poison=False))
         if isinstance(step, Node) and _pooled(step):
             out.append(IntoBuffer(step))
         else:
             out.append(step)
         if early or late:
-            give = [v for v in late if id(v) in owner]
-            out.append(Release(early + late, give, poison))
+            owners = [v for v in late if id(v) in owner]
+            give = [v for v in owners if _wanted(v, steps[index + 1 :])]
+            out.append(Release(early + late, give, poison, owners))
     return out
+
+
+def _wanted(v, later_steps) -> bool:
+    """Whether one of the steps writes a new value that may have v's size and dtype."""
+    for step in later_steps:
+        if isinstance(step, Node) and (step.op.view or step.op.inplace):
+            continue
+        for u in step.outputs:
+            if u.dtype == v.dtype and _same_size(u.shape, v.shape):
+                return True
+    return False
+
+
+def _same_size(a, b) -> bool:
+    if -1 in a or -1 in b:
+        return tuple(a) == tuple(b)  # unknown dims: only the very same shape
+    return int(np.prod(a)) == int(np.prod(b))
 
 
 def _pooled(node: Node) -> bool:
