@@ -408,24 +408,70 @@ def run_child(code, env):
     return json.loads(p.stdout.strip().splitlines()[-1])
 
 
+# each peer's script imports only itself (not this module, which imports every peer)
 STARTUP = """
-import json, sys, time
+import json, time
 t0 = time.perf_counter()
 {imports}
 t1 = time.perf_counter()
-sys.path.insert(0, {bench!r})
-import run as bench
-x, y = bench.mlp_data()
-step = bench.{make}("mlp", x, y)
-step()
+import numpy as np
+rng = np.random.default_rng(0)
+x = rng.standard_normal((128, 784)).astype(np.float32)
+y = rng.integers(0, 10, 128).astype(np.int64)
+{step}
 t2 = time.perf_counter()
 print(json.dumps({{"import": t1 - t0, "step": t2 - t1, "total": t2 - t0}}))
 """
 
-STARTUP_PEERS = {
-    "nbflow": ("import nbflow", "nbflow_graph_step"),
-    "torch": ("import torch", "torch_step"),
-    "jax": ("import jax, jax.numpy", "jax_step"),
+STARTUP_STEPS = {
+    "nbflow": (
+        "import nbflow as nb",
+        """
+from nbflow import nn
+g = nb.Generator(0)
+model = nn.Sequential(nn.Linear(784, 256, generator=g), nn.ReLU(),
+                      nn.Linear(256, 256, generator=g), nn.ReLU(), nn.Linear(256, 10, generator=g))
+optimizer = nb.optim.SGD(model.parameters(), lr=0.01)
+@nb.jit
+def train(x, y):
+    loss = nb.cross_entropy(model(x), y)
+    optimizer.minimize(loss)
+    return loss
+with nb.no_grad():
+    train(nb.tensor(x), nb.tensor(y))
+""",
+    ),
+    "torch": (
+        "import torch",
+        """
+model = torch.nn.Sequential(torch.nn.Linear(784, 256), torch.nn.ReLU(),
+                            torch.nn.Linear(256, 256), torch.nn.ReLU(), torch.nn.Linear(256, 10))
+optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+loss = torch.nn.functional.cross_entropy(model(torch.from_numpy(x)), torch.from_numpy(y))
+optimizer.zero_grad()
+loss.backward()
+optimizer.step()
+""",
+    ),
+    "jax": (
+        "import jax, jax.numpy as jnp",
+        """
+sizes = (784, 256, 256, 10)
+params = [(jnp.asarray(rng.standard_normal((a, b)).astype(np.float32) * 0.05), jnp.zeros(b))
+          for a, b in zip(sizes, sizes[1:])]
+def loss_fn(params, x, y):
+    for i, (w, b) in enumerate(params):
+        x = x @ w + b
+        x = jax.nn.relu(x) if i < len(params) - 1 else x
+    return -jnp.mean(jnp.take_along_axis(jax.nn.log_softmax(x), y[:, None], axis=1))
+@jax.jit
+def update(params, x, y):
+    loss, grads = jax.value_and_grad(loss_fn)(params, x, y)
+    return jax.tree_util.tree_map(lambda p, g: p - 0.01 * g, params, grads), loss
+params, loss = update(params, jnp.asarray(x), jnp.asarray(y.astype(np.int32)))
+loss.block_until_ready()
+""",
+    ),
 }
 
 
@@ -433,17 +479,19 @@ def startup(pairs):
     """Seconds for import + the first MLP training step in a fresh process; nbflow with cold
     caches (new empty NBFLOW_CACHE_DIR and NUMBA_CACHE_DIR) and warm (the same dirs again)."""
     best, errors = {"cold": {}, "warm": {}}, {}
-    peers = [p for p in STARTUP_PEERS if p == "nbflow" or globals()[p] is not None]
+    peers = [p for p in STARTUP_STEPS if p == "nbflow" or globals()[p] is not None]
     for _ in range(pairs):
         for peer in peers:
-            imports, make = STARTUP_PEERS[peer]
-            code = STARTUP.format(imports=imports, bench=str(ROOT / "bench"), make=make)
+            imports, step = STARTUP_STEPS[peer]
+            code = STARTUP.format(imports=imports, step=step)
             with tempfile.TemporaryDirectory(prefix="nbflow-bench-") as d:
                 env = child_env(
                     NBFLOW_CACHE_DIR=os.path.join(d, "nbflow"),
                     NUMBA_CACHE_DIR=os.path.join(d, "numba"),
                     NBFLOW_COMPILE_NOTICE="0",
                 )
+                # as an installed package: Python's bytecode cache on (the dev VMs turn it off)
+                env.pop("PYTHONDONTWRITEBYTECODE", None)
                 try:
                     for cache in ("cold", "warm"):
                         t = run_child(code, env)["total"]
