@@ -292,3 +292,19 @@ def test_a_fused_kernel_compiled_in_one_process_is_a_cache_hit_in_the_next(tmp_p
     x = np.arange(5, dtype=np.float64)
     np.testing.assert_allclose(second["out"], np.tanh(x * 3.5 + 1.25) * x, rtol=1e-6)
     assert list(tmp_path.glob("__pycache__/nbflow_fused_*.nbi"))  # numba's index file
+
+
+def test_an_inplace_write_through_a_view_closes_the_group_reading_its_base():
+    main = nb.Program()
+    with nb.program_guard(main):
+        x = nb.static.data("x", [2, 3])
+        t = x @ nb.tensor(np.eye(3, dtype=np.float32))  # made by an op that does not fuse
+        a = t * 2  # a group starts, reading t
+        view = nb.reshape(t, 3, 2)
+        nb.add_(view, 1.0)  # writes t's memory through the view
+        b = a + 1  # must still see t from before the write
+    feed = {"x": np.arange(6, dtype=np.float32).reshape(2, 3)}
+    expected, _ = _exe(False).run(main, feed, [b, view], scope=nb.Scope())  # (the write runs)
+    actual, _ = _exe(True).run(main, feed, [b, view], scope=nb.Scope())
+    nt.assert_close(expected, feed["x"] * 2 + 1)
+    nt.assert_close(actual, expected)

@@ -87,12 +87,12 @@ class _Group:
     def __init__(self, shape):
         self.shape = shape
         self.members: list[tuple[int, Node]] = []
-        self.touched: set[int] = set()  # ids of vars read or written by members
+        self.touched: set[int] = set()  # storages of the vars members read or write
         self.open = True
 
-    def add(self, index, node):
+    def add(self, index, node, storage):
         self.members.append((index, node))
-        self.touched.update(id(v) for v in (*node.inputs, *node.outputs))
+        self.touched.update(storage(id(v)) for v in (*node.inputs, *node.outputs))
 
 
 def fuse(ops: list[Node], targets=()) -> list:
@@ -100,6 +100,7 @@ def fuse(ops: list[Node], targets=()) -> list:
     (placed where its last member was). `targets`: the fetched vars (always written)."""
     producer: dict[int, _Group] = {}  # id(var) -> group making it
     groups: list[_Group] = []
+    storage = memory.Storages(ops).find  # an in-place write through a view writes its base
     for index, node in enumerate(ops):
         sources = {id(producer[id(v)]): producer[id(v)] for v in node.inputs if id(v) in producer}
         if fusable(node):
@@ -111,12 +112,12 @@ def fuse(ops: list[Node], targets=()) -> list:
             group = _merge(joinable, groups, producer) if joinable else _Group(shape)
             if not joinable:
                 groups.append(group)
-            group.add(index, node)
+            group.add(index, node, storage)
             producer[id(node.outputs[0])] = group
             continue
         for g in sources.values():
             g.open = False
-        written = {id(node.inputs[j]) for j in node.op.inplace.values()}
+        written = {storage(id(node.inputs[j])) for j in node.op.inplace.values()}
         for g in groups:
             if g.open and written & g.touched:
                 g.open = False

@@ -156,7 +156,7 @@ def _writes(step):
     return step.outputs
 
 
-class _Storages:
+class Storages:
     """Union-find over id(var): a view op's outputs share memory with its inputs (an
     in-place op's output is its target var itself, so it needs nothing here)."""
 
@@ -186,7 +186,7 @@ def hoist_updates(steps: list) -> list:
     Its gradient then dies there, not at the end of the backward pass. View ops move up first
     (to just after whatever writes their memory), so that an update reading a transposed
     gradient is not held back by the view's place in the program."""
-    storages = _Storages(steps)
+    storages = Storages(steps)
     out = list(steps)
     for step in steps:
         if isinstance(step, Node) and step.op.view:
@@ -223,7 +223,7 @@ def plan_memory(steps: list, feed_names, targets, poison: bool) -> list:
     if any(_has_sub_blocks(s) for s in steps if isinstance(s, Node)):
         return steps
     steps = hoist_updates(steps)
-    storages = _Storages(steps)
+    storages = Storages(steps)
     find = storages.find
 
     made, owner, by_id = set(), {}, {}
