@@ -6,8 +6,11 @@ itself. A storage is released after the step that last reads any of its values, 
 them is fed, fetched, persistable (parameters, captured tensors, optimizer state) or not made
 by this plan. Released buffers go to a per-run pool keyed by (bytes, dtype), from which later
 outputs of the same size are taken instead of allocating (allocation costs page faults on
-these machines). Elementwise steps, whose kernels read each element before writing it, take
-the buffer of an input that dies at that very step: they run in place.
+these machines); a buffer no later output can take is freed instead. Elementwise steps, whose
+kernels read each element before writing it, take the buffer of an input that dies at that
+very step: they run in place. Parameter updates (in-place ops writing a persistable var) move
+up to just after the last step they depend on, so each gradient dies as soon as it is applied
+instead of all of them living until the end of the backward pass.
 
 `NBFLOW_POISON_FREED=1` (or `Executor(poison_freed=True)`) fills every buffer released after
 its step with NaN (the largest value for integers, True for bools), so a liveness bug shows
