@@ -7,8 +7,10 @@
 
 Times are the minimum over several repeats of a timeit loop sized like `Timer.autorange`, and
 the peers' repeats are interleaved round by round, so that a slow minute on a shared machine
-hits every peer alike. Compare the ratios; absolute times drift. Start-up rows run in fresh
-subprocesses. PyTorch and JAX columns are filled only when they import (`pip install
+hits every peer alike. Compare the ratios; absolute times drift. The multi-threaded workloads
+(P2, P4, P5) time each peer in its own fresh process, rounds interleaved, so that torch's and
+XLA's spinning thread pools never compete with nbflow's; start-up rows run in fresh
+subprocesses too. PyTorch and JAX columns are filled only when they import (`pip install
 nbflow[bench]`). See bench/README.md for what each row means.
 """
 
@@ -39,7 +41,12 @@ PEERS = ("nbflow", "numpy", "numba", "torch", "jax")
 NOTES: list[str] = []
 
 
+ONLY = os.environ.get("NBFLOW_BENCH_ONLY")  # set in child processes: import just this peer
+
+
 def optional(name):
+    if ONLY is not None and name != ONLY:
+        return None
     try:
         return __import__(name)
     except Exception as e:  # ImportError, or a broken install
@@ -99,15 +106,6 @@ def measure(cases, repeats, target):
     }
 
 
-def guarded(errors, peer, make):
-    """make() -> Case, or None with the error noted (a peer missing an op, say)."""
-    try:
-        return make()
-    except Exception as e:
-        errors[peer] = f"{type(e).__name__}: {e}".splitlines()[0][:90]
-        return None
-
-
 def run_cases(cases, errors, repeats, target):
     times, errs = measure([c for c in cases if c is not None], repeats, target)
     errors.update(errs)
@@ -149,46 +147,53 @@ def eager_add(grad, repeats, target):
 # ---------------------------------------------------------------- P2 elementwise chain
 
 
-def chain(n, repeats, target):
-    """ms of y = tanh(x*w + b) * 0.5 + x on n float32: (eager times, graph times), errors."""
+def chain_cases(n=1 << 22) -> dict:
+    """y = tanh(x*w + b) * 0.5 + x on n float32: a Case builder per peer (each builds only
+    its own peer's objects, so a child process imports only that peer)."""
     rng = np.random.default_rng(0)
     x, w, b = (rng.standard_normal(n).astype(np.float32) for _ in range(3))
-    ref = np.tanh(x.astype(np.float64) * w + b) * 0.5 + x
-    tx, tw, tb = (nbflow.from_numpy(a) for a in (x, w, b))
 
-    @nbflow.jit
-    def fused(x, w, b):
-        return nbflow.tanh(x * w + b) * 0.5 + x
-
-    errors = {}
-    for label, got in (
-        ("eager", nbflow.tanh(tx * tw + tb) * 0.5 + tx),
-        ("graph", fused(tx, tw, tb)),
-    ):
-        err = np.abs(got.numpy() - ref).max()
+    def checked(got, label):
+        ref = np.tanh(x.astype(np.float64) * w + b) * 0.5 + x
+        err = np.abs(np.asarray(got) - ref).max()
         if not err < 1e-5:
-            errors[f"nbflow {label}"] = f"wrong result: max error {err:.1e}"
-    env = {"nb": nbflow, "x": tx, "w": tw, "b": tb, "f": fused}
-    cases = [
-        Case("nbflow eager", "nb.tanh(x * w + b) * 0.5 + x", env),
-        Case("nbflow graph", "f(x, w, b)", env),
-        Case("numpy", "np.tanh(x * w + b) * 0.5 + x", {"np": np, "x": x, "w": w, "b": b}),
-    ]
-    if torch is not None:
+            raise RuntimeError(f"{label}: wrong result, max error {err:.1e}")
+
+    def nbflow_eager():
+        tx, tw, tb = (nbflow.from_numpy(a) for a in (x, w, b))
+        checked((nbflow.tanh(tx * tw + tb) * 0.5 + tx).numpy(), "nbflow eager")
+        env = {"nb": nbflow, "x": tx, "w": tw, "b": tb}
+        return Case("nbflow eager", "nb.tanh(x * w + b) * 0.5 + x", env)
+
+    def nbflow_graph():
+        tx, tw, tb = (nbflow.from_numpy(a) for a in (x, w, b))
+
+        @nbflow.jit
+        def fused(x, w, b):
+            return nbflow.tanh(x * w + b) * 0.5 + x
+
+        checked(fused(tx, tw, tb).numpy(), "nbflow graph")
+        return Case("nbflow graph", "f(x, w, b)", {"f": fused, "x": tx, "w": tw, "b": tb})
+
+    def torch_case():
         env = {"t": torch, "x": torch.from_numpy(x), "w": torch.from_numpy(w)}
         env["b"] = torch.from_numpy(b)
-        cases.append(Case("torch", "t.tanh(x * w + b) * 0.5 + x", env))
-    if jax is not None:
+        return Case("torch", "t.tanh(x * w + b) * 0.5 + x", env)
+
+    def jax_case():
         f = jax.jit(lambda x, w, b: jnp.tanh(x * w + b) * 0.5 + x)
         env = {"f": f, "x": jnp.asarray(x), "w": jnp.asarray(w), "b": jnp.asarray(b)}
-        cases.append(Case("jax", "f(x, w, b).block_until_ready()", env))
-    ms = {
-        k: None if v is None else v * 1e3
-        for k, v in run_cases(cases, errors, repeats, target).items()
+        return Case("jax", "f(x, w, b).block_until_ready()", env)
+
+    return {
+        "nbflow eager": nbflow_eager,
+        "nbflow graph": nbflow_graph,
+        "numpy": lambda: Case(
+            "numpy", "np.tanh(x * w + b) * 0.5 + x", {"np": np, "x": x, "w": w, "b": b}
+        ),
+        "torch": torch_case,
+        "jax": jax_case,
     }
-    eager = {"nbflow": ms.get("nbflow eager"), "numpy": ms.get("numpy"), "torch": ms.get("torch")}
-    graph = {"nbflow": ms.get("nbflow graph"), "numpy": ms.get("numpy"), "jax": ms.get("jax")}
-    return eager, graph, errors
 
 
 # ---------------------------------------------------------------- P3 matmul
@@ -369,24 +374,57 @@ def jax_step(kind, x, y, lr=0.01):
     return step
 
 
-def training(kind, repeats, target):
-    """ms per SGD step: (eager row, graph row), errors."""
+def training_cases(kind) -> dict:
+    """ms per SGD step: a Case builder per peer."""
     x, y = mlp_data() if kind == "mlp" else cnn_data()
-    errors = {}
-    steps = {
-        "nbflow eager": guarded(errors, "nbflow eager", lambda: nbflow_eager_step(kind, x, y)),
-        "nbflow graph": guarded(errors, "nbflow graph", lambda: nbflow_graph_step(kind, x, y)),
+    makers = {
+        "nbflow eager": lambda: nbflow_eager_step(kind, x, y),
+        "nbflow graph": lambda: nbflow_graph_step(kind, x, y),
+        "torch": lambda: torch_step(kind, x, y),
+        "jax": lambda: jax_step(kind, x, y),
     }
-    if torch is not None:
-        steps["torch"] = guarded(errors, "torch", lambda: torch_step(kind, x, y))
-    if jax is not None:
-        steps["jax"] = guarded(errors, "jax", lambda: jax_step(kind, x, y))
-    cases = [Case(name, "f()", {"f": fn}) for name, fn in steps.items() if fn is not None]
-    times = run_cases(cases, errors, repeats, target)
-    ms = {k: None if v is None else v * 1e3 for k, v in times.items()}
-    eager = {"nbflow": ms.get("nbflow eager"), "torch": ms.get("torch"), "jax": ms.get("jax")}
-    graph = {"nbflow": ms.get("nbflow graph"), "torch": ms.get("torch"), "jax": ms.get("jax")}
-    return eager, graph, errors
+    return {peer: (lambda m=m, p=peer: Case(p, "f()", {"f": m()})) for peer, m in makers.items()}
+
+
+CHAIN_PEERS = ["nbflow eager", "nbflow graph", "numpy", "torch", "jax"]
+TRAIN_PEERS = ["nbflow eager", "nbflow graph", "torch", "jax"]
+WORKLOADS = {"chain": chain_cases, "mlp": lambda: training_cases("mlp")}
+WORKLOADS["cnn"] = lambda: training_cases("cnn")
+MODULE_OF = {"torch": "torch", "jax": "jax"}  # what a child process imports besides nbflow
+
+
+def child_case(workload: str, peer: str, repeats: int, target: float):
+    """In a child process: time one peer on one workload; prints its best seconds as JSON."""
+    case = WORKLOADS[workload]()[peer]()
+    best, errors = measure([case], repeats, target)
+    if errors:
+        raise RuntimeError(errors[peer])
+    print(json.dumps(best[peer]))
+
+
+def isolated(workload: str, peers, rounds: int, repeats: int, target: float):
+    """ms per call of each peer, each timed in its own fresh process (so torch's and XLA's
+    spinning thread pools never compete with nbflow's), the peers interleaved round by round;
+    the minimum over rounds. Returns (ms by peer, errors by peer)."""
+    best, errors = {}, {}
+    for _ in range(rounds):
+        for peer in peers:
+            if peer in errors:
+                continue
+            module = MODULE_OF.get(peer, "")
+            if module and globals()[module] is None:
+                continue
+            code = (
+                "import sys; sys.argv = ['run.py']; "
+                f"sys.path.insert(0, {str(ROOT / 'bench')!r}); import run; "
+                f"run.child_case({workload!r}, {peer!r}, {repeats}, {target})"
+            )
+            try:
+                t = run_child(code, child_env(NBFLOW_BENCH_ONLY=module))
+                best[peer] = min(best.get(peer, t), t)
+            except Exception as e:
+                errors[peer] = str(e)[:120]
+    return {k: v * 1e3 for k, v in best.items()}, errors
 
 
 # ---------------------------------------------------------------- P6 start-up
@@ -676,6 +714,7 @@ def main(argv=None):
     args = ap.parse_args(argv)
     repeats, target = (3, 0.05) if args.quick else (7, 0.2)
     pairs = 1 if args.quick else 2
+    rounds = 1 if args.quick else 3
 
     header()
     tab = Table()
@@ -686,8 +725,10 @@ def main(argv=None):
     vals, errors["P1 no grad"] = eager_add(False, repeats, target)
     tab.add("P1 eager a+b f32[1], no grad", "ns", vals, ("nbflow", "numpy"))
 
-    eager, graph, errors["P2"] = chain(1 << 22, repeats, target)
+    ms, errors["P2"] = isolated("chain", CHAIN_PEERS, rounds, repeats, target)
     label = "P2 tanh(x*w+b)*0.5+x f32[4M]"
+    eager = {"nbflow": ms.get("nbflow eager"), "numpy": ms.get("numpy"), "torch": ms.get("torch")}
+    graph = {"nbflow": ms.get("nbflow graph"), "numpy": ms.get("numpy"), "jax": ms.get("jax")}
     tab.add(f"{label}, eager", "ms", eager, ("nbflow", "torch"))
     tab.add(f"{label}, graph", "ms", graph, ("nbflow", "jax"), ("<=", 1.0))
     tab.add(f"{label}, graph", "ms", graph, ("nbflow", "numpy"), ("<=", 0.25))
@@ -697,12 +738,15 @@ def main(argv=None):
         vals, errors[f"P3 {name}"] = matmul(dtype, args.n, 3 if args.quick else 5, target)
         tab.add(f"P3 matmul {args.n}^3 {name}", "GF/s", vals, ("nbflow", "numpy"), (">=", 0.95))
 
-    eager, graph, errors["P4"] = training("mlp", repeats, target)
+    ms, errors["P4"] = isolated("mlp", TRAIN_PEERS, rounds, repeats, target)
+    eager = {"nbflow": ms.get("nbflow eager"), "torch": ms.get("torch"), "jax": ms.get("jax")}
+    graph = {"nbflow": ms.get("nbflow graph"), "torch": ms.get("torch"), "jax": ms.get("jax")}
     label = "P4 MLP 784-256-256-10 b128 SGD step"
     tab.add(f"{label}, graph", "ms", graph, ("nbflow", "torch"), ("<=", 0.8))
     tab.add(f"{label}, graph", "ms", graph, ("nbflow", "jax"), ("<=", 1.0))
     tab.add(f"{label}, eager", "ms", eager, ("nbflow", "torch"), ("<=", 1.0))
-    _, graph, errors["P5"] = training("cnn", repeats, target)
+    ms, errors["P5"] = isolated("cnn", ["nbflow graph", "torch", "jax"], rounds, repeats, target)
+    graph = {"nbflow": ms.get("nbflow graph"), "torch": ms.get("torch"), "jax": ms.get("jax")}
     tab.add(
         "P5 CNN conv3x3(16) 64x1x8x8 step, graph", "ms", graph, ("nbflow", "torch"), ("<=", 1.0)
     )
