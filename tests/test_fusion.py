@@ -308,3 +308,28 @@ def test_an_inplace_write_through_a_view_closes_the_group_reading_its_base():
     actual, _ = _exe(True).run(main, feed, [b, view], scope=nb.Scope())
     nt.assert_close(expected, feed["x"] * 2 + 1)
     nt.assert_close(actual, expected)
+
+
+def test_a_transposed_product_is_computed_in_its_own_layout():
+    from nbflow.graph.rewrite import fold_transposes
+
+    main = nb.Program()
+    with nb.program_guard(main):
+        a = nb.static.data("a", [5, 3])
+        b = nb.static.data("b", [3, 4])
+        kept = a @ b  # fetched: its transpose must not replace it
+        folded = nb.matrix_transpose(a @ b) * 2
+        also = nb.matrix_transpose(kept)
+    ops = nb.graph.needed_ops(main.global_block(), [folded, kept, also])
+    steps = fold_transposes(ops, [folded, kept, also])
+    names = [n.op.name for n in steps]
+    assert names.count("matmul") == 2 and names.count("matrix_transpose") == 3
+    rng = np.random.default_rng(0)
+    feed = {"a": rng.standard_normal((5, 3)), "b": rng.standard_normal((3, 4))}
+    feed = {k: v.astype(np.float32) for k, v in feed.items()}
+    expected = _exe(False).run(main, feed, [folded, kept, also], scope=nb.Scope())
+    exe = _exe(True)
+    actual = exe.run(main, feed, [folded, kept, also], scope=nb.Scope())
+    for x, e in zip(actual, expected):
+        nt.assert_close(x, e)
+    nt.assert_close(actual[0], (feed["a"] @ feed["b"]).T * 2)

@@ -21,6 +21,7 @@ from ..tensor import EagerTrace, Tensor
 from .fusion import fuse
 from .memory import plan_memory, poison_default
 from .program import Program, Var
+from .rewrite import fold_transposes
 
 
 class Scope(dict):
@@ -124,7 +125,7 @@ class Executor:
             block = program.global_block()
             ops = needed_ops(block, targets) if targets else list(block.ops)
             if self.fuse:
-                ops = fuse(ops, targets)
+                ops = fuse(fold_transposes(ops, targets), targets)
             if self.reuse_memory:
                 ops = plan_memory(ops, set(feed_names), targets, self.poison_freed)
             plans[key] = ops
