@@ -31,7 +31,7 @@ import numpy as np
 from .. import dtypes as dt
 from ..core import Node, Spec
 from ..kernels import codegen
-from ..kernels.cpu import Elementwise
+from ..kernels.cpu import Elementwise, cacheable
 from . import memory
 
 
@@ -61,7 +61,7 @@ from nbflow.kernels.cpu import BODIES
 
 _FLAT = """
 
-@njit(cache=True, error_model="numpy", nogil=True{parallel})
+@njit(cache={cache}, error_model="numpy", nogil=True{parallel})
 def {name}({args}):
     for k in {range}(out0.size):
 {body}
@@ -69,7 +69,7 @@ def {name}({args}):
 
 _ROWS = """
 
-@njit(cache=True, error_model="numpy", nogil=True{parallel})
+@njit(cache={cache}, error_model="numpy", nogil=True{parallel})
 def {name}({args}, rows, cols):
     for i in {range}(rows):
         for j in range(cols):
@@ -192,6 +192,7 @@ class FusedGroup:
         self.inputs = _unique(v for n in nodes for v in n.inputs if id(v) not in produced)
         self.shape = nodes[-1].outputs[0].shape
         self.lines, self.salt = self._code()
+        self.cache = all(cacheable(n.op.scalar_body) for n in nodes)
         self.deps = self._dependencies()
         self.checked: dict = {}  # input shapes -> output shape, or None to run unfused
         self.kernels: dict = {}  # layout mask -> module
@@ -272,7 +273,12 @@ class FusedGroup:
         variants = (("serial", "", "range"), ("parallel", ", parallel=True", "prange"))
         for name, parallel, rng in variants:
             src += template.format(
-                name=name, parallel=parallel, range=rng, args=", ".join(args), body=body
+                cache=self.cache,
+                name=name,
+                parallel=parallel,
+                range=rng,
+                args=", ".join(args),
+                body=body,
             )
         mod = self.kernels[mask] = codegen.load("nbflow_fused", src, self.salt)
         return mod
