@@ -69,3 +69,41 @@ def test_precompile_lists_every_elementwise_op_and_runs(capsys):
     assert precompile.main(["--dtypes", "float32", "--only", "tanh"]) == 0
     out = capsys.readouterr().out
     assert "[1/1] tanh float32" in out and "done in" in out
+
+
+_UNREGISTERED_OP = """
+import importlib.util, sys
+spec = importlib.util.spec_from_file_location("my_ops_unregistered", sys.argv[1])
+module = importlib.util.module_from_spec(spec)  # not put in sys.modules
+spec.loader.exec_module(module)
+import nbflow as nb
+x = nb.ones(4)
+fused = nb.jit(lambda t: module.twice_plus_one(t) * 2)  # a fused kernel calling the body
+print(float(nb.sum(module.twice_plus_one(x))), float(fused(x).sum()))
+"""
+
+_OP_FILE = """
+import numpy as np
+import nbflow as nb
+
+@nb.elementwise(dtypes=["float32", "float64"], ref=lambda x: 2 * x + 1)
+def twice_plus_one(x):
+    return 2 * x + 1
+"""
+
+
+def test_an_op_from_an_unregistered_module_runs_again_in_a_new_process(tmp_path):
+    op_file = tmp_path / "ops_file.py"
+    op_file.write_text(_OP_FILE)
+    env = dict(os.environ, PYTHONPATH=ROOT, NBFLOW_CACHE_DIR=str(tmp_path / "cache"))
+    env["NUMBA_CACHE_DIR"] = str(tmp_path / "numba")
+    for _ in range(2):  # the second process must not try to load what it cannot find
+        result = subprocess.run(
+            [sys.executable, "-c", _UNREGISTERED_OP, str(op_file)],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert result.returncode == 0, result.stderr
+        assert result.stdout.split() == ["12.0", "24.0"]
