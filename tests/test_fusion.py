@@ -333,3 +333,22 @@ def test_a_transposed_product_is_computed_in_its_own_layout():
     for x, e in zip(actual, expected):
         nt.assert_close(x, e)
     nt.assert_close(actual[0], (feed["a"] @ feed["b"]).T * 2)
+
+
+def test_threads_are_kept_only_while_they_are_faster():
+    from nbflow.graph.fusion import _Chooser
+
+    chooser = _Chooser()
+    picks = []
+    for _ in range(2 * _Chooser.TRIALS + 4):
+        parallel = chooser.parallel()
+        picks.append(parallel)
+        chooser.record(parallel, 0.008 if parallel else 0.002)  # threads losing (busy cores)
+    assert picks[: 2 * _Chooser.TRIALS] == [True, False] * _Chooser.TRIALS
+    assert not any(picks[2 * _Chooser.TRIALS :])
+    while chooser.calls % _Chooser.RETRY:  # until the next trials
+        chooser.record(chooser.parallel(), 0.002)
+    for _ in range(2 * _Chooser.TRIALS):  # the cores are free again: threads win
+        parallel = chooser.parallel()
+        chooser.record(parallel, 0.001 if parallel else 0.002)
+    assert chooser.parallel()

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 
 import numpy as np
 
@@ -195,6 +196,7 @@ class FusedGroup:
         self.cache = all(cacheable(n.op.scalar_body) for n in nodes)
         self.deps = self._dependencies()
         self.checked: dict = {}  # input shapes -> output shape, or None to run unfused
+        self.choosers: dict = {}  # (layout mask, size) -> _Chooser (threads or not)
         self.kernels: dict = {}  # layout mask -> module
         self.outputs_ids = {id(v) for v in self.outputs}
 
@@ -311,11 +313,18 @@ class FusedGroup:
         flat_outs = [o.reshape(-1) for o in outs]
         if size:
             mod = self._module(mask)
-            kernel = mod.parallel if size >= PARALLEL_MIN_SIZE else mod.serial
+            if size < PARALLEL_MIN_SIZE:
+                kernel, chooser = mod.serial, None
+            else:
+                chooser = self.choosers.setdefault((mask, size), _Chooser())
+                kernel = mod.parallel if chooser.parallel() else mod.serial
+            start = time.perf_counter()
             if cols is None:
                 kernel(*args, *flat_outs)
             else:
                 kernel(*args, *flat_outs, size // cols, cols)
+            if chooser is not None:
+                chooser.record(kernel is mod.parallel, time.perf_counter() - start)
         for v, o in zip(self.outputs, outs):
             env[v.name] = memory.wrap(o)
 
@@ -358,6 +367,32 @@ class FusedGroup:
                 mask.append("a")
                 args.append(np.ascontiguousarray(np.broadcast_to(a, shape)).reshape(-1))
         return "".join(mask), args, cols
+
+
+class _Chooser:
+    """Threads or not, measured: whether the parallel kernel beats the serial one depends on
+    whether the cores are free (on a shared 2-core machine with one core busy, the threads
+    were 4x slower than one). The first calls time each variant in turn; the faster one runs
+    after that, and both are timed again every RETRY calls, as the machine's load changes."""
+
+    TRIALS, RETRY = 3, 256
+
+    def __init__(self):
+        self.calls = 0
+        self.best = {True: float("inf"), False: float("inf")}
+
+    def parallel(self) -> bool:
+        phase = self.calls % self.RETRY
+        if phase < 2 * self.TRIALS:
+            return phase % 2 == 0  # trials: parallel, serial, parallel, ...
+        return self.best[True] <= self.best[False]
+
+    def record(self, parallel: bool, seconds: float):
+        if self.calls % self.RETRY == 0:
+            self.best = {True: float("inf"), False: float("inf")}
+        if self.calls % self.RETRY < 2 * self.TRIALS:
+            self.best[parallel] = min(self.best[parallel], seconds)
+        self.calls += 1
 
 
 def _trailing(shape):
