@@ -15,6 +15,7 @@ from test_all_ops import SAMPLES
 import nbflow as nb
 from nbflow import nn
 from nbflow import testing as nt
+from nbflow.errors import KernelCompileError
 from nbflow.graph.fusion import FusedGroup, fuse
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -352,3 +353,20 @@ def test_threads_are_kept_only_while_they_are_faster():
         parallel = chooser.parallel()
         chooser.record(parallel, 0.001 if parallel else 0.002)
     assert chooser.parallel()
+
+
+def test_a_body_numba_cannot_compile_still_raises_the_typed_error_when_fused():
+    @nb.elementwise(dtypes=nb.dtypes.FLOATS, ref=None)
+    def user_bad_fused_body(x, y):
+        return x.no_such_attribute + y
+
+    main = nb.Program()
+    with nb.program_guard(main):
+        x = nb.static.data("x", [3])
+        out = user_bad_fused_body(x * 2, x) + 1  # fuses with its neighbours
+    feed = {"x": np.ones(3, np.float32)}
+    exe = _exe(True)
+    for _ in range(2):  # the second run goes straight to the single ops
+        with pytest.raises(KernelCompileError, match=r"user_bad_fused_body.*float32"):
+            exe.run(main, feed, [out], scope=nb.Scope())
+    assert _groups(exe, main)[0].broken

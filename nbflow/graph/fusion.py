@@ -28,6 +28,7 @@ import sys
 import time
 
 import numpy as np
+from numba.core.errors import NumbaError
 
 from .. import dtypes as dt
 from ..core import Node, Spec
@@ -197,6 +198,7 @@ class FusedGroup:
         self.deps = self._dependencies()
         self.checked: dict = {}  # input shapes -> output shape, or None to run unfused
         self.choosers: dict = {}  # (layout mask, size) -> _Chooser (threads or not)
+        self.broken: set = set()  # layout masks numba could not compile: run unfused
         self.kernels: dict = {}  # layout mask -> module
         self.outputs_ids = {id(v) for v in self.outputs}
 
@@ -302,13 +304,15 @@ class FusedGroup:
         if shape is False:
             shape = self.checked[shapes] = self._check(shapes)
         if shape is None:  # the shapes broadcast differently than at build time
-            for node in self.nodes:
-                executor._run_op(node, env, scope)
+            self._unfused(executor, env, scope)
             return
         size = 1
         for n in shape:
             size *= n
         mask, args, cols = self._layout(arrays, shape, size)
+        if mask in self.broken:
+            self._unfused(executor, env, scope)
+            return
         outs = [memory.take(env, shape, v.dtype) for v in self.outputs]
         flat_outs = [o.reshape(-1) for o in outs]
         if size:
@@ -319,14 +323,25 @@ class FusedGroup:
                 chooser = self.choosers.setdefault((mask, size), _Chooser())
                 kernel = mod.parallel if chooser.parallel() else mod.serial
             start = time.perf_counter()
-            if cols is None:
-                kernel(*args, *flat_outs)
-            else:
-                kernel(*args, *flat_outs, size // cols, cols)
+            try:
+                if cols is None:
+                    kernel(*args, *flat_outs)
+                else:
+                    kernel(*args, *flat_outs, size // cols, cols)
+            except NumbaError:
+                # numba cannot compile the composition: the ops one by one either run or
+                # raise their own typed error (KernelCompileError naming the op and dtypes)
+                self.broken.add(mask)
+                self._unfused(executor, env, scope)
+                return
             if chooser is not None:
                 chooser.record(kernel is mod.parallel, time.perf_counter() - start)
         for v, o in zip(self.outputs, outs):
             env[v.name] = memory.wrap(o)
+
+    def _unfused(self, executor, env, scope):
+        for node in self.nodes:
+            executor._run_op(node, env, scope)
 
     def _check(self, shapes):
         """The output shape, when every output has the full broadcast shape; else None."""
