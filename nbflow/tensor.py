@@ -299,12 +299,16 @@ class EagerTrace:
             plan = None if attrs else op.cache.get(sig)
             if plan is not None and plan.direct:
                 # the hottest path (a + b): same steps as below, with nothing to decide
-                buf = np.empty(plan.allocs[0][0], plan.allocs[0][1])
+                buf = np.empty(*plan.allocs[0])
                 plan.launcher(x, y, buf)
-                out = Tensor(buf)
-                if STATE.grad_enabled and (args[0].requires_grad or args[1].requires_grad):
-                    self.record(op, args, attrs, (out,))
-                return out
+                a, b = args
+                if (
+                    STATE.grad_enabled
+                    and (a.requires_grad or b.requires_grad)
+                    and buf.dtype.kind == "f"
+                ):
+                    return self.record_binary(op, a, b, attrs, buf)
+                return Tensor(buf)
         elif n == 1 and type(args[0]) is Tensor:
             arrays = (args[0].data,)
             sig = (arrays[0].shape, arrays[0].dtype)
@@ -427,6 +431,15 @@ class EagerTrace:
                 o.requires_grad, o._node, o._index = True, node, i
             # the buffer, not the Tensor: no cycle, and backward rebuilds an equivalent Tensor
             node.outputs.append((o.data, o._version, o._version[0]))
+
+    def record_binary(self, op, a, b, attrs, buf) -> Tensor:
+        """record() written out for the hottest case: two tensors in, one float out."""
+        version = [0]
+        edge_a = (a._node, a._index) if a._node is not None else (a if a.requires_grad else None)
+        edge_b = (b._node, b._index) if b._node is not None else (b if b.requires_grad else None)
+        versions = [a._version[0], b._version[0]]
+        node = Node(op, (a, b), attrs, [(buf, version, 0)], versions, [edge_a, edge_b])
+        return Tensor(buf, True, node, 0, version)
 
     def save_targets(self, op, tensors):
         """Inputs with each in-place target replaced by a copy of its current value (same

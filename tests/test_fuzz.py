@@ -132,16 +132,16 @@ def test_each_seed_raises_its_exact_error(name):
     assert fragment in str(e.value)
 
 
-def test_the_seed_generator_makes_the_same_documents(tmp_path):
-    # the committed seeds are what the generator writes (parameter files differ only in zip
-    # timestamps, so the documents that do not record an .npz digest are compared)
+def test_the_seed_generator_makes_every_seed_with_the_same_error_class(tmp_path):
+    # the committed seeds are data and stay fixed; the generator that wrote them builds its
+    # base program with today's gradient rules, so op indices may move, but each mutation
+    # still breaks the same rule
     make_fuzz_seeds.write_all(str(tmp_path))
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(os.listdir(SEEDS_DIR))
     for name in sorted(SEEDS):
-        fresh, committed = tmp_path / name, os.path.join(SEEDS_DIR, name)
-        if name.startswith(("npz_", "params_")):
-            continue
-        with open(committed, "rb") as f:
-            assert fresh.read_bytes() == f.read(), name
+        with pytest.raises(NbflowError) as e:
+            load_any(str(tmp_path / name))
+        assert type(e.value) is SEEDS[name][0], name
 
 
 # ---------------------------------------------------------------- no code from files

@@ -187,10 +187,8 @@ program(%x: f32[-1,4], %w1: f32[4,8] persistable, %b1: f32[8] persistable, %w2: 
   %w2@GRAD: f32[8,3] = matmul(%t9, %t6)
   %t11: f32[-1,8] = relu_grad(%t1, %t8)
   %b1@GRAD: f32[8] = sum_to_like(%t11, %b1)
-  %t13: f32[8,4] = matrix_transpose(%w1)
-  %t14: f32[-1,4] = matmul(%t11, %t13)
-  %t15: f32[4,-1] = matrix_transpose(%x)
-  %w1@GRAD: f32[4,8] = matmul(%t15, %t11)
+  %t13: f32[4,-1] = matrix_transpose(%x)
+  %w1@GRAD: f32[4,8] = matmul(%t13, %t11)
   %w1!: f32[4,8], %w1@GRAD!: f32[4,8] = sgd_update_(%w1, %w1@GRAD, %w1@GRAD) [lr=0.1, momentum=0.0, dampening=0.0, weight_decay=0.0, nesterov=False]
   %b1!: f32[8], %b1@GRAD!: f32[8] = sgd_update_(%b1, %b1@GRAD, %b1@GRAD) [lr=0.1, momentum=0.0, dampening=0.0, weight_decay=0.0, nesterov=False]
   %w2!: f32[8,3], %w2@GRAD!: f32[8,3] = sgd_update_(%w2, %w2@GRAD, %w2@GRAD) [lr=0.1, momentum=0.0, dampening=0.0, weight_decay=0.0, nesterov=False]

@@ -9,6 +9,7 @@ the compile-time rule generalises what happens at run time.
 
 from __future__ import annotations
 
+import os
 import weakref
 
 import numpy as np
@@ -26,7 +27,10 @@ from ..errors import (
 )
 from ..reliability import check_node, nan_inf_checking
 from ..tensor import EagerTrace, Tensor
+from .fusion import fuse
+from .memory import plan_memory, poison_default
 from .program import Program, Var
+from .rewrite import fold_transposes
 
 
 class Scope(dict):
@@ -78,18 +82,38 @@ def prune(program: Program, targets) -> Program:
     return pruned
 
 
-class Executor:
-    """Runs programs on a device ("cpu"; "cuda" arrives with the GPU work)."""
+def _flag(name: str, value) -> bool:
+    """An explicit flag, else the environment variable `name` (on unless set to 0)."""
+    return os.environ.get(name, "1") != "0" if value is None else bool(value)
 
-    def __init__(self, device: str = "cpu", check_nan_inf: bool | None = None):
-        """check_nan_inf: check every op's float outputs for NaN and Inf (None: when
-        NBFLOW_CHECK_NAN_INF is set or inside nbflow.check_nan_inf())."""
+
+class Executor:
+    """Runs programs on a device ("cpu"; "cuda" arrives with the GPU work).
+
+    The passes run once per plan: `fuse` (elementwise fusion, graph/fusion.py; default from
+    NBFLOW_FUSION) and `reuse_memory` (release and reuse dead buffers, graph/memory.py;
+    NBFLOW_MEMORY_REUSE); `poison_freed` fills released buffers with NaN (NBFLOW_POISON_FREED).
+    `check_nan_inf` checks every op's float outputs for NaN and Inf (None: when
+    NBFLOW_CHECK_NAN_INF is set or inside nbflow.check_nan_inf()); a checked run skips the
+    passes, so that each op's own outputs are there to check."""
+
+    def __init__(
+        self,
+        device: str = "cpu",
+        fuse=None,
+        reuse_memory=None,
+        poison_freed=None,
+        check_nan_inf: bool | None = None,
+    ):
         if device != "cpu":
             raise UnsupportedError(f"Executor: device {device!r} is not supported yet (cpu)")
         self.device = device
         self.check_nan_inf = check_nan_inf
         self.checking = False
         self.eager = EagerTrace()
+        self.fuse = _flag("NBFLOW_FUSION", fuse)
+        self.reuse_memory = _flag("NBFLOW_MEMORY_REUSE", reuse_memory)
+        self.poison_freed = poison_default() if poison_freed is None else bool(poison_freed)
         self._plans = weakref.WeakKeyDictionary()  # program -> {(version, feeds, targets): ops}
 
     def run(self, program: Program, feed=None, fetch_list=None, scope=None, return_numpy=True):
@@ -99,34 +123,43 @@ class Executor:
         fetch_list = list(fetch_list or [])
         block = program.global_block()
         targets = [self._target(block, t) for t in fetch_list]
-        ops = self._plan(program, tuple(sorted(feed)), targets)
         scope.update(program.captured)  # the eager tensors the program was built around
         env = {name: self._feed(block, name, value) for name, value in feed.items()}
         check = nan_inf_checking() if self.check_nan_inf is None else self.check_nan_inf
         self.checking = check  # read by control flow ops running their sub-blocks
+        ops = self._plan(program, tuple(sorted(feed)), targets, check)
         try:
             with use_trace(self.eager), no_grad():
                 if check:  # decided once per run: the plain loop stays as it was
                     for node in ops:
                         check_node(node, self._run_op(node, env, scope))
                 else:
-                    for node in ops:
-                        self._run_op(node, env, scope)
+                    for step in ops:
+                        if type(step) is Node:
+                            self._run_op(step, env, scope)
+                        else:  # a fused group or a memory step (graph/fusion.py, memory.py)
+                            step.run(self, env, scope)
         except NbflowError as e:  # the public boundary: nbflow's frames are left out
             raise e.with_traceback(filter_traceback(e.__traceback__)) from e.__cause__
         results = [self._lookup(t, env, scope) for t in targets if isinstance(t, Var)]
         return [r.numpy() for r in results] if return_numpy else results
 
-    def _plan(self, program, feed_names, targets):
-        """The ops to run, cached: no fetch targets means every op (a startup program)."""
+    def _plan(self, program, feed_names, targets, plain=False):
+        """The steps to run, cached: the ops the targets need (no fetch targets means every
+        op: a startup program), then the passes (unless `plain`)."""
         plans = self._plans.setdefault(program, {})
-        key = (program.version, feed_names, tuple(id(t) for t in targets))  # targets: in program
+        key = (program.version, feed_names, tuple(id(t) for t in targets), plain)
         ops = plans.get(key)
         if ops is None:
             if len(plans) > 256:
                 plans.clear()
             block = program.global_block()
-            ops = plans[key] = needed_ops(block, targets) if targets else list(block.ops)
+            ops = needed_ops(block, targets) if targets else list(block.ops)
+            if self.fuse and not plain:
+                ops = fuse(fold_transposes(ops, targets), targets)
+            if self.reuse_memory and not plain:
+                ops = plan_memory(ops, set(feed_names), targets, self.poison_freed)
+            plans[key] = ops
         return ops
 
     def _target(self, block, t):

@@ -5,6 +5,7 @@ from __future__ import annotations
 from ..core import Spec
 from ..dtypes import SHORT
 from ..errors import NbflowError, ProgramError
+from . import fusion
 from .executor import compatible, needed_ops
 from .printer import format_op
 from .program import Program, Var
@@ -69,15 +70,23 @@ def _check_shapes(block, node, where: str):
             raise ProgramError(f"{where}: %{v.name} is declared {v.spec}, the shape rule says {s}")
 
 
-def explain(program: Program, fetch_list, device: str = "cpu") -> str:
+def explain(program: Program, fetch_list, device: str = "cpu", fuse: bool = True) -> str:
     """For each op: whether it survives pruning for `fetch_list`, the first target that needs
-    it, and the kernel key (op, device, dtype) it will run with."""
+    it, the kernel key (op, device, dtype) it will run with, and, with `fuse`, the fused
+    kernel it runs in (`fused #k`, as the Executor's fusion pass groups them)."""
     block = program.global_block()
     targets = [t if not isinstance(t, str) else block.var(t) for t in fetch_list]
     needed_by = {}
     for t in targets:
         for node in needed_ops(block, [t]):
             needed_by.setdefault(id(node), t)
+    group_of = {}
+    if fuse:
+        steps = fusion.fuse(needed_ops(block, targets), targets)
+        groups = [s for s in steps if isinstance(s, fusion.FusedGroup)]
+        for k, group in enumerate(groups):
+            for node in group.nodes:
+                group_of[id(node)] = f"   fused #{k} ({'+'.join(group.op_names)})"
     lines = []
     for node in block.ops:
         target = needed_by.get(id(node))
@@ -86,7 +95,7 @@ def explain(program: Program, fetch_list, device: str = "cpu") -> str:
         else:
             name = f"%{target.name}" if isinstance(target, Var) else target.op.name
             status = f"runs (for {name})"
-        lines.append(f"{status:<24} {_explain_op(node, device)}")
+        lines.append(f"{status:<24} {_explain_op(node, device)}{group_of.get(id(node), '')}")
         if target is not None:
             lines += _explain_blocks(program, node, device, "  ")
     return "\n".join(lines)
@@ -101,7 +110,7 @@ def _explain_op(node, device: str) -> str:
 def _explain_blocks(program, node, device: str, indent: str) -> list[str]:
     """The ops of a control flow op's sub-blocks that run (those its results need)."""
     lines = []
-    for name in getattr(node.op, "block_attrs", ()):
+    for name in (n for n, attr in node.op.attrs.items() if attr.kind == "block"):
         block = program.blocks[node.attrs[name]]
         lines.append(f"{indent}{name} {block.idx}:")
         for inner in needed_ops(block, block.outputs):

@@ -11,6 +11,7 @@ Each kernel then compiles about once per dtype, not once per rank and layout.
 import hashlib
 import inspect
 import itertools
+import sys
 
 import numpy as np
 from numba import njit, types
@@ -35,13 +36,13 @@ from nbflow.kernels.cpu import BODIES
 f = BODIES["{name}"]
 
 
-@njit(cache=True, error_model="numpy", nogil=True)
+@njit(cache={cache}, error_model="numpy", nogil=True)
 def flat({args}, out{params}):
     for i in range(out.size):
         out[i] = f({flat_items}{params})
 
 
-@njit(cache=True, error_model="numpy", nogil=True)
+@njit(cache={cache}, error_model="numpy", nogil=True)
 def strided({args}, out{params}):
     for i0 in range(out.shape[0]):
         for i1 in range(out.shape[1]):
@@ -54,7 +55,7 @@ def strided({args}, out{params}):
 # `mask` says which inputs are arrays (a) and which scalars (s)
 _SCALAR_VARIANT = """
 
-@njit(cache=True, error_model="numpy", nogil=True)
+@njit(cache={cache}, error_model="numpy", nogil=True)
 def flat_{mask}({args}, out{params}):
     for i in range(out.size):
         out[i] = f({items}{params})
@@ -74,6 +75,7 @@ class Elementwise:
         # the generated module's name changes with the body's file and with vecmath, which
         # bodies call: numba would not notice a change in either
         self.salt = _source_hash(body) + codegen.file_hash(vecmath.__file__)
+        self.cache = cacheable(body)
         self.mod = None
 
     def _module(self):
@@ -81,6 +83,7 @@ class Elementwise:
         params = "".join(f", p{i}" for i in range(len(self.params)))
         src = _TEMPLATE.format(
             name=self.name,
+            cache=self.cache,
             args=", ".join(xs),
             params=params,
             flat_items=", ".join(f"{x}[i]" for x in xs),
@@ -90,7 +93,11 @@ class Elementwise:
             if "a" in mask and "s" in mask:
                 items = [x if m == "s" else f"{x}[i]" for x, m in zip(xs, mask)]
                 src += _SCALAR_VARIANT.format(
-                    mask="".join(mask), args=", ".join(xs), params=params, items=", ".join(items)
+                    cache=self.cache,
+                    mask="".join(mask),
+                    args=", ".join(xs),
+                    params=params,
+                    items=", ".join(items),
                 )
         mod = codegen.load(f"nbflow_ew_{self.name}", src, self.salt)
         for attr, kernel in vars(mod).items():
@@ -182,6 +189,13 @@ class Elementwise:
             return
         full = (1,) * (STRIDED_RANK - len(merged)) + merged
         mod.strided(*[v.reshape(full) for v in views], out.reshape(full), *params)
+
+
+def cacheable(body) -> bool:
+    """Whether kernels calling `body` can go to numba's disk cache: not when its module is
+    unknown to sys.modules (a file loaded without registering it), because the next process
+    could not find the module again and loading the cached kernel would fail."""
+    return sys.modules.get(getattr(body, "__module__", None)) is not None
 
 
 def _source_hash(body) -> str:

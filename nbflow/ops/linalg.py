@@ -103,7 +103,15 @@ def _matmul_grad(g, out, a, b):
         g_rows = expand_reduced(g, a, axis=-1)
         return g_rows * b, reduce_sum(a * g_rows, axis=-2)
     # the driver sums broadcast batch dims back to each operand's shape
-    return matmul(g, matrix_transpose(b)), matmul(matrix_transpose(a), g)
+    ga = matmul(g, matrix_transpose(b)) if _needs_grad(a) else None
+    gb = matmul(matrix_transpose(a), g) if _needs_grad(b) else None
+    return ga, gb
+
+
+def _needs_grad(x) -> bool:
+    """False only for a value known to need no gradient (a batch of data): its gradient would
+    be computed and dropped, in eager mode a full matmul per step (an MLP's first layer)."""
+    return getattr(type(x), "requires_grad", None) is None or x.requires_grad
 
 
 __all__ = ["matmul", "matrix_transpose"]

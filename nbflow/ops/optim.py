@@ -28,6 +28,14 @@ def _sgd_plain_kernel(p, g, p_out, lr, weight_decay):
 
 
 @njit(**JIT)
+def _sgd_plain_kernel_2d(p, g, p_out, lr, weight_decay):
+    # g strided (a transposed gradient): read in place rather than copied first
+    for i in range(p.shape[0]):
+        for j in range(p.shape[1]):
+            p_out[i, j] = p[i, j] - lr * (g[i, j] + weight_decay * p[i, j])
+
+
+@njit(**JIT)
 def _sgd_kernel(p, g, v, p_out, v_out, lr, momentum, dampening, weight_decay, nesterov):
     # p_out and v_out may be p and v themselves: each element is read before it is written
     for i in range(p.size):
@@ -52,7 +60,10 @@ def _sgd_cpu(p, g, v, p_out, v_out, lr, momentum, dampening, weight_decay, neste
     if not momentum:  # a plain step: the velocity stand-in only keeps its value
         if v_out is not v:
             np.copyto(v_out, v)  # (a float16 target is written back from this buffer)
-        _sgd_plain_kernel(p.ravel(), g.ravel(), p_out.reshape(-1), lr, weight_decay)
+        if g.ndim == 2 and not g.flags.c_contiguous and p.flags.c_contiguous:
+            _sgd_plain_kernel_2d(p, g, p_out, lr, weight_decay)
+        else:
+            _sgd_plain_kernel(p.ravel(), g.ravel(), p_out.reshape(-1), lr, weight_decay)
         return
     flat = [np.ravel(a) for a in (p, g, v, p_out, v_out)]  # views of contiguous buffers
     _sgd_kernel(*flat, lr, momentum, dampening, weight_decay, nesterov)

@@ -1,0 +1,309 @@
+"""The memory reuse pass: release values after their last use and reuse their buffers.
+
+Liveness runs over a plan's steps (ops and fused groups). Values are grouped into storages:
+a view op's outputs share memory with its inputs, and an in-place op's output is its target
+itself. A storage is released after the step that last reads any of its values, unless one of
+them is fed, fetched, persistable (parameters, captured tensors, optimizer state) or not made
+by this plan. Released buffers go to a per-run pool keyed by (bytes, dtype), from which later
+outputs of the same size are taken instead of allocating (allocation costs page faults on
+these machines); a buffer no later output can take is freed instead. Elementwise steps, whose
+kernels read each element before writing it, take the buffer of an input that dies at that
+very step: they run in place. Parameter updates (in-place ops writing a persistable var) move
+up to just after the last step they depend on, so each gradient dies as soon as it is applied
+instead of all of them living until the end of the backward pass.
+
+`NBFLOW_POISON_FREED=1` (or `Executor(poison_freed=True)`) fills every buffer released after
+its step with NaN (the largest value for integers, True for bools), so a liveness bug shows
+up as NaN in a test instead of as a silently stale value.
+
+Programs with sub-blocks (control flow reads outer values inside its blocks) are left alone.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from ..core import Node
+from ..tensor import Tensor, signature
+
+POOL = object()  # the key of the run's buffer pool in the executor's env
+
+
+def poison_default() -> bool:
+    return os.environ.get("NBFLOW_POISON_FREED", "") not in ("", "0")
+
+
+def take(env, shape, dtype) -> np.ndarray:
+    """A C-contiguous buffer for an output: a released one of the same size, else new."""
+    pool = env.get(POOL)
+    if pool:
+        dtype = np.dtype(dtype)
+        size = 1
+        for n in shape:
+            size *= n
+        free = pool.get((size * dtype.itemsize, dtype))
+        if free:
+            return free.pop().reshape(shape)
+    return np.empty(shape, dtype)
+
+
+def wrap(array: np.ndarray) -> Tensor:
+    return Tensor(array)
+
+
+def _give_back(env, array: np.ndarray, poison: bool):
+    if not (array.flags.c_contiguous and array.flags.writeable) or array.size == 0:
+        return
+    if poison:
+        array.fill(_poison_value(array.dtype))
+    pool = env.get(POOL)
+    if pool is None:
+        pool = env[POOL] = {}
+    pool.setdefault((array.nbytes, array.dtype), []).append(array.reshape(-1))
+
+
+def _poison_value(dtype):
+    if dtype.kind == "f":
+        return np.nan
+    if dtype.kind == "b":
+        return True
+    return np.iinfo(dtype).max
+
+
+class Release:
+    """A plan step: drop dead values from the env (`pop`) and put buffers into the pool
+    (`give`: the values owning a fresh buffer). Before an elementwise step, a Release with no
+    `pop` lends the buffers of inputs dying there, so the step's outputs can take them."""
+
+    def __init__(self, pop, give, poison: bool, owners=()):
+        self.pop = [v.name for v in pop]
+        self.give = [v.name for v in give]
+        self.poison = poison
+        # buffers freed without pooling are poisoned too: a view still alive would show it
+        self.poison_only = [v.name for v in owners if v.name not in self.give] if poison else []
+
+    def run(self, executor, env, scope):
+        for name in self.give:
+            t = env.get(name)
+            if t is not None:
+                _give_back(env, t.data, self.poison)
+        for name in self.poison_only:
+            t = env.get(name)
+            if t is not None and t.data.flags.writeable:
+                t.data.fill(_poison_value(t.data.dtype))
+        for name in self.pop:
+            env.pop(name, None)
+
+    def __repr__(self) -> str:
+        what = " ".join("%" + n for n in self.pop or self.give)
+        return f"<{'release' if self.pop else 'lend'} {what}>"
+
+
+class IntoBuffer:
+    """A plan step running one op with its output taken from the pool (see `take`)."""
+
+    def __init__(self, node: Node):
+        self.node = node
+
+    def run(self, executor, env, scope):
+        try:
+            self._run(executor, env, scope)
+        except Exception:
+            # the op's own error, named as the executor names it (with the op's line)
+            executor._run_op(self.node, env, scope)
+            raise
+
+    def _run(self, executor, env, scope):
+        node = self.node
+        args = [executor._lookup(v, env, scope) for v in node.inputs]
+        plan = executor.eager.plan(node.op, signature(args), args, node.attrs)
+        if not plan.single or plan.finals or plan.scalars:
+            executor._run_op(node, env, scope)
+            return
+        arrays = [t.data for t in args]
+        for i, d in plan.casts:
+            arrays[i] = arrays[i].astype(d)
+        shape, dtype = plan.allocs[0]
+        out = node.outputs[0]
+        if out.shape != shape and not _fits(out.shape, shape):
+            executor._run_op(node, env, scope)  # raises the executor's shape error
+            return
+        buf = take(env, shape, dtype)
+        plan.launcher(*arrays, buf, **node.attrs)
+        env[out.name] = Tensor(buf)
+
+    def __repr__(self) -> str:
+        return f"<into-buffer {self.node.op.name}>"
+
+
+def _fits(compile_shape, run_shape) -> bool:
+    return len(compile_shape) == len(run_shape) and all(
+        c == -1 or c == r for c, r in zip(compile_shape, run_shape)
+    )
+
+
+def _has_sub_blocks(node) -> bool:
+    """Whether the op runs sub-blocks (a control flow op: its attrs of kind "block")."""
+    return any(attr.kind == "block" for attr in node.op.attrs.values())
+
+
+def _reads(step):
+    return step.inputs
+
+
+def _writes(step):
+    return step.outputs
+
+
+class Storages:
+    """Union-find over id(var): a view op's outputs share memory with its inputs (an
+    in-place op's output is its target var itself, so it needs nothing here)."""
+
+    def __init__(self, steps):
+        self.parent: dict[int, int] = {}
+        for step in steps:
+            if isinstance(step, Node) and step.op.view:
+                for out in step.outputs:
+                    for v in step.inputs:
+                        self.union(id(out), id(v))
+
+    def find(self, i: int) -> int:
+        while self.parent.get(i, i) != i:
+            i = self.parent[i]
+        return i
+
+    def union(self, a: int, b: int):
+        ra, rb = self.find(a), self.find(b)
+        if ra != rb:
+            self.parent[ra] = rb
+
+
+def hoist_updates(steps: list) -> list:
+    """Move each parameter update (an in-place op whose first target is persistable) up to
+    just after the last step it must follow: the producers of its inputs, and every step that
+    reads or writes the memory it writes (views included) or writes the memory it reads.
+    Its gradient then dies there, not at the end of the backward pass. View ops move up first
+    (to just after whatever writes their memory), so that an update reading a transposed
+    gradient is not held back by the view's place in the program."""
+    storages = Storages(steps)
+    out = list(steps)
+    for step in steps:
+        if isinstance(step, Node) and step.op.view:
+            _hoist(out, step, storages, set())
+    for step in steps:
+        if not (isinstance(step, Node) and step.op.inplace):
+            continue
+        if step.inputs[step.op.inplace[0]].persistable:
+            written = {storages.find(id(step.inputs[j])) for j in step.op.inplace.values()}
+            _hoist(out, step, storages, written)
+    return out
+
+
+def _hoist(out: list, step, storages, written: set):
+    read = {storages.find(id(v)) for v in step.inputs}
+    pos = next(k for k, s in enumerate(out) if s is step)
+    earliest = 0
+    for k in range(pos - 1, -1, -1):
+        other = out[k]
+        made = {storages.find(id(v)) for v in other.outputs}
+        touched = made | {storages.find(id(v)) for v in other.inputs}
+        if touched & written or made & read:
+            earliest = k + 1
+            break
+    if earliest < pos:
+        out.insert(earliest, out.pop(pos))
+
+
+def plan_memory(steps: list, feed_names, targets, poison: bool) -> list:
+    """The steps with parameter updates hoisted, Release steps after each last use, and
+    pooled outputs (module doc)."""
+    from .fusion import FusedGroup, fusable
+
+    if any(_has_sub_blocks(s) for s in steps if isinstance(s, Node)):
+        return steps
+    steps = hoist_updates(steps)
+    storages = Storages(steps)
+    find = storages.find
+
+    made, owner, by_id = set(), {}, {}
+    for step in steps:
+        for v in (*_reads(step), *_writes(step)):
+            by_id[id(v)] = v
+        for v in _writes(step):
+            made.add(id(v))
+        if isinstance(step, Node) and (step.op.view or step.op.inplace):
+            pass  # no fresh buffer: a view's, or the target var itself
+        else:
+            for v in _writes(step):
+                owner[id(v)] = v  # a fresh buffer
+    fetched = {id(t) for t in targets}
+    pinned = set()
+    for i, v in by_id.items():
+        if v.persistable or v.is_data or v.name in feed_names or i in fetched or i not in made:
+            pinned.add(find(i))
+    last: dict[int, int] = {}
+    for index, step in enumerate(steps):
+        for v in (*_reads(step), *_writes(step)):
+            last[find(id(v))] = index
+    members: dict[int, list] = {}
+    for i, v in by_id.items():
+        members.setdefault(find(i), []).append(v)
+    dying: dict[int, list[int]] = {}
+    for root, index in last.items():
+        if root not in pinned:
+            dying.setdefault(index, []).append(root)
+    out = []
+    for index, step in enumerate(steps):
+        roots = dying.get(index, [])
+        elementwise = isinstance(step, FusedGroup) or (isinstance(step, Node) and fusable(step))
+        read = {id(v) for v in _reads(step)}  # (ids: == on a Var builds an op)
+        early, late = [], []
+        for root in roots:
+            vs = members[root]
+            # in place: an input of an elementwise step that dies here and is its own storage
+            if elementwise and len(vs) == 1 and id(vs[0]) in owner and id(vs[0]) in read:
+                early.append(vs[0])
+            else:
+                late.extend(vs)
+        # a buffer goes to the pool only if a later output may take it; else it is freed
+        lend = [v for v in early if _wanted(v, [step])]
+        if lend:
+            out.append(Release([], lend, poison=False))
+        if isinstance(step, Node) and _pooled(step):
+            out.append(IntoBuffer(step))
+        else:
+            out.append(step)
+        if early or late:
+            owners = [v for v in late if id(v) in owner]
+            give = [v for v in owners if _wanted(v, steps[index + 1 :])]
+            out.append(Release(early + late, give, poison, owners))
+    return out
+
+
+def _wanted(v, later_steps) -> bool:
+    """Whether one of the steps writes a new value that may have v's size and dtype."""
+    for step in later_steps:
+        if isinstance(step, Node) and (step.op.view or step.op.inplace):
+            continue
+        for u in step.outputs:
+            if u.dtype == v.dtype and _same_size(u.shape, v.shape):
+                return True
+    return False
+
+
+def _same_size(a, b) -> bool:
+    if -1 in a or -1 in b:
+        return tuple(a) == tuple(b)  # unknown dims: only the very same shape
+    return int(np.prod(a)) == int(np.prod(b))
+
+
+def _pooled(node: Node) -> bool:
+    op = node.op
+    return (
+        len(node.outputs) == 1
+        and not op.view
+        and not op.inplace
+        and not node.outputs[0].persistable
+    )

@@ -1,0 +1,46 @@
+"""Dispatch shortcuts keep the semantics: the written-out recording of `a + b` builds the same
+tape as the general path, and a matmul operand that needs no gradient gets none computed."""
+
+import numpy as np
+
+import nbflow as nb
+from nbflow import testing as nt
+
+
+def test_fast_binary_recording_matches_the_general_path():
+    rng = np.random.default_rng(0)
+    a = nb.tensor(rng.standard_normal(5), requires_grad=True)
+    b = nb.tensor(rng.standard_normal(5))  # a constant: no gradient edge
+    fast = a * b  # two tensors, no attrs: the written-out path
+    general = nb.mul(a, b.numpy())  # array data: the general path
+    assert fast._node.op is general._node.op and fast._node.edges[1] is None
+    assert fast._node.edges[0] is a and fast.requires_grad and fast._index == 0
+    (g_fast,) = nb.grad(nb.sum(fast * fast), [a])
+    (g_general,) = nb.grad(nb.sum(general * general), [a])
+    nt.assert_close(g_fast, g_general)
+    nt.assert_close(g_fast, 2 * b.numpy() ** 2 * a.numpy())
+    a_int = nb.tensor(np.arange(3))
+    assert not (a_int + a_int).requires_grad  # integer results never join the tape
+
+
+def test_a_data_operand_of_matmul_gets_no_gradient_op():
+    main = nb.Program()
+    with nb.program_guard(main):
+        x = nb.static.data("x", [-1, 4])
+        w = nb.static.create_parameter("w", [4, 3])
+        loss = nb.sum(x @ w)
+        nb.append_backward(loss)
+    matmuls = [n for n in main.global_block().ops if n.op.name == "matmul"]
+    assert len(matmuls) == 2  # forward and w's gradient; none for the data x
+
+
+def test_eager_matmul_gradients_still_reach_every_operand_that_needs_one():
+    rng = np.random.default_rng(0)
+    x = nb.tensor(rng.standard_normal((3, 4)))
+    w = nb.tensor(rng.standard_normal((4, 2)), requires_grad=True)
+    h = nb.tensor(rng.standard_normal((3, 4)), requires_grad=True)
+    gw, gh = nb.grad(nb.sum((x + h) @ w), [w, h])
+    nt.assert_close(gw, (x.numpy() + h.numpy()).T @ np.ones((3, 2)))
+    nt.assert_close(gh, np.ones((3, 2)) @ w.numpy().T)
+    (gw_only,) = nb.grad(nb.sum(x @ w), [w])
+    nt.assert_close(gw_only, x.numpy().T @ np.ones((3, 2)))

@@ -1,0 +1,372 @@
+"""The elementwise fusion pass: fused programs give the unfused values and gradients (with the
+memory pass on and freed buffers poisoned), groups form and close where they must, and a fused
+kernel compiled in one process is loaded from numba's disk cache in the next."""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+from test_all_ops import SAMPLES
+
+import nbflow as nb
+from nbflow import nn
+from nbflow import testing as nt
+from nbflow.errors import KernelCompileError
+from nbflow.graph.fusion import FusedGroup, fuse
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _exe(on: bool):
+    if on:
+        return nb.Executor(fuse=True, reuse_memory=True, poison_freed=True)
+    return nb.Executor(fuse=False, reuse_memory=False)
+
+
+def _steps(exe, program):
+    (steps,) = exe._plans[program].values()
+    return steps
+
+
+def _groups(exe, program):
+    return [s for s in _steps(exe, program) if isinstance(s, FusedGroup)]
+
+
+def _sample_program(name):
+    """The graph-parity program of tests/test_graph.py: the op, a cotangent-weighted sum and
+    its backward; returns (program, feed, fetch list)."""
+    fn, make_inputs, attrs = SAMPLES[name]
+    inputs = make_inputs()
+    rng = np.random.default_rng(1)
+    main = nb.Program()
+    with nb.program_guard(main):
+        xs = []
+        for i, t in enumerate(inputs):
+            v = nb.static.data(f"in{i}", t.shape, t.dtype)
+            v.stop_gradient = False
+            xs.append(v)
+        outs = fn(*xs, **attrs)
+        outs = outs if isinstance(outs, tuple) else (outs,)
+        cots = [nb.tensor(rng.standard_normal(o.shape)) for o in outs]
+        terms = [nb.sum(o * c) for o, c in zip(outs, cots) if not o.stop_gradient]
+        loss = terms[0] if len(terms) == 1 else nb.add_n(*terms)
+        pairs = nb.append_backward(loss, parameter_list=xs)
+    feed = {f"in{i}": t.numpy() for i, t in enumerate(inputs)}
+    return main, feed, list(outs) + [g for _, g in pairs]
+
+
+ELEMENTWISE = sorted(n for n in SAMPLES if hasattr(nb.REGISTRY[n], "scalar_body"))
+
+
+@pytest.mark.parametrize("name", sorted(SAMPLES))
+def test_fused_equals_unfused_on_every_sample(name):
+    main, feed, fetch = _sample_program(name)
+    expected = _exe(False).run(main, feed, fetch, scope=nb.Scope())
+    exe = _exe(True)
+    actual = exe.run(main, feed, fetch, scope=nb.Scope())
+    for a, e in zip(actual, expected):
+        nt.assert_close(a, e, msg=name)
+    if name in ELEMENTWISE:  # the op and its cotangent product make one kernel at least
+        assert _groups(exe, main), f"{name}: nothing fused"
+
+
+def _mlp(lr=0.1):
+    main, startup = nb.Program(), nb.Program()
+    with nb.program_guard(main, startup):
+        x = nb.static.data("x", [-1, 6])
+        y = nb.static.data("y", [-1], dtype="int64")
+        w1 = nb.static.create_parameter("w1", [6, 16])
+        b1 = nb.static.create_parameter("b1", [16], initializer=("constant", 0.1))
+        w2 = nb.static.create_parameter("w2", [16, 3])
+        hidden = nb.tanh(x @ w1 + b1) * 0.5 + nb.relu(x @ w1)
+        loss = nb.cross_entropy(hidden @ w2, y)
+        for p, g in nb.append_backward(loss):
+            nb.sub_(p, g * lr)
+    return main, startup, loss
+
+
+def _train(exe, steps=4):
+    main, startup, loss = _mlp()
+    scope = nb.Scope()
+    nb.manual_seed(0)
+    exe.run(startup, scope=scope)
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((20, 6)).astype(np.float32)
+    y = rng.integers(0, 3, 20)
+    fetch = [loss, "w1", "b1", "w2"]  # fetching the parameters keeps their update ops
+    losses = [exe.run(main, {"x": x, "y": y}, fetch, scope)[0] for _ in range(steps)]
+    return main, losses, [scope.value(n).copy() for n in ("w1", "b1", "w2")]
+
+
+def test_mlp_training_fused_equals_unfused():
+    _, expected_losses, expected_params = _train(_exe(False))
+    exe = _exe(True)
+    main, losses, params = _train(exe)
+    for a, e in zip(losses + params, expected_losses + expected_params):
+        nt.assert_close(a, e, rtol=1e-5, atol=1e-6)
+    fused_ops = [g.op_names for g in _groups(exe, main)]
+    assert ["add", "tanh", "mul", "relu", "add"] in fused_ops  # forward
+    assert ["mul", "mul", "sub", "mul"] in fused_ops  # tanh's gradient, one kernel
+
+
+def _cnn_step(exe):
+    model = nn.Sequential(
+        nn.Conv2d(1, 4, 3, padding=1, generator=nb.Generator(0)),
+        nn.ReLU(),
+        nn.Flatten(),
+        nn.Linear(4 * 5 * 5, 3, generator=nb.Generator(1)),
+    )
+    optimizer = nb.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+
+    @nb.jit
+    def step(x, y):
+        loss = nb.cross_entropy(nb.sigmoid(model(x)) * 2 - 1, y)
+        optimizer.minimize(loss)
+        return loss
+
+    step.executor = exe
+    rng = np.random.default_rng(0)
+    x = nb.tensor(rng.standard_normal((8, 1, 5, 5)).astype(np.float32))
+    y = nb.tensor(rng.integers(0, 3, 8))
+    with nb.no_grad():
+        losses = [step(x, y).numpy().copy() for _ in range(3)]
+    return losses + [p.numpy().copy() for p in model.parameters()]
+
+
+def test_cnn_training_through_jit_fused_equals_unfused():
+    expected = _cnn_step(_exe(False))
+    exe = _exe(True)
+    for a, e in zip(_cnn_step(exe), expected):
+        nt.assert_close(a, e, rtol=1e-5, atol=1e-6)
+    programs = list(exe._plans.keys())
+    assert any(_groups(exe, p) for p in programs)
+
+
+def _run_both(build, feed, fetch_names=None):
+    main = nb.Program()
+    with nb.program_guard(main):
+        outs = build()
+    outs = outs if isinstance(outs, tuple) else (outs,)
+    expected = _exe(False).run(main, feed, list(outs), scope=nb.Scope())
+    exe = _exe(True)
+    actual = exe.run(main, feed, list(outs), scope=nb.Scope())
+    for a, e in zip(actual, expected):
+        nt.assert_close(a, e)
+    return exe, main, actual
+
+
+def test_mixed_dtypes_comparisons_where_and_casts():
+    def build():
+        i = nb.static.data("i", [4, 5], dtype="int32")
+        f = nb.static.data("f", [4, 5], dtype="float64")
+        mask = (i > 2).astype("float32")  # bool then a cast
+        mixed = i * 3 + f  # int32 promoted to float64
+        chosen = nb.where(i > 1, mixed, nb.exp(mask))  # f32 promoted into f64
+        return nb.clip(chosen, min=-1.5, max=7.25) + nb.abs(i - 4), mask
+
+    rng = np.random.default_rng(0)
+    feed = {"i": rng.integers(-5, 5, (4, 5)).astype(np.int32), "f": rng.standard_normal((4, 5))}
+    exe, main, (out, mask) = _run_both(build, feed)
+    assert out.dtype == np.float64 and mask.dtype == np.float32
+    ref = np.where(feed["i"] > 1, feed["i"] * 3 + feed["f"], np.exp((feed["i"] > 2) * 1.0))
+    nt.assert_close(out, np.clip(ref, -1.5, 7.25) + np.abs(feed["i"] - 4))
+    assert len(_groups(exe, main)) == 1
+
+
+@pytest.mark.parametrize(
+    "shapes",
+    [((3, 4), (4,), ()), ((2, 3, 4), (3, 4), (1, 1, 4)), ((3, 4), (3, 1), (1,)), ((5,), (5,), ())],
+    ids=["bias-row", "rows-3d", "column", "flat"],
+)
+def test_broadcasts_scalars_rows_and_columns(shapes):
+    rng = np.random.default_rng(0)
+    feed = {n: rng.standard_normal(s).astype(np.float32) for n, s in zip("abc", shapes)}
+
+    def build():
+        a, b, c = (nb.static.data(n, s) for n, s in zip("abc", shapes))
+        return nb.sigmoid(a * b - c) * 0.25 + a
+
+    _, _, (out,) = _run_both(build, feed)
+    a, b, c = (feed[n].astype(np.float64) for n in "abc")
+    nt.assert_close(out, (0.25 / (1 + np.exp(-(a * b - c))) + a).astype(np.float32))
+
+
+def test_unknown_dims_that_broadcast_at_run_time_fall_back_to_single_ops():
+    def build():
+        a = nb.static.data("a", [-1, 4])
+        b = nb.static.data("b", [-1, 4])
+        return nb.exp(b) * 2 + 1, nb.exp(b) * 2 + a  # the first never sees a's rows
+
+    rng = np.random.default_rng(0)
+    feed = {"a": rng.standard_normal((3, 4)), "b": rng.standard_normal((1, 4))}
+    feed = {k: v.astype(np.float32) for k, v in feed.items()}
+    _, _, (first, second) = _run_both(build, feed)
+    assert first.shape == (1, 4) and second.shape == (3, 4)
+
+
+def test_large_inputs_take_the_parallel_kernel():
+    n = 1 << 18
+    rng = np.random.default_rng(0)
+    feed = {k: rng.standard_normal(n).astype(np.float32) for k in "xwb"}
+
+    def build():
+        x, w, b = (nb.static.data(k, [n]) for k in "xwb")
+        return nb.tanh(x * w + b) * 0.5 + x
+
+    exe, main, (out,) = _run_both(build, feed)
+    x, w, b = (feed[k].astype(np.float64) for k in "xwb")
+    nt.assert_close(out, (np.tanh(x * w + b) * 0.5 + x).astype(np.float32))
+    (group,) = _groups(exe, main)
+    assert group.op_names == ["mul", "add", "tanh", "mul", "add"]
+    assert any(mod.parallel.signatures for mod in group.kernels.values())
+
+
+def test_groups_close_before_an_inplace_write_and_a_foreign_read():
+    main = nb.Program()
+    with nb.program_guard(main):
+        x = nb.static.data("x", [4])
+        t = x * 1  # an intermediate the in-place op may write
+        y = nb.exp(t) + 1
+        nb.mul_(t, 3.0)  # after this, y's group must not move past the write
+        z = y * 2 + t
+        s = nb.sum(z)  # a foreign read of z's group
+        w = z * s
+    ops = nb.graph.needed_ops(main.global_block(), [w])
+    steps = fuse(ops, [w])
+    groups = [s for s in steps if isinstance(s, FusedGroup)]
+    assert [g.op_names for g in groups] == [["mul", "exp", "add"], ["mul", "add"]]
+    feed = {"x": np.arange(4, dtype=np.float32)}
+    expected = _exe(False).run(main, feed, [w, y], scope=nb.Scope())
+    actual = _exe(True).run(main, feed, [w, y], scope=nb.Scope())
+    for a, e in zip(actual, expected):
+        nt.assert_close(a, e)
+
+
+def test_explain_shows_which_ops_fused():
+    main, _, loss = _mlp()
+    text = nb.graph.explain(main, [loss])
+    fused = [line for line in text.splitlines() if "fused #" in line]
+    assert len(fused) >= 4 and all(line.startswith("runs") for line in fused)
+    assert "tanh" in "".join(fused)
+    unfused = nb.graph.explain(main, [loss], fuse=False)
+    assert "fused #" not in unfused
+
+
+_CACHE_SCRIPT = """
+import json, numpy as np, nbflow as nb
+from nbflow.graph.fusion import FusedGroup
+main = nb.Program()
+with nb.program_guard(main):
+    x = nb.static.data("x", [5])
+    y = nb.tanh(x * 3.5 + 1.25) * x
+exe = nb.Executor(fuse=True)
+(out,) = exe.run(main, {"x": np.arange(5, dtype=np.float32)}, [y], scope=nb.Scope())
+(group,) = [s for s in list(exe._plans[main].values())[0] if isinstance(s, FusedGroup)]
+(mod,) = group.kernels.values()
+print(json.dumps({"file": mod.__file__, "hits": sum(mod.serial.stats.cache_hits.values()),
+                  "misses": sum(mod.serial.stats.cache_misses.values()), "out": out.tolist()}))
+"""
+
+
+def test_a_fused_kernel_compiled_in_one_process_is_a_cache_hit_in_the_next(tmp_path):
+    env = dict(os.environ, NBFLOW_CACHE_DIR=str(tmp_path), PYTHONPATH=ROOT)
+    env.pop("NUMBA_CACHE_DIR", None)
+    runs = []
+    for _ in range(2):
+        result = subprocess.run(
+            [sys.executable, "-c", textwrap.dedent(_CACHE_SCRIPT)],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert result.returncode == 0, result.stderr
+        runs.append(json.loads(result.stdout.strip().splitlines()[-1]))
+    first, second = runs
+    assert first["file"].startswith(str(tmp_path)) and first["file"] == second["file"]
+    assert first["misses"] == 1 and first["hits"] == 0
+    assert second["hits"] == 1 and second["misses"] == 0
+    x = np.arange(5, dtype=np.float64)
+    np.testing.assert_allclose(second["out"], np.tanh(x * 3.5 + 1.25) * x, rtol=1e-6)
+    assert list(tmp_path.glob("__pycache__/nbflow_fused_*.nbi"))  # numba's index file
+
+
+def test_an_inplace_write_through_a_view_closes_the_group_reading_its_base():
+    main = nb.Program()
+    with nb.program_guard(main):
+        x = nb.static.data("x", [2, 3])
+        t = x @ nb.tensor(np.eye(3, dtype=np.float32))  # made by an op that does not fuse
+        a = t * 2  # a group starts, reading t
+        view = nb.reshape(t, 3, 2)
+        nb.add_(view, 1.0)  # writes t's memory through the view
+        b = a + 1  # must still see t from before the write
+    feed = {"x": np.arange(6, dtype=np.float32).reshape(2, 3)}
+    expected, _ = _exe(False).run(main, feed, [b, view], scope=nb.Scope())  # (the write runs)
+    actual, _ = _exe(True).run(main, feed, [b, view], scope=nb.Scope())
+    nt.assert_close(expected, feed["x"] * 2 + 1)
+    nt.assert_close(actual, expected)
+
+
+def test_a_transposed_product_is_computed_in_its_own_layout():
+    from nbflow.graph.rewrite import fold_transposes
+
+    main = nb.Program()
+    with nb.program_guard(main):
+        a = nb.static.data("a", [5, 3])
+        b = nb.static.data("b", [3, 4])
+        kept = a @ b  # fetched: its transpose must not replace it
+        folded = nb.matrix_transpose(a @ b) * 2
+        also = nb.matrix_transpose(kept)
+    ops = nb.graph.needed_ops(main.global_block(), [folded, kept, also])
+    steps = fold_transposes(ops, [folded, kept, also])
+    names = [n.op.name for n in steps]
+    assert names.count("matmul") == 2 and names.count("matrix_transpose") == 3
+    rng = np.random.default_rng(0)
+    feed = {"a": rng.standard_normal((5, 3)), "b": rng.standard_normal((3, 4))}
+    feed = {k: v.astype(np.float32) for k, v in feed.items()}
+    expected = _exe(False).run(main, feed, [folded, kept, also], scope=nb.Scope())
+    exe = _exe(True)
+    actual = exe.run(main, feed, [folded, kept, also], scope=nb.Scope())
+    for x, e in zip(actual, expected):
+        nt.assert_close(x, e)
+    nt.assert_close(actual[0], (feed["a"] @ feed["b"]).T * 2)
+
+
+def test_threads_are_kept_only_while_they_are_faster():
+    from nbflow.graph.fusion import _Chooser
+
+    chooser = _Chooser()
+    picks = []
+    for _ in range(2 * _Chooser.TRIALS + 4):
+        parallel = chooser.parallel()
+        picks.append(parallel)
+        chooser.record(parallel, 0.008 if parallel else 0.002)  # threads losing (busy cores)
+    assert picks[: 2 * _Chooser.TRIALS] == [True, False] * _Chooser.TRIALS
+    assert not any(picks[2 * _Chooser.TRIALS :])
+    while chooser.calls % _Chooser.RETRY:  # until the next trials
+        chooser.record(chooser.parallel(), 0.002)
+    for _ in range(2 * _Chooser.TRIALS):  # the cores are free again: threads win
+        parallel = chooser.parallel()
+        chooser.record(parallel, 0.001 if parallel else 0.002)
+    assert chooser.parallel()
+
+
+def test_a_body_numba_cannot_compile_still_raises_the_typed_error_when_fused():
+    @nb.elementwise(dtypes=nb.dtypes.FLOATS, ref=None)
+    def user_bad_fused_body(x, y):
+        return x.no_such_attribute + y
+
+    main = nb.Program()
+    with nb.program_guard(main):
+        x = nb.static.data("x", [3])
+        out = user_bad_fused_body(x * 2, x) + 1  # fuses with its neighbours
+    feed = {"x": np.ones(3, np.float32)}
+    exe = _exe(True)
+    for _ in range(2):  # the second run goes straight to the single ops
+        with pytest.raises(KernelCompileError, match=r"user_bad_fused_body.*float32"):
+            exe.run(main, feed, [out], scope=nb.Scope())
+    assert _groups(exe, main)[0].broken

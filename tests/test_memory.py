@@ -1,0 +1,238 @@
+"""The memory reuse pass: the same values with the pass on (freed buffers poisoned with NaN)
+and off, releases only after the last read, never touching fed, fetched or persistable values,
+elementwise ops running in place, and a lower peak for a training step."""
+
+import tracemalloc
+
+import numpy as np
+import pytest
+from test_all_ops import SAMPLES
+from test_fusion import _sample_program
+
+import nbflow as nb
+from nbflow import testing as nt
+from nbflow.core import Node
+from nbflow.graph.memory import POOL, IntoBuffer, Release
+from nbflow.tensor import Tensor
+
+
+def _exe(on: bool, fuse=False):
+    return nb.Executor(fuse=fuse, reuse_memory=on, poison_freed=on)
+
+
+@pytest.mark.parametrize("name", sorted(SAMPLES))
+def test_memory_pass_equals_no_pass_on_every_sample(name):
+    main, feed, fetch = _sample_program(name)
+    expected = _exe(False).run(main, feed, fetch, scope=nb.Scope())
+    actual = _exe(True).run(main, feed, fetch, scope=nb.Scope())
+    for a, e in zip(actual, expected):
+        nt.assert_close(a, e, msg=name)
+
+
+def _mlp(lr=0.1, sizes=(64, 128, 128, 10)):
+    main, startup = nb.Program(), nb.Program()
+    with nb.program_guard(main, startup):
+        h = nb.static.data("x", [-1, sizes[0]])
+        y = nb.static.data("y", [-1], dtype="int64")
+        for i, (n_in, n_out) in enumerate(zip(sizes, sizes[1:])):
+            w = nb.static.create_parameter(f"w{i}", [n_in, n_out])
+            b = nb.static.create_parameter(f"b{i}", [n_out], initializer=("constant", 0.0))
+            h = h @ w + b
+            if i < len(sizes) - 2:
+                h = nb.relu(h)
+        loss = nb.cross_entropy(h, y)
+        for p, g in nb.append_backward(loss):
+            nb.sub_(p, g * lr)
+    fetch = [loss] + [f"{k}{i}" for i in range(len(sizes) - 1) for k in "wb"]
+    return main, startup, fetch
+
+
+def _feed(batch=32, n_in=64):
+    rng = np.random.default_rng(0)
+    return {
+        "x": rng.standard_normal((batch, n_in)).astype(np.float32),
+        "y": rng.integers(0, 10, batch),
+    }
+
+
+def _train(exe, steps=3):
+    main, startup, fetch = _mlp()
+    scope = nb.Scope()
+    nb.manual_seed(0)
+    exe.run(startup, scope=scope)
+    feed = _feed()
+    results = [exe.run(main, feed, fetch, scope) for _ in range(steps)]
+    return main, [r[0] for r in results] + results[-1][1:]
+
+
+@pytest.mark.parametrize("fuse", [False, True], ids=["unfused", "fused"])
+def test_training_with_the_pass_equals_without(fuse):
+    _, expected = _train(_exe(False))
+    _, actual = _train(_exe(True, fuse=fuse))
+    for a, e in zip(actual, expected):
+        nt.assert_close(a, e, rtol=1e-5, atol=1e-6)
+
+
+def test_releases_come_after_the_last_read_and_spare_what_must_live():
+    main, startup, fetch = _mlp()
+    exe = _exe(True, fuse=True)
+    scope = nb.Scope()
+    exe.run(startup, scope=scope)
+    feed = _feed()
+    exe.run(main, feed, fetch, scope)
+    (steps,) = exe._plans[main].values()
+    block = main.global_block()
+    fetched = {block.var(f).name if isinstance(f, str) else f.name for f in fetch}
+    released = 0
+    for i, step in enumerate(steps):
+        if not isinstance(step, Release):
+            continue
+        for name in step.pop:
+            v = block.var(name)
+            assert not (v.persistable or v.is_data or name in fetched or name in feed), name
+            later = steps[i + 1 :]
+            reads = {u.name for s in later if not isinstance(s, Release) for u in _inputs(s)}
+            assert name not in reads, f"%{name} is read after its release"
+            released += 1
+    assert released >= 10
+    assert any(isinstance(s, IntoBuffer) for s in steps)
+
+
+def _inputs(step):
+    return (step.node if isinstance(step, IntoBuffer) else step).inputs
+
+
+def test_views_keep_their_base_alive():
+    main = nb.Program()
+    with nb.program_guard(main):
+        x = nb.static.data("x", [4, 6])
+        t = nb.exp(x * 0.5)
+        view = nb.reshape(t, 6, 4)  # shares t's buffer
+        u = nb.sum(t * 2)  # t's last direct read
+        filler = nb.tanh(x * 3) + 1  # would take t's buffer if the view were ignored
+        out = view * u + nb.reshape(filler, 6, 4)
+    feed = {"x": np.linspace(-1, 1, 24, dtype=np.float32).reshape(4, 6)}
+    expected = _exe(False).run(main, feed, [out], scope=nb.Scope())
+    for fuse in (False, True):
+        (actual,) = _exe(True, fuse=fuse).run(main, feed, [out], scope=nb.Scope())
+        assert not np.isnan(actual).any()
+        nt.assert_close(actual, expected[0])
+
+
+def test_fed_arrays_are_never_written_or_poisoned():
+    main = nb.Program()
+    with nb.program_guard(main):
+        x = nb.static.data("x", [1000])
+        y = nb.exp(x) * 2  # x dies here: it is fed, so no op may take its buffer
+    x_value = np.linspace(-1, 1, 1000).astype(np.float32)
+    kept = x_value.copy()
+    for fuse in (False, True):
+        _exe(True, fuse=fuse).run(main, {"x": x_value}, [y], scope=nb.Scope())
+        np.testing.assert_array_equal(x_value, kept)
+
+
+def _chain_peak(exe, n=1 << 18, length=8):
+    main = nb.Program()
+    with nb.program_guard(main):
+        x = nb.static.data("x", [n])
+        h = x * 2
+        for _ in range(length):
+            h = nb.exp(h * 0.5)
+    feed = {"x": np.ones(n, np.float32) * 0.1}
+    exe.run(main, feed, [h], scope=nb.Scope())  # compile first
+    tracemalloc.start()
+    try:
+        exe.run(main, feed, [h], scope=nb.Scope())
+        return tracemalloc.get_traced_memory()[1], n * 4
+    finally:
+        tracemalloc.stop()
+
+
+def test_elementwise_ops_run_in_place_on_inputs_that_die():
+    off, nbytes = _chain_peak(_exe(False))
+    on, _ = _chain_peak(nb.Executor(fuse=False, reuse_memory=True))
+    assert off > 10 * nbytes  # every intermediate stays alive without the pass
+    assert on < 2.5 * nbytes  # the chain writes into the one buffer it reads
+
+
+def _peak(exe):
+    main, startup, fetch = _mlp()
+    scope = nb.Scope()
+    nb.manual_seed(0)
+    exe.run(startup, scope=scope)
+    feed = _feed(batch=128)
+    exe.run(main, feed, fetch, scope)
+    tracemalloc.start()
+    try:
+        exe.run(main, feed, fetch, scope)
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def test_training_step_peak_is_at_most_07_of_no_pass():
+    off = _peak(_exe(False))
+    on = _peak(nb.Executor(fuse=True, reuse_memory=True))
+    assert on <= 0.7 * off, (on, off)
+
+
+def test_poison_mode_fills_released_buffers_and_pools_them():
+    main = nb.Program()
+    with nb.program_guard(main):
+        v = nb.static.data("v", [3])
+        w = nb.static.data("w", [2], dtype="int32")
+    env = {"v": Tensor(np.ones(3, np.float32)), "w": Tensor(np.ones(2, np.int32))}
+    arrays = env["v"].data, env["w"].data
+    Release([v, w], [v, w], poison=True).run(None, env, None)
+    assert "v" not in env and "w" not in env
+    assert np.isnan(arrays[0]).all() and (arrays[1] == np.iinfo(np.int32).max).all()
+    pool = env[POOL]
+    assert len(pool[(12, np.dtype(np.float32))]) == 1 and len(pool[(8, np.dtype(np.int32))]) == 1
+
+
+def test_plans_without_the_pass_hold_only_ops():
+    main, startup, fetch = _mlp()
+    exe = _exe(False)
+    scope = nb.Scope()
+    exe.run(startup, scope=scope)
+    exe.run(main, _feed(), fetch, scope)
+    (steps,) = exe._plans[main].values()
+    assert all(type(s) is Node for s in steps)
+
+
+def _linear_step(exe, momentum):
+    g = nb.Generator(0)
+    model = nb.nn.Sequential(
+        nb.nn.Linear(12, 16, generator=g), nb.nn.ReLU(), nb.nn.Linear(16, 4, generator=g)
+    )
+    optimizer = nb.optim.SGD(model.parameters(), lr=0.1, momentum=momentum)
+
+    @nb.jit
+    def step(x, y):
+        loss = nb.cross_entropy(model(x), y)
+        optimizer.minimize(loss)
+        return loss
+
+    step.executor = exe
+    rng = np.random.default_rng(0)
+    x = nb.tensor(rng.standard_normal((8, 12)).astype(np.float32))
+    y = nb.tensor(rng.integers(0, 4, 8))
+    with nb.no_grad():
+        losses = [step(x, y).numpy().copy() for _ in range(3)]
+    return step, losses + [p.numpy().copy() for p in model.parameters()]
+
+
+@pytest.mark.parametrize("momentum", [0.0, 0.9])
+def test_parameter_updates_run_as_soon_as_their_gradient_is_ready(momentum):
+    _, expected = _linear_step(_exe(False), momentum)
+    exe = _exe(True, fuse=True)
+    step, actual = _linear_step(exe, momentum)
+    for a, e in zip(actual, expected):
+        nt.assert_close(a, e, rtol=1e-5, atol=1e-6)
+    (steps,) = next(iter(exe._plans.values())).values()
+    ops = [s.node if isinstance(s, IntoBuffer) else s for s in steps if not isinstance(s, Release)]
+    names = [getattr(s, "op", None) and s.op.name for s in ops]
+    updates = [i for i, n in enumerate(names) if n == "sgd_update_"]
+    assert len(updates) == 4
+    # the last layer's updates come before the first layer's gradient matmuls, not at the end
+    assert updates[0] < len(names) - 6 and "matmul" in names[updates[0] :]

@@ -1,0 +1,109 @@
+"""Start-up: `import nbflow` compiles nothing, a long first compile prints one line, and
+`python -m nbflow.precompile` warms the kernels it lists."""
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+
+from nbflow import precompile
+from nbflow.core import REGISTRY
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+_IMPORT_SCRIPT = """
+import gc
+from numba.core import event
+from numba.core.dispatcher import Dispatcher
+
+compiles = []
+
+class Count(event.Listener):
+    def on_start(self, ev):
+        compiles.append(ev.data["dispatcher"])
+
+    def on_end(self, ev):
+        pass
+
+event.register("numba:compile", Count())
+import nbflow
+loaded = [d for d in gc.get_objects() if isinstance(d, Dispatcher) and d.overloads]
+print(len(compiles), len(loaded), sum(isinstance(d, Dispatcher) for d in gc.get_objects()))
+"""
+
+
+def _run(script, tmp_path, **env):
+    env = dict(os.environ, PYTHONPATH=ROOT, NBFLOW_CACHE_DIR=str(tmp_path), **env)
+    env["NUMBA_CACHE_DIR"] = str(tmp_path / "numba")
+    result = subprocess.run(
+        [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert result.returncode == 0, result.stderr
+    return result
+
+
+def test_import_compiles_and_loads_no_kernel(tmp_path):
+    out = _run(_IMPORT_SCRIPT, tmp_path).stdout.split()
+    compiled, loaded, dispatchers = map(int, out)
+    assert dispatchers > 50  # the kernels exist (lazily) ...
+    assert compiled == 0 and loaded == 0  # ... and none was compiled or read from the cache
+
+
+def test_a_long_first_compile_prints_one_line(tmp_path):
+    script = "import nbflow as nb\nnb.tanh(nb.ones(3)) + nb.exp(nb.ones(2, 3))\n"
+    cold = _run(script, tmp_path, NBFLOW_COMPILE_NOTICE="0.001").stderr
+    assert cold.count("nbflow: compiling kernels") == 1, cold
+    warm = _run(script, tmp_path, NBFLOW_COMPILE_NOTICE="0.001").stderr
+    assert "compiling" not in warm  # loads from the disk cache are not compiles
+    off = _run(script, tmp_path / "other", NBFLOW_COMPILE_NOTICE="0").stderr
+    assert "compiling" not in off
+
+
+def test_precompile_lists_every_elementwise_op_and_runs(capsys):
+    labels = [label for label, _ in precompile.tasks([np.dtype("float32")])]
+    for name, op in REGISTRY.items():
+        if hasattr(op, "scalar_body") and np.dtype("float32") in op.dtypes:
+            assert f"{name} float32" in labels
+    assert "mlp training step, jit, float32" in labels
+    assert precompile.main(["--dtypes", "float32", "--only", "tanh"]) == 0
+    out = capsys.readouterr().out
+    assert "[1/1] tanh float32" in out and "done in" in out
+
+
+_UNREGISTERED_OP = """
+import importlib.util, sys
+spec = importlib.util.spec_from_file_location("my_ops_unregistered", sys.argv[1])
+module = importlib.util.module_from_spec(spec)  # not put in sys.modules
+spec.loader.exec_module(module)
+import nbflow as nb
+x = nb.ones(4)
+fused = nb.jit(lambda t: module.twice_plus_one(t) * 2)  # a fused kernel calling the body
+print(float(nb.sum(module.twice_plus_one(x))), float(fused(x).sum()))
+"""
+
+_OP_FILE = """
+import numpy as np
+import nbflow as nb
+
+@nb.elementwise(dtypes=["float32", "float64"], ref=lambda x: 2 * x + 1)
+def twice_plus_one(x):
+    return 2 * x + 1
+"""
+
+
+def test_an_op_from_an_unregistered_module_runs_again_in_a_new_process(tmp_path):
+    op_file = tmp_path / "ops_file.py"
+    op_file.write_text(_OP_FILE)
+    env = dict(os.environ, PYTHONPATH=ROOT, NBFLOW_CACHE_DIR=str(tmp_path / "cache"))
+    env["NUMBA_CACHE_DIR"] = str(tmp_path / "numba")
+    for _ in range(2):  # the second process must not try to load what it cannot find
+        result = subprocess.run(
+            [sys.executable, "-c", _UNREGISTERED_OP, str(op_file)],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert result.returncode == 0, result.stderr
+        assert result.stdout.split() == ["12.0", "24.0"]
