@@ -1,0 +1,163 @@
+"""The CUDA kernels of the structured ops, by op name (elementwise ops get theirs from their
+scalar body, in _define.py).
+
+Each launcher has the CPU launcher's signature, `(*inputs, *outputs, **attrs)` (a view op:
+`(*inputs, **attrs) -> view(s)`), takes GPU arrays, and calls the skeletons of
+nbflow.kernels.cuda_impl, which is imported on the first launch (it needs numba-cuda). Ops not
+in this table keep `"cuda": None`; tests/test_cuda_sim.py lists them with the reason.
+"""
+
+from .. import device as devices
+from .. import dtypes as dt
+from ..core import REGISTRY
+from ..errors import UnsupportedError
+from ..kernels.cuda import impl
+from .broadcast import summed_axes
+from .reduce import _count, reduced_axes, reduced_shape
+
+
+def _reduction(kind):
+    def launch(x, out, axis, keepdims, **params):
+        impl().reduce_rows(kind, x, reduced_axes(axis, x.ndim), out)
+
+    return launch
+
+
+def _logsumexp(x, out, axis, keepdims):
+    impl().softmax_rows(x, out, reduced_axes(axis, x.ndim), mode=2)
+
+
+def _softmax(mode):
+    def launch(x, out, axis):
+        if x.ndim == 0:
+            impl().fill(out, 1.0 if mode == 0 else 0.0)
+            return
+        impl().softmax_rows(x, out, (axis % x.ndim,), mode=mode)
+
+    return launch
+
+
+def _sum_to_like(x, like, out):
+    impl().reduce_rows("sum", x, summed_axes(x.shape, like.shape), out)
+
+
+def _broadcast_to_like(x, like, out):
+    impl().copy_into(x, out)
+
+
+def _expand_reduced(g, like, out, axis, keepdims):
+    keep = reduced_shape(like.shape, reduced_axes(axis, like.ndim), keepdims=True)
+    impl().copy_into(impl().contiguous(g).reshape(keep), out)
+
+
+def _reduced_count(x, out, axis):
+    impl().fill(out, _count(x.shape, reduced_axes(axis, x.ndim)))
+
+
+def _fill_like(x, out, value, dtype=None):
+    impl().fill(out, dt.scalar(value, out.dtype))
+
+
+def _fill_(x, out, value):
+    impl().fill(out, dt.scalar(value, out.dtype))
+
+
+def _copy_(x, src, out):
+    impl().copy_into(src, out)
+
+
+def _add_n(*arrays):
+    *xs, out = arrays
+    add = REGISTRY["add"].kernels["cuda"]
+    if len(xs) == 1:
+        impl().copy_into(xs[0], out)
+        return
+    add(xs[0], xs[1], out)
+    for x in xs[2:]:
+        add(out, x, out)
+
+
+def _view(cpu_view):
+    """The CPU view function (a numpy view) applied to the GPU array's layout; where numpy
+    would copy (a reshape of a strided array), the input is made contiguous first."""
+
+    def launch(x, *rest, **attrs):
+        views = devices.view_like(cpu_view, x, *rest, **attrs)
+        if views is None:
+            views = devices.view_like(cpu_view, impl().contiguous(x), *rest, **attrs)
+        if views is None:
+            raise UnsupportedError("this view (negative strides) is not supported on a GPU yet")
+        return views
+
+    return launch
+
+
+def _concat(*arrays, axis):
+    *xs, out = arrays
+    axis = axis % out.ndim
+    start = 0
+    for x in xs:
+        index = (slice(None),) * axis + (slice(start, start + x.shape[axis]),)
+        impl().copy_into(x, devices.view_like(lambda a, i=index: a[i], out))
+        start += x.shape[axis]
+
+
+def _stack(*arrays, axis):
+    *xs, out = arrays
+    axis = axis % out.ndim
+    for k, x in enumerate(xs):
+        index = (slice(None),) * axis + (k,)
+        impl().copy_into(x, devices.view_like(lambda a, i=index: a[i], out))
+
+
+def _matmul(a, b, out):
+    impl().matmul(a, b, out)
+
+
+_VIEWS = (
+    "reshape",
+    "reshape_like",
+    "transpose",
+    "permute",
+    "broadcast_to",
+    "squeeze",
+    "unsqueeze",
+    "flatten",
+    "split_like",
+    "split",
+    "slice",
+    "matrix_transpose",
+)
+
+KERNELS = {
+    "sum": _reduction("sum"),
+    "mean": _reduction("mean"),
+    "prod": _reduction("prod"),
+    "max": _reduction("max"),
+    "min": _reduction("min"),
+    "all": _reduction("all"),
+    "any": _reduction("any"),
+    "logsumexp": _logsumexp,
+    "softmax": _softmax(0),
+    "log_softmax": _softmax(1),
+    "sum_to_like": _sum_to_like,
+    "broadcast_to_like": _broadcast_to_like,
+    "expand_reduced": _expand_reduced,
+    "reduced_count": _reduced_count,
+    "full_like": _fill_like,
+    "fill_": _fill_,
+    "copy_": _copy_,
+    "add_n": _add_n,
+    "concat": _concat,
+    "stack": _stack,
+    "matmul": _matmul,
+}
+
+
+def install():
+    """Fill the "cuda" slot of the ops above (views reuse their CPU numpy view function)."""
+    for name, launch in KERNELS.items():
+        REGISTRY[name].kernels["cuda"] = launch
+    for name in _VIEWS:
+        op = REGISTRY[name]
+        op.kernels["cuda"] = _view(op.kernels["cpu"])
