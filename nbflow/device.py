@@ -97,7 +97,7 @@ def device_of(a) -> str:
 def to_device(array: np.ndarray, device: str):
     """A contiguous copy of host `array` on GPU `device`."""
     _select(device)
-    d = cuda().to_device(np.ascontiguousarray(array))
+    d = cuda().to_device(np.asarray(array, order="C"))  # ascontiguousarray makes 0-d 1-d
     return _tag(d, device)
 
 

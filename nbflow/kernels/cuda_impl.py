@@ -322,7 +322,7 @@ def reduce_rows(kind, x, axes, out):
     if kind in ("max", "min") and np.dtype(acc).kind != "f":
         acc = np.float64  # +-inf as the identity; int64 values round-trip except past 2**53
     if kind in ("all", "any"):
-        acc = np.int64
+        acc = np.float64  # an element is true when != 0 (NaN too, as numpy)
     flat_out = out if out.is_c_contiguous() else devices.empty(out.shape, out.dtype)
     flat_out1 = _ravel_n(flat_out, outer)
     scale = 1.0 / inner if inner else math.nan

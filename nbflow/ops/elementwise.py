@@ -491,7 +491,7 @@ def isinf(x):
 @_compare(np.isfinite)
 def isfinite(x):
     """True where x is neither NaN nor +-inf."""
-    return x - x == 0
+    return -math.inf < x < math.inf  # (x - x == 0 fails for numpy bools in the simulator)
 
 
 # ---------------------------------------------------------------- cast

@@ -1,0 +1,244 @@
+"""CPU == CUDA over every op that has a CUDA kernel, on tiny shapes.
+
+Run by tests/test_cuda_sim.py in a subprocess with NUMBA_ENABLE_CUDASIM=1 (the simulator must
+be chosen before numba is imported), or directly on a machine with a GPU (bench/gpu_check.py
+runs it with `--size large`). Prints one JSON line: the results per case and the ops covered.
+The CPU path is the reference: its kernels are separate code (numba CPU loops, BLAS, numpy).
+"""
+
+import json
+import sys
+import time
+
+import numpy as np
+
+import nbflow as nb
+from nbflow import dtypes as dt
+from nbflow.core import REGISTRY
+
+RNG = np.random.default_rng(0)
+LARGE = "--size" in sys.argv and sys.argv[sys.argv.index("--size") + 1] == "large"
+N = 64 if LARGE else 1  # scales the shapes of the structured cases
+
+# attrs for elementwise ops whose body takes some
+EW_ATTRS = {
+    "clip": {"min": -0.5, "max": 0.5},
+    "clip_": {"min": -0.5, "max": 0.5},
+    "leaky_relu": {"negative_slope": 0.1},
+    "cast": {"dtype": "float64"},
+}
+TOLERANCE = {dt.float16: 2e-2, dt.float32: 2e-5, dt.float64: 1e-12}
+
+
+def values(shape, dtype, positive=False):
+    if dtype == dt.bool_:
+        return RNG.random(shape) > 0.5
+    if dt.is_float(dtype):
+        low = 0.25 if positive else -2.0
+        return RNG.uniform(low, 2.0, shape).astype(dtype)
+    return RNG.integers(1 if positive else -3, 4, shape).astype(dtype)
+
+
+def on(device, arrays):
+    return [nb.tensor(a, dtype=a.dtype, device=device) for a in arrays]
+
+
+def host(x):
+    if isinstance(x, (tuple, list)):
+        return [host(v) for v in x]
+    return np.asarray(x.numpy())
+
+
+def compare(cpu, gpu, tol):
+    if isinstance(cpu, list):
+        return all(compare(a, b, tol) for a, b in zip(cpu, gpu)) and len(cpu) == len(gpu)
+    if cpu.shape != gpu.shape or cpu.dtype != gpu.dtype:
+        return False
+    if cpu.dtype.kind == "f":
+        return np.allclose(cpu, gpu, rtol=tol, atol=tol, equal_nan=True)
+    return np.array_equal(cpu, gpu)
+
+
+def run_case(fn, arrays, tol):
+    """fn on CPU tensors and on GPU tensors; (ok, detail)."""
+    try:
+        expected = host(fn(*on("cpu", arrays)))
+    except nb.NbflowError:
+        return None, "cpu refuses"
+    got = host(fn(*on("cuda", arrays)))
+    ok = compare(expected, got, tol)
+    return ok, "" if ok else f"cpu {expected} != cuda {got}"
+
+
+# ---------------------------------------------------------------- the cases
+
+
+def elementwise_cases():
+    for name, op in REGISTRY.items():
+        if not hasattr(op, "scalar_body") or name not in nb.ops.BUILTIN:
+            continue
+        attrs = EW_ATTRS.get(name, {})
+        n = len(op.inputs)
+        shapes = [(2 * N, 3), (3,), (2 * N, 1)][:n] if n > 1 else [(2 * N, 3)]
+        for d in op.dtypes:
+            positive = name in ("pow", "floor_div", "mod")  # no zero divisors, no x ** -1
+            arrays = [values(s, d, positive) for s in shapes]
+            if name == "where":
+                arrays[0] = values(shapes[0], dt.bool_)
+            yield name, str(d), (lambda *xs, op=op, attrs=attrs: op(*xs, **attrs)), arrays
+        # a strided (transposed) input, and a weak Python scalar
+        if dt.float32 in op.dtypes:
+            arrays = [values((3, 2 * N), dt.float32) for _ in range(n)]
+            yield (
+                name,
+                "f32 strided",
+                (lambda *xs, op=op, a=attrs: op(*[x.T for x in xs], **a)),
+                arrays,
+            )
+            if n == 2:
+                yield name, "f32 scalar", (lambda x, y, op=op: op(x, 0.5)), arrays
+    # in-place variants write into the first input
+    for name in ("add_", "sub_", "mul_", "div_"):
+        op = REGISTRY[name]
+        arrays = [values((2 * N, 3), dt.float32), values((3,), dt.float32)]
+        yield name, "f32", (lambda x, y, op=op: op(x, y)), arrays
+    clip_ = REGISTRY["clip_"]
+    yield "clip_", "f32", (lambda x: clip_(x, min=-0.5, max=0.5)), [values((2 * N, 3), dt.float32)]
+
+
+def structured_cases():
+    x3 = values((2 * N, 3, 4), dt.float32)
+    xi = values((2 * N, 3, 4), dt.int64)
+    for name in ("sum", "mean", "prod", "max", "min", "logsumexp", "all", "any"):
+        op = REGISTRY[name]
+        for axis in (None, 1, (0, 2), -1):
+            for keep in (False, True):
+                fn = lambda x, op=op, a=axis, k=keep: op(x, axis=a, keepdims=k)
+                yield name, f"f32 axis={axis} keepdims={keep}", fn, [x3]
+        yield name, "f64", (lambda x, op=op: op(x, axis=1)), [x3.astype(np.float64)]
+        yield name, "f16", (lambda x, op=op: op(x, axis=1)), [x3.astype(np.float16)]
+        yield name, "i64", (lambda x, op=op: op(x, axis=(1, 2))), [xi]
+    for name in ("softmax", "log_softmax"):
+        op = REGISTRY[name]
+        for axis in (0, 1, -1):
+            yield name, f"f32 axis={axis}", (lambda x, op=op, a=axis: op(x, axis=a)), [x3]
+        yield name, "f16", (lambda x, op=op: op(x, axis=-1)), [x3.astype(np.float16)]
+        yield name, "f64", (lambda x, op=op: op(x, axis=-1)), [x3.astype(np.float64)]
+    ops = nb.ops
+    a, b = values((5 * N, 7), dt.float32), values((7, 3 * N), dt.float32)
+    for d in (dt.float32, dt.float64, dt.float16, dt.int64):
+        yield "matmul", str(d), ops.matmul, [a.astype(d), b.astype(d)]
+    yield (
+        "matmul",
+        "batched",
+        ops.matmul,
+        [values((2, 1, 3, 4), dt.float32), values((3, 4, 2), dt.float32)],
+    )
+    yield "matmul", "vector", ops.matmul, [values((4,), dt.float32), values((2, 4, 3), dt.float32)]
+    yield "matmul", "transposed", (lambda a, b: ops.matmul(a.T, b)), [a.T.copy(), b]
+    like = values((3, 1), dt.float32)
+    yield "sum_to_like", "f32", ops.sum_to_like, [x3, like]
+    yield "broadcast_to_like", "f32", ops.broadcast_to_like, [like, x3]
+    g = values((2 * N, 4), dt.float32)
+    fn = lambda g, x: ops.expand_reduced(g, x, axis=1)
+    yield "expand_reduced", "f32", fn, [g, x3]
+    yield "reduced_count", "f32", (lambda x: ops.reduced_count(x, axis=(0, 2))), [x3]
+    yield "full_like", "f32", (lambda x: ops.full_like(x, 2.5)), [x3]
+    yield "full_like", "i32", (lambda x: ops.full_like(x, 7, dtype="int32")), [x3]
+    fill_ = REGISTRY["fill_"]
+    yield "fill_", "f32", (lambda x: fill_(x, value=3.0)), [x3]
+    yield "copy_", "f32<-i64", (lambda x, s: ops.copy_(x, s)), [x3, xi[:1]]
+    yield "add_n", "f32", ops.add_n, [x3, x3[:1], values((4,), dt.float32)]
+    yield "concat", "axis1", (lambda p, q: ops.concat(p, q, axis=1)), [x3, x3[:, :2]]
+    yield "stack", "axis0", (lambda p, q: ops.stack(p, q, axis=2)), [x3, x3 * 2]
+    yield "reshape", "f32", (lambda x: ops.reshape(x, 4, -1)), [x3]
+    yield "reshape", "strided", (lambda x: ops.reshape(x.T, -1)), [x3]
+    yield "reshape_like", "f32", (lambda x, y: ops.reshape_like(x, y)), [x3, x3.reshape(-1)]
+    yield "transpose", "f32", (lambda x: ops.transpose(x, 0, 2)), [x3]
+    yield "permute", "f32", (lambda x: ops.permute(x, 2, 0, 1) * 1), [x3]
+    yield (
+        "broadcast_to",
+        "f32",
+        (lambda x: ops.broadcast_to(x, (2, 3, 4))),
+        [values((3, 1), dt.float32)],
+    )
+    yield "squeeze", "f32", (lambda x: ops.squeeze(x)), [values((3, 1, 2), dt.float32)]
+    yield "unsqueeze", "f32", (lambda x: ops.unsqueeze(x, 1)), [x3]
+    yield "flatten", "f32", (lambda x: ops.flatten(x, 1)), [x3]
+    yield "split", "f32", (lambda x: ops.split(x, 2, axis=2)), [x3]
+    yield (
+        "split_like",
+        "f32",
+        (lambda x, p, q: ops.split_like(x, p, q, axis=1)),
+        [x3, x3[:, :1], x3[:, 1:]],
+    )
+    yield "slice", "f32", (lambda x: x[1:, ::2, None, -1] + 0), [x3]
+    yield "matrix_transpose", "f32", (lambda x: ops.matrix_transpose(x) + 0), [x3]
+
+
+def gradient_cases():
+    """An MLP loss and its gradients: the tape runs on the GPU like on the CPU."""
+
+    def mlp(x, w1, w2, labels):
+        tensors = [w1, w2]
+        for t in tensors:
+            t.requires_grad_(True)
+        h = nb.relu(nb.matmul(x, w1))
+        loss = nb.mean(nb.log_softmax(nb.matmul(h, w2), axis=1) * labels) + nb.sum(nb.tanh(h))
+        loss.backward()
+        return [loss] + [t.grad for t in tensors]
+
+    labels = np.eye(3, dtype=np.float32)[RNG.integers(0, 3, 4 * N)]
+    arrays = [values((4 * N, 5), dt.float32), values((5, 6), dt.float32)]
+    arrays += [values((6, 3), dt.float32), labels]
+    yield "backward", "mlp f32", mlp, arrays
+
+
+def device_checks():
+    """Placement semantics; each returns (name, ok, detail)."""
+    x = nb.tensor([1.0, 2.0], device="cuda")
+    yield "device name", x.device == "cuda:0" and x.cpu().device == "cpu", x.device
+    yield (
+        "cuda array interface",
+        hasattr(x.data, "__cuda_array_interface__") or hasattr(x.data, "__cuda_ndarray__"),
+        type(x.data).__name__,
+    )
+    try:
+        x + nb.tensor([1.0, 2.0])
+        yield "mixed devices", False, "no error"
+    except nb.NbflowError as e:
+        yield "mixed devices", "cuda:0" in str(e) and "cpu" in str(e), str(e)
+    y = nb.tensor([1.0, 2.0]).cuda()
+    yield "cuda()", np.array_equal(y.numpy(), [1.0, 2.0]) and y.device == "cuda:0", ""
+    yield "to() same device", y.to("cuda") is y, ""
+    try:
+        nb.tensor([1.0], device="gpu")
+        yield "bad device name", False, "no error"
+    except ValueError as e:
+        yield "bad device name", "gpu" in str(e), str(e)
+
+
+def main():
+    covered, results = set(), []
+    start = time.time()
+    for family in (elementwise_cases, structured_cases, gradient_cases):
+        for name, what, fn, arrays in family():
+            tol = max(TOLERANCE.get(np.dtype(a.dtype), 0) for a in arrays) or 1e-5
+            tol = 5e-2 if "f16" in what or "float16" in what else (1e-3 if LARGE else tol)
+            try:
+                ok, detail = run_case(fn, arrays, tol)
+            except Exception as e:  # reported, so one failure shows all the others too
+                ok, detail = False, f"{type(e).__name__}: {e}"
+            if ok is None:
+                continue
+            covered.add(name)
+            results.append({"op": name, "case": what, "ok": bool(ok), "detail": detail[:300]})
+    for name, ok, detail in device_checks():
+        results.append({"op": "device", "case": name, "ok": bool(ok), "detail": detail})
+    print(
+        json.dumps({"results": results, "covered": sorted(covered), "seconds": time.time() - start})
+    )
+
+
+if __name__ == "__main__":
+    main()
