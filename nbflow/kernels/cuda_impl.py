@@ -100,13 +100,41 @@ def strided({args}, out{params}):
         out[i0, i1, i2, i3, i4, i5] = f({nd_items}{params})
 """
 
+# Bool outputs store `value != 0`: numba-cuda's implicit float16 -> bool conversion is invalid
+# NVVM IR (found by the PTX matrix), while the comparison compiles for every dtype.
+_EW_BOOL = """
+
+@cuda.jit
+def flat_bool({args}, out{params}):
+    for i in range(cuda.grid(1), out.size, cuda.gridsize(1)):
+        out[i] = f({flat_items}{params}) != 0
+
+
+@cuda.jit
+def strided_bool({args}, out{params}):
+    s1, s2, s3, s4, s5 = out.shape[1], out.shape[2], out.shape[3], out.shape[4], out.shape[5]
+    for i in range(cuda.grid(1), out.size, cuda.gridsize(1)):
+        r = i
+        i5 = r % s5
+        r //= s5
+        i4 = r % s4
+        r //= s4
+        i3 = r % s3
+        r //= s3
+        i2 = r % s2
+        r //= s2
+        i1 = r % s1
+        i0 = r // s1
+        out[i0, i1, i2, i3, i4, i5] = f({nd_items}{params}) != 0
+"""
+
 
 def elementwise_module(name, body, n_inputs, n_params):
     """The generated module with `flat` and `strided` kernels for one scalar body."""
     if name not in DEVICE_BODIES:
         DEVICE_BODIES[name] = cuda.jit(device=True)(body)
     xs = [f"x{i}" for i in range(n_inputs)]
-    src = _EW_TEMPLATE.format(
+    src = (_EW_TEMPLATE + _EW_BOOL).format(
         name=name,
         args=", ".join(xs),
         params="".join(f", p{i}" for i in range(n_params)),
@@ -124,11 +152,13 @@ def run_elementwise(mod, arrays, out, params):
     shape = out.shape
     if all(a.shape == shape and a.is_c_contiguous() for a in arrays) and out.is_c_contiguous():
         flat = [_ravel(a) for a in (*arrays, out)]
-        mod.flat[blocks_for(n), TPB](*flat, *params)
+        kernel = mod.flat_bool if out.dtype == np.bool_ else mod.flat
+        kernel[blocks_for(n), TPB](*flat, *params)
         return
     views = [devices.broadcast(a, shape) for a in arrays] + [out]
     views = [_as_rank(v, shape, STRIDED_RANK) for v in views]
-    mod.strided[blocks_for(n), TPB](*views, *params)
+    kernel = mod.strided_bool if out.dtype == np.bool_ else mod.strided
+    kernel[blocks_for(n), TPB](*views, *params)
 
 
 def _ravel(a):

@@ -1,0 +1,126 @@
+"""Compile every CUDA kernel of nbflow to PTX for every dtype it takes, with no GPU.
+
+`cuda.compile_ptx` runs numba-cuda's real typing and lowering and NVVM (from the
+`numba-cuda[cu13]` wheels), so it catches what the simulator accepts but the compiler rejects
+(float16 atomics, numpy functions CUDA lacks). Run by tests/test_ptx.py in a subprocess: a
+kernel calling a device function asks the driver for the current device's compute capability,
+and this script (only) answers that question itself, for sm_90, because no driver is here.
+Prints one JSON line: {"compiled": n, "failures": [...]} or {"skip": reason}.
+"""
+
+import json
+import sys
+import time
+
+import numpy as np
+
+
+def patch_current_device():
+    """Kernels that call device functions look up the current device's compute capability;
+    without a driver, answer for an H100/H200 (sm_90)."""
+    import numba.cuda.dispatcher as dispatcher
+
+    class Device:
+        compute_capability = (9, 0)
+
+    dispatcher.get_current_device = lambda: Device()
+
+
+def main():
+    from numba import cuda, typeof, types
+    from numba.np.numpy_support import from_dtype
+
+    patch_current_device()
+    try:
+        cuda.compile_ptx(lambda a: None, (types.float32[::1],), cc=(9, 0))
+    except Exception as e:  # no NVVM: numba-cuda[cu13] is not installed
+        print(json.dumps({"skip": f"cuda.compile_ptx does not work here: {e}"[:500]}))
+        return
+
+    import nbflow as nb
+    from nbflow import dtypes as dt
+    from nbflow.core import REGISTRY, Spec
+    from nbflow.kernels import cuda_impl
+    from nbflow.kernels.cuda import _param
+
+    compiled, failures = 0, []
+    start = time.time()
+
+    def compile_one(what, pyfunc, argtypes):
+        nonlocal compiled
+        try:
+            cuda.compile_ptx(pyfunc, tuple(argtypes), cc=(9, 0))
+            compiled += 1
+        except Exception as e:  # every compiler error is a finding
+            lines = [ln for ln in str(e).splitlines() if ln.strip()]
+            failures.append(f"{what}: {type(e).__name__}: {' | '.join(lines[:3])[:300]}")
+
+    def array(d, ndim=1, layout="C"):
+        return types.Array(from_dtype(np.dtype(d)), ndim, layout)
+
+    attrs = {"clip": {"min": -0.5, "max": 0.5}, "leaky_relu": {"negative_slope": 0.1}}
+    for name in sorted(nb.ops.BUILTIN):
+        op = REGISTRY[name]
+        gpu = op.kernels.get("cuda")
+        if not hasattr(op, "scalar_body") or gpu is None:
+            continue
+        mod = gpu.module()
+        for d in op.dtypes:
+            outs = [dt.as_dtype(o) for o in dt.ALL] if name == "cast" else [None]
+            for out in outs:
+                specs = [Spec((4,), d)] * len(op.inputs)
+                kw = op.check_attrs({"dtype": out} if name == "cast" else attrs.get(name, {}))
+                out_dtype = op.infer(specs, kw)[0].dtype
+                params = [typeof(_param(kw[p], d)) for p in gpu.params]
+                ins = [array(d)] * len(op.inputs)
+                what = f"{name} {d}" + (f"->{out_dtype}" if name == "cast" else "")
+                flat, strided = (mod.flat, mod.strided)
+                if out_dtype == dt.bool_:  # the launcher's choice for bool outputs
+                    flat, strided = (mod.flat_bool, mod.strided_bool)
+                compile_one(what + " flat", flat.py_func, ins + [array(out_dtype)] + params)
+                nd = [array(d, 6, "A")] * len(op.inputs) + [array(out_dtype, 6, "A")]
+                compile_one(what + " strided", strided.py_func, nd + params)
+
+    # the structured skeletons, for each accumulator and storage dtype they are used with
+    for d in (dt.float16, dt.float32, dt.float64, dt.int32, dt.int64, dt.bool_):
+        compile_one(f"copy {d}", cuda_impl._copy6.py_func, [array(d, 6, "A"), array(d, 6, "A")])
+        scalar = from_dtype(d)
+        compile_one(f"fill {d}", cuda_impl._fill.py_func, [array(d), scalar])
+        for kind in ("sum", "mean", "prod", "max", "min", "all", "any"):
+            acc = cuda_impl._acc_dtype(d)
+            if kind in ("max", "min", "all", "any") and np.dtype(acc).kind != "f":
+                acc = np.float64
+            kernel = cuda_impl._row_kernel(kind, acc)
+            out = d if kind not in ("all", "any") else dt.bool_
+            args = [array(d, 2), array(out), types.float64]
+            compile_one(f"reduce {kind} {d}", kernel.py_func, args)
+    for d in (dt.float16, dt.float32, dt.float64):
+        acc = cuda_impl._acc_dtype(d)
+        for mode in (0, 1, 2):
+            kernel = cuda_impl._softmax_kernel(acc, mode)
+            compile_one(f"softmax mode {mode} {d}", kernel.py_func, [array(d, 2), array(d, 2)])
+    for d in (dt.float16, dt.float32, dt.float64, dt.int32, dt.int64):
+        kernel = cuda_impl._matmul_kernel(cuda_impl._acc_dtype(d))
+        args = [array(d, 3, "A"), array(d, 3, "A"), array(d, 3)]
+        compile_one(f"matmul {d}", kernel.py_func, args)
+    seconds = time.time() - start
+    result = {"compiled": compiled, "failures": failures, "seconds": seconds}
+    result["canary_rejected"] = canary_rejected(cuda, array)
+    print(json.dumps(result))
+
+
+def canary_rejected(cuda, array) -> bool:
+    """The real compiler rejects a float16 atomic add (the simulator runs it): proof that
+    this matrix can fail."""
+    def atomic_sum(x, out):
+        cuda.atomic.add(out, 0, x[cuda.grid(1)])
+
+    try:
+        cuda.compile_ptx(atomic_sum, (array("float16"), array("float16")), cc=(9, 0))
+    except Exception:  # any rejection will do
+        return True
+    return False
+
+
+if __name__ == "__main__":
+    sys.exit(main())
