@@ -103,6 +103,18 @@ def main():
         kernel = cuda_impl._matmul_kernel(cuda_impl._acc_dtype(d))
         args = [array(d, 3, "A"), array(d, 3, "A"), array(d, 3)]
         compile_one(f"matmul {d}", kernel.py_func, args)
+    loss_rows, grad_rows = cuda_impl._ce_kernels()
+    for d in (dt.float16, dt.float32, dt.float64):
+        for labels in (dt.int32, dt.int64):
+            f64 = types.float64
+            args = [array(d, 2), array(labels), types.int64, f64, array(dt.float64)]
+            compile_one(f"cross_entropy rows {d} {labels}", loss_rows.py_func, args)
+            args = [array(d, 2), array(labels), array(dt.float64), f64, types.int64, f64]
+            compile_one(
+                f"cross_entropy grad rows {d} {labels}", grad_rows.py_func, args + [array(d, 2)]
+            )
+        scalar = [array(dt.float64, 0), array(dt.float64, 0), array(d, 0)]
+        compile_one(f"scale {d}", cuda_impl._mul_scalar.py_func, scalar)
     seconds = time.time() - start
     result = {"compiled": compiled, "failures": failures, "seconds": seconds}
     result["canary_rejected"] = canary_rejected(cuda, array)
@@ -112,6 +124,7 @@ def main():
 def canary_rejected(cuda, array) -> bool:
     """The real compiler rejects a float16 atomic add (the simulator runs it): proof that
     this matrix can fail."""
+
     def atomic_sum(x, out):
         cuda.atomic.add(out, 0, x[cuda.grid(1)])
 

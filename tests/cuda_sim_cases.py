@@ -176,6 +176,32 @@ def structured_cases():
     yield "matrix_transpose", "f32", (lambda x: ops.matrix_transpose(x) + 0), [x3]
 
 
+def loss_cases():
+    logits3 = values((2 * N, 4, 3), dt.float32)  # (N, C, d1): the class axis is 1
+    labels = RNG.integers(0, 4, (2 * N, 3))
+    labels[0, 0] = -100  # ignored
+    ce = nb.ops.cross_entropy
+    for reduction in ("mean", "sum", "none"):
+        for smoothing in (0.0, 0.1):
+            fn = lambda x, t, r=reduction, s=smoothing: ce(x, t, reduction=r, label_smoothing=s)
+            yield "cross_entropy", f"{reduction} smoothing={smoothing}", fn, [logits3, labels]
+
+            def grad(g, x, t, r=reduction, s=smoothing):
+                return REGISTRY["cross_entropy_grad"](g, x, t, reduction=r, label_smoothing=s)
+
+            g = values(labels.shape if reduction == "none" else (), dt.float32)
+            yield (
+                "cross_entropy_grad",
+                f"{reduction} smoothing={smoothing}",
+                grad,
+                [g, logits3, labels],
+            )
+    logits2 = values((3 * N, 5), dt.float64)
+    labels2 = RNG.integers(0, 5, 3 * N).astype(np.int32)
+    yield "cross_entropy", "f64 2-D", ce, [logits2, labels2]
+    yield "cross_entropy", "f16 1-D", ce, [values((5,), dt.float16), np.array(2)]
+
+
 def gradient_cases():
     """An MLP loss and its gradients: the tape runs on the GPU like on the CPU."""
 
@@ -221,7 +247,7 @@ def device_checks():
 def main():
     covered, results = set(), []
     start = time.time()
-    for family in (elementwise_cases, structured_cases, gradient_cases):
+    for family in (elementwise_cases, structured_cases, loss_cases, gradient_cases):
         for name, what, fn, arrays in family():
             tol = max(TOLERANCE.get(np.dtype(a.dtype), 0) for a in arrays) or 1e-5
             tol = 5e-2 if "f16" in what or "float16" in what else (1e-3 if LARGE else tol)

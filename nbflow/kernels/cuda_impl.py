@@ -549,3 +549,150 @@ def _merge_batch(x, batch):
     if x.ndim == 2:
         return devices.as_strided(x, (1,) + shape, (0,) + strides)
     return contiguous(x).reshape(batch, shape[-2], shape[-1])
+
+
+# ---------------------------------------------------------------- cross-entropy rows
+
+
+@cuda.jit(device=True)
+def _row_lse(x, row, tid, shared, tpb):
+    """(logsumexp of row `row` of x, sum of the row), by all threads of the block."""
+    n = x.shape[1]
+    m = -math.inf
+    for j in range(tid, n, tpb):
+        v = float(x[row, j])
+        if v > m or v != v:
+            m = v
+    shared[tid] = m
+    cuda.syncthreads()
+    m = _block_reduce(shared, tid, tpb, True)
+    cuda.syncthreads()
+    shift = m if m - m == 0 else 0.0
+    s = 0.0
+    total = 0.0
+    for j in range(tid, n, tpb):
+        v = float(x[row, j])
+        s += math.exp(v - shift)
+        total += v
+    shared[tid] = s
+    cuda.syncthreads()
+    s = _block_reduce(shared, tid, tpb, False)
+    cuda.syncthreads()
+    shared[tid] = total
+    cuda.syncthreads()
+    total = _block_reduce(shared, tid, tpb, False)
+    cuda.syncthreads()
+    return math.log(s) + shift, total
+
+
+_CE: dict = {}
+
+
+def _ce_kernels():
+    if _CE:
+        return _CE["loss"], _CE["grad"]
+    tpb = TPB
+
+    @cuda.jit
+    def loss_rows(x, labels, ignore_index, smoothing, losses):
+        shared = cuda.shared.array(tpb, np.float64)
+        tid = cuda.threadIdx.x
+        n = x.shape[1]
+        for row in range(cuda.blockIdx.x, x.shape[0], cuda.gridDim.x):
+            t = labels[row]
+            lse, total = _row_lse(x, row, tid, shared, tpb)
+            if tid == 0:
+                if t == ignore_index:
+                    losses[row] = 0.0
+                else:
+                    loss = lse - float(x[row, t])
+                    if smoothing != 0.0:
+                        loss = (1.0 - smoothing) * loss + smoothing * (lse - total / n)
+                    losses[row] = loss
+            cuda.syncthreads()
+
+    @cuda.jit
+    def grad_rows(x, labels, scale, factor, ignore_index, smoothing, out):
+        shared = cuda.shared.array(tpb, np.float64)
+        tid = cuda.threadIdx.x
+        n = x.shape[1]
+        for row in range(cuda.blockIdx.x, x.shape[0], cuda.gridDim.x):
+            t = labels[row]
+            lse, _ = _row_lse(x, row, tid, shared, tpb)
+            k = float(scale[row]) * factor
+            for j in range(tid, n, tpb):
+                if t == ignore_index:
+                    out[row, j] = 0
+                else:
+                    d = math.exp(float(x[row, j]) - lse) - smoothing / n
+                    if j == t:
+                        d -= 1.0 - smoothing
+                    out[row, j] = d * k
+            cuda.syncthreads()
+
+    _CE["loss"], _CE["grad"] = loss_rows, grad_rows
+    return loss_rows, grad_rows
+
+
+def _class_rows(x, cls):
+    """x with the class axis `cls` moved last, as a contiguous (rows, classes) array."""
+    kept = [i for i in range(x.ndim) if i != cls]
+    shape = tuple(x.shape)
+    outer = int(np.prod([shape[i] for i in kept], dtype=np.int64))
+    return _rows_view(x, kept, [cls], outer, shape[cls]), kept
+
+
+def cross_entropy(logits, labels, out, cls, reduction, ignore_index, smoothing, count):
+    """Per-row losses on the GPU, then summed (and divided by `count`, the rows not ignored,
+    for 'mean'; the caller counted them on the host with the label check)."""
+    rows, _ = _class_rows(logits, cls)
+    flat_labels = contiguous(labels).reshape(rows.shape[0])
+    losses = devices.empty((rows.shape[0],), np.float64)
+    loss_rows, _ = _ce_kernels()
+    if rows.shape[0]:
+        grid = min(rows.shape[0], MAX_BLOCKS * 64)
+        loss_rows[grid, TPB](rows, flat_labels, ignore_index, smoothing, losses)
+    if reduction == "none":
+        copy_into(losses.reshape(out.shape), out)
+        return
+    total = devices.empty((), np.float64)
+    reduce_rows("sum", losses, (0,), total)
+    if reduction == "mean":
+        scale = devices.empty((), np.float64)
+        fill(scale, 1.0 / count if count else math.nan)
+        _scale_into(total, scale, out)
+    else:
+        copy_into(total, out)
+
+
+@cuda.jit
+def _mul_scalar(x, s, out):
+    if cuda.grid(1) == 0:
+        out[()] = x[()] * s[()]
+
+
+def _scale_into(x, s, out):
+    _mul_scalar[1, 1](x, s, out)
+
+
+def cross_entropy_grad(g, logits, labels, out, cls, reduction, ignore_index, smoothing, count):
+    """(softmax(logits) - target) * scale per row, scale from g (per row for 'none')."""
+    rows, kept = _class_rows(logits, cls)
+    n_rows = rows.shape[0]
+    flat_labels = contiguous(labels).reshape(n_rows)
+    scale = devices.empty((n_rows,), np.float64)
+    if reduction == "none":
+        copy_into(contiguous(g).reshape(n_rows) if g.size == n_rows else g, scale)
+        factor = 1.0
+    else:
+        copy_into(g, scale)
+        factor = (1.0 / count if count else math.nan) if reduction == "mean" else 1.0
+    res = devices.empty(tuple(rows.shape), out.dtype)
+    _, grad_rows = _ce_kernels()
+    if n_rows:
+        grid = min(n_rows, MAX_BLOCKS * 64)
+        grad_rows[grid, TPB](rows, flat_labels, scale, factor, ignore_index, smoothing, res)
+    shape = tuple(logits.shape)
+    res = res.reshape(tuple(shape[i] for i in kept) + (shape[cls],))
+    back = [int(i) for i in np.argsort(kept + [cls])]
+    copy_into(devices.view_like(np.transpose, res, back), out)

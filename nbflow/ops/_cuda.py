@@ -7,11 +7,14 @@ nbflow.kernels.cuda_impl, which is imported on the first launch (it needs numba-
 in this table keep `"cuda": None`; tests/test_cuda_sim.py lists them with the reason.
 """
 
+import numpy as np
+
 from .. import device as devices
 from .. import dtypes as dt
 from ..core import REGISTRY
 from ..errors import UnsupportedError
 from ..kernels.cuda import impl
+from . import nn
 from .broadcast import summed_axes
 from .reduce import _count, reduced_axes, reduced_shape
 
@@ -114,6 +117,27 @@ def _matmul(a, b, out):
     impl().matmul(a, b, out)
 
 
+def _labels_on_host(name, labels, n_classes, ignore_index):
+    """Check the labels (a host copy: small, one int per row) and count the rows not
+    ignored, which 'mean' divides by."""
+    flat = nn._check_labels(name, devices.to_host(labels), n_classes, ignore_index)
+    return int(np.count_nonzero(flat != ignore_index))
+
+
+def _cross_entropy(logits, labels, out, reduction, ignore_index, label_smoothing):
+    cls = nn._class_axis(logits.ndim)
+    count = _labels_on_host("cross_entropy", labels, logits.shape[cls], ignore_index)
+    impl().cross_entropy(logits, labels, out, cls, reduction, ignore_index, label_smoothing, count)
+
+
+def _cross_entropy_grad(g, logits, labels, out, reduction, ignore_index, label_smoothing):
+    cls = nn._class_axis(logits.ndim)
+    count = _labels_on_host("cross_entropy", labels, logits.shape[cls], ignore_index)
+    impl().cross_entropy_grad(
+        g, logits, labels, out, cls, reduction, ignore_index, label_smoothing, count
+    )
+
+
 _VIEWS = (
     "reshape",
     "reshape_like",
@@ -151,6 +175,8 @@ KERNELS = {
     "concat": _concat,
     "stack": _stack,
     "matmul": _matmul,
+    "cross_entropy": _cross_entropy,
+    "cross_entropy_grad": _cross_entropy_grad,
 }
 
 
