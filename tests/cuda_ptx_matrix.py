@@ -115,6 +115,16 @@ def main():
             )
         scalar = [array(dt.float64, 0), array(dt.float64, 0), array(d, 0)]
         compile_one(f"scale {d}", cuda_impl._mul_scalar.py_func, scalar)
+    f64, b1 = types.float64, types.boolean
+    for d in (dt.float16, dt.float32, dt.float64):
+        arrays = [array(d)] * 5
+        compile_one(f"sgd {d}", cuda_impl._sgd.py_func, arrays + [f64] * 4 + [b1])
+        args = [array(d)] * 5 + [array(dt.int64)] + [array(d)] * 4 + [f64] * 5 + [b1] * 3
+        compile_one(f"adam {d}", cuda_impl._adam.py_func, args)
+        args = [array(d)] * 9 + [f64] * 5 + [b1] * 2
+        compile_one(f"rmsprop {d}", cuda_impl._rmsprop.py_func, args)
+    args = [array(dt.int64), array(dt.int64)]
+    compile_one("adam step", cuda_impl._increment.py_func, args)
     seconds = time.time() - start
     result = {"compiled": compiled, "failures": failures, "seconds": seconds}
     result["canary_rejected"] = canary_rejected(cuda, array)

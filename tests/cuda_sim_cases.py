@@ -202,6 +202,34 @@ def loss_cases():
     yield "cross_entropy", "f16 1-D", ce, [values((5,), dt.float16), np.array(2)]
 
 
+def optimizer_cases():
+    p, g = values((3 * N, 4), dt.float32), values((3 * N, 4), dt.float32)
+    sq = values((3 * N, 4), dt.float32, positive=True)
+    sgd = REGISTRY["sgd_update_"]
+    for momentum, nesterov in ((0.0, False), (0.9, False), (0.9, True)):
+        fn = lambda p, g, v, m=momentum, n=nesterov: sgd(
+            p, g, v, lr=0.1, momentum=m, nesterov=n, weight_decay=0.01
+        )
+        yield "sgd_update_", f"momentum={momentum} nesterov={nesterov}", fn, [p, g, sq]
+    adam = REGISTRY["adam_update_"]
+    for amsgrad, decoupled in ((False, False), (True, True)):
+
+        def step(p, g, m, v, vmax, t, a=amsgrad, d=decoupled):
+            return adam(
+                p, g, m, v, vmax, t, lr=0.01, weight_decay=0.1, amsgrad=a,
+                decoupled_weight_decay=d,
+            )  # fmt: skip
+
+        args = [p, g, g * 0.1, sq, sq * 1.5, np.array(3)]
+        yield "adam_update_", f"amsgrad={amsgrad} decoupled={decoupled}", step, args
+    rms = REGISTRY["rmsprop_update_"]
+    for centered, momentum in ((False, 0.0), (True, 0.9)):
+        fn = lambda p, g, s, a, b, c=centered, m=momentum: rms(
+            p, g, s, a, b, lr=0.01, centered=c, momentum=m, weight_decay=0.1
+        )
+        yield "rmsprop_update_", f"centered={centered}", fn, [p, g, sq, g * 0.1, g * 0.5]
+
+
 def gradient_cases():
     """An MLP loss and its gradients: the tape runs on the GPU like on the CPU."""
 
@@ -247,7 +275,8 @@ def device_checks():
 def main():
     covered, results = set(), []
     start = time.time()
-    for family in (elementwise_cases, structured_cases, loss_cases, gradient_cases):
+    families = (elementwise_cases, structured_cases, loss_cases, optimizer_cases, gradient_cases)
+    for family in families:
         for name, what, fn, arrays in family():
             tol = max(TOLERANCE.get(np.dtype(a.dtype), 0) for a in arrays) or 1e-5
             tol = 5e-2 if "f16" in what or "float16" in what else (1e-3 if LARGE else tol)

@@ -19,7 +19,6 @@ ROOT = Path(__file__).resolve().parent.parent
 # here without a kernel, and when an op listed here has one (so the list stays true).
 NOT_WRITTEN = "not written yet"
 _NOT_WRITTEN_OPS = """
-    adam_update_ rmsprop_update_ sgd_update_
     adaptive_avg_pool2d adaptive_avg_pool2d_backward avg_pool2d avg_pool2d_backward
     max_pool2d max_pool2d_backward conv2d conv2d_input_grad conv2d_weight_grad
     batch_norm_train batch_norm_update_stats_ layer_norm dropout_mask embedding

@@ -696,3 +696,104 @@ def cross_entropy_grad(g, logits, labels, out, cls, reduction, ignore_index, smo
     res = res.reshape(tuple(shape[i] for i in kept) + (shape[cls],))
     back = [int(i) for i in np.argsort(kept + [cls])]
     copy_into(devices.view_like(np.transpose, res, back), out)
+
+
+# ---------------------------------------------------------------- optimizer updates
+# Elementwise over flat, contiguous parameters and states; outputs may be their inputs (each
+# element is read before it is written, by the one thread that owns it).
+
+
+@cuda.jit
+def _sgd(p, g, v, p_out, v_out, lr, momentum, dampening, weight_decay, nesterov):
+    for i in range(cuda.grid(1), p.size, cuda.gridsize(1)):
+        d = g[i] + weight_decay * p[i]
+        if momentum != 0:
+            vi = momentum * v[i] + (1 - dampening) * d
+            v_out[i] = vi
+            d = d + momentum * vi if nesterov else vi
+        p_out[i] = p[i] - lr * d
+
+
+@cuda.jit
+def _adam(
+    p, g, m, v, vmax, step, p_out, m_out, v_out, vmax_out,
+    lr, beta1, beta2, eps, weight_decay, decoupled, amsgrad, maximize,
+):  # fmt: skip
+    t = step[0] + 1  # the counter is incremented by a second launch, after every read
+    step_size = lr / (1.0 - beta1**t)
+    root_bc2 = math.sqrt(1.0 - beta2**t)
+    decay = 1.0 - lr * weight_decay
+    for i in range(cuda.grid(1), p.size, cuda.gridsize(1)):
+        pi = float(p[i])
+        gi = -float(g[i]) if maximize else float(g[i])
+        if decoupled:
+            pi = pi * decay
+        else:
+            gi = gi + weight_decay * pi
+        mi = beta1 * m[i] + (1.0 - beta1) * gi
+        vi = beta2 * v[i] + (1.0 - beta2) * gi * gi
+        m_out[i] = mi
+        v_out[i] = vi
+        if amsgrad:
+            vi = max(float(vmax[i]), vi)
+        vmax_out[i] = vi
+        p_out[i] = pi - step_size * mi / (math.sqrt(vi) / root_bc2 + eps)
+
+
+@cuda.jit
+def _increment(step, step_out):
+    if cuda.grid(1) == 0:
+        step_out[0] = step[0] + 1
+
+
+@cuda.jit
+def _rmsprop(
+    p, g, sq, ga, buf, p_out, sq_out, ga_out, buf_out,
+    lr, alpha, eps, weight_decay, momentum, centered, maximize,
+):  # fmt: skip
+    for i in range(cuda.grid(1), p.size, cuda.gridsize(1)):
+        gi = -float(g[i]) if maximize else float(g[i])
+        gi = gi + weight_decay * p[i]
+        si = alpha * sq[i] + (1.0 - alpha) * gi * gi
+        sq_out[i] = si
+        if centered:
+            ai = alpha * ga[i] + (1.0 - alpha) * gi
+            ga_out[i] = ai
+            avg = math.sqrt(si - ai * ai) + eps
+        else:
+            avg = math.sqrt(si) + eps
+        if momentum > 0:
+            bi = momentum * buf[i] + gi / avg
+            buf_out[i] = bi
+            p_out[i] = p[i] - lr * bi
+        else:
+            p_out[i] = p[i] - lr * gi / avg
+
+
+def _flat_all(name, arrays):
+    if not all(a.is_c_contiguous() for a in arrays):
+        raise UnsupportedError(f"{name}: parameters and their state must be contiguous")
+    return [_ravel(a) for a in arrays]
+
+
+def sgd(p, g, v, p_out, v_out, lr, momentum, dampening, weight_decay, nesterov):
+    flat = _flat_all("sgd_update_", (p, g, v, p_out, v_out))
+    if p.size:
+        _sgd[blocks_for(p.size), TPB](*flat, lr, momentum, dampening, weight_decay, nesterov)
+
+
+def adam(p, g, m, v, vmax, step, p_out, m_out, v_out, vmax_out, step_out, **attrs):
+    flat = _flat_all("adam_update_", (p, g, m, v, vmax, p_out, m_out, v_out, vmax_out))
+    step1, step_out1 = step.reshape(1), step_out.reshape(1)
+    names = ("lr", "beta1", "beta2", "eps", "weight_decay", "decoupled_weight_decay")
+    options = [attrs[n] for n in names] + [attrs["amsgrad"], attrs["maximize"]]
+    if p.size:
+        _adam[blocks_for(p.size), TPB](*flat[:5], step1, *flat[5:], *options)
+    _increment[1, 1](step1, step_out1)
+
+
+def rmsprop(p, g, sq, ga, buf, p_out, sq_out, ga_out, buf_out, **attrs):
+    flat = _flat_all("rmsprop_update_", (p, g, sq, ga, buf, p_out, sq_out, ga_out, buf_out))
+    names = ("lr", "alpha", "eps", "weight_decay", "momentum", "centered", "maximize")
+    if p.size:
+        _rmsprop[blocks_for(p.size), TPB](*flat, *(attrs[n] for n in names))

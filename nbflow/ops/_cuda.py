@@ -177,6 +177,9 @@ KERNELS = {
     "matmul": _matmul,
     "cross_entropy": _cross_entropy,
     "cross_entropy_grad": _cross_entropy_grad,
+    "sgd_update_": lambda *arrays, **attrs: impl().sgd(*arrays, **attrs),
+    "adam_update_": lambda *arrays, **attrs: impl().adam(*arrays, **attrs),
+    "rmsprop_update_": lambda *arrays, **attrs: impl().rmsprop(*arrays, **attrs),
 }
 
 
