@@ -248,6 +248,61 @@ def gradient_cases():
     yield "backward", "mlp f32", mlp, arrays
 
 
+def build_mlp(sizes=(12, 16, 16, 4), lr=0.1):
+    """A static-graph MLP training step: forward, append_backward, in-place SGD updates."""
+    main, startup = nb.Program(), nb.Program()
+    with nb.program_guard(main, startup):
+        h = nb.static.data("x", [-1, sizes[0]])
+        y = nb.static.data("y", [-1], dtype="int64")
+        for i, (n_in, n_out) in enumerate(zip(sizes, sizes[1:])):
+            w = nb.static.create_parameter(f"w{i}", [n_in, n_out])
+            b = nb.static.create_parameter(f"b{i}", [n_out], initializer=("constant", 0.0))
+            h = h @ w + b
+            if i < len(sizes) - 2:
+                h = nb.relu(h)
+        loss = nb.cross_entropy(h, y)
+        for p, g in nb.append_backward(loss):
+            nb.sub_(p, g * lr)
+    targets = [loss] + [f"{k}{i}" for i in range(len(sizes) - 1) for k in "wb"]
+    return main, startup, targets
+
+
+def train_losses(device, feed, steps=4):
+    main, startup, targets = build_mlp()
+    exe, scope = nb.Executor(device), nb.Scope()
+    nb.manual_seed(0)
+    exe.run(startup, scope=scope)
+    losses = [float(exe.run(main, feed, targets, scope=scope)[0]) for _ in range(steps)]
+    return losses, scope
+
+
+def graph_checks():
+    """Graph mode on the GPU: an Executor training loop and @jit, against the CPU."""
+    feed = {"x": values((8 * N, 12), dt.float32), "y": RNG.integers(0, 4, 8 * N)}
+    cpu, _ = train_losses("cpu", feed)
+    gpu, scope = train_losses("cuda", feed)
+    ok = np.allclose(cpu, gpu, rtol=1e-4) and gpu[-1] < gpu[0]
+    yield "executor training", ok, f"cpu {cpu} cuda {gpu}"
+    on_device = all(t.device == "cuda:0" for t in scope.values())
+    yield "persistables stay on the device", on_device, str({k: t.device for k, t in scope.items()})
+
+    @nb.jit
+    def f(x, w):
+        return nb.sum(nb.tanh(x @ w), axis=1)
+
+    x, w = values((4, 12), dt.float32), values((12, 3), dt.float32)
+    results = {}
+    for device in ("cpu", "cuda"):
+        wt = nb.tensor(w, device=device, requires_grad=True)
+        out = f(nb.tensor(x, device=device), wt)
+        nb.sum(out * out).backward()
+        results[device] = (out.numpy(), wt.grad.numpy(), out.device, wt.grad.device)
+    same = all(
+        np.allclose(a, b, rtol=1e-5) for a, b in zip(results["cpu"][:2], results["cuda"][:2])
+    )
+    yield "jit on the GPU", same and results["cuda"][2:] == ("cuda:0", "cuda:0"), ""
+
+
 def device_checks():
     """Placement semantics; each returns (name, ok, detail)."""
     x = nb.tensor([1.0, 2.0], device="cuda")
@@ -288,7 +343,7 @@ def main():
                 continue
             covered.add(name)
             results.append({"op": name, "case": what, "ok": bool(ok), "detail": detail[:300]})
-    for name, ok, detail in device_checks():
+    for name, ok, detail in list(device_checks()) + list(graph_checks()):
         results.append({"op": "device", "case": name, "ok": bool(ok), "detail": detail})
     print(
         json.dumps({"results": results, "covered": sorted(covered), "seconds": time.time() - start})

@@ -13,9 +13,10 @@ import weakref
 
 import numpy as np
 
+from .. import device as devices
 from .. import dtypes as dt
 from ..core import Node, no_grad, use_trace
-from ..errors import DTypeError, ProgramError, ShapeError, UnsupportedError
+from ..errors import DTypeError, ProgramError, ShapeError
 from ..tensor import EagerTrace, Tensor
 from .program import Program, Var
 
@@ -69,13 +70,16 @@ def prune(program: Program, targets) -> Program:
 
 
 class Executor:
-    """Runs programs on a device ("cpu"; "cuda" arrives with the GPU work)."""
+    """Runs programs on a device: "cpu", or "cuda"/"cuda:N" (feeds are copied to the GPU once
+    per run; persistables are moved there on first use and stay there, in the scope)."""
 
     def __init__(self, device: str = "cpu"):
-        if device != "cpu":
-            raise UnsupportedError(f"Executor: device {device!r} is not supported yet (cpu)")
-        self.device = device
+        self.device = devices.parse(device)
+        self.on_gpu = self.device != devices.CPU
+        if self.on_gpu:
+            devices.cuda()  # UnsupportedError, saying why, when there is no GPU
         self.eager = EagerTrace()
+        self._uploaded: dict = {}  # captured tensor id -> (tensor, version, its GPU copy)
         self._plans = weakref.WeakKeyDictionary()  # program -> {(version, feeds, targets): ops}
 
     def run(self, program: Program, feed=None, fetch_list=None, scope=None, return_numpy=True):
@@ -86,7 +90,7 @@ class Executor:
         block = program.global_block()
         targets = [self._target(block, t) for t in fetch_list]
         ops = self._plan(program, tuple(sorted(feed)), targets)
-        scope.update(program.captured)  # the eager tensors the program was built around
+        scope.update(self._captured(program))  # the eager tensors the program was built around
         env = {name: self._feed(block, name, value) for name, value in feed.items()}
         with use_trace(self.eager), no_grad():
             for node in ops:
@@ -106,6 +110,22 @@ class Executor:
             ops = plans[key] = needed_ops(block, targets) if targets else list(block.ops)
         return ops
 
+    def _captured(self, program) -> dict:
+        """The program's captured tensors, on this executor's device (a GPU copy is made again
+        only when the tensor was written since)."""
+        if not self.on_gpu:
+            return program.captured
+        values = {}
+        for name, t in program.captured.items():
+            if t.device == self.device:
+                values[name] = t
+                continue
+            held = self._uploaded.get(id(t))
+            if held is None or held[0] is not t or held[1] != t.version:
+                held = self._uploaded[id(t)] = (t, t.version, t.detach().to(self.device))
+            values[name] = held[2]
+        return values
+
     def _target(self, block, t):
         if isinstance(t, (Var, Node)):
             return t
@@ -119,6 +139,10 @@ class Executor:
             v = block.var(name)
         except KeyError:
             raise ProgramError(f"feed: the program has no var named '{name}'") from None
+        if isinstance(value, Tensor) and value.device != devices.CPU:
+            value = self._on_device(value)  # a GPU value is used as it is
+            if value.dtype == v.dtype and compatible(v.shape, value.shape):
+                return value
         array = value.numpy() if isinstance(value, Tensor) else np.asarray(value)
         where = f" (declared at {v.location})" if v.location else ""
         if array.dtype != v.dtype:
@@ -134,7 +158,15 @@ class Executor:
             raise ShapeError(
                 f"feed '{name}': shape {array.shape} does not fit {list(v.shape)}{where}"
             )
-        return Tensor(np.asarray(array, order="C"))  # (ascontiguousarray makes 0-d 1-d)
+        t = Tensor(np.asarray(array, order="C"))  # (ascontiguousarray makes 0-d 1-d)
+        return t.to(self.device) if self.on_gpu else t
+
+    def _on_device(self, t: Tensor) -> Tensor:
+        if t.device != self.device:
+            raise devices.DeviceError(
+                f"a value on {t.device} given to an Executor on {self.device}"
+            )
+        return t
 
     def _lookup(self, v: Var, env, scope) -> Tensor:
         t = scope.get(v.name) if v.persistable else env.get(v.name)
@@ -142,6 +174,8 @@ class Executor:
             what = "feed" if v.is_data else "value (run the startup program first?)"
             where = f" declared at {v.location}" if v.location else ""
             raise ProgramError(f"missing {what} for %{v.name}{where}")
+        if self.on_gpu and type(t) is Tensor:  # put in the scope by hand: moved once
+            t = (scope if v.persistable else env)[v.name] = t.to(self.device)
         return t
 
     def _run_op(self, node: Node, env, scope):
@@ -152,6 +186,9 @@ class Executor:
             e.args = (f"{e} (op created at {node.location})",)
             raise
         results = result if isinstance(result, tuple) else (result,)
+        if self.on_gpu:  # an op with no tensor input (a creation op) ran on
+            # the CPU: its result moves to the device once and stays there
+            results = [t.to(self.device) if type(t) is Tensor else t for t in results]
         for v, t in zip(node.outputs, results):
             if v.shape != t.shape and not compatible(v.shape, t.shape):
                 raise ShapeError(
