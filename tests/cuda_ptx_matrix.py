@@ -125,6 +125,30 @@ def main():
         compile_one(f"rmsprop {d}", cuda_impl._rmsprop.py_func, args)
     args = [array(dt.int64), array(dt.int64)]
     compile_one("adam step", cuda_impl._increment.py_func, args)
+    i64 = types.int64
+    for d in dt.ALL:
+        args = [array(d, 2), array(dt.int64), b1]
+        compile_one(f"argmax rows {d}", cuda_impl._argmax_rows.py_func, args)
+    for d in (dt.float16, dt.float32, dt.float64):
+        args = [array(d, 2), array(d), i64, b1]
+        compile_one(f"var rows {d}", cuda_impl._var_rows.py_func, args)
+        for name, body in cuda_impl.LOSS_BODIES.items():
+            n_in = 4 if name == "bce" else 2
+            mod = cuda_impl.elementwise_module(f"_loss_{name}", body, n_in, 0)
+            for out in (d, dt.float64):
+                args = [array(d)] * n_in + [array(out)]
+                compile_one(f"loss {name} {d}->{out}", mod.flat.py_func, args)
+                nd = [array(d, 6, "A")] * n_in + [array(out, 6, "A")]
+                compile_one(f"loss {name} {d}->{out} strided", mod.strided.py_func, nd)
+        for labels in (dt.int32, dt.int64):
+            args = [array(d, 2), array(labels), array(d), i64, array(dt.float64), array(dt.float64)]
+            compile_one(f"nll rows {d} {labels}", cuda_impl._nll.py_func, args)
+        args = [array(dt.float64, 0), array(dt.float64, 0), array(d, 0)]
+        compile_one(f"divide {d}", cuda_impl._divide.py_func, args)
+    for labels in (dt.int32, dt.int64):
+        for out in dt.ALL:
+            args = [array(labels), i64, b1, array(out, 2)]
+            compile_one(f"one_hot {labels}->{out}", cuda_impl._one_hot.py_func, args)
     seconds = time.time() - start
     result = {"compiled": compiled, "failures": failures, "seconds": seconds}
     result["canary_rejected"] = canary_rejected(cuda, array)

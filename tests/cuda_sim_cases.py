@@ -118,6 +118,21 @@ def structured_cases():
         yield name, "f64", (lambda x, op=op: op(x, axis=1)), [x3.astype(np.float64)]
         yield name, "f16", (lambda x, op=op: op(x, axis=1)), [x3.astype(np.float16)]
         yield name, "i64", (lambda x, op=op: op(x, axis=(1, 2))), [xi]
+    nan = x3.copy()
+    nan[1, 1, 1] = np.nan
+    for name in ("argmax", "argmin"):
+        op = REGISTRY[name]
+        for axis in (None, 1, -1):
+            yield name, f"axis={axis}", (lambda x, op=op, a=axis: op(x, axis=a)), [x3]
+        yield name, "keepdims i64", (lambda x, op=op: op(x, axis=2, keepdims=True)), [xi]
+        yield name, "nan f16", (lambda x, op=op: op(x, axis=1)), [nan.astype(np.float16)]
+    for name in ("var", "std"):
+        op = REGISTRY[name]
+        for axis, correction in ((None, 1), (1, 0), ((0, 2), 1), (0, 2 * N)):
+            fn = lambda x, op=op, a=axis, c=correction: op(x, axis=a, correction=c)
+            yield name, f"axis={axis} correction={correction}", fn, [x3]
+        fn = lambda x, op=op: op(x, axis=-1, keepdims=True)
+        yield name, "f64 keepdims", fn, [x3.astype(np.float64)]
     for name in ("softmax", "log_softmax"):
         op = REGISTRY[name]
         for axis in (0, 1, -1):
@@ -196,6 +211,31 @@ def loss_cases():
                 grad,
                 [g, logits3, labels],
             )
+    for name in ("mse_loss", "l1_loss"):
+        op = REGISTRY[name]
+        for reduction in ("mean", "sum", "none"):
+            fn = lambda x, y, op=op, r=reduction: op(x, y, reduction=r)
+            pair = [values((2 * N, 3), dt.float32), values((2 * N, 3), dt.float32)]
+            yield name, reduction, fn, pair
+        yield name, "f16", op, [values((4,), dt.float16), values((4,), dt.float16)]
+    bce = REGISTRY["binary_cross_entropy_with_logits"]
+    x, y = values((2 * N, 3), dt.float32), values((2 * N, 3), dt.float32, positive=True) / 2
+    w, pw = values((3,), dt.float32), values((2 * N, 1), dt.float32, positive=True)
+    for reduction in ("mean", "sum", "none"):
+        fn = lambda x, y, w, pw, r=reduction: bce(x, y, w, pw, reduction=r)
+        yield "binary_cross_entropy_with_logits", reduction, fn, [x, y, w, pw]
+    fn = lambda x, y: bce(x, y, 1.0, 2.0)
+    yield "binary_cross_entropy_with_logits", "scalars", fn, [x, y]
+    nll = REGISTRY["nll_loss"]
+    logp = values((2 * N, 4, 3), dt.float32)
+    for reduction in ("mean", "sum", "none"):
+        fn = lambda x, t, w, r=reduction: nll(x, t, w, reduction=r)
+        yield "nll_loss", reduction, fn, [logp, labels, values((4,), dt.float32, positive=True)]
+    yield "nll_loss", "no weight", (lambda x, t: nll(x, t, 1.0)), [logp, labels]
+    oh = REGISTRY["one_hot"]
+    yield "one_hot", "axis=-1", (lambda t: oh(t, num_classes=4)), [RNG.integers(0, 4, (2 * N, 3))]
+    fn = lambda t: oh(t, num_classes=4, axis=1, ignore_index=-100, dtype="float32")
+    yield "one_hot", "axis=1 ignore", fn, [labels]
     logits2 = values((3 * N, 5), dt.float64)
     labels2 = RNG.integers(0, 5, 3 * N).astype(np.int32)
     yield "cross_entropy", "f64 2-D", ce, [logits2, labels2]

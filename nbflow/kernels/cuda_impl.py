@@ -797,3 +797,179 @@ def rmsprop(p, g, sq, ga, buf, p_out, sq_out, ga_out, buf_out, **attrs):
     names = ("lr", "alpha", "eps", "weight_decay", "momentum", "centered", "maximize")
     if p.size:
         _rmsprop[blocks_for(p.size), TPB](*flat, *(attrs[n] for n in names))
+
+
+# ---------------------------------------------------------------- one thread per row
+# Simple kernels for reductions that keep an index or make two passes (argmax, var):
+# each thread walks whole rows. Correct for any shape; a block-per-row version is faster
+# for long rows.
+
+
+@cuda.jit
+def _argmax_rows(x, out, want_max):
+    for i in range(cuda.grid(1), x.shape[0], cuda.gridsize(1)):
+        best, k = x[i, 0], 0
+        for j in range(1, x.shape[1]):
+            if best != best:  # the first NaN, as numpy
+                break
+            v = x[i, j]
+            if (v > best if want_max else v < best) or v != v:
+                best, k = v, j
+        out[i] = k
+
+
+@cuda.jit
+def _var_rows(x, out, correction, take_sqrt):
+    n = x.shape[1]
+    for i in range(cuda.grid(1), x.shape[0], cuda.gridsize(1)):
+        total = 0.0
+        for j in range(n):
+            total += float(x[i, j])
+        mean = total / n if n else math.nan
+        squares = 0.0
+        for j in range(n):
+            d = float(x[i, j]) - mean
+            squares += d * d
+        divisor = n - correction if n > correction else 0
+        if divisor == 0:  # numpy's answer: inf, or NaN for 0 / 0
+            v = math.inf if squares > 0 else math.nan
+        else:
+            v = squares / divisor
+        out[i] = math.sqrt(v) if take_sqrt else v
+
+
+def rows_kernel(kernel, x, axes, out, *params):
+    """Run a one-thread-per-row kernel over x viewed as (kept, reduced)."""
+    kept = [i for i in range(x.ndim) if i not in axes]
+    shape = tuple(x.shape)
+    inner = int(np.prod([shape[i] for i in axes], dtype=np.int64))
+    outer = int(np.prod([shape[i] for i in kept], dtype=np.int64))
+    if outer == 0:
+        return
+    x2 = _rows_view(x, kept, axes, outer, inner)
+    flat_out = out if out.is_c_contiguous() else devices.empty(out.shape, out.dtype)
+    kernel[blocks_for(outer), TPB](x2, _ravel_n(flat_out, outer), *params)
+    if flat_out is not out:
+        copy_into(flat_out, out)
+
+
+# ---------------------------------------------------------------- pointwise losses
+
+
+def _mse_body(x, y):
+    d = float(x) - float(y)
+    return d * d
+
+
+def _l1_body(x, y):
+    return abs(float(x) - float(y))
+
+
+def _bce_body(x, y, w, pw):
+    xi, yi = float(x), float(y)
+    softplus_neg = math.log1p(math.exp(-abs(xi))) + max(-xi, 0.0)
+    return float(w) * ((1.0 - yi) * xi + (1.0 + (float(pw) - 1.0) * yi) * softplus_neg)
+
+
+LOSS_BODIES = {"mse": _mse_body, "l1": _l1_body, "bce": _bce_body}
+
+
+def pointwise_loss(name, inputs, out, reduction):
+    """Per-element losses (the body `name` of LOSS_BODIES, in float64), then 'none', 'sum' or
+    'mean' (NaN for no elements), as the CPU kernels."""
+    body = LOSS_BODIES[name]
+    mod = elementwise_module(f"_loss_{name}", body, len(inputs), 0)
+    if reduction == "none":
+        run_elementwise(mod, inputs, out, ())
+        return
+    shape = np.broadcast_shapes(*[tuple(a.shape) for a in inputs])
+    losses = devices.empty(shape, np.float64)
+    run_elementwise(mod, inputs, losses, ())
+    _sum_then_scale(losses, out, reduction, losses.size)
+
+
+def _sum_then_scale(values, out, reduction, count):
+    total = devices.empty((), np.float64)
+    if values.size:
+        reduce_rows("sum", values, tuple(range(values.ndim)), total)
+    else:
+        fill(total, 0.0)
+    if reduction == "sum":
+        copy_into(total, out)
+        return
+    scale = devices.empty((), np.float64)
+    fill(scale, 1.0 / count if count else math.nan)
+    _scale_into(total, scale, out)
+
+
+@cuda.jit
+def _nll(x, labels, w, ignore_index, losses, weights):
+    one_weight = w.size == 1
+    for i in range(cuda.grid(1), x.shape[0], cuda.gridsize(1)):
+        t = labels[i]
+        if t == ignore_index:
+            losses[i] = 0.0
+            weights[i] = 0.0
+        else:
+            wi = float(w[0] if one_weight else w[t])
+            losses[i] = -wi * float(x[i, t])
+            weights[i] = wi
+
+
+@cuda.jit
+def _divide(a, b, out):
+    if cuda.grid(1) == 0:
+        out[()] = a[()] / b[()] if b[()] != 0 else math.nan
+
+
+def nll_loss(x, labels, w, out, cls, reduction, ignore_index):
+    rows, _ = _class_rows(x, cls)
+    n = rows.shape[0]
+    flat_labels = contiguous(labels).reshape(n)
+    losses = devices.empty((n,), np.float64)
+    weights = devices.empty((n,), np.float64)
+    if n:
+        _nll[blocks_for(n), TPB](
+            rows, flat_labels, _ravel(contiguous(w)), ignore_index, losses, weights
+        )
+    if reduction == "none":
+        copy_into(losses.reshape(out.shape), out)
+        return
+    total, weight_sum = devices.empty((), np.float64), devices.empty((), np.float64)
+    fill(total, 0.0)
+    fill(weight_sum, 0.0)
+    if n:
+        reduce_rows("sum", losses, (0,), total)
+        reduce_rows("sum", weights, (0,), weight_sum)
+    if reduction == "sum":
+        copy_into(total, out)
+    else:
+        _divide[1, 1](total, weight_sum, out)
+
+
+# ---------------------------------------------------------------- one_hot
+
+
+@cuda.jit
+def _one_hot(labels, ignore_index, use_ignore, out):
+    n_classes = out.shape[1]
+    for k in range(cuda.grid(1), out.size, cuda.gridsize(1)):
+        i, j = k // n_classes, k % n_classes
+        t = labels[i]
+        out[i, j] = 1 if t == j and not (use_ignore and t == ignore_index) else 0
+
+
+def one_hot(labels, out, axis, ignore_index):
+    """out (labels' shape with the classes inserted at `axis`) from the labels."""
+    n = labels.size
+    n_classes = out.shape[axis]
+    rows = devices.empty((n, n_classes), out.dtype)
+    if rows.size:
+        flat = contiguous(labels).reshape(n)
+        use_ignore = ignore_index is not None
+        ignore = 0 if ignore_index is None else ignore_index
+        _one_hot[blocks_for(rows.size), TPB](flat, ignore, use_ignore, rows)
+    kept = [i for i in range(out.ndim) if i != axis]
+    res = rows.reshape(tuple(out.shape[i] for i in kept) + (n_classes,))
+    back = [int(i) for i in np.argsort(kept + [axis])]
+    copy_into(devices.view_like(np.transpose, res, back), out)

@@ -12,11 +12,11 @@ import numpy as np
 from .. import device as devices
 from .. import dtypes as dt
 from ..core import REGISTRY
-from ..errors import UnsupportedError
+from ..errors import OutOfRangeError, UnsupportedError
 from ..kernels.cuda import impl
-from . import nn
+from . import losses, nn
 from .broadcast import summed_axes
-from .reduce import _count, reduced_axes, reduced_shape
+from .reduce import _check_nonempty, _count, reduced_axes, reduced_shape
 
 
 def _reduction(kind):
@@ -36,6 +36,23 @@ def _softmax(mode):
             impl().fill(out, 1.0 if mode == 0 else 0.0)
             return
         impl().softmax_rows(x, out, (axis % x.ndim,), mode=mode)
+
+    return launch
+
+
+def _arg_extremum(want_max):
+    def launch(x, out, axis, keepdims):
+        axes = reduced_axes(axis, x.ndim)
+        _check_nonempty(x.shape, axes)
+        impl().rows_kernel(impl()._argmax_rows, x, axes, out, want_max)
+
+    return launch
+
+
+def _variance(take_sqrt):
+    def launch(x, out, axis, keepdims, correction):
+        axes = reduced_axes(axis, x.ndim)
+        impl().rows_kernel(impl()._var_rows, x, axes, out, correction, take_sqrt)
 
     return launch
 
@@ -117,6 +134,33 @@ def _matmul(a, b, out):
     impl().matmul(a, b, out)
 
 
+def _pointwise_loss(name):
+    def launch(*arrays, reduction):
+        *ins, out = arrays
+        impl().pointwise_loss(name, ins, out, reduction)
+
+    return launch
+
+
+def _nll_loss(x, t, w, out, reduction, ignore_index):
+    cls = losses._class_axis(x.ndim)
+    flat = np.ascontiguousarray(devices.to_host(t)).reshape(-1)
+    bad = losses._first_bad_label(flat, x.shape[cls], ignore_index)
+    if bad >= 0:
+        where = tuple(int(i) for i in np.unravel_index(bad, t.shape))
+        raise OutOfRangeError(
+            f"nll_loss: target {int(flat[bad])} at position {where} is outside "
+            f"[0, {x.shape[cls]}) and is not ignore_index={ignore_index}"
+        )
+    impl().nll_loss(x, t, w, out, cls, reduction, ignore_index)
+
+
+def _one_hot(labels, out, num_classes, axis, dtype, ignore_index):
+    nn._check_labels("one_hot", devices.to_host(labels), num_classes, ignore_index)
+    if out.size:
+        impl().one_hot(labels, out, axis % out.ndim, ignore_index)
+
+
 def _labels_on_host(name, labels, n_classes, ignore_index):
     """Check the labels (a host copy: small, one int per row) and count the rows not
     ignored, which 'mean' divides by."""
@@ -177,6 +221,15 @@ KERNELS = {
     "matmul": _matmul,
     "cross_entropy": _cross_entropy,
     "cross_entropy_grad": _cross_entropy_grad,
+    "argmax": _arg_extremum(True),
+    "argmin": _arg_extremum(False),
+    "var": _variance(False),
+    "std": _variance(True),
+    "mse_loss": _pointwise_loss("mse"),
+    "l1_loss": _pointwise_loss("l1"),
+    "binary_cross_entropy_with_logits": _pointwise_loss("bce"),
+    "nll_loss": _nll_loss,
+    "one_hot": _one_hot,
     "sgd_update_": lambda *arrays, **attrs: impl().sgd(*arrays, **attrs),
     "adam_update_": lambda *arrays, **attrs: impl().adam(*arrays, **attrs),
     "rmsprop_update_": lambda *arrays, **attrs: impl().rmsprop(*arrays, **attrs),
