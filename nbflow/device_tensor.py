@@ -139,10 +139,16 @@ def _device_scalar(value, dtype, device):
     return a
 
 
+# Ops whose index arrays (inputs from this position on) may come from the CPU, as PyTorch
+# lets x[[0, 2]] index a GPU tensor: the kernels read them on the host anyway.
+HOST_INDEX_INPUTS = {"index": 1, "index_put": 2, "index_put_": 2}
+
+
 def _device_of_args(op, args) -> str:
     device = None
-    for v in args:
-        if isinstance(v, Tensor):
+    first_index = HOST_INDEX_INPUTS.get(op.name, len(args))
+    for i, v in enumerate(args):
+        if isinstance(v, Tensor) and not (i >= first_index and v.device == devices.CPU):
             d = v.device
             if device is None:
                 device = d
@@ -157,6 +163,8 @@ def _device_of_args(op, args) -> str:
 def apply(trace, op: Op, args, attrs) -> Tensor | tuple:
     """Run `op` on arguments of which at least one is on a GPU (attrs already checked)."""
     device = _device_of_args(op, args)
+    if op.name in HOST_INDEX_INPUTS:
+        args = [a.to(device) if isinstance(a, Tensor) else a for a in args]
     specs = [
         Spec(tuple(v.data.shape), v.data.dtype)
         if isinstance(v, Tensor)

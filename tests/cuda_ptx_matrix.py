@@ -145,6 +145,28 @@ def main():
             compile_one(f"nll rows {d} {labels}", cuda_impl._nll.py_func, args)
         args = [array(dt.float64, 0), array(dt.float64, 0), array(d, 0)]
         compile_one(f"divide {d}", cuda_impl._divide.py_func, args)
+    i64a = array(dt.int64)
+    for d in dt.ALL:
+        compile_one(f"gather {d}", cuda_impl._gather3.py_func, [array(d, 3), i64a, array(d, 3)])
+        for layout in ("C", "A"):
+            args = [array(d, 3, layout), i64a, array(d, 3)]
+            compile_one(f"put {d} {layout}", cuda_impl._put3.py_func, args)
+        args = [array(d, 3), array(dt.int64, 3), array(d, 3)]
+        compile_one(f"gather along {d}", cuda_impl._gather_axis3.py_func, args)
+    for d in cuda_impl.ATOMIC_DTYPES:
+        args = [array(d, 3), i64a, array(d, 3)]
+        compile_one(f"add rows {np.dtype(d)}", cuda_impl._add3.py_func, args)
+        args = [array(d, 3), array(dt.int64, 3), array(d, 3)]
+        compile_one(f"scatter add {np.dtype(d)}", cuda_impl._scatter_axis3.py_func, args)
+        args = [array(d, 2), i64a, array(d, 2), i64]
+        compile_one(f"embedding backward {np.dtype(d)}", cuda_impl._add_rows_skip.py_func, args)
+    normalize, moments = cuda_impl._norm_kernels()
+    for d in (dt.float16, dt.float32, dt.float64):
+        compile_one(f"normalize {d}", normalize.py_func, [array(d, 2), array(d, 2), f64])
+        args = [array(d, 2), array(dt.float64), array(dt.float64)]
+        compile_one(f"moments {d}", moments.py_func, args)
+        args = [array(d), array(d), array(dt.float64), array(dt.float64), i64, f64]
+        compile_one(f"running stats {d}", cuda_impl._update_running.py_func, args + [array(d)] * 2)
     for labels in (dt.int32, dt.int64):
         for out in dt.ALL:
             args = [array(labels), i64, b1, array(out, 2)]

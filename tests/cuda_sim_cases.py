@@ -191,6 +191,90 @@ def structured_cases():
     yield "matrix_transpose", "f32", (lambda x: ops.matrix_transpose(x) + 0), [x3]
 
 
+def index_cases():
+    ops = nb.ops
+    x = values((4, 5, 3), dt.float32)
+    i = np.array([[0, 3], [-1, 2]])
+    yield "index", "one array", (lambda x, i: x[:, i]), [x, i]
+    yield "index", "two arrays", (lambda x, i: x[i, 1:, i % 3]), [x, i]
+    yield "index", "f16 int", (lambda x: x[[1, 0, 1], ..., 2]), [x.astype(np.float16)]
+    put = REGISTRY["index_put"]
+    key = (("slice", None, None, None), ("array", 0))
+    for accumulate in (False, True):
+        fn = lambda x, v, i, a=accumulate: put(x, v, i, key=key, accumulate=a)
+        yield "index_put", f"accumulate={accumulate}", fn, [x, values((4, 2, 2, 3), dt.float32), i]
+    dup = np.array([1, 1, 2])
+    fn = lambda x, v, i: put(x, v, i, key=(("array", 0),), accumulate=True)
+    yield (
+        "index_put",
+        "repeated f16",
+        fn,
+        [x.astype(np.float16), values((3, 5, 3), dt.float16), dup],
+    )
+    yield "index_put", "repeated i64", fn, [x.astype(np.int64), values((3, 5, 3), dt.int64), dup]
+    fn = lambda x, v: put(x, v, key=(("slice", 1, None, None),))
+    yield "index_put", "basic key", fn, [x, values((5, 3), dt.float32)]
+
+    def setitem(x, v):
+        x = x + 0  # a computed tensor: written in place
+        x[1:3, 0] = v
+        return x
+
+    yield "index_put_", "setitem", setitem, [x, values((3,), dt.float32)]
+    yield "index_select", "axis=1", (lambda x, i: ops.index_select(x, 1, i)), [x, i]
+    idx = RNG.integers(-5, 5, (4, 2, 3))
+    yield "take_along_axis", "axis=1", (lambda x, i: ops.take_along_axis(x, i, 1)), [x, idx]
+    idx_b = RNG.integers(0, 4, (2, 1, 3))
+    yield "take_along_axis", "broadcast", (lambda x, i: ops.take_along_axis(x, i, 0)), [x, idx_b]
+    scatter = REGISTRY["scatter_add"]
+    src = values((4, 2, 3), dt.float32)
+    yield "scatter_add", "axis=1", (lambda x, i, s: scatter(x, i, s, axis=1)), [x, idx, src]
+    yield (
+        "scatter_add",
+        "f16",
+        (lambda x, i, s: scatter(x, i, s, axis=1)),
+        [x.astype(np.float16), idx, src.astype(np.float16)],
+    )
+    yield (
+        "scatter_add",
+        "i32",
+        (lambda x, i, s: scatter(x, i, s, axis=1)),
+        [x.astype(np.int32), idx, src.astype(np.int32)],
+    )
+    emb = REGISTRY["embedding"]
+    weight = values((6, 4), dt.float32)
+    words = RNG.integers(0, 6, (3, 5))
+    yield "embedding", "f32", (lambda t, w: emb(t, w)), [words, weight]
+    back = REGISTRY["embedding_backward"]
+    fn = lambda g, t, w: back(g, t, w, padding_idx=2)
+    yield "embedding_backward", "padding", fn, [values((3, 5, 4), dt.float32), words, weight]
+    ln = REGISTRY["layer_norm"]
+    yield "layer_norm", "last", (lambda x: ln(x, normalized_shape=(3,))), [x]
+    yield (
+        "layer_norm",
+        "two dims f64",
+        (lambda x: ln(x, normalized_shape=(5, 3), eps=1e-3)),
+        [x.astype(np.float64)],
+    )
+    bn = REGISTRY["batch_norm_train"]
+    yield "batch_norm_train", "NCS", (lambda x: bn(x, eps=1e-5)), [x]
+    yield "batch_norm_train", "NC", (lambda x: bn(x, eps=1e-5)), [values((6, 3), dt.float32)]
+    upd = REGISTRY["batch_norm_update_stats_"]
+    fn = lambda m, v, x: upd(m, v, x, momentum=0.1)
+    yield (
+        "batch_norm_update_stats_",
+        "f32",
+        fn,
+        [values((5,), dt.float32), values((5,), dt.float32, True), x],
+    )
+
+    def dropout(x):
+        nb.manual_seed(3)
+        return REGISTRY["dropout_mask"](x, p=0.3)
+
+    yield "dropout_mask", "seeded", dropout, [x]
+
+
 def loss_cases():
     logits3 = values((2 * N, 4, 3), dt.float32)  # (N, C, d1): the class axis is 1
     labels = RNG.integers(0, 4, (2 * N, 3))
@@ -370,7 +454,8 @@ def device_checks():
 def main():
     covered, results = set(), []
     start = time.time()
-    families = (elementwise_cases, structured_cases, loss_cases, optimizer_cases, gradient_cases)
+    families = (elementwise_cases, structured_cases, index_cases, loss_cases, optimizer_cases)
+    families += (gradient_cases,)
     for family in families:
         for name, what, fn, arrays in family():
             tol = max(TOLERANCE.get(np.dtype(a.dtype), 0) for a in arrays) or 1e-5

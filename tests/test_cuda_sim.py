@@ -21,9 +21,6 @@ NOT_WRITTEN = "not written yet"
 _NOT_WRITTEN_OPS = """
     adaptive_avg_pool2d adaptive_avg_pool2d_backward avg_pool2d avg_pool2d_backward
     max_pool2d max_pool2d_backward conv2d conv2d_input_grad conv2d_weight_grad
-    batch_norm_train batch_norm_update_stats_ layer_norm dropout_mask embedding
-    embedding_backward
-    index index_put index_put_ index_select scatter_add take_along_axis
     flip pad repeat tile
     arange eye full linspace normal randint uniform
 """

@@ -973,3 +973,245 @@ def one_hot(labels, out, axis, ignore_index):
     res = rows.reshape(tuple(out.shape[i] for i in kept) + (n_classes,))
     back = [int(i) for i in np.argsort(kept + [axis])]
     copy_into(devices.view_like(np.transpose, res, back), out)
+
+
+# ---------------------------------------------------------------- gather and scatter
+# Index arrays are checked (and turned into row offsets) on the host, as on the CPU: they are
+# small next to the data. Accumulating scatters use atomics, which CUDA has for 32- and
+# 64-bit numbers only: float16 and bool targets accumulate in a float32 / int64 copy.
+
+
+@cuda.jit
+def _gather3(src, lin, out):
+    """out[o, b, i] = src[o, lin[b], i]."""
+    nb, ni = out.shape[1], out.shape[2]
+    for k in range(cuda.grid(1), out.size, cuda.gridsize(1)):
+        o, r = k // (nb * ni), k % (nb * ni)
+        b, i = r // ni, r % ni
+        out[o, b, i] = src[o, lin[b], i]
+
+
+@cuda.jit
+def _put3(dst, lin, src):
+    """dst[o, lin[b], i] = src[o, b, i] (repeated rows: one of the writes wins)."""
+    nb, ni = src.shape[1], src.shape[2]
+    for k in range(cuda.grid(1), src.size, cuda.gridsize(1)):
+        o, r = k // (nb * ni), k % (nb * ni)
+        b, i = r // ni, r % ni
+        dst[o, lin[b], i] = src[o, b, i]
+
+
+@cuda.jit
+def _add3(dst, lin, src):
+    """dst[o, lin[b], i] += src[o, b, i] (repeated rows accumulate: atomics)."""
+    nb, ni = src.shape[1], src.shape[2]
+    for k in range(cuda.grid(1), src.size, cuda.gridsize(1)):
+        o, r = k // (nb * ni), k % (nb * ni)
+        b, i = r // ni, r % ni
+        cuda.atomic.add(dst, (o, lin[b], i), src[o, b, i])
+
+
+@cuda.jit
+def _gather_axis3(src, idx, out):
+    """out[o, j, i] = src[o, idx[o, j, i], i], negative indices from the end."""
+    n = src.shape[1]
+    nj, ni = out.shape[1], out.shape[2]
+    for k in range(cuda.grid(1), out.size, cuda.gridsize(1)):
+        o, r = k // (nj * ni), k % (nj * ni)
+        j, i = r // ni, r % ni
+        t = idx[o, j, i]
+        out[o, j, i] = src[o, t + n if t < 0 else t, i]
+
+
+@cuda.jit
+def _scatter_axis3(dst, idx, src):
+    """dst[o, idx[o, j, i], i] += src[o, j, i] (atomics)."""
+    n = dst.shape[1]
+    nj, ni = idx.shape[1], idx.shape[2]
+    for k in range(cuda.grid(1), idx.size, cuda.gridsize(1)):
+        o, r = k // (nj * ni), k % (nj * ni)
+        j, i = r // ni, r % ni
+        t = idx[o, j, i]
+        cuda.atomic.add(dst, (o, t + n if t < 0 else t, i), src[o, j, i])
+
+
+ATOMIC_DTYPES = (np.float32, np.float64, np.int32, np.int64)
+
+
+def _atomic_target(dst):
+    """(an array atomics can add into, the array to copy it back to or None)."""
+    if dst.dtype.type in ATOMIC_DTYPES and dst.is_c_contiguous():
+        return dst, None
+    wide = (
+        np.float32
+        if dst.dtype == np.float16
+        else (np.int64 if dst.dtype == np.bool_ else dst.dtype)
+    )
+    tmp = devices.empty(dst.shape, wide, devices.device_of(dst))
+    copy_into(dst, tmp)
+    return tmp, dst
+
+
+def gather_rows(src3, lin, out3):
+    if out3.size:
+        _gather3[blocks_for(out3.size), TPB](src3, lin, out3)
+
+
+def put_rows(dst3, lin, src3, accumulate):
+    if src3.size == 0:
+        return
+    if not accumulate:
+        _put3[blocks_for(src3.size), TPB](dst3, lin, src3)
+        return
+    target, back = _atomic_target(dst3)
+    src = contiguous(src3, target.dtype)
+    _add3[blocks_for(src3.size), TPB](target, lin, src)
+    if back is not None:
+        copy_into(target, back)
+
+
+def gather_axis(src3, idx3, out3):
+    if out3.size:
+        _gather_axis3[blocks_for(out3.size), TPB](src3, idx3, out3)
+
+
+def scatter_axis(dst3, idx3, src3):
+    if idx3.size == 0:
+        return
+    target, back = _atomic_target(dst3)
+    _scatter_axis3[blocks_for(idx3.size), TPB](target, idx3, contiguous(src3, target.dtype))
+    if back is not None:
+        copy_into(target, back)
+
+
+def upload(host_array, like):
+    """A host array (index offsets) on the device of GPU array `like`."""
+    return devices.to_device(np.ascontiguousarray(host_array), devices.device_of(like))
+
+
+# ---------------------------------------------------------------- normalisation rows
+
+
+@cuda.jit(device=True)
+def _row_moments(x, row, tid, shared, tpb):
+    """(mean, sum of squared deviations) of row `row`, two passes, by the whole block."""
+    n = x.shape[1]
+    s = 0.0
+    for j in range(tid, n, tpb):
+        s += float(x[row, j])
+    shared[tid] = s
+    cuda.syncthreads()
+    mean = _block_reduce(shared, tid, tpb, False) / n
+    cuda.syncthreads()
+    q = 0.0
+    for j in range(tid, n, tpb):
+        d = float(x[row, j]) - mean
+        q += d * d
+    shared[tid] = q
+    cuda.syncthreads()
+    squares = _block_reduce(shared, tid, tpb, False)
+    cuda.syncthreads()
+    return mean, squares
+
+
+_NORM: dict = {}
+
+
+def _norm_kernels():
+    if _NORM:
+        return _NORM["normalize"], _NORM["moments"]
+    tpb = TPB
+
+    @cuda.jit
+    def normalize(x, out, eps):
+        shared = cuda.shared.array(tpb, np.float64)
+        tid = cuda.threadIdx.x
+        n = x.shape[1]
+        for row in range(cuda.blockIdx.x, x.shape[0], cuda.gridDim.x):
+            mean, squares = _row_moments(x, row, tid, shared, tpb)
+            rstd = 1.0 / math.sqrt(squares / n + eps)
+            for j in range(tid, n, tpb):
+                out[row, j] = (float(x[row, j]) - mean) * rstd
+            cuda.syncthreads()
+
+    @cuda.jit
+    def moments(x, means, squares):
+        shared = cuda.shared.array(tpb, np.float64)
+        tid = cuda.threadIdx.x
+        for row in range(cuda.blockIdx.x, x.shape[0], cuda.gridDim.x):
+            mean, q = _row_moments(x, row, tid, shared, tpb)
+            if tid == 0:
+                means[row] = mean
+                squares[row] = q
+            cuda.syncthreads()
+
+    _NORM["normalize"], _NORM["moments"] = normalize, moments
+    return normalize, moments
+
+
+def normalize_rows(x2, out2, eps):
+    """out = (x - mean) / sqrt(var + eps) per row of the 2-D contiguous x2."""
+    normalize, _ = _norm_kernels()
+    if x2.shape[0] and x2.shape[1]:
+        normalize[min(x2.shape[0], MAX_BLOCKS * 64), TPB](x2, out2, eps)
+
+
+def channel_rows(x):
+    """x (N, C, ...) as contiguous (C, N * S) rows, and the (C, N, S) shape."""
+    shape = tuple(x.shape)
+    n, c = shape[0], shape[1]
+    s = int(np.prod(shape[2:], dtype=np.int64)) if len(shape) > 2 else 1
+    x3 = contiguous(x).reshape(n, c, s)
+    rows = contiguous(devices.view_like(np.transpose, x3, (1, 0, 2)))
+    return rows.reshape(c, n * s), (c, n, s)
+
+
+def batch_norm(x, out, eps):
+    rows, (c, n, s) = channel_rows(x)
+    res = devices.empty((c, n * s), out.dtype)
+    normalize_rows(rows, res, eps)
+    back = devices.view_like(np.transpose, res.reshape(c, n, s), (1, 0, 2))
+    copy_into(back, out.reshape(n, c, s) if out.is_c_contiguous() else out)
+
+
+@cuda.jit
+def _update_running(mean_in, var_in, means, squares, count, momentum, mean_out, var_out):
+    for c in range(cuda.grid(1), means.size, cuda.gridsize(1)):
+        var = squares[c] / (count - 1) if count > 1 else math.nan
+        mean_out[c] = (1.0 - momentum) * mean_in[c] + momentum * means[c]
+        var_out[c] = (1.0 - momentum) * var_in[c] + momentum * var
+
+
+def update_running_stats(mean_in, var_in, x, mean_out, var_out, momentum):
+    rows, (c, n, s) = channel_rows(x)
+    _, moments = _norm_kernels()
+    means = devices.empty((c,), np.float64)
+    squares = devices.empty((c,), np.float64)
+    if c:
+        moments[min(c, MAX_BLOCKS * 64), TPB](rows, means, squares)
+        args = (mean_in, var_in, means, squares, n * s, momentum, mean_out, var_out)
+        _update_running[blocks_for(c), TPB](*args)
+
+
+# ---------------------------------------------------------------- embedding backward
+
+
+@cuda.jit
+def _add_rows_skip(g, idx, out, skip):
+    """out[idx[i]] += g[i] for every i with idx[i] != skip (atomics)."""
+    dim = g.shape[1]
+    for k in range(cuda.grid(1), g.size, cuda.gridsize(1)):
+        i, j = k // dim, k % dim
+        t = idx[i]
+        if t != skip:
+            cuda.atomic.add(out, (t, j), g[i, j])
+
+
+def embedding_backward(g2, idx, out, skip):
+    fill(out, 0)
+    if g2.size == 0:
+        return
+    target, back = _atomic_target(out)
+    _add_rows_skip[blocks_for(g2.size), TPB](contiguous(g2, target.dtype), idx, target, skip)
+    if back is not None:
+        copy_into(target, back)

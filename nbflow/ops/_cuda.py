@@ -14,7 +14,7 @@ from .. import dtypes as dt
 from ..core import REGISTRY
 from ..errors import OutOfRangeError, UnsupportedError
 from ..kernels.cuda import impl
-from . import losses, nn
+from . import index, losses, nn, norm
 from .broadcast import summed_axes
 from .reduce import _check_nonempty, _count, reduced_axes, reduced_shape
 
@@ -161,6 +161,160 @@ def _one_hot(labels, out, num_classes, axis, dtype, ignore_index):
         impl().one_hot(labels, out, axis % out.ndim, ignore_index)
 
 
+# ---------------------------------------------------------------- indexing
+
+
+def _basic_view(x, basic):
+    view = devices.view_like(lambda a: a[basic], x)
+    if view is None:
+        raise UnsupportedError("negative slice steps are not supported on a GPU yet")
+    return view
+
+
+def _index(x, *rest, key):
+    *idx, out = rest
+    basic, view_axes, x_axes, front = index._plan(key, x.ndim)
+    v = _basic_view(x, basic)
+    host = [devices.to_host(i) for i in idx]
+    perm, src3, res3, lin, _ = index._rows(v, host, view_axes, x_axes, front)
+    if out.size == 0:
+        return
+    src = v if perm is None else devices.view_like(np.transpose, v, perm)
+    src = impl().contiguous(src).reshape(src3)
+    impl().gather_rows(src, impl().upload(lin, x), out.reshape(res3))
+
+
+def _index_put(x, value, *rest, key, accumulate):
+    *idx, out = rest
+    basic, view_axes, x_axes, front = index._plan(key, x.ndim)
+    fresh = devices.empty(tuple(value.shape), out.dtype, devices.device_of(out))
+    impl().copy_into(value, fresh)  # cast, and read before any write (x[1:] = x[:-1])
+    value = fresh
+    if out is not x:
+        impl().copy_into(x, out)
+    target = _basic_view(out, basic)
+    if not idx:
+        value = value.reshape(tuple(value.shape)[max(0, value.ndim - target.ndim) :])
+        if accumulate:
+            REGISTRY["add"].kernels["cuda"](target, value, target)
+        else:
+            impl().copy_into(value, target)
+        return
+    host = [devices.to_host(i) for i in idx]
+    perm, src3, res3, lin, bshape = index._rows(target, host, view_axes, x_axes, front)
+    if lin.size == 0 or index.size_of(src3) == 0:
+        return
+    if perm is not None:
+        target = devices.view_like(np.transpose, target, perm)
+    dst = devices.view_like(np.reshape, target, src3)  # None when that needs a copy
+    work = dst if dst is not None else impl().contiguous(target).reshape(src3)
+    result = index._result_shape(tuple(target.shape), view_axes, bshape, front)
+    value = value.reshape(tuple(value.shape)[max(0, value.ndim - len(result)) :])
+    src = impl().contiguous(devices.broadcast(value, result)).reshape(res3)
+    impl().put_rows(work, impl().upload(lin, x), src, accumulate)
+    if dst is None:
+        impl().copy_into(work.reshape(tuple(target.shape)), target)
+
+
+def _index_select(x, idx, out, axis):
+    a = axis % x.ndim
+    flat = np.ravel(devices.to_host(idx)).astype(np.int64).reshape(1, -1)
+    lin = np.empty(flat.shape[1], np.int64)
+    bad = index._linear_index(flat, np.array([x.shape[a]], np.int64), lin)
+    if bad >= 0:
+        raise OutOfRangeError(
+            f"index {int(flat[0, bad])} is out of range for axis {a} with size {x.shape[a]}"
+        )
+    if out.size == 0:
+        return
+    o, n, i = index._three(tuple(x.shape), a, a + 1)
+    src = impl().contiguous(x).reshape(o, n, i)
+    impl().gather_rows(src, impl().upload(lin, x), out.reshape(o, lin.size, i))
+
+
+def _take_along_axis(x, idx, out, axis):
+    a = axis % x.ndim
+    shape = tuple(out.shape)
+    n = x.shape[a]
+    index._check_range(devices.to_host(idx), n, a)
+    if out.size == 0:
+        return
+    xb = devices.broadcast(x, shape[:a] + (n,) + shape[a + 1 :])
+    src = impl().contiguous(xb).reshape(index._three(tuple(xb.shape), a, a + 1))
+    ib = impl().contiguous(devices.broadcast(idx, shape), np.int64)
+    three = index._three(shape, a, a + 1)
+    impl().gather_axis(src, ib.reshape(three), out.reshape(three))
+
+
+def _scatter_add(x, idx, src, out, axis):
+    a = axis % x.ndim
+    index._check_range(devices.to_host(idx), x.shape[a], a)
+    impl().copy_into(x, out)
+    if idx.size == 0:
+        return
+    region = tuple(slice(0, n) for n in idx.shape)
+    src = devices.view_like(lambda s: s[region], src)
+    target = devices.view_like(lambda o: o[region[:a] + (slice(None),) + region[a + 1 :]], out)
+    three = index._three(tuple(target.shape), a, a + 1)
+    dst = devices.view_like(np.reshape, target, three)
+    work = dst if dst is not None else impl().contiguous(target).reshape(three)
+    i3 = impl().contiguous(idx, np.int64).reshape(index._three(tuple(idx.shape), a, a + 1))
+    s3 = impl().contiguous(src).reshape(index._three(tuple(src.shape), a, a + 1))
+    impl().scatter_axis(work, i3, s3)
+    if dst is None:
+        impl().copy_into(work.reshape(tuple(target.shape)), target)
+
+
+# ---------------------------------------------------------------- embedding, norms, dropout
+
+
+def _embedding(indices, weight, out, padding_idx):
+    flat = norm._checked_indices(devices.to_host(indices), weight.shape[0])
+    if flat.size:
+        w = impl().contiguous(weight)
+        out3 = out.reshape(1, flat.size, weight.shape[1])
+        impl().gather_rows(w.reshape(1, *weight.shape), impl().upload(flat, weight), out3)
+
+
+def _embedding_backward(g, indices, weight, out, padding_idx):
+    num = weight.shape[0]
+    flat = norm._checked_indices(devices.to_host(indices), num)
+    g2 = impl().contiguous(g).reshape(flat.size, out.shape[1])
+    skip = norm._padding_row(padding_idx, num)
+    impl().embedding_backward(g2, impl().upload(flat.astype(np.int64), g), out, skip)
+
+
+def _layer_norm(x, out, normalized_shape, eps):
+    if out.size == 0:
+        return
+    n = int(np.prod(normalized_shape, dtype=np.int64))
+    x2 = impl().contiguous(x).reshape(x.size // n, n)
+    if out.is_c_contiguous():
+        impl().normalize_rows(x2, out.reshape(x.size // n, n), eps)
+    else:
+        res = devices.empty(tuple(x2.shape), out.dtype)
+        impl().normalize_rows(x2, res, eps)
+        impl().copy_into(res.reshape(tuple(out.shape)), out)
+
+
+def _batch_norm_train(x, *rest, eps):
+    out = rest[-1]
+    if out.size:
+        impl().batch_norm(x, out, eps)
+
+
+def _update_stats(mean, var, x, mean_out, var_out, momentum):
+    impl().update_running_stats(mean, var, x, mean_out, var_out, momentum)
+
+
+def _dropout_mask(x, out, p, generator):
+    """The mask is drawn on the host by the same Generator as on the CPU (so a seeded run
+    gives the same mask on both devices) and copied to the GPU."""
+    host = np.empty(tuple(out.shape), dt.CPU_COMPUTE.get(out.dtype, out.dtype))
+    norm._dropout_mask_launch(None, host, p, generator)
+    impl().copy_into(devices.to_device(host, devices.device_of(out)), out)
+
+
 def _labels_on_host(name, labels, n_classes, ignore_index):
     """Check the labels (a host copy: small, one int per row) and count the rows not
     ignored, which 'mean' divides by."""
@@ -230,6 +384,17 @@ KERNELS = {
     "binary_cross_entropy_with_logits": _pointwise_loss("bce"),
     "nll_loss": _nll_loss,
     "one_hot": _one_hot,
+    "index": _index,
+    "index_put": _index_put,
+    "index_select": _index_select,
+    "take_along_axis": _take_along_axis,
+    "scatter_add": _scatter_add,
+    "embedding": _embedding,
+    "embedding_backward": _embedding_backward,
+    "layer_norm": _layer_norm,
+    "batch_norm_train": _batch_norm_train,
+    "batch_norm_update_stats_": _update_stats,
+    "dropout_mask": _dropout_mask,
     "sgd_update_": lambda *arrays, **attrs: impl().sgd(*arrays, **attrs),
     "adam_update_": lambda *arrays, **attrs: impl().adam(*arrays, **attrs),
     "rmsprop_update_": lambda *arrays, **attrs: impl().rmsprop(*arrays, **attrs),
