@@ -147,6 +147,9 @@ def main():
         compile_one(f"divide {d}", cuda_impl._divide.py_func, args)
     i64a = array(dt.int64)
     for d in dt.ALL:
+        args = [array(d, 6, "A"), array(d, 6, "C"), i64a]
+        compile_one(f"flip {d}", cuda_impl._flip6.py_func, args)
+    for d in dt.ALL:
         compile_one(f"gather {d}", cuda_impl._gather3.py_func, [array(d, 3), i64a, array(d, 3)])
         for layout in ("C", "A"):
             args = [array(d, 3, layout), i64a, array(d, 3)]

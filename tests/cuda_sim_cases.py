@@ -189,6 +189,16 @@ def structured_cases():
     )
     yield "slice", "f32", (lambda x: x[1:, ::2, None, -1] + 0), [x3]
     yield "matrix_transpose", "f32", (lambda x: ops.matrix_transpose(x) + 0), [x3]
+    pad = REGISTRY["pad"]
+    yield "pad", "f32", (lambda x: pad(x, pad_width=(1, 0, 0, 2, 1, 1), value=-1.5)), [x3]
+    yield "pad", "i64 strided", (lambda x: pad(x.T, pad_width=(0, 1, 2, 0, 0, 0))), [xi]
+    yield "tile", "f32", (lambda x: ops.tile(x, 2, 1, 1, 3)), [x3]
+    yield "tile", "bool", (lambda x: ops.tile(x, 2)), [values((3, 2), dt.bool_)]
+    rep = REGISTRY["repeat"]
+    yield "repeat", "axis=1", (lambda x: rep(x, repeats=2, axis=1)), [x3]
+    yield "repeat", "flat", (lambda x: rep(x, repeats=3)), [xi]
+    yield "flip", "axis=(0, 2)", (lambda x: ops.flip(x, axis=(0, 2)) * 1), [x3]
+    yield "flip", "all f16", (lambda x: ops.flip(x.T) * 1), [x3.astype(np.float16)]
 
 
 def index_cases():

@@ -21,7 +21,6 @@ NOT_WRITTEN = "not written yet"
 _NOT_WRITTEN_OPS = """
     adaptive_avg_pool2d adaptive_avg_pool2d_backward avg_pool2d avg_pool2d_backward
     max_pool2d max_pool2d_backward conv2d conv2d_input_grad conv2d_weight_grad
-    flip pad repeat tile
     arange eye full linspace normal randint uniform
 """
 NO_CUDA_KERNEL = dict.fromkeys(_NOT_WRITTEN_OPS.split(), NOT_WRITTEN)

@@ -1215,3 +1215,45 @@ def embedding_backward(g2, idx, out, skip):
     _add_rows_skip[blocks_for(g2.size), TPB](contiguous(g2, target.dtype), idx, target, skip)
     if back is not None:
         copy_into(target, back)
+
+
+@cuda.jit
+def _flip6(x, out, flips):
+    """out = x reversed along the dims where flips[d] is 1 (6-D views, as _copy6)."""
+    s0, s1, s2 = out.shape[0], out.shape[1], out.shape[2]
+    s3, s4, s5 = out.shape[3], out.shape[4], out.shape[5]
+    for k in range(cuda.grid(1), out.size, cuda.gridsize(1)):
+        r = k
+        i5 = r % s5
+        r //= s5
+        i4 = r % s4
+        r //= s4
+        i3 = r % s3
+        r //= s3
+        i2 = r % s2
+        r //= s2
+        i1 = r % s1
+        i0 = r // s1
+        j0 = s0 - 1 - i0 if flips[0] else i0
+        j1 = s1 - 1 - i1 if flips[1] else i1
+        j2 = s2 - 1 - i2 if flips[2] else i2
+        j3 = s3 - 1 - i3 if flips[3] else i3
+        j4 = s4 - 1 - i4 if flips[4] else i4
+        j5 = s5 - 1 - i5 if flips[5] else i5
+        out[i0, i1, i2, i3, i4, i5] = x[j0, j1, j2, j3, j4, j5]
+
+
+def flip_copy(x, axes):
+    """A copy of x reversed along `axes` (GPU views cannot have negative strides here)."""
+    out = devices.empty(tuple(x.shape), x.dtype, devices.device_of(x))
+    if x.size == 0:
+        return out
+    if x.ndim > STRIDED_RANK:
+        raise UnsupportedError(f"flip of a {x.ndim}-d tensor on the GPU (at most {STRIDED_RANK})")
+    pad = STRIDED_RANK - x.ndim
+    shape = (1,) * pad + tuple(x.shape)
+    src = devices.as_strided(x, shape, (0,) * pad + tuple(x.strides))
+    dst = out.reshape(shape)
+    flips = np.array([0] * pad + [1 if d in axes else 0 for d in range(x.ndim)], np.int64)
+    _flip6[blocks_for(x.size), TPB](src, dst, upload(flips, x))
+    return out

@@ -15,6 +15,7 @@ from ..core import REGISTRY
 from ..errors import OutOfRangeError, UnsupportedError
 from ..kernels.cuda import impl
 from . import index, losses, nn, norm
+from . import shape as shape_ops
 from .broadcast import summed_axes
 from .reduce import _check_nonempty, _count, reduced_axes, reduced_shape
 
@@ -315,6 +316,46 @@ def _dropout_mask(x, out, p, generator):
     impl().copy_into(devices.to_device(host, devices.device_of(out)), out)
 
 
+# ---------------------------------------------------------------- pad, tile, repeat, flip
+
+
+def _pad(x, out, pad_width, value, mode):
+    impl().fill(out, value)
+    pairs = shape_ops._pad_pairs(pad_width, x.ndim)
+    inner = tuple(slice(b, b + n) for (b, _), n in zip(pairs, tuple(x.shape), strict=True))
+    if x.size:
+        impl().copy_into(x, devices.view_like(lambda o: o[inner], out))
+
+
+def _tile(x, out, reps):
+    xs, rs = shape_ops._tile_dims(tuple(x.shape), reps)
+    if out.size == 0:
+        return
+    # out viewed as (r0, n0, r1, n1, ...) receives x viewed as (1, n0, 1, n1, ...)
+    target = out.reshape(tuple(v for pair in zip(rs, xs, strict=True) for v in pair))
+    impl().copy_into(impl().contiguous(x).reshape(tuple(v for n in xs for v in (1, n))), target)
+
+
+def _repeat(x, out, repeats, axis):
+    if out.size == 0:
+        return
+    x = impl().contiguous(x)
+    if axis is None or x.ndim == 0:
+        x, axis = x.reshape(x.size), 0
+    a = axis % x.ndim
+    shape = tuple(x.shape)
+    # out viewed as (..., n, repeats, ...) receives x viewed as (..., n, 1, ...)
+    target = out.reshape(shape[: a + 1] + (repeats,) + shape[a + 1 :])
+    impl().copy_into(x.reshape(shape[: a + 1] + (1,) + shape[a + 1 :]), target)
+
+
+def _flip(x, axis=None):
+    """A copy on the GPU (the CPU's is a view with negative strides)."""
+    if x.ndim == 0:
+        return devices.view_like(lambda a: a[...], x)
+    return impl().flip_copy(x, shape_ops._flip_axes(axis, x.ndim))
+
+
 def _labels_on_host(name, labels, n_classes, ignore_index):
     """Check the labels (a host copy: small, one int per row) and count the rows not
     ignored, which 'mean' divides by."""
@@ -395,6 +436,10 @@ KERNELS = {
     "batch_norm_train": _batch_norm_train,
     "batch_norm_update_stats_": _update_stats,
     "dropout_mask": _dropout_mask,
+    "pad": _pad,
+    "tile": _tile,
+    "repeat": _repeat,
+    "flip": _flip,
     "sgd_update_": lambda *arrays, **attrs: impl().sgd(*arrays, **attrs),
     "adam_update_": lambda *arrays, **attrs: impl().adam(*arrays, **attrs),
     "rmsprop_update_": lambda *arrays, **attrs: impl().rmsprop(*arrays, **attrs),
