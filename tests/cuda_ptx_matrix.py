@@ -163,6 +163,26 @@ def main():
         compile_one(f"scatter add {np.dtype(d)}", cuda_impl._scatter_axis3.py_func, args)
         args = [array(d, 2), i64a, array(d, 2), i64]
         compile_one(f"embedding backward {np.dtype(d)}", cuda_impl._add_rows_skip.py_func, args)
+    for d in (dt.float16, dt.float32, dt.float64):
+        geometry = [i64] * 10
+        args = [array(d, 4), array(d, 3)] + geometry
+        compile_one(f"im2col {d}", cuda_impl._im2col.py_func, args)
+        f3 = [array(d, 3), array(d, 3)]
+        compile_one(
+            f"max pool {d}", cuda_impl._max_pool.py_func, f3 + [array(dt.int64, 3)] + [i64] * 8
+        )
+        compile_one(f"avg pool {d}", cuda_impl._avg_pool.py_func, f3 + [i64] * 6 + [b1, i64])
+        compile_one(f"adaptive pool {d}", cuda_impl._adaptive.py_func, f3)
+    for d in (dt.float32, dt.float64):  # the atomic targets (float16 goes through float32)
+        args = [array(d, 3), array(d, 4)] + [i64] * 10
+        compile_one(f"col2im {d}", cuda_impl._col2im.py_func, args)
+        args = [array(d, 2), array(dt.int64, 2), array(d, 2)]
+        compile_one(f"max pool back {d}", cuda_impl._scatter_planes.py_func, args)
+        f3 = [array(d, 3), array(d, 3)]
+        compile_one(
+            f"avg pool back {d}", cuda_impl._avg_pool_back.py_func, f3 + [i64] * 6 + [b1, i64]
+        )
+        compile_one(f"adaptive pool back {d}", cuda_impl._adaptive_back.py_func, f3)
     normalize, moments = cuda_impl._norm_kernels()
     for d in (dt.float16, dt.float32, dt.float64):
         compile_one(f"normalize {d}", normalize.py_func, [array(d, 2), array(d, 2), f64])

@@ -285,6 +285,64 @@ def index_cases():
     yield "dropout_mask", "seeded", dropout, [x]
 
 
+def conv_cases():
+    x = values((2, 4, 6, 5), dt.float32)
+    w = values((6, 2, 3, 3), dt.float32)  # groups=2: 4 input channels, 2 per group
+    b = values((6,), dt.float32)
+    geometries = [
+        {"stride": (1,), "padding": (0,), "dilation": (1,), "groups": 2},
+        {"stride": (2, 1), "padding": (1,), "dilation": (1, 2), "groups": 2},
+    ]
+    conv = REGISTRY["conv2d"]
+    ig, wg = REGISTRY["conv2d_input_grad"], REGISTRY["conv2d_weight_grad"]
+    for geo in geometries:
+        yield "conv2d", f"bias {geo}", (lambda x, w, b, g=geo: conv(x, w, b, **g)), [x, w, b]
+        out = conv(nb.tensor(x), nb.tensor(w), **geo)
+        gy = values(out.shape, dt.float32)
+        yield "conv2d_input_grad", str(geo), (lambda g, w, x, k=geo: ig(g, w, x, **k)), [gy, w, x]
+        yield "conv2d_weight_grad", str(geo), (lambda x, g, w, k=geo: wg(x, g, w, **k)), [x, gy, w]
+    yield (
+        "conv2d",
+        "f64 no bias",
+        (lambda x, w: conv(x, w, groups=2)),
+        [x.astype(np.float64), w.astype(np.float64)],
+    )
+    yield (
+        "conv2d",
+        "f16",
+        (lambda x, w: conv(x, w, groups=2)),
+        [x.astype(np.float16), w.astype(np.float16)],
+    )
+    mp = REGISTRY["max_pool2d"]
+    mpb = REGISTRY["max_pool2d_backward"]
+    for attrs in (
+        {"kernel_size": (2,)},
+        {"kernel_size": (3,), "stride": (2,), "padding": (1,), "ceil_mode": True},
+    ):
+        yield "max_pool2d", str(attrs), (lambda x, a=attrs: mp(x, **a)), [x]
+        _, idx = mp(nb.tensor(x), **attrs)
+        gy = values(idx.shape, dt.float32)
+        yield "max_pool2d_backward", str(attrs), mpb, [gy, idx.numpy(), x]
+    ap, apb = REGISTRY["avg_pool2d"], REGISTRY["avg_pool2d_backward"]
+    for attrs in (
+        {"kernel_size": (2,)},
+        {"kernel_size": (3,), "stride": (2,), "padding": (1,), "count_include_pad": False},
+    ):
+        yield "avg_pool2d", str(attrs), (lambda x, a=attrs: ap(x, **a)), [x]
+        gy = values(ap(nb.tensor(x), **attrs).shape, dt.float32)
+        yield "avg_pool2d_backward", str(attrs), (lambda g, x, a=attrs: apb(g, x, **a)), [gy, x]
+    yield (
+        "avg_pool2d_backward",
+        "f16",
+        (lambda g, x: apb(g, x, kernel_size=(2,))),
+        [values((2, 4, 3, 2), dt.float16), x.astype(np.float16)],
+    )
+    ad, adb = REGISTRY["adaptive_avg_pool2d"], REGISTRY["adaptive_avg_pool2d_backward"]
+    yield "adaptive_avg_pool2d", "(4, 3)", (lambda x: ad(x, output_size=(4, 3))), [x]
+    fn = lambda g, x: adb(g, x, output_size=(4, 3))
+    yield "adaptive_avg_pool2d_backward", "(4, 3)", fn, [values((2, 4, 4, 3), dt.float32), x]
+
+
 def loss_cases():
     logits3 = values((2 * N, 4, 3), dt.float32)  # (N, C, d1): the class axis is 1
     labels = RNG.integers(0, 4, (2 * N, 3))
@@ -465,8 +523,8 @@ def device_checks():
 def main():
     covered, results = set(), []
     start = time.time()
-    families = (elementwise_cases, structured_cases, index_cases, loss_cases, optimizer_cases)
-    families += (gradient_cases,)
+    families = (elementwise_cases, structured_cases, index_cases, conv_cases, loss_cases)
+    families += (optimizer_cases, gradient_cases)
     for family in families:
         for name, what, fn, arrays in family():
             tol = max(TOLERANCE.get(np.dtype(a.dtype), 0) for a in arrays) or 1e-5

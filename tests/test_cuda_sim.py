@@ -19,8 +19,6 @@ ROOT = Path(__file__).resolve().parent.parent
 # here without a kernel, and when an op listed here has one (so the list stays true).
 NOT_WRITTEN = "not written yet"
 _NOT_WRITTEN_OPS = """
-    adaptive_avg_pool2d adaptive_avg_pool2d_backward avg_pool2d avg_pool2d_backward
-    max_pool2d max_pool2d_backward conv2d conv2d_input_grad conv2d_weight_grad
     arange eye full linspace normal randint uniform
 """
 NO_CUDA_KERNEL = dict.fromkeys(_NOT_WRITTEN_OPS.split(), NOT_WRITTEN)

@@ -1257,3 +1257,276 @@ def flip_copy(x, axes):
     flips = np.array([0] * pad + [1 if d in axes else 0 for d in range(x.ndim)], np.int64)
     _flip6[blocks_for(x.size), TPB](src, dst, upload(flips, x))
     return out
+
+
+# ---------------------------------------------------------------- convolution (im2col)
+# conv2d as on the CPU: the input unfolded into columns (G, C/G * kh * kw, N * oh * ow), one
+# batched matmul with the weights; the input gradient folds columns back (col2im, atomics).
+
+
+@cuda.jit
+def _im2col(x, cols, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow):
+    channels, height, width = x.shape[1], x.shape[2], x.shape[3]
+    k, m = cols.shape[1], cols.shape[2]
+    cg = channels // cols.shape[0]
+    plane = oh * ow
+    for q in range(cuda.grid(1), cols.size, cuda.gridsize(1)):
+        g, r = q // (k * m), q % (k * m)
+        row, col = r // m, r % m
+        c, ij = row // (kh * kw), row % (kh * kw)
+        i, j = ij // kw, ij % kw
+        n, pix = col // plane, col % plane
+        y, t = pix // ow, pix % ow
+        hy = y * sh - ph + i * dh
+        wx = t * sw - pw + j * dw
+        if 0 <= hy < height and 0 <= wx < width:
+            cols[g, row, col] = x[n, g * cg + c, hy, wx]
+        else:
+            cols[g, row, col] = 0
+
+
+@cuda.jit
+def _col2im(cols, dx, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow):
+    """dx[input pixel] += the column entries taken from it (dx zeroed first; atomics)."""
+    channels, height, width = dx.shape[1], dx.shape[2], dx.shape[3]
+    k, m = cols.shape[1], cols.shape[2]
+    cg = channels // cols.shape[0]
+    plane = oh * ow
+    for q in range(cuda.grid(1), cols.size, cuda.gridsize(1)):
+        g, r = q // (k * m), q % (k * m)
+        row, col = r // m, r % m
+        c, ij = row // (kh * kw), row % (kh * kw)
+        i, j = ij // kw, ij % kw
+        n, pix = col // plane, col % plane
+        y, t = pix // ow, pix % ow
+        hy = y * sh - ph + i * dh
+        wx = t * sw - pw + j * dw
+        if 0 <= hy < height and 0 <= wx < width:
+            cuda.atomic.add(dx, (n, g * cg + c, hy, wx), cols[g, row, col])
+
+
+def unfold(x, groups, geometry):
+    """im2col of GPU array x (N, C, H, W): (G, C/G * kh * kw, N * oh * ow)."""
+    kh, kw, *_, oh, ow = geometry
+    x = contiguous(x)
+    k = x.shape[1] // groups * kh * kw
+    cols = devices.empty((groups, k, x.shape[0] * oh * ow), x.dtype, devices.device_of(x))
+    if cols.size:
+        _im2col[blocks_for(cols.size), TPB](x, cols, *geometry)
+    return cols
+
+
+def fold(cols, dx, geometry):
+    """col2im into dx (zeroed here)."""
+    target, back = _atomic_target(dx)
+    fill(target, 0)
+    if cols.size:
+        _col2im[blocks_for(cols.size), TPB](contiguous(cols, target.dtype), target, *geometry)
+    if back is not None:
+        copy_into(target, back)
+
+
+def grad_columns(g, groups):
+    """g (N, O, oh, ow) as contiguous (G, O/G, N * oh * ow)."""
+    n, o, oh, ow = tuple(g.shape)
+    g4 = contiguous(g).reshape(n, groups, o // groups, oh * ow)
+    moved = contiguous(devices.view_like(np.transpose, g4, (1, 2, 0, 3)))
+    return moved.reshape(groups, o // groups, n * oh * ow)
+
+
+def conv2d(x, w, bias, out, groups, geometry):
+    n, o = out.shape[0], out.shape[1]
+    plane = out.shape[2] * out.shape[3]
+    cols = unfold(x, groups, geometry)
+    w3 = contiguous(w).reshape(groups, o // groups, cols.shape[1])
+    res = devices.empty((groups, o // groups, cols.shape[2]), out.dtype, devices.device_of(out))
+    matmul(w3, cols, res)
+    # (G, O/G, N, plane) -> (N, G, O/G, plane), the NCHW layout of out
+    res = devices.view_like(np.transpose, res.reshape(groups, o // groups, n, plane), (2, 0, 1, 3))
+    target = out.reshape(n, groups, o // groups, plane)
+    if bias is None:
+        copy_into(res, target)
+    else:
+        from ..ops import elementwise
+
+        add = elementwise.add.kernels["cuda"]
+        add(res, contiguous(bias).reshape(1, groups, o // groups, 1), target)
+
+
+def conv2d_input_grad(g, w, out, groups, geometry):
+    gc = grad_columns(g, groups)
+    w3 = contiguous(w).reshape(groups, w.shape[0] // groups, -1)
+    w3t = devices.view_like(np.transpose, w3, (0, 2, 1))
+    cols = devices.empty((groups, w3.shape[2], gc.shape[2]), out.dtype, devices.device_of(out))
+    matmul(w3t, gc, cols)
+    fold(cols, out, geometry)
+
+
+def conv2d_weight_grad(x, g, out, groups, geometry):
+    cols = unfold(x, groups, geometry)
+    gc = grad_columns(g, groups)
+    colst = devices.view_like(np.transpose, cols, (0, 2, 1))
+    res = out.reshape(groups, gc.shape[1], cols.shape[1])
+    matmul(gc, colst, res)
+
+
+# ---------------------------------------------------------------- pooling
+# One thread per output element over (planes, oh, ow); the backward passes add into the
+# input planes with atomics.
+
+
+@cuda.jit
+def _max_pool(x, out, idx, kh, kw, sh, sw, ph, pw, dh, dw):
+    height, width = x.shape[1], x.shape[2]
+    oh, ow = out.shape[1], out.shape[2]
+    for q in range(cuda.grid(1), out.size, cuda.gridsize(1)):
+        p, r = q // (oh * ow), q % (oh * ow)
+        y, t = r // ow, r % ow
+        best = x[p, 0, 0]
+        k = -1
+        for i in range(kh):
+            hy = y * sh - ph + i * dh
+            if hy < 0 or hy >= height:
+                continue
+            for j in range(kw):
+                wx = t * sw - pw + j * dw
+                if wx < 0 or wx >= width:
+                    continue
+                v = x[p, hy, wx]
+                if k < 0 or (best == best and (v > best or v != v)):
+                    best = v
+                    k = hy * width + wx
+        out[p, y, t] = best if k >= 0 else -math.inf
+        idx[p, y, t] = k
+
+
+@cuda.jit
+def _scatter_planes(g, idx, dx):
+    """dx[p, idx[p, e]] += g[p, e] (index -1 skipped; atomics)."""
+    n = g.shape[1]
+    for q in range(cuda.grid(1), g.size, cuda.gridsize(1)):
+        p, e = q // n, q % n
+        k = idx[p, e]
+        if k >= 0:
+            cuda.atomic.add(dx, (p, k), g[p, e])
+
+
+@cuda.jit(device=True)
+def _avg_window(y, t, kh, kw, sh, sw, ph, pw, height, width, include_pad, divisor):
+    h0 = y * sh - ph
+    w0 = t * sw - pw
+    h1 = min(h0 + kh, height + ph)
+    w1 = min(w0 + kw, width + pw)
+    pool = (h1 - h0) * (w1 - w0)
+    h0 = max(h0, 0)
+    w0 = max(w0, 0)
+    h1 = min(h1, height)
+    w1 = min(w1, width)
+    if divisor > 0:
+        d = divisor
+    elif include_pad:
+        d = pool
+    else:
+        d = (h1 - h0) * (w1 - w0)
+    return h0, h1, w0, w1, d
+
+
+@cuda.jit
+def _avg_pool(x, out, kh, kw, sh, sw, ph, pw, include_pad, divisor):
+    height, width = x.shape[1], x.shape[2]
+    oh, ow = out.shape[1], out.shape[2]
+    for q in range(cuda.grid(1), out.size, cuda.gridsize(1)):
+        p, r = q // (oh * ow), q % (oh * ow)
+        y, t = r // ow, r % ow
+        h0, h1, w0, w1, d = _avg_window(
+            y, t, kh, kw, sh, sw, ph, pw, height, width, include_pad, divisor
+        )
+        acc = 0.0
+        for a in range(h0, h1):
+            for b in range(w0, w1):
+                acc += x[p, a, b]
+        out[p, y, t] = acc / d if d > 0 else 0.0
+
+
+@cuda.jit
+def _avg_pool_back(g, dx, kh, kw, sh, sw, ph, pw, include_pad, divisor):
+    height, width = dx.shape[1], dx.shape[2]
+    oh, ow = g.shape[1], g.shape[2]
+    for q in range(cuda.grid(1), g.size, cuda.gridsize(1)):
+        p, r = q // (oh * ow), q % (oh * ow)
+        y, t = r // ow, r % ow
+        h0, h1, w0, w1, d = _avg_window(
+            y, t, kh, kw, sh, sw, ph, pw, height, width, include_pad, divisor
+        )
+        if d > 0:
+            v = g[p, y, t] / d
+            for a in range(h0, h1):
+                for b in range(w0, w1):
+                    cuda.atomic.add(dx, (p, a, b), v)
+
+
+@cuda.jit
+def _adaptive(x, out):
+    height, width = x.shape[1], x.shape[2]
+    oh, ow = out.shape[1], out.shape[2]
+    for q in range(cuda.grid(1), out.size, cuda.gridsize(1)):
+        p, r = q // (oh * ow), q % (oh * ow)
+        y, t = r // ow, r % ow
+        h0, h1 = (y * height) // oh, ((y + 1) * height + oh - 1) // oh
+        w0, w1 = (t * width) // ow, ((t + 1) * width + ow - 1) // ow
+        acc = 0.0
+        for a in range(h0, h1):
+            for b in range(w0, w1):
+                acc += x[p, a, b]
+        out[p, y, t] = acc / ((h1 - h0) * (w1 - w0))
+
+
+@cuda.jit
+def _adaptive_back(g, dx):
+    height, width = dx.shape[1], dx.shape[2]
+    oh, ow = g.shape[1], g.shape[2]
+    for q in range(cuda.grid(1), g.size, cuda.gridsize(1)):
+        p, r = q // (oh * ow), q % (oh * ow)
+        y, t = r // ow, r % ow
+        h0, h1 = (y * height) // oh, ((y + 1) * height + oh - 1) // oh
+        w0, w1 = (t * width) // ow, ((t + 1) * width + ow - 1) // ow
+        v = g[p, y, t] / ((h1 - h0) * (w1 - w0))
+        for a in range(h0, h1):
+            for b in range(w0, w1):
+                cuda.atomic.add(dx, (p, a, b), v)
+
+
+def planes(a):
+    """A contiguous (N, C, H, W) GPU array as (N * C, H, W)."""
+    n, c, h, w = tuple(a.shape)
+    return contiguous(a).reshape(n * c, h, w)
+
+
+def pool_forward(kernel, x, out, *params):
+    if out.size:
+        res = out if out.is_c_contiguous() else devices.empty(tuple(out.shape), out.dtype)
+        kernel[blocks_for(out.size), TPB](planes(x), planes(res), *params)
+        if res is not out:
+            copy_into(res, out)
+
+
+def max_pool(x, out, idx, *params):
+    if out.size:
+        _max_pool[blocks_for(out.size), TPB](planes(x), planes(out), planes(idx), *params)
+
+
+def pool_backward(kernel, g, dx, *params, flat_index=None):
+    """dx = 0, then the kernel adds g's entries into it (atomics; float16 via float32)."""
+    target, back = _atomic_target(dx)
+    fill(target, 0)
+    if g.size:
+        g3 = contiguous(planes(g), target.dtype)
+        if flat_index is not None:  # max pooling: (planes, oh * ow) rows and their indices
+            p = g3.shape[0]
+            dx2 = target.reshape(p, target.size // p)
+            idx2 = contiguous(flat_index, np.int64).reshape(p, g3.size // p)
+            kernel[blocks_for(g.size), TPB](g3.reshape(p, g3.size // p), idx2, dx2)
+        else:
+            kernel[blocks_for(g.size), TPB](g3, planes(target), *params)
+    if back is not None:
+        copy_into(target, back)

@@ -14,6 +14,7 @@ from .. import dtypes as dt
 from ..core import REGISTRY
 from ..errors import OutOfRangeError, UnsupportedError
 from ..kernels.cuda import impl
+from . import conv as conv_ops
 from . import index, losses, nn, norm
 from . import shape as shape_ops
 from .broadcast import summed_axes
@@ -356,6 +357,57 @@ def _flip(x, axis=None):
     return impl().flip_copy(x, shape_ops._flip_axes(axis, x.ndim))
 
 
+# ---------------------------------------------------------------- convolution and pooling
+
+
+def _conv2d(x, w, *rest, stride, padding, dilation, groups):
+    out = rest[-1]
+    conv = conv_ops.Conv(x.shape, w.shape, stride, padding, dilation, groups)
+    bias = rest[0] if len(rest) == 2 else None
+    impl().conv2d(x, w, bias, out, groups, conv.args(*conv.out_hw))
+
+
+def _conv2d_input_grad(g, w, x, out, stride, padding, dilation, groups):
+    conv = conv_ops.Conv(x.shape, w.shape, stride, padding, dilation, groups)
+    impl().conv2d_input_grad(g, w, out, groups, conv.args(*conv.out_hw))
+
+
+def _conv2d_weight_grad(x, g, w, out, stride, padding, dilation, groups):
+    conv = conv_ops.Conv(x.shape, w.shape, stride, padding, dilation, groups)
+    impl().conv2d_weight_grad(x, g, out, groups, conv.args(*conv.out_hw))
+
+
+def _max_pool(x, out, indices, **attrs):
+    pool = conv_ops.Pool(x.shape, **attrs)
+    impl().max_pool(x, out, indices, *pool.args(), *pool.dilation)
+
+
+def _max_pool_backward(g, indices, x, out):
+    impl().pool_backward(impl()._scatter_planes, g, out, flat_index=indices)
+
+
+def _avg_params(attrs):
+    return attrs["count_include_pad"], attrs["divisor_override"] or 0
+
+
+def _avg_pool(x, out, **attrs):
+    pool = conv_ops._avg_pool(x.shape, **attrs)
+    impl().pool_forward(impl()._avg_pool, x, out, *pool.args(), *_avg_params(attrs))
+
+
+def _avg_pool_backward(g, x, out, **attrs):
+    pool = conv_ops._avg_pool(x.shape, **attrs)
+    impl().pool_backward(impl()._avg_pool_back, g, out, *pool.args(), *_avg_params(attrs))
+
+
+def _adaptive(x, out, output_size):
+    impl().pool_forward(impl()._adaptive, x, out)
+
+
+def _adaptive_backward(g, x, out, output_size):
+    impl().pool_backward(impl()._adaptive_back, g, out)
+
+
 def _labels_on_host(name, labels, n_classes, ignore_index):
     """Check the labels (a host copy: small, one int per row) and count the rows not
     ignored, which 'mean' divides by."""
@@ -440,6 +492,15 @@ KERNELS = {
     "tile": _tile,
     "repeat": _repeat,
     "flip": _flip,
+    "conv2d": _conv2d,
+    "conv2d_input_grad": _conv2d_input_grad,
+    "conv2d_weight_grad": _conv2d_weight_grad,
+    "max_pool2d": _max_pool,
+    "max_pool2d_backward": _max_pool_backward,
+    "avg_pool2d": _avg_pool,
+    "avg_pool2d_backward": _avg_pool_backward,
+    "adaptive_avg_pool2d": _adaptive,
+    "adaptive_avg_pool2d_backward": _adaptive_backward,
     "sgd_update_": lambda *arrays, **attrs: impl().sgd(*arrays, **attrs),
     "adam_update_": lambda *arrays, **attrs: impl().adam(*arrays, **attrs),
     "rmsprop_update_": lambda *arrays, **attrs: impl().rmsprop(*arrays, **attrs),
