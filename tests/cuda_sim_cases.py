@@ -513,6 +513,10 @@ def device_checks():
     y = nb.tensor([1.0, 2.0]).cuda()
     yield "cuda()", np.array_equal(y.numpy(), [1.0, 2.0]) and y.device == "cuda:0", ""
     yield "to() same device", y.to("cuda") is y, ""
+    z = nb.zeros(2, 3, device="cuda")
+    yield "zeros(device=)", z.device == "cuda:0" and z.numpy().sum() == 0, z.device
+    r = nb.ops.arange(5, device="cuda")
+    yield "arange(device=)", r.device == "cuda:0" and r.tolist() == [0, 1, 2, 3, 4], r.device
     try:
         nb.tensor([1.0], device="gpu")
         yield "bad device name", False, "no error"

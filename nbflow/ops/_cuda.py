@@ -13,7 +13,7 @@ from .. import device as devices
 from .. import dtypes as dt
 from ..core import REGISTRY
 from ..errors import OutOfRangeError, UnsupportedError
-from ..kernels.cuda import impl
+from ..kernels.cuda import impl, not_supported
 from . import conv as conv_ops
 from . import index, losses, nn, norm
 from . import shape as shape_ops
@@ -507,10 +507,19 @@ KERNELS = {
 }
 
 
+# Ops without a tensor input never run on a GPU: eager mode runs them on the CPU (there is no
+# input to say where), `device=` on the creation functions and the GPU executor copy the
+# result over.
+NO_INPUT = "no tensor input: runs on the CPU; device= on the creation function copies the result"
+CPU_ONLY = ("full", "arange", "linspace", "eye", "uniform", "normal", "randint")
+
+
 def install():
     """Fill the "cuda" slot of the ops above (views reuse their CPU numpy view function)."""
     for name, launch in KERNELS.items():
         REGISTRY[name].kernels["cuda"] = launch
+    for name in CPU_ONLY:
+        REGISTRY[name].kernels["cuda"] = not_supported(NO_INPUT)
     for name in _VIEWS:
         op = REGISTRY[name]
         op.kernels["cuda"] = _view(op.kernels["cpu"])
