@@ -468,6 +468,27 @@ def train_losses(device, feed, steps=4):
     return losses, scope
 
 
+def eager_training(device, steps=3):
+    """nn layers moved with Module.to, Adam, cross-entropy: the losses of a few steps."""
+    from nbflow import nn, optim
+
+    nb.manual_seed(0)
+    model = nn.Sequential(nn.Linear(6, 8), nn.ReLU(), nn.LayerNorm(8), nn.Linear(8, 3))
+    model.to(device)
+    opt = optim.Adam(model.parameters(), lr=0.05)
+    rng = np.random.default_rng(0)
+    x = nb.tensor(rng.standard_normal((16, 6)), dtype="float32", device=device)
+    y = nb.tensor(rng.integers(0, 3, 16), device=device)
+    losses = []
+    for _ in range(steps):
+        opt.zero_grad()
+        loss = nb.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    return losses, {p.device for p in model.parameters()}
+
+
 def graph_checks():
     """Graph mode on the GPU: an Executor training loop and @jit, against the CPU."""
     feed = {"x": values((8 * N, 12), dt.float32), "y": RNG.integers(0, 4, 8 * N)}
@@ -494,6 +515,10 @@ def graph_checks():
         for a, b in zip(results["cpu"][:2], results["cuda"][:2])
     )
     yield "jit on the GPU", same and results["cuda"][2:] == ("cuda:0", "cuda:0"), ""
+    cpu, _ = eager_training("cpu")
+    gpu, where = eager_training("cuda")
+    ok = np.allclose(cpu, gpu, rtol=1e-4) and where == {"cuda:0"} and gpu[-1] < gpu[0]
+    yield "eager training (Module.to, Adam)", ok, f"cpu {cpu} cuda {gpu} {where}"
 
 
 def device_checks():

@@ -152,6 +152,26 @@ class Module:
 
     register_module = add_module
 
+    # -------------------------------------------------------------- devices
+
+    def to(self, device) -> Module:
+        """Move every parameter and buffer to `device` ("cpu", "cuda", "cuda:N"), in place;
+        returns self. Create optimizers after moving, as in PyTorch: they hold the tensors."""
+        for module in dict(self.named_modules()).values():
+            for name, value in list(module._parameters.items()):
+                if value is not None:
+                    setattr(module, name, value.detach().to(device).requires_grad_(True))
+            for name, value in list(module._buffers.items()):
+                if value is not None:
+                    setattr(module, name, value.to(device))
+        return self
+
+    def cuda(self, index: int = 0) -> Module:
+        return self.to(f"cuda:{index}")
+
+    def cpu(self) -> Module:
+        return self.to("cpu")
+
     # -------------------------------------------------------------- traversal
 
     def named_modules(self, prefix: str = "", memo: set | None = None):
