@@ -67,17 +67,15 @@ def simulator() -> bool:
     return bool(config.ENABLE_CUDASIM)
 
 
-def _select(device: str):
-    """Make `device` numba's current GPU (a no-op in the simulator, which has one)."""
-    index = int(device.split(":")[1])
-    if simulator():
-        if index != 0:
-            raise DeviceError(f"the CUDA simulator has one device, cuda:0; got {device}")
-        return
-    gpus = cuda().gpus
-    if index >= len(gpus):
-        raise DeviceError(f"{device}: there are {len(gpus)} CUDA device(s)")
-    gpus[index].select_device() if hasattr(gpus[index], "select_device") else None
+def check_gpu(device: str):
+    """Check that `device` is the one GPU nbflow uses: cuda:0 (kernels run on numba's current
+    device, so tensors on two GPUs would need a device switch at every launch)."""
+    cuda()
+    if device != "cuda:0":
+        raise UnsupportedError(
+            f"{device}: one GPU per process is supported yet, cuda:0 (choose another GPU with "
+            "CUDA_VISIBLE_DEVICES)"
+        )
 
 
 def is_device_array(a) -> bool:
@@ -89,16 +87,13 @@ def is_device_array(a) -> bool:
 
 def device_of(a) -> str:
     """The device holding array `a`."""
-    if type(a) is np.ndarray:
-        return CPU
-    return getattr(a, "_nbflow_device", "cuda:0")
+    return CPU if type(a) is np.ndarray else "cuda:0"
 
 
 def to_device(array: np.ndarray, device: str):
     """A contiguous copy of host `array` on GPU `device`."""
-    _select(device)
-    d = cuda().to_device(np.asarray(array, order="C"))  # ascontiguousarray makes 0-d 1-d
-    return _tag(d, device)
+    check_gpu(device)
+    return cuda().to_device(np.asarray(array, order="C"))  # ascontiguousarray makes 0-d 1-d
 
 
 def to_host(a) -> np.ndarray:
@@ -116,14 +111,7 @@ def to_host(a) -> np.ndarray:
 
 def empty(shape, dtype, device: str = "cuda:0"):
     """An uninitialised GPU array."""
-    d = cuda().device_array(tuple(shape), np.dtype(dtype))
-    return _tag(d, device)
-
-
-def _tag(a, device: str):
-    if device != "cuda:0":
-        a._nbflow_device = device
-    return a
+    return cuda().device_array(tuple(shape), np.dtype(dtype))
 
 
 def as_strided(a, shape, strides, offset: int = 0):
@@ -136,7 +124,7 @@ def as_strided(a, shape, strides, offset: int = 0):
 
     nbytes = _extent(shape, strides, a.dtype.itemsize)
     data = a.gpu_data.view(offset, offset + nbytes) if nbytes else a.gpu_data
-    return _tag(DeviceNDArray(shape, strides, a.dtype, gpu_data=data), device_of(a))
+    return DeviceNDArray(shape, strides, a.dtype, gpu_data=data)
 
 
 def _extent(shape, strides, itemsize) -> int:

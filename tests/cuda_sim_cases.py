@@ -543,6 +543,11 @@ def device_checks():
     r = nb.ops.arange(5, device="cuda")
     yield "arange(device=)", r.device == "cuda:0" and r.tolist() == [0, 1, 2, 3, 4], r.device
     try:
+        nb.tensor([1.0], device="cuda:1")
+        yield "one GPU", False, "no error"
+    except nb.UnsupportedError as e:
+        yield "one GPU", "cuda:1" in str(e), str(e)
+    try:
         nb.tensor([1.0], device="gpu")
         yield "bad device name", False, "no error"
     except ValueError as e:

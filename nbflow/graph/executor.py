@@ -77,7 +77,7 @@ class Executor:
         self.device = devices.parse(device)
         self.on_gpu = self.device != devices.CPU
         if self.on_gpu:
-            devices.cuda()  # UnsupportedError, saying why, when there is no GPU
+            devices.check_gpu(self.device)  # UnsupportedError, saying why, without a GPU
         self.eager = EagerTrace()
         self._uploaded: dict = {}  # captured tensor id -> (tensor, version, its GPU copy)
         self._plans = weakref.WeakKeyDictionary()  # program -> {(version, feeds, targets): ops}
