@@ -248,7 +248,3 @@ def _run_inplace(op, plan, tensors, arrays, attrs, record):
         t._version[0] += 1
         outs.append(t)
     return outs
-
-
-def unsupported_on_device(what: str):
-    raise UnsupportedError(f"{what} is not supported on a GPU yet")

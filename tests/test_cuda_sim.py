@@ -86,3 +86,20 @@ def test_device_semantics(simulator_results):
 def test_check_devices_runs_in_the_simulator():
     out = _run_simulator("cuda_sim_check_devices.py", timeout=300)
     assert "compared" in out, out
+
+
+def test_the_cpu_path_never_imports_numba_cuda():
+    # numba-cuda is an optional extra: CPU users neither need it nor pay for importing it
+    code = (
+        "import sys, numpy as np, nbflow as nb\n"
+        "x = nb.tensor(np.ones((3, 4), np.float32), requires_grad=True)\n"
+        "nb.sum(nb.softmax(x @ x.T, axis=1)).backward()\n"
+        "print(sorted(m for m in sys.modules if m.startswith(('numba.cuda', 'numba_cuda'))))\n"
+    )
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env.pop("NUMBA_ENABLE_CUDASIM", None)
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.strip() == "[]", proc.stdout

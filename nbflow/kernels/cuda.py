@@ -5,9 +5,7 @@ the kernels themselves live in nbflow.kernels.cuda_impl, which imports numba.cud
 on the first GPU launch.
 """
 
-import numpy as np
 
-from .. import dtypes as dt
 from ..errors import UnsupportedError
 
 
@@ -46,10 +44,10 @@ class CudaElementwise:
 
 
 def _param(value, dtype):
-    """A numeric attr as a scalar of the compute dtype (None, bools and strs unchanged)."""
-    if value is None or isinstance(value, (bool, str)) or dtype == np.bool_:
-        return value
-    return dt.scalar(value, dtype)
+    """A numeric attr as a scalar of the compute dtype, as on the CPU."""
+    from .cpu import _param as cpu_param
+
+    return cpu_param(value, dtype)
 
 
 def not_supported(reason: str):
