@@ -7,7 +7,7 @@ Skeletons shared by the ops:
   inputs are views with zero strides, made by nbflow.device);
 - row reductions: the input is viewed as (rows, cols); one block per row, a strided pass per
   thread, then a tree reduction in shared memory (float16 accumulates in float32, no atomics);
-- a tiled matmul with shared-memory tiles, batched over a grid dimension;
+- a tiled matmul (shared-memory tiles, a register patch per thread), batched over the grid;
 - softmax / log_softmax / logsumexp rows: max, then sum of exp, then the write.
 """
 
@@ -24,7 +24,6 @@ SIM = devices.simulator()
 # threads per block: the simulator runs each GPU thread as a Python thread, so keep it small
 TPB = 8 if SIM else 256
 MAX_BLOCKS = 2 if SIM else 65535
-TILE = 4 if SIM else 16  # matmul tile side
 STRIDED_RANK = 6
 
 
@@ -477,33 +476,59 @@ def softmax_rows(x, out, axes, mode):
 _MATMUL: dict = {}
 
 
+# Block tile BM x BN, BK deep; each thread computes a TM x TN patch from registers (register
+# blocking: each shared-memory value read feeds TM or TN multiply-adds, not one).
+MM_TILE = (8, 8, 4, 2, 2) if SIM else (64, 64, 16, 4, 4)  # BM, BN, BK, TM, TN
+
+
 def _matmul_kernel(acc):
     key = np.dtype(acc)
     if key in _MATMUL:
         return _MATMUL[key]
-    acc_t, tile = acc, TILE
+    acc_t = acc
+    bm, bn, bk, tm, tn = MM_TILE
+    threads = (bm // tm) * (bn // tn)
 
     @cuda.jit
     def mm(a, b, out):
-        # one tile of out per block; a (batch, m, k), b (batch, k, n), out (batch, m, n)
-        sa = cuda.shared.array((tile, tile), acc_t)
-        sb = cuda.shared.array((tile, tile), acc_t)
-        tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
-        row = cuda.blockIdx.y * tile + ty
-        col = cuda.blockIdx.x * tile + tx
+        # a (batch, m, k), b (batch, k, n), out (batch, m, n); one out tile per block
+        sa = cuda.shared.array((bk, bm), acc_t)  # the A tile, transposed
+        sb = cuda.shared.array((bk, bn), acc_t)
+        patch = cuda.local.array((tm, tn), acc_t)
+        ra = cuda.local.array(tm, acc_t)
+        rb = cuda.local.array(tn, acc_t)
+        tid = cuda.threadIdx.x
+        tr, tc = tid // (bn // tn), tid % (bn // tn)
         m, k, n = a.shape[1], a.shape[2], b.shape[2]
+        row0, col0 = cuda.blockIdx.y * bm, cuda.blockIdx.x * bn
         for batch in range(cuda.blockIdx.z, out.shape[0], cuda.gridDim.z):
-            total = acc_t(0)
-            for t in range((k + tile - 1) // tile):
-                kk = t * tile
-                sa[ty, tx] = acc_t(a[batch, row, kk + tx]) if row < m and kk + tx < k else 0
-                sb[ty, tx] = acc_t(b[batch, kk + ty, col]) if kk + ty < k and col < n else 0
+            for i in range(tm):
+                for j in range(tn):
+                    patch[i, j] = 0
+            for k0 in range(0, k, bk):
+                for e in range(tid, bm * bk, threads):
+                    r, c = e // bk, e % bk
+                    inside = row0 + r < m and k0 + c < k
+                    sa[c, r] = acc_t(a[batch, row0 + r, k0 + c]) if inside else acc_t(0)
+                for e in range(tid, bk * bn, threads):
+                    r, c = e // bn, e % bn
+                    inside = k0 + r < k and col0 + c < n
+                    sb[r, c] = acc_t(b[batch, k0 + r, col0 + c]) if inside else acc_t(0)
                 cuda.syncthreads()
-                for j in range(tile):
-                    total += sa[ty, j] * sb[j, tx]
+                for kk in range(bk):
+                    for i in range(tm):
+                        ra[i] = sa[kk, tr * tm + i]
+                    for j in range(tn):
+                        rb[j] = sb[kk, tc * tn + j]
+                    for i in range(tm):
+                        for j in range(tn):
+                            patch[i, j] += ra[i] * rb[j]
                 cuda.syncthreads()
-            if row < m and col < n:
-                out[batch, row, col] = total
+            for i in range(tm):
+                for j in range(tn):
+                    r, c = row0 + tr * tm + i, col0 + tc * tn + j
+                    if r < m and c < n:
+                        out[batch, r, c] = patch[i, j]
 
     _MATMUL[key] = mm
     return mm
@@ -528,8 +553,10 @@ def matmul(a, b, out):
     if k == 0:
         fill(res, 0)
     else:
-        grid = ((n + TILE - 1) // TILE, (m + TILE - 1) // TILE, min(batch, 65535))
-        _matmul_kernel(_acc_dtype(out.dtype))[grid, (TILE, TILE)](a3, b3, res)
+        bm, bn, _, tm, tn = MM_TILE
+        grid = ((n + bn - 1) // bn, (m + bm - 1) // bm, min(batch, 65535))
+        threads = (bm // tm) * (bn // tn)
+        _matmul_kernel(_acc_dtype(out.dtype))[grid, threads](a3, b3, res)
     if not out.is_c_contiguous():
         copy_into(res.reshape(out.shape), out)
 
