@@ -139,9 +139,10 @@ def _device_scalar(value, dtype, device):
     return a
 
 
-# Ops whose index arrays (inputs from this position on) may come from the CPU, as PyTorch
-# lets x[[0, 2]] index a GPU tensor: the kernels read them on the host anyway.
-HOST_INDEX_INPUTS = {"index": 1, "index_put": 2, "index_put_": 2}
+# Ops whose inputs from this position on may come from the CPU (copied over), as in PyTorch:
+# x[[0, 2]] indexes a GPU tensor (the index arrays are read on the host anyway), and copy_
+# copies across devices (load_state_dict into a model on the GPU).
+HOST_INDEX_INPUTS = {"index": 1, "index_put": 2, "index_put_": 2, "copy_": 1}
 
 
 def _device_of_args(op, args) -> str:

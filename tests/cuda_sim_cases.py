@@ -489,6 +489,28 @@ def eager_training(device, steps=3):
     return losses, {p.device for p in model.parameters()}
 
 
+def state_round_trip():
+    """A GPU model's state saved (host copies) and loaded into another GPU model."""
+    import os
+    import tempfile
+
+    from nbflow import nn
+
+    nb.manual_seed(0)
+    a = nn.Sequential(nn.Linear(4, 3), nn.BatchNorm1d(3)).to("cuda")
+    nb.manual_seed(1)
+    b = nn.Sequential(nn.Linear(4, 3), nn.BatchNorm1d(3)).to("cuda")
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "state.nbf")
+        nb.save_state(a.state_dict(), path)
+        b.load_state_dict(nb.load_state(path))
+    same = all(
+        np.array_equal(x.numpy(), y.numpy()) and y.device == "cuda:0"
+        for x, y in zip(a.state_dict().values(), b.state_dict().values())
+    )
+    return same
+
+
 def graph_checks():
     """Graph mode on the GPU: an Executor training loop and @jit, against the CPU."""
     feed = {"x": values((8 * N, 12), dt.float32), "y": RNG.integers(0, 4, 8 * N)}
@@ -515,6 +537,7 @@ def graph_checks():
         for a, b in zip(results["cpu"][:2], results["cuda"][:2])
     )
     yield "jit on the GPU", same and results["cuda"][2:] == ("cuda:0", "cuda:0"), ""
+    yield "state_dict save/load on the GPU", state_round_trip(), ""
     cpu, _ = eager_training("cpu")
     gpu, where = eager_training("cuda")
     ok = np.allclose(cpu, gpu, rtol=1e-4) and where == {"cuda:0"} and gpu[-1] < gpu[0]

@@ -5,7 +5,6 @@ the kernels themselves live in nbflow.kernels.cuda_impl, which imports numba.cud
 on the first GPU launch.
 """
 
-
 from ..errors import UnsupportedError
 
 

@@ -55,7 +55,7 @@ def Parameter(data, dtype=None) -> Tensor:  # a function named like PyTorch's cl
     A Tensor's buffer is shared (no copy, like torch.nn.Parameter); array data and nested lists
     are copied (float32 by default for Python floats). Integer data raises DTypeError."""
     if isinstance(data, Tensor) and (dtype is None or dt.as_dtype(dtype) == data.dtype):
-        t = Tensor(data.data)
+        t = type(data)(data.data)  # (a GPU tensor stays one)
     else:
         t = tensor(data, dtype=dtype)
     return t.requires_grad_(True)
