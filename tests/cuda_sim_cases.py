@@ -566,6 +566,11 @@ def device_checks():
     r = nb.ops.arange(5, device="cuda")
     yield "arange(device=)", r.device == "cuda:0" and r.tolist() == [0, 1, 2, 3, 4], r.device
     try:
+        x[::-1]
+        yield "negative slice step", False, "no error"
+    except nb.UnsupportedError as e:
+        yield "negative slice step", "flip" in str(e), str(e)
+    try:
         nb.tensor([1.0], device="cuda:1")
         yield "one GPU", False, "no error"
     except nb.UnsupportedError as e:

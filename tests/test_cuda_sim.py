@@ -79,7 +79,7 @@ def test_every_op_with_a_cuda_kernel_is_compared(simulator_results):
 
 def test_device_semantics(simulator_results):
     checks = [r for r in simulator_results["results"] if r["op"] == "device"]
-    assert len(checks) >= 14
+    assert len(checks) >= 15
     assert all(r["ok"] for r in checks), checks
 
 

@@ -108,7 +108,10 @@ def _view(cpu_view):
         if views is None:
             views = devices.view_like(cpu_view, impl().contiguous(x), *rest, **attrs)
         if views is None:
-            raise UnsupportedError("this view (negative strides) is not supported on a GPU yet")
+            raise UnsupportedError(
+                "a view with negative strides (a negative slice step) is not supported on a "
+                "GPU yet; flip() makes the reversed copy"
+            )
         return views
 
     return launch
@@ -169,7 +172,9 @@ def _one_hot(labels, out, num_classes, axis, dtype, ignore_index):
 def _basic_view(x, basic):
     view = devices.view_like(lambda a: a[basic], x)
     if view is None:
-        raise UnsupportedError("negative slice steps are not supported on a GPU yet")
+        raise UnsupportedError(
+            "negative slice steps are not supported on a GPU yet; flip() makes the reversed copy"
+        )
     return view
 
 
