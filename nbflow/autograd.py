@@ -159,7 +159,7 @@ def backward(outputs: Sequence[Tensor], grad_outputs=None, create_graph: bool = 
         if not create_graph:
             # a plain, contiguous buffer (a gradient can be a transposed view): optimizers
             # update parameters from it in place
-            g = Tensor(np.ascontiguousarray(g.data))
+            g = Tensor(np.ascontiguousarray(g.data)) if type(g) is Tensor else g.plain()
         leaf.grad = g if leaf.grad is None else _add_no_record(leaf.grad, g, create_graph)
 
 

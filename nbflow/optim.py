@@ -115,6 +115,8 @@ class Optimizer:
         for name in self.used_states():
             if name not in state:
                 state[name] = _zeros(name, p.shape, p.dtype)
+                if p.device != "cpu":  # state lives with its parameter
+                    state[name] = state[name].to(p.device)
         return state
 
     # -------------------------------------------------------------- graph mode

@@ -142,7 +142,7 @@ class Tensor(Operators):
 
     def detach(self) -> Tensor:
         """The same buffer, cut from the graph (shares the version counter)."""
-        return Tensor(
+        return type(self)(
             self.data, _version=self._version, _base=self if self._base is None else self._base
         )
 
@@ -162,6 +162,20 @@ class Tensor(Operators):
 
     def retain_grad(self):
         raise UnsupportedError("retain_grad: use nbflow.grad(out, [intermediate]) instead")
+
+    # -------------------------------------------------------------- devices
+
+    def to(self, device) -> Tensor:
+        """This tensor on `device` ("cpu", "cuda", "cuda:N"); itself when already there."""
+        from .device_tensor import move
+
+        return move(self, device)
+
+    def cpu(self) -> Tensor:
+        return self.to("cpu")
+
+    def cuda(self, index: int = 0) -> Tensor:
+        return self.to(f"cuda:{index}")
 
 
 class _Stale:
@@ -190,6 +204,20 @@ class _Stale:
 
     def __getattr__(self, name):
         raise GradientError(self.message)
+
+
+# Tensor subclasses whose data live on a GPU (nbflow/device_tensor.py adds CudaTensor): the
+# eager trace sends ops on them to that module. Empty until a GPU tensor is first made.
+DEVICE_TENSORS: set = set()
+
+
+def _wrap(data, *args):
+    """A Tensor around a saved buffer, of the class for where the buffer lives."""
+    if type(data) is np.ndarray:
+        return Tensor(data, *args)
+    from .device_tensor import wrap
+
+    return wrap(data, *args)
 
 
 def as_tensor_value(x):
@@ -315,13 +343,20 @@ class EagerTrace:
         else:
             arrays = None
             args = [as_tensor_value(a) for a in args]
+            on_device = False
             for i, v in enumerate(args):
                 if type(v) is not _Stale:
+                    if type(v) in DEVICE_TENSORS:
+                        on_device = True
                     continue
                 if op.reads_only_shape(i):
                     args[i] = v.placeholder()
                 else:  # inside a gradient rule: poison the result
                     return v if len(op.outputs) == 1 else (v,) * len(op.outputs)
+            if on_device:  # a GPU tensor: nbflow/device_tensor.py runs it
+                from .device_tensor import apply as apply_on_device
+
+                return apply_on_device(self, op, args, attrs)
             sig = signature(args)
         plan = None if attrs else op.cache.get(sig)
         if plan is None:
@@ -399,9 +434,9 @@ class EagerTrace:
         for i, (data, version, v) in enumerate(node.outputs):
             if version[0] != v:
                 message = stale_message(node, f"output {i}", v, version[0])
-                outs.append(_Stale(message, Tensor(data, True, node, i, version)))
+                outs.append(_Stale(message, _wrap(data, True, node, i, version)))
             else:  # a new Tensor around the saved buffer (routing goes by node and index)
-                outs.append(Tensor(data, True, node, i, version))
+                outs.append(_wrap(data, True, node, i, version))
         ins = []
         for t, v in zip(node.inputs, node.versions):
             if t._version[0] != v:
@@ -558,10 +593,14 @@ def _infer_dtype(data) -> np.dtype:
     return dt.widen(a.dtype)
 
 
-def tensor(data, dtype=None, requires_grad: bool = False) -> Tensor:
-    """A new tensor holding a copy of `data` (a Tensor, array, nested list or scalar)."""
+def tensor(data, dtype=None, requires_grad: bool = False, device=None) -> Tensor:
+    """A new tensor holding a copy of `data` (a Tensor, array, nested list or scalar), on
+    `device` ("cpu" by default, "cuda" or "cuda:N")."""
+    if device is not None and device != "cpu":
+        t = tensor(data.numpy() if isinstance(data, Tensor) else data, dtype).to(device)
+        return t.requires_grad_(True) if requires_grad else t
     if isinstance(data, Tensor):
-        data = data.data
+        data = data.numpy()
     try:
         d = dt.as_dtype(dtype) if dtype is not None else _infer_dtype(data)
         t = Tensor(np.array(data, dtype=d, copy=True, order="C"))

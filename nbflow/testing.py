@@ -200,7 +200,7 @@ def _leaves(inputs):
         if not isinstance(x, (Tensor, np.ndarray)):
             out.append(x)
             continue
-        data = np.array(x.data if isinstance(x, Tensor) else x)
+        data = np.array(x.numpy() if isinstance(x, Tensor) else x)
         rg = x.requires_grad if isinstance(x, Tensor) else data.dtype.kind == "f"
         out.append(tensor(data, data.dtype, requires_grad=rg))
     return out
@@ -214,7 +214,7 @@ def _run_with_grads(fn, inputs, seed):
     grads = []
     if diff and live:
         rng = np.random.default_rng(seed)
-        cots = [tensor(rng.standard_normal(o.shape), dtype=o.dtype) for o in live]
+        cots = [tensor(rng.standard_normal(o.shape), o.dtype, device=o.device) for o in live]
         grads = grad(live, diff, cots, allow_unused=True)
     return outs, grads
 
@@ -254,21 +254,60 @@ def check_modes(fn, *inputs, rtol=None, atol=None, seed=0):
     return {"outputs": len(eager_outs), "gradients": sum(g is not None for g in eager_grads)}
 
 
-NO_DEVICE_REASON = "skipped: no CUDA kernels/device (nbflow has no CUDA path yet)"
-
-
-def check_devices(fn, *inputs, skip=True):
-    """CPU and CUDA agree on `fn(*inputs)`. nbflow has no CUDA path yet, so this never
-    compares anything: under pytest (with skip=True) it skips the calling test with the
-    reason; otherwise it returns {"status": "skipped", "reason": ...}. It never passes."""
+def check_devices(fn, *inputs, skip=True, rtol=None, atol=None, seed=0, device="cuda"):
+    """CPU and CUDA agree on `fn(*inputs)`: every output, and the gradients of a random
+    cotangent with respect to every input that requires grad (float numpy inputs count as
+    requiring grad). Runs on a GPU, or on numba's CUDA simulator (NUMBA_ENABLE_CUDASIM=1 set
+    before numba is imported). Returns {"status": "compared", "outputs": n, "gradients": m};
+    raises AssertionError listing each disagreement. With no CUDA device, under pytest (with
+    skip=True) it skips the calling test with the reason; otherwise it returns
+    {"status": "skipped", "reason": ...}."""
     import os
     import sys
 
-    if skip and "pytest" in sys.modules and os.environ.get("PYTEST_CURRENT_TEST"):
-        import pytest
+    from . import device as devices
+    from .errors import UnsupportedError
 
-        pytest.skip(NO_DEVICE_REASON)
-    return {"status": "skipped", "reason": NO_DEVICE_REASON}
+    try:
+        devices.cuda()
+    except UnsupportedError as e:
+        reason = f"skipped: {e}"
+        if skip and "pytest" in sys.modules and os.environ.get("PYTEST_CURRENT_TEST"):
+            import pytest
+
+            pytest.skip(reason)
+        return {"status": "skipped", "reason": reason}
+    cpu_inputs = _leaves(inputs)
+    gpu_inputs = [x.to(device) if isinstance(x, Tensor) else x for x in cpu_inputs]
+    cpu_outs, cpu_grads = _run_with_grads(fn, cpu_inputs, seed)
+    gpu_outs, gpu_grads = _run_with_grads(fn, gpu_inputs, seed)
+    problems = []
+    pairs = [(f"output {i}", a, b) for i, (a, b) in enumerate(zip(gpu_outs, cpu_outs))]
+    pairs += [(f"gradient {i}", a, b) for i, (a, b) in enumerate(zip(gpu_grads, cpu_grads))]
+    for what, a, b in pairs:
+        if (a is None) != (b is None):
+            problems.append(f"{what}: cuda {'None' if a is None else 'a tensor'}, cpu the other")
+            continue
+        if a is None:
+            continue
+        if isinstance(a, Tensor) and a.device == "cpu":
+            problems.append(f"{what}: the CUDA run gave a CPU tensor")
+            continue
+        try:
+            a = a.numpy() if isinstance(a, Tensor) else a
+            assert_close(a, b, rtol=rtol, atol=atol, msg=f"{what} (cuda vs cpu):")
+        except AssertionError as e:
+            problems.append(str(e).strip())
+    if problems:
+        name = getattr(fn, "__name__", repr(fn))
+        raise AssertionError(
+            f"check_devices({name}): CPU and CUDA disagree:\n" + "\n".join(problems)
+        )
+    return {
+        "status": "compared",
+        "outputs": len(cpu_outs),
+        "gradients": sum(g is not None for g in cpu_grads),
+    }
 
 
 _any_shape = shapes  # op_property_test's `shapes` parameter hides the strategy
@@ -296,12 +335,13 @@ def op_property_test(
       `ref` (default op.ref) cast to the output dtype, within the dtype's tolerance;
     - gradients: float64 gradcheck (random projection) when the op is differentiable;
     - modes: check_modes (eager vs nbflow.jit, outputs and gradients);
-    - devices: check_devices (skips: no CUDA path yet).
+    - devices: check_devices (CPU vs CUDA; skips without a GPU or the CUDA simulator).
 
     `attrs` is a list of attr dicts to draw from (default [{}]); `shapes` a hypothesis
     strategy of input-shape tuples, needed for a non-elementwise op with several inputs (one
     input: any shape). Called directly, `test()` runs every check (devices is reported as
-    skipped); `test("forward")` runs one. Failures raise AssertionError (GradcheckError for
+    skipped without a GPU); `test("forward")` runs one. Failures raise AssertionError
+    (GradcheckError for
     gradients) with hypothesis' smallest failing example."""
     ref = ref if ref is not None else op.ref
     dtypes = tuple(dt.as_dtype(d) for d in (dtypes or op.dtypes))
@@ -388,7 +428,21 @@ def op_property_test(
         given(body, 4)
 
     def devices(skip=True):
-        return check_devices(op, skip=skip)
+        from . import device
+        from .errors import UnsupportedError
+
+        try:
+            device.cuda()
+        except UnsupportedError:
+            return check_devices(op, skip=skip)  # skips, saying why
+        dtype = dt.float32 if dt.float32 in dtypes else dtypes[0]
+
+        def body(data):
+            xs, kw = draw(data, dtype)
+            check_devices(lambda *a: op(*a, **kw), *xs)
+
+        given(body, 4)
+        return {"status": "compared"}
 
     runs = {"forward": forward, "gradients": gradients, "modes": modes}
 

@@ -14,6 +14,7 @@ import weakref
 
 import numpy as np
 
+from .. import device as devices
 from .. import dtypes as dt
 from ..core import Node, no_grad, use_trace
 from ..errors import (
@@ -21,7 +22,6 @@ from ..errors import (
     NbflowError,
     ProgramError,
     ShapeError,
-    UnsupportedError,
     filter_traceback,
     locate,
 )
@@ -88,14 +88,15 @@ def _flag(name: str, value) -> bool:
 
 
 class Executor:
-    """Runs programs on a device ("cpu"; "cuda" arrives with the GPU work).
+    """Runs programs on a device: "cpu", or "cuda"/"cuda:N" (feeds are copied to the GPU once
+    per run; persistables are moved there on first use and stay there, in the scope).
 
-    The passes run once per plan: `fuse` (elementwise fusion, graph/fusion.py; default from
-    NBFLOW_FUSION) and `reuse_memory` (release and reuse dead buffers, graph/memory.py;
-    NBFLOW_MEMORY_REUSE); `poison_freed` fills released buffers with NaN (NBFLOW_POISON_FREED).
-    `check_nan_inf` checks every op's float outputs for NaN and Inf (None: when
-    NBFLOW_CHECK_NAN_INF is set or inside nbflow.check_nan_inf()); a checked run skips the
-    passes, so that each op's own outputs are there to check."""
+    On the CPU the passes run once per plan: `fuse` (elementwise fusion, graph/fusion.py;
+    default from NBFLOW_FUSION) and `reuse_memory` (release and reuse dead buffers,
+    graph/memory.py; NBFLOW_MEMORY_REUSE); `poison_freed` fills released buffers with NaN
+    (NBFLOW_POISON_FREED). `check_nan_inf` checks every op's float outputs for NaN and Inf
+    (None: when NBFLOW_CHECK_NAN_INF is set or inside nbflow.check_nan_inf()); a checked run
+    skips the passes, so that each op's own outputs are there to check."""
 
     def __init__(
         self,
@@ -105,14 +106,17 @@ class Executor:
         poison_freed=None,
         check_nan_inf: bool | None = None,
     ):
-        if device != "cpu":
-            raise UnsupportedError(f"Executor: device {device!r} is not supported yet (cpu)")
-        self.device = device
+        self.device = devices.parse(device)
+        self.on_gpu = self.device != devices.CPU
+        if self.on_gpu:
+            devices.check_gpu(self.device)  # UnsupportedError, saying why, without a GPU
         self.check_nan_inf = check_nan_inf
         self.checking = False
         self.eager = EagerTrace()
-        self.fuse = _flag("NBFLOW_FUSION", fuse)
-        self.reuse_memory = _flag("NBFLOW_MEMORY_REUSE", reuse_memory)
+        self._uploaded: dict = {}  # captured tensor id -> (tensor, version, its GPU copy)
+        # the passes generate CPU kernels and manage host buffers: the GPU runs the plain plan
+        self.fuse = _flag("NBFLOW_FUSION", fuse) and not self.on_gpu
+        self.reuse_memory = _flag("NBFLOW_MEMORY_REUSE", reuse_memory) and not self.on_gpu
         self.poison_freed = poison_default() if poison_freed is None else bool(poison_freed)
         self._plans = weakref.WeakKeyDictionary()  # program -> {(version, feeds, targets): ops}
 
@@ -123,7 +127,7 @@ class Executor:
         fetch_list = list(fetch_list or [])
         block = program.global_block()
         targets = [self._target(block, t) for t in fetch_list]
-        scope.update(program.captured)  # the eager tensors the program was built around
+        scope.update(self._captured(program))  # the eager tensors the program was built around
         env = {name: self._feed(block, name, value) for name, value in feed.items()}
         check = nan_inf_checking() if self.check_nan_inf is None else self.check_nan_inf
         self.checking = check  # read by control flow ops running their sub-blocks
@@ -162,6 +166,22 @@ class Executor:
             plans[key] = ops
         return ops
 
+    def _captured(self, program) -> dict:
+        """The program's captured tensors, on this executor's device (a GPU copy is made again
+        only when the tensor was written since)."""
+        if not self.on_gpu:
+            return program.captured
+        values = {}
+        for name, t in program.captured.items():
+            if t.device == self.device:
+                values[name] = t
+                continue
+            held = self._uploaded.get(id(t))
+            if held is None or held[0] is not t or held[1] != t.version:
+                held = self._uploaded[id(t)] = (t, t.version, t.detach().to(self.device))
+            values[name] = held[2]
+        return values
+
     def _target(self, block, t):
         if isinstance(t, (Var, Node)):
             return t
@@ -175,6 +195,10 @@ class Executor:
             v = block.var(name)
         except KeyError:
             raise ProgramError(f"feed: the program has no var named '{name}'") from None
+        if isinstance(value, Tensor) and value.device != devices.CPU:
+            value = self._on_device(value)  # a GPU value is used as it is
+            if value.dtype == v.dtype and compatible(v.shape, value.shape):
+                return value
         array = value.numpy() if isinstance(value, Tensor) else np.asarray(value)
         where = f" (declared at {v.location})" if v.location else ""
         if array.dtype != v.dtype:
@@ -190,7 +214,15 @@ class Executor:
             raise ShapeError(
                 f"feed '{name}': shape {array.shape} does not fit {list(v.shape)}{where}"
             )
-        return Tensor(np.asarray(array, order="C"))  # (ascontiguousarray makes 0-d 1-d)
+        t = Tensor(np.asarray(array, order="C"))  # (ascontiguousarray makes 0-d 1-d)
+        return t.to(self.device) if self.on_gpu else t
+
+    def _on_device(self, t: Tensor) -> Tensor:
+        if t.device != self.device:
+            raise devices.DeviceError(
+                f"a value on {t.device} given to an Executor on {self.device}"
+            )
+        return t
 
     def _lookup(self, v: Var, env, scope) -> Tensor:
         t = scope.get(v.name) if v.persistable else env.get(v.name)
@@ -198,6 +230,8 @@ class Executor:
             what = "feed" if v.is_data else "value (run the startup program first?)"
             where = f" declared at {v.location}" if v.location else ""
             raise ProgramError(f"missing {what} for %{v.name}{where}")
+        if self.on_gpu and type(t) is Tensor:  # put in the scope by hand: moved once
+            t = (scope if v.persistable else env)[v.name] = t.to(self.device)
         return t
 
     def _run_op(self, node: Node, env, scope):
@@ -211,6 +245,9 @@ class Executor:
         except NbflowError as e:
             raise _explain(e, node, args) from e.__cause__
         results = result if isinstance(result, tuple) else (result,)
+        if self.on_gpu:  # an op with no tensor input (a creation op) ran on
+            # the CPU: its result moves to the device once and stays there
+            results = [t.to(self.device) if type(t) is Tensor else t for t in results]
         for v, t in zip(node.outputs, results):
             if v.shape != t.shape and not compatible(v.shape, t.shape):
                 raise ShapeError(

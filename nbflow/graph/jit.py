@@ -72,7 +72,8 @@ def _tensors(value, name: str, out: list):
 def _key(value):
     """A hashable description of `value`: specs for tensors, the values of the rest."""
     if _is_tensor(value):
-        return ("tensor", tuple(value.shape), np.dtype(value.dtype).str)
+        device = value.device if isinstance(value, Tensor) else "cpu"  # a trace per device
+        return ("tensor", tuple(value.shape), np.dtype(value.dtype).str, device)
     if isinstance(value, (tuple, list)):
         return (type(value).__name__, tuple(_key(item) for item in value))
     if isinstance(value, dict):
@@ -164,6 +165,7 @@ class Traced:
     scope: Scope = field(default_factory=Scope)
     grad_flags: tuple = ()  # requires_grad of the captured tensors when traced
     backward: Backward | None = None
+    executor: Executor | None = None  # on the device of the tensor arguments
 
     def __post_init__(self):
         self.grad_flags = _grad_flags(self.program)
@@ -360,7 +362,7 @@ class JitFunction:
         self.fn = fn
         self.signature = _signature(fn)  # bound on every call: computed once
         self.cache: dict = {}
-        self.executor = Executor()
+        self.executors: dict = {}  # device -> Executor
         update_wrapper(self, fn)
 
     def __call__(self, *args, **kwargs):
@@ -382,18 +384,27 @@ class JitFunction:
         # a captured tensor that started or stopped requiring grad needs other gradient ops
         if traced is None or traced.grad_flags != _grad_flags(traced.program):
             traced = self.cache[key] = _trace(self.fn, self.signature, arguments)
+            traced.executor = self.executor_for(arguments)
         return traced
+
+    def executor_for(self, arguments: dict) -> Executor:
+        """The Executor on the device of the tensor arguments (the CPU when there are none)."""
+        tensors = [t for name, v in arguments.items() for _, t in _tensors(v, name, [])]
+        device = next((t.device for t in tensors if t.device != "cpu"), "cpu")
+        if device not in self.executors:
+            self.executors[device] = Executor(device)
+        return self.executors[device]
 
     def run(self, traced: Traced, inputs: list[Tensor], fetch: list[Var]) -> list[Tensor]:
         feed = {v.name: t for v, t in zip(traced.inputs, inputs)}
         targets = fetch + traced.effects
-        return self.executor.run(traced.program, feed, targets, traced.scope, False)
+        return traced.executor.run(traced.program, feed, targets, traced.scope, False)
 
     def run_with_grad(self, traced: Traced, inputs, captured):
         """Run forward, keep what the gradient ops read, and record one tape node."""
         if traced.backward is None:
             name = getattr(self.fn, "__name__", "fn")
-            traced.backward = Backward(traced, self.executor, name)
+            traced.backward = Backward(traced, traced.executor, name)
         backward = traced.backward
         values = self.run(traced, inputs, traced.outputs + backward.saved)
         outputs, saved = values[: len(traced.outputs)], values[len(traced.outputs) :]

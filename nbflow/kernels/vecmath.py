@@ -86,20 +86,29 @@ def _exp_parts32(x):
     return _expm1_poly32(r), s1, s2, n
 
 
+# The Python bodies below run only where numba does not compile (NUMBA_DISABLE_JIT, the CUDA
+# simulator); compiled code uses the overloads (the CPU ones here, the GPU ones in cuda_impl).
+
+
 def exp(x):
     """e ** x."""
+    return np.exp(x)
 
 
 def expm1(x):
     """e ** x - 1, accurate near 0."""
+    return np.expm1(x)
 
 
 def tanh(x):
     """Hyperbolic tangent."""
+    return np.tanh(x)
 
 
 def sigmoid(x):
     """1 / (1 + e ** -x), accurate in both tails."""
+    e = np.exp(-np.abs(x))
+    return 1 / (1 + e) if x >= 0 else e / (1 + e)
 
 
 def _parts(x):

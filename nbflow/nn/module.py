@@ -55,7 +55,7 @@ def Parameter(data, dtype=None) -> Tensor:  # a function named like PyTorch's cl
     A Tensor's buffer is shared (no copy, like torch.nn.Parameter); array data and nested lists
     are copied (float32 by default for Python floats). Integer data raises DTypeError."""
     if isinstance(data, Tensor) and (dtype is None or dt.as_dtype(dtype) == data.dtype):
-        t = Tensor(data.data)
+        t = type(data)(data.data)  # (a GPU tensor stays one)
     else:
         t = tensor(data, dtype=dtype)
     return t.requires_grad_(True)
@@ -151,6 +151,26 @@ class Module:
         object.__setattr__(self, name, module)
 
     register_module = add_module
+
+    # -------------------------------------------------------------- devices
+
+    def to(self, device) -> Module:
+        """Move every parameter and buffer to `device` ("cpu", "cuda", "cuda:N"), in place;
+        returns self. Create optimizers after moving, as in PyTorch: they hold the tensors."""
+        for module in dict(self.named_modules()).values():
+            for name, value in list(module._parameters.items()):
+                if value is not None:
+                    setattr(module, name, value.detach().to(device).requires_grad_(True))
+            for name, value in list(module._buffers.items()):
+                if value is not None:
+                    setattr(module, name, value.to(device))
+        return self
+
+    def cuda(self, index: int = 0) -> Module:
+        return self.to(f"cuda:{index}")
+
+    def cpu(self) -> Module:
+        return self.to("cpu")
 
     # -------------------------------------------------------------- traversal
 

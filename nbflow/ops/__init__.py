@@ -6,6 +6,7 @@ for the creation ops) are re-exported here.
 
 from ..core import REGISTRY, Op
 from . import (
+    _cuda,
     broadcast,
     conv,
     creation,
@@ -25,6 +26,8 @@ FAMILIES += (conv, norm, losses)
 
 for _family in FAMILIES:
     globals().update({name: getattr(_family, name) for name in _family.__all__})
+
+_cuda.install()  # the GPU kernels of the structured ops
 
 # nbflow's own ops: the registry-driven tests cover these, not the ops users declare later
 BUILTIN = frozenset(REGISTRY)

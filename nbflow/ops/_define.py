@@ -7,6 +7,7 @@ from .. import dtypes as dt
 from ..core import REGISTRY, Op, Spec, broadcast_shapes
 from ..errors import DTypeError, NbflowError, ShapeError
 from ..kernels.cpu import Elementwise
+from ..kernels.cuda import CudaElementwise
 
 
 def elementwise(
@@ -42,6 +43,7 @@ def elementwise(
         params = tuple(names[len(inputs) :])
         assert set(params) <= set(attrs), f"{body.__name__}: attr parameters must come last"
         cpu = Elementwise(body.__name__, body, len(inputs), params, check)
+        gpu = CudaElementwise(body.__name__, body, len(inputs), params, check)  # same body
 
         def spec(*specs, **kw):
             shape = broadcast_shapes(*(s.shape for s in specs))
@@ -54,7 +56,7 @@ def elementwise(
             inputs=inputs,
             outputs=("out",),
             spec=spec,
-            kernels={"cpu": cpu, "cuda": None},
+            kernels={"cpu": cpu, "cuda": gpu},
             dtypes=kernel_dtypes,
             ref=ref,
             differentiable=differentiable,

@@ -276,26 +276,33 @@ randint_op = _random_op(
 # ---------------------------------------------------------------- public functions
 
 
+def _on(t, device):
+    """A new tensor on `device` (creation ops run on the CPU; the result is copied once). In
+    graph mode the executor places values, so `device` is ignored there."""
+    to = getattr(t, "to", None)  # a Tensor; a graph Var has no device
+    return t if device is None or to is None else to(device)
+
+
 def _shape(shape) -> tuple:
     if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
         return tuple(shape[0])
     return tuple(shape)
 
 
-def full(shape, value, dtype=None):
+def full(shape, value, dtype=None, device=None):
     """A tensor of `shape` filled with `value` (dtype from the value when not given)."""
     if dtype is None:
         dtype = dt.scalar_dtype(value)
     shape = (shape,) if isinstance(shape, int) else tuple(shape)
-    return full_op(shape=shape, value=value, dtype=dtype)
+    return _on(full_op(shape=shape, value=value, dtype=dtype), device)
 
 
-def zeros(*shape, dtype=dt.DEFAULT_FLOAT):
-    return full_op(shape=_shape(shape), value=0, dtype=dtype)
+def zeros(*shape, dtype=dt.DEFAULT_FLOAT, device=None):
+    return _on(full_op(shape=_shape(shape), value=0, dtype=dtype), device)
 
 
-def ones(*shape, dtype=dt.DEFAULT_FLOAT):
-    return full_op(shape=_shape(shape), value=1, dtype=dtype)
+def ones(*shape, dtype=dt.DEFAULT_FLOAT, device=None):
+    return _on(full_op(shape=_shape(shape), value=1, dtype=dtype), device)
 
 
 def full_like(x, value, dtype=None):
@@ -318,42 +325,46 @@ def ones_like(x, dtype=None):
     return full_like_op(x, value=1, dtype=dtype)
 
 
-def arange(start, stop=None, step=1, dtype=None):
+def arange(start, stop=None, step=1, dtype=None, device=None):
     """arange(stop) or arange(start, stop, step); float dtype if any bound is a float."""
     if stop is None:
         start, stop = 0, start
     if dtype is None:
         dtype = dt.promote([], [dt.scalar_dtype(v) for v in (start, stop, step)])
-    return arange_op(start=start, stop=stop, step=step, dtype=dtype)
+    return _on(arange_op(start=start, stop=stop, step=step, dtype=dtype), device)
 
 
-def linspace(start, stop, num, dtype=dt.DEFAULT_FLOAT):
-    return linspace_op(start=start, stop=stop, num=num, dtype=dtype)
+def linspace(start, stop, num, dtype=dt.DEFAULT_FLOAT, device=None):
+    return _on(linspace_op(start=start, stop=stop, num=num, dtype=dtype), device)
 
 
-def eye(n, m=None, dtype=dt.DEFAULT_FLOAT):
-    return eye_op(n=n, m=m, dtype=dtype)
+def eye(n, m=None, dtype=dt.DEFAULT_FLOAT, device=None):
+    return _on(eye_op(n=n, m=m, dtype=dtype), device)
 
 
-def uniform(*shape, low=0.0, high=1.0, dtype=dt.DEFAULT_FLOAT, generator=None):
-    return uniform_op(shape=_shape(shape), low=low, high=high, dtype=dtype, generator=generator)
+def uniform(*shape, low=0.0, high=1.0, dtype=dt.DEFAULT_FLOAT, generator=None, device=None):
+    t = uniform_op(shape=_shape(shape), low=low, high=high, dtype=dtype, generator=generator)
+    return _on(t, device)
 
 
-def rand(*shape, dtype=dt.DEFAULT_FLOAT, generator=None):
-    return uniform(*shape, dtype=dtype, generator=generator)
+def rand(*shape, dtype=dt.DEFAULT_FLOAT, generator=None, device=None):
+    return uniform(*shape, dtype=dtype, generator=generator, device=device)
 
 
-def normal(*shape, mean=0.0, std=1.0, dtype=dt.DEFAULT_FLOAT, generator=None):
-    return normal_op(shape=_shape(shape), mean=mean, std=std, dtype=dtype, generator=generator)
+def normal(*shape, mean=0.0, std=1.0, dtype=dt.DEFAULT_FLOAT, generator=None, device=None):
+    t = normal_op(shape=_shape(shape), mean=mean, std=std, dtype=dtype, generator=generator)
+    return _on(t, device)
 
 
-def randn(*shape, dtype=dt.DEFAULT_FLOAT, generator=None):
-    return normal(*shape, dtype=dtype, generator=generator)
+def randn(*shape, dtype=dt.DEFAULT_FLOAT, generator=None, device=None):
+    return normal(*shape, dtype=dtype, generator=generator, device=device)
 
 
-def randint(low, high, shape, dtype=dt.DEFAULT_INT, generator=None):
+def randint(low, high, shape, dtype=dt.DEFAULT_INT, generator=None, device=None):
     shape = (shape,) if isinstance(shape, int) else tuple(shape)
-    return randint_op(shape=shape, low=low, high=high, dtype=dtype, generator=generator)
+    return _on(
+        randint_op(shape=shape, low=low, high=high, dtype=dtype, generator=generator), device
+    )
 
 
 __all__ = [

@@ -403,7 +403,7 @@ clip.defgrad(_clip_grad)
 @elementwise(dtypes=ALL, ref=np.where, promote=(1, 2))
 def where(cond, x, y):
     """x where cond is true, else y (cond is cast to bool)."""
-    return x if cond else y
+    return x if cond != 0 else y  # (a float16 `if cond` is invalid IR for numba-cuda's NVVM)
 
 
 where.defgrad(lambda g, out, cond, x, y: (None, where(cond, g, 0), where(cond, 0, g)))
@@ -491,7 +491,7 @@ def isinf(x):
 @_compare(np.isfinite)
 def isfinite(x):
     """True where x is neither NaN nor +-inf."""
-    return x - x == 0
+    return -math.inf < x < math.inf  # (x - x == 0 fails for numpy bools in the simulator)
 
 
 # ---------------------------------------------------------------- cast

@@ -1,0 +1,251 @@
+"""Tensors on a GPU, and how eager mode runs an op on them.
+
+A CudaTensor is a Tensor whose buffer is a numba device array. The eager trace hands every op
+that has a GPU input to `apply` below (tensor.py's general path: CPU calls never come here).
+It mirrors the CPU path: shape rule, kernel chosen by (op, "cuda", dtype), outputs allocated on
+the device, the same tape node. On the GPU float16 is computed natively, so there are no
+float16 round trips through float32 as on the CPU.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import device as devices
+from . import dtypes as dt
+from .core import STATE, Op, Spec
+from .device import DeviceError
+from .errors import GradientError, NbflowError, UnsupportedError
+from .tensor import DEVICE_TENSORS, Tensor, _in_op
+
+
+class CudaTensor(Tensor):
+    """A tensor on a GPU: `data` is a numba device array (`__cuda_array_interface__`)."""
+
+    __slots__ = ()
+
+    @property
+    def device(self) -> str:
+        return devices.device_of(self.data)
+
+    def numpy(self) -> np.ndarray:
+        """A host copy (the GPU buffer cannot be shared with numpy)."""
+        return devices.to_host(self.data)
+
+    def __array__(self, dtype=None, copy=None):
+        a = self.numpy()
+        return a if dtype is None or a.dtype == dtype else a.astype(dtype)
+
+    def item(self):
+        if self.data.size != 1:
+            raise ValueError(f"item() needs a tensor with one element, got shape {self.shape}")
+        return self.numpy().reshape(()).item()
+
+    def tolist(self):
+        return self.numpy().tolist()
+
+    def __bool__(self) -> bool:
+        if self.data.size != 1:
+            raise ValueError(
+                f"the truth value of a tensor with shape {self.shape} is ambiguous; "
+                "use .any() or .all()"
+            )
+        return bool(self.numpy().reshape(()))
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(self.data.shape)
+
+    def plain(self) -> CudaTensor:
+        """A leaf with a C-contiguous buffer (this buffer when it is one already)."""
+        from .kernels.cuda import impl
+
+        return CudaTensor(impl().contiguous(self.data))
+
+    def __repr__(self) -> str:
+        body = np.array2string(self.numpy(), separator=", ", prefix="tensor(")
+        extra = f", device='{self.device}'"
+        if self.dtype != dt.float32:
+            extra += f", dtype={self.dtype}"
+        if self._node is not None:
+            extra += f", grad_fn={self._node.op.name}"
+        elif self.requires_grad:
+            extra += ", requires_grad=True"
+        return f"tensor({body}{extra})"
+
+
+DEVICE_TENSORS.add(CudaTensor)
+
+
+def wrap(data, *args, **kwargs) -> Tensor:
+    """A Tensor or CudaTensor around `data`, by where it lives."""
+    cls = Tensor if type(data) is np.ndarray else CudaTensor
+    return cls(data, *args, **kwargs)
+
+
+def move(t: Tensor, device) -> Tensor:
+    """`t` on `device` (t itself when it is there already): a copy that keeps requires_grad
+    for a leaf. Moving a computed tensor is not recorded for autograd yet."""
+    target = devices.parse(device)
+    if t.device == target:
+        return t
+    if t._node is not None:
+        raise UnsupportedError(
+            f"moving a tensor with gradient history from {t.device} to {target} is not "
+            "recorded for autograd yet: detach() it first, or create it on the device"
+        )
+    if target == devices.CPU:
+        out = Tensor(np.array(devices.to_host(t.data)))
+    else:
+        host = t.data if type(t.data) is np.ndarray else devices.to_host(t.data)
+        out = CudaTensor(devices.to_device(host, target))
+    out.requires_grad = t.requires_grad
+    return out
+
+
+# ---------------------------------------------------------------- running ops
+
+
+class DevicePlan:
+    """What running an op on one GPU input signature needs (cached on the op like the CPU
+    plans, under keys that start with the device name, so the two never mix)."""
+
+    __slots__ = ("specs", "key", "launcher", "casts", "scalars")
+
+    def __init__(self, op: Op, specs, attrs):
+        self.specs = op.infer(specs, attrs)
+        key = op.key_dtype(specs) if specs else None
+        self.key = self.specs[0].dtype if key is None else key
+        self.launcher = op.kernel("cuda", self.key)
+        promoted = range(len(specs)) if op.promote is None else op.promote
+        self.scalars = tuple(
+            (i, self.key if i in promoted else s.dtype) for i, s in enumerate(specs) if s.weak
+        )
+        self.casts = tuple(
+            (i, self.key) for i in promoted if not specs[i].weak and specs[i].dtype != self.key
+        )
+
+
+_SCALARS: dict = {}  # (value, dtype, device) -> a 0-d device array: weak scalars, uploaded once
+
+
+def _device_scalar(value, dtype, device):
+    key = (type(value), value, dtype, device)
+    a = _SCALARS.get(key)
+    if a is None:
+        if len(_SCALARS) > 4096:
+            _SCALARS.clear()
+        a = _SCALARS[key] = devices.to_device(np.asarray(dt.scalar(value, dtype)), device)
+    return a
+
+
+# Ops whose inputs from this position on may come from the CPU (copied over), as in PyTorch:
+# x[[0, 2]] indexes a GPU tensor (the index arrays are read on the host anyway), and copy_
+# copies across devices (load_state_dict into a model on the GPU).
+HOST_INDEX_INPUTS = {"index": 1, "index_put": 2, "index_put_": 2, "copy_": 1}
+
+
+def _device_of_args(op, args) -> str:
+    device = None
+    first_index = HOST_INDEX_INPUTS.get(op.name, len(args))
+    for i, v in enumerate(args):
+        if isinstance(v, Tensor) and not (i >= first_index and v.device == devices.CPU):
+            d = v.device
+            if device is None:
+                device = d
+            elif d != device:
+                raise DeviceError(
+                    f"{op.name}: expected all tensors on one device, got {device} and {d} "
+                    "(move them with .to(device))"
+                )
+    return device
+
+
+def apply(trace, op: Op, args, attrs) -> Tensor | tuple:
+    """Run `op` on arguments of which at least one is on a GPU (attrs already checked)."""
+    device = _device_of_args(op, args)
+    if op.name in HOST_INDEX_INPUTS:
+        args = [a.to(device) if isinstance(a, Tensor) else a for a in args]
+    specs = [
+        Spec(tuple(v.data.shape), v.data.dtype)
+        if isinstance(v, Tensor)
+        else Spec((), dt.scalar_dtype(v), weak=True)
+        for v in args
+    ]
+    sig = (device, tuple(specs), tuple(map(type, args)), tuple(attrs.values()))
+    try:
+        plan = op.cache.get(sig)
+    except TypeError:  # an unhashable attr
+        sig, plan = None, None
+    if plan is None:
+        plan = DevicePlan(op, specs, attrs)
+        if sig is not None:
+            op.cache[sig] = plan
+    tensors = list(args)
+    for i, d in plan.scalars:
+        tensors[i] = CudaTensor(_device_scalar(args[i], d, device))
+    record = STATE.grad_enabled and op.differentiable and any(t.requires_grad for t in tensors)
+    arrays = [t.data for t in tensors]
+    if plan.casts:
+        from .kernels.cuda import impl
+
+        for i, d in plan.casts:
+            arrays[i] = impl().contiguous(arrays[i], d)
+    try:
+        if op.view:
+            outs = _run_view(op, plan, tensors, arrays, attrs)
+        elif op.inplace:
+            saved = _save_targets(op, tensors) if record and op.saves_target else None
+            outs = _run_inplace(op, plan, tensors, arrays, attrs, record)
+            tensors = saved or tensors
+        else:
+            bufs = [devices.empty(s.shape, s.dtype, device) for s in plan.specs]
+            plan.launcher(*arrays, *bufs, **attrs)
+            outs = [CudaTensor(b) for b in bufs]
+    except NbflowError as e:
+        raise _in_op(op, e) from None
+    if record:
+        trace.record(op, tensors, attrs, outs)
+    return outs[0] if len(outs) == 1 else tuple(outs)
+
+
+def _run_view(op, plan, tensors, arrays, attrs):
+    results = plan.launcher(*arrays, **attrs)
+    results = results if isinstance(results, tuple) else (results,)
+    base = tensors[0] if tensors[0]._base is None else tensors[0]._base
+    return [CudaTensor(r, _version=tensors[0]._version, _base=base) for r in results]
+
+
+def _save_targets(op, tensors):
+    from .kernels.cuda import impl
+
+    saved = list(tensors)
+    for j in op.inplace.values():
+        t = tensors[j]
+        copy = devices.empty(t.shape, t.dtype, t.device)
+        impl().copy_into(t.data, copy)
+        saved[j] = CudaTensor(copy, t.requires_grad, t._node, t._index)
+    return saved
+
+
+def _run_inplace(op, plan, tensors, arrays, attrs, record):
+    for j in op.inplace.values():
+        t = tensors[j]
+        if record and t.requires_grad and t._node is None:
+            raise GradientError(
+                f"{op.name}: a leaf tensor that requires grad is used in an in-place op; "
+                "wrap it in nbflow.no_grad() or use the out-of-place op"
+            )
+        if record and t._base is not None:
+            raise UnsupportedError(
+                f"{op.name}: in-place ops on views are not recorded for autograd yet"
+            )
+    # the GPU computes float16 natively: kernels write the targets themselves
+    bufs = [tensors[op.inplace[i]].data for i in range(len(plan.specs))]
+    plan.launcher(*arrays, *bufs, **attrs)
+    outs = []
+    for i in range(len(bufs)):
+        t = tensors[op.inplace[i]]
+        t._version[0] += 1
+        outs.append(t)
+    return outs

@@ -1,0 +1,610 @@
+"""CPU == CUDA over every op that has a CUDA kernel, on tiny shapes.
+
+Run by tests/test_cuda_sim.py in a subprocess with NUMBA_ENABLE_CUDASIM=1 (the simulator must
+be chosen before numba is imported), or directly on a machine with a GPU (bench/gpu_check.py
+runs it with `--size large`). Prints one JSON line: the results per case and the ops covered.
+The CPU path is the reference: its kernels are separate code (numba CPU loops, BLAS, numpy).
+"""
+
+import json
+import sys
+import time
+
+import numpy as np
+
+import nbflow as nb
+from nbflow import dtypes as dt
+from nbflow.core import REGISTRY
+
+RNG = np.random.default_rng(0)
+LARGE = "--size" in sys.argv and sys.argv[sys.argv.index("--size") + 1] == "large"
+N = 64 if LARGE else 1  # scales the shapes of the structured cases
+
+# attrs for elementwise ops whose body takes some
+EW_ATTRS = {
+    "clip": {"min": -0.5, "max": 0.5},
+    "clip_": {"min": -0.5, "max": 0.5},
+    "leaky_relu": {"negative_slope": 0.1},
+    "cast": {"dtype": "float64"},
+}
+TOLERANCE = {dt.float16: 2e-2, dt.float32: 2e-5, dt.float64: 1e-12}
+
+
+def values(shape, dtype, positive=False):
+    if dtype == dt.bool_:
+        return RNG.random(shape) > 0.5
+    if dt.is_float(dtype):
+        low = 0.25 if positive else -2.0
+        return RNG.uniform(low, 2.0, shape).astype(dtype)
+    return RNG.integers(1 if positive else -3, 4, shape).astype(dtype)
+
+
+def on(device, arrays):
+    return [nb.tensor(a, dtype=a.dtype, device=device) for a in arrays]
+
+
+def host(x):
+    if isinstance(x, (tuple, list)):
+        return [host(v) for v in x]
+    return np.asarray(x.numpy())
+
+
+def compare(cpu, gpu, tol):
+    if isinstance(cpu, list):
+        return all(compare(a, b, tol) for a, b in zip(cpu, gpu)) and len(cpu) == len(gpu)
+    if cpu.shape != gpu.shape or cpu.dtype != gpu.dtype:
+        return False
+    if cpu.dtype.kind == "f":
+        return np.allclose(cpu, gpu, rtol=tol, atol=tol, equal_nan=True)
+    return np.array_equal(cpu, gpu)
+
+
+def run_case(fn, arrays, tol):
+    """fn on CPU tensors and on GPU tensors; (ok, detail)."""
+    try:
+        expected = host(fn(*on("cpu", arrays)))
+    except nb.NbflowError:
+        return None, "cpu refuses"
+    got = host(fn(*on("cuda", arrays)))
+    ok = compare(expected, got, tol)
+    return ok, "" if ok else f"cpu {expected} != cuda {got}"
+
+
+# ---------------------------------------------------------------- the cases
+
+
+def elementwise_cases():
+    for name, op in REGISTRY.items():
+        if not hasattr(op, "scalar_body") or name not in nb.ops.BUILTIN:
+            continue
+        attrs = EW_ATTRS.get(name, {})
+        n = len(op.inputs)
+        shapes = [(2 * N, 3), (3,), (2 * N, 1)][:n] if n > 1 else [(2 * N, 3)]
+        for d in op.dtypes:
+            positive = name in ("pow", "floor_div", "mod")  # no zero divisors, no x ** -1
+            arrays = [values(s, d, positive) for s in shapes]
+            if name == "where":
+                arrays[0] = values(shapes[0], dt.bool_)
+            yield name, str(d), (lambda *xs, op=op, attrs=attrs: op(*xs, **attrs)), arrays
+        # a strided (transposed) input, and a weak Python scalar
+        if dt.float32 in op.dtypes:
+            arrays = [values((3, 2 * N), dt.float32) for _ in range(n)]
+            yield (
+                name,
+                "f32 strided",
+                (lambda *xs, op=op, a=attrs: op(*[x.T for x in xs], **a)),
+                arrays,
+            )
+            if n == 2:
+                yield name, "f32 scalar", (lambda x, y, op=op: op(x, 0.5)), arrays
+    # in-place variants write into the first input
+    for name in ("add_", "sub_", "mul_", "div_"):
+        op = REGISTRY[name]
+        arrays = [values((2 * N, 3), dt.float32), values((3,), dt.float32)]
+        yield name, "f32", (lambda x, y, op=op: op(x, y)), arrays
+    clip_ = REGISTRY["clip_"]
+    yield "clip_", "f32", (lambda x: clip_(x, min=-0.5, max=0.5)), [values((2 * N, 3), dt.float32)]
+
+
+def structured_cases():
+    x3 = values((2 * N, 3, 4), dt.float32)
+    xi = values((2 * N, 3, 4), dt.int64)
+    for name in ("sum", "mean", "prod", "max", "min", "logsumexp", "all", "any"):
+        op = REGISTRY[name]
+        for axis in (None, 1, (0, 2), -1):
+            for keep in (False, True):
+                fn = lambda x, op=op, a=axis, k=keep: op(x, axis=a, keepdims=k)
+                yield name, f"f32 axis={axis} keepdims={keep}", fn, [x3]
+        yield name, "f64", (lambda x, op=op: op(x, axis=1)), [x3.astype(np.float64)]
+        yield name, "f16", (lambda x, op=op: op(x, axis=1)), [x3.astype(np.float16)]
+        yield name, "i64", (lambda x, op=op: op(x, axis=(1, 2))), [xi]
+    nan = x3.copy()
+    nan[1, 1, 1] = np.nan
+    for name in ("argmax", "argmin"):
+        op = REGISTRY[name]
+        for axis in (None, 1, -1):
+            yield name, f"axis={axis}", (lambda x, op=op, a=axis: op(x, axis=a)), [x3]
+        yield name, "keepdims i64", (lambda x, op=op: op(x, axis=2, keepdims=True)), [xi]
+        yield name, "nan f16", (lambda x, op=op: op(x, axis=1)), [nan.astype(np.float16)]
+    for name in ("var", "std"):
+        op = REGISTRY[name]
+        for axis, correction in ((None, 1), (1, 0), ((0, 2), 1), (0, 2 * N)):
+            fn = lambda x, op=op, a=axis, c=correction: op(x, axis=a, correction=c)
+            yield name, f"axis={axis} correction={correction}", fn, [x3]
+        fn = lambda x, op=op: op(x, axis=-1, keepdims=True)
+        yield name, "f64 keepdims", fn, [x3.astype(np.float64)]
+    for name in ("softmax", "log_softmax"):
+        op = REGISTRY[name]
+        for axis in (0, 1, -1):
+            yield name, f"f32 axis={axis}", (lambda x, op=op, a=axis: op(x, axis=a)), [x3]
+        yield name, "f16", (lambda x, op=op: op(x, axis=-1)), [x3.astype(np.float16)]
+        yield name, "f64", (lambda x, op=op: op(x, axis=-1)), [x3.astype(np.float64)]
+    ops = nb.ops
+    a, b = values((5 * N, 7), dt.float32), values((7, 3 * N), dt.float32)
+    for d in (dt.float32, dt.float64, dt.float16, dt.int64):
+        yield "matmul", str(d), ops.matmul, [a.astype(d), b.astype(d)]
+    yield (
+        "matmul",
+        "batched",
+        ops.matmul,
+        [values((2, 1, 3, 4), dt.float32), values((3, 4, 2), dt.float32)],
+    )
+    yield "matmul", "vector", ops.matmul, [values((4,), dt.float32), values((2, 4, 3), dt.float32)]
+    yield "matmul", "transposed", (lambda a, b: ops.matmul(a.T, b)), [a.T.copy(), b]
+    like = values((3, 1), dt.float32)
+    yield "sum_to_like", "f32", ops.sum_to_like, [x3, like]
+    yield "broadcast_to_like", "f32", ops.broadcast_to_like, [like, x3]
+    g = values((2 * N, 4), dt.float32)
+    fn = lambda g, x: ops.expand_reduced(g, x, axis=1)
+    yield "expand_reduced", "f32", fn, [g, x3]
+    yield "reduced_count", "f32", (lambda x: ops.reduced_count(x, axis=(0, 2))), [x3]
+    yield "full_like", "f32", (lambda x: ops.full_like(x, 2.5)), [x3]
+    yield "full_like", "i32", (lambda x: ops.full_like(x, 7, dtype="int32")), [x3]
+    fill_ = REGISTRY["fill_"]
+    yield "fill_", "f32", (lambda x: fill_(x, value=3.0)), [x3]
+    yield "copy_", "f32<-i64", (lambda x, s: ops.copy_(x, s)), [x3, xi[:1]]
+    yield "add_n", "f32", ops.add_n, [x3, x3[:1], values((4,), dt.float32)]
+    yield "concat", "axis1", (lambda p, q: ops.concat(p, q, axis=1)), [x3, x3[:, :2]]
+    yield "stack", "axis0", (lambda p, q: ops.stack(p, q, axis=2)), [x3, x3 * 2]
+    yield "reshape", "f32", (lambda x: ops.reshape(x, 4, -1)), [x3]
+    yield "reshape", "strided", (lambda x: ops.reshape(x.T, -1)), [x3]
+    yield "reshape_like", "f32", (lambda x, y: ops.reshape_like(x, y)), [x3, x3.reshape(-1)]
+    yield "transpose", "f32", (lambda x: ops.transpose(x, 0, 2)), [x3]
+    yield "permute", "f32", (lambda x: ops.permute(x, 2, 0, 1) * 1), [x3]
+    yield (
+        "broadcast_to",
+        "f32",
+        (lambda x: ops.broadcast_to(x, (2, 3, 4))),
+        [values((3, 1), dt.float32)],
+    )
+    yield "squeeze", "f32", (lambda x: ops.squeeze(x)), [values((3, 1, 2), dt.float32)]
+    yield "unsqueeze", "f32", (lambda x: ops.unsqueeze(x, 1)), [x3]
+    yield "flatten", "f32", (lambda x: ops.flatten(x, 1)), [x3]
+    yield "split", "f32", (lambda x: ops.split(x, 2, axis=2)), [x3]
+    yield (
+        "split_like",
+        "f32",
+        (lambda x, p, q: ops.split_like(x, p, q, axis=1)),
+        [x3, x3[:, :1], x3[:, 1:]],
+    )
+    yield "slice", "f32", (lambda x: x[1:, ::2, None, -1] + 0), [x3]
+    yield "matrix_transpose", "f32", (lambda x: ops.matrix_transpose(x) + 0), [x3]
+    pad = REGISTRY["pad"]
+    yield "pad", "f32", (lambda x: pad(x, pad_width=(1, 0, 0, 2, 1, 1), value=-1.5)), [x3]
+    yield "pad", "i64 strided", (lambda x: pad(x.T, pad_width=(0, 1, 2, 0, 0, 0))), [xi]
+    yield "tile", "f32", (lambda x: ops.tile(x, 2, 1, 1, 3)), [x3]
+    yield "tile", "bool", (lambda x: ops.tile(x, 2)), [values((3, 2), dt.bool_)]
+    rep = REGISTRY["repeat"]
+    yield "repeat", "axis=1", (lambda x: rep(x, repeats=2, axis=1)), [x3]
+    yield "repeat", "flat", (lambda x: rep(x, repeats=3)), [xi]
+    yield "flip", "axis=(0, 2)", (lambda x: ops.flip(x, axis=(0, 2)) * 1), [x3]
+    yield "flip", "all f16", (lambda x: ops.flip(x.T) * 1), [x3.astype(np.float16)]
+
+
+def index_cases():
+    ops = nb.ops
+    x = values((4, 5, 3), dt.float32)
+    i = np.array([[0, 3], [-1, 2]])
+    yield "index", "one array", (lambda x, i: x[:, i]), [x, i]
+    yield "index", "two arrays", (lambda x, i: x[i, 1:, i % 3]), [x, i]
+    yield "index", "f16 int", (lambda x: x[[1, 0, 1], ..., 2]), [x.astype(np.float16)]
+    put = REGISTRY["index_put"]
+    key = (("slice", None, None, None), ("array", 0))
+    for accumulate in (False, True):
+        fn = lambda x, v, i, a=accumulate: put(x, v, i, key=key, accumulate=a)
+        yield "index_put", f"accumulate={accumulate}", fn, [x, values((4, 2, 2, 3), dt.float32), i]
+    dup = np.array([1, 1, 2])
+    fn = lambda x, v, i: put(x, v, i, key=(("array", 0),), accumulate=True)
+    yield (
+        "index_put",
+        "repeated f16",
+        fn,
+        [x.astype(np.float16), values((3, 5, 3), dt.float16), dup],
+    )
+    yield "index_put", "repeated i64", fn, [x.astype(np.int64), values((3, 5, 3), dt.int64), dup]
+    fn = lambda x, v: put(x, v, key=(("slice", 1, None, None),))
+    yield "index_put", "basic key", fn, [x, values((5, 3), dt.float32)]
+
+    def setitem(x, v):
+        x = x + 0  # a computed tensor: written in place
+        x[1:3, 0] = v
+        return x
+
+    yield "index_put_", "setitem", setitem, [x, values((3,), dt.float32)]
+    yield "index_select", "axis=1", (lambda x, i: ops.index_select(x, 1, i)), [x, i]
+    idx = RNG.integers(-5, 5, (4, 2, 3))
+    yield "take_along_axis", "axis=1", (lambda x, i: ops.take_along_axis(x, i, 1)), [x, idx]
+    idx_b = RNG.integers(0, 4, (2, 1, 3))
+    yield "take_along_axis", "broadcast", (lambda x, i: ops.take_along_axis(x, i, 0)), [x, idx_b]
+    scatter = REGISTRY["scatter_add"]
+    src = values((4, 2, 3), dt.float32)
+    yield "scatter_add", "axis=1", (lambda x, i, s: scatter(x, i, s, axis=1)), [x, idx, src]
+    yield (
+        "scatter_add",
+        "f16",
+        (lambda x, i, s: scatter(x, i, s, axis=1)),
+        [x.astype(np.float16), idx, src.astype(np.float16)],
+    )
+    yield (
+        "scatter_add",
+        "i32",
+        (lambda x, i, s: scatter(x, i, s, axis=1)),
+        [x.astype(np.int32), idx, src.astype(np.int32)],
+    )
+    emb = REGISTRY["embedding"]
+    weight = values((6, 4), dt.float32)
+    words = RNG.integers(0, 6, (3, 5))
+    yield "embedding", "f32", (lambda t, w: emb(t, w)), [words, weight]
+    back = REGISTRY["embedding_backward"]
+    fn = lambda g, t, w: back(g, t, w, padding_idx=2)
+    yield "embedding_backward", "padding", fn, [values((3, 5, 4), dt.float32), words, weight]
+    ln = REGISTRY["layer_norm"]
+    yield "layer_norm", "last", (lambda x: ln(x, normalized_shape=(3,))), [x]
+    yield (
+        "layer_norm",
+        "two dims f64",
+        (lambda x: ln(x, normalized_shape=(5, 3), eps=1e-3)),
+        [x.astype(np.float64)],
+    )
+    bn = REGISTRY["batch_norm_train"]
+    yield "batch_norm_train", "NCS", (lambda x: bn(x, eps=1e-5)), [x]
+    yield "batch_norm_train", "NC", (lambda x: bn(x, eps=1e-5)), [values((6, 3), dt.float32)]
+    upd = REGISTRY["batch_norm_update_stats_"]
+    fn = lambda m, v, x: upd(m, v, x, momentum=0.1)
+    yield (
+        "batch_norm_update_stats_",
+        "f32",
+        fn,
+        [values((5,), dt.float32), values((5,), dt.float32, True), x],
+    )
+
+    def dropout(x):
+        nb.manual_seed(3)
+        return REGISTRY["dropout_mask"](x, p=0.3)
+
+    yield "dropout_mask", "seeded", dropout, [x]
+
+
+def conv_cases():
+    x = values((2, 4, 6, 5), dt.float32)
+    w = values((6, 2, 3, 3), dt.float32)  # groups=2: 4 input channels, 2 per group
+    b = values((6,), dt.float32)
+    geometries = [
+        {"stride": (1,), "padding": (0,), "dilation": (1,), "groups": 2},
+        {"stride": (2, 1), "padding": (1,), "dilation": (1, 2), "groups": 2},
+    ]
+    conv = REGISTRY["conv2d"]
+    ig, wg = REGISTRY["conv2d_input_grad"], REGISTRY["conv2d_weight_grad"]
+    for geo in geometries:
+        yield "conv2d", f"bias {geo}", (lambda x, w, b, g=geo: conv(x, w, b, **g)), [x, w, b]
+        out = conv(nb.tensor(x), nb.tensor(w), **geo)
+        gy = values(out.shape, dt.float32)
+        yield "conv2d_input_grad", str(geo), (lambda g, w, x, k=geo: ig(g, w, x, **k)), [gy, w, x]
+        yield "conv2d_weight_grad", str(geo), (lambda x, g, w, k=geo: wg(x, g, w, **k)), [x, gy, w]
+    yield (
+        "conv2d",
+        "f64 no bias",
+        (lambda x, w: conv(x, w, groups=2)),
+        [x.astype(np.float64), w.astype(np.float64)],
+    )
+    yield (
+        "conv2d",
+        "f16",
+        (lambda x, w: conv(x, w, groups=2)),
+        [x.astype(np.float16), w.astype(np.float16)],
+    )
+    mp = REGISTRY["max_pool2d"]
+    mpb = REGISTRY["max_pool2d_backward"]
+    for attrs in (
+        {"kernel_size": (2,)},
+        {"kernel_size": (3,), "stride": (2,), "padding": (1,), "ceil_mode": True},
+    ):
+        yield "max_pool2d", str(attrs), (lambda x, a=attrs: mp(x, **a)), [x]
+        _, idx = mp(nb.tensor(x), **attrs)
+        gy = values(idx.shape, dt.float32)
+        yield "max_pool2d_backward", str(attrs), mpb, [gy, idx.numpy(), x]
+    ap, apb = REGISTRY["avg_pool2d"], REGISTRY["avg_pool2d_backward"]
+    for attrs in (
+        {"kernel_size": (2,)},
+        {"kernel_size": (3,), "stride": (2,), "padding": (1,), "count_include_pad": False},
+    ):
+        yield "avg_pool2d", str(attrs), (lambda x, a=attrs: ap(x, **a)), [x]
+        gy = values(ap(nb.tensor(x), **attrs).shape, dt.float32)
+        yield "avg_pool2d_backward", str(attrs), (lambda g, x, a=attrs: apb(g, x, **a)), [gy, x]
+    yield (
+        "avg_pool2d_backward",
+        "f16",
+        (lambda g, x: apb(g, x, kernel_size=(2,))),
+        [values((2, 4, 3, 2), dt.float16), x.astype(np.float16)],
+    )
+    ad, adb = REGISTRY["adaptive_avg_pool2d"], REGISTRY["adaptive_avg_pool2d_backward"]
+    yield "adaptive_avg_pool2d", "(4, 3)", (lambda x: ad(x, output_size=(4, 3))), [x]
+    fn = lambda g, x: adb(g, x, output_size=(4, 3))
+    yield "adaptive_avg_pool2d_backward", "(4, 3)", fn, [values((2, 4, 4, 3), dt.float32), x]
+
+
+def loss_cases():
+    logits3 = values((2 * N, 4, 3), dt.float32)  # (N, C, d1): the class axis is 1
+    labels = RNG.integers(0, 4, (2 * N, 3))
+    labels[0, 0] = -100  # ignored
+    ce = nb.ops.cross_entropy
+    for reduction in ("mean", "sum", "none"):
+        for smoothing in (0.0, 0.1):
+            fn = lambda x, t, r=reduction, s=smoothing: ce(x, t, reduction=r, label_smoothing=s)
+            yield "cross_entropy", f"{reduction} smoothing={smoothing}", fn, [logits3, labels]
+
+            def grad(g, x, t, r=reduction, s=smoothing):
+                return REGISTRY["cross_entropy_grad"](g, x, t, reduction=r, label_smoothing=s)
+
+            g = values(labels.shape if reduction == "none" else (), dt.float32)
+            yield (
+                "cross_entropy_grad",
+                f"{reduction} smoothing={smoothing}",
+                grad,
+                [g, logits3, labels],
+            )
+    for name in ("mse_loss", "l1_loss"):
+        op = REGISTRY[name]
+        for reduction in ("mean", "sum", "none"):
+            fn = lambda x, y, op=op, r=reduction: op(x, y, reduction=r)
+            pair = [values((2 * N, 3), dt.float32), values((2 * N, 3), dt.float32)]
+            yield name, reduction, fn, pair
+        yield name, "f16", op, [values((4,), dt.float16), values((4,), dt.float16)]
+    bce = REGISTRY["binary_cross_entropy_with_logits"]
+    x, y = values((2 * N, 3), dt.float32), values((2 * N, 3), dt.float32, positive=True) / 2
+    w, pw = values((3,), dt.float32), values((2 * N, 1), dt.float32, positive=True)
+    for reduction in ("mean", "sum", "none"):
+        fn = lambda x, y, w, pw, r=reduction: bce(x, y, w, pw, reduction=r)
+        yield "binary_cross_entropy_with_logits", reduction, fn, [x, y, w, pw]
+    fn = lambda x, y: bce(x, y, 1.0, 2.0)
+    yield "binary_cross_entropy_with_logits", "scalars", fn, [x, y]
+    nll = REGISTRY["nll_loss"]
+    logp = values((2 * N, 4, 3), dt.float32)
+    for reduction in ("mean", "sum", "none"):
+        fn = lambda x, t, w, r=reduction: nll(x, t, w, reduction=r)
+        yield "nll_loss", reduction, fn, [logp, labels, values((4,), dt.float32, positive=True)]
+    yield "nll_loss", "no weight", (lambda x, t: nll(x, t, 1.0)), [logp, labels]
+    oh = REGISTRY["one_hot"]
+    yield "one_hot", "axis=-1", (lambda t: oh(t, num_classes=4)), [RNG.integers(0, 4, (2 * N, 3))]
+    fn = lambda t: oh(t, num_classes=4, axis=1, ignore_index=-100, dtype="float32")
+    yield "one_hot", "axis=1 ignore", fn, [labels]
+    logits2 = values((3 * N, 5), dt.float64)
+    labels2 = RNG.integers(0, 5, 3 * N).astype(np.int32)
+    yield "cross_entropy", "f64 2-D", ce, [logits2, labels2]
+    yield "cross_entropy", "f16 1-D", ce, [values((5,), dt.float16), np.array(2)]
+
+
+def optimizer_cases():
+    p, g = values((3 * N, 4), dt.float32), values((3 * N, 4), dt.float32)
+    sq = values((3 * N, 4), dt.float32, positive=True)
+    sgd = REGISTRY["sgd_update_"]
+    for momentum, nesterov in ((0.0, False), (0.9, False), (0.9, True)):
+        fn = lambda p, g, v, m=momentum, n=nesterov: sgd(
+            p, g, v, lr=0.1, momentum=m, nesterov=n, weight_decay=0.01
+        )
+        yield "sgd_update_", f"momentum={momentum} nesterov={nesterov}", fn, [p, g, sq]
+    adam = REGISTRY["adam_update_"]
+    for amsgrad, decoupled in ((False, False), (True, True)):
+
+        def step(p, g, m, v, vmax, t, a=amsgrad, d=decoupled):
+            return adam(
+                p, g, m, v, vmax, t, lr=0.01, weight_decay=0.1, amsgrad=a,
+                decoupled_weight_decay=d,
+            )  # fmt: skip
+
+        args = [p, g, g * 0.1, sq, sq * 1.5, np.array(3)]
+        yield "adam_update_", f"amsgrad={amsgrad} decoupled={decoupled}", step, args
+    rms = REGISTRY["rmsprop_update_"]
+    for centered, momentum in ((False, 0.0), (True, 0.9)):
+        fn = lambda p, g, s, a, b, c=centered, m=momentum: rms(
+            p, g, s, a, b, lr=0.01, centered=c, momentum=m, weight_decay=0.1
+        )
+        yield "rmsprop_update_", f"centered={centered}", fn, [p, g, sq, g * 0.1, g * 0.5]
+
+
+def gradient_cases():
+    """An MLP loss and its gradients: the tape runs on the GPU like on the CPU."""
+
+    def mlp(x, w1, w2, labels):
+        tensors = [w1, w2]
+        for t in tensors:
+            t.requires_grad_(True)
+        h = nb.relu(nb.matmul(x, w1))
+        loss = nb.mean(nb.log_softmax(nb.matmul(h, w2), axis=1) * labels) + nb.sum(nb.tanh(h))
+        loss.backward()
+        return [loss] + [t.grad for t in tensors]
+
+    labels = np.eye(3, dtype=np.float32)[RNG.integers(0, 3, 4 * N)]
+    arrays = [values((4 * N, 5), dt.float32), values((5, 6), dt.float32)]
+    arrays += [values((6, 3), dt.float32), labels]
+    yield "backward", "mlp f32", mlp, arrays
+
+
+def build_mlp(sizes=(12, 16, 16, 4), lr=0.1):
+    """A static-graph MLP training step: forward, append_backward, in-place SGD updates."""
+    main, startup = nb.Program(), nb.Program()
+    with nb.program_guard(main, startup):
+        h = nb.static.data("x", [-1, sizes[0]])
+        y = nb.static.data("y", [-1], dtype="int64")
+        for i, (n_in, n_out) in enumerate(zip(sizes, sizes[1:])):
+            w = nb.static.create_parameter(f"w{i}", [n_in, n_out])
+            b = nb.static.create_parameter(f"b{i}", [n_out], initializer=("constant", 0.0))
+            h = h @ w + b
+            if i < len(sizes) - 2:
+                h = nb.relu(h)
+        loss = nb.cross_entropy(h, y)
+        for p, g in nb.append_backward(loss):
+            nb.sub_(p, g * lr)
+    targets = [loss] + [f"{k}{i}" for i in range(len(sizes) - 1) for k in "wb"]
+    return main, startup, targets
+
+
+def train_losses(device, feed, steps=4):
+    main, startup, targets = build_mlp()
+    exe, scope = nb.Executor(device), nb.Scope()
+    nb.manual_seed(0)
+    exe.run(startup, scope=scope)
+    losses = [float(exe.run(main, feed, targets, scope=scope)[0]) for _ in range(steps)]
+    return losses, scope
+
+
+def eager_training(device, steps=3):
+    """nn layers moved with Module.to, Adam, cross-entropy: the losses of a few steps."""
+    from nbflow import nn, optim
+
+    nb.manual_seed(0)
+    model = nn.Sequential(nn.Linear(6, 8), nn.ReLU(), nn.LayerNorm(8), nn.Linear(8, 3))
+    model.to(device)
+    opt = optim.Adam(model.parameters(), lr=0.05)
+    rng = np.random.default_rng(0)
+    x = nb.tensor(rng.standard_normal((16, 6)), dtype="float32", device=device)
+    y = nb.tensor(rng.integers(0, 3, 16), device=device)
+    losses = []
+    for _ in range(steps):
+        opt.zero_grad()
+        loss = nb.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    return losses, {p.device for p in model.parameters()}
+
+
+def state_round_trip():
+    """A GPU model's state saved (host copies) and loaded into another GPU model."""
+    import os
+    import tempfile
+
+    from nbflow import nn
+
+    nb.manual_seed(0)
+    a = nn.Sequential(nn.Linear(4, 3), nn.BatchNorm1d(3)).to("cuda")
+    nb.manual_seed(1)
+    b = nn.Sequential(nn.Linear(4, 3), nn.BatchNorm1d(3)).to("cuda")
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "state.nbf")
+        nb.save_state(a.state_dict(), path)
+        b.load_state_dict(nb.load_state(path))
+    same = all(
+        np.array_equal(x.numpy(), y.numpy()) and y.device == "cuda:0"
+        for x, y in zip(a.state_dict().values(), b.state_dict().values())
+    )
+    return same
+
+
+def graph_checks():
+    """Graph mode on the GPU: an Executor training loop and @jit, against the CPU."""
+    feed = {"x": values((8 * N, 12), dt.float32), "y": RNG.integers(0, 4, 8 * N)}
+    cpu, _ = train_losses("cpu", feed)
+    gpu, scope = train_losses("cuda", feed)
+    ok = np.allclose(cpu, gpu, rtol=1e-4) and gpu[-1] < gpu[0]
+    yield "executor training", ok, f"cpu {cpu} cuda {gpu}"
+    on_device = all(t.device == "cuda:0" for t in scope.values())
+    yield "persistables stay on the device", on_device, str({k: t.device for k, t in scope.items()})
+
+    @nb.jit
+    def f(x, w):
+        return nb.sum(nb.tanh(x @ w), axis=1)
+
+    x, w = values((4, 12), dt.float32), values((12, 3), dt.float32)
+    results = {}
+    for device in ("cpu", "cuda"):
+        wt = nb.tensor(w, device=device, requires_grad=True)
+        out = f(nb.tensor(x, device=device), wt)
+        nb.sum(out * out).backward()
+        results[device] = (out.numpy(), wt.grad.numpy(), out.device, wt.grad.device)
+    same = all(
+        np.allclose(a, b, rtol=1e-5, atol=1e-5)
+        for a, b in zip(results["cpu"][:2], results["cuda"][:2])
+    )
+    yield "jit on the GPU", same and results["cuda"][2:] == ("cuda:0", "cuda:0"), ""
+    yield "state_dict save/load on the GPU", state_round_trip(), ""
+    cpu, _ = eager_training("cpu")
+    gpu, where = eager_training("cuda")
+    ok = np.allclose(cpu, gpu, rtol=1e-4) and where == {"cuda:0"} and gpu[-1] < gpu[0]
+    yield "eager training (Module.to, Adam)", ok, f"cpu {cpu} cuda {gpu} {where}"
+
+
+def device_checks():
+    """Placement semantics; each returns (name, ok, detail)."""
+    x = nb.tensor([1.0, 2.0], device="cuda")
+    yield "device name", x.device == "cuda:0" and x.cpu().device == "cpu", x.device
+    yield (
+        "cuda array interface",
+        hasattr(x.data, "__cuda_array_interface__") or hasattr(x.data, "__cuda_ndarray__"),
+        type(x.data).__name__,
+    )
+    try:
+        x + nb.tensor([1.0, 2.0])
+        yield "mixed devices", False, "no error"
+    except nb.NbflowError as e:
+        yield "mixed devices", "cuda:0" in str(e) and "cpu" in str(e), str(e)
+    y = nb.tensor([1.0, 2.0]).cuda()
+    yield "cuda()", np.array_equal(y.numpy(), [1.0, 2.0]) and y.device == "cuda:0", ""
+    yield "to() same device", y.to("cuda") is y, ""
+    z = nb.zeros(2, 3, device="cuda")
+    yield "zeros(device=)", z.device == "cuda:0" and z.numpy().sum() == 0, z.device
+    r = nb.ops.arange(5, device="cuda")
+    yield "arange(device=)", r.device == "cuda:0" and r.tolist() == [0, 1, 2, 3, 4], r.device
+    try:
+        x[::-1]
+        yield "negative slice step", False, "no error"
+    except nb.UnsupportedError as e:
+        yield "negative slice step", "flip" in str(e), str(e)
+    try:
+        nb.tensor([1.0], device="cuda:1")
+        yield "one GPU", False, "no error"
+    except nb.UnsupportedError as e:
+        yield "one GPU", "cuda:1" in str(e), str(e)
+    try:
+        nb.tensor([1.0], device="gpu")
+        yield "bad device name", False, "no error"
+    except ValueError as e:
+        yield "bad device name", "gpu" in str(e), str(e)
+
+
+def main():
+    covered, results = set(), []
+    start = time.time()
+    families = (elementwise_cases, structured_cases, index_cases, conv_cases, loss_cases)
+    families += (optimizer_cases, gradient_cases)
+    for family in families:
+        for name, what, fn, arrays in family():
+            tol = max(TOLERANCE.get(np.dtype(a.dtype), 0) for a in arrays) or 1e-5
+            tol = 5e-2 if "f16" in what or "float16" in what else (1e-3 if LARGE else tol)
+            try:
+                ok, detail = run_case(fn, arrays, tol)
+            except Exception as e:  # reported, so one failure shows all the others too
+                ok, detail = False, f"{type(e).__name__}: {e}"
+            if ok is None:
+                continue
+            covered.add(name)
+            results.append({"op": name, "case": what, "ok": bool(ok), "detail": detail[:300]})
+    for name, ok, detail in list(device_checks()) + list(graph_checks()):
+        results.append({"op": "device", "case": name, "ok": bool(ok), "detail": detail})
+    print(
+        json.dumps({"results": results, "covered": sorted(covered), "seconds": time.time() - start})
+    )
+
+
+if __name__ == "__main__":
+    main()
