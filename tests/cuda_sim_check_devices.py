@@ -1,10 +1,93 @@
 """nbflow.testing.check_devices under the CUDA simulator (run by tests/test_cuda_sim.py in a
-subprocess with NUMBA_ENABLE_CUDASIM=1): it compares, and it catches a disagreement."""
+subprocess with NUMBA_ENABLE_CUDASIM=1): it compares, and it catches a disagreement; user ops
+(an elementwise op from a scalar body, a structured op with its own @cuda.jit kernel) run on
+both devices, eagerly, with gradients and under @jit."""
 
+import math
+
+import hypothesis.strategies as st
 import numpy as np
+from numba import cuda, njit
 
 import nbflow as nb
 import nbflow.testing as nt
+from nbflow.core import Spec
+
+
+def _softsign_ref(x):
+    return (x / (1.0 + np.abs(x.astype(np.float64)))).astype(x.dtype)
+
+
+@nb.elementwise(dtypes=nb.dtypes.FLOATS, ref=_softsign_ref)
+def user_softsign(x):
+    return x / (1.0 + math.fabs(x))
+
+
+@user_softsign.defgrad
+def _user_softsign_grad(g, out, x):
+    d = 1.0 + nb.abs(x)
+    return (g / (d * d),)
+
+
+@njit(cache=True)
+def _cube_rows_cpu(x, out):
+    for i in range(x.shape[0]):
+        acc = 0.0
+        for j in range(x.shape[1]):
+            acc += x[i, j] ** 3
+        out[i] = acc
+
+
+@cuda.jit
+def _cube_rows_gpu(x, out):
+    i = cuda.grid(1)
+    if i < x.shape[0]:
+        acc = 0.0
+        for j in range(x.shape[1]):
+            acc += x[i, j] ** 3
+        out[i] = acc
+
+
+def _cube_rows_cuda(x, out):
+    _cube_rows_gpu[(x.shape[0] + 31) // 32, 32](x, out)
+
+
+def _cube_rows_spec(x: Spec) -> Spec:
+    if x.ndim != 2:
+        raise nb.ShapeError(f"expects a matrix, got {x.ndim} dims")
+    return Spec((x.shape[0],), x.dtype)
+
+
+user_cube_rows = nb.Op(
+    name="user_cube_rows",
+    inputs=("x",),
+    outputs=("out",),
+    spec=_cube_rows_spec,
+    kernels={"cpu": _cube_rows_cpu, "cuda": _cube_rows_cuda},
+    dtypes=(nb.float32, nb.float64),
+    ref=lambda x: (x.astype(np.float64) ** 3).sum(axis=1).astype(x.dtype),
+)
+user_cube_rows.defgrad(lambda g, out, x: (nb.unsqueeze(g, axis=-1) * 3 * x * x,))
+
+
+def user_ops(rng):
+    x = rng.standard_normal((5, 4))
+    for fn in (user_softsign, user_cube_rows, lambda x: user_cube_rows(user_softsign(x))):
+        result = nt.check_devices(fn, x)  # float64: outputs and gradients
+        assert result == {"status": "compared", "outputs": 1, "gradients": 1}, result
+    gx = nb.tensor(x, device="cuda")
+    out = user_cube_rows(user_softsign(gx))
+    assert out.device != "cpu"
+    nt.assert_close(out.numpy(), _cube_rows_ref(_softsign_ref(x)))
+    step = nb.jit(lambda x: user_cube_rows(user_softsign(x)) * 2.0)
+    nt.assert_close(step(gx).numpy(), 2.0 * _cube_rows_ref(_softsign_ref(x)))
+    nt.op_property_test(user_softsign, max_examples=2)("devices")
+    matrices = st.tuples(st.tuples(st.integers(0, 4), st.integers(0, 4)))
+    nt.op_property_test(user_cube_rows, shapes=matrices, max_examples=2)("devices")
+
+
+def _cube_rows_ref(x):
+    return (x**3).sum(axis=1)
 
 
 def mlp(x, w):
@@ -27,6 +110,7 @@ def main():
     else:
         raise AssertionError("check_devices missed a disagreement")
     nt.op_property_test(nb.ops.exp, max_examples=2)("devices")
+    user_ops(rng)
     print("compared", result)
 
 

@@ -287,3 +287,20 @@ def test_example_custom_op_property_tests_and_trains():
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)  # declares swish_beta (once per process: names are global)
     assert module.main(epochs=3) >= 0.9
+
+
+def test_user_elementwise_op_fuses_with_builtin_ops():
+    main = nb.Program()
+    with nb.program_guard(main):
+        x = nb.static.data("x", [-1, 6], "float64")
+        out = nb.tanh(user_swish(x * 2.0 + 1.0, beta=1.5)) - x
+    feed = {"x": RNG.standard_normal((4, 6))}
+    fused = nb.Executor(fuse=True).run(main, feed, [out])[0]
+    plain = nb.Executor(fuse=False).run(main, feed, [out])[0]
+    np.testing.assert_allclose(fused, plain, rtol=1e-12)
+    xs = feed["x"]
+    np.testing.assert_allclose(fused, np.tanh(_swish_ref(xs * 2 + 1, 1.5)) - xs, rtol=1e-12)
+    text = nb.graph.explain(main, [out])
+    fused_lines = [line for line in text.splitlines() if "fused #0" in line]
+    assert any("user_swish(" in line for line in fused_lines), text
+    assert "user_swish" in fused_lines[0].split("fused #0")[1], text

@@ -128,7 +128,7 @@ def _cnn_step(exe):
         optimizer.minimize(loss)
         return loss
 
-    step.executor = exe
+    step.executors["cpu"] = exe  # the executor @jit runs CPU programs with
     rng = np.random.default_rng(0)
     x = nb.tensor(rng.standard_normal((8, 1, 5, 5)).astype(np.float32))
     y = nb.tensor(rng.integers(0, 3, 8))

@@ -213,7 +213,7 @@ def _linear_step(exe, momentum):
         optimizer.minimize(loss)
         return loss
 
-    step.executor = exe
+    step.executors["cpu"] = exe  # the executor @jit runs CPU programs with
     rng = np.random.default_rng(0)
     x = nb.tensor(rng.standard_normal((8, 12)).astype(np.float32))
     y = nb.tensor(rng.integers(0, 4, 8))
