@@ -448,7 +448,24 @@ def _second_order_program(fn):
     return main, g, gg
 
 
-@pytest.mark.parametrize("fn", ["cond", "while"])
+def _rows(x):
+    """A loop reading rows x[i] and x[2 - i] of an outer value (their gradients are stacked
+    per iteration and scattered once after the backward loop) and carrying x too."""
+
+    def body(i, h):
+        a, b = nb.index_select(x, 0, i), nb.index_select(x, 0, 2 - i)
+        return i + 1, nb.tanh(h * a) + b * b
+
+    return nb.while_loop(lambda i, h: i < 3, body, [0, x], max_iterations=5)[1]
+
+
+def test_gradients_of_rows_read_in_a_loop_match_eager_and_finite_differences():
+    x = RNG.standard_normal((3, 2))
+    nt.gradcheck(nb.jit(_rows), _leaves(x))
+    assert nt.check_modes(_rows, x) == {"outputs": 1, "gradients": 1}
+
+
+@pytest.mark.parametrize("fn", ["cond", "while", "rows"])
 def test_second_order_gradients_through_control_flow(fn):
     def body(i, h):
         pred = nb.logical_xor(nb.sum(h) > 0, i == 1)
@@ -458,6 +475,8 @@ def test_second_order_gradients_through_control_flow(fn):
     def f(x):
         if fn == "cond":
             return body(0, x)[1]
+        if fn == "rows":
+            return _rows(x)
         return nb.while_loop(lambda i, h: i < 3, body, [0, x], max_iterations=5)[1]
 
     main, g, gg = _second_order_program(f)

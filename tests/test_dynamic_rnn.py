@@ -176,3 +176,42 @@ def test_lod_offsets_in_a_static_program_with_unknown_total_steps():
     eager, eager_h = nb.nn.dynamic_rnn(cell, nb.tensor(packed), offsets=[0, 5, 8, 9])
     nt.assert_close(got[0], eager.numpy())
     nt.assert_close(got[1], eager_h.numpy())
+
+
+def _elements_written(monkeypatch, time: int) -> int:
+    """Elements of every op output the executor writes for a jitted dynamic RNN's forward
+    and backward over `time` steps (the ops inside the loops counted once per iteration)."""
+    from nbflow.graph.executor import Executor
+
+    written = [0]
+    run_op = Executor._run_op
+
+    def counting(self, node, env, scope):
+        results = run_op(self, node, env, scope)
+        if not hasattr(node.op, "run_blocks"):  # a loop's own outputs are counted inside it
+            written[0] += sum(t.size for t in results)
+        return results
+
+    monkeypatch.setattr(Executor, "_run_op", counting)
+    rng = np.random.default_rng(9)
+    w, u = (nb.tensor(rng.standard_normal((3, 3)) * 0.3, requires_grad=True) for _ in "wu")
+    x = nb.tensor(rng.standard_normal((time, 2, 3)), requires_grad=True)
+    h0 = nb.tensor(np.zeros((2, 3)))
+
+    def cell(x_t, h):
+        h = nb.tanh(x_t @ w + h @ u)
+        return h, h
+
+    f = nb.jit(lambda x: nb.nn.dynamic_rnn(cell, x, [time, time - 1], initial_state=h0)[0])
+    nb.sum(f(x)).backward()
+    assert x.grad is not None and np.abs(x.grad.numpy()[: time - 1]).min() > 0
+    monkeypatch.undo()
+    return written[0]
+
+
+def test_the_input_gradient_costs_time_linear_in_the_steps(monkeypatch):
+    """The gradient to the inputs is each step's row gradient, scattered once after the
+    backward loop, not a (time, batch, features) sum per step: 4x the steps, ~4x the work
+    (a per-step full-size sum would be ~16x)."""
+    short, long = _elements_written(monkeypatch, 64), _elements_written(monkeypatch, 256)
+    assert 3.5 < long / short < 4.5, (short, long)

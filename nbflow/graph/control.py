@@ -47,6 +47,7 @@ from ..errors import (
     ShapeError,
     UnsupportedError,
 )
+from ..ops.index import index_select_op
 from ..reliability import check_node
 from ..tensor import Tensor, _Stale
 from .executor import compatible, needed_ops
@@ -279,10 +280,13 @@ def _loop_block(program, parent, fn, specs, stops):
 # ---------------------------------------------------------------- replay
 
 
-def call_block(block: Block, args) -> list:
+def call_block(block: Block, args, env=None, cut=()) -> list:
     """Issue the block's ops again, through bind(), on `args` for its inputs: under a graph
-    trace this appends a copy of the block's computation (the source of its gradient)."""
-    env = {id(p): a for p, a in zip(block.inputs, args)}
+    trace this appends a copy of the block's computation (the source of its gradient).
+    env, if given, receives every replayed value by id of the block's var. The replayed
+    values of the ops in `cut` are leaves: backprop over the replay stops at them."""
+    env = {} if env is None else env
+    env.update({id(p): a for p, a in zip(block.inputs, args)})
     for node in needed_ops(block, block.outputs):
         if "generator" in node.op.attrs:  # a replay would draw other numbers than the forward
             raise UnsupportedError(
@@ -296,6 +300,9 @@ def call_block(block: Block, args) -> list:
         else:
             outs = bind(node.op, *ins, **node.attrs)
         outs = outs if isinstance(outs, (tuple, list)) else (outs,)
+        if any(node is c for c in cut):
+            for o in outs:  # before any consumer records its edge to o
+                o._node, o.stop_gradient = None, False
         for v, o in zip(node.outputs, outs):
             env[id(v)] = o
     return [env[id(v)] for v in block.outputs]
@@ -606,6 +613,12 @@ def _while_grad(g, out, *ins, cond_block, body_block, max_iterations, history, s
     g_ys = [gs[n + k] for k in live_ys]
     g_hists = [gs[n + stacked + 1 + k] for k in diff] if had_history else []
     nd = len(diff)
+    # an outer input the body reads only as rows x[index] (a dynamic RNN's inputs): its
+    # gradient is each iteration's row gradients, stacked with their indices and scattered
+    # once after the loop, not a full-size gradient summed every iteration (O(T^2))
+    sliced = _row_reads(body, n, want_outer)
+    summed = [j for j in want_outer if j not in sliced]
+    row_nodes = [node for j in want_outer if j in sliced for node in sliced[j]]
 
     def going(i, *carry):
         return i >= 0
@@ -616,24 +629,66 @@ def _while_grad(g, out, *ins, cond_block, body_block, max_iterations, history, s
         xs = [ops.index_select(h, 0, i) for h in hists]  # this iteration's loop vars
         y_seeds = [ops.index_select(g, 0, i) for g in g_ys]
         local_outer = [trace.value(v) for v in outer]
+        replayed = {}
         with _as_leaves([xs[k] for k in diff]):
-            results = call_block(body, [*xs, *local_outer])
-            wrt = [xs[k] for k in diff] + [local_outer[j] for j in want_outer]
+            results = call_block(body, [*xs, *local_outer], replayed, cut=row_nodes)
+            rows = [replayed[id(r.outputs[0])] for r in row_nodes]
+            wrt = [xs[k] for k in diff] + [local_outer[j] for j in summed] + rows
             live = diff + [n + k for k in live_ys]
             grads = _vjp(results, live, [*g_vals, *y_seeds], wrt)
         g_xs = grads[:nd]
         if g_hists:  # the loop vars of this iteration were also read through the history
             g_xs = [g + ops.index_select(h, 0, i) for g, h in zip(g_xs, g_hists)]
-        return [i - 1, *g_xs, *(a + b for a, b in zip(acc, grads[nd:]))]
+        sums = [a + b for a, b in zip(acc, grads[nd : nd + len(summed)])]
+        indices = [replayed[id(r.inputs[1])] for r in row_nodes]
+        return [i - 1, *g_xs, *sums, *grads[nd + len(summed) :], *indices]
 
-    start = [count - 1, *(gs[k] for k in diff), *(ops.zeros_like(outer[j]) for j in want_outer)]
-    finals = graph_while(going, step_back, start, max_iterations, WHILE_GRAD)
+    start = [count - 1, *(gs[k] for k in diff), *(ops.zeros_like(outer[j]) for j in summed)]
+    finals = graph_while(
+        going, step_back, start, max_iterations, WHILE_GRAD, stacked=2 * len(row_nodes)
+    )
     for idx, k in enumerate(diff):
         if _requires_grad(init[k]):
             result[k] = finals[1 + idx]
-    for idx, j in enumerate(want_outer):
+    for idx, j in enumerate(summed):
         result[n + j] = finals[1 + nd + idx]
+    stacked_rows = finals[1 + nd + len(summed) :]
+    row_grads, row_indices = stacked_rows[: len(row_nodes)], stacked_rows[len(row_nodes) :]
+    pos = 0
+    for j in want_outer:
+        if j in sliced:
+            uses = range(pos, pos + len(sliced[j]))
+            pos += len(sliced[j])
+            parts = [_rows_grad(outer[j], row_indices[u], row_grads[u]) for u in uses]
+            result[n + j] = parts[0] if len(parts) == 1 else ops.add_n(*parts)
     return tuple(result)
+
+
+def _row_reads(body: Block, n: int, want: list[int]) -> dict[int, list]:
+    """{j: the index_select nodes} for each outer input j (block input n + j) that the body
+    reads only through index_select along axis 0 (and does not return)."""
+    nodes = needed_ops(body, body.outputs)
+    found = {}
+    for j in want:
+        p = body.inputs[n + j]
+        if any(r is p for r in body.outputs):
+            continue
+        users = [node for node in nodes if any(v is p for v in node.inputs)]
+        if users and all(
+            node.op is index_select_op
+            and node.inputs[0] is p
+            and node.inputs[1] is not p
+            and node.attrs["axis"] % p.ndim == 0
+            for node in users
+        ):
+            found[j] = users
+    return found
+
+
+def _rows_grad(x, indices, grads):
+    """The gradient of x from rows x[indices[k]] whose gradients are grads[k]: index_select's
+    own rule, applied once to all iterations' rows (iterations first in both)."""
+    return index_select_op.grad(grads, None, x, indices, axis=0)[0]
 
 
 def _keep_history(node, n: int, stacked: int):
