@@ -28,7 +28,7 @@ from ..errors import (
 from ..reliability import check_node, nan_inf_checking
 from ..tensor import EagerTrace, Tensor
 from .fusion import fuse
-from .memory import plan_memory, poison_default
+from .memory import outer_reads, plan_memory, poison_default
 from .program import Program, Var
 from .rewrite import fold_transposes
 
@@ -66,6 +66,8 @@ def needed_ops(block, targets) -> list[Node]:
         if id(node) in wanted_ops or any(id(v) in wanted_vars for v in node.outputs):
             kept.append(node)
             wanted_vars.update(id(v) for v in node.inputs)
+            if getattr(node.op, "block_attrs", None):  # a hand-built block may read outer vars
+                wanted_vars.update(id(v) for v in outer_reads(node))
     kept.reverse()
     return kept
 

@@ -16,7 +16,10 @@ instead of all of them living until the end of the backward pass.
 its step with NaN (the largest value for integers, True for bools), so a liveness bug shows
 up as NaN in a test instead of as a silently stale value.
 
-Programs with sub-blocks (control flow reads outer values inside its blocks) are left alone.
+A control flow op is one step: it reads its inputs and every value of the enclosing blocks
+that its sub-blocks read (a hand-built block may read them directly), and its outputs may be
+views of any of those (a branch may return a reshaped input), so they share their storage.
+The sub-blocks themselves run unplanned.
 """
 
 from __future__ import annotations
@@ -150,7 +153,30 @@ def _has_sub_blocks(node) -> bool:
 
 
 def _reads(step):
+    if isinstance(step, Node) and _has_sub_blocks(step):
+        return [*step.inputs, *outer_reads(step)]
     return step.inputs
+
+
+def outer_reads(node) -> list:
+    """The vars outside a control flow op's sub-blocks (nested ones included) that their ops
+    read."""
+    program = next(v.block.program for v in (*node.outputs, *node.inputs))
+    blocks, todo = {}, [node]
+    while todo:
+        n = todo.pop()
+        for name, attr in n.op.attrs.items():
+            if attr.kind == "block" and n.attrs[name] not in blocks:
+                block = blocks[n.attrs[name]] = program.blocks[n.attrs[name]]
+                todo.extend(block.ops)
+    inside = {id(b) for b in blocks.values()}
+    reads = {}
+    for block in blocks.values():
+        for op in block.ops:
+            for v in op.inputs:
+                if id(v.block) not in inside:
+                    reads[id(v)] = v
+    return list(reads.values())
 
 
 def _writes(step):
@@ -164,9 +190,9 @@ class Storages:
     def __init__(self, steps):
         self.parent: dict[int, int] = {}
         for step in steps:
-            if isinstance(step, Node) and step.op.view:
+            if isinstance(step, Node) and (step.op.view or _has_sub_blocks(step)):
                 for out in step.outputs:
-                    for v in step.inputs:
+                    for v in _reads(step):
                         self.union(id(out), id(v))
 
     def find(self, i: int) -> int:
@@ -208,7 +234,7 @@ def _hoist(out: list, step, storages, written: set):
     for k in range(pos - 1, -1, -1):
         other = out[k]
         made = {storages.find(id(v)) for v in other.outputs}
-        touched = made | {storages.find(id(v)) for v in other.inputs}
+        touched = made | {storages.find(id(v)) for v in _reads(other)}
         if touched & written or made & read:
             earliest = k + 1
             break
@@ -221,8 +247,6 @@ def plan_memory(steps: list, feed_names, targets, poison: bool) -> list:
     pooled outputs (module doc)."""
     from .fusion import FusedGroup, fusable
 
-    if any(_has_sub_blocks(s) for s in steps if isinstance(s, Node)):
-        return steps
     steps = hoist_updates(steps)
     storages = Storages(steps)
     find = storages.find
@@ -233,8 +257,8 @@ def plan_memory(steps: list, feed_names, targets, poison: bool) -> list:
             by_id[id(v)] = v
         for v in _writes(step):
             made.add(id(v))
-        if isinstance(step, Node) and (step.op.view or step.op.inplace):
-            pass  # no fresh buffer: a view's, or the target var itself
+        if isinstance(step, Node) and (step.op.view or step.op.inplace or _has_sub_blocks(step)):
+            pass  # no fresh buffer known: a view's, the target var itself, a sub-block's
         else:
             for v in _writes(step):
                 owner[id(v)] = v  # a fresh buffer
@@ -285,7 +309,7 @@ def plan_memory(steps: list, feed_names, targets, poison: bool) -> list:
 def _wanted(v, later_steps) -> bool:
     """Whether one of the steps writes a new value that may have v's size and dtype."""
     for step in later_steps:
-        if isinstance(step, Node) and (step.op.view or step.op.inplace):
+        if isinstance(step, Node) and (step.op.view or step.op.inplace or _has_sub_blocks(step)):
             continue
         for u in step.outputs:
             if u.dtype == v.dtype and _same_size(u.shape, v.shape):
@@ -305,5 +329,6 @@ def _pooled(node: Node) -> bool:
         len(node.outputs) == 1
         and not op.view
         and not op.inplace
+        and not _has_sub_blocks(node)  # its outputs come from its sub-blocks
         and not node.outputs[0].persistable
     )
