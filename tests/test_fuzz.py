@@ -74,6 +74,8 @@ SEEDS = {
     "unknown_attr.json": (P, "(cross_entropy): unknown attribute 'evil'"),
     "unknown_field.json": (P, "Additional properties are not allowed ('code' was unexpected)"),
     "unknown_op.json": (P, "op type 'os_system' is not registered in nbflow"),
+    "grad_of_unknown_op.json": (P, "grad_of names op type 'os_system', not registered"),
+    "grad_of_not_an_object.json": (P, "'relu' is not of type 'object'"),
     "used_before_defined.json": (P, "is used before any op defines it"),
     "writes_data_var.json": (P, "output %x is a data var"),
     "written_twice.json": (P, "output %t0 is written twice"),

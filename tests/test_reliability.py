@@ -3,6 +3,7 @@ graph alike), tracebacks without nbflow's frames, the NaN/Inf check mode, and th
 budget."""
 
 import functools
+import json
 import os
 import traceback
 
@@ -304,6 +305,26 @@ def test_inf_in_a_gradient_names_the_forward_op_in_graph_mode():
     assert f"in the gradient of sqrt defined at {HERE}:{line_of('MARK: graph sqrt')}" in str(
         e.value
     )
+
+
+def test_a_loaded_program_names_the_forward_op_of_a_gradient_op():
+    main = nb.Program()
+    with nb.program_guard(main):
+        x = nb.static.data("x", (3,))
+        x.stop_gradient = False
+        loss = nb.sum(nb.sqrt(x))  # MARK: saved sqrt
+        nb.append_backward(loss, parameter_list=[x])
+    doc = json.loads(nb.graph.serialize.dumps(main))
+    saved = [op["grad_of"] for op in doc["blocks"][0]["ops"] if "grad_of" in op]
+    where = f"{HERE}:{line_of('MARK: saved sqrt')}"
+    assert {"type": "sqrt", "location": where} in saved
+    assert all("grad_of" not in op for op in doc["blocks"][0]["ops"][:2])  # forward ops
+    loaded = nb.graph.serialize.loads(json.dumps(doc))
+    feed = {"x": np.array([4.0, 0.0, 1.0], "f4")}
+    with pytest.raises(nb.NumericalError) as e:
+        nb.Executor(check_nan_inf=True).run(loaded, feed, ["x@GRAD"])
+    assert e.value.grad_of == "sqrt"
+    assert f"in the gradient of sqrt defined at {where}" in str(e.value)
 
 
 def test_the_check_is_off_by_default_and_the_context_restores_the_trace():

@@ -78,6 +78,11 @@ def op(doc, name):
     return next(o for o in doc["blocks"][0]["ops"] if o["type"] == name)
 
 
+def grad_op(doc):
+    """The first op of a gradient rule (it names the forward op it differentiates)."""
+    return next(o for o in doc["blocks"][0]["ops"] if "grad_of" in o)
+
+
 def var(doc, name):
     return next(v for v in doc["blocks"][0]["vars"] if v["name"] == name)
 
@@ -96,6 +101,8 @@ PROGRAM_MUTATIONS = {
         {**var(d, "x"), "name": f"big{i}", "shape": [2**40], "is_data": True} for i in range(17)
     ),
     "unknown_op": lambda d: op(d, "relu").update(type="os_system"),
+    "grad_of_unknown_op": lambda d: grad_op(d)["grad_of"].update(type="os_system"),
+    "grad_of_not_an_object": lambda d: grad_op(d).update(grad_of="relu"),
     "op_type_not_identifier": lambda d: op(d, "relu").update(type="__import__('os')"),
     "unknown_attr": lambda d: op(d, "cross_entropy")["attrs"].update(evil=1),
     "attr_wrong_type": lambda d: op(d, "cross_entropy")["attrs"].update(ignore_index="x"),

@@ -19,13 +19,14 @@ The document: `{"format": "nbflow.program", "version": 1, "blocks": [...], "back
 "next_name", "params_sha256"}`; a block has `idx`, `parent`, `vars` (name, shape, dtype short
 name, persistable, stop_gradient, is_data, location) and `ops` (type, input and output var
 names in slot order, attrs, location, `grad_edges` (which inputs pass a gradient back, fixed
-when the op was built) and `rule_inputs` when an in-place op's gradient reads a saved copy of
-its target). A sub-block (control flow) also lists its `inputs` and `outputs` by name, and
-ops refer to sub-blocks by index (attr kind "block"). Attrs are stored by their declared
-kind: dtypes by short name, non-finite floats as "inf", "-inf" or "nan" (JSON has no such
-numbers), index keys as lists of lists. A random op's `generator` is stored as null: a
-loaded program draws from the default generator (seed it with nbflow.manual_seed). The
-in-place map is implied by the op type.
+when the op was built), `rule_inputs` when an in-place op's gradient reads a saved copy of
+its target, and `grad_of` for an op of a gradient rule: the type and location of the forward
+op it differentiates, which a NaN/Inf check names). A sub-block (control flow) also lists its
+`inputs` and `outputs` by name, and ops refer to sub-blocks by index (attr kind "block").
+Attrs are stored by their declared kind: dtypes by short name, non-finite floats as "inf",
+"-inf" or "nan" (JSON has no such numbers), index keys as lists of lists. A random op's
+`generator` is stored as null: a loaded program draws from the default generator (seed it
+with nbflow.manual_seed). The in-place map is implied by the op type.
 
 Loading is validation, never code: the text is parsed by `json` (no pickle, eval, exec or
 import driven by the file), checked against SCHEMA, then semantically: op types from the
@@ -157,6 +158,12 @@ _OP = {
         "outputs": _NAMES,
         "rule_inputs": {"anyOf": [{"type": "null"}, _NAMES]},
         "grad_edges": {"type": "array", "maxItems": MAX_ARGS, "items": {"type": "boolean"}},
+        "grad_of": {
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["type", "location"],
+            "properties": {"type": _IDENT, "location": _LOCATION},
+        },
         "attrs": {
             "type": "object",
             "maxProperties": 64,
@@ -339,7 +346,19 @@ def _op_doc(block: Block, i: int, node) -> dict:
         # which inputs pass a gradient back, as decided when the op was built: an in-place
         # write may since have changed a var's stop_gradient (the saved, final value)
         doc["grad_edges"] = [e is not None for e in node.edges]
+    if node.grad_of is not None:
+        doc["grad_of"] = {"type": node.grad_of.op.name, "location": node.grad_of.location}
     return doc
+
+
+class ForwardOp:
+    """What a loaded gradient op knows of the forward op it differentiates (a built program
+    has the forward Node itself): its op and the line that defined it."""
+
+    __slots__ = ("op", "location")
+
+    def __init__(self, op, location):
+        self.op, self.location = op, location
 
 
 def _ref(block: Block, v, where: str) -> str:
@@ -652,13 +671,24 @@ def _load_op(block: Block, i: int, d: dict, defined: set, written: set):
     if rule_inputs is not None:
         rule_inputs = _rule_inputs(block, rule_inputs, inputs, defined, where)
     edges = _edges(inputs, d.get("grad_edges"), where)  # before append moves the targets on
+    grad_of = _grad_of(d.get("grad_of"), where)
     node = block.append(op, inputs, attrs, outputs, d["location"] or "?")
     node.rule_inputs = rule_inputs
+    node.grad_of = grad_of
     if edges is not None:
         node.edges = edges
     for v in outputs:
         defined.add(id(v))
         written.add(id(v))
+
+
+def _grad_of(d, where: str):
+    if d is None:
+        return None
+    op = REGISTRY.get(d["type"])
+    if op is None:
+        raise ProgramError(f"{where}: grad_of names op type '{d['type']}', not registered")
+    return ForwardOp(op, d["location"])
 
 
 def _resolve(block: Block, name: str, where: str, what: str):
