@@ -55,7 +55,15 @@ class KernelNotFoundError(UnsupportedError, DTypeError):
 
 class KernelCompileError(UnsupportedError, DTypeError):
     """numba cannot compile an op's kernel for the dtypes it was called with (names the op, the
-    dtypes and numba's reason): raised at the first call, in place of numba's TypingError."""
+    device, the dtypes and numba's reason): raised at the first call, in place of numba's
+    TypingError. `key` is (op, device, input dtypes), as KernelNotFoundError's."""
+
+    def __init__(self, op: str, device: str, inputs, out: str, reason: str):
+        super().__init__(
+            f"{op}: numba cannot compile the scalar body for device '{device}' and inputs "
+            f"({', '.join(inputs)}) -> {out}: {reason}"
+        )
+        self.key = (op, device, tuple(inputs))
 
 
 class ProgramError(NbflowError, ValueError):

@@ -194,7 +194,7 @@ def test_unsupported_dtype_in_declaration_names_the_op():
             return x
 
 
-def test_body_numba_cannot_compile_raises_a_typed_error_naming_op_and_dtype():
+def test_body_numba_cannot_compile_raises_a_typed_error_naming_op_device_and_dtype():
     @nb.elementwise(dtypes=nb.dtypes.FLOATS, ref=None)
     def user_bad_body(x, y):
         return x.no_such_attribute + y
@@ -203,8 +203,10 @@ def test_body_numba_cannot_compile_raises_a_typed_error_naming_op_and_dtype():
         (nb.tensor([1.0, 2.0]), nb.tensor([1.0, 2.0])),  # the specialised 1-D path
         (nb.tensor([[1.0, 2.0]]), nb.tensor([1.0])),  # the broadcasting path
     ):
-        with pytest.raises(KernelCompileError, match=r"user_bad_body.*float32.*no_such_attr"):
+        with pytest.raises(KernelCompileError, match=r"user_bad_body.*float32.*no_such_attr") as e:
             user_bad_body(*args)
+        assert "device 'cpu'" in str(e.value)
+        assert e.value.key == ("user_bad_body", "cpu", ("float32", "float32"))
     assert issubclass(KernelCompileError, nb.UnsupportedError)
     assert issubclass(KernelCompileError, nb.DTypeError)
 

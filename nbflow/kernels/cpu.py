@@ -226,10 +226,7 @@ def _guard(kernel: Dispatcher, ew: Elementwise):
             ins, out = names[: ew.n_inputs], names[ew.n_inputs]
             lines = [ln for ln in str(e).strip().splitlines() if ln.strip()]
             reason = next((ln for ln in lines if not ln.startswith("Failed in")), "")
-            err = KernelCompileError(
-                f"{ew.name}: numba cannot compile the scalar body for inputs "
-                f"({', '.join(ins)}) -> {out}: {reason.strip()}"
-            )
+            err = KernelCompileError(ew.name, "cpu", ins, out, reason.strip())
             err.numba_error = e  # the full numba report, for debugging
             raise err from None
 

@@ -5,7 +5,9 @@ the kernels themselves live in nbflow.kernels.cuda_impl, which imports numba.cud
 on the first GPU launch.
 """
 
-from ..errors import UnsupportedError
+from numba.core.errors import NumbaError
+
+from ..errors import KernelCompileError, UnsupportedError
 
 
 def impl():
@@ -39,7 +41,15 @@ class CudaElementwise:
             from ..device import to_host
 
             self.check(*[to_host(a) for a in ins])
-        impl().run_elementwise(self.module(), ins, out, params)
+        try:
+            impl().run_elementwise(self.module(), ins, out, params)
+        except NumbaError as e:  # compiling happens at the first launch for these dtypes
+            lines = [ln for ln in str(e).strip().splitlines() if ln.strip()]
+            reason = next((ln for ln in lines if not ln.startswith("Failed in")), "")
+            names = [str(a.dtype) for a in ins]
+            err = KernelCompileError(self.name, "cuda", names, str(out.dtype), reason.strip())
+            err.numba_error = e  # the full numba report, for debugging
+            raise err from None
 
 
 def _param(value, dtype):
