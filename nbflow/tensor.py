@@ -20,6 +20,8 @@ from .errors import (
     ResourceExhaustedError,
     ShapeError,
     UnsupportedError,
+    locate,
+    user_location,
 )
 from .operators import Operators
 
@@ -604,8 +606,11 @@ def tensor(data, dtype=None, requires_grad: bool = False, device=None) -> Tensor
     try:
         d = dt.as_dtype(dtype) if dtype is not None else _infer_dtype(data)
         t = Tensor(np.array(data, dtype=d, copy=True, order="C"))
+    except NbflowError as e:  # an unsupported dtype: named at the user's call
+        raise locate(e, user_location()) from None
     except ValueError as e:  # ragged nested lists, unparsable strings
-        raise ShapeError(f"cannot make a tensor from this data: {e}") from None
+        error = ShapeError(f"cannot make a tensor from this data: {e}")
+        raise locate(error, user_location()) from None
     if requires_grad:
         t.requires_grad_(True)
     return t

@@ -70,8 +70,12 @@ def test_values_that_do_not_fit_the_dtype():
 
 
 def test_ragged_data_and_integer_negative_powers():
-    with pytest.raises(nb.ShapeError, match="cannot make a tensor"):
+    with pytest.raises(nb.ShapeError, match="cannot make a tensor") as e:
         nb.tensor([[1, 2], [3]])
+    assert f"(defined at test_errors.py:{e.tb.tb_lineno})" in str(e.value)  # the call's line
+    with pytest.raises(nb.DTypeError, match="complex128") as e:
+        nb.tensor([1 + 2j])
+    assert f"(defined at test_errors.py:{e.tb.tb_lineno})" in str(e.value)
     with pytest.raises(nb.DomainError, match="negative integer powers"):
         nb.pow(nb.tensor([2, 3]), nb.tensor([1, -1]))
     assert nb.pow(nb.tensor([2, 3]), 2).numpy().tolist() == [4, 9]

@@ -106,14 +106,23 @@ def test_feed_and_fetch_errors_are_typed_and_name_the_var():
     exe, scope = nb.Executor(), nb.Scope()
     exe.run(startup, scope=scope)
     x = np.zeros((2, 4), np.float32)
-    with pytest.raises(nb.ShapeError, match="feed 'x'.*declared at test_graph.py"):
+    declared = f"defined at {main.global_block().var('x').location})"  # the data var's line
+    assert declared.startswith("defined at test_graph.py:")
+    with pytest.raises(nb.ShapeError, match="feed 'x'") as e:
         exe.run(main, {"x": np.zeros((2, 5), np.float32)}, [logits], scope)
-    with pytest.raises(nb.DTypeError, match="feed 'x'"):
+    assert str(e.value).endswith(declared)
+    with pytest.raises(nb.DTypeError, match="feed 'x'") as e:
         exe.run(main, {"x": np.zeros((2, 4), np.int64)}, [logits], scope)
+    assert str(e.value).endswith(declared)
+    with pytest.raises(nb.ShapeError, match="feed 'x': cannot make an array") as e:
+        exe.run(main, {"x": [[1.0, 2.0], [3.0]]}, [logits], scope)
+    assert str(e.value).endswith(declared)
     with pytest.raises(nb.ProgramError, match="missing feed for %y"):
         exe.run(main, {"x": x}, [loss], scope)
-    with pytest.raises(nb.ProgramError, match="no var named 'nope'"):
-        exe.run(main, {"x": x}, ["nope"], scope)
+    for feed, fetch in (({"x": x}, ["nope"]), ({"nope": x}, [logits])):
+        with pytest.raises(nb.ProgramError, match="no var named 'nope'") as e:
+            exe.run(main, feed, fetch, scope)  # named at this run call
+        assert str(e.value).endswith(f"(defined at test_graph.py:{e.tb.tb_lineno})")
     with pytest.raises(nb.ProgramError, match="startup"):
         exe.run(main, {"x": x}, [logits], nb.Scope())
 

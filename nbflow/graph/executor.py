@@ -24,6 +24,7 @@ from ..errors import (
     ShapeError,
     filter_traceback,
     locate,
+    user_location,
 )
 from ..reliability import check_node, nan_inf_checking
 from ..tensor import EagerTrace, Tensor
@@ -190,19 +191,24 @@ class Executor:
         try:
             return block.var(t)
         except KeyError:
-            raise ProgramError(f"fetch: the program has no var named '{t}'") from None
+            error = ProgramError(f"fetch: the program has no var named '{t}'")
+            raise locate(error, user_location()) from None  # the run call
 
     def _feed(self, block, name, value) -> Tensor:
         try:
             v = block.var(name)
         except KeyError:
-            raise ProgramError(f"feed: the program has no var named '{name}'") from None
+            error = ProgramError(f"feed: the program has no var named '{name}'")
+            raise locate(error, user_location()) from None  # the run call
         if isinstance(value, Tensor) and value.device != devices.CPU:
             value = self._on_device(value)  # a GPU value is used as it is
             if value.dtype == v.dtype and compatible(v.shape, value.shape):
                 return value
-        array = value.numpy() if isinstance(value, Tensor) else np.asarray(value)
-        where = f" (declared at {v.location})" if v.location else ""
+        try:
+            array = value.numpy() if isinstance(value, Tensor) else np.asarray(value)
+        except ValueError as e:  # ragged nested lists
+            error = ShapeError(f"feed '{name}': cannot make an array of this value: {e}")
+            raise locate(error, v.location) from None
         if array.dtype != v.dtype:
             # float data into a float var (or int into int) converts; other kinds are an error
             if (
@@ -210,12 +216,12 @@ class Executor:
                 if array.dtype.kind in "biuf"
                 else True
             ):
-                raise DTypeError(f"feed '{name}': dtype {array.dtype}, expected {v.dtype}{where}")
+                error = DTypeError(f"feed '{name}': dtype {array.dtype}, expected {v.dtype}")
+                raise locate(error, v.location)  # the data var's declaration
             array = array.astype(v.dtype)
         if not compatible(v.shape, array.shape):
-            raise ShapeError(
-                f"feed '{name}': shape {array.shape} does not fit {list(v.shape)}{where}"
-            )
+            error = ShapeError(f"feed '{name}': shape {array.shape} does not fit {list(v.shape)}")
+            raise locate(error, v.location)
         t = Tensor(np.asarray(array, order="C"))  # (ascontiguousarray makes 0-d 1-d)
         return t.to(self.device) if self.on_gpu else t
 
