@@ -293,8 +293,17 @@ def test_gradient_through_a_loop_var_that_changes_shape_is_refused_clearly():
         return nb.while_loop(lambda v: nb.sum(v) < 20.0, lambda v: nb.concat(v, v, axis=0), x)
 
     x = nb.tensor(np.ones((1, 2)), requires_grad=True)
-    with pytest.raises(nb.UnsupportedError, match="changed shape between iterations"):
+    with pytest.raises(nb.UnsupportedError, match="changed shape between iterations") as e:
         nb.jit(grow)(x)
+    message = str(e.value)
+    assert "loop var 0" in message and "[1, 2] at iteration 0, [2, 2] at iteration 1" in message
+    assert "pad it to the largest size" in message and "run the loop eagerly" in message
+    assert "while (created at test_control_flow.py:" in message  # the while_loop's line
+    eager = grow(x)  # what the message suggests: the eager loop's tape handles it
+    nb.sum(eager).backward()
+    nt.assert_close(x.grad.numpy(), np.full((1, 2), 16.0))  # 16 copies of x
+    (value,) = nb.jit(grow)(x.detach()).numpy()[:1]  # without a gradient: allowed
+    nt.assert_close(value, np.ones(2))
 
 
 # ---------------------------------------------------------------- serialization

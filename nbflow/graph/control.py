@@ -484,10 +484,10 @@ class WhileOp(ControlOp):
         results = [_fresh(t, args) for t in values]
         for k, y in enumerate(bb.outputs[n:]):
             empty = np.empty([max(d, 0) for d in y.shape], y.dtype)  # for zero iterations
-            results.append(_stack(ys[k], empty, where))
+            results.append(_stack(ys[k], empty, where, f"stacked value {k}"))
         if history:
             results.append(Tensor(np.array(count, np.int64)))
-            results += [_stack(kept[k], args[k].data, where) for k in range(n)]
+            results += [_stack(kept[k], args[k].data, where, f"loop var {k}") for k in range(n)]
         return tuple(results)
 
     def replay(self, node, ins):
@@ -552,13 +552,22 @@ def run_block(executor, block: Block, values, scope, outer_env) -> list[Tensor]:
     return [Tensor(t.data.copy()) if any(t is c for c in kept) else t for t in results]
 
 
-def _stack(arrays, first: np.ndarray, where: str) -> Tensor:
+def _stack(arrays, first: np.ndarray, where: str, what: str) -> Tensor:
     if not arrays:
         return Tensor(np.empty((0,) + first.shape, first.dtype))
-    if any(a.shape != arrays[0].shape for a in arrays):
+    bad = next((k for k, a in enumerate(arrays) if a.shape != arrays[0].shape), None)
+    if bad is not None:
+        fix = (
+            "keep its shape fixed (pad it to the largest size and mask the unused part, as "
+            "nn.dynamic_rnn does), or run the loop eagerly (a Python loop: the tape handles "
+            "changing shapes); without a gradient the loop var may change shape"
+            if what.startswith("loop var")
+            else "return values of one shape every iteration"
+        )
         raise UnsupportedError(
-            f"{where}: a loop var or stacked value changed shape between iterations, which "
-            "stacking (for a gradient, or of per-iteration outputs) does not support yet"
+            f"{where}: {what} changed shape between iterations ({list(arrays[0].shape)} at "
+            f"iteration 0, {list(arrays[bad].shape)} at iteration {bad}), which stacking "
+            f"(to keep each iteration for the gradient, or to output it) does not support: {fix}"
         )
     return Tensor(np.stack(arrays))
 
