@@ -649,7 +649,7 @@ def _while_grad(g, out, *ins, cond_block, body_block, max_iterations, history, s
         if g_hists:  # the loop vars of this iteration were also read through the history
             g_xs = [g + ops.index_select(h, 0, i) for g, h in zip(g_xs, g_hists)]
         sums = [a + b for a, b in zip(acc, grads[nd : nd + len(summed)])]
-        indices = [replayed[id(r.inputs[1])] for r in row_nodes]
+        indices = [replayed.get(id(r.inputs[1]), r.inputs[1]) for r in row_nodes]  # (or outer)
         return [i - 1, *g_xs, *sums, *grads[nd + len(summed) :], *indices]
 
     start = [count - 1, *(gs[k] for k in diff), *(ops.zeros_like(outer[j]) for j in summed)]
