@@ -104,8 +104,27 @@ def _matmul_grad(g, out, a, b):
         return g_rows * b, reduce_sum(a * g_rows, axis=-2)
     # the driver sums broadcast batch dims back to each operand's shape
     ga = matmul(g, matrix_transpose(b)) if _needs_grad(a) else None
-    gb = matmul(matrix_transpose(a), g) if _needs_grad(b) else None
+    gb = None
+    if _needs_grad(b):
+        if _transposed(b):
+            # b is a transposed view (a linear layer's x @ W.T): (g.T @ a).T computes the
+            # product in W's layout, so W's gradient comes out contiguous, not as a view the
+            # optimizer or backward() would copy (graph mode: transpose folding, rewrite.py)
+            gb = matrix_transpose(matmul(matrix_transpose(g), a))
+        else:
+            gb = matmul(matrix_transpose(a), g)
     return ga, gb
+
+
+def _transposed(x) -> bool:
+    """Whether x is an eager 2-D value stored transposed (a graph Var has no layout)."""
+    data = getattr(x, "data", None)
+    return (
+        isinstance(data, np.ndarray)
+        and data.ndim == 2
+        and data.flags.f_contiguous
+        and not data.flags.c_contiguous
+    )
 
 
 def _needs_grad(x) -> bool:
