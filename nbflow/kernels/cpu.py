@@ -11,6 +11,7 @@ Each kernel then compiles about once per dtype, not once per rank and layout.
 import hashlib
 import inspect
 import itertools
+import math
 import sys
 
 import numpy as np
@@ -348,8 +349,8 @@ def reduce_rows(kernel, x: np.ndarray, axes, out: np.ndarray, *params, cols=None
     and x is contiguous, `cols(x2d, out1d, *params)` reduces the columns of x viewed as
     (reduced, kept) instead, with no copy (the bias gradient's sum over the batch)."""
     kept = [i for i in range(x.ndim) if i not in axes]
-    inner = int(np.prod([x.shape[i] for i in axes], dtype=np.int64))
-    outer = int(np.prod([x.shape[i] for i in kept], dtype=np.int64))
+    inner = math.prod([x.shape[i] for i in axes])  # (np.prod: 4 us a call)
+    outer = math.prod([x.shape[i] for i in kept])
     out1 = out.reshape(outer)
     leading = tuple(axes) == tuple(range(len(axes)))
     if cols is not None and leading and kept and x.flags.c_contiguous:
