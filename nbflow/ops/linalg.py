@@ -11,6 +11,7 @@ import numpy as np
 from .. import dtypes as dt
 from ..core import UNKNOWN, Op, Spec, broadcast_shapes
 from ..errors import ShapeError
+from ..kernels import threads
 from .broadcast import broadcast_to_like
 from .reduce import expand_reduced
 from .reduce import sum as reduce_sum
@@ -64,9 +65,18 @@ def _matmul_spec(a, b):
     return Spec(shape, dt.promote([a.dtype, b.dtype]))
 
 
+# multiply-adds from which a float matmul chooses its BLAS threads by measurement
+# (kernels/threads.py); below, OpenBLAS's own choice stands (it runs small products on one)
+THREAD_CHOICE_MIN_WORK = 1 << 20
+
+
 def _matmul_cpu(a, b, out):
     # numpy runs float32/float64 on BLAS, strided operands too (measured: same GFLOP/s)
-    np.matmul(a, b, out=out)
+    if out.dtype.kind == "f" and a.ndim > 1 and out.size * a.shape[-1] >= THREAD_CHOICE_MIN_WORK:
+        key = (a.shape, b.shape, a.strides, b.strides, out.dtype)
+        threads.blas_call(key, np.matmul, a, b, out=out)
+    else:
+        np.matmul(a, b, out=out)
 
 
 def _matmul_ref(a, b):
