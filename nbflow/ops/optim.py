@@ -135,30 +135,34 @@ def _same_shape(p, **states):
 
 @njit(**JIT)
 def _adam_kernel(
-    p, g, m, v, vmax, step, p_out, m_out, v_out, vmax_out, step_out,
+    p, g, m, v, vmax, step,
     lr, beta1, beta2, eps, weight_decay, decoupled, amsgrad, maximize,
 ):  # fmt: skip
-    # outputs may be their inputs: each element is read before it is written
+    # in place, like the SGD kernels (each written array passed once; vmax is written only
+    # with amsgrad), in the parameter's dtype
     t = step[0] + 1
-    step_out[0] = t
-    step_size = lr / (1.0 - beta1**t)
-    root_bc2 = np.sqrt(1.0 - beta2**t)
-    decay = 1.0 - lr * weight_decay
+    step[0] = t
+    c = p.dtype.type
+    step_size = c(lr / (1.0 - beta1**t))
+    root_bc2 = c(np.sqrt(1.0 - beta2**t))
+    decay = c(1.0 - lr * weight_decay)
+    b1, b2, wd, e = c(beta1), c(beta2), c(weight_decay), c(eps)
+    rest1, rest2 = c(1.0 - beta1), c(1.0 - beta2)
     for i in range(p.size):
         pi = p[i]
         gi = -g[i] if maximize else g[i]
         if decoupled:
             pi = pi * decay
         else:
-            gi = gi + weight_decay * pi
-        mi = beta1 * m[i] + (1.0 - beta1) * gi
-        vi = beta2 * v[i] + (1.0 - beta2) * gi * gi
-        m_out[i] = mi
-        v_out[i] = vi
+            gi = gi + wd * pi
+        mi = b1 * m[i] + rest1 * gi
+        vi = b2 * v[i] + rest2 * gi * gi
+        m[i] = mi
+        v[i] = vi
         if amsgrad:
             vi = max(vmax[i], vi)
-        vmax_out[i] = vi  # without amsgrad the stand-in is exp_avg_sq: the same value
-        p_out[i] = pi - step_size * mi / (np.sqrt(vi) / root_bc2 + eps)
+            vmax[i] = vi
+        p[i] = pi - step_size * mi / (np.sqrt(vi) / root_bc2 + e)
 
 
 def _adam_spec(p, g, m, v, vmax, step, **attrs):
@@ -176,10 +180,20 @@ def _flat_contiguous(name, arrays, outs):
 
 
 def _adam_cpu(p, g, m, v, vmax, step, p_out, m_out, v_out, vmax_out, step_out, **attrs):
-    flat = _flat_contiguous("adam_update_", (p, g, m, v, vmax, step),
-                            (p_out, m_out, v_out, vmax_out, step_out))  # fmt: skip
+    outs = (p_out, m_out, v_out, vmax_out, step_out)
+    if not all(a.flags.c_contiguous for a in outs):
+        raise UnsupportedError("adam_update_: parameters and their state must be contiguous")
+    amsgrad = attrs["amsgrad"]
+    g = _readable(g, *outs)
+    for src, dst in zip((p, m, v, vmax, step), outs):
+        if dst is not src and (amsgrad or src is not vmax):
+            np.copyto(dst, src)
+    flat = [a.reshape(-1) for a in (p_out, m_out, v_out, vmax_out if amsgrad else v_out)]
     names = ("lr", "beta1", "beta2", "eps", "weight_decay", "decoupled_weight_decay")
-    _adam_kernel(*flat, *(attrs[n] for n in names), attrs["amsgrad"], attrs["maximize"])
+    _adam_kernel(*flat[:1], g.ravel(), *flat[1:], step_out.reshape(-1),
+                 *(attrs[n] for n in names), amsgrad, attrs["maximize"])  # fmt: skip
+    if not amsgrad and vmax_out is not v_out:
+        np.copyto(vmax_out, v_out)  # the stand-in (exp_avg_sq) keeps exp_avg_sq's value
 
 
 def _adam_ref(
