@@ -201,16 +201,24 @@ def test_optimizer_defaults_are_pytorchs():
         nb.optim.RMSProp([], alpha=-1)
 
 
-@pytest.mark.parametrize("hyper", [{}, {"amsgrad": True, "weight_decay": 0.1}])
-def test_adam_in_place_kernel_past_its_vector_loop(hyper):
+@pytest.mark.parametrize(
+    "name, hyper",
+    [
+        ("Adam", {}),
+        ("Adam", {"amsgrad": True, "weight_decay": 0.1}),
+        ("RMSProp", {}),
+        ("RMSProp", {"centered": True, "momentum": 0.5}),
+    ],
+)
+def test_in_place_kernels_past_their_vector_loop(name, hyper):
     # 37x37 elements: the vectorised loop and its remainder (the small tests above may run
     # only the remainder), with the gradient tensor kept unchanged
     rng = np.random.default_rng(5)
     w0 = rng.standard_normal((37, 37))
     grads = [rng.standard_normal((37, 37)) for _ in range(3)]
-    expected = _adam_numpy(w0, grads, lr=0.05, **hyper)
+    expected = _textbook(name, w0, grads, {"lr": 0.05, **hyper})
     w = nb.tensor(w0, requires_grad=True)
-    opt = nb.optim.Adam([w], lr=0.05, **hyper)
+    opt = getattr(nb.optim, name)([w], lr=0.05, **hyper)
     for g, e in zip(grads, expected):
         w.grad = nb.tensor(g)
         opt.step()

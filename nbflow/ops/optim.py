@@ -173,12 +173,6 @@ def _adam_spec(p, g, m, v, vmax, step, **attrs):
         Spec(vmax.shape, vmax.dtype), Spec((), step.dtype)  # fmt: skip
 
 
-def _flat_contiguous(name, arrays, outs):
-    if not all(a.flags.c_contiguous for a in outs):
-        raise UnsupportedError(f"{name}: parameters and their state must be contiguous")
-    return [np.ravel(a) for a in arrays] + [a.reshape(-1) for a in outs]  # views
-
-
 def _adam_cpu(p, g, m, v, vmax, step, p_out, m_out, v_out, vmax_out, step_out, **attrs):
     outs = (p_out, m_out, v_out, vmax_out, step_out)
     if not all(a.flags.c_contiguous for a in outs):
@@ -246,28 +240,29 @@ adam_update_ = Op(
 
 @njit(**JIT)
 def _rmsprop_kernel(
-    p, g, sq, ga, buf, p_out, sq_out, ga_out, buf_out,
+    p, g, sq, ga, buf,
     lr, alpha, eps, weight_decay, momentum, centered, maximize,
 ):  # fmt: skip
+    # in place, like the SGD kernels: ga is written only when centered, buf only with momentum
+    c = p.dtype.type
+    lr, a, rest, e, wd, mom = c(lr), c(alpha), c(1.0 - alpha), c(eps), c(weight_decay), c(momentum)
     for i in range(p.size):
         gi = -g[i] if maximize else g[i]
-        gi = gi + weight_decay * p[i]
-        si = alpha * sq[i] + (1.0 - alpha) * gi * gi
-        sq_out[i] = si
+        gi = gi + wd * p[i]
+        si = a * sq[i] + rest * gi * gi
+        sq[i] = si
         if centered:
-            ai = alpha * ga[i] + (1.0 - alpha) * gi
-            ga_out[i] = ai
-            avg = np.sqrt(si - ai * ai) + eps
+            ai = a * ga[i] + rest * gi
+            ga[i] = ai
+            avg = np.sqrt(si - ai * ai) + e
         else:
-            ga_out[i] = ga[i]  # unused stand-in: unchanged
-            avg = np.sqrt(si) + eps
+            avg = np.sqrt(si) + e
         if momentum > 0:
-            bi = momentum * buf[i] + gi / avg
-            buf_out[i] = bi
-            p_out[i] = p[i] - lr * bi
+            bi = mom * buf[i] + gi / avg
+            buf[i] = bi
+            p[i] = p[i] - lr * bi
         else:
-            buf_out[i] = buf[i]  # unused stand-in: unchanged
-            p_out[i] = p[i] - lr * gi / avg
+            p[i] = p[i] - lr * gi / avg
 
 
 def _rmsprop_spec(p, g, sq, ga, buf, **attrs):
@@ -277,10 +272,20 @@ def _rmsprop_spec(p, g, sq, ga, buf, **attrs):
 
 
 def _rmsprop_cpu(p, g, sq, ga, buf, p_out, sq_out, ga_out, buf_out, **attrs):
-    flat = _flat_contiguous("rmsprop_update_", (p, g, sq, ga, buf),
-                            (p_out, sq_out, ga_out, buf_out))  # fmt: skip
+    outs = (p_out, sq_out, ga_out, buf_out)
+    if not all(a.flags.c_contiguous for a in outs):
+        raise UnsupportedError("rmsprop_update_: parameters and their state must be contiguous")
+    centered, momentum = attrs["centered"], attrs["momentum"] > 0
+    written = [p_out, sq_out] + [ga_out] * centered + [buf_out] * momentum
+    g = _readable(g, *written)
+    for src, dst in zip((p, sq, ga, buf), outs):
+        if dst is not src:  # (an unused stand-in keeps its value through this copy)
+            np.copyto(dst, src)
+    # an unused state is passed as the written-nowhere stand-in of an array that is written
+    flat = [a.reshape(-1) for a in (p_out, sq_out, ga_out if centered else sq_out,
+                                     buf_out if momentum else sq_out)]  # fmt: skip
     names = ("lr", "alpha", "eps", "weight_decay", "momentum", "centered", "maximize")
-    _rmsprop_kernel(*flat, *(attrs[n] for n in names))
+    _rmsprop_kernel(flat[0], g.ravel(), *flat[1:], *(attrs[n] for n in names))
 
 
 def _rmsprop_ref(
