@@ -108,6 +108,31 @@ def test_broadcast_rank_above_four_falls_back():
     nt.assert_close(out, a[:, :, :, :, ::-1] + b)
 
 
+@pytest.mark.parametrize(
+    "shapes",
+    [((128, 10), (10,)), ((10,), (4, 3, 10)), ((2, 3, 5), (1, 3, 5)), ((3, 5), (3, 5), (5,))],
+)
+def test_row_broadcast_loop_matches_numpy(shapes):
+    # inputs of the output's shape mixed with one contiguous row repeated (a bias add)
+    rng = np.random.default_rng(4)
+    xs = [rng.standard_normal(s).astype(np.float32) for s in shapes]
+    if len(xs) == 2:
+        nt.assert_close(nb.add(*map(nb.tensor, xs)), xs[0] + xs[1])
+        nt.assert_close(nb.maximum(*map(nb.tensor, xs)), np.maximum(xs[0], xs[1]))
+    else:
+        nt.assert_close(
+            nb.where(*map(nb.tensor, [xs[0] > 0, *xs[1:]])), np.where(xs[0] > 0, *xs[1:])
+        )
+
+
+def test_in_place_add_of_own_row():
+    # the row is part of the output: it must be read as it was before the write
+    x = np.arange(12, dtype=np.float64).reshape(3, 4)
+    t = nb.tensor(x.copy())
+    t += t[1]
+    nt.assert_close(t, x + x[1])
+
+
 # ---------------------------------------------------------------- gradients
 
 DIFFERENTIABLE = [op for op in ELEMENTWISE if op.differentiable and op.name != "cast"]

@@ -158,3 +158,20 @@ def test_unsupported_dtype_names_op_device_and_dtype():
     with pytest.raises(nb.KernelNotFoundError, match="matmul.*'cpu'.*bool") as info:
         nb.matmul(x, x)
     assert info.value.key == ("matmul", "cpu", "bool")
+
+
+def test_weight_gradient_through_a_transposed_view_is_contiguous():
+    # x @ W.T (a linear layer): the rule computes W's gradient in W's layout
+    rng = np.random.default_rng(3)
+    x0, w0, g0 = (rng.standard_normal(s) for s in ((5, 4), (3, 4), (5, 3)))
+    x, w = nb.tensor(x0, requires_grad=True), nb.tensor(w0, requires_grad=True)
+    y = nb.matmul(x, nb.matrix_transpose(w))
+    gw, gx = nb.autograd.grad(y, [w, x], nb.tensor(g0))  # (backward() would copy)
+    assert gw.numpy().flags.c_contiguous
+    np.testing.assert_allclose(gw.numpy(), g0.T @ x0, rtol=1e-12)
+    np.testing.assert_allclose(gx.numpy(), g0 @ w0, rtol=1e-12)
+    # first and second order against finite differences, with both operands needing grads
+    fn = lambda x, w: nb.tanh(nb.matmul(x, nb.matrix_transpose(w)))
+    leaves = [nb.tensor(x0, requires_grad=True), nb.tensor(w0, requires_grad=True)]
+    nt.gradcheck(fn, leaves)
+    nt.gradgradcheck(fn, leaves)

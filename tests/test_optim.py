@@ -30,6 +30,28 @@ def test_sgd_update_matches_reference(hyper, dtype):
 
 
 @pytest.mark.parametrize("hyper", SETTINGS)
+@pytest.mark.parametrize("case", ["large", "transposed_grad", "grad_is_param_transposed"])
+def test_sgd_update_in_place_layouts(hyper, case):
+    # the in-place kernels: a size past the vector loop's remainder, a strided gradient (a
+    # transposed weight gradient) and a gradient reading the parameter's memory transposed
+    rng = np.random.default_rng(2)
+    p, v = (rng.standard_normal((37, 37)).astype(np.float32) for _ in range(2))
+    g = {
+        "large": rng.standard_normal((37, 37)).astype(np.float32),
+        "transposed_grad": rng.standard_normal((37, 37)).astype(np.float32).T,
+        "grad_is_param_transposed": p.T,
+    }[case]
+    expected = REGISTRY["sgd_update_"].ref(p.copy(), g.copy(), v.copy(), **hyper)
+    tp, tv = nb.tensor(p), nb.tensor(v)
+    tg = {"large": nb.tensor(g), "transposed_grad": nb.tensor(g.T).T}.get(case, tp.T)
+    assert case != "transposed_grad" or not tg.numpy().flags.c_contiguous
+    nb.sgd_update_(tp, tg, tv, **hyper)
+    nt.assert_close(tp, expected[0], rtol=1e-6, atol=1e-6)
+    if hyper.get("momentum"):
+        nt.assert_close(tv, expected[1], rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("hyper", SETTINGS)
 def test_eager_step_equals_graph_minimize(hyper):
     rng = np.random.default_rng(1)
     x = rng.standard_normal((16, 4)).astype(np.float32)
@@ -177,6 +199,31 @@ def test_optimizer_defaults_are_pytorchs():
         nb.optim.Adam([], betas=(1.0, 0.9))
     with pytest.raises(ValueError):
         nb.optim.RMSProp([], alpha=-1)
+
+
+@pytest.mark.parametrize(
+    "name, hyper",
+    [
+        ("Adam", {}),
+        ("Adam", {"amsgrad": True, "weight_decay": 0.1}),
+        ("RMSProp", {}),
+        ("RMSProp", {"centered": True, "momentum": 0.5}),
+    ],
+)
+def test_in_place_kernels_past_their_vector_loop(name, hyper):
+    # 37x37 elements: the vectorised loop and its remainder (the small tests above may run
+    # only the remainder), with the gradient tensor kept unchanged
+    rng = np.random.default_rng(5)
+    w0 = rng.standard_normal((37, 37))
+    grads = [rng.standard_normal((37, 37)) for _ in range(3)]
+    expected = _textbook(name, w0, grads, {"lr": 0.05, **hyper})
+    w = nb.tensor(w0, requires_grad=True)
+    opt = getattr(nb.optim, name)([w], lr=0.05, **hyper)
+    for g, e in zip(grads, expected):
+        w.grad = nb.tensor(g)
+        opt.step()
+        np.testing.assert_allclose(w.numpy(), e, rtol=1e-12, atol=1e-12)
+        np.testing.assert_array_equal(w.grad.numpy(), g)
 
 
 @pytest.mark.parametrize("dtype", ["float16", "float32"])

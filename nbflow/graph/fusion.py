@@ -34,6 +34,7 @@ from .. import dtypes as dt
 from ..core import Node, Spec
 from ..kernels import codegen
 from ..kernels.cpu import Elementwise, cacheable
+from ..kernels.threads import Chooser as _Chooser
 from . import memory
 
 
@@ -382,32 +383,6 @@ class FusedGroup:
                 mask.append("a")
                 args.append(np.ascontiguousarray(np.broadcast_to(a, shape)).reshape(-1))
         return "".join(mask), args, cols
-
-
-class _Chooser:
-    """Threads or not, measured: whether the parallel kernel beats the serial one depends on
-    whether the cores are free (on a shared 2-core machine with one core busy, the threads
-    were 4x slower than one). The first calls time each variant in turn; the faster one runs
-    after that, and both are timed again every RETRY calls, as the machine's load changes."""
-
-    TRIALS, RETRY = 3, 256
-
-    def __init__(self):
-        self.calls = 0
-        self.best = {True: float("inf"), False: float("inf")}
-
-    def parallel(self) -> bool:
-        phase = self.calls % self.RETRY
-        if phase < 2 * self.TRIALS:
-            return phase % 2 == 0  # trials: parallel, serial, parallel, ...
-        return self.best[True] <= self.best[False]
-
-    def record(self, parallel: bool, seconds: float):
-        if self.calls % self.RETRY == 0:
-            self.best = {True: float("inf"), False: float("inf")}
-        if self.calls % self.RETRY < 2 * self.TRIALS:
-            self.best[parallel] = min(self.best[parallel], seconds)
-        self.calls += 1
 
 
 def _trailing(shape):

@@ -11,6 +11,7 @@ import numpy as np
 from .. import dtypes as dt
 from ..core import UNKNOWN, Op, Spec, broadcast_shapes
 from ..errors import ShapeError
+from ..kernels import threads
 from .broadcast import broadcast_to_like
 from .reduce import expand_reduced
 from .reduce import sum as reduce_sum
@@ -64,9 +65,18 @@ def _matmul_spec(a, b):
     return Spec(shape, dt.promote([a.dtype, b.dtype]))
 
 
+# multiply-adds from which a float matmul chooses its BLAS threads by measurement
+# (kernels/threads.py); below, OpenBLAS's own choice stands (it runs small products on one)
+THREAD_CHOICE_MIN_WORK = 1 << 20
+
+
 def _matmul_cpu(a, b, out):
     # numpy runs float32/float64 on BLAS, strided operands too (measured: same GFLOP/s)
-    np.matmul(a, b, out=out)
+    if out.dtype.kind == "f" and a.ndim > 1 and out.size * a.shape[-1] >= THREAD_CHOICE_MIN_WORK:
+        key = (a.shape, b.shape, a.strides, b.strides, out.dtype)
+        threads.blas_call(key, np.matmul, a, b, out=out)
+    else:
+        np.matmul(a, b, out=out)
 
 
 def _matmul_ref(a, b):
@@ -104,8 +114,27 @@ def _matmul_grad(g, out, a, b):
         return g_rows * b, reduce_sum(a * g_rows, axis=-2)
     # the driver sums broadcast batch dims back to each operand's shape
     ga = matmul(g, matrix_transpose(b)) if _needs_grad(a) else None
-    gb = matmul(matrix_transpose(a), g) if _needs_grad(b) else None
+    gb = None
+    if _needs_grad(b):
+        if _transposed(b):
+            # b is a transposed view (a linear layer's x @ W.T): (g.T @ a).T computes the
+            # product in W's layout, so W's gradient comes out contiguous, not as a view the
+            # optimizer or backward() would copy (graph mode: transpose folding, rewrite.py)
+            gb = matrix_transpose(matmul(matrix_transpose(g), a))
+        else:
+            gb = matmul(matrix_transpose(a), g)
     return ga, gb
+
+
+def _transposed(x) -> bool:
+    """Whether x is an eager 2-D value stored transposed (a graph Var has no layout)."""
+    data = getattr(x, "data", None)
+    return (
+        isinstance(data, np.ndarray)
+        and data.ndim == 2
+        and data.flags.f_contiguous
+        and not data.flags.c_contiguous
+    )
 
 
 def _needs_grad(x) -> bool:

@@ -64,24 +64,24 @@ def _cross_entropy_rows(x, labels, ignore_index, smoothing, losses):
     total = 0.0
     count = 0
     n_classes = x.shape[1]
+    # the exps go to a row buffer in x's dtype and are summed after (in float64): that loop
+    # vectorises, where exp inside the float64 sum ran one element at a time (15 us -> 3 us
+    # for 128 x 10 float32)
+    shifted = np.empty(n_classes, x.dtype)
     for i in range(x.shape[0]):
         t = labels[i]
         if t == ignore_index:
             losses[i] = 0.0
             continue
-        m = -math.inf
+        m = x[i, 0]
+        for j in range(1, n_classes):
+            if x[i, j] > m:
+                m = x[i, j]
         for j in range(n_classes):
-            v = x[i, j]
-            if v > m:
-                m = v
-        m = float(m)
-        s = 0.0
-        xs = 0.0
-        for j in range(n_classes):
-            v = float(x[i, j])
-            s += vecmath.exp(v - m)
-            xs += v
-        lse = m + math.log(s)
+            shifted[j] = vecmath.exp(x[i, j] - m)
+        s = sum64(shifted)
+        xs = sum64(x[i]) if smoothing != 0.0 else 0.0
+        lse = float(m) + math.log(s)
         loss = lse - x[i, t]
         if smoothing != 0.0:
             loss = (1.0 - smoothing) * loss + smoothing * (lse - xs / n_classes)
@@ -133,6 +133,8 @@ def _squared_error_sum(x, y):
 
 def _rows(x: np.ndarray, axis: int) -> np.ndarray:
     """x with `axis` moved last, as a contiguous 2-D (rows, axis length) array."""
+    if axis == x.ndim - 1 and x.shape[-1] and x.flags.c_contiguous:
+        return x.reshape(-1, x.shape[-1])  # already so: no moveaxis (3 us a call)
     moved = np.moveaxis(x, axis, -1) if x.ndim else x.reshape(1)
     n = moved.shape[-1]
     return np.ascontiguousarray(moved).reshape(moved.size // n if n else 0, n)
@@ -141,6 +143,9 @@ def _rows(x: np.ndarray, axis: int) -> np.ndarray:
 def _write_rows(out: np.ndarray, axis: int, fill) -> None:
     """Call `fill(rows2d)` on a 2-D (rows, axis length) view of `out`, or on a temporary that is
     copied back when `out` cannot be viewed that way without a copy."""
+    if axis == out.ndim - 1 and out.shape[-1] and out.flags.c_contiguous:
+        fill(out.reshape(-1, out.shape[-1]))
+        return
     moved = np.moveaxis(out, axis, -1) if out.ndim else out.reshape(1)
     n = moved.shape[-1]
     shape2 = (moved.size // n if n else 0, n)

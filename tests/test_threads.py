@@ -1,0 +1,54 @@
+"""BLAS thread choice (kernels/threads.py): a matmul on one thread or on OpenBLAS's threads
+gives numpy's result, and the thread count is put back after every call, also on errors."""
+
+import numpy as np
+import pytest
+
+import nbflow as nb
+from nbflow.kernels import threads
+from nbflow.ops import linalg
+
+LIB = threads._openblas()
+needs_openblas = pytest.mark.skipif(
+    not LIB,
+    reason="no BLAS thread choice here (one thread, no threadpoolctl or NBFLOW_BLAS_THREADS=fixed)",
+)
+
+
+@needs_openblas
+def test_both_choices_give_numpys_product_and_restore_the_threads():
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal((128, 300)), rng.standard_normal((300, 64))
+    before = LIB.num_threads
+    key = ("test", a.shape)
+    chosen = []
+    for _ in range(2 * threads.Chooser.TRIALS):  # the trials alternate threads and one
+        chosen.append(threads._CHOOSERS.get(key, threads.Chooser()).parallel())
+        out = np.empty((128, 64))
+        threads.blas_call(key, np.matmul, a, b, out=out)
+        np.testing.assert_allclose(out, a @ b, rtol=1e-12)
+        assert LIB.num_threads == before
+    assert set(chosen) == {True, False}
+
+
+@needs_openblas
+def test_threads_are_restored_when_the_call_raises():
+    before = LIB.num_threads
+    key = ("raises",)
+    threads._CHOOSERS[key] = chooser = threads.Chooser()
+    chooser.calls = 1  # the second trial: one thread
+    with pytest.raises(ValueError):
+        threads.blas_call(key, np.matmul, np.ones((2, 3)), np.ones((2, 3)))
+    assert LIB.num_threads == before
+
+
+def test_large_matmul_goes_through_the_choice_and_matches_numpy():
+    rng = np.random.default_rng(1)
+    a = rng.standard_normal((128, 784)).astype(np.float32)
+    w = rng.standard_normal((256, 784)).astype(np.float32)
+    assert linalg.THREAD_CHOICE_MIN_WORK <= 128 * 256 * 784
+    for _ in range(8):
+        out = nb.matmul(nb.tensor(a), nb.matrix_transpose(nb.tensor(w)))
+        np.testing.assert_allclose(out.numpy(), a @ w.T, rtol=1e-4, atol=1e-4)
+    if LIB:
+        assert any(k[:2] == ((128, 784), (784, 256)) for k in threads._CHOOSERS)
