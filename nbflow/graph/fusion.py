@@ -36,6 +36,7 @@ from ..kernels import codegen
 from ..kernels.cpu import Elementwise, cacheable
 from ..kernels.threads import Chooser as _Chooser
 from . import memory
+from .program import unique
 
 
 # elements from which the fused kernel runs on numba's threads (prange): below it, starting
@@ -192,7 +193,7 @@ class FusedGroup:
         self.nodes = nodes
         self.outputs = list(outputs)
         produced = {id(n.outputs[0]) for n in nodes}
-        self.inputs = _unique(v for n in nodes for v in n.inputs if id(v) not in produced)
+        self.inputs = unique(v for n in nodes for v in n.inputs if id(v) not in produced)
         self.shape = nodes[-1].outputs[0].shape
         self.lines, self.salt = self._code()
         self.cache = all(cacheable(n.op.scalar_body) for n in nodes)
@@ -396,12 +397,3 @@ def _trailing(shape):
 def _np(dtype) -> str:
     d = np.dtype(dtype)
     return "np.bool_" if d == np.bool_ else f"np.{d.name}"
-
-
-def _unique(values) -> list:
-    seen, out = set(), []
-    for v in values:
-        if id(v) not in seen:
-            seen.add(id(v))
-            out.append(v)
-    return out

@@ -42,7 +42,7 @@ from ..errors import GradientError, UnsupportedError
 from ..tensor import Tensor, _Stale, tensor
 from .backward import _rename
 from .executor import Executor, Scope, needed_ops
-from .program import GraphTrace, Program, Var
+from .program import GraphTrace, Program, Var, unique
 
 __all__ = ["JitFunction", "jit", "trace"]
 
@@ -276,7 +276,7 @@ class Backward:
         self.traced, self.executor = traced, executor
         program, block = traced.program, traced.program.global_block()
         # outputs made by ops: an input or captured tensor returned as is keeps its own history
-        self.outputs = _unique(
+        self.outputs = unique(
             v
             for v in traced.outputs
             if v._node is not None and v.requires_grad and not (v.is_data or v.persistable)
@@ -310,7 +310,7 @@ class Backward:
         # the forward values the gradient ops read, inputs and parameters aside
         self.saved = [
             v
-            for v in _unique(v for node in ops for v in node.inputs)
+            for v in unique(v for node in ops for v in node.inputs)
             if id(v) in self.reads and not v.is_data and not v.persistable
         ]
 
@@ -338,15 +338,6 @@ class Backward:
 
 def _free_name(block, name: str) -> str:
     return name if name not in block.vars else block.program.unique_name(name)
-
-
-def _unique(values) -> list:
-    seen, out = set(), []
-    for v in values:
-        if id(v) not in seen:
-            seen.add(id(v))
-            out.append(v)
-    return out
 
 
 # ---------------------------------------------------------------- the jitted function

@@ -207,6 +207,16 @@ class Program:
         return list(self.global_block().ops)
 
 
+def unique(values) -> list:
+    """The values in order, each object once (vars compare by identity: == builds an op)."""
+    seen, out = set(), []
+    for v in values:
+        if id(v) not in seen:
+            seen.add(id(v))
+            out.append(v)
+    return out
+
+
 def _checked(node, v: Var, version: int, what: str):
     if v._version[0] == version:
         return v

@@ -19,6 +19,7 @@ from numba import cuda, types
 from .. import device as devices
 from ..errors import UnsupportedError
 from . import codegen
+from .windows import avg_window
 
 SIM = devices.simulator()
 # threads per block: the simulator runs each GPU thread as a Python thread, so keep it small
@@ -1438,24 +1439,7 @@ def _scatter_planes(g, idx, dx):
             cuda.atomic.add(dx, (p, k), g[p, e])
 
 
-@cuda.jit(device=True)
-def _avg_window(y, t, kh, kw, sh, sw, ph, pw, height, width, include_pad, divisor):
-    h0 = y * sh - ph
-    w0 = t * sw - pw
-    h1 = min(h0 + kh, height + ph)
-    w1 = min(w0 + kw, width + pw)
-    pool = (h1 - h0) * (w1 - w0)
-    h0 = max(h0, 0)
-    w0 = max(w0, 0)
-    h1 = min(h1, height)
-    w1 = min(w1, width)
-    if divisor > 0:
-        d = divisor
-    elif include_pad:
-        d = pool
-    else:
-        d = (h1 - h0) * (w1 - w0)
-    return h0, h1, w0, w1, d
+_avg_window = cuda.jit(device=True)(avg_window)
 
 
 @cuda.jit
