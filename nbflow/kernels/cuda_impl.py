@@ -1292,23 +1292,29 @@ def flip_copy(x, axes):
 # batched matmul with the weights; the input gradient folds columns back (col2im, atomics).
 
 
+@cuda.jit(device=True)
+def _column_source(q, k, m, cg, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow):
+    """Column entry q (flat over (G, k, m)): its (g, row, col), and the input pixel it holds,
+    (n, channel, hy, wx), which may lie in the padding."""
+    g, r = q // (k * m), q % (k * m)
+    row, col = r // m, r % m
+    c, ij = row // (kh * kw), row % (kh * kw)
+    i, j = ij // kw, ij % kw
+    n, pix = col // (oh * ow), col % (oh * ow)
+    y, t = pix // ow, pix % ow
+    return g, row, col, n, g * cg + c, y * sh - ph + i * dh, t * sw - pw + j * dw
+
+
 @cuda.jit
 def _im2col(x, cols, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow):
-    channels, height, width = x.shape[1], x.shape[2], x.shape[3]
-    k, m = cols.shape[1], cols.shape[2]
-    cg = channels // cols.shape[0]
-    plane = oh * ow
+    height, width = x.shape[2], x.shape[3]
+    k, m, cg = cols.shape[1], cols.shape[2], x.shape[1] // cols.shape[0]
     for q in range(cuda.grid(1), cols.size, cuda.gridsize(1)):
-        g, r = q // (k * m), q % (k * m)
-        row, col = r // m, r % m
-        c, ij = row // (kh * kw), row % (kh * kw)
-        i, j = ij // kw, ij % kw
-        n, pix = col // plane, col % plane
-        y, t = pix // ow, pix % ow
-        hy = y * sh - ph + i * dh
-        wx = t * sw - pw + j * dw
+        g, row, col, n, ch, hy, wx = _column_source(
+            q, k, m, cg, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow
+        )
         if 0 <= hy < height and 0 <= wx < width:
-            cols[g, row, col] = x[n, g * cg + c, hy, wx]
+            cols[g, row, col] = x[n, ch, hy, wx]
         else:
             cols[g, row, col] = 0
 
@@ -1316,21 +1322,14 @@ def _im2col(x, cols, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow):
 @cuda.jit
 def _col2im(cols, dx, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow):
     """dx[input pixel] += the column entries taken from it (dx zeroed first; atomics)."""
-    channels, height, width = dx.shape[1], dx.shape[2], dx.shape[3]
-    k, m = cols.shape[1], cols.shape[2]
-    cg = channels // cols.shape[0]
-    plane = oh * ow
+    height, width = dx.shape[2], dx.shape[3]
+    k, m, cg = cols.shape[1], cols.shape[2], dx.shape[1] // cols.shape[0]
     for q in range(cuda.grid(1), cols.size, cuda.gridsize(1)):
-        g, r = q // (k * m), q % (k * m)
-        row, col = r // m, r % m
-        c, ij = row // (kh * kw), row % (kh * kw)
-        i, j = ij // kw, ij % kw
-        n, pix = col // plane, col % plane
-        y, t = pix // ow, pix % ow
-        hy = y * sh - ph + i * dh
-        wx = t * sw - pw + j * dw
+        g, row, col, n, ch, hy, wx = _column_source(
+            q, k, m, cg, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow
+        )
         if 0 <= hy < height and 0 <= wx < width:
-            cuda.atomic.add(dx, (n, g * cg + c, hy, wx), cols[g, row, col])
+            cuda.atomic.add(dx, (n, ch, hy, wx), cols[g, row, col])
 
 
 def unfold(x, groups, geometry):
