@@ -352,6 +352,13 @@ def is_grad_enabled() -> bool:
 # ---------------------------------------------------------------- shape helpers used by rules
 
 
+def overlaps_partly(a: np.ndarray, b: np.ndarray) -> bool:
+    """Whether a and b share memory other than as one and the same view."""
+    if a is b or not np.may_share_memory(a, b):
+        return False
+    return not (a.shape == b.shape and a.strides == b.strides and a.ctypes.data == b.ctypes.data)
+
+
 def broadcast_shapes(*shapes: tuple[int, ...]) -> tuple[int, ...]:
     """numpy broadcasting that also accepts -1 (unknown) dims."""
     ndim = max((len(s) for s in shapes), default=0)

@@ -12,7 +12,7 @@ import math
 import numpy as np
 
 from . import dtypes as dt
-from .core import STATE, Node, Op, Spec
+from .core import STATE, Node, Op, Spec, overlaps_partly
 from .errors import (
     DTypeError,
     GradientError,
@@ -490,7 +490,13 @@ class EagerTrace:
     def run_inplace(self, op, plan, tensors, attrs, record):
         """Write into the target's buffer (through a compute-dtype copy for float16)."""
         self.check_inplace(op, tensors, record)
-        arrays = [t.data for t in tensors]
+        targets = [tensors[j].data for j in op.inplace.values()]
+        # an input overlapping a target other than as the target itself (x[1:] += x[:-1]) is
+        # read as it was before the op, as numpy does: the kernel would see its own writes
+        arrays = [
+            t.data.copy() if any(overlaps_partly(t.data, b) for b in targets) else t.data
+            for t in tensors
+        ]
         for i, d in plan.casts:
             arrays[i] = arrays[i].astype(d)
         bufs = []

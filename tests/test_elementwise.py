@@ -1,6 +1,8 @@
 """Elementwise ops: forward vs numpy per op and dtype (shape and dtype first), gradients by
 finite differences, second-order gradients."""
 
+import math
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -131,6 +133,22 @@ def test_in_place_add_of_own_row():
     t = nb.tensor(x.copy())
     t += t[1]
     nt.assert_close(t, x + x[1])
+
+
+@pytest.mark.parametrize("shape", [(7,), (4, 5)])
+def test_in_place_op_on_a_shifted_view_of_itself_reads_the_old_values(shape):
+    # x[1:] += x[:-1]: the same shape, one element apart; numpy reads the input as it was
+    x = np.arange(math.prod(shape), dtype=np.float64).reshape(shape) + 1
+    t = nb.tensor(x.copy())
+    t[1:] += t[:-1]
+    expected = x.copy()
+    expected[1:] += x[:-1]
+    nt.assert_close(t, expected)
+    u = nb.tensor(x.copy())
+    nb.ops.mul_(u[:-1], u[1:])  # the other direction, through the op itself
+    expected = x.copy()
+    expected[:-1] *= x[1:]
+    nt.assert_close(u, expected)
 
 
 # ---------------------------------------------------------------- gradients

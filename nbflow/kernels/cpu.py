@@ -21,6 +21,7 @@ from numba.core.errors import NumbaError
 from numba.extending import overload
 
 from .. import dtypes as dt
+from ..core import overlaps_partly
 from ..errors import KernelCompileError
 from . import codegen, vecmath
 
@@ -251,14 +252,7 @@ def _unaliased(arrays):
     in-place `x += x[1]`): the loops read an element after earlier ones were written, so the
     copy keeps numpy's result (each input as it was before the op)."""
     out = arrays[-1]
-    copied = list(arrays)
-    for i, a in enumerate(arrays[:-1]):
-        if a is out or not np.may_share_memory(a, out):
-            continue
-        same = a.shape == out.shape and a.strides == out.strides
-        if not (same and a.ctypes.data == out.ctypes.data):
-            copied[i] = a.copy()
-    return copied
+    return [a.copy() if overlaps_partly(a, out) else a for a in arrays[:-1]] + [out]
 
 
 def _strip_ones(shape) -> tuple:
