@@ -490,11 +490,15 @@ class EagerTrace:
     def run_inplace(self, op, plan, tensors, attrs, record):
         """Write into the target's buffer (through a compute-dtype copy for float16)."""
         self.check_inplace(op, tensors, record)
-        targets = [tensors[j].data for j in op.inplace.values()]
+        targets = [tensors[j] for j in op.inplace.values()]
         # an input overlapping a target other than as the target itself (x[1:] += x[:-1]) is
-        # read as it was before the op, as numpy does: the kernel would see its own writes
+        # read as it was before the op, as numpy does: the kernel would see its own writes.
+        # Only views of one buffer can overlap, and they share its version counter (a pointer
+        # comparison, so the common case pays no memory-overlap test).
         arrays = [
-            t.data.copy() if any(overlaps_partly(t.data, b) for b in targets) else t.data
+            t.data.copy()
+            if any(t._version is b._version and overlaps_partly(t.data, b.data) for b in targets)
+            else t.data
             for t in tensors
         ]
         for i, d in plan.casts:
