@@ -292,7 +292,7 @@ def nbflow_graph_step(kind, x, y, lr=0.01, executor=None):
         return loss
 
     if executor is not None:
-        train.executor = executor
+        train.executors["cpu"] = executor  # the executor @jit runs CPU programs with
 
     def step():
         with nbflow.no_grad():
