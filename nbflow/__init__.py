@@ -12,6 +12,7 @@ from . import (
     optim,
 )
 from .autograd import backward, grad
+from .buffers import empty_cache
 from .checkpoint import load_state, save_state
 from .control import cond, while_loop
 from .core import (

@@ -301,6 +301,17 @@ class _State:
 STATE = _State()
 
 
+class Trace:
+    """What bind() hands ops to: the eager trace runs them, a graph trace records them."""
+
+    def apply(self, op: Op, args, attrs):
+        raise NotImplementedError
+
+    def binary(self, op: Op, a, b):
+        """`a + b` and the other binary operators (a trace may shortcut its common case)."""
+        return bind(op, a, b)
+
+
 def bind(op: Op, *args, **attrs):
     """The single entry point from ops into execution: eager runs, graph records.
 

@@ -5,7 +5,7 @@ gradient rule written with operators serves eager mode and graph mode alike.
 """
 
 from . import ops
-from .core import bind
+from .core import STATE, bind
 
 
 class Operators:
@@ -24,10 +24,10 @@ class Operators:
 
 
 def _binary(op, reflected=False):
-    # straight to bind(): operators are the hottest path of eager mode
+    # straight to the trace: operators are the hottest path of eager mode
     if reflected:
-        return lambda self, other: bind(op, other, self)
-    return lambda self, other: bind(op, self, other)
+        return lambda self, other: STATE.trace.binary(op, other, self)
+    return lambda self, other: STATE.trace.binary(op, self, other)
 
 
 def _unary(op):

@@ -25,7 +25,7 @@ from contextlib import contextmanager
 
 import numpy as np
 
-from .core import REGISTRY, STATE, Node
+from .core import REGISTRY, STATE, Node, Trace
 from .errors import NumericalError, user_location
 from .tensor import EagerTrace, Tensor
 
@@ -46,6 +46,8 @@ def nan_inf_checking() -> bool:
 
 class CheckingTrace(EagerTrace):
     """The eager trace, checking every op's float outputs after it runs."""
+
+    binary = Trace.binary  # no shortcut: every op goes through apply() and its check
 
     def apply(self, op, args, attrs, checked=False):
         out = super().apply(op, args, attrs, checked)

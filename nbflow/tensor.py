@@ -11,8 +11,9 @@ import math
 
 import numpy as np
 
+from . import buffers
 from . import dtypes as dt
-from .core import STATE, Node, Op, Spec, overlaps_partly
+from .core import STATE, Node, Op, Spec, Trace, bind, overlaps_partly
 from .errors import (
     DTypeError,
     GradientError,
@@ -253,6 +254,9 @@ class Plan:
         "scalars",
         "single",
         "direct",
+        "out_dtype",
+        "float_out",
+        "alloc",
     )
 
     def __init__(self, op: Op, values, attrs):
@@ -299,6 +303,11 @@ class Plan:
             and not self.casts
             and self.finals is None
         )
+        self.out_dtype = self.allocs[0][1] if self.allocs else None
+        # large outputs come from recycled buffers (nbflow/buffers.py: fresh ones fault)
+        nbytes = [math.prod(shape) * np.dtype(d).itemsize for shape, d in self.allocs]
+        self.alloc = buffers.empty if max(nbytes, default=0) >= buffers.MIN_BYTES else np.empty
+        self.float_out = self.out_dtype is not None and np.dtype(self.out_dtype).kind == "f"
 
 
 def _check_budget(op: Op, specs, allocs):
@@ -314,8 +323,23 @@ def _check_budget(op: Op, specs, allocs):
         )
 
 
-class EagerTrace:
+class EagerTrace(Trace):
     """Runs each op at once; records a tape node when a gradient may be needed."""
+
+    def binary(self, op: Op, a, b):
+        """The hottest path of eager mode (`a + b`): two tensors whose plan is cached and
+        needs nothing converted or checked run here, in the operator's own call; anything
+        else goes through bind() and apply()."""
+        if type(a) is Tensor and type(b) is Tensor:
+            x, y = a.data, b.data
+            plan = op.cache.get((x.shape, x.dtype, y.shape, y.dtype))
+            if plan is not None and plan.direct:
+                buf = plan.alloc(plan.out_shapes[0], plan.out_dtype)
+                plan.launcher(x, y, buf)
+                if (a.requires_grad or b.requires_grad) and plan.float_out and STATE.grad_enabled:
+                    return self.record_binary(op, a, b, buf)
+                return Tensor(buf)
+        return bind(op, a, b)
 
     def apply(self, op: Op, args, attrs, checked=False):
         """Run `op` (checked=True: attrs are already normalised, as in an executor's plan)."""
@@ -326,19 +350,6 @@ class EagerTrace:
         if n == 2 and type(args[0]) is Tensor and type(args[1]) is Tensor:
             x, y = arrays = (args[0].data, args[1].data)
             sig = (x.shape, x.dtype, y.shape, y.dtype)
-            plan = None if attrs else op.cache.get(sig)
-            if plan is not None and plan.direct:
-                # the hottest path (a + b): same steps as below, with nothing to decide
-                buf = np.empty(*plan.allocs[0])
-                plan.launcher(x, y, buf)
-                a, b = args
-                if (
-                    STATE.grad_enabled
-                    and (a.requires_grad or b.requires_grad)
-                    and buf.dtype.kind == "f"
-                ):
-                    return self.record_binary(op, a, b, attrs, buf)
-                return Tensor(buf)
         elif n == 1 and type(args[0]) is Tensor:
             arrays = (args[0].data,)
             sig = (arrays[0].shape, arrays[0].dtype)
@@ -390,7 +401,7 @@ class EagerTrace:
                     arrays[i] = arrays[i].astype(d)
             if plan.single:  # the hot path, written out: no lists, no extra frame
                 shape, dtype = plan.allocs[0]
-                buf = np.empty(shape, dtype)
+                buf = plan.alloc(shape, dtype)
                 try:
                     plan.launcher(*arrays, buf, **attrs)
                 except NbflowError as e:
@@ -406,7 +417,7 @@ class EagerTrace:
 
     def run(self, op, plan, arrays, attrs):
         """Allocate the outputs (in the compute dtype), run the kernel, wrap the results."""
-        bufs = [np.empty(shape, d) for shape, d in plan.allocs]
+        bufs = [plan.alloc(shape, d) for shape, d in plan.allocs]
         try:
             plan.launcher(*arrays, *bufs, **attrs)
         except NbflowError as e:
@@ -469,13 +480,13 @@ class EagerTrace:
             # the buffer, not the Tensor: no cycle, and backward rebuilds an equivalent Tensor
             node.outputs.append((o.data, o._version, o._version[0]))
 
-    def record_binary(self, op, a, b, attrs, buf) -> Tensor:
+    def record_binary(self, op, a, b, buf) -> Tensor:
         """record() written out for the hottest case: two tensors in, one float out."""
         version = [0]
         edge_a = (a._node, a._index) if a._node is not None else (a if a.requires_grad else None)
         edge_b = (b._node, b._index) if b._node is not None else (b if b.requires_grad else None)
         versions = [a._version[0], b._version[0]]
-        node = Node(op, (a, b), attrs, [(buf, version, 0)], versions, [edge_a, edge_b])
+        node = Node(op, (a, b), {}, [(buf, version, 0)], versions, [edge_a, edge_b])
         return Tensor(buf, True, node, 0, version)
 
     def save_targets(self, op, tensors):

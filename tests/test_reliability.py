@@ -13,7 +13,7 @@ from test_all_ops import SAMPLES
 
 import nbflow as nb
 from nbflow import errors
-from nbflow.core import REGISTRY, STATE, Spec, use_trace
+from nbflow.core import REGISTRY, STATE, Spec, Trace, use_trace
 from nbflow.ops import BUILTIN
 
 HERE = os.path.basename(__file__)
@@ -37,7 +37,7 @@ def line_of(marker: str) -> int:
 # ---------------------------------------------------------------- shape errors, every op
 
 
-class Recorder:
+class Recorder(Trace):
     """A trace that runs ops as the current one does and keeps the first call of one op."""
 
     def __init__(self, inner, name):

@@ -420,17 +420,20 @@ def _unflatten(traced: Traced, inputs: list[Tensor], values: list[Tensor]):
     caller's tensor itself, as in eager mode)."""
     by_var = {id(v): t for v, t in zip(traced.outputs, values)}
     by_var.update((id(v), t) for v, t in zip(traced.inputs, inputs))
+    return _build(traced.result, by_var)
 
-    def build(value):
-        if isinstance(value, Var):
-            return by_var[id(value)]
-        if isinstance(value, (tuple, list)):
-            return type(value)(build(item) for item in value)
-        if isinstance(value, dict):
-            return {k: build(item) for k, item in value.items()}
-        return value
 
-    return build(traced.result)
+def _build(value, by_var: dict):
+    # a module-level function, not a recursive closure: a closure that calls itself is a
+    # reference cycle, which would keep the returned tensors' buffers alive until the next
+    # garbage collection (and out of reach of nbflow/buffers.py's recycling)
+    if isinstance(value, Var):
+        return by_var[id(value)]
+    if isinstance(value, (tuple, list)):
+        return type(value)(_build(item, by_var) for item in value)
+    if isinstance(value, dict):
+        return {k: _build(item, by_var) for k, item in value.items()}
+    return value
 
 
 def jit(fn):

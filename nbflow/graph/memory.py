@@ -28,6 +28,7 @@ import os
 
 import numpy as np
 
+from .. import buffers
 from ..core import Node
 from ..tensor import Tensor, signature
 
@@ -49,7 +50,7 @@ def take(env, shape, dtype) -> np.ndarray:
         free = pool.get((size * dtype.itemsize, dtype))
         if free:
             return free.pop().reshape(shape)
-    return np.empty(shape, dtype)
+    return buffers.empty(shape, dtype)
 
 
 def wrap(array: np.ndarray) -> Tensor:

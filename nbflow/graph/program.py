@@ -16,7 +16,7 @@ import sys
 import numpy as np
 
 from .. import dtypes as dt
-from ..core import REGISTRY, STATE, Node, Op, Spec
+from ..core import REGISTRY, STATE, Node, Op, Spec, Trace
 from ..errors import ProgramError, UnsupportedError, user_frame, user_location
 from ..operators import Operators
 from ..tensor import Tensor, _Stale, stale_message, tensor
@@ -234,7 +234,7 @@ def _number(value):
     )
 
 
-class GraphTrace:
+class GraphTrace(Trace):
     """Records ops into a block instead of running them (bind() calls apply)."""
 
     def __init__(self, block: Block):
