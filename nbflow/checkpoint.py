@@ -126,18 +126,15 @@ def save_state(obj, path) -> None:
         "data_bytes": data_bytes,
         "data_sha256": data_hash.hexdigest(),
     }
-    text = json.dumps(manifest, allow_nan=False, separators=(",", ":")).encode()
-    text += b" " * (_align(PREFIX.size + len(text)) - PREFIX.size - len(text))
-    if len(text) > MAX_MANIFEST_BYTES:
+    head = framed(json.dumps(manifest, allow_nan=False, separators=(",", ":")).encode())
+    if len(head) - PREFIX.size > MAX_MANIFEST_BYTES:
         raise CheckpointError(
-            f"save_state: the manifest would be {len(text)} bytes, over {MAX_MANIFEST_BYTES} "
-            "(too many objects; store large collections as arrays)"
+            f"save_state: the manifest would be {len(head) - PREFIX.size} bytes, over "
+            f"{MAX_MANIFEST_BYTES} (too many objects; store large collections as arrays)"
         )
-    prefix = PREFIX.pack(MAGIC, len(text), hashlib.sha256(text).digest())
 
     def write(f):
-        f.write(prefix)
-        f.write(text)
+        f.write(head)
         pos = 0
         for a, entry in zip(arrays, entries):
             begin, end = entry["offsets"]
@@ -151,6 +148,13 @@ def save_state(obj, path) -> None:
 
 def _bytes(a: np.ndarray) -> np.ndarray:
     return a.reshape(-1).view(np.uint8)  # a is C-contiguous: a view of its bytes
+
+
+def framed(text: bytes) -> bytes:
+    """A file's start: the prefix (magic, manifest length and hash), then the manifest text
+    padded with spaces so that the data begins aligned."""
+    text += b" " * (_align(PREFIX.size + len(text)) - PREFIX.size - len(text))
+    return PREFIX.pack(MAGIC, len(text), hashlib.sha256(text).digest()) + text
 
 
 def _write_array(f, a: np.ndarray) -> None:

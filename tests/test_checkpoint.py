@@ -247,9 +247,7 @@ def _forge(manifest: dict, data: bytes = b"", raw: bytes | None = None) -> bytes
     manifest = dict(manifest)
     manifest.setdefault("data_sha256", hashlib.sha256(data).hexdigest())
     manifest.setdefault("data_bytes", len(data))
-    text = raw if raw is not None else json.dumps(manifest).encode()
-    text += b" " * (ck._align(ck.PREFIX.size + len(text)) - ck.PREFIX.size - len(text))
-    return ck.PREFIX.pack(ck.MAGIC, len(text), hashlib.sha256(text).digest()) + text + data
+    return ck.framed(raw if raw is not None else json.dumps(manifest).encode()) + data
 
 
 def _manifest(tree, tensors=()):

@@ -337,3 +337,24 @@ def test_train_and_eval_modes_get_their_own_traces():
         again = forward(x).numpy()
     assert np.array_equal(first, again)  # eval: deterministic, no dropout
     assert (dropped == 0).any() and not (first == 0).any()
+
+
+def test_assigning_an_executor_makes_later_calls_run_on_it():
+    runs = []
+
+    class Counting(nb.Executor):
+        def run(self, *args, **kwargs):
+            runs.append(1)
+            return super().run(*args, **kwargs)
+
+    @nb.jit
+    def f(x):
+        return x * 2.0
+
+    x = nb.tensor(np.ones(3, np.float32))
+    f(x)  # traced with the default executor
+    exe = Counting(fuse=False)
+    f.executor = exe
+    assert f.executor is exe and f.executors["cpu"] is exe
+    np.testing.assert_array_equal(f(x).numpy(), [2, 2, 2])
+    assert runs == [1]

@@ -356,6 +356,16 @@ class JitFunction:
         self.executors: dict = {}  # device -> Executor
         update_wrapper(self, fn)
 
+    @property
+    def executor(self) -> Executor | None:
+        """The CPU executor (`executors["cpu"]`); assigning one makes CPU calls run on it."""
+        return self.executors.get("cpu")
+
+    @executor.setter
+    def executor(self, executor: Executor):
+        self.executors["cpu"] = executor
+        self.cache.clear()  # traced programs hold their executor: trace them again
+
     def __call__(self, *args, **kwargs):
         if isinstance(STATE.trace, GraphTrace):
             return self.fn(*args, **kwargs)  # inside another trace: record the ops inline
