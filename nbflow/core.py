@@ -360,6 +360,15 @@ def is_grad_enabled() -> bool:
     return STATE.grad_enabled
 
 
+def needs_grad(x) -> bool:
+    """Whether a gradient rule should compute x's gradient: False only for a value known to
+    need none, an eager tensor that does not require grad (a batch of data), whose gradient
+    would be computed and dropped. Graph values answer True (the executor prunes what no
+    fetch target needs), and so does a saved value overwritten in place (the rule poisons
+    what it computes from it; backward raises only where that is needed)."""
+    return getattr(type(x), "requires_grad", None) is None or x.requires_grad
+
+
 # ---------------------------------------------------------------- shape helpers used by rules
 
 

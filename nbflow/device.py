@@ -13,6 +13,7 @@ import re
 
 import numpy as np
 
+from .core import overlaps_partly as host_overlaps_partly
 from .errors import NbflowError, UnsupportedError
 
 CPU = "cpu"
@@ -131,6 +132,21 @@ def _extent(shape, strides, itemsize) -> int:
     if 0 in shape:
         return 0
     return sum((n - 1) * s for n, s in zip(shape, strides)) + itemsize
+
+
+def overlaps_partly(a, b) -> bool:
+    """Whether GPU arrays a and b share memory other than as one and the same view (their
+    byte ranges meet: interleaved views count as overlapping, which only costs a copy)."""
+    if a is b or a.size == 0 or b.size == 0:
+        return False
+    if simulator():
+        return host_overlaps_partly(a._ary, b._ary)
+    start_a, start_b = a.device_ctypes_pointer.value, b.device_ctypes_pointer.value
+    end_a = start_a + _extent(a.shape, a.strides, a.dtype.itemsize)
+    end_b = start_b + _extent(b.shape, b.strides, b.dtype.itemsize)
+    if end_a <= start_b or end_b <= start_a:
+        return False
+    return not (a.shape == b.shape and a.strides == b.strides and start_a == start_b)
 
 
 def view_like(view_fn, a, *args, **kwargs):

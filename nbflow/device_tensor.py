@@ -216,15 +216,20 @@ def _run_view(op, plan, tensors, arrays, attrs):
     return [CudaTensor(r, _version=tensors[0]._version, _base=base) for r in results]
 
 
-def _save_targets(op, tensors):
+def _copy(a):
+    """A fresh C-contiguous copy of GPU array a."""
     from .kernels.cuda import impl
 
+    copy = devices.empty(a.shape, a.dtype, devices.device_of(a))
+    impl().copy_into(a, copy)
+    return copy
+
+
+def _save_targets(op, tensors):
     saved = list(tensors)
     for j in op.inplace.values():
         t = tensors[j]
-        copy = devices.empty(t.shape, t.dtype, t.device)
-        impl().copy_into(t.data, copy)
-        saved[j] = CudaTensor(copy, t.requires_grad, t._node, t._index)
+        saved[j] = CudaTensor(_copy(t.data), t.requires_grad, t._node, t._index)
     return saved
 
 
@@ -240,6 +245,16 @@ def _run_inplace(op, plan, tensors, arrays, attrs, record):
             raise UnsupportedError(
                 f"{op.name}: in-place ops on views are not recorded for autograd yet"
             )
+    # an input overlapping a target other than as the target itself (x[1:] += x[:-1]) is
+    # read as it was before the op, as on the CPU: the GPU's threads would race with the
+    # writes. Only views of one buffer can overlap, and they share its version counter.
+    targets = [tensors[j] for j in op.inplace.values()]
+    arrays = [
+        _copy(a)
+        if any(t._version is b._version and devices.overlaps_partly(a, b.data) for b in targets)
+        else a
+        for t, a in zip(tensors, arrays)
+    ]
     # the GPU computes float16 natively: kernels write the targets themselves
     bufs = [tensors[op.inplace[i]].data for i in range(len(plan.specs))]
     plan.launcher(*arrays, *bufs, **attrs)

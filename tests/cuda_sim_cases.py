@@ -102,8 +102,23 @@ def elementwise_cases():
         op = REGISTRY[name]
         arrays = [values((2 * N, 3), dt.float32), values((3,), dt.float32)]
         yield name, "f32", (lambda x, y, op=op: op(x, y)), arrays
+    # an input overlapping the target (a shifted view, a row of it) is read as it was
+    yield "add_", "overlap shifted", _shifted_add, [values((2 * N, 3), dt.float32)]
+    yield "mul_", "overlap row", _row_mul, [values((2 * N, 3), dt.float32)]
     clip_ = REGISTRY["clip_"]
     yield "clip_", "f32", (lambda x: clip_(x, min=-0.5, max=0.5)), [values((2 * N, 3), dt.float32)]
+
+
+def _shifted_add(x):
+    y = x + 0  # a computed tensor: written in place
+    y[1:] += y[:-1]
+    return y
+
+
+def _row_mul(x):
+    y = x + 0
+    y *= y[1]
+    return y
 
 
 def structured_cases():

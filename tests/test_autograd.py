@@ -176,3 +176,36 @@ def test_inplace_on_read_only_memory_is_refused():
     view = nb.broadcast_to(nb.zeros(3), (2, 3))
     with pytest.raises(nb.UnsupportedError, match="read-only"):
         view.add_(1)
+
+
+@pytest.mark.parametrize("op", ["mul", "div", "matmul"])
+def test_rules_skip_the_gradient_of_an_input_that_needs_none(op):
+    from nbflow.core import Trace, use_trace
+    from nbflow.tensor import EagerTrace
+
+    class Counting(EagerTrace):
+        binary = Trace.binary  # every op through apply(), counted
+
+        def __init__(self):
+            self.names = []
+
+        def apply(self, op, args, attrs, checked=False):
+            self.names.append(op.name)
+            return super().apply(op, args, attrs, checked)
+
+    rng = np.random.default_rng(0)
+    x = nb.tensor(rng.random((4, 4)) + 1)  # data: needs no gradient
+    w = nb.tensor(rng.random((4, 4)) + 1, requires_grad=True)
+    loss = getattr(nb, op)(x, w).sum()
+    counting = Counting()
+    with use_trace(counting):
+        loss.backward()
+    # x's gradient would be one more product (mul: g * w, matmul: g @ w.T; div: g / w)
+    expected = {"mul": ["mul"], "div": ["neg", "mul", "div"], "matmul": ["matmul"]}[op]
+    assert [n for n in counting.names if n in ("mul", "div", "neg", "matmul")] == expected
+    reference = {
+        "mul": x.numpy(),
+        "div": -x.numpy() / w.numpy() ** 2,
+        "matmul": x.numpy().T @ np.ones((4, 4)),
+    }[op]
+    np.testing.assert_allclose(w.grad.numpy(), reference, rtol=1e-12)

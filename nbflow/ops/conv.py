@@ -21,8 +21,8 @@ import numpy as np
 from numba import njit
 
 from .. import dtypes as dt
-from ..core import UNKNOWN, Attr, Op, Spec
-from ..errors import AttrError, NbflowError, ShapeError, UnsupportedError
+from ..core import UNKNOWN, Attr, Op, Spec, needs_grad
+from ..errors import AttrError, ShapeError, UnsupportedError
 from ..kernels.cpu import JIT
 from ..kernels.windows import avg_window
 from . import reduce as _reduce
@@ -415,20 +415,11 @@ conv2d_op = Op(
 )
 
 
-def _wants_grad(t) -> bool:
-    """Whether a gradient rule should compute t's gradient (a value overwritten in place
-    answers True: the rule then poisons it, and backward raises only if it is needed)."""
-    try:
-        return bool(t.requires_grad)
-    except NbflowError:
-        return True
-
-
 @conv2d_op.defgrad
 def _conv2d_grad(g, out, x, w, *bias, **geometry):
-    dx = conv2d_input_grad(g, w, x, **geometry) if _wants_grad(x) else None
-    dw = conv2d_weight_grad(x, g, w, **geometry) if _wants_grad(w) else None
-    db = tuple(_reduce.sum(g, axis=(0, 2, 3)) if _wants_grad(b) else None for b in bias)
+    dx = conv2d_input_grad(g, w, x, **geometry) if needs_grad(x) else None
+    dw = conv2d_weight_grad(x, g, w, **geometry) if needs_grad(w) else None
+    db = tuple(_reduce.sum(g, axis=(0, 2, 3)) if needs_grad(b) else None for b in bias)
     return (dx, dw, *db)
 
 
@@ -497,8 +488,8 @@ conv2d_input_grad = Op(
 @conv2d_input_grad.defgrad
 def _input_grad_grad(h, out, g, w, x, **geometry):
     # linear in g and in w: <out, h> = <g, conv2d(h, w)>
-    dg = conv2d_op(h, w, **geometry) if _wants_grad(g) else None
-    dw = conv2d_weight_grad(h, g, w, **geometry) if _wants_grad(w) else None
+    dg = conv2d_op(h, w, **geometry) if needs_grad(g) else None
+    dw = conv2d_weight_grad(h, g, w, **geometry) if needs_grad(w) else None
     return dg, dw, None
 
 
@@ -559,8 +550,8 @@ conv2d_weight_grad = Op(
 @conv2d_weight_grad.defgrad
 def _weight_grad_grad(h, out, x, g, w, **geometry):
     # linear in x and in g: <out, h> = <g, conv2d(x, h)>
-    dx = conv2d_input_grad(g, h, x, **geometry) if _wants_grad(x) else None
-    dg = conv2d_op(x, h, **geometry) if _wants_grad(g) else None
+    dx = conv2d_input_grad(g, h, x, **geometry) if needs_grad(x) else None
+    dg = conv2d_op(x, h, **geometry) if needs_grad(g) else None
     return dx, dg, None
 
 

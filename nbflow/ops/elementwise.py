@@ -10,7 +10,7 @@ import math
 import numpy as np
 
 from .. import dtypes as dt
-from ..core import Attr, Op, Spec, broadcast_shapes
+from ..core import Attr, Op, Spec, broadcast_shapes, needs_grad
 from ..errors import DomainError, ShapeError
 from ..kernels import vecmath
 from ._define import elementwise, inplace_variant
@@ -47,7 +47,12 @@ def mul(x, y):
     return x * y
 
 
-mul.defgrad(lambda g, out, x, y: (g * y, g * x))
+def _mul_grad(g, out, x, y):
+    # each product only when wanted: x * w with x a batch of data needs w's gradient alone
+    return (g * y if needs_grad(x) else None, g * x if needs_grad(y) else None)
+
+
+mul.defgrad(_mul_grad)
 
 
 @elementwise(dtypes=FLOATS, ref=np.true_divide, to_float=True)
@@ -56,7 +61,11 @@ def div(x, y):
     return x / y
 
 
-div.defgrad(lambda g, out, x, y: (g / y, neg(g) * out / y))
+def _div_grad(g, out, x, y):
+    return (g / y if needs_grad(x) else None, neg(g) * out / y if needs_grad(y) else None)
+
+
+div.defgrad(_div_grad)
 
 
 @elementwise(dtypes=NUMERIC, ref=np.floor_divide, differentiable=False)
@@ -87,8 +96,9 @@ def pow(x, y):
 
 def _pow_grad(g, out, x, y):
     # d/dy x**y = x**y log x; where x <= 0 the log is undefined and PyTorch uses 0
-    safe_log = log(where(x > 0, x, 1))
-    return g * y * pow(x, y - 1), g * out * safe_log
+    gx = g * y * pow(x, y - 1) if needs_grad(x) else None
+    gy = g * out * log(where(x > 0, x, 1)) if needs_grad(y) else None
+    return gx, gy
 
 
 pow.defgrad(_pow_grad)

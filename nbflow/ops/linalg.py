@@ -9,7 +9,7 @@ and float64 (float16 is computed in float32); integers use numpy's own loop.
 import numpy as np
 
 from .. import dtypes as dt
-from ..core import UNKNOWN, Op, Spec, broadcast_shapes
+from ..core import UNKNOWN, Op, Spec, broadcast_shapes, needs_grad
 from ..errors import ShapeError
 from ..kernels import threads
 from .broadcast import broadcast_to_like
@@ -113,9 +113,9 @@ def _matmul_grad(g, out, a, b):
         g_rows = expand_reduced(g, a, axis=-1)
         return g_rows * b, reduce_sum(a * g_rows, axis=-2)
     # the driver sums broadcast batch dims back to each operand's shape
-    ga = matmul(g, matrix_transpose(b)) if _needs_grad(a) else None
+    ga = matmul(g, matrix_transpose(b)) if needs_grad(a) else None
     gb = None
-    if _needs_grad(b):
+    if needs_grad(b):
         if _transposed(b):
             # b is a transposed view (a linear layer's x @ W.T): (g.T @ a).T computes the
             # product in W's layout, so W's gradient comes out contiguous, not as a view the
@@ -135,12 +135,6 @@ def _transposed(x) -> bool:
         and data.flags.f_contiguous
         and not data.flags.c_contiguous
     )
-
-
-def _needs_grad(x) -> bool:
-    """False only for a value known to need no gradient (a batch of data): its gradient would
-    be computed and dropped, in eager mode a full matmul per step (an MLP's first layer)."""
-    return getattr(type(x), "requires_grad", None) is None or x.requires_grad
 
 
 __all__ = ["matmul", "matrix_transpose"]
