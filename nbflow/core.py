@@ -281,9 +281,20 @@ class Node:
         self.outputs = outputs
         self.versions = versions
         self.edges = edges
-        self.location = None  # "file.py:LINE" of the user code that created it (graph mode)
-        self.rule_inputs = None  # what the gradient rule sees, when not `inputs` (graph mode)
-        self.grad_of = None  # for an op of a gradient rule: the forward node it differentiates
+        # location, rule_inputs and grad_of stay unset until given (see __getattr__): every
+        # recorded eager op makes a Node, and three fewer stores are measurable there
+
+    def __getattr__(self, name):
+        # called only for a slot not yet set: the optional fields read as None
+        if name in _NODE_OPTIONAL:
+            return None
+        raise AttributeError(f"'Node' object has no attribute '{name}'")
+
+
+# "file.py:LINE" of the user code that made the node (graph mode, and eager under the NaN
+# check); what the gradient rule sees when not `inputs` (graph mode); for an op of a gradient
+# rule, the forward node it differentiates
+_NODE_OPTIONAL = frozenset(("location", "rule_inputs", "grad_of"))
 
 
 # ---------------------------------------------------------------- modes

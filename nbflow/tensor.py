@@ -485,8 +485,8 @@ class EagerTrace(Trace):
         version = [0]
         edge_a = (a._node, a._index) if a._node is not None else (a if a.requires_grad else None)
         edge_b = (b._node, b._index) if b._node is not None else (b if b.requires_grad else None)
-        versions = [a._version[0], b._version[0]]
-        node = Node(op, (a, b), {}, [(buf, version, 0)], versions, [edge_a, edge_b])
+        versions = (a._version[0], b._version[0])
+        node = Node(op, (a, b), {}, ((buf, version, 0),), versions, (edge_a, edge_b))
         return Tensor(buf, True, node, 0, version)
 
     def save_targets(self, op, tensors):
