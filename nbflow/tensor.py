@@ -335,7 +335,10 @@ class EagerTrace(Trace):
             plan = op.cache.get((x.shape, x.dtype, y.shape, y.dtype))
             if plan is not None and plan.direct:
                 buf = plan.alloc(plan.out_shapes[0], plan.out_dtype)
-                plan.launcher(x, y, buf)
+                try:
+                    plan.launcher(x, y, buf)
+                except NbflowError:  # a value check (x ** -1 on integers): run it again
+                    return bind(op, a, b)  # through bind(), which says where the call was
                 if (a.requires_grad or b.requires_grad) and plan.float_out and STATE.grad_enabled:
                     return self.record_binary(op, a, b, buf)
                 return Tensor(buf)

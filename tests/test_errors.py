@@ -79,3 +79,9 @@ def test_ragged_data_and_integer_negative_powers():
     with pytest.raises(nb.DomainError, match="negative integer powers"):
         nb.pow(nb.tensor([2, 3]), nb.tensor([1, -1]))
     assert nb.pow(nb.tensor([2, 3]), 2).numpy().tolist() == [4, 9]
+    x, y = nb.tensor([2, 3]), nb.tensor([1, 2])
+    assert (x**y).numpy().tolist() == [2, 9]  # the operator's plan is cached now
+    for _ in range(2):
+        with pytest.raises(nb.DomainError, match="negative integer powers") as e:
+            x ** nb.tensor([1, -1])  # the operator's shortcut, once the plan is cached
+        assert f"(defined at test_errors.py:{e.tb.tb_lineno})" in str(e.value)
