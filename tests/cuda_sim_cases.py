@@ -166,6 +166,11 @@ def structured_cases():
     )
     yield "matmul", "vector", ops.matmul, [values((4,), dt.float32), values((2, 4, 3), dt.float32)]
     yield "matmul", "transposed", (lambda a, b: ops.matmul(a.T, b)), [a.T.copy(), b]
+    w, bias = values((3 * N, 7), dt.float32), values((3 * N,), dt.float32)
+    for d in (dt.float32, dt.float64, dt.float16):
+        yield "linear", str(d), ops.linear, [a.astype(d), w.astype(d), bias.astype(d)]
+    yield "linear", "no bias, 3-D x", ops.linear, [values((2, N, 7), dt.float32), w]
+    yield "linear", "1-D x", ops.linear, [values((7,), dt.float32), w, bias]
     like = values((3, 1), dt.float32)
     yield "sum_to_like", "f32", ops.sum_to_like, [x3, like]
     yield "broadcast_to_like", "f32", ops.broadcast_to_like, [like, x3]

@@ -97,6 +97,7 @@ SAMPLES = {
     "logsumexp": (nb.logsumexp, lambda: [x(3, 4)], {"axis": -1}),
     "matrix_transpose": (nb.matrix_transpose, lambda: [x(2, 3, 4)], {}),
     "matmul": (nb.matmul, lambda: [x(2, 3, 4), x(4, 2)], {}),
+    "linear": (nb.linear, lambda: [x(2, 3, 4), x(5, 4), x(5)], {}),
     "softmax": (nb.softmax, lambda: [x(2, 5)], {"axis": 1}),
     "log_softmax": (nb.log_softmax, lambda: [x(2, 5)], {"axis": -1}),
     "cross_entropy": (lambda z: nb.cross_entropy(z, idx(1, 0, 3)), lambda: [x(3, 4)], {}),

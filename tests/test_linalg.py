@@ -175,3 +175,88 @@ def test_weight_gradient_through_a_transposed_view_is_contiguous():
     leaves = [nb.tensor(x0, requires_grad=True), nb.tensor(w0, requires_grad=True)]
     nt.gradcheck(fn, leaves)
     nt.gradgradcheck(fn, leaves)
+
+
+# ---------------------------------------------------------------- linear
+
+
+@st.composite
+def linear_shapes(draw, min_side=0):
+    """(x shape, weight shape, bias shape or None): x with 1-3 dims."""
+    lead = draw(hnp.array_shapes(min_dims=0, max_dims=2, min_side=min_side, max_side=3))
+    n_in, n_out = draw(st.integers(min_side, 4)), draw(st.integers(min_side, 4))
+    return lead + (n_in,), (n_out, n_in), (n_out,) if draw(st.booleans()) else None
+
+
+def _linear_inputs(data, dtype, requires_grad=False):
+    shapes = [s for s in data.draw(linear_shapes()) if s is not None]
+    return [
+        nb.tensor(data.draw(nt.arrays(dtype, s)), dtype=dtype, requires_grad=requires_grad)
+        for s in shapes
+    ]
+
+
+@pytest.mark.parametrize("dtype", nb.linear_op.dtypes, ids=lambda d: dt.SHORT[d])
+@given(data=st.data())
+def test_linear_matches_numpy(dtype, data):
+    inputs = _linear_inputs(data, dtype)
+    x, w = (t.numpy().astype(np.float64) for t in inputs[:2])
+    expected = x @ w.T + (inputs[2].numpy() if len(inputs) == 3 else 0)
+    out = nb.linear(*inputs)
+    assert out.shape == expected.shape and out.dtype == dtype
+    tol = {dt.float16: 2e-2, dt.float32: 1e-5}.get(dtype, 1e-12)
+    np.testing.assert_allclose(out.numpy().astype(np.float64), expected, rtol=tol, atol=tol)
+
+
+@given(data=st.data())
+def test_linear_gradcheck_and_second_order(data):
+    inputs = _linear_inputs(data, dt.float64, requires_grad=True)
+    nt.gradcheck(nb.linear, inputs)
+    nt.gradgradcheck(nb.linear, inputs)
+
+
+@given(data=st.data())
+def test_linear_rule_on_unknown_dims_generalises(data):
+    shapes = [s for s in data.draw(linear_shapes(min_side=1)) if s is not None]
+    specs = [Spec(s, dt.float32) for s in shapes]
+    hidden = [
+        Spec(tuple(data.draw(st.sampled_from([n, -1])) for n in s), dt.float32) for s in shapes
+    ]
+    (known,) = nb.linear_op.infer(specs, {})
+    (compiled,) = nb.linear_op.infer(hidden, {})
+    assert all(c in (k, -1) for c, k in zip(compiled.shape, known.shape, strict=True))
+
+
+def test_linear_layer_in_graph_mode_matches_eager():
+    rng = np.random.default_rng(0)
+    layer = nb.nn.Linear(4, 3, dtype="float64")
+    x = rng.standard_normal((5, 4))
+    eager = nb.tensor(x, dtype="float64")
+    loss = (layer(eager) ** 2).sum()
+    loss.backward()
+    grads = [p.grad.numpy().copy() for p in layer.parameters()]
+    main = nb.Program()
+    with nb.program_guard(main):
+        data = nb.static.data("x", [-1, 4], dtype="float64")
+        out = layer(data)
+        graph_loss = (out**2).sum()
+        assert out.shape == (-1, 3)
+        pairs = nb.append_backward(graph_loss)  # the layer's captured parameters
+    by_tensor = {id(main.captured[p.name]): g for p, g in pairs}
+    grad_vars = [by_tensor[id(p)] for p in layer.parameters()]
+    got = nb.Executor().run(main, {"x": x}, [graph_loss, *grad_vars])
+    np.testing.assert_allclose(got[0], loss.numpy(), rtol=1e-12)
+    for g, expected in zip(got[1:], grads, strict=True):
+        np.testing.assert_allclose(g, expected, rtol=1e-12)
+
+
+def test_linear_shape_errors_name_the_shapes():
+    x, w = nb.tensor(np.ones((2, 5))), nb.tensor(np.ones((3, 4)))
+    with pytest.raises(nb.ShapeError, match=r"x\(2, 5\) has 5 features, weight\(3, 4\) takes 4"):
+        nb.linear(x, w)
+    with pytest.raises(nb.ShapeError, match=r"bias\(4,\) must have shape \(3,\)"):
+        nb.linear(nb.tensor(np.ones((2, 4))), w, nb.tensor(np.ones(4)))
+    with pytest.raises(nb.ShapeError, match="2-D weight"):
+        nb.linear(nb.tensor(np.ones((2, 4))), nb.tensor(np.ones(4)))
+    with pytest.raises(nb.DTypeError, match="linear"):
+        nb.linear(nb.tensor(np.ones((2, 4), np.int64)), nb.tensor(np.ones((3, 4), np.int64)))

@@ -202,8 +202,7 @@ class Linear(Module):
         _default_init(self.weight, self.bias, self.in_features, generator)
 
     def forward(self, x):
-        y = nb.matmul(x, nb.matrix_transpose(self.weight))
-        return y if self.bias is None else y + self.bias
+        return nb.linear(x, self.weight, self.bias)
 
     def extra_repr(self) -> str:
         return (

@@ -84,6 +84,13 @@ def _fill_(x, out, value):
     impl().fill(out, dt.scalar(value, out.dtype))
 
 
+def _linear(x, w, *rest):
+    *bias, out = rest
+    impl().matmul(x, devices.view_like(np.swapaxes, w, 0, 1), out)
+    if bias:
+        REGISTRY["add"].kernels["cuda"](out, bias[0], out)
+
+
 def _copy_(x, src, out):
     impl().copy_into(src, out)
 
@@ -471,6 +478,7 @@ KERNELS = {
     "concat": _concat,
     "stack": _stack,
     "matmul": _matmul,
+    "linear": _linear,
     "cross_entropy": _cross_entropy,
     "cross_entropy_grad": _cross_entropy_grad,
     "argmax": _arg_extremum(True),

@@ -13,8 +13,10 @@ from ..core import UNKNOWN, Op, Spec, broadcast_shapes, needs_grad
 from ..errors import ShapeError
 from ..kernels import threads
 from .broadcast import broadcast_to_like
+from .elementwise import add
 from .reduce import expand_reduced
 from .reduce import sum as reduce_sum
+from .shape import flatten, unsqueeze
 
 # ---------------------------------------------------------------- matrix_transpose
 
@@ -137,4 +139,73 @@ def _transposed(x) -> bool:
     )
 
 
-__all__ = ["matmul", "matrix_transpose"]
+# ---------------------------------------------------------------- linear
+
+
+def _linear_spec(x, w, *bias):
+    if x.ndim == 0 or w.ndim != 2:
+        raise ShapeError(
+            f"needs x with at least 1 dim and a 2-D weight (out_features, in_features), got "
+            f"x{tuple(x.shape)} and weight{tuple(w.shape)}"
+        )
+    n_out, n_in = w.shape
+    if UNKNOWN not in (x.shape[-1], n_in) and x.shape[-1] != n_in:
+        raise ShapeError(
+            f"x{tuple(x.shape)} has {x.shape[-1]} features, weight{tuple(w.shape)} takes {n_in}"
+        )
+    for b in bias:
+        if b.ndim != 1 or UNKNOWN not in (b.shape[0], n_out) and b.shape[0] != n_out:
+            raise ShapeError(f"bias{tuple(b.shape)} must have shape ({n_out},)")
+    return Spec(x.shape[:-1] + (n_out,), dt.promote([x.dtype, w.dtype, *(b.dtype for b in bias)]))
+
+
+def _linear_cpu(x, w, *rest):
+    # one op for x @ w.T + b: a layer's forward and backward make fewer ops than with
+    # matrix_transpose, matmul and add, each of which costs its dispatch
+    *bias, out = rest
+    _matmul_cpu(x, w.T, out)  # BLAS takes the transposed weight as it is
+    if bias:
+        add.kernel("cpu", out.dtype)(out, bias[0], out)  # the row-broadcast add, in place
+
+
+def _linear_ref(x, w, *bias):
+    d = dt.promote([x.dtype, w.dtype, *(b.dtype for b in bias)])
+    y = np.matmul(x.astype(np.float64), w.astype(np.float64).T)
+    return (y + bias[0] if bias else y).astype(d)
+
+
+linear_op = Op(
+    name="linear",
+    inputs=("x", "weight", "*bias"),
+    outputs=("out",),
+    spec=_linear_spec,
+    kernels={"cpu": _linear_cpu, "cuda": None},
+    dtypes=dt.FLOATS,
+    ref=_linear_ref,
+    doc="PyTorch's F.linear: x @ weight.T + bias, x (..., in_features), weight (out_features, "
+    "in_features), optional bias (out_features,) -> (..., out_features). On BLAS.",
+)
+
+
+@linear_op.defgrad
+def _linear_grad(g, out, x, w, *bias):
+    gx = matmul(g, w) if needs_grad(x) else None
+    gw = None
+    if needs_grad(w):  # (out, in), contiguous in the weight's layout
+        if x.ndim == 2:
+            gw = matmul(matrix_transpose(g), x)
+        else:  # the leading dims of x are rows (a 1-D x is one row)
+            rows_g, rows_x = flatten(unsqueeze(g, 0), 0, -2), flatten(unsqueeze(x, 0), 0, -2)
+            gw = matmul(matrix_transpose(rows_g), rows_x)
+    gb = None
+    if bias and needs_grad(bias[0]):
+        gb = reduce_sum(g, axis=tuple(range(g.ndim - 1))) if g.ndim > 1 else g
+    return (gx, gw, gb) if bias else (gx, gw)
+
+
+def linear(x, weight, bias=None):
+    """PyTorch's F.linear: x @ weight.T + bias (bias None: no bias)."""
+    return linear_op(x, weight) if bias is None else linear_op(x, weight, bias)
+
+
+__all__ = ["linear", "linear_op", "matmul", "matrix_transpose"]
