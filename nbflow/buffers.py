@@ -33,15 +33,15 @@ def _cache_bytes() -> int:
 
 
 CACHE_BYTES = _cache_bytes()
-_kept: list[np.ndarray] = []  # the raw byte buffers made here, oldest first
+_kept: dict[int, list[np.ndarray]] = {}  # byte size -> the raw buffers of that size made here
 _kept_bytes = 0
 _lock = threading.Lock()
 
 
-def _unused(i: int) -> bool:
-    """Whether nothing but this module refers to the kept buffer i. Its references: the
-    _kept list and getrefcount's argument (so no local name may hold it when asking)."""
-    return sys.getrefcount(_kept[i]) <= 2
+def _unused(same_size: list, i: int) -> bool:
+    """Whether nothing but this module refers to buffer i of a size class. Its references:
+    the list and getrefcount's argument (so no local name may hold it when asking)."""
+    return sys.getrefcount(same_size[i]) <= 2
 
 
 def empty(shape, dtype) -> np.ndarray:
@@ -51,29 +51,50 @@ def empty(shape, dtype) -> np.ndarray:
     if nbytes < MIN_BYTES or dtype.hasobject:
         return np.empty(shape, dtype)
     with _lock:  # two threads must not both find one buffer unused
-        for i in range(len(_kept)):
-            if _kept[i].nbytes == nbytes and _unused(i):
-                return _kept[i].view(dtype).reshape(shape)
-        return _keep(np.empty(nbytes, np.uint8)).view(dtype).reshape(shape)
+        same_size = _kept.setdefault(nbytes, [])
+        for i in range(len(same_size)):
+            if _unused(same_size, i):
+                return same_size[i].view(dtype).reshape(shape)
+        raw = np.empty(nbytes, np.uint8)
+        if _make_room(nbytes):
+            _keep(raw)
+        return raw.view(dtype).reshape(shape)
 
 
-def _keep(raw: np.ndarray) -> np.ndarray:
-    """Track a new buffer, dropping the oldest tracked ones (in use or not) past the limit."""
+def _keep(raw: np.ndarray):
     global _kept_bytes
-    while _kept and _kept_bytes + raw.nbytes > CACHE_BYTES:
-        _kept_bytes -= _kept.pop(0).nbytes  # still in use: its holders keep it alive
-    if raw.nbytes <= CACHE_BYTES:
-        _kept.append(raw)
-        _kept_bytes += raw.nbytes
-    return raw
+    _kept.setdefault(raw.nbytes, []).append(raw)
+    _kept_bytes += raw.nbytes
+
+
+def _make_room(nbytes: int) -> bool:
+    """Whether a new buffer of nbytes may be kept: past the limit, the unused buffers are
+    freed first, then the oldest size classes' buffers stop being tracked (their holders keep
+    them alive)."""
+    global _kept_bytes
+    if nbytes > CACHE_BYTES:
+        return False
+    if _kept_bytes + nbytes > CACHE_BYTES:
+        _release_unused()
+    while _kept_bytes + nbytes > CACHE_BYTES:
+        size, same_size = next((k, v) for k, v in _kept.items() if v)
+        same_size.pop(0)
+        _kept_bytes -= size
+    return True
+
+
+def _release_unused() -> int:
+    global _kept_bytes
+    released = 0
+    for size, same_size in _kept.items():
+        used = [same_size[i] for i in range(len(same_size)) if not _unused(same_size, i)]
+        released += size * (len(same_size) - len(used))
+        same_size[:] = used
+    _kept_bytes -= released
+    return released
 
 
 def empty_cache() -> int:
     """Let go of the kept buffers nothing uses (they are freed); returns the bytes released."""
-    global _kept_bytes
     with _lock:
-        unused = {i for i in range(len(_kept)) if _unused(i)}
-        released = sum(_kept[i].nbytes for i in unused)
-        _kept[:] = [_kept[i] for i in range(len(_kept)) if i not in unused]
-        _kept_bytes -= released
-    return released
+        return _release_unused()

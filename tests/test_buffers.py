@@ -95,3 +95,22 @@ def test_small_buffers_and_other_sizes_are_not_mixed_up():
     c = buffers.empty((N + 1,), np.float32)  # another size: a new buffer
     assert c.__array_interface__["data"][0] != base
     assert type(buffers.empty((3,), np.int64)) is np.ndarray
+
+
+def test_the_cache_stays_under_its_limit_and_frees_unused_buffers_first(monkeypatch):
+    nbytes = N * 4
+    monkeypatch.setattr(buffers, "CACHE_BYTES", 3 * nbytes)
+    held = [buffers.empty((N,), np.float32) for _ in range(2)]
+    dropped = buffers.empty((N,), np.float32)
+    del dropped
+    more = [buffers.empty((2 * N,), np.float32)]  # needs room: the unused one goes first
+    assert buffers._kept_bytes <= buffers.CACHE_BYTES
+    assert sum(len(v) for v in buffers._kept.values()) == 2  # one held N-buffer and `more`
+    more.append(buffers.empty((2 * N,), np.float32))  # past the limit: the oldest untracked
+    assert buffers._kept_bytes <= buffers.CACHE_BYTES
+    for i, a in enumerate(held + more):
+        a[:] = i  # every buffer handed out is still its own
+    for i, a in enumerate(held + more):
+        assert (a == i).all()
+    big = buffers.empty((4 * N,), np.float32)  # over the whole limit: never tracked
+    assert big.base is not None and buffers._kept_bytes <= buffers.CACHE_BYTES
