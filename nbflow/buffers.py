@@ -7,9 +7,9 @@ kernel, and in some minutes 20-30 ms (measured: the same kernel into a reused bu
 freed (from 128 KiB up: see MIN_BYTES). So outputs of at least MIN_BYTES come from `empty`,
 which keeps each buffer it made and hands it out again once no array or Tensor refers to it
 any more (CPython's reference count says so exactly: whoever still holds a view holds the
-buffer). A kept buffer that nobody uses
-is memory nbflow holds on to, at most `NBFLOW_BUFFER_CACHE_BYTES` (default 1 GiB) in all;
-`nbflow.empty_cache()` lets go of it, as `torch.cuda.empty_cache()` does on the GPU.
+buffer). A kept buffer that nobody uses is memory nbflow holds on to, at most
+`NBFLOW_BUFFER_CACHE_BYTES` (default 1 GiB) in all; `nbflow.empty_cache()` lets go of it, as
+`torch.cuda.empty_cache()` does on the GPU. Buffers are matched by exact size only.
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ def empty(shape, dtype) -> np.ndarray:
     if nbytes < MIN_BYTES or dtype.hasobject:
         return np.empty(shape, dtype)
     with _lock:  # two threads must not both find one buffer unused
-        same_size = _kept.setdefault(nbytes, [])
+        same_size = _kept.get(nbytes, ())
         for i in range(len(same_size)):
             if _unused(same_size, i):
                 return same_size[i].view(dtype).reshape(shape)
@@ -77,19 +77,24 @@ def _make_room(nbytes: int) -> bool:
     if _kept_bytes + nbytes > CACHE_BYTES:
         _release_unused()
     while _kept_bytes + nbytes > CACHE_BYTES:
-        size, same_size = next((k, v) for k, v in _kept.items() if v)
+        size, same_size = next(iter(_kept.items()))  # the oldest size class
         same_size.pop(0)
         _kept_bytes -= size
+        if not same_size:
+            del _kept[size]
     return True
 
 
 def _release_unused() -> int:
     global _kept_bytes
     released = 0
-    for size, same_size in _kept.items():
+    for size, same_size in list(_kept.items()):
         used = [same_size[i] for i in range(len(same_size)) if not _unused(same_size, i)]
         released += size * (len(same_size) - len(used))
-        same_size[:] = used
+        if used:
+            same_size[:] = used
+        else:
+            del _kept[size]
     _kept_bytes -= released
     return released
 

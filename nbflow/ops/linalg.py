@@ -154,7 +154,7 @@ def _linear_spec(x, w, *bias):
             f"x{tuple(x.shape)} has {x.shape[-1]} features, weight{tuple(w.shape)} takes {n_in}"
         )
     for b in bias:
-        if b.ndim != 1 or UNKNOWN not in (b.shape[0], n_out) and b.shape[0] != n_out:
+        if b.ndim != 1 or (UNKNOWN not in (b.shape[0], n_out) and b.shape[0] != n_out):
             raise ShapeError(f"bias{tuple(b.shape)} must have shape ({n_out},)")
     return Spec(x.shape[:-1] + (n_out,), dt.promote([x.dtype, w.dtype, *(b.dtype for b in bias)]))
 
