@@ -340,3 +340,88 @@ def test_a_branch_returning_a_view_of_its_input_keeps_the_input_alive():
         (actual,) = _exe(True, fuse=fuse).run(main, feed, [out], scope=nb.Scope())
         assert not np.isnan(actual).any()
         nt.assert_close(actual, expected[0])
+
+
+# ---------------------------------------------------------------- the arena (static placement)
+
+
+def _arenas(exe):
+    return [arena for _, arena in exe._arenas.values()]
+
+
+def _main_arena(exe):
+    """The arena of the training program (the startup program has one too)."""
+    return max(_arenas(exe), key=lambda a: a.total)
+
+
+def test_later_runs_place_their_buffers_in_one_arena_and_give_the_same_values():
+    main, startup, fetch = _mlp()
+    results = {}
+    for on in (False, True):
+        exe, scope = _exe(on, fuse=True), nb.Scope()
+        nb.manual_seed(0)
+        exe.run(startup, scope=scope)
+        runs = [exe.run(main, _feed(batch), [fetch[0], "w0"], scope) for batch in (32, 32, 32)]
+        results[on] = runs
+        if on:
+            arena = _main_arena(exe)
+            assert arena.buffer is not None and arena.total > 0
+            assert sum(o is not None for o in arena.offsets) >= 4  # most buffers are placed
+    for got, expected in zip(results[True], results[False], strict=True):
+        for g, e in zip(got, expected, strict=True):
+            nt.assert_close(g, e, atol=1e-6)
+
+
+def test_fetched_outputs_escape_the_arena():
+    main, startup, _ = _mlp()
+    exe, scope = _exe(True, fuse=True), nb.Scope()
+    exe.run(startup, scope=scope)
+    feed = _feed()
+    hidden = [v for v in main.global_block().ops if v.op.name == "relu"][0].outputs[0]
+    first = [exe.run(main, feed, [hidden], scope)[0] for _ in range(3)]
+    copies = [a.copy() for a in first]
+    exe.run(main, _feed(), [hidden], scope)  # another run writes its arena again
+    for a, c in zip(first, copies, strict=True):
+        np.testing.assert_array_equal(a, c)  # (a fetched value is never an arena view)
+
+
+def test_another_feed_shape_gets_its_own_arena():
+    main, startup, fetch = _mlp()
+    exe, scope = _exe(True, fuse=True), nb.Scope()
+    reference, ref_scope = _exe(False), nb.Scope()
+    nb.manual_seed(0)
+    exe.run(startup, scope=scope)
+    nb.manual_seed(0)
+    reference.run(startup, scope=ref_scope)
+    for batch in (32, 7, 32, 7, 32):
+        got = exe.run(main, _feed(batch), fetch, scope)
+        expected = reference.run(main, _feed(batch), fetch, ref_scope)
+        for g, e in zip(got, expected, strict=True):
+            nt.assert_close(g, e, atol=1e-6)
+    assert len([a for a in _arenas(exe) if a.buffer is not None]) == 2
+
+
+def test_a_run_that_fails_half_way_leaves_the_arena_to_record_again():
+    main, startup, fetch = _mlp()
+    exe, scope = _exe(True, fuse=True), nb.Scope()
+    exe.run(startup, scope=scope)
+    bad = _feed()
+    bad["y"] = bad["y"] + 100  # labels out of range: cross_entropy raises mid-run
+    with pytest.raises(nb.OutOfRangeError):
+        exe.run(main, bad, fetch, scope)
+    fed = [arena for (_, feeds), (_, arena) in exe._arenas.items() if feeds]
+    assert len(fed) == 1 and fed[0].offsets is None and not fed[0].busy
+    for _ in range(3):
+        loss = exe.run(main, _feed(), fetch, scope)[0]
+        assert np.isfinite(loss)
+
+
+def test_the_arena_of_a_training_step_is_at_most_07_of_no_pass_peak():
+    off = _peak(_exe(False))
+    main, startup, fetch = _mlp()
+    exe, scope = nb.Executor(fuse=True, reuse_memory=True), nb.Scope()
+    exe.run(startup, scope=scope)
+    for _ in range(2):
+        exe.run(main, _feed(batch=128), fetch, scope)
+    arena = _main_arena(exe)
+    assert arena.buffer is not None and arena.total <= 0.7 * off, (arena.total, off)

@@ -29,7 +29,7 @@ from ..errors import (
 from ..reliability import check_node, nan_inf_checking
 from ..tensor import EagerTrace, Tensor
 from .fusion import fuse
-from .memory import outer_reads, plan_memory, poison_default
+from .memory import ARENA, Arena, outer_reads, plan_memory, poison_default
 from .program import Program, Var
 from .rewrite import fold_transposes
 
@@ -122,6 +122,7 @@ class Executor:
         self.reuse_memory = _flag("NBFLOW_MEMORY_REUSE", reuse_memory) and not self.on_gpu
         self.poison_freed = poison_default() if poison_freed is None else bool(poison_freed)
         self._plans = weakref.WeakKeyDictionary()  # program -> {(version, feeds, targets): ops}
+        self._arenas: dict = {}  # (id(plan), feed signature) -> (plan, its Arena)
 
     def run(self, program: Program, feed=None, fetch_list=None, scope=None, return_numpy=True):
         """Run the ops the fetch targets need; returns the fetched values in order."""
@@ -135,6 +136,10 @@ class Executor:
         check = nan_inf_checking() if self.check_nan_inf is None else self.check_nan_inf
         self.checking = check  # read by control flow ops running their sub-blocks
         ops = self._plan(program, tuple(sorted(feed)), targets, check)
+        arena = None if check or not self.reuse_memory else self._arena(ops, env).begin()
+        if arena is not None:
+            env[ARENA] = arena
+        completed = False
         try:
             with use_trace(self.eager), no_grad():
                 if check:  # decided once per run: the plain loop stays as it was
@@ -146,8 +151,12 @@ class Executor:
                             self._run_op(step, env, scope)
                         else:  # a fused group or a memory step (graph/fusion.py, memory.py)
                             step.run(self, env, scope)
+            completed = True
         except NbflowError as e:  # the public boundary: nbflow's frames are left out
             raise e.with_traceback(filter_traceback(e.__traceback__)) from e.__cause__
+        finally:
+            if arena is not None:
+                arena.end(completed)
         results = [self._lookup(t, env, scope) for t in targets if isinstance(t, Var)]
         return [r.numpy() for r in results] if return_numpy else results
 
@@ -168,6 +177,16 @@ class Executor:
                 ops = plan_memory(ops, set(feed_names), targets, self.poison_freed)
             plans[key] = ops
         return ops
+
+    def _arena(self, ops, env) -> Arena:
+        """The Arena of this plan and feed signature (graph/memory.py)."""
+        key = (id(ops), tuple((name, t.shape, t.dtype) for name, t in env.items()))
+        held = self._arenas.get(key)
+        if held is None or held[0] is not ops:  # (an id reused by a newer plan)
+            if len(self._arenas) >= 64:  # e.g. a batch size that keeps changing
+                self._arenas.clear()
+            held = self._arenas[key] = (ops, Arena())
+        return held[1]
 
     def _captured(self, program) -> dict:
         """The program's captured tensors, on this executor's device (a GPU copy is made again

@@ -12,6 +12,11 @@ very step: they run in place. Parameter updates (in-place ops writing a persista
 up to just after the last step they depend on, so each gradient dies as soon as it is applied
 instead of all of them living until the end of the backward pass.
 
+Across runs, an Arena (per plan and feed signature) learns from the first run where each
+fresh buffer lives, from its first take to its last release, packs those spans into one
+buffer by offset, and later runs place their buffers there: nothing is allocated after the
+first run (no page faults), and a released buffer's bytes serve later outputs of any size.
+
 `NBFLOW_POISON_FREED=1` (or `Executor(poison_freed=True)`) fills every buffer released after
 its step with NaN (the largest value for integers, True for bools), so a liveness bug shows
 up as NaN in a test instead of as a silently stale value.
@@ -25,6 +30,7 @@ The sub-blocks themselves run unplanned.
 from __future__ import annotations
 
 import os
+import threading
 
 import numpy as np
 
@@ -33,6 +39,7 @@ from ..core import Node
 from ..tensor import Tensor, signature
 
 POOL = object()  # the key of the run's buffer pool in the executor's env
+ARENA = object()  # the key of the run's Arena (recording or placing) in the env
 
 
 def poison_default() -> bool:
@@ -40,17 +47,128 @@ def poison_default() -> bool:
 
 
 def take(env, shape, dtype) -> np.ndarray:
-    """A C-contiguous buffer for an output: a released one of the same size, else new."""
+    """A C-contiguous buffer for an output: a released one of the same size, else new (from
+    the run's arena when it has one)."""
     pool = env.get(POOL)
-    if pool:
+    arena = env.get(ARENA)
+    if pool or arena is not None:
         dtype = np.dtype(dtype)
         size = 1
         for n in shape:
             size *= n
-        free = pool.get((size * dtype.itemsize, dtype))
+        nbytes = size * dtype.itemsize
+        free = pool.get((nbytes, dtype)) if pool else None
         if free:
-            return free.pop().reshape(shape)
+            buf = free.pop().reshape(shape)
+            if arena is not None:
+                arena.taken_again(buf)
+            return buf
+        if arena is not None:
+            return arena.fresh(shape, dtype, nbytes)
     return buffers.empty(shape, dtype)
+
+
+class Arena:
+    """Static placement of one plan's fresh buffers, learned from a run: the first run with a
+    given feed signature records each allocation that misses the pool (its size, and the span
+    of Release steps from its first take to its last release), packs those spans into one
+    buffer by offset (two share bytes only if their spans are disjoint), and later runs take
+    their allocations, in the same order, as views of that buffer. So a step allocates nothing
+    new after its first run (no page faults) and holds no more than its packed peak: a
+    released buffer's bytes serve later outputs of any size, not only of its own. A buffer
+    never released (a fetched output) is not placed: it escapes the run. If a later run
+    allocates differently (another shape), it falls back to fresh buffers and records again."""
+
+    ALIGN = 64
+
+    def __init__(self):
+        self.sizes: list[int] = []
+        self.spans: list[list] = []  # [first take, last release or None while in use]
+        self.live: dict[int, int] = {}  # id(owner array) -> allocation index (recording)
+        self.offsets: list | None = None  # per allocation: its offset, or None (escapes)
+        self.buffer: np.ndarray | None = None
+        self.total = 0  # the packed size in bytes
+        self.clock = 0
+        self.next = 0
+        self.busy = False
+        self.failed = False
+        self.lock = threading.Lock()
+
+    def begin(self):
+        """The arena for this run, or None when another run (another thread) holds it."""
+        with self.lock:
+            if self.busy:
+                return None
+            self.busy = True
+        self.clock, self.next, self.failed = 0, 0, False
+        if self.offsets is None:  # recording: start afresh
+            self.sizes, self.spans, self.live = [], [], {}
+        return self
+
+    def end(self, completed: bool):
+        self.busy = False
+        if self.offsets is None and completed and not self.failed:
+            self._pack()
+        elif self.failed or (self.offsets is not None and self.next != len(self.sizes)):
+            self.offsets = self.buffer = None  # the run differed: record the next one
+        self.live = {}
+
+    def fresh(self, shape, dtype, nbytes: int) -> np.ndarray:
+        if self.offsets is None:  # recording
+            buf = buffers.empty(shape, dtype)
+            self.live[id(_owner(buf))] = len(self.sizes)
+            self.sizes.append(nbytes)
+            self.spans.append([self.clock, None])
+            return buf
+        k = self.next
+        self.next += 1
+        if self.failed or k >= len(self.sizes) or self.sizes[k] != nbytes:
+            self.failed = True
+            return buffers.empty(shape, dtype)
+        offset = self.offsets[k]
+        if offset is None:
+            return buffers.empty(shape, dtype)
+        if self.buffer is None:  # made when first needed, then kept
+            self.buffer = np.empty(self.total, np.uint8)
+        return self.buffer[offset : offset + nbytes].view(dtype).reshape(shape)
+
+    def taken_again(self, buf: np.ndarray):
+        k = self.live.get(id(_owner(buf))) if self.offsets is None else None
+        if k is not None:
+            self.spans[k][1] = None  # in use again
+
+    def released(self, array: np.ndarray, dropped: bool):
+        owner = id(_owner(array))
+        k = self.live.pop(owner, None) if dropped else self.live.get(owner)
+        if k is not None:
+            self.spans[k][1] = self.clock
+
+    def tick(self):
+        self.clock += 1
+
+    def _pack(self):
+        """Greedy placement, largest first, each at the lowest offset free over its span."""
+        placed: list[tuple[int, int, int, int]] = []  # (offset, end offset, first, last)
+        self.offsets = [None] * len(self.sizes)
+        order = sorted(range(len(self.sizes)), key=lambda k: -self.sizes[k])
+        for k in order:
+            first, last = self.spans[k]
+            if last is None:
+                continue
+            size = -(-self.sizes[k] // self.ALIGN) * self.ALIGN
+            busy = sorted((lo, hi) for lo, hi, f, t in placed if f <= last and first <= t)
+            offset = 0
+            for lo, hi in busy:  # by start: the first gap that fits
+                if lo >= offset + size:
+                    break
+                offset = max(offset, hi)
+            placed.append((offset, offset + size, first, last))
+            self.offsets[k] = offset
+        self.total = max((hi for _, hi, _, _ in placed), default=0)
+
+
+def _owner(array: np.ndarray) -> np.ndarray:
+    return array if array.base is None else array.base
 
 
 def wrap(array: np.ndarray) -> Tensor:
@@ -85,10 +203,14 @@ class Release:
         self.pop = [v.name for v in pop]
         self.give = [v.name for v in give]
         self.poison = poison
-        # buffers freed without pooling are poisoned too: a view still alive would show it
-        self.poison_only = [v.name for v in owners if v.name not in self.give] if poison else []
+        # owners not pooled: freed (and poisoned too: a view still alive would show it)
+        self.dropped = [v.name for v in owners if v.name not in self.give]
+        self.poison_only = self.dropped if poison else []
 
     def run(self, executor, env, scope):
+        arena = env.get(ARENA)
+        if arena is not None and arena.offsets is None:
+            self._record(arena, env)
         for name in self.give:
             t = env.get(name)
             if t is not None:
@@ -99,6 +221,21 @@ class Release:
                 t.data.fill(_poison_value(t.data.dtype))
         for name in self.pop:
             env.pop(name, None)
+
+    def _record(self, arena, env):
+        """The arena's record of what this step releases (before the pool takes anything)."""
+        for name in self.give:
+            t = env.get(name)
+            if t is not None:
+                arena.released(t.data, dropped=False)
+        for name in self.dropped:
+            t = env.get(name)
+            if t is not None:
+                arena.released(t.data, dropped=True)
+        if self.pop:
+            # a step boundary: outputs taken from here on may reuse what was released. A
+            # lend (no pop) comes before the step that still reads what it lends.
+            arena.tick()
 
     def __repr__(self) -> str:
         what = " ".join("%" + n for n in self.pop or self.give)
