@@ -542,29 +542,22 @@ def startup(pairs):
 # ---------------------------------------------------------------- P7 peak memory
 
 
-def peak_bytes(reuse: bool, recycle: bool = True) -> int:
+def peak_bytes(reuse: bool) -> int:
     """Peak bytes numpy allocates during one graph-mode MLP training step (tracemalloc sees
-    numpy's buffers), after a warm-up step; memory pass on or off. The buffers the step
-    releases stay allocated in nbflow's buffer cache for the next step (nbflow/buffers.py);
-    recycle=False turns the cache off, to show the pass's own effect."""
-    from nbflow import buffers
-
-    min_bytes = buffers.MIN_BYTES
-    buffers.MIN_BYTES = min_bytes if recycle else 1 << 62
+    numpy's buffers), after a warm-up step; memory pass on or off. With the pass the measured
+    step is the first to place its buffers in the arena the warm-up step planned (the arena is
+    allocated in it); the buffer cache is emptied first, so that every allocation counts."""
+    x, y = mlp_data()
+    executor = nbflow.Executor(fuse=True, reuse_memory=reuse)
+    step = nbflow_graph_step("mlp", x, y, executor=executor)
+    step()
+    nbflow.empty_cache()
+    tracemalloc.start()
     try:
-        x, y = mlp_data()
-        executor = nbflow.Executor(fuse=True, reuse_memory=reuse)
-        step = nbflow_graph_step("mlp", x, y, executor=executor)
         step()
-        nbflow.empty_cache()  # no recycled buffers from the warm-up: every allocation counts
-        tracemalloc.start()
-        try:
-            step()
-            return tracemalloc.get_traced_memory()[1]
-        finally:
-            tracemalloc.stop()
+        return tracemalloc.get_traced_memory()[1]
     finally:
-        buffers.MIN_BYTES = min_bytes
+        tracemalloc.stop()
 
 
 # ---------------------------------------------------------------- table
@@ -772,13 +765,6 @@ def main(argv=None):
         {"nbflow": on / 1e6},
         (f"on/off, off {off / 1e6:.1f} MB", on / off),
         ("<=", 0.7),
-    )
-    off, on = peak_bytes(False, recycle=False), peak_bytes(True, recycle=False)
-    tab.add(
-        "P7 peak bytes, as above, buffer cache off",
-        "MB",
-        {"nbflow": on / 1e6},
-        (f"on/off, off {off / 1e6:.1f} MB", on / off),
     )
 
     print()
