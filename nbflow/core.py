@@ -155,6 +155,7 @@ class Op:
         REGISTRY[self.name] = self
         self.variadic = bool(self.inputs) and self.inputs[-1].startswith("*")
         self.cache: dict = {}  # (input specs, attrs) -> (output specs, launcher); see tensor.py
+        self.checked_attrs: dict = {}  # attrs as given -> normalised (check_attrs)
 
     def __call__(self, *args, **attrs):
         """Call the op: tensors first; further positional arguments fill the attrs in
@@ -180,7 +181,23 @@ class Op:
         return rule
 
     def check_attrs(self, attrs: dict) -> dict:
-        """Fill defaults, check types and choices; returns normalised attrs (lists as tuples)."""
+        """Fill defaults, check types and choices; returns normalised attrs (lists as tuples),
+        a new dict each time (graph nodes may change theirs, as a learning-rate schedule
+        does). Answers for hashable attrs are remembered: an optimizer step or a reduction
+        passes the same ones on every call. The key holds each value's type: True == 1."""
+        try:
+            key = tuple((name, type(v), v) for name, v in attrs.items())
+            known = self.checked_attrs.get(key)
+        except TypeError:  # an unhashable value (a list): checked every time
+            return self._check_attrs(attrs)
+        if known is None:
+            known = self._check_attrs(attrs)
+            if len(self.checked_attrs) >= 256:
+                self.checked_attrs.clear()
+            self.checked_attrs[key] = known
+        return dict(known)
+
+    def _check_attrs(self, attrs: dict) -> dict:
         unknown = set(attrs) - set(self.attrs)
         if unknown:
             raise AttrError(f"{self.name}: unknown attribute(s) {sorted(unknown)}")

@@ -509,12 +509,14 @@ class EagerTrace(Trace):
         # read as it was before the op, as numpy does: the kernel would see its own writes.
         # Only views of one buffer can overlap, and they share its version counter (a pointer
         # comparison, so the common case pays no memory-overlap test).
-        arrays = [
-            t.data.copy()
-            if any(t._version is b._version and overlaps_partly(t.data, b.data) for b in targets)
-            else t.data
-            for t in tensors
-        ]
+        arrays = []
+        for t in tensors:
+            a = t.data
+            for b in targets:
+                if t._version is b._version and t is not b and overlaps_partly(a, b.data):
+                    a = a.copy()
+                    break
+            arrays.append(a)
         for i, d in plan.casts:
             arrays[i] = arrays[i].astype(d)
         bufs = []

@@ -85,3 +85,16 @@ def test_ragged_data_and_integer_negative_powers():
         with pytest.raises(nb.DomainError, match="negative integer powers") as e:
             x ** nb.tensor([1, -1])  # the operator's shortcut, once the plan is cached
         assert f"(defined at test_errors.py:{e.tb.tb_lineno})" in str(e.value)
+
+
+def test_remembered_attr_checks_keep_types_apart_and_hand_out_copies():
+    op = nb.ops.REGISTRY["sum"]
+    first = op.check_attrs({"axis": 0, "keepdims": True})
+    assert first == {"axis": (0,), "keepdims": True}
+    first["keepdims"] = False  # a caller changing its dict changes no other caller's
+    assert op.check_attrs({"axis": 0, "keepdims": True})["keepdims"] is True
+    with pytest.raises(nb.AttrError, match="keepdims"):
+        op.check_attrs({"axis": 0, "keepdims": 1})  # 1 == True, but not a bool
+    with pytest.raises(nb.AttrError, match="keepdims"):
+        nb.sum(nb.tensor([[1.0, 2.0]]), axis=0, keepdims=1)
+    assert op.check_attrs({"axis": [0, 1]})["axis"] == (0, 1)  # a list: checked, not kept
