@@ -365,7 +365,8 @@ def test_later_runs_place_their_buffers_in_one_arena_and_give_the_same_values():
         results[on] = runs
         if on:
             arena = _main_arena(exe)
-            assert arena.buffer is not None and arena.total > 0
+            space = exe._arena_space.buffer
+            assert arena.total > 0 and space is not None and space.nbytes == arena.total
             assert sum(o is not None for o in arena.offsets) >= 4  # most buffers are placed
     for got, expected in zip(results[True], results[False], strict=True):
         for g, e in zip(got, expected, strict=True):
@@ -398,7 +399,9 @@ def test_another_feed_shape_gets_its_own_arena():
         expected = reference.run(main, _feed(batch), fetch, ref_scope)
         for g, e in zip(got, expected, strict=True):
             nt.assert_close(g, e, atol=1e-6)
-    assert len([a for a in _arenas(exe) if a.buffer is not None]) == 2
+    placed = [a for a in _arenas(exe) if a.offsets is not None and a.total]
+    assert len(placed) == 2  # one per feed shape, placing into one shared buffer
+    assert exe._arena_space.buffer.nbytes == max(a.total for a in placed)
 
 
 def test_a_run_that_fails_half_way_leaves_the_arena_to_record_again():
@@ -410,7 +413,7 @@ def test_a_run_that_fails_half_way_leaves_the_arena_to_record_again():
     with pytest.raises(nb.OutOfRangeError):
         exe.run(main, bad, fetch, scope)
     fed = [arena for (_, feeds), (_, arena) in exe._arenas.items() if feeds]
-    assert len(fed) == 1 and fed[0].offsets is None and not fed[0].busy
+    assert len(fed) == 1 and fed[0].offsets is None and not exe._arena_space.busy
     for _ in range(3):
         loss = exe.run(main, _feed(), fetch, scope)[0]
         assert np.isfinite(loss)
@@ -424,4 +427,20 @@ def test_the_arena_of_a_training_step_is_at_most_07_of_no_pass_peak():
     for _ in range(2):
         exe.run(main, _feed(batch=128), fetch, scope)
     arena = _main_arena(exe)
-    assert arena.buffer is not None and arena.total <= 0.7 * off, (arena.total, off)
+    assert arena.offsets is not None and arena.total <= 0.7 * off, (arena.total, off)
+
+
+def test_a_run_in_another_thread_meanwhile_goes_without_the_arena():
+    main, startup, fetch = _mlp()
+    exe, scope = _exe(True, fuse=True), nb.Scope()
+    exe.run(startup, scope=scope)
+    for _ in range(2):
+        exe.run(main, _feed(), fetch, scope)
+    assert exe._arena_space.acquire()  # as if another run held it now
+    try:
+        got = exe.run(main, _feed(), fetch, scope)  # fresh buffers, same values
+        assert np.isfinite(got[0])
+        (key,) = [k for k in exe._arenas if k[1]]
+        assert exe._arenas[key][1].offsets is not None  # untouched by that run
+    finally:
+        exe._arena_space.release()

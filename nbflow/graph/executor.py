@@ -29,7 +29,7 @@ from ..errors import (
 from ..reliability import check_node, nan_inf_checking
 from ..tensor import EagerTrace, Tensor
 from .fusion import fuse
-from .memory import ARENA, Arena, outer_reads, plan_memory, poison_default
+from .memory import ARENA, Arena, ArenaSpace, outer_reads, plan_memory, poison_default
 from .program import Program, Var
 from .rewrite import fold_transposes
 
@@ -123,6 +123,7 @@ class Executor:
         self.poison_freed = poison_default() if poison_freed is None else bool(poison_freed)
         self._plans = weakref.WeakKeyDictionary()  # program -> {(version, feeds, targets): ops}
         self._arenas: dict = {}  # (id(plan), feed signature) -> (plan, its Arena)
+        self._arena_space = ArenaSpace()  # the one buffer the arenas place into
 
     def run(self, program: Program, feed=None, fetch_list=None, scope=None, return_numpy=True):
         """Run the ops the fetch targets need; returns the fetched values in order."""
@@ -185,7 +186,7 @@ class Executor:
         if held is None or held[0] is not ops:  # (an id reused by a newer plan)
             if len(self._arenas) >= 64:  # e.g. a batch size that keeps changing
                 self._arenas.clear()
-            held = self._arenas[key] = (ops, Arena())
+            held = self._arenas[key] = (ops, Arena(self._arena_space))
         return held[1]
 
     def _captured(self, program) -> dict:

@@ -68,50 +68,77 @@ def take(env, shape, dtype) -> np.ndarray:
     return buffers.empty(shape, dtype)
 
 
+class ArenaSpace:
+    """The memory an executor's arenas place buffers in: one buffer as large as the largest
+    arena, shared by all of them, so that programs fed several shapes (a last short batch,
+    sequences of several lengths) hold one arena's worth, not one per shape. The executor's
+    runs take turns on it (a run in another thread meanwhile goes without), and nothing placed
+    in it outlives its run."""
+
+    def __init__(self):
+        self.buffer: np.ndarray | None = None
+        self.busy = False
+        self.lock = threading.Lock()
+
+    def acquire(self) -> bool:
+        with self.lock:
+            if self.busy:
+                return False
+            self.busy = True
+            return True
+
+    def release(self):
+        self.busy = False
+
+    def get(self, nbytes: int) -> np.ndarray:
+        if self.buffer is None or self.buffer.nbytes < nbytes:
+            self.buffer = np.empty(nbytes, np.uint8)
+        return self.buffer
+
+
 class Arena:
     """Static placement of one plan's fresh buffers, learned from a run: the first run with a
     given feed signature records each allocation that misses the pool (its size, and the span
-    of Release steps from its first take to its last release), packs those spans into one
-    buffer by offset (two share bytes only if their spans are disjoint), and later runs take
-    their allocations, in the same order, as views of that buffer. So a step allocates nothing
-    new after its first run (no page faults) and holds no more than its packed peak: a
-    released buffer's bytes serve later outputs of any size, not only of its own. A buffer
-    never released (a fetched output) is not placed: it escapes the run. If a later run
-    allocates differently (another shape), it falls back to fresh buffers and records again."""
+    of Release steps from its first take to its last release), packs those spans by offset
+    (two share bytes only if their spans are disjoint), and later runs take their allocations,
+    in the same order, as views of the executor's ArenaSpace. So a step allocates nothing new
+    after its first run (no page faults) and holds no more than its packed peak: a released
+    buffer's bytes serve later outputs of any size, not only of its own. A buffer never
+    released (a fetched output) is not placed: it escapes the run. If a later run allocates
+    differently, it falls back to fresh buffers and the next run records again."""
 
     ALIGN = 64
 
-    def __init__(self):
+    def __init__(self, space: ArenaSpace):
+        self.space = space
         self.sizes: list[int] = []
         self.spans: list[list] = []  # [first take, last release or None while in use]
         self.live: dict[int, int] = {}  # id(owner array) -> allocation index (recording)
         self.offsets: list | None = None  # per allocation: its offset, or None (escapes)
-        self.buffer: np.ndarray | None = None
         self.total = 0  # the packed size in bytes
+        self.buffer: np.ndarray | None = None  # the space's buffer, during a run
         self.clock = 0
         self.next = 0
-        self.busy = False
         self.failed = False
-        self.lock = threading.Lock()
 
     def begin(self):
-        """The arena for this run, or None when another run (another thread) holds it."""
-        with self.lock:
-            if self.busy:
-                return None
-            self.busy = True
+        """The arena for this run, or None when another run holds the executor's space."""
+        if not self.space.acquire():
+            return None
         self.clock, self.next, self.failed = 0, 0, False
         if self.offsets is None:  # recording: start afresh
             self.sizes, self.spans, self.live = [], [], {}
+        elif self.total:
+            self.buffer = self.space.get(self.total)
         return self
 
     def end(self, completed: bool):
-        self.busy = False
         if self.offsets is None and completed and not self.failed:
             self._pack()
         elif self.failed or (self.offsets is not None and self.next != len(self.sizes)):
-            self.offsets = self.buffer = None  # the run differed: record the next one
-        self.live = {}
+            self.offsets = None  # the run differed: record the next one
+        self.live, self.buffer = {}, None
+        self.space.release()
 
     def fresh(self, shape, dtype, nbytes: int) -> np.ndarray:
         if self.offsets is None:  # recording
@@ -128,8 +155,6 @@ class Arena:
         offset = self.offsets[k]
         if offset is None:
             return buffers.empty(shape, dtype)
-        if self.buffer is None:  # made when first needed, then kept
-            self.buffer = np.empty(self.total, np.uint8)
         return self.buffer[offset : offset + nbytes].view(dtype).reshape(shape)
 
     def taken_again(self, buf: np.ndarray):
