@@ -270,11 +270,6 @@ class Plan:
         self.out_shapes = [s.shape for s in self.specs]
         key = op.key_dtype(specs) if specs else None
         self.key = self.specs[0].dtype if key is None else key
-        self.launcher = op.kernel("cpu", self.key)
-        if hasattr(self.launcher, "specialize"):  # e.g. elementwise without broadcasting
-            self.launcher = self.launcher.specialize(
-                [s.shape for s in specs], self.out_shapes, attrs
-            )
         compute = dt.CPU_COMPUTE.get(self.key, self.key)
         promoted = range(len(specs)) if op.promote is None else op.promote
         # weak scalars become 0-d arrays of the promoted dtype (their own when not promoted)
@@ -304,10 +299,20 @@ class Plan:
             and self.finals is None
         )
         self.out_dtype = self.allocs[0][1] if self.allocs else None
+        self.launcher = op.kernel("cpu", self.key)
+        if hasattr(self.launcher, "specialize"):  # e.g. elementwise without broadcasting
+            self.launcher = self.launcher.specialize(self.launch_specs(specs), attrs)
         # large outputs come from recycled buffers (nbflow/buffers.py: fresh ones fault)
         nbytes = [math.prod(shape) * np.dtype(d).itemsize for shape, d in self.allocs]
         self.alloc = buffers.empty if max(nbytes, default=0) >= buffers.MIN_BYTES else np.empty
         self.float_out = self.out_dtype is not None and np.dtype(self.out_dtype).kind == "f"
+
+    def launch_specs(self, specs) -> list[Spec]:
+        """What the launcher receives: the inputs as cast (and scalars as made into arrays),
+        then the outputs as allocated."""
+        converted = dict(self.scalars + self.casts)
+        ins = [Spec(s.shape, converted.get(i, s.dtype)) for i, s in enumerate(specs)]
+        return ins + [Spec(shape, d) for shape, d in self.allocs]
 
 
 def _check_budget(op: Op, specs, allocs):
@@ -340,7 +345,19 @@ class EagerTrace(Trace):
                 except NbflowError:  # a value check (x ** -1 on integers): run it again
                     return bind(op, a, b)  # through bind(), which says where the call was
                 if (a.requires_grad or b.requires_grad) and plan.float_out and STATE.grad_enabled:
-                    return self.record_binary(op, a, b, buf)
+                    # record() written out for this case (a method call is 5% of the add)
+                    version = [0]
+                    edges = (
+                        (a._node, a._index)
+                        if a._node is not None
+                        else (a if a.requires_grad else None),
+                        (b._node, b._index)
+                        if b._node is not None
+                        else (b if b.requires_grad else None),
+                    )
+                    versions = (a._version[0], b._version[0])
+                    node = Node(op, (a, b), {}, ((buf, version, 0),), versions, edges)
+                    return Tensor(buf, True, node, 0, version)
                 return Tensor(buf)
         return bind(op, a, b)
 
@@ -482,15 +499,6 @@ class EagerTrace(Trace):
                 o.requires_grad, o._node, o._index = True, node, i
             # the buffer, not the Tensor: no cycle, and backward rebuilds an equivalent Tensor
             node.outputs.append((o.data, o._version, o._version[0]))
-
-    def record_binary(self, op, a, b, buf) -> Tensor:
-        """record() written out for the hottest case: two tensors in, one float out."""
-        version = [0]
-        edge_a = (a._node, a._index) if a._node is not None else (a if a.requires_grad else None)
-        edge_b = (b._node, b._index) if b._node is not None else (b if b.requires_grad else None)
-        versions = (a._version[0], b._version[0])
-        node = Node(op, (a, b), {}, ((buf, version, 0),), versions, (edge_a, edge_b))
-        return Tensor(buf, True, node, 0, version)
 
     def save_targets(self, op, tensors):
         """Inputs with each in-place target replaced by a copy of its current value (same

@@ -44,3 +44,31 @@ def test_eager_matmul_gradients_still_reach_every_operand_that_needs_one():
     nt.assert_close(gh, np.ones((3, 2)) @ w.numpy().T)
     (gw_only,) = nb.grad(nb.sum(x @ w), [w])
     nt.assert_close(gw_only, x.numpy().T @ np.ones((3, 2)))
+
+
+def test_short_operands_through_the_compiled_entry_point_keep_numpy_results():
+    # 1-D operands up to SMALL_SIZE skip numba's type matching (kernels.cpu.entry_point): the
+    # one compiled version must serve strided, read-only and unaligned arrays of each dtype
+    from numba.core.dispatcher import Dispatcher
+
+    from nbflow.kernels.cpu import SMALL_SIZE
+
+    rng = np.random.default_rng(1)
+    for n in (1, 7, SMALL_SIZE, SMALL_SIZE + 1):
+        for dtype in (np.float32, np.float64, np.int32, np.int64, np.bool_):
+            x = (rng.standard_normal(2 * n) * 4).astype(dtype)
+            y = (rng.standard_normal(n) * 4).astype(dtype)
+            y.flags.writeable = False
+            raw = np.zeros(n * y.itemsize + 1, np.uint8)  # an unaligned copy of y
+            unaligned = np.frombuffer(raw.data, dtype, n, offset=1)
+            unaligned[...] = y
+            for a, b in ((x[::2], y), (x[1::2], unaligned), (y, y)):
+                ta, tb = nb.from_numpy(a), nb.from_numpy(b)
+                np.testing.assert_array_equal((ta == tb).numpy(), a == b)
+                if dtype is not np.bool_:
+                    np.testing.assert_array_equal((ta + tb).numpy(), a + b)
+                    np.testing.assert_array_equal(nb.maximum(ta, tb).numpy(), np.maximum(a, b))
+        x32 = nb.tensor(np.ones(n, np.float32))
+        x32 + x32
+        plan = next(p for k, p in nb.ops.add.cache.items() if k[0] == (n,) and k[1] == np.float32)
+        assert isinstance(plan.launcher, Dispatcher) == (n > SMALL_SIZE)
