@@ -177,6 +177,25 @@ def test_weight_gradient_through_a_transposed_view_is_contiguous():
     nt.gradgradcheck(fn, leaves)
 
 
+def test_outer_products_match_numpy_for_every_layout():
+    # an inner dim of 1 (a batch-1 weight gradient) runs nbflow's own loop, not numpy's matmul
+    rng = np.random.default_rng(4)
+    for dtype in (np.float32, np.float64, np.float16):
+        col = rng.standard_normal((1, 6)).astype(dtype)
+        row = rng.standard_normal((1, 9)).astype(dtype)
+        wide = rng.standard_normal((2, 18)).astype(dtype)
+        for a, b in ((col.T, row), (col.T.copy(), wide[:1, ::2]), (col[:, ::-1].T, row)):
+            out = nb.matmul(nb.from_numpy(a), nb.from_numpy(b))
+            assert (out.shape, out.dtype) == ((6, 9), dtype)
+            ref = a.astype(np.float64) @ b.astype(np.float64)
+            nt.assert_close(out, ref.astype(dtype), atol=1e-3 if dtype == np.float16 else 0)
+    # a batch of one through a linear layer: first and second order
+    leaves = [nb.tensor(rng.standard_normal(s), requires_grad=True) for s in ((1, 4), (3, 4))]
+    fn = lambda x, w: nb.tanh(nb.linear(x, w))
+    nt.gradcheck(fn, leaves)
+    nt.gradgradcheck(fn, leaves)
+
+
 # ---------------------------------------------------------------- linear
 
 

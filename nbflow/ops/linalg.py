@@ -7,11 +7,13 @@ and float64 (float16 is computed in float32); integers use numpy's own loop.
 """
 
 import numpy as np
+from numba import njit
 
 from .. import dtypes as dt
 from ..core import UNKNOWN, Op, Spec, broadcast_shapes, needs_grad
 from ..errors import ShapeError
 from ..kernels import threads
+from ..kernels.cpu import JIT
 from .broadcast import broadcast_to_like
 from .elementwise import add
 from .reduce import expand_reduced
@@ -72,7 +74,20 @@ def _matmul_spec(a, b):
 THREAD_CHOICE_MIN_WORK = 1 << 20
 
 
+@njit(**JIT)
+def _outer(a, b, out):
+    for i in range(out.shape[0]):
+        ai = a[i, 0]
+        for j in range(out.shape[1]):
+            out[i, j] = ai * b[0, j]
+
+
 def _matmul_cpu(a, b, out):
+    if a.ndim == 2 and b.ndim == 2 and a.shape[1] == 1 and out.dtype.kind == "f":
+        # an outer product (a batch-1 weight gradient): numpy's matmul does not pass an inner
+        # dim of 1 to BLAS, and its own loop took 225 us for (256, 1) @ (1, 784), this 12 us
+        _outer(a, b, out)
+        return
     # numpy runs float32/float64 on BLAS, strided operands too (measured: same GFLOP/s)
     if out.dtype.kind == "f" and a.ndim > 1 and out.size * a.shape[-1] >= THREAD_CHOICE_MIN_WORK:
         key = (a.shape, b.shape, a.strides, b.strides, out.dtype)
