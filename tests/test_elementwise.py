@@ -151,6 +151,50 @@ def test_in_place_op_on_a_shifted_view_of_itself_reads_the_old_values(shape):
     nt.assert_close(u, expected)
 
 
+def _random(rng, dtype, shape):
+    if dtype == dt.bool_:
+        return rng.random(shape) > 0.5
+    if np.dtype(dtype).kind == "f":
+        return rng.uniform(-3, 3, shape).astype(dtype)
+    return rng.integers(-5, 6, shape).astype(dtype)
+
+
+@pytest.mark.parametrize("op", ELEMENTWISE, ids=lambda op: op.name)
+def test_kernels_writing_into_an_input_match_numpy(op):
+    # in place (x += y, a graph step writing into a dying input's buffer) the loops take a
+    # branch that reads and writes that input through one name; also when the input is a
+    # read-only view of the output's memory. Flat, one-scalar and repeated-row loops.
+    dtype = dt.float32 if dt.float32 in op.dtypes else op.dtypes[0]
+    attrs = op.check_attrs(ATTRS.get(op.name, [{}])[0])
+    kernel = op.kernel("cpu", dtype)
+    n = len(op.inputs)
+    layouts = [[(300,)] * n, [(5, 64)] * n]
+    if n > 1:
+        layouts += [[(300,)] * (n - 1) + [(1,)], [(5, 64)] * (n - 1) + [(64,)]]
+    rng = np.random.default_rng(0)
+    for shapes in layouts:
+        arrays = [
+            _random(rng, dt.bool_ if (op.name == "where" and i == 0) else dtype, s)
+            for i, s in enumerate(shapes)
+        ]
+        if op.name in NONZERO_SECOND:
+            arrays[1] = np.where(arrays[1] == 0, 1, arrays[1]).astype(dtype)
+        if op.name in DOMAIN:
+            arrays = [np.abs(a) + 0.5 if a.dtype.kind == "f" else a for a in arrays]
+        expected = np.asarray(op.ref(*arrays, **attrs))
+        for k, a in enumerate(arrays):
+            if a.shape != expected.shape or a.dtype != expected.dtype:
+                continue
+            for read_only in (False, True):
+                ins = [b.copy() for b in arrays]
+                out = ins[k]
+                if read_only:
+                    ins[k] = out.view()
+                    ins[k].flags.writeable = False
+                kernel(*ins, out, **attrs)
+                nt.assert_close(out, expected, msg=f"{op.name} {shapes} into input {k}")
+
+
 # ---------------------------------------------------------------- gradients
 
 DIFFERENTIABLE = [op for op in ELEMENTWISE if op.differentiable and op.name != "cast"]
