@@ -237,6 +237,7 @@ def as_tensor_value(x):
 
 
 PLAN_CACHE_SIZE = 4096  # plans kept per op
+_PY_SCALARS = (float, int, bool)
 
 
 class Plan:
@@ -257,6 +258,7 @@ class Plan:
         "out_dtype",
         "float_out",
         "alloc",
+        "scalar_loop",
     )
 
     def __init__(self, op: Op, values, attrs):
@@ -299,9 +301,23 @@ class Plan:
             and self.finals is None
         )
         self.out_dtype = self.allocs[0][1] if self.allocs else None
-        self.launcher = op.kernel("cpu", self.key)
-        if hasattr(self.launcher, "specialize"):  # e.g. elementwise without broadcasting
-            self.launcher = self.launcher.specialize(self.launch_specs(specs), attrs)
+        kernel = self.launcher = op.kernel("cpu", self.key)
+        if hasattr(kernel, "specialize"):  # e.g. elementwise without broadcasting
+            self.launcher = kernel.specialize(self.launch_specs(specs), attrs)
+        # a tensor and a Python scalar with nothing else to convert (x * 0.5): the loop that
+        # takes the scalar as it is, for EagerTrace.binary
+        self.scalar_loop = None
+        if (
+            hasattr(kernel, "scalar_loop")
+            and len(specs) == 2
+            and len(self.scalars) == 1
+            and not self.casts
+            and self.finals is None
+            and self.single
+            and not op.attrs
+            and specs[1 - self.scalars[0][0]].shape == self.out_shapes[0]
+        ):
+            self.scalar_loop = kernel.scalar_loop(self.scalars[0][0])
         # large outputs come from recycled buffers (nbflow/buffers.py: fresh ones fault)
         nbytes = [math.prod(shape) * np.dtype(d).itemsize for shape, d in self.allocs]
         self.alloc = buffers.empty if max(nbytes, default=0) >= buffers.MIN_BYTES else np.empty
@@ -335,6 +351,11 @@ class EagerTrace(Trace):
         """The hottest path of eager mode (`a + b`): two tensors whose plan is cached and
         needs nothing converted or checked run here, in the operator's own call; anything
         else goes through bind() and apply()."""
+        if type(a) is Tensor:
+            if type(b) in _PY_SCALARS:  # x * 0.5
+                return self._with_scalar(op, a, b, a, b, 1)
+        elif type(b) is Tensor and type(a) in _PY_SCALARS:  # 1 - x
+            return self._with_scalar(op, a, b, b, a, 0)
         if type(a) is Tensor and type(b) is Tensor:
             x, y = a.data, b.data
             plan = op.cache.get((x.shape, x.dtype, y.shape, y.dtype))
@@ -360,6 +381,29 @@ class EagerTrace(Trace):
                     return Tensor(buf, True, node, 0, version)
                 return Tensor(buf)
         return bind(op, a, b)
+
+    def _with_scalar(self, op, a, b, t, value, i):
+        """`a op b` where input i is a Python scalar and the other the tensor t: a cached plan
+        with a scalar loop runs it (no 0-d array, no broadcasting logic); else bind()."""
+        x = t.data
+        sig = (x.shape, x.dtype, type(value)) if i else (type(value), x.shape, x.dtype)
+        plan = op.cache.get(sig)
+        if plan is None or plan.scalar_loop is None or not x.flags.c_contiguous:
+            return bind(op, a, b)
+        try:
+            s = dt.scalar(value, plan.scalars[0][1])
+            buf = plan.alloc(plan.out_shapes[0], plan.out_dtype)
+            if i:
+                plan.scalar_loop(x.reshape(-1), s, buf.reshape(-1))
+            else:
+                plan.scalar_loop(s, x.reshape(-1), buf.reshape(-1))
+        except NbflowError:  # a scalar the dtype cannot hold: bind() says where the call was
+            return bind(op, a, b)
+        out = Tensor(buf)
+        if t.requires_grad and plan.float_out and STATE.grad_enabled:
+            inputs = [t, Tensor(np.asarray(s))]
+            self.record(op, inputs if i else inputs[::-1], {}, (out,))
+        return out
 
     def apply(self, op: Op, args, attrs, checked=False):
         """Run `op` (checked=True: attrs are already normalised, as in an executor's plan)."""

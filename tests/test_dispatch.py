@@ -2,6 +2,7 @@
 tape as the general path, and a matmul operand that needs no gradient gets none computed."""
 
 import numpy as np
+import pytest
 
 import nbflow as nb
 from nbflow import testing as nt
@@ -72,3 +73,33 @@ def test_short_operands_through_the_compiled_entry_point_keep_numpy_results():
         x32 + x32
         plan = next(p for k, p in nb.ops.add.cache.items() if k[0] == (n,) and k[1] == np.float32)
         assert isinstance(plan.launcher, Dispatcher) == (n > SMALL_SIZE)
+
+
+def test_tensor_and_python_scalar_shortcut_matches_the_general_path():
+    # x * 0.5 and 1 - x run the scalar loop straight from the operator (EagerTrace.binary)
+    rng = np.random.default_rng(2)
+    x0 = rng.standard_normal((3, 4))
+    for dtype in ("float32", "float64", "int32", "int64"):
+        x = nb.tensor(x0 * 10, dtype=dtype)
+        a = x.numpy()
+        for _ in range(2):  # the first call makes the plan, the second takes the shortcut
+            promoted = dtype if dtype.startswith("float") else "float32"
+            for got, want, want_dtype in (
+                (x * 3, a * 3, dtype),
+                (2 - x, 2 - a, dtype),
+                (x + 1.5, a + 1.5, promoted),  # a float scalar promotes an integer tensor
+                (x.T * 2, a.T * 2, dtype),  # not contiguous: the general path
+            ):
+                assert got.dtype == np.dtype(want_dtype)
+                nt.assert_close(got, want.astype(want_dtype))
+    xi = nb.tensor(np.arange(3), dtype="int32")
+    xi + 1
+    with pytest.raises(nb.errors.DTypeError, match="out of range") as info:
+        xi + 2**40  # the shortcut's scalar conversion fails: rerun through bind()
+    assert "test_dispatch.py" in str(info.value)  # the error names the user's line
+    # gradients through the shortcut, first and second order
+    w = nb.tensor(x0, requires_grad=True)
+    (g,) = nb.grad(nb.sum((2.0 - w * 3.0) ** 2), [w], create_graph=True)
+    nt.assert_close(g, -6 * (2 - 3 * x0))
+    (gg,) = nb.grad(nb.sum(g), [w])
+    nt.assert_close(gg, np.full_like(x0, 18.0))

@@ -119,10 +119,14 @@ def _as_output(a, out):
     return lambda a, out: out
 
 
+# generated modules are named by a hash of their source; the helpers they call join it, since
+# numba's cache would not see a change in them
+_HELPERS_HASH = hashlib.sha1(
+    (inspect.getsource(_same_buffer) + inspect.getsource(_as_output)).encode()
+).hexdigest()
+
+
 STRIDED_RANK = 4
-# generated modules are named by their source; this file's hash joins it because the source
-# calls same_buffer, whose code numba's cache would not see change
-_OWN_HASH = codegen.file_hash(__file__)
 # 1-D operands up to this size are run through `entry_point`: the call's overhead dominates
 SMALL_SIZE = 256
 
@@ -137,7 +141,7 @@ class Elementwise:
         self.check = check  # check(*inputs) raises a typed error for values the body rejects
         # the generated module's name changes with the body's file and with vecmath, which
         # bodies call: numba would not notice a change in either
-        self.salt = _source_hash(body) + codegen.file_hash(vecmath.__file__) + _OWN_HASH
+        self.salt = _source_hash(body) + codegen.file_hash(vecmath.__file__) + _HELPERS_HASH
         self.cache = cacheable(body)
         self.mod = None
 
@@ -265,6 +269,13 @@ class Elementwise:
                 return entry_point(flat, [s.dtype for s in specs])
             return flat
         return self._same_shape
+
+    def scalar_loop(self, i: int):
+        """The flat loop of a binary op taking input i as a scalar (`x * 0.5`), or None when
+        the op checks its values (the generic launcher does)."""
+        if self.n_inputs != 2 or self.check is not None or self.params:
+            return None
+        return getattr(self.mod or self._module(), "flat_sa" if i == 0 else "flat_as")
 
     def _same_shape_1d(self, *arrays, **attrs):
         mod = self.mod or self._module()
