@@ -287,7 +287,10 @@ class Elementwise:
     def _same_shape(self, *arrays, **attrs):
         if not arrays[-1].flags.c_contiguous:  # a strided in-place target: ravel would copy
             return self(*arrays, **attrs)
-        self._same_shape_1d(*[a.ravel() for a in arrays], **attrs)
+        args = [a.ravel() for a in arrays]
+        if self.params:
+            args += [_param(attrs[p], arrays[0].dtype) for p in self.params]
+        (self.mod or self._module()).flat(*args)
 
     def _strided(self, mod, ins, out, params):
         shape = out.shape
