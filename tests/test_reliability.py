@@ -396,6 +396,16 @@ def test_allocation_over_the_budget_raises_before_allocating(budget):
         nb.Executor().run(main, {"x": np.zeros(100, "f4")}, [y])
     budget(None)
     assert (a + a).shape == b.shape
+    # a plan step that ran under a larger budget checks again under the new one
+    with nb.program_guard(main):
+        s = nb.sum(nb.static.data("m", (-1, 100)), axis=1)
+    exe, feed = nb.Executor(), {"m": np.zeros((5, 100), "f4")}
+    assert exe.run(main, feed, [s])[0].shape == (5,)
+    budget(16)
+    with pytest.raises(nb.ResourceExhaustedError):
+        exe.run(main, feed, [s])
+    budget(None)
+    assert exe.run(main, feed, [s])[0].shape == (5,)
 
 
 def test_huge_and_overflowing_sizes_raise_resource_exhausted():

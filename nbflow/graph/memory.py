@@ -35,7 +35,7 @@ import threading
 import numpy as np
 
 from .. import buffers
-from ..core import Node
+from ..core import STATE, Node
 from ..tensor import Tensor, signature
 
 POOL = object()  # the key of the run's buffer pool in the executor's env
@@ -272,6 +272,12 @@ class IntoBuffer:
 
     def __init__(self, node: Node):
         self.node = node
+        self.reads = [(v.name, v.persistable) for v in node.inputs]
+        self.out = node.outputs[0].name
+        # per input signature: (launcher, casts, shape, dtype), or None where the op runs
+        # through the executor (several outputs, a float16 result, scalars to convert)
+        self.ready: dict = {}
+        self.budget = STATE.memory_budget  # what the plans were checked against
 
     def run(self, executor, env, scope):
         try:
@@ -282,23 +288,36 @@ class IntoBuffer:
             raise
 
     def _run(self, executor, env, scope):
-        node = self.node
-        args = [executor._lookup(v, env, scope) for v in node.inputs]
-        plan = executor.eager.plan(node.op, signature(args), args, node.attrs)
-        if not plan.single or plan.finals or plan.scalars:
-            executor._run_op(node, env, scope)
+        args = [scope[name] if persistable else env[name] for name, persistable in self.reads]
+        sig = signature(args)
+        if self.budget != STATE.memory_budget:  # nbflow.set_memory_budget: check again
+            self.ready.clear()
+            self.budget = STATE.memory_budget
+        ready = self.ready.get(sig, False)
+        if ready is False:
+            ready = self.ready[sig] = self._prepare(executor, args, sig)
+        if ready is None:
+            executor._run_op(self.node, env, scope)
             return
+        launcher, casts, shape, dtype = ready
         arrays = [t.data for t in args]
-        for i, d in plan.casts:
+        for i, d in casts:
             arrays[i] = arrays[i].astype(d)
-        shape, dtype = plan.allocs[0]
-        out = node.outputs[0]
-        if out.shape != shape and not _fits(out.shape, shape):
-            executor._run_op(node, env, scope)  # raises the executor's shape error
-            return
         buf = take(env, shape, dtype)
-        plan.launcher(*arrays, buf, **node.attrs)
-        env[out.name] = Tensor(buf)
+        launcher(*arrays, buf, **self.node.attrs)
+        env[self.out] = Tensor(buf)
+
+    def _prepare(self, executor, args, sig):
+        """What running the op on this signature needs, worked out once (a run-time shape
+        the compile-time one does not fit is left to the executor, which raises)."""
+        node = self.node
+        plan = executor.eager.plan(node.op, sig, args, node.attrs)
+        if not plan.single or plan.finals or plan.scalars:
+            return None
+        shape, dtype = plan.allocs[0]
+        if not _fits(node.outputs[0].shape, shape):
+            return None
+        return plan.launcher, plan.casts, shape, np.dtype(dtype)
 
     def __repr__(self) -> str:
         return f"<into-buffer {self.node.op.name}>"
