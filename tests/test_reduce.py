@@ -139,6 +139,24 @@ def test_nan_propagates_like_numpy():
     assert nb.all(nb.tensor([np.nan, 1.0])).item() is True  # NaN is nonzero
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, np.bool_])
+def test_leading_and_trailing_axes_of_wide_arrays(dtype):
+    # the column kernels (leading axes), the four-lane row kernels (trailing), and strided
+    # inputs, which go through the general path; NaN anywhere in a column or row wins
+    rng = np.random.default_rng(5)
+    x = (rng.standard_normal((37, 19, 6)) * 5).astype(dtype)
+    if dtype in (np.float32, np.float64):
+        x[3, 4, 2] = x[36, 0, 5] = x[0, 18, 0] = np.nan
+    for a in (x, x[:, ::2], x.transpose(1, 0, 2)):
+        t = nb.from_numpy(a)
+        for axis in (0, (0, 1), 2, (1, 2), None):
+            for op in (nb.max, nb.min, nb.sum, nb.mean):
+                if op is nb.mean and dtype not in (np.float32, np.float64):
+                    continue
+                got = op(t, axis=axis)
+                nt.assert_close(got, np.asarray(op.ref(a, axis=axis)), msg=f"{op.name} {axis}")
+
+
 def test_infinities():
     x = nb.tensor([[-np.inf, -np.inf], [np.inf, 1.0], [-np.inf, 0.0]], dtype="float64")
     assert nb.logsumexp(x, axis=1).tolist() == [-np.inf, np.inf, 0.0]
