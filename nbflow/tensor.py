@@ -8,6 +8,7 @@ so a graph nobody references is freed by reference counting.
 from __future__ import annotations
 
 import math
+from types import MappingProxyType
 
 import numpy as np
 
@@ -238,6 +239,7 @@ def as_tensor_value(x):
 
 PLAN_CACHE_SIZE = 4096  # plans kept per op
 _PY_SCALARS = (float, int, bool)
+_NO_ATTRS = MappingProxyType({})  # the attrs of recorded binary ops: shared, so read-only
 
 
 class Plan:
@@ -247,6 +249,7 @@ class Plan:
     __slots__ = (
         "specs",
         "out_shapes",
+        "out_shape",
         "key",
         "launcher",
         "casts",
@@ -270,6 +273,7 @@ class Plan:
         ]
         self.specs = op.infer(specs, attrs)
         self.out_shapes = [s.shape for s in self.specs]
+        self.out_shape = self.out_shapes[0] if self.out_shapes else None
         key = op.key_dtype(specs) if specs else None
         self.key = self.specs[0].dtype if key is None else key
         compute = dt.CPU_COMPUTE.get(self.key, self.key)
@@ -351,16 +355,11 @@ class EagerTrace(Trace):
         """The hottest path of eager mode (`a + b`): two tensors whose plan is cached and
         needs nothing converted or checked run here, in the operator's own call; anything
         else goes through bind() and apply()."""
-        if type(a) is Tensor:
-            if type(b) in _PY_SCALARS:  # x * 0.5
-                return self._with_scalar(op, a, b, a, b, 1)
-        elif type(b) is Tensor and type(a) in _PY_SCALARS:  # 1 - x
-            return self._with_scalar(op, a, b, b, a, 0)
         if type(a) is Tensor and type(b) is Tensor:
             x, y = a.data, b.data
             plan = op.cache.get((x.shape, x.dtype, y.shape, y.dtype))
             if plan is not None and plan.direct:
-                buf = plan.alloc(plan.out_shapes[0], plan.out_dtype)
+                buf = plan.alloc(plan.out_shape, plan.out_dtype)
                 try:
                     plan.launcher(x, y, buf)
                 except NbflowError:  # a value check (x ** -1 on integers): run it again
@@ -377,9 +376,14 @@ class EagerTrace(Trace):
                         else (b if b.requires_grad else None),
                     )
                     versions = (a._version[0], b._version[0])
-                    node = Node(op, (a, b), {}, ((buf, version, 0),), versions, edges)
+                    node = Node(op, (a, b), _NO_ATTRS, ((buf, version, 0),), versions, edges)
                     return Tensor(buf, True, node, 0, version)
                 return Tensor(buf)
+        elif type(a) is Tensor:
+            if type(b) in _PY_SCALARS:  # x * 0.5
+                return self._with_scalar(op, a, b, a, b, 1)
+        elif type(b) is Tensor and type(a) in _PY_SCALARS:  # 1 - x
+            return self._with_scalar(op, a, b, b, a, 0)
         return bind(op, a, b)
 
     def _with_scalar(self, op, a, b, t, value, i):
@@ -392,7 +396,7 @@ class EagerTrace(Trace):
             return bind(op, a, b)
         try:
             s = dt.scalar(value, plan.scalars[0][1])
-            buf = plan.alloc(plan.out_shapes[0], plan.out_dtype)
+            buf = plan.alloc(plan.out_shape, plan.out_dtype)
             if i:
                 plan.scalar_loop(x.reshape(-1), s, buf.reshape(-1))
             else:
