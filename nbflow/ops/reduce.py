@@ -150,7 +150,8 @@ def _smaller(v, m):
 
 
 # Four running extrema per row, like sum64: one chain of compare-and-select waits on itself
-# (40 us for the max of each row of a 128x256 array, 14 us in four)
+# (40 us for the max of each row of a 128x256 array, 14 us in four). max and min are written
+# out twice: passing the comparison as a function argument stops numba caching the kernels.
 
 
 @njit(**JIT)
