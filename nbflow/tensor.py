@@ -353,8 +353,9 @@ class EagerTrace(Trace):
 
     def binary(self, op: Op, a, b):
         """The hottest path of eager mode (`a + b`): two tensors whose plan is cached and
-        needs nothing converted or checked run here, in the operator's own call; anything
-        else goes through bind() and apply()."""
+        needs nothing converted or checked run here, in the operator's own call, and so does
+        a tensor with a Python scalar (`_with_scalar`); anything else goes through bind() and
+        apply()."""
         if type(a) is Tensor and type(b) is Tensor:
             x, y = a.data, b.data
             plan = op.cache.get((x.shape, x.dtype, y.shape, y.dtype))
