@@ -444,3 +444,21 @@ def test_a_run_in_another_thread_meanwhile_goes_without_the_arena():
         assert exe._arenas[key][1].offsets is not None  # untouched by that run
     finally:
         exe._arena_space.release()
+
+
+def test_a_plan_step_follows_attrs_changed_between_runs():
+    # plan steps remember what their op needs per input signature and attrs: a node whose
+    # attrs change (as an optimizer's lr does) runs with the new ones
+    main = nb.Program()
+    with nb.program_guard(main):
+        x = nb.static.data("x", (-1, 6))
+        v = nb.var(x, axis=1, correction=1)
+    node = next(n for n in main.global_block().ops if n.op.name == "var")
+    feed = {"x": np.random.default_rng(0).standard_normal((4, 6)).astype("f4")}
+    exe = nb.Executor()
+    (before,) = exe.run(main, feed, [v])
+    nt.assert_close(before, feed["x"].var(axis=1, ddof=1), rtol=1e-5)
+    assert any(type(s) is IntoBuffer for s in exe._plan(main, ("x",), [v]))
+    node.attrs["correction"] = 0
+    (after,) = exe.run(main, feed, [v])
+    nt.assert_close(after, feed["x"].var(axis=1, ddof=0), rtol=1e-5)

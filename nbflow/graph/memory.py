@@ -274,8 +274,8 @@ class IntoBuffer:
         self.node = node
         self.reads = [(v.name, v.persistable) for v in node.inputs]
         self.out = node.outputs[0].name
-        # per input signature: (launcher, casts, shape, dtype), or None where the op runs
-        # through the executor (several outputs, a float16 result, scalars to convert)
+        # per input signature and attrs: (launcher, casts, shape, dtype), or None where the
+        # op runs through the executor (several outputs, a float16 result, scalars to convert)
         self.ready: dict = {}
         self.budget = STATE.memory_budget  # what the plans were checked against
 
@@ -293,9 +293,18 @@ class IntoBuffer:
         if self.budget != STATE.memory_budget:  # nbflow.set_memory_budget: check again
             self.ready.clear()
             self.budget = STATE.memory_budget
-        ready = self.ready.get(sig, False)
+        # (the attrs join the key: a launcher may have fixed them, and a node's may change)
+        key = (sig, tuple(self.node.attrs.values()))
+        try:
+            ready = self.ready.get(key, False)
+        except TypeError:  # an unhashable attr: worked out on each run
+            key, ready = None, False
         if ready is False:
-            ready = self.ready[sig] = self._prepare(executor, args, sig)
+            ready = self._prepare(executor, args, sig)
+            if key is not None:
+                if len(self.ready) >= 64:  # e.g. a batch size that keeps changing
+                    self.ready.clear()
+                self.ready[key] = ready
         if ready is None:
             executor._run_op(self.node, env, scope)
             return
