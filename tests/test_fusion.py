@@ -370,3 +370,25 @@ def test_a_body_numba_cannot_compile_still_raises_the_typed_error_when_fused():
         with pytest.raises(KernelCompileError, match=r"user_bad_fused_body.*float32"):
             exe.run(main, feed, [out], scope=nb.Scope())
     assert _groups(exe, main)[0].broken
+
+
+@pytest.mark.parametrize("n", [1000, 1 << 18])  # serial, and past the parallel threshold
+def test_a_fused_group_writing_into_a_dying_input_matches_numpy(n):
+    # h dies at the group, so the memory pass lends its buffer to the group's output: the
+    # kernel then reads and writes h through one name (kernels/cpu.py's in_place_body)
+    main = nb.Program()
+    with nb.program_guard(main):
+        m = nb.static.data("m", (-1, 2))
+        w = nb.static.data("w", (-1,))
+        h = nb.sum(m, axis=1)
+        y = nb.tanh(h * w + 0.25) * 0.5 + h
+    exe = nb.Executor(poison_freed=True)
+    plan = [str(s) for s in exe._plan(main, ("m", "w"), [y])]
+    group = next(i for i, s in enumerate(plan) if s.startswith("<fused"))
+    assert plan[group - 1].startswith("<lend")  # h's buffer goes to the group's output
+    rng = np.random.default_rng(3)
+    feed = {"m": rng.standard_normal((n, 2)).astype("f4"), "w": rng.standard_normal(n).astype("f4")}
+    hv = feed["m"].sum(axis=1)
+    for _ in range(3):  # (the first runs time the serial and parallel kernels against each other)
+        (got,) = exe.run(main, feed, [y])
+        nt.assert_close(got, np.tanh(hv * feed["w"] + 0.25) * 0.5 + hv, rtol=1e-5, atol=1e-6)

@@ -33,7 +33,7 @@ from numba.core.errors import NumbaError
 from .. import dtypes as dt
 from ..core import Node, Spec
 from ..kernels import codegen
-from ..kernels.cpu import Elementwise, cacheable
+from ..kernels.cpu import Elementwise, cacheable, in_place_body
 from ..kernels.threads import Chooser as _Chooser
 from . import memory
 from .program import unique
@@ -58,26 +58,26 @@ _HEADER = """\
 # ops: {ops}
 import numpy as np
 from numba import njit, prange
-from nbflow.kernels.cpu import BODIES
+from nbflow.kernels.cpu import BODIES, as_output, same_buffer
 
 {bodies}
 """
 
-_FLAT = """
+_KERNEL = """
 
 @njit(cache={cache}, error_model="numpy", nogil=True{parallel})
 def {name}({args}):
-    for k in {range}(out0.size):
+{body}"""
+
+_FLAT = """\
+for k in {range}({out0}.size):
 {body}
 """
 
-_ROWS = """
-
-@njit(cache={cache}, error_model="numpy", nogil=True{parallel})
-def {name}({args}, rows, cols):
-    for i in {range}(rows):
-        for j in range(cols):
-            k = i * cols + j
+_ROWS = """\
+for i in {range}(rows):
+    for j in range(cols):
+        k = i * cols + j
 {body}
 """
 
@@ -261,30 +261,37 @@ class FusedGroup:
         mod = self.kernels.get(mask)
         if mod is not None:
             return mod
-        args, loads = [], []
-        for i, m in enumerate(mask):
-            args.append(f"x{i}")
-            loads.append(f"v{i} = x{i}" if m == "s" else f"v{i} = x{i}[{'j' if m == 'r' else 'k'}]")
         names = {id(n.outputs[0]): f"t{j}" for j, n in enumerate(self.nodes)}
-        stores = [f"out{i}[k] = {names[id(v)]}" for i, v in enumerate(self.outputs)]
-        args += [f"out{i}" for i in range(len(self.outputs))]
-        template = _ROWS if "r" in mask else _FLAT
-        indent = " " * (12 if "r" in mask else 8)
-        body = "\n".join(indent + line for line in loads + self.lines + stores)
+        xs = [f"x{i}" for i in range(len(mask))]
+        outs = [f"out{i}" for i in range(len(self.outputs))]
+        rows = "r" in mask
+        template, indent = (_ROWS, " " * 8) if rows else (_FLAT, " " * 4)
+
+        def loop(name, rng):
+            loads = []
+            for i, m in enumerate(mask):
+                read = name(xs[i]) if m == "s" else f"{name(xs[i])}[{'j' if m == 'r' else 'k'}]"
+                loads.append(f"v{i} = {read}")
+            stores = [f"{name(o)}[k] = {names[id(v)]}" for o, v in zip(outs, self.outputs)]
+            body = "\n".join(indent + line for line in loads + self.lines + stores)
+            return template.format(range=rng, out0=name(outs[0]), body=body)
+
         ops = sorted({n.op.name for n in self.nodes})
         src = _HEADER.format(
             ops=" ".join(self.op_names),
             bodies="\n".join([f'f_{name} = BODIES["{name}"]' for name in ops] + self.constants),
         )
-        variants = (("serial", "", "range"), ("parallel", ", parallel=True", "prange"))
-        for name, parallel, rng in variants:
-            src += template.format(
-                cache=self.cache,
-                name=name,
-                parallel=parallel,
-                range=rng,
-                args=", ".join(args),
-                body=body,
+        args = ", ".join(xs + outs + (["rows", "cols"] if rows else []))
+        # the first output may take a dying input's buffer: the serial kernel then reads and
+        # writes it through one name (kernels/cpu.py), 15x faster for a tanh chain. Not the
+        # parallel one: numba computed wrong values for prange loops in those branches, so
+        # run() takes the serial kernel when the output is an input's memory.
+        arrays = [x for x, m in zip(xs, mask) if m == "a"]
+        variants = (("serial", "", "range", arrays), ("parallel", ", parallel=True", "prange", []))
+        for name, parallel, rng, in_place in variants:
+            body = in_place_body(lambda n, rng=rng: loop(n, rng), in_place, outs[0])
+            src += _KERNEL.format(
+                cache=self.cache, name=name, parallel=parallel, args=args, body=body
             )
         mod = self.kernels[mask] = codegen.load("nbflow_fused", src, self.salt)
         return mod
@@ -319,7 +326,7 @@ class FusedGroup:
         flat_outs = [o.reshape(-1) for o in outs]
         if size:
             mod = self._module(mask)
-            if size < PARALLEL_MIN_SIZE:
+            if size < PARALLEL_MIN_SIZE or _writes_an_input(flat_outs[0], args, mask):
                 kernel, chooser = mod.serial, None
             else:
                 chooser = self.choosers.setdefault((mask, size), _Chooser())
@@ -384,6 +391,11 @@ class FusedGroup:
                 mask.append("a")
                 args.append(np.ascontiguousarray(np.broadcast_to(a, shape)).reshape(-1))
         return "".join(mask), args, cols
+
+
+def _writes_an_input(out, args, mask) -> bool:
+    """Whether `out` is the memory of a full-size input (a buffer the memory pass lent)."""
+    return any(m == "a" and np.may_share_memory(out, a) for a, m in zip(args, mask))
 
 
 def _trailing(shape):
