@@ -315,6 +315,8 @@ def entry_point(kernel: Dispatcher, dtypes):
     1-element add's 1.2 us; the caller guarantees the dtypes and ranks, since the entry
     point's unboxing does not check them. One version serves every layout, which costs the
     vectorised loop: worth it only for short arrays (SMALL_SIZE)."""
+    if not isinstance(kernel, Dispatcher):  # numba's jit disabled: a Python function
+        return kernel
     try:
         array_types = [types.Array(numba.from_dtype(d), 1, "A", aligned=False) for d in dtypes]
         return kernel.compile(tuple(array_types))
