@@ -70,9 +70,16 @@ def main():
     real = {k: p.launcher for k, p in plans.items()}
     for p in plans.values():
         p.launcher = _noop
+    groups = _forget_launchers(exe)
+    kernels = {id(g): dict(g.kernels) for g in groups}
+    for g in groups:  # fused groups: every generated kernel a no-op
+        g.kernels = {mask: _NoopModule() for mask in g.kernels}
     overhead = min(_timeit(step, args.steps) for _ in range(5))
     for k, p in plans.items():
         p.launcher = real[k]
+    for g in groups:
+        g.kernels = kernels[id(g)]
+    _forget_launchers(exe)
     kernel = best - overhead
 
     print(f"graph-mode MLP step 784-256-256-10, batch 128, f32, SGD: {len(ops)} ops")
@@ -84,6 +91,25 @@ def main():
 
 def _noop(*args, **kwargs):
     return None
+
+
+class _NoopModule:
+    serial = parallel = staticmethod(_noop)
+
+
+def _forget_launchers(exe) -> list:
+    """Clear what the executor's plan steps remember of each op's plan (graph/memory.py's
+    IntoBuffer keeps the launcher), so that a swapped launcher is the one that runs; returns
+    the plans' fused groups."""
+    groups = []
+    for plans in exe._plans.values():
+        for steps in plans.values():
+            for step in steps:
+                if hasattr(step, "ready"):
+                    step.ready.clear()
+                if hasattr(step, "kernels"):
+                    groups.append(step)
+    return groups
 
 
 def _timeit(fn, n) -> float:

@@ -98,6 +98,8 @@ SAMPLES = {
     "matrix_transpose": (nb.matrix_transpose, lambda: [x(2, 3, 4)], {}),
     "matmul": (nb.matmul, lambda: [x(2, 3, 4), x(4, 2)], {}),
     "linear": (nb.linear, lambda: [x(2, 3, 4), x(5, 4), x(5)], {}),
+    "addmm": (nb.addmm, lambda: [x(3), x(2, 4), x(4, 3)], {"beta": 0.5, "alpha": -2.0}),
+    "addmm_": (inplace(nb.addmm_), lambda: [x(2, 3), x(2, 4), x(4, 3)], {"beta": 2.0}),
     "softmax": (nb.softmax, lambda: [x(2, 5)], {"axis": 1}),
     "log_softmax": (nb.log_softmax, lambda: [x(2, 5)], {"axis": -1}),
     "cross_entropy": (lambda z: nb.cross_entropy(z, idx(1, 0, 3)), lambda: [x(3, 4)], {}),

@@ -336,6 +336,58 @@ def test_a_transposed_product_is_computed_in_its_own_layout():
     nt.assert_close(actual[0], (feed["a"] @ feed["b"]).T * 2)
 
 
+def _sgd_program(fetch_grad=False, **hyper):
+    main, startup = nb.Program(), nb.Program()
+    with nb.program_guard(main, startup):
+        x = nb.static.data("x", [-1, 6])
+        y = nb.static.data("y", [-1], dtype="int64")
+        w1 = nb.static.create_parameter("w1", [6, 8])
+        b1 = nb.static.create_parameter("b1", [8], initializer=("constant", 0.1))
+        w2 = nb.static.create_parameter("w2", [3, 8])  # used transposed, as nn.Linear does
+        loss = nb.cross_entropy(nb.linear(nb.relu(x @ w1 + b1), w2), y)
+        optimizer = nb.optim.SGD(**hyper)
+        pairs = optimizer.minimize(loss)
+    fetch = [loss, "w1", "b1", "w2"] + ([pairs[0][1]] if fetch_grad else [])
+    return main, startup, fetch, optimizer
+
+
+def _sgd_training(exe, steps=4, **options):
+    main, startup, fetch, optimizer = _sgd_program(**options)
+    scope = nb.Scope()
+    nb.manual_seed(0)
+    exe.run(startup, scope=scope)
+    rng = np.random.default_rng(0)
+    feed = {"x": rng.standard_normal((10, 6)).astype(np.float32), "y": rng.integers(0, 3, 10)}
+    results = []
+    for i in range(steps):
+        if i == 2:
+            optimizer.lr = 0.05  # a schedule rewrites the update ops' attrs
+        results.append([np.array(v) for v in exe.run(main, feed, fetch, scope)])  # copies
+    return main, results
+
+
+@pytest.mark.parametrize(
+    "options, folds",
+    [
+        ({"lr": 0.3}, 2),
+        ({"lr": 0.3, "weight_decay": 0.1}, 2),
+        ({"lr": 0.3, "momentum": 0.9}, 0),  # the velocity needs the gradient itself
+        ({"lr": 0.3, "fetch_grad": True}, 1),  # w1's gradient is fetched: kept
+    ],
+)
+def test_sgd_steps_fold_into_their_weight_gradient_products(options, folds):
+    _, expected = _sgd_training(_exe(False), **options)
+    exe = _exe(True)
+    main, actual = _sgd_training(exe, **options)
+    names = [getattr(s, "op", None) and s.op.name for s in _steps(exe, main)]
+    assert names.count("sgd_matmul_update_") == folds
+    assert names.count("sgd_update_") == 3 - folds  # biases (a sum, not a product) stay
+    for a_run, e_run in zip(actual, expected):
+        for a, e in zip(a_run, e_run):
+            nt.assert_close(a, e, rtol=1e-5, atol=1e-6)
+    assert not np.allclose(actual[3][1], actual[1][1])  # the parameters did move
+
+
 def test_threads_are_kept_only_while_they_are_faster():
     from nbflow.graph.fusion import _Chooser
 

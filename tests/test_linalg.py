@@ -279,3 +279,120 @@ def test_linear_shape_errors_name_the_shapes():
         nb.linear(nb.tensor(np.ones((2, 4))), nb.tensor(np.ones(4)))
     with pytest.raises(nb.DTypeError, match="linear"):
         nb.linear(nb.tensor(np.ones((2, 4), np.int64)), nb.tensor(np.ones((3, 4), np.int64)))
+
+
+# ---------------------------------------------------------------- addmm
+
+
+@st.composite
+def addmm_shapes(draw):
+    """(input shape, a shape, b shape): input any shape that broadcasts to the product's."""
+    n, k, m = (draw(st.integers(0, 4)) for _ in range(3))
+    inp = draw(st.sampled_from([(n, m), (m,), (1, m), (n, 1), ()]))
+    return inp, (n, k), (k, m)
+
+
+def _addmm_expected(x, a, b, beta, alpha, dtype):
+    product = alpha * (a.astype(np.float64) @ b.astype(np.float64))
+    if beta == 0:  # input not read (PyTorch and BLAS): its NaNs do not propagate
+        return np.broadcast_to(product, product.shape).astype(dtype)
+    return (beta * x.astype(np.float64) + product).astype(dtype)
+
+
+SCALARS = st.sampled_from([0.0, 1.0, 0.5, -2.0])
+
+
+@pytest.mark.parametrize("dtype", nb.addmm.dtypes, ids=lambda d: dt.SHORT[d])
+@given(data=st.data())
+def test_addmm_matches_numpy(dtype, data):
+    shapes = data.draw(addmm_shapes())
+    x, a, b = (data.draw(nt.arrays(dtype, s)) for s in shapes)
+    beta, alpha = data.draw(SCALARS), data.draw(SCALARS)
+    out = nb.addmm(*(nb.from_numpy(v) for v in (x, a, b)), beta=beta, alpha=alpha)
+    expected = _addmm_expected(x, a, b, beta, alpha, dtype)
+    assert (out.shape, out.dtype) == (expected.shape, dtype)
+    nt.assert_close(out, expected, atol={dt.float32: 1e-5, dt.float16: 1e-2}.get(dtype))
+
+
+@pytest.mark.parametrize("dtype", nb.addmm_.dtypes, ids=lambda d: dt.SHORT[d])
+@given(data=st.data())
+def test_addmm_in_place_writes_every_target_layout(dtype, data):
+    _, sa, sb = data.draw(addmm_shapes())
+    target = data.draw(nt.arrays(dtype, (sa[0], sb[1])))  # C, strided or transposed
+    a, b = data.draw(nt.arrays(dtype, sa)), data.draw(nt.arrays(dtype, sb))
+    beta, alpha = data.draw(SCALARS), data.draw(SCALARS)
+    expected = _addmm_expected(target, a, b, beta, alpha, dtype)
+    t = nb.from_numpy(target.copy() if not target.flags.writeable else target)
+    out = nb.addmm_(t, nb.from_numpy(a), nb.from_numpy(b), beta=beta, alpha=alpha)
+    assert out is t and t.version == 1 and t.shape == expected.shape
+    nt.assert_close(t, expected, atol={dt.float32: 1e-5, dt.float16: 1e-2}.get(dtype))
+
+
+def test_addmm_reading_its_own_target_sees_the_old_values():
+    # a @ a into a: BLAS would read what it has written; the product comes first
+    rng = np.random.default_rng(5)
+    for dtype in (np.float32, np.float64):
+        s = rng.standard_normal((4, 4)).astype(dtype)
+        t = nb.tensor(s.copy())
+        nb.addmm_(t, t, t.T, beta=0.5, alpha=2.0)
+        nt.assert_close(t, (0.5 * s + 2.0 * (s @ s.T)).astype(dtype), atol=1e-5)
+
+
+def test_addmm_without_direct_blas_computes_the_same(monkeypatch):
+    from nbflow.kernels import blas
+
+    rng = np.random.default_rng(6)
+    x, a, b = (rng.standard_normal(s).astype(np.float32) for s in ((3,), (2, 5), (5, 3)))
+    with_blas = nb.addmm(*(nb.tensor(v) for v in (x, a, b)), beta=-1.0, alpha=0.5).numpy()
+    monkeypatch.setattr(blas, "gemm", lambda *args: False)
+    without = nb.addmm(*(nb.tensor(v) for v in (x, a, b)), beta=-1.0, alpha=0.5).numpy()
+    nt.assert_close(without, with_blas, atol=1e-6)
+    nt.assert_close(without, _addmm_expected(x, a, b, -1.0, 0.5, np.float32), atol=1e-5)
+
+
+def test_blas_gemm_takes_row_and_column_layouts_and_refuses_the_rest():
+    from nbflow.kernels import blas
+
+    rng = np.random.default_rng(7)
+    a, b = rng.standard_normal((3, 5)), rng.standard_normal((5, 4))
+    for left in (a, np.asfortranarray(a)):
+        for right in (b, np.asfortranarray(b)):
+            for c in (np.ones((3, 4)), np.asfortranarray(np.ones((3, 4)))):
+                assert blas.gemm(left, right, c, 2.0, -1.0) or blas.numpy_openblas() is None
+                if blas.numpy_openblas() is not None:
+                    nt.assert_close(c, 2.0 * a @ b - 1.0)
+    c = np.ones((3, 4))
+    wide = np.zeros((6, 10))
+    assert not blas.gemm(wide[::2, ::2], b, c, 1.0, 0.0)  # neither axis contiguous
+    assert not blas.gemm(a, b, np.ones((4, 8))[::1, ::2], 1.0, 0.0)
+    assert not blas.gemm(a.astype(np.float32), b, c, 1.0, 0.0)  # mixed dtypes
+    square = np.ones((3, 3))
+    assert not blas.gemm(square, square, square, 1.0, 1.0)  # c is an operand
+    assert (c == 1).all()  # nothing written by a refusal
+
+
+@given(data=st.data())
+def test_addmm_gradcheck_and_second_order(data):
+    shapes = data.draw(addmm_shapes())
+    beta, alpha = data.draw(SCALARS), data.draw(SCALARS)
+    inputs = [
+        nb.tensor(data.draw(nt.arrays(dt.float64, s)), dtype="float64", requires_grad=True)
+        for s in shapes
+    ]
+    fn = lambda x, a, b: nb.addmm(x, a, b, beta=beta, alpha=alpha)
+    nt.gradcheck(fn, inputs)
+    nt.gradgradcheck(fn, inputs)
+
+
+def test_addmm_errors_name_the_shapes_and_dtypes():
+    a, b = nb.ones(2, 3), nb.ones(3, 4)
+    with pytest.raises(nb.errors.ShapeError, match=r"input\(2, 2, 4\) does not broadcast"):
+        nb.addmm(nb.ones(2, 2, 4), a, b)
+    with pytest.raises(nb.errors.ShapeError, match="inner dims differ"):
+        nb.addmm(nb.ones(2, 4), a, nb.ones(4, 4))
+    with pytest.raises(nb.errors.ShapeError, match="needs 2-D a and b"):
+        nb.addmm(nb.ones(4), nb.ones(3), b)
+    with pytest.raises(nb.errors.ShapeError):  # the target cannot take the product's shape
+        nb.addmm_(nb.ones(4), a, b)
+    with pytest.raises(TypeError, match="int64"):
+        nb.addmm(*(nb.ones(2, 2, dtype="int64") for _ in range(3)))

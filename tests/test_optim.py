@@ -51,6 +51,24 @@ def test_sgd_update_in_place_layouts(hyper, case):
         nt.assert_close(tv, expected[1], rtol=1e-6, atol=1e-6)
 
 
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
+@pytest.mark.parametrize("weight_decay", [0.0, 0.1])
+def test_sgd_matmul_update_matches_reference(dtype, weight_decay):
+    # the SGD step graph mode folds into a weight gradient's product: p -= lr (a @ b + wd p)
+    rng = np.random.default_rng(3)
+    p = rng.standard_normal((5, 3)).astype(dtype)
+    a = np.asfortranarray(rng.standard_normal((5, 4)).astype(dtype))  # a transposed operand
+    b = rng.standard_normal((4, 3)).astype(dtype)
+    expected = p - 0.1 * (a.astype(np.float64) @ b + weight_decay * p.astype(np.float64))
+    tp = nb.tensor(p)
+    out = nb.sgd_matmul_update_(tp, nb.tensor(a), nb.tensor(b), lr=0.1, weight_decay=weight_decay)
+    assert out is tp and tp.version == 1
+    nt.assert_close(tp, expected.astype(dtype), atol=1e-2 if dtype == "float16" else 1e-6)
+    with pytest.raises(nb.errors.UnsupportedError, match="momentum"):
+        nb.sgd_matmul_update_(tp, nb.tensor(a), nb.tensor(b), lr=0.1, momentum=0.9)
+    assert tp.version == 1  # refused before anything was written
+
+
 @pytest.mark.parametrize("hyper", SETTINGS)
 def test_eager_step_equals_graph_minimize(hyper):
     rng = np.random.default_rng(1)

@@ -31,7 +31,7 @@ from ..tensor import EagerTrace, Tensor
 from .fusion import fuse
 from .memory import ARENA, Arena, ArenaSpace, outer_reads, plan_memory, poison_default
 from .program import Program, Var
-from .rewrite import fold_transposes
+from .rewrite import rewrite
 
 
 class Scope(dict):
@@ -173,7 +173,7 @@ class Executor:
             block = program.global_block()
             ops = needed_ops(block, targets) if targets else list(block.ops)
             if self.fuse and not plain:
-                ops = fuse(fold_transposes(ops, targets), targets)
+                ops = fuse(rewrite(ops, targets), targets)
             if self.reuse_memory and not plain:
                 ops = plan_memory(ops, set(feed_names), targets, self.poison_freed)
             plans[key] = ops

@@ -6,12 +6,24 @@ The weight gradient of a linear layer (`x @ w.T`) has this form: the product is 
 contiguous in the parameter's layout (BLAS takes the transposed operands as they are), so the
 optimizer update that reads it runs over contiguous memory instead of a strided view (4x
 slower on this machine for a 256x784 weight).
+
+`fold_sgd_products`: an SGD step without momentum, `sgd_update_(p, g, ...)`, whose gradient
+`g = matmul(a, b)` nothing else reads, becomes `sgd_matmul_update_(p, a, b)`: one GEMM adds the
+product into the parameter (BLAS's beta), so the gradient is neither stored nor read again by a
+second pass (the step of a 256x784 weight: 285 -> 262 us alone, more in a training step,
+where the product's halves sit in the other core's cache). The new op shares the update's
+attrs dict, so a learning-rate schedule that rewrites them is followed.
 """
 
 from __future__ import annotations
 
 from ..core import REGISTRY, Node
 from .program import Var
+
+
+def rewrite(ops: list[Node], targets=()) -> list[Node]:
+    """The op list with every rewrite of this module applied."""
+    return fold_sgd_products(fold_transposes(ops, targets), targets)
 
 
 def fold_transposes(ops: list[Node], targets=()) -> list[Node]:
@@ -56,6 +68,38 @@ def fold_transposes(ops: list[Node], targets=()) -> list[Node]:
         bt, at = _transpose(b, node), _transpose(a, node)
         out += [bt, at, _node(node.op, [bt.outputs[0], at.outputs[0]], t.outputs[0], node)]
     return out
+
+
+def fold_sgd_products(ops: list[Node], targets=()) -> list[Node]:
+    """The op list with each foldable SGD step rewritten (module docstring), in its place."""
+    readers: dict[int, set] = {}
+    for node in ops:
+        for v in node.inputs:
+            readers.setdefault(id(v), set()).add(id(node))
+    kept = {id(t) for t in targets}
+    producer = {id(node.outputs[0]): node for node in ops if node.op.name == "matmul"}
+    folded = REGISTRY["sgd_matmul_update_"]
+    replaced, dropped = {}, set()
+    for node in ops:
+        # (an update that is a target, as @jit makes its updates, is still run: folded)
+        if node.op.name != "sgd_update_" or node.attrs["momentum"]:
+            continue
+        p, g = node.inputs[:2]
+        product = producer.get(id(g))
+        if (
+            product is None
+            or readers[id(g)] != {id(node)}
+            or id(g) in kept
+            or g.persistable
+            or any(v.ndim != 2 or v.dtype != p.dtype for v in product.inputs)
+            or g.dtype != p.dtype
+        ):
+            continue
+        new = Node(folded, [p, *product.inputs], node.attrs, [node.outputs[0]], None, None)
+        new.location = node.location
+        replaced[id(node)] = new
+        dropped.add(id(product))
+    return [replaced.get(id(node), node) for node in ops if id(node) not in dropped]
 
 
 def _transpose(v: Var, near: Node) -> Node:

@@ -14,6 +14,8 @@ from __future__ import annotations
 import os
 import time
 
+from .blas import numpy_openblas
+
 
 class Chooser:
     """Threads or not, measured: whether the parallel kernel beats the serial one depends on
@@ -48,18 +50,8 @@ _CHOOSERS: dict = {}  # call key (shapes, dtype) -> Chooser
 def _openblas():
     global _OPENBLAS
     if _OPENBLAS is None:
-        _OPENBLAS = False
-        if os.environ.get("NBFLOW_BLAS_THREADS", "") != "fixed":
-            try:
-                import numpy  # noqa: F401  (its OpenBLAS must be loaded to be found)
-                import threadpoolctl
-
-                found = threadpoolctl.ThreadpoolController().select(internal_api="openblas")
-                libs = [c for c in found.lib_controllers if "numpy" in c.filepath]
-                if libs and libs[0].num_threads > 1:
-                    _OPENBLAS = libs[0]
-            except Exception:  # no threadpoolctl, or it cannot read the library: leave it
-                _OPENBLAS = False
+        lib = None if os.environ.get("NBFLOW_BLAS_THREADS", "") == "fixed" else numpy_openblas()
+        _OPENBLAS = lib if lib is not None and lib.num_threads > 1 else False
     return _OPENBLAS
 
 

@@ -10,10 +10,11 @@ import numpy as np
 from numba import njit
 
 from .. import dtypes as dt
-from ..core import UNKNOWN, Op, Spec, broadcast_shapes, needs_grad
+from ..core import UNKNOWN, Attr, Op, Spec, broadcast_shapes, needs_grad
 from ..errors import ShapeError
-from ..kernels import threads
+from ..kernels import blas, threads
 from ..kernels.cpu import JIT
+from ._define import inplace_variant
 from .broadcast import broadcast_to_like
 from .elementwise import add
 from .reduce import expand_reduced
@@ -154,6 +155,74 @@ def _transposed(x) -> bool:
     )
 
 
+# ---------------------------------------------------------------- addmm
+
+
+def _addmm_spec(x, a, b, **attrs):
+    if a.ndim != 2 or b.ndim != 2:
+        raise ShapeError(f"needs 2-D a and b, got a{tuple(a.shape)} and b{tuple(b.shape)}")
+    product = _matmul_spec(a, b)
+    fits = x.ndim <= 2 and all(
+        n == 1 or UNKNOWN in (n, m) or n == m for n, m in zip(x.shape[::-1], product.shape[::-1])
+    )
+    if not fits:
+        raise ShapeError(
+            f"input{tuple(x.shape)} does not broadcast to the product's shape {product.shape}"
+        )
+    return Spec(product.shape, dt.promote([x.dtype, product.dtype]))
+
+
+def _addmm_cpu(x, a, b, out, beta, alpha):
+    if out is not x and beta != 0:  # out of place (or a float16 target's float32 copy)
+        np.copyto(out, x)
+    if out.size * a.shape[1] >= THREAD_CHOICE_MIN_WORK:
+        key = (a.shape, b.shape, a.strides, b.strides, out.strides, "addmm")
+        done = threads.blas_call(key, blas.gemm, a, b, out, alpha, beta)
+    else:
+        done = blas.gemm(a, b, out, alpha, beta)
+    if not done:  # an operand BLAS cannot take as it is, or no BLAS to call directly
+        product = np.matmul(a, b)  # complete before out is written (a or b may be out)
+        if beta == 0:
+            np.multiply(product, alpha, out=out)
+        else:
+            if beta != 1:
+                out *= beta
+            out += alpha * product
+
+
+def _addmm_ref(x, a, b, beta=1.0, alpha=1.0):
+    d = dt.promote([x.dtype, a.dtype, b.dtype])
+    product = alpha * np.matmul(a.astype(np.float64), b.astype(np.float64))
+    return (product if beta == 0 else beta * x.astype(np.float64) + product).astype(d)
+
+
+addmm = Op(
+    name="addmm",
+    inputs=("input", "a", "b"),
+    outputs=("out",),
+    spec=_addmm_spec,
+    kernels={"cpu": _addmm_cpu, "cuda": None},
+    dtypes=dt.FLOATS,
+    ref=_addmm_ref,
+    attrs={"beta": Attr("float", 1.0), "alpha": Attr("float", 1.0)},
+    doc="PyTorch's addmm: beta * input + alpha * (a @ b) for 2-D a and b, input broadcast to "
+    "the product's shape (beta 0: input is not read, its NaNs do not propagate). One GEMM "
+    "call on BLAS, which adds the product into the result.",
+)
+
+
+@addmm.defgrad
+def _addmm_grad(g, out, x, a, b, beta, alpha):
+    gx = g * beta if needs_grad(x) else None  # the driver sums it back to input's shape
+    ga = matmul(g, matrix_transpose(b)) * alpha if needs_grad(a) else None
+    gb = matmul(matrix_transpose(a), g) * alpha if needs_grad(b) else None
+    return gx, ga, gb
+
+
+# in place, into a (rows, cols) input: the form an SGD step folded into its weight gradient's
+# product takes in graph mode (graph/rewrite.py)
+addmm_ = inplace_variant(addmm, "addmm_")
+
 # ---------------------------------------------------------------- linear
 
 
@@ -223,4 +292,4 @@ def linear(x, weight, bias=None):
     return linear_op(x, weight) if bias is None else linear_op(x, weight, bias)
 
 
-__all__ = ["linear", "linear_op", "matmul", "matrix_transpose"]
+__all__ = ["addmm", "addmm_", "linear", "linear_op", "matmul", "matrix_transpose"]

@@ -16,9 +16,10 @@ import numpy as np
 from numba import njit
 
 from .. import dtypes as dt
-from ..core import Attr, Op, Spec
+from ..core import UNKNOWN, Attr, Op, Spec
 from ..errors import ShapeError, UnsupportedError
 from ..kernels.cpu import JIT
+from . import linalg
 
 # The kernels update their arrays in place, each taking the array it writes once: given a
 # separate output that is the input itself, LLVM's overlap check fails and the loop runs
@@ -121,6 +122,48 @@ sgd_update_ = Op(
     inplace={0: 0, 1: 2},
     doc="SGD step in place: d = g + wd p; v = m v + (1 - dampening) d; p -= lr (d + m v if "
     "nesterov else v) (PyTorch's SGD; velocity unused when momentum is 0).",
+)
+
+
+def _sgd_matmul_spec(p, a, b, **attrs):
+    def same(n, m):
+        return n == m or UNKNOWN in (n, m)
+
+    if not (a.ndim == b.ndim == p.ndim == 2 and same(a.shape[1], b.shape[0])):
+        raise ShapeError("needs 2-D a and b whose product has the 2-D parameter's shape")
+    if not (same(p.shape[0], a.shape[0]) and same(p.shape[1], b.shape[1])):
+        raise ShapeError(f"a @ b has shape ({a.shape[0]}, {b.shape[1]}), not the parameter's")
+    return Spec(p.shape, p.dtype)
+
+
+def _sgd_matmul_cpu(p, a, b, p_out, lr, momentum, dampening, weight_decay, nesterov):
+    if momentum:
+        raise UnsupportedError(
+            "sgd_matmul_update_: momentum needs the gradient itself (sgd_update_ keeps it)"
+        )
+    # p - lr (a @ b + wd p) = (1 - lr wd) p - lr (a @ b): one GEMM adds the product into p
+    linalg.addmm.kernels["cpu"](p, a, b, p_out, beta=1.0 - lr * weight_decay, alpha=-lr)
+
+
+def _sgd_matmul_ref(p, a, b, lr, momentum=0.0, dampening=0.0, weight_decay=0.0, nesterov=False):
+    return _sgd_ref(p, np.matmul(a, b), p, lr, 0.0, dampening, weight_decay)[0]
+
+
+sgd_matmul_update_ = Op(
+    name="sgd_matmul_update_",
+    inputs=("param", "a", "b"),
+    outputs=("param_out",),
+    spec=_sgd_matmul_spec,
+    kernels={"cpu": _sgd_matmul_cpu, "cuda": None},
+    dtypes=dt.FLOATS,
+    ref=_sgd_matmul_ref,
+    differentiable=False,
+    attrs=sgd_update_.attrs,
+    inplace={0: 0},
+    doc="An SGD step without momentum whose gradient is the product a @ b (a weight "
+    "gradient), in place: p = (1 - lr wd) p - lr (a @ b), one GEMM adding the product into "
+    "the parameter, so the gradient is never stored. Graph mode folds sgd_update_ into it "
+    "(graph/rewrite.py); the attrs are sgd_update_'s, and momentum must be 0.",
 )
 
 
@@ -330,4 +373,4 @@ rmsprop_update_ = Op(
     "momentum_buffer (momentum 0) are unused stand-ins, left unchanged.",
 )
 
-__all__ = ["adam_update_", "rmsprop_update_", "sgd_update_"]
+__all__ = ["adam_update_", "rmsprop_update_", "sgd_matmul_update_", "sgd_update_"]

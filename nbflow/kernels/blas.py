@@ -1,0 +1,127 @@
+"""GEMM with alpha and beta on numpy's own BLAS: `c = alpha a @ b + beta c`, in place.
+
+numpy's matmul does not expose GEMM's scalars, and adding a product into an existing matrix
+with them saves a pass over it: a graph-mode SGD step folded into its weight-gradient product
+(graph/rewrite.py) never stores the gradient (the step of a 256x784 weight: 285 -> 262 us).
+The library is the OpenBLAS that numpy loaded, found through threadpoolctl (as
+kernels/threads.py finds it to switch its thread count), so no second BLAS and no second thread
+pool join the process. Where that fails (another BLAS, no cblas symbols, an operand BLAS
+cannot take as it is), `gemm` returns False and the caller computes the same with numpy.
+"""
+
+from __future__ import annotations
+
+import ctypes
+
+import numpy as np
+
+ROW_MAJOR, NO_TRANS, TRANS = 101, 111, 112  # CBLAS's enum values
+
+_LIB = None  # threadpoolctl's controller for numpy's OpenBLAS; False: none found
+_GEMM: dict = {}  # dtype char -> ctypes function, or None
+
+
+def numpy_openblas():
+    """threadpoolctl's controller of the OpenBLAS numpy uses, or None."""
+    global _LIB
+    if _LIB is None:
+        _LIB = False
+        try:
+            import threadpoolctl
+
+            found = threadpoolctl.ThreadpoolController().select(internal_api="openblas")
+            libs = [c for c in found.lib_controllers if "numpy" in c.filepath]
+            _LIB = libs[0] if libs else False
+        except Exception:  # threadpoolctl cannot read the library: no direct calls
+            _LIB = False
+    return _LIB or None
+
+
+def _symbol(dll, name):
+    """`name` under the prefixes and suffixes OpenBLAS builds use (numpy's wheels export
+    scipy_cblas_sgemm64_), with whether its integers are 64-bit; (None, False) if absent."""
+    for prefix in ("", "scipy_"):
+        for suffix in ("", "64_", "_64"):
+            fn = getattr(dll, f"{prefix}{name}{suffix}", None)
+            if fn is not None:
+                return fn, prefix, suffix
+    return None, "", ""
+
+
+def _int64_interface(dll, prefix, suffix) -> bool | None:
+    """Whether the library's BLAS integers are 64-bit, from its build configuration; None
+    when it does not say (then nothing is called: a wrong guess would crash)."""
+    config = getattr(dll, f"{prefix}openblas_get_config{suffix}", None)
+    if config is None:
+        return None
+    config.restype = ctypes.c_char_p
+    text = (config() or b"").decode(errors="replace")
+    return "USE64BITINT" in text
+
+
+def _function(char: str):
+    """The ctypes cblas_sgemm (char "f") or cblas_dgemm ("d"), or None."""
+    if char in _GEMM:
+        return _GEMM[char]
+    _GEMM[char] = None
+    lib = numpy_openblas()
+    if lib is None:
+        return None
+    try:
+        fn, prefix, suffix = _symbol(lib.dynlib, "cblas_" + {"f": "sgemm", "d": "dgemm"}[char])
+        wide = _int64_interface(lib.dynlib, prefix, suffix) if fn is not None else None
+    except (OSError, AttributeError, ValueError):
+        return None
+    if wide is None:
+        return None
+    n = ctypes.c_int64 if wide else ctypes.c_int32
+    scalar = ctypes.c_float if char == "f" else ctypes.c_double
+    enum, ptr = ctypes.c_int, ctypes.c_void_p
+    fn.argtypes = [enum, enum, enum, n, n, n, scalar, ptr, n, ptr, n, scalar, ptr, n]
+    fn.restype = None
+    _GEMM[char] = fn
+    return fn
+
+
+def _operand(x: np.ndarray):
+    """(transpose flag, leading dimension) of a 2-D operand BLAS reads as it is: rows or
+    columns contiguous; None otherwise."""
+    item = x.itemsize
+    rows, cols = x.shape
+    s0, s1 = x.strides
+    if s1 == item and s0 % item == 0 and s0 // item >= max(1, cols):
+        return NO_TRANS, s0 // item
+    if s0 == item and s1 % item == 0 and s1 // item >= max(1, rows):
+        return TRANS, s1 // item
+    return None
+
+
+def gemm(a: np.ndarray, b: np.ndarray, c: np.ndarray, alpha: float, beta: float) -> bool:
+    """c = alpha * a @ b + beta * c in place (beta 0: c is not read), for 2-D float32 or
+    float64 operands of one dtype. False, with nothing written, where BLAS cannot run it as
+    it is: the caller computes it another way."""
+    if c.ndim != 2 or a.ndim != 2 or b.ndim != 2 or c.dtype.char not in "fd":
+        return False
+    if a.dtype != c.dtype or b.dtype != c.dtype or not c.flags.writeable or 0 in a.shape:
+        return False
+    if c.shape != (a.shape[0], b.shape[1]) or a.shape[1] != b.shape[0] or 0 in c.shape:
+        return False
+    if not (a.flags.aligned and b.flags.aligned and c.flags.aligned):
+        return False
+    if np.may_share_memory(c, a) or np.may_share_memory(c, b):
+        return False  # BLAS would read what it has already written
+    out = _operand(c)
+    if out is None:
+        return False
+    if out[0] == TRANS:  # c stored by columns: compute c.T = alpha b.T @ a.T + beta c.T
+        a, b, c = b.T, a.T, c.T
+        out = (NO_TRANS, out[1])
+    ta, tb = _operand(a), _operand(b)
+    fn = _function(c.dtype.char)
+    if ta is None or tb is None or fn is None:
+        return False
+    m, n = c.shape
+    k = a.shape[1]
+    pa, pb, pc = a.ctypes.data, b.ctypes.data, c.ctypes.data
+    fn(ROW_MAJOR, ta[0], tb[0], m, n, k, alpha, pa, ta[1], pb, tb[1], beta, pc, out[1])
+    return True
