@@ -171,6 +171,15 @@ def structured_cases():
         yield "linear", str(d), ops.linear, [a.astype(d), w.astype(d), bias.astype(d)]
     yield "linear", "no bias, 3-D x", ops.linear, [values((2, N, 7), dt.float32), w]
     yield "linear", "1-D x", ops.linear, [values((7,), dt.float32), w, bias]
+    c = values((5 * N, 3 * N), dt.float32)
+    for d in (dt.float32, dt.float64):
+        fn = lambda x, a, b: ops.addmm(x, a, b, beta=0.5, alpha=-2.0)
+        yield "addmm", str(d), fn, [c.astype(d), a.astype(d), b.astype(d)]
+    yield "addmm", "row input, beta 0", (lambda x, a, b: ops.addmm(x, a, b, beta=0.0)), [c[0], a, b]
+    fn = lambda x, a, b: ops.addmm_(x, a.T, b, alpha=0.5)
+    yield "addmm_", "transposed a", fn, [c, a.T.copy(), b]
+    fn = lambda p, a, b: ops.sgd_matmul_update_(p, a, b, lr=0.1, weight_decay=0.01)
+    yield "sgd_matmul_update_", "f32", fn, [c, a, b]
     like = values((3, 1), dt.float32)
     yield "sum_to_like", "f32", ops.sum_to_like, [x3, like]
     yield "broadcast_to_like", "f32", ops.broadcast_to_like, [like, x3]

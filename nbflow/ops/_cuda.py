@@ -146,6 +146,25 @@ def _matmul(a, b, out):
     impl().matmul(a, b, out)
 
 
+def _addmm(x, a, b, out, beta, alpha):
+    # the product, scaled, added to the scaled input (no GEMM with beta on the GPU yet)
+    product = devices.empty(tuple(out.shape), out.dtype)
+    impl().matmul(a, b, product)
+    mul, add = REGISTRY["mul"].kernels["cuda"], REGISTRY["add"].kernels["cuda"]
+    mul(product, _device_scalar(alpha, out), product)
+    if beta == 0:  # input not read, as on the CPU
+        impl().copy_into(product, out)
+        return
+    mul(x, _device_scalar(beta, out), out)  # (x broadcasts to out; out may be x itself)
+    add(out, product, out)
+
+
+def _device_scalar(value, like):
+    s = devices.empty((), like.dtype)
+    impl().fill(s, dt.scalar(value, like.dtype))
+    return s
+
+
 def _pointwise_loss(name):
     def launch(*arrays, reduction):
         *ins, out = arrays
@@ -478,6 +497,8 @@ KERNELS = {
     "concat": _concat,
     "stack": _stack,
     "matmul": _matmul,
+    "addmm": _addmm,
+    "addmm_": _addmm,
     "linear": _linear,
     "cross_entropy": _cross_entropy,
     "cross_entropy_grad": _cross_entropy_grad,

@@ -136,13 +136,19 @@ def _sgd_matmul_spec(p, a, b, **attrs):
     return Spec(p.shape, p.dtype)
 
 
-def _sgd_matmul_cpu(p, a, b, p_out, lr, momentum, dampening, weight_decay, nesterov):
-    if momentum:
-        raise UnsupportedError(
-            "sgd_matmul_update_: momentum needs the gradient itself (sgd_update_ keeps it)"
-        )
-    # p - lr (a @ b + wd p) = (1 - lr wd) p - lr (a @ b): one GEMM adds the product into p
-    linalg.addmm.kernels["cpu"](p, a, b, p_out, beta=1.0 - lr * weight_decay, alpha=-lr)
+def _sgd_matmul(device: str):
+    """The kernel on `device`: addmm's, with the step's scalars."""
+
+    def launch(p, a, b, p_out, lr, momentum, dampening, weight_decay, nesterov):
+        if momentum:
+            raise UnsupportedError(
+                "sgd_matmul_update_: momentum needs the gradient itself (sgd_update_ keeps it)"
+            )
+        # p - lr (a @ b + wd p) = (1 - lr wd) p - lr (a @ b): one GEMM adds the product into p
+        addmm = linalg.addmm.kernels[device]
+        addmm(p, a, b, p_out, beta=1.0 - lr * weight_decay, alpha=-lr)
+
+    return launch
 
 
 def _sgd_matmul_ref(p, a, b, lr, momentum=0.0, dampening=0.0, weight_decay=0.0, nesterov=False):
@@ -154,7 +160,7 @@ sgd_matmul_update_ = Op(
     inputs=("param", "a", "b"),
     outputs=("param_out",),
     spec=_sgd_matmul_spec,
-    kernels={"cpu": _sgd_matmul_cpu, "cuda": None},
+    kernels={"cpu": _sgd_matmul("cpu"), "cuda": _sgd_matmul("cuda")},
     dtypes=dt.FLOATS,
     ref=_sgd_matmul_ref,
     differentiable=False,
