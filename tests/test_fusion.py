@@ -388,6 +388,34 @@ def test_sgd_steps_fold_into_their_weight_gradient_products(options, folds):
     assert not np.allclose(actual[3][1], actual[1][1])  # the parameters did move
 
 
+@pytest.mark.parametrize("written_between", [False, True])
+def test_an_sgd_step_is_not_folded_past_a_write_to_its_operands(written_between):
+    # folded, the product's operands are read where the update was: a write to one of them
+    # in between (here through the view the product reads) keeps the step as it was
+    main = nb.Program()
+    with nb.program_guard(main):
+        x = nb.static.data("x", [4, 3])
+        v = nb.static.data("v", [4, 2])
+        w = nb.static.create_parameter("w", [3, 2], initializer=("constant", 0.5))
+        u = x * 1.0
+        g = nb.matmul(nb.matrix_transpose(u), v)
+        if written_between:
+            nb.add_(u, 1.0)
+        nb.sgd_update_(w, g, g, lr=0.1)
+    rng = np.random.default_rng(3)
+    feed = {"x": rng.standard_normal((4, 3)), "v": rng.standard_normal((4, 2))}
+    feed = {k: a.astype(np.float32) for k, a in feed.items()}
+    results = []
+    for exe in (_exe(False), _exe(True)):
+        scope = nb.Scope()
+        scope["w"] = nb.full((3, 2), 0.5)
+        results.append(np.array(exe.run(main, feed, ["w", u], scope)[0]))  # (u keeps add_)
+    nt.assert_close(results[0], 0.5 - 0.1 * feed["x"].T @ feed["v"], atol=1e-6)
+    nt.assert_close(results[1], results[0], atol=1e-6)
+    names = [getattr(s, "op", None) and s.op.name for s in _steps(exe, main)]
+    assert ("sgd_matmul_update_" in names) is not written_between
+
+
 def test_threads_are_kept_only_while_they_are_faster():
     from nbflow.graph.fusion import _Chooser
 

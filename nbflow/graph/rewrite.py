@@ -18,6 +18,7 @@ attrs dict, so a learning-rate schedule that rewrites them is followed.
 from __future__ import annotations
 
 from ..core import REGISTRY, Node
+from .memory import Storages
 from .program import Var
 
 
@@ -77,15 +78,17 @@ def fold_sgd_products(ops: list[Node], targets=()) -> list[Node]:
         for v in node.inputs:
             readers.setdefault(id(v), set()).add(id(node))
     kept = {id(t) for t in targets}
-    producer = {id(node.outputs[0]): node for node in ops if node.op.name == "matmul"}
+    producer = {id(node.outputs[0]): k for k, node in enumerate(ops) if node.op.name == "matmul"}
     folded = REGISTRY["sgd_matmul_update_"]
+    storage = Storages(ops).find
     replaced, dropped = {}, set()
-    for node in ops:
+    for k, node in enumerate(ops):
         # (an update that is a target, as @jit makes its updates, is still run: folded)
         if node.op.name != "sgd_update_" or node.attrs["momentum"]:
             continue
         p, g = node.inputs[:2]
-        product = producer.get(id(g))
+        j = producer.get(id(g))
+        product = None if j is None else ops[j]
         if (
             product is None
             or readers[id(g)] != {id(node)}
@@ -93,6 +96,7 @@ def fold_sgd_products(ops: list[Node], targets=()) -> list[Node]:
             or g.persistable
             or any(v.ndim != 2 or v.dtype != p.dtype for v in product.inputs)
             or g.dtype != p.dtype
+            or _may_write(ops[j + 1 : k], product.inputs, storage)
         ):
             continue
         new = Node(folded, [p, *product.inputs], node.attrs, [node.outputs[0]], None, None)
@@ -100,6 +104,19 @@ def fold_sgd_products(ops: list[Node], targets=()) -> list[Node]:
         replaced[id(node)] = new
         dropped.add(id(product))
     return [replaced.get(id(node), node) for node in ops if id(node) not in dropped]
+
+
+def _may_write(steps: list[Node], values, storage) -> bool:
+    """Whether one of the steps may write the memory of one of the values (`storage`: a var
+    id's storage, views joined to their base): the folded step reads its operands where the
+    update was, not where their product was."""
+    read = {storage(id(v)) for v in values}
+    for node in steps:
+        if any(attr.kind == "block" for attr in node.op.attrs.values()):
+            return True  # a control flow op's sub-blocks may write outer values
+        if any(storage(id(node.inputs[j])) in read for j in node.op.inplace.values()):
+            return True
+    return False
 
 
 def _transpose(v: Var, near: Node) -> Node:
