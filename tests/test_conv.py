@@ -329,3 +329,16 @@ def test_pooling_matches_pytorch(name, attrs):
         _, idx = nb.max_pool2d(xn, return_indices=True, **attrs)
         _, tidx = torch.nn.functional.max_pool2d(xt, return_indices=True, **attrs)
         np.testing.assert_array_equal(idx.numpy(), tidx.numpy())
+
+
+def test_max_pool_picks_a_nan_and_points_at_it():
+    # PyTorch's rule: a NaN in a window is its max; the index says where it is
+    x = RNG.uniform(-2, 2, (1, 2, 4, 4))
+    x[0, 1, 2, 1] = np.nan
+    out, idx = nb.max_pool2d(nb.tensor(x), kernel_size=2, stride=2, return_indices=True)
+    expected = max_pool_numpy(np.nan_to_num(x, nan=np.inf), 2, 2, 0)
+    nan_window = (0, 1, 1, 0)  # the window holding x[0, 1, 2, 1]
+    assert np.isnan(out.numpy()[nan_window]) and idx.numpy()[nan_window] == 2 * 4 + 1
+    finite = ~np.isnan(out.numpy())
+    nt.assert_close(out.numpy()[finite], expected[finite])
+    assert finite.sum() == out.size - 1

@@ -19,7 +19,7 @@ from numba import cuda, types
 from .. import device as devices
 from ..errors import UnsupportedError
 from . import codegen
-from .windows import avg_window
+from .windows import adaptive_bin, avg_window, max_window
 
 SIM = devices.simulator()
 # threads per block: the simulator runs each GPU thread as a Python thread, so keep it small
@@ -1368,27 +1368,19 @@ def conv2d_weight_grad(x, g, out, groups, geometry):
 # input planes with atomics.
 
 
+# the window rules the CPU kernels use too (kernels/windows.py)
+_avg_window = cuda.jit(device=True)(avg_window)
+_max_window = cuda.jit(device=True)(max_window)
+_adaptive_bin = cuda.jit(device=True)(adaptive_bin)
+
+
 @cuda.jit
 def _max_pool(x, out, idx, kh, kw, sh, sw, ph, pw, dh, dw):
-    height, width = x.shape[1], x.shape[2]
     oh, ow = out.shape[1], out.shape[2]
     for q in range(cuda.grid(1), out.size, cuda.gridsize(1)):
         p, r = q // (oh * ow), q % (oh * ow)
         y, t = r // ow, r % ow
-        best = x[p, 0, 0]
-        k = -1
-        for i in range(kh):
-            hy = y * sh - ph + i * dh
-            if hy < 0 or hy >= height:
-                continue
-            for j in range(kw):
-                wx = t * sw - pw + j * dw
-                if wx < 0 or wx >= width:
-                    continue
-                v = x[p, hy, wx]
-                if k < 0 or (best == best and (v > best or v != v)):
-                    best = v
-                    k = hy * width + wx
+        best, k = _max_window(x, p, y, t, kh, kw, sh, sw, ph, pw, dh, dw)
         out[p, y, t] = best if k >= 0 else -math.inf
         idx[p, y, t] = k
 
@@ -1402,9 +1394,6 @@ def _scatter_planes(g, idx, dx):
         k = idx[p, e]
         if k >= 0:
             cuda.atomic.add(dx, (p, k), g[p, e])
-
-
-_avg_window = cuda.jit(device=True)(avg_window)
 
 
 @cuda.jit
@@ -1448,8 +1437,8 @@ def _adaptive(x, out):
     for q in range(cuda.grid(1), out.size, cuda.gridsize(1)):
         p, r = q // (oh * ow), q % (oh * ow)
         y, t = r // ow, r % ow
-        h0, h1 = (y * height) // oh, ((y + 1) * height + oh - 1) // oh
-        w0, w1 = (t * width) // ow, ((t + 1) * width + ow - 1) // ow
+        h0, h1 = _adaptive_bin(y, height, oh)
+        w0, w1 = _adaptive_bin(t, width, ow)
         acc = 0.0
         for a in range(h0, h1):
             for b in range(w0, w1):
@@ -1464,8 +1453,8 @@ def _adaptive_back(g, dx):
     for q in range(cuda.grid(1), g.size, cuda.gridsize(1)):
         p, r = q // (oh * ow), q % (oh * ow)
         y, t = r // ow, r % ow
-        h0, h1 = (y * height) // oh, ((y + 1) * height + oh - 1) // oh
-        w0, w1 = (t * width) // ow, ((t + 1) * width + ow - 1) // ow
+        h0, h1 = _adaptive_bin(y, height, oh)
+        w0, w1 = _adaptive_bin(t, width, ow)
         v = g[p, y, t] / ((h1 - h0) * (w1 - w0))
         for a in range(h0, h1):
             for b in range(w0, w1):

@@ -24,7 +24,7 @@ from .. import dtypes as dt
 from ..core import UNKNOWN, Attr, Op, Spec, needs_grad
 from ..errors import AttrError, ShapeError, UnsupportedError
 from ..kernels.cpu import JIT
-from ..kernels.windows import avg_window
+from ..kernels.windows import adaptive_bin, avg_window, max_window
 from . import reduce as _reduce
 from . import shape as _shape
 from .index import take_along_axis
@@ -99,30 +99,18 @@ def _col2im(cols, dx, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow):
                                     dst[hy, wx] += cols[g, row, base + t]
 
 
+_max_window = njit(**JIT)(max_window)
+
+
 @njit(**JIT)
 def _max_pool_planes(x, out, idx, kh, kw, sh, sw, ph, pw, dh, dw):
     """Max of each window of each (H, W) plane of x, and its flat index in the plane (-1 for
-    a window that holds only padding). A NaN wins, as in PyTorch."""
-    n_planes, height, width = x.shape
-    oh, ow = out.shape[1], out.shape[2]
-    for p in range(n_planes):
-        for y in range(oh):
-            for t in range(ow):
-                best = -np.inf
-                k = -1
-                for i in range(kh):
-                    hy = y * sh - ph + i * dh
-                    if hy < 0 or hy >= height:
-                        continue
-                    for j in range(kw):
-                        wx = t * sw - pw + j * dw
-                        if wx < 0 or wx >= width:
-                            continue
-                        v = x[p, hy, wx]
-                        if k < 0 or (best == best and (v > best or v != v)):
-                            best = v
-                            k = hy * width + wx
-                out[p, y, t] = best
+    a window that holds only padding)."""
+    for p in range(x.shape[0]):
+        for y in range(out.shape[1]):
+            for t in range(out.shape[2]):
+                best, k = _max_window(x, p, y, t, kh, kw, sh, sw, ph, pw, dh, dw)
+                out[p, y, t] = best if k >= 0 else -np.inf
                 idx[p, y, t] = k
 
 
@@ -175,6 +163,9 @@ def _avg_pool_back_planes(g, dx, kh, kw, sh, sw, ph, pw, include_pad, divisor):
                         dx[p, a, b] += v
 
 
+_adaptive_bin = njit(**JIT)(adaptive_bin)
+
+
 @njit(**JIT)
 def _adaptive_planes(x, out, backward):
     """Adaptive average pooling of each plane (backward=False: x -> out), or its adjoint
@@ -184,11 +175,9 @@ def _adaptive_planes(x, out, backward):
     oh, ow = out.shape[1], out.shape[2]
     for p in range(n_planes):
         for y in range(oh):
-            h0 = (y * height) // oh
-            h1 = ((y + 1) * height + oh - 1) // oh
+            h0, h1 = _adaptive_bin(y, height, oh)
             for t in range(ow):
-                w0 = (t * width) // ow
-                w1 = ((t + 1) * width + ow - 1) // ow
+                w0, w1 = _adaptive_bin(t, width, ow)
                 count = (h1 - h0) * (w1 - w0)
                 if backward:
                     v = out[p, y, t] / count
