@@ -472,3 +472,11 @@ def test_a_fused_group_writing_into_a_dying_input_matches_numpy(n):
     for _ in range(3):  # (the first runs time the serial and parallel kernels against each other)
         (got,) = exe.run(main, feed, [y])
         nt.assert_close(got, np.tanh(hv * feed["w"] + 0.25) * 0.5 + hv, rtol=1e-5, atol=1e-6)
+    # past the threshold the parallel loop reading h through the output ran (its own kernel)
+    (fused,) = _groups(exe, main)
+    (mod,) = fused.kernels.values()
+    h_index = next(i for i, v in enumerate(fused.inputs) if v is h)
+    ran = [
+        name for name in dir(mod) if name.startswith("parallel") and getattr(mod, name).signatures
+    ]
+    assert ran == ([f"parallel_in{h_index}"] if n > 1000 else [])

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import os
 import sys
+import textwrap
 import time
 
 import numpy as np
@@ -282,16 +283,22 @@ class FusedGroup:
             bodies="\n".join([f'f_{name} = BODIES["{name}"]' for name in ops] + self.constants),
         )
         args = ", ".join(xs + outs + (["rows", "cols"] if rows else []))
-        # the first output may take a dying input's buffer: the serial kernel then reads and
-        # writes it through one name (kernels/cpu.py), 15x faster for a tanh chain. Not the
-        # parallel one: numba computed wrong values for prange loops in those branches, so
-        # run() takes the serial kernel when the output is an input's memory.
+        # the first output may take a dying input's buffer: the kernel must then read and
+        # write it through one name (kernels/cpu.py), 15x faster for a tanh chain. The serial
+        # kernel branches on it; the parallel one cannot (numba computed wrong values for
+        # prange loops inside such branches), so `parallel_in{i}` is the parallel loop that
+        # reads input i through out0, chosen by run() when out0 is that input's buffer.
         arrays = [x for x, m in zip(xs, mask) if m == "a"]
-        variants = (("serial", "", "range", arrays), ("parallel", ", parallel=True", "prange", []))
-        for name, parallel, rng, in_place in variants:
-            body = in_place_body(lambda n, rng=rng: loop(n, rng), in_place, outs[0])
+        body = in_place_body(lambda n: loop(n, "range"), arrays, outs[0])
+        src += _KERNEL.format(cache=self.cache, name="serial", parallel="", args=args, body=body)
+        parallel = {"parallel": None}
+        parallel.update(
+            {f"parallel_in{i}": x for i, (x, m) in enumerate(zip(xs, mask)) if m == "a"}
+        )
+        for name, x in parallel.items():
+            body = textwrap.indent(loop(lambda n, x=x: outs[0] if n == x else n, "prange"), "    ")
             src += _KERNEL.format(
-                cache=self.cache, name=name, parallel=parallel, args=args, body=body
+                cache=self.cache, name=name, parallel=", parallel=True", args=args, body=body
             )
         mod = self.kernels[mask] = codegen.load("nbflow_fused", src, self.salt)
         return mod
@@ -326,11 +333,13 @@ class FusedGroup:
         flat_outs = [o.reshape(-1) for o in outs]
         if size:
             mod = self._module(mask)
-            if size < PARALLEL_MIN_SIZE or _writes_an_input(flat_outs[0], args, mask):
-                kernel, chooser = mod.serial, None
-            else:
+            aliased = _aliased_input(flat_outs[0], args, mask)
+            chooser = None
+            if size >= PARALLEL_MIN_SIZE and aliased != _PARTLY:
                 chooser = self.choosers.setdefault((mask, size), _Chooser())
-                kernel = mod.parallel if chooser.parallel() else mod.serial
+            kernel = mod.serial
+            if chooser is not None and chooser.parallel():
+                kernel = mod.parallel if aliased is None else getattr(mod, f"parallel_in{aliased}")
             start = time.perf_counter()
             try:
                 if cols is None:
@@ -344,7 +353,7 @@ class FusedGroup:
                 self._unfused(executor, env, scope)
                 return
             if chooser is not None:
-                chooser.record(kernel is mod.parallel, time.perf_counter() - start)
+                chooser.record(kernel is not mod.serial, time.perf_counter() - start)
         for v, o in zip(self.outputs, outs):
             env[v.name] = memory.wrap(o)
 
@@ -393,9 +402,17 @@ class FusedGroup:
         return "".join(mask), args, cols
 
 
-def _writes_an_input(out, args, mask) -> bool:
-    """Whether `out` is the memory of a full-size input (a buffer the memory pass lent)."""
-    return any(m == "a" and np.may_share_memory(out, a) for a, m in zip(args, mask))
+_PARTLY = -2  # _aliased_input: out overlaps an input other than as that input itself
+
+
+def _aliased_input(out, args, mask):
+    """The index of the full-size input whose buffer `out` is (one the memory pass lent),
+    None when out shares no input's memory, _PARTLY when it overlaps one otherwise."""
+    for i, (a, m) in enumerate(zip(args, mask)):
+        if m == "a" and np.may_share_memory(out, a):
+            same = a.ctypes.data == out.ctypes.data and a.strides == out.strides
+            return i if same and a.dtype == out.dtype else _PARTLY
+    return None
 
 
 def _trailing(shape):
