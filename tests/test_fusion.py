@@ -17,6 +17,7 @@ from nbflow import nn
 from nbflow import testing as nt
 from nbflow.errors import KernelCompileError
 from nbflow.graph.fusion import FusedGroup, fuse
+from nbflow.graph.memory import NodeStep
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -30,6 +31,15 @@ def _exe(on: bool):
 def _steps(exe, program):
     (steps,) = exe._plans[program].values()
     return steps
+
+
+def _op_names(exe, program):
+    """The op name of each plan step that runs one op (None for groups and releases)."""
+    steps = _steps(exe, program)
+    return [
+        s.node.op.name if isinstance(s, NodeStep) else getattr(s, "op", None) and s.op.name
+        for s in steps
+    ]
 
 
 def _groups(exe, program):
@@ -379,7 +389,7 @@ def test_sgd_steps_fold_into_their_weight_gradient_products(options, folds):
     _, expected = _sgd_training(_exe(False), **options)
     exe = _exe(True)
     main, actual = _sgd_training(exe, **options)
-    names = [getattr(s, "op", None) and s.op.name for s in _steps(exe, main)]
+    names = _op_names(exe, main)
     assert names.count("sgd_matmul_update_") == folds
     assert names.count("sgd_update_") == 3 - folds  # biases (a sum, not a product) stay
     for a_run, e_run in zip(actual, expected):
@@ -412,7 +422,7 @@ def test_an_sgd_step_is_not_folded_past_a_write_to_its_operands(written_between)
         results.append(np.array(exe.run(main, feed, ["w", u], scope)[0]))  # (u keeps add_)
     nt.assert_close(results[0], 0.5 - 0.1 * feed["x"].T @ feed["v"], atol=1e-6)
     nt.assert_close(results[1], results[0], atol=1e-6)
-    names = [getattr(s, "op", None) and s.op.name for s in _steps(exe, main)]
+    names = _op_names(exe, main)
     assert ("sgd_matmul_update_" in names) is not written_between
 
 

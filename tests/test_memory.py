@@ -12,7 +12,7 @@ from test_fusion import _sample_program
 import nbflow as nb
 from nbflow import testing as nt
 from nbflow.core import Node
-from nbflow.graph.memory import POOL, IntoBuffer, Release
+from nbflow.graph.memory import POOL, IntoBuffer, NodeStep, Planned, Release
 from nbflow.tensor import Tensor
 
 
@@ -96,10 +96,34 @@ def test_releases_come_after_the_last_read_and_spare_what_must_live():
             released += 1
     assert released >= 10
     assert any(isinstance(s, IntoBuffer) for s in steps)
+    assert any(isinstance(s, Planned) and s.node.op.inplace for s in steps)  # the updates
+
+
+def test_a_planned_step_raises_the_executors_error_with_the_ops_line():
+    # views and in-place ops run as Planned steps; a run-time shape error still names the op
+    main = nb.Program()
+    with nb.program_guard(main):
+        a = nb.static.data("a", [-1, 3])
+        b = nb.static.data("b", [-1, 3])
+        t = a * 2.0
+        nb.add_(t, b)
+        out = nb.matrix_transpose(t)
+    exe = _exe(True, fuse=True)
+    feed = {"a": np.ones((2, 3), np.float32), "b": np.ones((2, 3), np.float32)}
+    nt.assert_close(exe.run(main, feed, [out])[0], np.full((3, 2), 3.0, np.float32))
+    assert {type(s) for s in _plan_of(exe, main)} >= {Planned}
+    feed["b"] = np.ones((4, 3), np.float32)
+    with pytest.raises(nb.errors.ShapeError, match=r"add_.*test_memory.py:\d+"):
+        exe.run(main, feed, [out])
+
+
+def _plan_of(exe, program):
+    (steps,) = exe._plans[program].values()
+    return steps
 
 
 def _inputs(step):
-    return (step.node if isinstance(step, IntoBuffer) else step).inputs
+    return (step.node if isinstance(step, NodeStep) else step).inputs
 
 
 def test_views_keep_their_base_alive():
@@ -232,7 +256,7 @@ def test_parameter_updates_run_as_soon_as_their_gradient_is_ready(momentum):
     for a, e in zip(actual, expected):
         nt.assert_close(a, e, rtol=1e-5, atol=1e-6)
     (steps,) = next(iter(exe._plans.values())).values()
-    ops = [s.node if isinstance(s, IntoBuffer) else s for s in steps if not isinstance(s, Release)]
+    ops = [s.node if isinstance(s, NodeStep) else s for s in steps if not isinstance(s, Release)]
     names = [getattr(s, "op", None) and s.op.name for s in ops]
     # (a weight's step without momentum is folded into its gradient's product, rewrite.py)
     updates = [i for i, n in enumerate(names) if n in ("sgd_update_", "sgd_matmul_update_")]

@@ -267,32 +267,27 @@ class Release:
         return f"<{'release' if self.pop else 'lend'} {what}>"
 
 
-class IntoBuffer:
-    """A plan step running one op with its output taken from the pool (see `take`)."""
+class NodeStep:
+    """A plan step running one op node, with what running it needs worked out once per input
+    signature and attrs (`ready`, filled by `_prepare`; None: through the executor). An error
+    is raised again by the executor's own path, which names the op and its line."""
 
     def __init__(self, node: Node):
         self.node = node
         self.reads = [(v.name, v.persistable) for v in node.inputs]
-        self.out = node.outputs[0].name
-        # per input signature and attrs: (launcher, casts, shape, dtype), or None where the
-        # op runs through the executor (several outputs, a float16 result, scalars to convert)
         self.ready: dict = {}
-        self.budget = STATE.memory_budget  # what the plans were checked against
 
     def run(self, executor, env, scope):
         try:
             self._run(executor, env, scope)
         except Exception:
-            # the op's own error, named as the executor names it (with the op's line)
             executor._run_op(self.node, env, scope)
             raise
 
-    def _run(self, executor, env, scope):
+    def _inputs(self, executor, env, scope):
+        """(the input tensors, what running the op on them needs)."""
         args = [scope[name] if persistable else env[name] for name, persistable in self.reads]
         sig = signature(args)
-        if self.budget != STATE.memory_budget:  # nbflow.set_memory_budget: check again
-            self.ready.clear()
-            self.budget = STATE.memory_budget
         # (the attrs join the key: a launcher may have fixed them, and a node's may change)
         key = (sig, tuple(self.node.attrs.values()))
         try:
@@ -302,9 +297,31 @@ class IntoBuffer:
         if ready is False:
             ready = self._prepare(executor, args, sig)
             if key is not None:
-                if len(self.ready) >= 64:  # e.g. a batch size that keeps changing
+                if len(self.ready) >= 64:  # a batch size or learning rate that keeps changing
                     self.ready.clear()
                 self.ready[key] = ready
+        return args, ready
+
+    def _run(self, executor, env, scope):
+        raise NotImplementedError
+
+    def _prepare(self, executor, args, sig):
+        raise NotImplementedError
+
+
+class IntoBuffer(NodeStep):
+    """A plan step running one op with its output taken from the pool (see `take`)."""
+
+    def __init__(self, node: Node):
+        super().__init__(node)
+        self.out = node.outputs[0].name
+        self.budget = STATE.memory_budget  # what the plans were checked against
+
+    def _run(self, executor, env, scope):
+        if self.budget != STATE.memory_budget:  # nbflow.set_memory_budget: check again
+            self.ready.clear()
+            self.budget = STATE.memory_budget
+        args, ready = self._inputs(executor, env, scope)
         if ready is None:
             executor._run_op(self.node, env, scope)
             return
@@ -317,8 +334,9 @@ class IntoBuffer:
         env[self.out] = Tensor(buf)
 
     def _prepare(self, executor, args, sig):
-        """What running the op on this signature needs, worked out once (a run-time shape
-        the compile-time one does not fit is left to the executor, which raises)."""
+        """(launcher, casts, shape, dtype), or None where the op runs through the executor
+        (several outputs, a float16 result, scalars to convert, or a run-time shape the
+        compile-time one does not fit, which the executor raises for)."""
         node = self.node
         plan = executor.eager.plan(node.op, sig, args, node.attrs)
         if not plan.single or plan.finals or plan.scalars:
@@ -330,6 +348,43 @@ class IntoBuffer:
 
     def __repr__(self) -> str:
         return f"<into-buffer {self.node.op.name}>"
+
+
+class Planned(NodeStep):
+    """A plan step running a view op or an in-place op (a parameter update) through the eager
+    trace's view and in-place paths with the op's plan found once, not through the
+    executor's generic dispatch on every run."""
+
+    def __init__(self, node: Node):
+        super().__init__(node)
+        self.writes = [(v.name, v.persistable) for v in node.outputs]
+
+    def _run(self, executor, env, scope):
+        node = self.node
+        args, plan = self._inputs(executor, env, scope)
+        if plan is None:
+            executor._run_op(node, env, scope)
+            return
+        if node.op.view:
+            outs = executor.eager.run_view(node.op, plan, args, node.attrs)
+        else:
+            outs = executor.eager.run_inplace(node.op, plan, args, node.attrs, False)
+        for (name, persistable), t in zip(self.writes, outs):
+            (scope if persistable else env)[name] = t
+
+    def _prepare(self, executor, args, sig):
+        """The op's plan, or None where the executor runs it (a scalar input to convert, or
+        a run-time shape the compile-time one does not fit, which the executor raises for)."""
+        node = self.node
+        plan = executor.eager.plan(node.op, sig, args, node.attrs)
+        if plan.scalars or not all(
+            _fits(v.shape, s.shape) for v, s in zip(node.outputs, plan.specs)
+        ):
+            return None
+        return plan
+
+    def __repr__(self) -> str:
+        return f"<planned {self.node.op.name}>"
 
 
 def _fits(compile_shape, run_shape) -> bool:
@@ -488,6 +543,8 @@ def plan_memory(steps: list, feed_names, targets, poison: bool) -> list:
             out.append(Release([], lend, poison=False))
         if isinstance(step, Node) and _pooled(step):
             out.append(IntoBuffer(step))
+        elif isinstance(step, Node) and (step.op.view or step.op.inplace):
+            out.append(Planned(step) if not _has_sub_blocks(step) else step)
         else:
             out.append(step)
         if early or late:
