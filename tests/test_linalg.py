@@ -396,3 +396,26 @@ def test_addmm_errors_name_the_shapes_and_dtypes():
         nb.addmm_(nb.ones(4), a, b)
     with pytest.raises(TypeError, match="int64"):
         nb.addmm(*(nb.ones(2, 2, dtype="int64") for _ in range(3)))
+
+
+def test_addmm_of_a_large_product_runs_one_gemm_for_every_layout(monkeypatch):
+    # from 2^20 multiply-adds the product is added by BLAS itself (GEMM's beta)
+    from nbflow.kernels import blas
+
+    calls = []
+    gemm = blas.gemm
+    monkeypatch.setattr(blas, "gemm", lambda *args: calls.append(1) or gemm(*args))
+    rng = np.random.default_rng(8)
+    a, b = rng.standard_normal((64, 128)), rng.standard_normal((128, 160))
+    target = rng.standard_normal((64, 160))
+    for dtype in (np.float32, np.float64):
+        for left, right in ((a, b), (np.asfortranarray(a), b), (a, np.asfortranarray(b))):
+            for beta in (0.0, 1.0, -0.5):
+                x, p, q = (nb.tensor(v.astype(dtype)) for v in (target, left, right))
+                expected = (beta * target if beta else 0) - 0.25 * (a @ b)
+                out = nb.addmm(x, p, q, beta=beta, alpha=-0.25)
+                nt.assert_close(out, expected.astype(dtype), rtol=1e-4, atol=1e-4)
+                t = nb.tensor(np.asfortranarray(target.astype(dtype)))  # stored by columns
+                nb.addmm_(t, p, q, beta=beta, alpha=-0.25)
+                nt.assert_close(t, expected.astype(dtype), rtol=1e-4, atol=1e-4)
+    assert len(calls) == 2 * 3 * 3 * 2 or blas.numpy_openblas() is None
