@@ -269,8 +269,9 @@ class Release:
 
 class NodeStep:
     """A plan step running one op node, with what running it needs worked out once per input
-    signature and attrs (`ready`, filled by `_prepare`; None: through the executor). An error
-    is raised again by the executor's own path, which names the op and its line."""
+    signature and attrs (`ready`, filled by the subclass's `_prepare`; None: through the
+    executor); the subclass's `_run` runs it. An error is raised again by the executor's own
+    path, which names the op and its line."""
 
     def __init__(self, node: Node):
         self.node = node
@@ -301,12 +302,6 @@ class NodeStep:
                     self.ready.clear()
                 self.ready[key] = ready
         return args, ready
-
-    def _run(self, executor, env, scope):
-        raise NotImplementedError
-
-    def _prepare(self, executor, args, sig):
-        raise NotImplementedError
 
 
 class IntoBuffer(NodeStep):
