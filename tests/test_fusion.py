@@ -396,6 +396,9 @@ def test_sgd_steps_fold_into_their_weight_gradient_products(options, folds):
         for a, e in zip(a_run, e_run):
             nt.assert_close(a, e, rtol=1e-5, atol=1e-6)
     assert not np.allclose(actual[3][1], actual[1][1])  # the parameters did move
+    program, _, fetch, _ = _sgd_program(**options)  # explain() says so: product and update
+    assert nb.graph.explain(program, fetch).count("folded into sgd_matmul_update_") == 2 * folds
+    assert "folded" not in nb.graph.explain(program, fetch, fuse=False)
 
 
 @pytest.mark.parametrize("written_between", [False, True])

@@ -9,6 +9,7 @@ from . import fusion
 from .executor import compatible, needed_ops
 from .printer import format_op
 from .program import Program, Var
+from .rewrite import rewrite
 
 
 def verify(program: Program) -> None:
@@ -73,7 +74,8 @@ def _check_shapes(block, node, where: str):
 def explain(program: Program, fetch_list, device: str = "cpu", fuse: bool = True) -> str:
     """For each op: whether it survives pruning for `fetch_list`, the first target that needs
     it, the kernel key (op, device, dtype) it will run with, and, with `fuse`, the fused
-    kernel it runs in (`fused #k`, as the Executor's fusion pass groups them)."""
+    kernel it runs in (`fused #k`, as the Executor's fusion pass groups them) or the op a
+    rewrite folded it into (`folded into sgd_matmul_update_`: graph/rewrite.py)."""
     block = program.global_block()
     targets = [t if not isinstance(t, str) else block.var(t) for t in fetch_list]
     needed_by = {}
@@ -81,8 +83,11 @@ def explain(program: Program, fetch_list, device: str = "cpu", fuse: bool = True
         for node in needed_ops(block, [t]):
             needed_by.setdefault(id(node), t)
     group_of = {}
-    if fuse:
-        steps = fusion.fuse(needed_ops(block, targets), targets)
+    if fuse:  # as the Executor plans: the rewrites, then fusion
+        needed = needed_ops(block, targets)
+        rewritten = rewrite(needed, targets)
+        group_of = _folds(needed, rewritten)
+        steps = fusion.fuse(rewritten, targets)
         groups = [s for s in steps if isinstance(s, fusion.FusedGroup)]
         for k, group in enumerate(groups):
             for node in group.nodes:
@@ -99,6 +104,24 @@ def explain(program: Program, fetch_list, device: str = "cpu", fuse: bool = True
         if target is not None:
             lines += _explain_blocks(program, node, device, "  ")
     return "\n".join(lines)
+
+
+def _folds(ops, rewritten) -> dict:
+    """id(op) -> a note for each op the rewrites (rewrite.py) replaced: the op that now
+    computes its output, or that reads what it read."""
+    before = {id(n) for n in ops}
+    new = [n for n in rewritten if id(n) not in before]
+    kept = {id(n) for n in rewritten}
+    notes = {}
+    for node in ops:
+        if id(node) in kept:
+            continue
+        outs, ins = {id(v) for v in node.outputs}, {id(v) for v in node.inputs}
+        by = next((n for n in new if outs & {id(v) for v in n.outputs}), None) or next(
+            (n for n in new if ins <= {id(v) for v in n.inputs}), None
+        )
+        notes[id(node)] = f"   folded into {by.op.name}" if by else "   folded away (rewrite.py)"
+    return notes
 
 
 def _explain_op(node, device: str) -> str:
