@@ -171,6 +171,8 @@ def structured_cases():
         yield "linear", str(d), ops.linear, [a.astype(d), w.astype(d), bias.astype(d)]
     yield "linear", "no bias, 3-D x", ops.linear, [values((2, N, 7), dt.float32), w]
     yield "linear", "1-D x", ops.linear, [values((7,), dt.float32), w, bias]
+    fn = lambda x, w, b: ops.linear(x, w, b, activation="relu")
+    yield "linear", "relu", fn, [a, w, bias]
     c = values((5 * N, 3 * N), dt.float32)
     for d in (dt.float32, dt.float64):
         fn = lambda x, a, b: ops.addmm(x, a, b, beta=0.5, alpha=-2.0)

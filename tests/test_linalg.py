@@ -219,9 +219,12 @@ def _linear_inputs(data, dtype, requires_grad=False):
 @given(data=st.data())
 def test_linear_matches_numpy(dtype, data):
     inputs = _linear_inputs(data, dtype)
+    activation = data.draw(st.sampled_from(["none", "relu"]))
     x, w = (t.numpy().astype(np.float64) for t in inputs[:2])
     expected = x @ w.T + (inputs[2].numpy() if len(inputs) == 3 else 0)
-    out = nb.linear(*inputs)
+    if activation == "relu":
+        expected = np.maximum(expected, 0)
+    out = nb.ops.linear(*inputs[:2], *inputs[2:], activation=activation)
     assert out.shape == expected.shape and out.dtype == dtype
     tol = {dt.float16: 2e-2, dt.float32: 1e-5}.get(dtype, 1e-12)
     np.testing.assert_allclose(out.numpy().astype(np.float64), expected, rtol=tol, atol=tol)
@@ -232,6 +235,39 @@ def test_linear_gradcheck_and_second_order(data):
     inputs = _linear_inputs(data, dt.float64, requires_grad=True)
     nt.gradcheck(nb.linear, inputs)
     nt.gradgradcheck(nb.linear, inputs)
+
+
+def test_linear_with_relu_gradcheck_and_second_order():
+    # pre-activations kept away from the ReLU's kink, where finite differences straddle it
+    rng = np.random.default_rng(10)
+    x, w, b = rng.standard_normal((5, 4)), rng.standard_normal((3, 4)), rng.standard_normal(3)
+    pre = x @ w.T + b
+    x[np.abs(pre).min(axis=1) < 0.2] *= 0  # such rows: the bias alone, below
+    b[np.abs(b) < 0.2] = 0.5
+    leaves = [nb.tensor(v, requires_grad=True) for v in (x, w, b)]
+    fn = lambda x, w, b: nb.linear(x, w, b, activation="relu")
+    assert (fn(*leaves).numpy() > 0).any() and (fn(*leaves).numpy() == 0).any()
+    nt.gradcheck(fn, leaves)
+    nt.gradgradcheck(fn, leaves)
+
+
+def test_linear_with_relu_equals_relu_of_linear_to_the_bit():
+    # the fused ReLU rides the bias's pass with relu's own body; its gradient reads the output
+    rng = np.random.default_rng(9)
+    for dtype in ("float32", "float64", "float16"):
+        x, w, b = (rng.standard_normal(s).astype(dtype) for s in ((6, 5), (4, 5), (4,)))
+        x[0, 0] = np.nan
+        for bias in ([b], []):
+            leaves = [nb.tensor(v, requires_grad=True) for v in (x, w, *bias)]
+            fused = nb.linear(*leaves[:2], *leaves[2:], activation="relu")
+            twin = [nb.tensor(v, requires_grad=True) for v in (x, w, *bias)]
+            plain = nb.relu(nb.linear(*twin))
+            np.testing.assert_array_equal(fused.numpy(), plain.numpy())
+            seed = rng.standard_normal(fused.shape).astype(dtype)
+            fused.backward(nb.tensor(seed))
+            plain.backward(nb.tensor(seed))
+            for a, t in zip(leaves, twin):
+                np.testing.assert_array_equal(a.grad.numpy(), t.grad.numpy())
 
 
 @given(data=st.data())

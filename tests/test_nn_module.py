@@ -285,6 +285,35 @@ def test_linear():
     check_layer(no_bias, [f64(2, 7, 5)], lambda x, w: x @ w.T, ["weight"])
 
 
+def test_sequential_runs_a_linear_and_its_relu_as_one_op():
+    rng = np.random.default_rng(4)
+    g = nb.Generator(0)
+    model = nn.Sequential(nn.Linear(5, 4, generator=g), nn.ReLU(), nn.Linear(4, 3, generator=g))
+    x = nb.tensor(rng.standard_normal((6, 5)).astype(np.float32), requires_grad=True)
+    out = model(x)
+    hidden = out._node.inputs[0]  # the second Linear's input: the fused op's output
+    assert hidden._node.op.name == "linear" and hidden._node.attrs["activation"] == "relu"
+    # the same as the modules one by one, values and gradients
+    x2 = nb.tensor(x.numpy(), requires_grad=True)
+    plain = model[2](model[1](model[0](x2)))
+    np.testing.assert_array_equal(out.numpy(), plain.numpy())
+    out.sum().backward()
+    grads = [p.grad.numpy().copy() for p in model.parameters()] + [x.grad.numpy()]
+    model.zero_grad()
+    plain.sum().backward()
+    for a, b in zip(grads, [p.grad.numpy() for p in model.parameters()] + [x2.grad.numpy()]):
+        np.testing.assert_array_equal(a, b)
+
+    class Scaled(nn.Linear):  # a subclass may change forward: its modules run one by one
+        def forward(self, x):
+            return super().forward(x) * 2.0
+
+    model = nn.Sequential(Scaled(5, 4, generator=g), nn.ReLU())
+    y = model(x)
+    assert y._node.op.name == "relu"
+    np.testing.assert_array_equal(y.numpy(), nb.relu(model[0](x)).numpy())
+
+
 @pytest.mark.parametrize("nonlinearity", ["tanh", "relu"])
 def test_rnn_cell(nonlinearity):
     cell = nn.RNNCell(3, 4, nonlinearity=nonlinearity, dtype="float64")

@@ -81,8 +81,15 @@ class Sequential(Module):
                 self.add_module(str(i), m)
 
     def forward(self, x):
-        for m in self._modules.values():
-            x = m(x)
+        modules = list(self._modules.values())
+        fused = False
+        for m, after in zip(modules, modules[1:] + [None]):
+            if fused:  # this ReLU ran inside the Linear before it
+                fused = False
+                continue
+            # a Linear followed by a ReLU is one op: the ReLU rides the bias's pass
+            fused = type(m) is Linear and type(after) is ReLU
+            x = nb.linear(x, m.weight, m.bias, activation="relu") if fused else m(x)
         return x
 
     def append(self, module: Module) -> Sequential:

@@ -84,11 +84,13 @@ def _fill_(x, out, value):
     impl().fill(out, dt.scalar(value, out.dtype))
 
 
-def _linear(x, w, *rest):
+def _linear(x, w, *rest, activation="none"):
     *bias, out = rest
     impl().matmul(x, devices.view_like(np.swapaxes, w, 0, 1), out)
     if bias:
         REGISTRY["add"].kernels["cuda"](out, bias[0], out)
+    if activation == "relu":
+        REGISTRY["relu"].kernels["cuda"](out, out)
 
 
 def _copy_(x, src, out):

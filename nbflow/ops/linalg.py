@@ -13,10 +13,10 @@ from .. import dtypes as dt
 from ..core import UNKNOWN, Attr, Op, Spec, broadcast_shapes, needs_grad
 from ..errors import ShapeError
 from ..kernels import blas, threads
-from ..kernels.cpu import JIT
+from ..kernels.cpu import BODIES, JIT
 from ._define import inplace_variant
 from .broadcast import broadcast_to_like
-from .elementwise import add
+from .elementwise import add, relu, relu_grad
 from .reduce import expand_reduced
 from .reduce import sum as reduce_sum
 from .shape import flatten, unsqueeze
@@ -236,7 +236,7 @@ addmm_ = inplace_variant(addmm, "addmm_")
 # ---------------------------------------------------------------- linear
 
 
-def _linear_spec(x, w, *bias):
+def _linear_spec(x, w, *bias, activation="none"):
     if x.ndim == 0 or w.ndim != 2:
         raise ShapeError(
             f"needs x with at least 1 dim and a 2-D weight (out_features, in_features), got "
@@ -253,19 +253,36 @@ def _linear_spec(x, w, *bias):
     return Spec(x.shape[:-1] + (n_out,), dt.promote([x.dtype, w.dtype, *(b.dtype for b in bias)]))
 
 
-def _linear_cpu(x, w, *rest):
-    # one op for x @ w.T + b: a layer's forward and backward make fewer ops than with
-    # matrix_transpose, matmul and add, each of which costs its dispatch
+_relu_body = BODIES["relu"]
+
+
+@njit(**JIT)
+def _bias_relu(out, bias):
+    # relu(out + bias) in one pass over out, with relu's own scalar body (NaN stays NaN)
+    for i in range(out.shape[0]):
+        for j in range(out.shape[1]):
+            out[i, j] = _relu_body(out[i, j] + bias[j])
+
+
+def _linear_cpu(x, w, *rest, activation="none"):
+    # one op for x @ w.T + b (and a ReLU): a layer's forward and backward make fewer ops than
+    # with matrix_transpose, matmul, add and relu, each of which costs its dispatch and a pass
     *bias, out = rest
     _matmul_cpu(x, w.T, out)  # BLAS takes the transposed weight as it is
-    if bias:
+    if bias and activation == "relu":
+        if out.size:  # (out is fresh: contiguous)
+            _bias_relu(out.reshape(-1, out.shape[-1]), bias[0])
+    elif bias:
         add.kernel("cpu", out.dtype)(out, bias[0], out)  # the row-broadcast add, in place
+    elif activation == "relu":
+        relu.kernel("cpu", out.dtype)(out, out)
 
 
-def _linear_ref(x, w, *bias):
+def _linear_ref(x, w, *bias, activation="none"):
     d = dt.promote([x.dtype, w.dtype, *(b.dtype for b in bias)])
     y = np.matmul(x.astype(np.float64), w.astype(np.float64).T)
-    return (y + bias[0] if bias else y).astype(d)
+    y = y + bias[0] if bias else y
+    return (np.where(y < 0, 0.0, y) if activation == "relu" else y).astype(d)
 
 
 linear_op = Op(
@@ -276,13 +293,17 @@ linear_op = Op(
     kernels={"cpu": _linear_cpu, "cuda": None},
     dtypes=dt.FLOATS,
     ref=_linear_ref,
+    attrs={"activation": Attr("str", "none", choices=("none", "relu"))},
     doc="PyTorch's F.linear: x @ weight.T + bias, x (..., in_features), weight (out_features, "
-    "in_features), optional bias (out_features,) -> (..., out_features). On BLAS.",
+    "in_features), optional bias (out_features,) -> (..., out_features). On BLAS. "
+    "activation='relu' applies a ReLU in the bias's pass (nn.Sequential's Linear, ReLU).",
 )
 
 
 @linear_op.defgrad
-def _linear_grad(g, out, x, w, *bias):
+def _linear_grad(g, out, x, w, *bias, activation):
+    if activation == "relu":  # out > 0 exactly where the ReLU's input was > 0
+        g = relu_grad(out, g)
     gx = matmul(g, w) if needs_grad(x) else None
     gw = None
     if needs_grad(w):  # (out, in), contiguous in the weight's layout
@@ -297,9 +318,11 @@ def _linear_grad(g, out, x, w, *bias):
     return (gx, gw, gb) if bias else (gx, gw)
 
 
-def linear(x, weight, bias=None):
-    """PyTorch's F.linear: x @ weight.T + bias (bias None: no bias)."""
-    return linear_op(x, weight) if bias is None else linear_op(x, weight, bias)
+def linear(x, weight, bias=None, activation="none"):
+    """PyTorch's F.linear: x @ weight.T + bias (bias None: no bias); activation="relu" adds a
+    ReLU in the same pass as the bias (and its gradient reads the output)."""
+    args = (x, weight) if bias is None else (x, weight, bias)
+    return linear_op(*args, activation=activation)
 
 
 __all__ = ["addmm", "addmm_", "linear", "linear_op", "matmul", "matrix_transpose"]
