@@ -16,7 +16,7 @@ from ..kernels import blas, threads
 from ..kernels.cpu import BODIES, JIT
 from ._define import inplace_variant
 from .broadcast import broadcast_to_like
-from .elementwise import add, relu, relu_grad
+from .elementwise import relu, relu_grad
 from .reduce import expand_reduced
 from .reduce import sum as reduce_sum
 from .shape import flatten, unsqueeze
@@ -257,11 +257,17 @@ _relu_body = BODIES["relu"]
 
 
 @njit(**JIT)
-def _bias_relu(out, bias):
-    # relu(out + bias) in one pass over out, with relu's own scalar body (NaN stays NaN)
-    for i in range(out.shape[0]):
-        for j in range(out.shape[1]):
-            out[i, j] = _relu_body(out[i, j] + bias[j])
+def _add_bias(out, bias, relu):
+    """out += bias (a row per output row), then relu(out) with relu's own scalar body (NaN
+    stays NaN) when asked: one pass over out, in place."""
+    if relu:
+        for i in range(out.shape[0]):
+            for j in range(out.shape[1]):
+                out[i, j] = _relu_body(out[i, j] + bias[j])
+    else:
+        for i in range(out.shape[0]):
+            for j in range(out.shape[1]):
+                out[i, j] += bias[j]
 
 
 def _linear_cpu(x, w, *rest, activation="none"):
@@ -269,11 +275,9 @@ def _linear_cpu(x, w, *rest, activation="none"):
     # with matrix_transpose, matmul, add and relu, each of which costs its dispatch and a pass
     *bias, out = rest
     _matmul_cpu(x, w.T, out)  # BLAS takes the transposed weight as it is
-    if bias and activation == "relu":
+    if bias:
         if out.size:  # (out is fresh: contiguous)
-            _bias_relu(out.reshape(-1, out.shape[-1]), bias[0])
-    elif bias:
-        add.kernel("cpu", out.dtype)(out, bias[0], out)  # the row-broadcast add, in place
+            _add_bias(out.reshape(-1, out.shape[-1]), bias[0], activation == "relu")
     elif activation == "relu":
         relu.kernel("cpu", out.dtype)(out, out)
 
