@@ -434,8 +434,6 @@ def optimizer_cases():
             p, g, v, lr=0.1, momentum=m, nesterov=n, weight_decay=0.01
         )
         yield "sgd_update_", f"momentum={momentum} nesterov={nesterov}", fn, [p, g, sq]
-    fn = lambda p, g: REGISTRY["sgd_sum_update_"](p, g, lr=0.1, weight_decay=0.01)
-    yield "sgd_sum_update_", "bias", fn, [p[0], g]
     adam = REGISTRY["adam_update_"]
     for amsgrad, decoupled in ((False, False), (True, True)):
 

@@ -69,24 +69,6 @@ def test_sgd_matmul_update_matches_reference(dtype, weight_decay):
     assert tp.version == 1  # refused before anything was written
 
 
-@pytest.mark.parametrize("dtype", ["float32", "float64"])
-@pytest.mark.parametrize("shapes", [((4,), (6, 4)), ((4,), (2, 3, 4)), ((1, 4), (5, 4))])
-def test_sgd_sum_update_is_the_sum_then_the_step(dtype, shapes):
-    # the step graph mode folds with a bias gradient's sum: the same kernels, to the bit
-    rng = np.random.default_rng(4)
-    p, g = (rng.standard_normal(s).astype(dtype) for s in shapes)
-    fused, plain = nb.tensor(p), nb.tensor(p)
-    out = nb.sgd_sum_update_(fused, nb.tensor(g), lr=0.1, weight_decay=0.05)
-    grad = nb.sum_to_like(nb.tensor(g), plain)
-    nb.sgd_update_(plain, grad, grad, lr=0.1, weight_decay=0.05)
-    assert out is fused and fused.version == 1
-    np.testing.assert_array_equal(fused.numpy(), plain.numpy())
-    expected = REGISTRY["sgd_sum_update_"].ref(p, g, lr=0.1, weight_decay=0.05)
-    nt.assert_close(fused, expected, rtol=1e-6, atol=1e-6)
-    with pytest.raises(nb.errors.UnsupportedError, match="momentum"):
-        nb.sgd_sum_update_(fused, nb.tensor(g), lr=0.1, momentum=0.9)
-
-
 @pytest.mark.parametrize("hyper", SETTINGS)
 def test_eager_step_equals_graph_minimize(hyper):
     rng = np.random.default_rng(1)

@@ -11,10 +11,8 @@ slower on this machine for a 256x784 weight).
 `g = matmul(a, b)` nothing else reads, becomes `sgd_matmul_update_(p, a, b)`: one GEMM adds the
 product into the parameter (BLAS's beta), so the gradient is neither stored nor read again by a
 second pass (the step of a 256x784 weight: 285 -> 262 us alone, more in a training step,
-where the product's halves sit in the other core's cache). A bias gradient, `g` summed over
-the leading axes of `x`, makes the step `sgd_sum_update_(p, x)`: one step instead of two (the
-same two kernels). The new op shares the update's attrs dict, so a learning-rate schedule that
-rewrites them is followed.
+where the product's halves sit in the other core's cache). The new op shares the update's
+attrs dict, so a learning-rate schedule that rewrites them is followed.
 """
 
 from __future__ import annotations
@@ -73,14 +71,6 @@ def fold_transposes(ops: list[Node], targets=()) -> list[Node]:
     return out
 
 
-# the gradient producers an SGD step without momentum folds into, and the op it becomes
-_FOLDED = {
-    "matmul": "sgd_matmul_update_",
-    "sum": "sgd_sum_update_",
-    "sum_to_like": "sgd_sum_update_",
-}
-
-
 def fold_sgd_products(ops: list[Node], targets=()) -> list[Node]:
     """The op list with each foldable SGD step rewritten (module docstring), in its place."""
     readers: dict[int, set] = {}
@@ -88,7 +78,8 @@ def fold_sgd_products(ops: list[Node], targets=()) -> list[Node]:
         for v in node.inputs:
             readers.setdefault(id(v), set()).add(id(node))
     kept = {id(t) for t in targets}
-    producer = {id(node.outputs[0]): k for k, node in enumerate(ops) if node.op.name in _FOLDED}
+    producer = {id(node.outputs[0]): k for k, node in enumerate(ops) if node.op.name == "matmul"}
+    folded = REGISTRY["sgd_matmul_update_"]
     storage = Storages(ops).find
     replaced, dropped = {}, set()
     for k, node in enumerate(ops):
@@ -97,37 +88,22 @@ def fold_sgd_products(ops: list[Node], targets=()) -> list[Node]:
             continue
         p, g = node.inputs[:2]
         j = producer.get(id(g))
-        if j is None or readers[id(g)] != {id(node)} or id(g) in kept or g.persistable:
+        product = None if j is None else ops[j]
+        if (
+            product is None
+            or readers[id(g)] != {id(node)}
+            or id(g) in kept
+            or g.persistable
+            or any(v.ndim != 2 or v.dtype != p.dtype for v in product.inputs)
+            or g.dtype != p.dtype
+            or _may_write(ops[j + 1 : k], product.inputs, storage)
+        ):
             continue
-        made = ops[j]
-        operands = _operands(made, p)
-        if operands is None or _may_write(ops[j + 1 : k], operands, storage):
-            continue
-        folded = REGISTRY[_FOLDED[made.op.name]]
-        new = Node(folded, [p, *operands], node.attrs, [node.outputs[0]], None, None)
+        new = Node(folded, [p, *product.inputs], node.attrs, [node.outputs[0]], None, None)
         new.location = node.location
         replaced[id(node)] = new
-        dropped.add(id(made))
+        dropped.add(id(product))
     return [replaced.get(id(node), node) for node in ops if id(node) not in dropped]
-
-
-def _operands(made: Node, p: Var):
-    """What the folded update reads besides the parameter p, given the op that made its
-    gradient: a product's two 2-D operands, or the tensor a sum over its leading axes
-    reduces to p's shape; None when the gradient is made otherwise (or in another dtype)."""
-    if made.outputs[0].dtype != p.dtype or any(v.dtype != p.dtype for v in made.inputs):
-        return None
-    x = made.inputs[0]
-    if made.op.name == "matmul":
-        return made.inputs if all(v.ndim == 2 for v in made.inputs) else None
-    lead = x.ndim - p.ndim
-    if lead < 1 or tuple(x.shape[lead:]) != tuple(p.shape) or -1 in p.shape:
-        return None  # (summing other axes too, or shapes not known to match)
-    if made.op.name == "sum" and (
-        made.attrs["keepdims"] or made.attrs["axis"] != tuple(range(lead))
-    ):
-        return None
-    return [x]
 
 
 def _may_write(steps: list[Node], values, storage) -> bool:

@@ -15,12 +15,11 @@ back the value it read, so the stand-in is unchanged (also through float16's flo
 import numpy as np
 from numba import njit
 
-from .. import device as devices
 from .. import dtypes as dt
 from ..core import UNKNOWN, Attr, Op, Spec
 from ..errors import ShapeError, UnsupportedError
 from ..kernels.cpu import JIT
-from . import broadcast, linalg
+from . import linalg
 
 # The kernels update their arrays in place, each taking the array it writes once: given a
 # separate output that is the input itself, LLVM's overlap check fails and the loop runs
@@ -171,55 +170,6 @@ sgd_matmul_update_ = Op(
     "gradient), in place: p = (1 - lr wd) p - lr (a @ b), one GEMM adding the product into "
     "the parameter, so the gradient is never stored. Graph mode folds sgd_update_ into it "
     "(graph/rewrite.py); the attrs are sgd_update_'s, and momentum must be 0.",
-)
-
-
-def _sgd_sum_spec(p, g, **attrs):
-    if broadcast.sum_to_like.infer([g, p], {})[0].shape != p.shape:
-        raise ShapeError("g summed to the parameter's shape must have that shape")
-    return Spec(p.shape, p.dtype)
-
-
-def _sgd_sum(device: str):
-    """The kernel on `device`: sum_to_like's, then sgd_update_'s (the same two kernels as the
-    ops it stands for, so the result is theirs to the bit), without a step between them."""
-    empty = np.empty if device == "cpu" else devices.empty
-
-    def launch(p, g, p_out, lr, momentum, dampening, weight_decay, nesterov):
-        if momentum:
-            raise UnsupportedError(
-                "sgd_sum_update_: momentum needs the gradient itself (sgd_update_ keeps it)"
-            )
-        grad = empty(tuple(p.shape), p.dtype)
-        broadcast.sum_to_like.kernels[device](g, p, grad)
-        attrs = {"momentum": 0.0, "dampening": dampening, "nesterov": False}
-        sgd_update_.kernels[device](
-            p, grad, grad, p_out, grad, lr=lr, weight_decay=weight_decay, **attrs
-        )
-
-    return launch
-
-
-def _sgd_sum_ref(p, g, lr, momentum=0.0, dampening=0.0, weight_decay=0.0, nesterov=False):
-    grad = broadcast.sum_to_like.ref(g, p)
-    return _sgd_ref(p, grad, grad, lr, 0.0, dampening, weight_decay)[0]
-
-
-sgd_sum_update_ = Op(
-    name="sgd_sum_update_",
-    inputs=("param", "g"),
-    outputs=("param_out",),
-    spec=_sgd_sum_spec,
-    kernels={"cpu": _sgd_sum("cpu"), "cuda": _sgd_sum("cuda")},
-    dtypes=dt.FLOATS,
-    ref=_sgd_sum_ref,
-    differentiable=False,
-    attrs=sgd_update_.attrs,
-    inplace={0: 0},
-    doc="An SGD step without momentum whose gradient is g summed to the parameter's shape "
-    "(a bias gradient: sum_to_like(g, param)), in place, as one op. Graph mode folds "
-    "sgd_update_ and the sum into it (graph/rewrite.py); the attrs are sgd_update_'s, and "
-    "momentum must be 0.",
 )
 
 
@@ -429,10 +379,4 @@ rmsprop_update_ = Op(
     "momentum_buffer (momentum 0) are unused stand-ins, left unchanged.",
 )
 
-__all__ = [
-    "adam_update_",
-    "rmsprop_update_",
-    "sgd_matmul_update_",
-    "sgd_sum_update_",
-    "sgd_update_",
-]
+__all__ = ["adam_update_", "rmsprop_update_", "sgd_matmul_update_", "sgd_update_"]
