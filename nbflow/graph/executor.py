@@ -30,7 +30,7 @@ from ..reliability import check_node, nan_inf_checking
 from ..tensor import EagerTrace, Tensor
 from .fusion import fuse
 from .memory import ARENA, Arena, ArenaSpace, outer_reads, plan_memory, poison_default
-from .program import Program, Var
+from .program import Program, Var, compatible
 from .rewrite import rewrite
 
 
@@ -46,13 +46,6 @@ _global_scope = Scope()
 
 def global_scope() -> Scope:
     return _global_scope
-
-
-def compatible(compile_shape, run_shape) -> bool:
-    """Whether a run-time shape is an instance of a compile-time one (-1 matches any size)."""
-    return len(compile_shape) == len(run_shape) and all(
-        c == -1 or c == r for c, r in zip(compile_shape, run_shape)
-    )
 
 
 def needed_ops(block, targets) -> list[Node]:

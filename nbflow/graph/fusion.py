@@ -37,7 +37,7 @@ from ..kernels import codegen
 from ..kernels.cpu import Elementwise, cacheable, in_place_body
 from ..kernels.threads import Chooser as _Chooser
 from . import memory
-from .program import unique
+from .program import compatible, unique
 
 
 # elements from which the fused kernel runs on numba's threads (prange): below it, starting
@@ -370,8 +370,6 @@ class FusedGroup:
                     return None
         except ValueError:
             return None
-        from .executor import compatible
-
         if not all(compatible(v.shape, full) for v in self.outputs):
             return None
         return full

@@ -37,6 +37,7 @@ import numpy as np
 from .. import buffers
 from ..core import STATE, Node
 from ..tensor import Tensor, signature
+from .program import compatible
 
 POOL = object()  # the key of the run's buffer pool in the executor's env
 ARENA = object()  # the key of the run's Arena (recording or placing) in the env
@@ -344,7 +345,7 @@ class IntoBuffer(NodeStep):
         if not plan.single or plan.finals or plan.scalars:
             return None
         shape, dtype = plan.allocs[0]
-        if not _fits(node.outputs[0].shape, shape):
+        if not compatible(node.outputs[0].shape, shape):
             return None
         return plan.launcher, plan.casts, shape, np.dtype(dtype)
 
@@ -380,19 +381,13 @@ class Planned(NodeStep):
         node = self.node
         plan = executor.eager.plan(node.op, sig, args, node.attrs)
         if plan.scalars or not all(
-            _fits(v.shape, s.shape) for v, s in zip(node.outputs, plan.specs)
+            compatible(v.shape, s.shape) for v, s in zip(node.outputs, plan.specs)
         ):
             return None
         return plan
 
     def __repr__(self) -> str:
         return f"<planned {self.node.op.name}>"
-
-
-def _fits(compile_shape, run_shape) -> bool:
-    return len(compile_shape) == len(run_shape) and all(
-        c == -1 or c == r for c, r in zip(compile_shape, run_shape)
-    )
 
 
 def _has_sub_blocks(node) -> bool:

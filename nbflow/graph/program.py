@@ -359,3 +359,10 @@ class GraphTrace(Trace):
             for r, v, n in zip(node.rule_inputs or node.inputs, node.inputs, in_versions)
         ]
         return outs, ins
+
+
+def compatible(compile_shape, run_shape) -> bool:
+    """Whether a run-time shape is an instance of a compile-time one (-1 matches any size)."""
+    return len(compile_shape) == len(run_shape) and all(
+        c == -1 or c == r for c, r in zip(compile_shape, run_shape)
+    )
