@@ -339,6 +339,30 @@ def test_train_and_eval_modes_get_their_own_traces():
     assert (dropped == 0).any() and not (first == 0).any()
 
 
+def test_a_mode_flag_set_directly_or_a_new_submodule_selects_another_trace():
+    # the flags are cached per module until any module attribute changes: a flag assigned
+    # by hand on a submodule, or a submodule added, must not reuse the old trace
+    from nbflow import nn
+
+    model = nn.Sequential(nn.Linear(4, 4, generator=nb.Generator(0)))
+
+    @nb.jit
+    def forward(x):
+        return model(x)
+
+    x = nb.ones(8, 4)
+    with nb.no_grad():
+        model.eval()
+        plain = forward(x).numpy()
+        model.append(nn.Dropout(0.5))  # a new module starts in training mode
+        dropped = forward(x).numpy()
+        model[1].training = False  # by hand, not through eval()
+        again = forward(x).numpy()
+    assert (dropped == 0).any() and not (plain == 0).any()
+    assert np.array_equal(plain, again)
+    assert len(forward.cache) == 3
+
+
 def test_assigning_an_executor_makes_later_calls_run_on_it():
     runs = []
 

@@ -213,6 +213,10 @@ class Executor:
         except KeyError:
             error = ProgramError(f"feed: the program has no var named '{name}'")
             raise locate(error, user_location()) from None  # the run call
+        if type(value) is Tensor and not self.on_gpu:  # the common case, written out
+            a = value.data
+            if a.dtype == v.dtype and a.flags.c_contiguous and compatible(v.shape, a.shape):
+                return Tensor(a)
         if isinstance(value, Tensor) and value.device != devices.CPU:
             value = self._on_device(value)  # a GPU value is used as it is
             if value.dtype == v.dtype and compatible(v.shape, value.shape):

@@ -363,6 +363,8 @@ class GraphTrace(Trace):
 
 def compatible(compile_shape, run_shape) -> bool:
     """Whether a run-time shape is an instance of a compile-time one (-1 matches any size)."""
+    if compile_shape == run_shape:  # the common case, without the generator
+        return True
     return len(compile_shape) == len(run_shape) and all(
         c == -1 or c == r for c, r in zip(compile_shape, run_shape)
     )

@@ -65,6 +65,11 @@ def _is_parameter(value) -> bool:
     return isinstance(value, Tensor) and value.requires_grad and value.is_leaf
 
 
+# bumped by every attribute change of any module (a train/eval flag, a submodule): the
+# cached mode_flags() of every module are then worked out again
+_EPOCH = [0]
+
+
 class Module:
     """Base class of every layer and model: subclasses set attributes in `__init__` (after
     `super().__init__()`) and define `forward`; calling the module calls `forward`."""
@@ -82,6 +87,7 @@ class Module:
     # -------------------------------------------------------------- registration
 
     def __setattr__(self, name: str, value) -> None:
+        _EPOCH[0] += 1
         d = self.__dict__
         if "_parameters" not in d:
             raise AttributeError(
@@ -104,10 +110,12 @@ class Module:
         object.__setattr__(self, name, value)
 
     def __delattr__(self, name: str) -> None:
+        _EPOCH[0] += 1
         self._forget(name)
         object.__delattr__(self, name)
 
     def _forget(self, name: str) -> None:
+        _EPOCH[0] += 1  # (add_module comes here too)
         d = self.__dict__
         d["_parameters"].pop(name, None)
         d["_buffers"].pop(name, None)
@@ -236,9 +244,20 @@ class Module:
         """Set the `training` flag of this module and every descendant."""
         if not isinstance(mode, bool):
             raise TypeError(f"train(mode): mode must be a bool, got {type(mode).__name__}")
+        _EPOCH[0] += 1
         for m in self.modules():
             m.__dict__["training"] = mode
         return self
+
+    def mode_flags(self) -> tuple:
+        """The `training` flags of this module and its descendants (@nbflow.jit keys its
+        traces on them), cached until a module attribute changes anywhere."""
+        cached = self.__dict__.get("_mode_flags")
+        if cached is not None and cached[0] == _EPOCH[0]:
+            return cached[1]
+        flags = tuple(m.training for _, m in self.named_modules())
+        self.__dict__["_mode_flags"] = (_EPOCH[0], flags)
+        return flags
 
     def eval(self) -> Module:
         return self.train(False)
