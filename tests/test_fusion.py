@@ -429,6 +429,89 @@ def test_an_sgd_step_is_not_folded_past_a_write_to_its_operands(written_between)
     assert ("sgd_matmul_update_" in names) is not written_between
 
 
+def _relu_layer_program(case):
+    """A linear layer, its ReLU and an SGD step, built with the static API; `case` adds what
+    keeps the ReLU out of the layer (fold: nothing)."""
+    main, startup = nb.Program(), nb.Program()
+    with nb.program_guard(main, startup):
+        x = nb.static.data("x", [-1, 6])
+        y = nb.static.data("y", [-1], dtype="int64")
+        w1 = nb.static.create_parameter("w1", [8, 6])
+        b1 = nb.static.create_parameter("b1", [8], initializer=("constant", 0.1))
+        w2 = nb.tensor(np.linspace(-1, 1, 24, dtype=np.float32).reshape(3, 8))  # a constant
+        pre = nb.linear(x, w1, b1)
+        h = nb.relu(pre)
+        if case == "pre read again":
+            h = h + pre * 0.5
+        logits = nb.linear(h, w2)
+        if case == "relu output written":  # (no gradient reads h: w2 is a constant) the
+            nb.add_(h, 1.0)  # ReLU gradient would see this write if it read h
+        loss = nb.cross_entropy(logits, y)
+        nb.optim.SGD(lr=0.3).minimize(loss)
+    fetch = [loss, "w1", "b1"]
+    fetch += [pre] if case == "pre fetched" else [h] if case == "relu output written" else []
+    return main, startup, fetch
+
+
+def _linear_activations(exe, program):
+    return [
+        s.node.attrs["activation"]
+        for s in _steps(exe, program)
+        if isinstance(s, NodeStep) and s.node.op.name == "linear"
+    ]
+
+
+@pytest.mark.parametrize("case", ["fold", "pre fetched", "pre read again", "relu output written"])
+def test_a_relu_after_a_linear_layer_rides_its_bias_pass(case):
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((10, 6)).astype(np.float32)
+    x[0, 0] = np.nan  # a NaN row: its ReLU gradient is 0 both ways
+    feed = {"x": x, "y": rng.integers(0, 3, 10)}
+    results, executors = [], []
+    for on in (False, True):
+        main, startup, fetch = _relu_layer_program(case)
+        exe, scope = _exe(on), nb.Scope()
+        nb.manual_seed(0)
+        exe.run(startup, scope=scope)
+        results.append([[np.array(v) for v in exe.run(main, feed, fetch, scope)] for _ in range(3)])
+        executors.append((exe, main, fetch))
+    for a_run, e_run in zip(results[1], results[0]):
+        for a, e in zip(a_run, e_run):
+            np.testing.assert_array_equal(a, e)  # the same kernels and sums: bitwise equal
+    assert not np.allclose(results[1][2][1], results[1][0][1])  # the weights did move
+    exe, main, fetch = executors[1]
+    folded = case == "fold"
+    assert _linear_activations(exe, main).count("relu") == int(folded)
+    note = nb.graph.explain(main, fetch)
+    assert ("folded into linear" in note) is folded
+    assert ("rewritten: reads" in note) is folded  # the ReLU gradient reads the ReLU's output
+
+
+def test_a_model_calling_relu_on_its_layer_runs_them_as_one_op():
+    from nbflow import nn
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            g = nb.Generator(0)
+            self.fc1, self.fc2 = nn.Linear(6, 8, generator=g), nn.Linear(8, 3, generator=g)
+
+        def forward(self, x):
+            return self.fc2(nb.relu(self.fc1(x)))
+
+    model = Net()
+    x = nb.tensor(np.random.default_rng(1).standard_normal((4, 6)).astype(np.float32))
+    step = nb.jit(lambda x: model(x))
+    exe = nb.Executor(fuse=True)
+    step.executor = exe
+    with nb.no_grad():
+        eager = model(x).numpy()
+        graph = step(x).numpy()
+    np.testing.assert_array_equal(graph, eager)
+    (program,) = [t.program for t in step.cache.values()]
+    assert _linear_activations(exe, program) == ["relu", "none"]
+
+
 def test_threads_are_kept_only_while_they_are_faster():
     from nbflow.graph.fusion import _Chooser
 

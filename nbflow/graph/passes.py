@@ -7,7 +7,7 @@ from ..dtypes import SHORT
 from ..errors import NbflowError, ProgramError
 from . import fusion
 from .executor import compatible, needed_ops
-from .printer import format_op
+from .printer import format_attr, format_op
 from .program import Program, Var
 from .rewrite import rewrite
 
@@ -120,8 +120,21 @@ def _folds(ops, rewritten) -> dict:
         by = next((n for n in new if outs & {id(v) for v in n.outputs}), None) or next(
             (n for n in new if ins <= {id(v) for v in n.inputs}), None
         )
-        notes[id(node)] = f"   folded into {by.op.name}" if by else "   folded away (rewrite.py)"
+        notes[id(node)] = _fold_note(node, by)
     return notes
+
+
+def _fold_note(node, by) -> str:
+    if by is None:
+        return "   folded away (rewrite.py)"
+    if by.op is not node.op:
+        return f"   folded into {by.op.name}"
+    ins = {id(v) for v in node.inputs}
+    changed = [v for v in by.inputs if id(v) not in ins]
+    if changed:  # the same op, reading another value
+        return f"   rewritten: reads %{changed[0].name}"
+    attrs = [f"{k}={format_attr(v)}" for k, v in by.attrs.items() if node.attrs.get(k) != v]
+    return f"   rewritten: computes %{by.outputs[0].name} [{', '.join(attrs)}]"
 
 
 def _explain_op(node, device: str) -> str:

@@ -13,6 +13,13 @@ product into the parameter (BLAS's beta), so the gradient is neither stored nor 
 second pass (the step of a 256x784 weight: 285 -> 262 us alone, more in a training step,
 where the product's halves sit in the other core's cache). The new op shares the update's
 attrs dict, so a learning-rate schedule that rewrites them is followed.
+
+`fold_activations`: `relu(linear(x, w, b))`, where only the ReLU (and ReLU gradients) read the
+linear layer's output, becomes `linear(x, w, b, activation="relu")` into the ReLU's own var: the
+ReLU rides the bias's pass, and the pre-activation is never stored. The ReLU gradients read the
+ReLU's output instead (`relu(v) > 0` exactly where `v > 0`, NaN included), so training
+programs fold too. nn.Sequential already emits the fused op (in eager mode as well); this
+catches a model that calls `relu(self.fc(x))` in its own forward, and static-API programs.
 """
 
 from __future__ import annotations
@@ -24,7 +31,8 @@ from .program import Var
 
 def rewrite(ops: list[Node], targets=()) -> list[Node]:
     """The op list with every rewrite of this module applied."""
-    return fold_sgd_products(fold_transposes(ops, targets), targets)
+    ops = fold_activations(fold_transposes(ops, targets), targets)
+    return fold_sgd_products(ops, targets)
 
 
 def fold_transposes(ops: list[Node], targets=()) -> list[Node]:
@@ -104,6 +112,58 @@ def fold_sgd_products(ops: list[Node], targets=()) -> list[Node]:
         replaced[id(node)] = new
         dropped.add(id(product))
     return [replaced.get(id(node), node) for node in ops if id(node) not in dropped]
+
+
+def fold_activations(ops: list[Node], targets=()) -> list[Node]:
+    """The op list with each foldable ReLU of a linear layer rewritten (module docstring)."""
+    readers: dict[int, list] = {}
+    for node in ops:
+        for v in node.inputs:
+            readers.setdefault(id(v), []).append(node)
+    kept = {id(t) for t in targets}
+    storage = Storages(ops).find
+    written = {storage(id(n.inputs[j])) for n in ops for j in n.op.inplace.values()}
+    producer = {id(node.outputs[0]): node for node in ops if node.op.name == "linear"}
+    fused = {}  # id(linear node) -> its replacement
+    replaced = {}  # id(relu or relu_grad node) -> its replacement (None: dropped)
+    for node in ops:
+        if node.op.name != "relu":
+            continue
+        (v,), (r,) = node.inputs, node.outputs
+        layer = producer.get(id(v))
+        if (
+            layer is None
+            or layer.attrs["activation"] != "none"
+            or id(v) in kept
+            or v.persistable
+            or storage(id(v)) in written
+            or storage(id(r)) in written  # the ReLU gradients will read r: it must not change
+            or any(n is not node and not _relu_grad_of(n, v) for n in readers[id(v)])
+        ):
+            continue
+        attrs = dict(layer.attrs, activation="relu")
+        fused[id(layer)] = _rebuilt(layer, layer.inputs, attrs, r)
+        replaced[id(node)] = None
+        for n in readers[id(v)]:
+            if n is not node:  # relu_grad(v, g) -> relu_grad(r, g)
+                replaced[id(n)] = _rebuilt(n, [r, *n.inputs[1:]], n.attrs, n.outputs[0])
+    out = []
+    for node in ops:
+        new = fused.get(id(node)) or replaced.get(id(node), node)
+        if new is not None:
+            out.append(new)
+    return out
+
+
+def _relu_grad_of(node: Node, v: Var) -> bool:
+    """Whether node is relu_grad(v, g) for a gradient g other than v itself."""
+    return node.op.name == "relu_grad" and node.inputs[0] is v and node.inputs[1] is not v
+
+
+def _rebuilt(node: Node, inputs, attrs, out: Var) -> Node:
+    new = Node(node.op, list(inputs), attrs, [out], None, None)
+    new.location = node.location
+    return new
 
 
 def _may_write(steps: list[Node], values, storage) -> bool:
