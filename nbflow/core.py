@@ -104,6 +104,32 @@ KINDS: dict[str, Callable[[Any], Any]] = {
 }
 
 
+# PyTorch's spellings of nbflow's (numpy's) argument names, accepted wherever the callee takes
+# the nbflow one: sum(x, dim=1, keepdim=True) is sum(x, axis=1, keepdims=True)
+PYTORCH_NAMES = {
+    "dim": ("axis",),
+    "keepdim": ("keepdims",),
+    "dims": ("axes", "axis"),
+    "dim0": ("axis0",),
+    "dim1": ("axis1",),
+    "start_dim": ("start_axis",),
+    "end_dim": ("end_axis",),
+}
+
+
+def nbflow_names(callee: str, names, kwargs: dict) -> dict:
+    """kwargs with PyTorch's names replaced by nbflow's, for a callee taking `names`."""
+    out = dict(kwargs)
+    for alias in PYTORCH_NAMES.keys() & kwargs.keys():
+        target = next((n for n in PYTORCH_NAMES[alias] if n in names), None)
+        if alias in names or target is None:
+            continue  # the callee's own name, or one it does not take: its own error says so
+        if target in out:
+            raise TypeError(f"{callee}() got '{alias}' and '{target}': one argument, two names")
+        out[target] = out.pop(alias)
+    return out
+
+
 @dataclass(eq=False)
 class Op:
     """One op, declared once: schema, shape/dtype rule, kernels, gradient, reference, in-place map.
@@ -129,6 +155,9 @@ class Op:
       overwritten in place.
     - `saves_target`: for an in-place op whose gradient reads the target's old value (mul_,
       clip_): when recording, eager mode keeps a copy of it, as PyTorch does.
+    - `on_dim`: called instead of the op when the caller spells the axis `dim=` and PyTorch's
+      result differs from nbflow's (max and min: values and indices); other ops take `dim=`
+      and PyTorch's other names (PYTORCH_NAMES) as their own.
     """
 
     name: str
@@ -147,6 +176,7 @@ class Op:
     to_float: bool = False
     shape_only: tuple[str, ...] = ()
     saves_target: bool = False
+    on_dim: Callable | None = None
     doc: str = ""
 
     def __post_init__(self):
@@ -170,6 +200,10 @@ class Op:
                     raise TypeError(f"{self.name}() got two values for '{name}'")
                 attrs[name] = value
             args = args[: len(self.inputs)]
+        if attrs and not PYTORCH_NAMES.keys().isdisjoint(attrs):
+            if "dim" in attrs and self.on_dim is not None:
+                return self.on_dim(*args, **nbflow_names(self.name, self.attrs, attrs))
+            attrs = nbflow_names(self.name, self.attrs, attrs)
         return bind(self, *args, **attrs)
 
     def __repr__(self) -> str:

@@ -4,8 +4,26 @@
 gradient rule written with operators serves eager mode and graph mode alike.
 """
 
+import math
+
+from . import dtypes as dt
 from . import ops
 from .core import STATE, bind
+from .errors import UnsupportedError
+
+
+class Size(int):
+    """A tensor's `size`: numpy's element count (an int) that is also PyTorch's size() when
+    called: `t.size == 6`, `t.size() == (2, 3)`, `t.size(1) == 3` for a 2x3 tensor."""
+
+    def __new__(cls, shape):
+        self = super().__new__(cls, -1 if -1 in shape else math.prod(shape))
+        self.shape = tuple(shape)
+        return self
+
+    def __call__(self, axis=None, *, dim=None):
+        axis = dim if axis is None else axis
+        return self.shape if axis is None else self.shape[axis]
 
 
 class Operators:
@@ -21,6 +39,64 @@ class Operators:
 
     def __setitem__(self, key, value):
         ops.setitem(self, key, value)
+
+    # -------------------------------------------------------------- PyTorch's spellings
+
+    def view(self, *shape):
+        """PyTorch's view: reshape (a copy only where the layout needs one)."""
+        return ops.reshape(self, *shape)
+
+    def expand(self, *sizes):
+        """PyTorch's expand: broadcast_to, where -1 keeps a dim's size."""
+        sizes = ops.shape.dims(sizes)
+        new = len(sizes) - self.ndim
+        if new < 0:
+            raise ValueError(f"expand: {len(sizes)} sizes for a tensor of {self.ndim} dims")
+        keep = [s == -1 and i >= new for i, s in enumerate(sizes)]
+        return ops.broadcast_to(
+            self,
+            tuple(self.shape[i - new] if k else s for i, (s, k) in enumerate(zip(sizes, keep))),
+        )
+
+    def masked_fill(self, mask, value):
+        """`value` where mask is True (mask broadcasts), in this tensor's dtype."""
+        return ops.where(mask, ops.full_like(self, value), self)
+
+    def masked_fill_(self, mask, value):
+        return self.copy_(self.masked_fill(mask, value))
+
+    def type_as(self, other):
+        return ops.astype(self, other.dtype)
+
+    def float(self):
+        return ops.astype(self, dt.float32)
+
+    def double(self):
+        return ops.astype(self, dt.float64)
+
+    def half(self):
+        return ops.astype(self, dt.float16)
+
+    def int(self):
+        return ops.astype(self, dt.int32)
+
+    def long(self):
+        return ops.astype(self, dt.int64)
+
+    def bool(self):
+        return ops.astype(self, dt.bool_)
+
+    def dim(self) -> int:
+        return self.ndim
+
+    def numel(self) -> int:
+        if -1 in self.shape:  # a graph value's unknown dim
+            raise UnsupportedError(f"numel() of a value of shape {self.shape}: a dim is unknown")
+        return math.prod(self.shape)
+
+    def contiguous(self):
+        """Itself: kernels take any strides (an eager Tensor copies a strided buffer)."""
+        return self
 
 
 def _binary(op, reflected=False):
@@ -76,7 +152,7 @@ eq ne lt le gt ge logical_and logical_or logical_xor logical_not isnan isinf isf
 add_ sub_ mul_ div_ clip_ clamp_ fill_ zero_ copy_ zeros_like ones_like full_like
 sum mean prod max min argmax argmin var std logsumexp all any matmul addmm addmm_
 reshape transpose permute broadcast_to squeeze unsqueeze flatten split gather take_along_axis
-index_select scatter_add pad flip tile repeat softmax log_softmax
+index_select scatter_add pad flip tile repeat softmax log_softmax norm chunk
 """.split()
 
 for _name, _op in REFLECTED.items():

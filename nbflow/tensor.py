@@ -25,7 +25,7 @@ from .errors import (
     locate,
     user_location,
 )
-from .operators import Operators
+from .operators import Operators, Size
 
 
 class Tensor(Operators):
@@ -66,8 +66,9 @@ class Tensor(Operators):
         return self.data.ndim
 
     @property
-    def size(self) -> int:
-        return self.data.size
+    def size(self) -> Size:
+        """The element count, an int; `size()` and `size(axis)` give PyTorch's answers."""
+        return Size(self.data.shape)
 
     @property
     def device(self) -> str:
@@ -169,11 +170,22 @@ class Tensor(Operators):
 
     # -------------------------------------------------------------- devices
 
-    def to(self, device) -> Tensor:
-        """This tensor on `device` ("cpu", "cuda", "cuda:N"); itself when already there."""
+    def to(self, device=None, dtype=None) -> Tensor:
+        """This tensor on `device` ("cpu", "cuda", "cuda:N") and in `dtype`; itself when
+        already so. As in PyTorch, a dtype may come first: `t.to(nbflow.float64)`."""
         from .device_tensor import move
 
-        return move(self, device)
+        if dtype is None and device is not None and not isinstance(device, str):
+            device, dtype = None, device  # t.to(float64)
+        t = self if device is None else move(self, device)
+        return t if dtype is None or t.dtype == dt.as_dtype(dtype) else t.astype(dtype)
+
+    def contiguous(self) -> Tensor:
+        """Itself, or a copy when its buffer is strided (a transposed view)."""
+        data = self.data
+        if isinstance(data, np.ndarray) and not data.flags.c_contiguous:
+            return self.clone()
+        return self
 
     def cpu(self) -> Tensor:
         return self.to("cpu")
@@ -697,6 +709,19 @@ def tensor(data, dtype=None, requires_grad: bool = False, device=None) -> Tensor
     if requires_grad:
         t.requires_grad_(True)
     return t
+
+
+def allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False) -> bool:
+    """Whether a and b (tensors, arrays or numbers) are close elementwise, by numpy's rule
+    |a - b| <= atol + rtol |b| (PyTorch's allclose)."""
+    a, b = np.asarray(a), np.asarray(b)
+    return bool(np.allclose(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan))
+
+
+def equal(a, b) -> bool:
+    """Whether a and b have the same shape and the same elements (PyTorch's equal)."""
+    a, b = np.asarray(a), np.asarray(b)
+    return a.shape == b.shape and bool((a == b).all())
 
 
 def from_numpy(array: np.ndarray, requires_grad: bool = False) -> Tensor:

@@ -18,7 +18,7 @@ import numpy as np
 from .. import dtypes as dt
 from ..core import REGISTRY, STATE, Node, Op, Spec, Trace
 from ..errors import ProgramError, UnsupportedError, user_frame, user_location
-from ..operators import Operators
+from ..operators import Operators, Size
 from ..tensor import Tensor, _Stale, stale_message, tensor
 
 
@@ -87,6 +87,11 @@ class Var(Operators):
     @property
     def ndim(self) -> int:
         return len(self.shape)
+
+    @property
+    def size(self) -> Size:
+        """The element count (-1 when a dim is unknown); size() and size(axis) as PyTorch's."""
+        return Size(self.shape)
 
     @property
     def spec(self) -> Spec:

@@ -4,7 +4,7 @@ Layers run eagerly and, unchanged, inside @nbflow.jit functions: a module's para
 eager Tensors that a traced Program captures as persistable vars.
 """
 
-from . import init, layers
+from . import functional, init, layers
 from .module import Module, ModuleDict, ModuleList, Parameter, StateDictError
 from .rnn import dynamic_rnn, pack_offsets
 
@@ -19,6 +19,7 @@ __all__ = [
     "Parameter",
     "StateDictError",
     "dynamic_rnn",
+    "functional",
     "init",
     "pack_offsets",
 ]

@@ -9,7 +9,7 @@ from numba import njit
 
 from .. import dtypes as dt
 from ..core import Attr, Op, Spec
-from ..errors import AttrError, ShapeError
+from ..errors import AttrError, ShapeError, UnsupportedError
 from ..kernels.cpu import JIT
 
 # ---------------------------------------------------------------- kernels
@@ -276,11 +276,20 @@ randint_op = _random_op(
 # ---------------------------------------------------------------- public functions
 
 
-def _on(t, device):
-    """A new tensor on `device` (creation ops run on the CPU; the result is copied once). In
-    graph mode the executor places values, so `device` is ignored there."""
+def _on(t, device, requires_grad=False):
+    """A new tensor on `device` (creation ops run on the CPU; the result is copied once),
+    requiring grad when asked (PyTorch's `requires_grad=`). In graph mode the executor places
+    values, so `device` is ignored there, and a graph value's gradient is appended_backward's."""
     to = getattr(t, "to", None)  # a Tensor; a graph Var has no device
-    return t if device is None or to is None else to(device)
+    t = t if device is None or to is None else to(device)
+    if requires_grad:
+        if to is None:
+            raise UnsupportedError(
+                "requires_grad=True on a graph value: append_backward differentiates "
+                "with respect to parameters (static.create_parameter)"
+            )
+        t.requires_grad_(True)
+    return t
 
 
 def _shape(shape) -> tuple:
@@ -289,24 +298,24 @@ def _shape(shape) -> tuple:
     return tuple(shape)
 
 
-def full(shape, value, dtype=None, device=None):
+def full(shape, value, dtype=None, device=None, requires_grad=False):
     """A tensor of `shape` filled with `value` (dtype from the value when not given)."""
     if dtype is None:
         dtype = dt.scalar_dtype(value)
     shape = (shape,) if isinstance(shape, int) else tuple(shape)
-    return _on(full_op(shape=shape, value=value, dtype=dtype), device)
+    return _on(full_op(shape=shape, value=value, dtype=dtype), device, requires_grad)
 
 
-def zeros(*shape, dtype=dt.DEFAULT_FLOAT, device=None):
-    return _on(full_op(shape=_shape(shape), value=0, dtype=dtype), device)
+def zeros(*shape, dtype=dt.DEFAULT_FLOAT, device=None, requires_grad=False):
+    return _on(full_op(shape=_shape(shape), value=0, dtype=dtype), device, requires_grad)
 
 
-def ones(*shape, dtype=dt.DEFAULT_FLOAT, device=None):
-    return _on(full_op(shape=_shape(shape), value=1, dtype=dtype), device)
+def ones(*shape, dtype=dt.DEFAULT_FLOAT, device=None, requires_grad=False):
+    return _on(full_op(shape=_shape(shape), value=1, dtype=dtype), device, requires_grad)
 
 
-def full_like(x, value, dtype=None):
-    return full_like_op(x, value=value, dtype=dtype)
+def full_like(x, value, dtype=None, requires_grad=False):
+    return _on(full_like_op(x, value=value, dtype=dtype), None, requires_grad)
 
 
 def fill_(x, value):
@@ -317,47 +326,68 @@ def zero_(x):
     return fill_op(x, value=0)
 
 
-def zeros_like(x, dtype=None):
-    return full_like_op(x, value=0, dtype=dtype)
+def zeros_like(x, dtype=None, requires_grad=False):
+    return _on(full_like_op(x, value=0, dtype=dtype), None, requires_grad)
 
 
-def ones_like(x, dtype=None):
-    return full_like_op(x, value=1, dtype=dtype)
+def ones_like(x, dtype=None, requires_grad=False):
+    return _on(full_like_op(x, value=1, dtype=dtype), None, requires_grad)
 
 
-def arange(start, stop=None, step=1, dtype=None, device=None):
+def arange(start, stop=None, step=1, dtype=None, device=None, requires_grad=False):
     """arange(stop) or arange(start, stop, step); float dtype if any bound is a float."""
     if stop is None:
         start, stop = 0, start
     if dtype is None:
         dtype = dt.promote([], [dt.scalar_dtype(v) for v in (start, stop, step)])
-    return _on(arange_op(start=start, stop=stop, step=step, dtype=dtype), device)
+    return _on(arange_op(start=start, stop=stop, step=step, dtype=dtype), device, requires_grad)
 
 
-def linspace(start, stop, num, dtype=dt.DEFAULT_FLOAT, device=None):
-    return _on(linspace_op(start=start, stop=stop, num=num, dtype=dtype), device)
+def linspace(start, stop, num, dtype=dt.DEFAULT_FLOAT, device=None, requires_grad=False):
+    t = linspace_op(start=start, stop=stop, num=num, dtype=dtype)
+    return _on(t, device, requires_grad)
 
 
-def eye(n, m=None, dtype=dt.DEFAULT_FLOAT, device=None):
-    return _on(eye_op(n=n, m=m, dtype=dtype), device)
+def eye(n, m=None, dtype=dt.DEFAULT_FLOAT, device=None, requires_grad=False):
+    return _on(eye_op(n=n, m=m, dtype=dtype), device, requires_grad)
 
 
-def uniform(*shape, low=0.0, high=1.0, dtype=dt.DEFAULT_FLOAT, generator=None, device=None):
+def uniform(
+    *shape,
+    low=0.0,
+    high=1.0,
+    dtype=dt.DEFAULT_FLOAT,
+    generator=None,
+    device=None,
+    requires_grad=False,
+):
     t = uniform_op(shape=_shape(shape), low=low, high=high, dtype=dtype, generator=generator)
-    return _on(t, device)
+    return _on(t, device, requires_grad)
 
 
-def rand(*shape, dtype=dt.DEFAULT_FLOAT, generator=None, device=None):
-    return uniform(*shape, dtype=dtype, generator=generator, device=device)
+def rand(*shape, dtype=dt.DEFAULT_FLOAT, generator=None, device=None, requires_grad=False):
+    return uniform(
+        *shape, dtype=dtype, generator=generator, device=device, requires_grad=requires_grad
+    )
 
 
-def normal(*shape, mean=0.0, std=1.0, dtype=dt.DEFAULT_FLOAT, generator=None, device=None):
+def normal(
+    *shape,
+    mean=0.0,
+    std=1.0,
+    dtype=dt.DEFAULT_FLOAT,
+    generator=None,
+    device=None,
+    requires_grad=False,
+):
     t = normal_op(shape=_shape(shape), mean=mean, std=std, dtype=dtype, generator=generator)
-    return _on(t, device)
+    return _on(t, device, requires_grad)
 
 
-def randn(*shape, dtype=dt.DEFAULT_FLOAT, generator=None, device=None):
-    return normal(*shape, dtype=dtype, generator=generator, device=device)
+def randn(*shape, dtype=dt.DEFAULT_FLOAT, generator=None, device=None, requires_grad=False):
+    return normal(
+        *shape, dtype=dtype, generator=generator, device=device, requires_grad=requires_grad
+    )
 
 
 def randint(low, high, shape, dtype=dt.DEFAULT_INT, generator=None, device=None):

@@ -26,6 +26,7 @@ each output (known only at run time in graph mode).
 import builtins
 import math
 import warnings
+from collections import namedtuple
 
 import numpy as np
 from numba import njit
@@ -45,7 +46,10 @@ from ..kernels.cpu import (
     sum_rows,
     zero_acc,
 )
+from . import elementwise as _ew
 from .elementwise import exp, logical_and, maximum, where
+from .index import take_along_axis_op
+from .shape import squeeze_op
 
 AXIS = {"axis": Attr("ints", None, optional=True), "keepdims": Attr("bool", False)}
 ONE_AXIS = {"axis": Attr("int", None, optional=True), "keepdims": Attr("bool", False)}
@@ -612,6 +616,52 @@ argmin = _reduction(
     "tensor when axis is None; a NaN counts as the smallest. Empty: ShapeError.",
 )
 
+# PyTorch's max(x, dim=1) and min(x, dim=1): the values and their indices, the values taken
+# at the indices (so the gradient goes to that element, as in PyTorch, not shared by ties)
+ValuesIndices = namedtuple("ValuesIndices", ["values", "indices"])
+
+
+def _values_and_indices(index_op):
+    def call(x, axis, keepdims=False):
+        indices = index_op(x, axis=axis, keepdims=True)
+        values = take_along_axis_op(x, indices, axis=axis)
+        if not keepdims:
+            values, indices = squeeze_op(values, axis=axis), squeeze_op(indices, axis=axis)
+        return ValuesIndices(values, indices)
+
+    return call
+
+
+max.on_dim = _values_and_indices(argmax)
+min.on_dim = _values_and_indices(argmin)
+
+
+def norm(x, p=2, axis=None, keepdims=False):
+    """PyTorch's norm: the vector p-norm over `axis` (every element when None) of a float
+    tensor; p is 2 ("fro" too), 1, inf, -inf, 0 (the count of nonzeros) or another positive
+    number. The 2-norm's gradient at zero is 0 (a subgradient), not NaN."""
+    if not dt.is_float(x.dtype):
+        raise DTypeError(f"norm needs a float tensor, got {x.dtype}")
+    p = 2 if p == "fro" else p
+    if isinstance(p, bool) or not isinstance(p, (int, float)) or p < 0 and p != -math.inf:
+        raise ValueError(f"norm: p must be a number >= 0, inf, -inf or 'fro', got {p!r}")
+    if p == 2:
+        s = sum(x * x, axis=axis, keepdims=keepdims)
+        positive = s > 0
+        # sqrt at 0 has an infinite slope: the inner where keeps it out of the gradient
+        return where(positive, _ew.sqrt(where(positive, s, 1.0)), 0.0)
+    a = _ew.abs(x)
+    if p == math.inf:
+        return max(a, axis=axis, keepdims=keepdims)
+    if p == -math.inf:
+        return min(a, axis=axis, keepdims=keepdims)
+    if p == 0:
+        return sum(_ew.astype(a != 0, x.dtype), axis=axis, keepdims=keepdims)
+    if p == 1:
+        return sum(a, axis=axis, keepdims=keepdims)
+    return sum(a**p, axis=axis, keepdims=keepdims) ** (1.0 / p)
+
+
 # ---------------------------------------------------------------- var, std, logsumexp
 
 VAR_ATTRS = {**AXIS, "correction": Attr("int", 1)}
@@ -729,6 +779,8 @@ __all__ = [
     "min",
     "argmax",
     "argmin",
+    "ValuesIndices",
+    "norm",
     "var",
     "std",
     "logsumexp",

@@ -434,6 +434,11 @@ def concat(*xs, axis=0):
     return concat_op(*_tensors(xs), axis=axis)
 
 
+def cat(tensors, axis=0):
+    """PyTorch's cat: cat([a, b], 1) (a sequence of tensors, then the axis)."""
+    return concat_op(*tensors, axis=axis)
+
+
 def _stack_spec(*xs, axis):
     if not xs:
         raise ShapeError("needs at least one tensor")
@@ -520,6 +525,19 @@ split_op = _declare(
     view=True,
 )
 split_op.defgrad(lambda g, out, x, split_size, sizes, axis: (concat_op(*as_tuple(g), axis=axis),))
+
+
+def chunk(x, chunks: int, axis=0) -> tuple:
+    """PyTorch's chunk: x cut along `axis` into `chunks` pieces of ceil(n / chunks) (the last
+    may be shorter, and there are fewer pieces when n does not fill them all)."""
+    if isinstance(chunks, bool) or not isinstance(chunks, (int, np.integer)) or chunks < 1:
+        raise AttrError(f"chunk: chunks must be a positive int, got {chunks!r}")
+    if x.ndim == 0:
+        raise ShapeError("chunk: cannot cut a 0-d tensor")
+    n = x.shape[normalize_axis(axis, x.ndim)]
+    if n == UNKNOWN:
+        raise ShapeError("chunk: the axis has an unknown (-1) length: use split with sizes")
+    return split(x, max(-(-n // int(chunks)), 1), axis=axis)
 
 
 def split(x, split_size_or_sizes, axis=0) -> tuple:
@@ -756,8 +774,10 @@ __all__ = [
     "unsqueeze",
     "flatten",
     "concat",
+    "cat",
     "stack",
     "split",
+    "chunk",
     "split_like",
     "pad",
     "flip",

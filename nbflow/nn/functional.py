@@ -1,0 +1,156 @@
+"""nbflow.nn.functional: PyTorch's `torch.nn.functional` names on nbflow's ops.
+
+Most are nbflow's functions themselves (their arguments already follow PyTorch's, and every op
+takes `dim=` for `axis=`); the rest adapt PyTorch's conventions: `inplace=`, class weights in
+cross_entropy, one_hot's inferred class count, pad's pairs from the last dim backwards, and a
+few activations composed from nbflow's ops. `import nbflow.nn.functional as F` then reads as
+PyTorch code does.
+"""
+
+from __future__ import annotations
+
+from .. import ops
+from ..errors import UnsupportedError
+
+# the same call as in PyTorch
+adaptive_avg_pool2d = ops.adaptive_avg_pool2d
+avg_pool2d = ops.avg_pool2d
+batch_norm = ops.batch_norm
+binary_cross_entropy_with_logits = ops.binary_cross_entropy_with_logits
+conv1d = ops.conv1d
+conv2d = ops.conv2d
+embedding = ops.embedding
+gelu = ops.gelu
+l1_loss = ops.l1_loss
+layer_norm = ops.layer_norm
+log_softmax = ops.log_softmax
+max_pool2d = ops.max_pool2d
+mse_loss = ops.mse_loss
+nll_loss = ops.nll_loss
+sigmoid = ops.sigmoid
+softmax = ops.softmax
+softplus = ops.softplus
+tanh = ops.tanh
+
+
+def linear(input, weight, bias=None):
+    return ops.linear(input, weight, bias)
+
+
+def _maybe_inplace(x, out, inplace: bool):
+    """PyTorch's `inplace=True`: the result written into x (through copy_, which bumps x's
+    version so that autograd refuses a stale read)."""
+    return x.copy_(out) if inplace else out
+
+
+def relu(input, inplace=False):
+    return _maybe_inplace(input, ops.relu(input), inplace)
+
+
+def relu6(input, inplace=False):
+    return _maybe_inplace(input, ops.clip(input, 0.0, 6.0), inplace)
+
+
+def leaky_relu(input, negative_slope=0.01, inplace=False):
+    return _maybe_inplace(input, ops.leaky_relu(input, negative_slope=negative_slope), inplace)
+
+
+def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
+    return _maybe_inplace(input, ops.clip(input, min_val, max_val), inplace)
+
+
+def elu(input, alpha=1.0, inplace=False):
+    out = ops.where(input > 0, input, ops.expm1(ops.minimum(input, 0.0)) * alpha)
+    return _maybe_inplace(input, out, inplace)
+
+
+def silu(input, inplace=False):
+    return _maybe_inplace(input, input * ops.sigmoid(input), inplace)
+
+
+def logsigmoid(input):
+    return -ops.softplus(-input)
+
+
+def dropout(input, p=0.5, training=True, inplace=False):
+    return _maybe_inplace(input, ops.dropout(input, p, training), inplace)
+
+
+def normalize(input, p=2.0, dim=1, eps=1e-12):
+    """input / max(norm(input, p, dim), eps), the norm kept as a dim to divide by."""
+    return input / ops.maximum(ops.norm(input, p, axis=dim, keepdims=True), eps)
+
+
+def cross_entropy(
+    input, target, weight=None, ignore_index=-100, reduction="mean", label_smoothing=0.0
+):
+    """The fused cross_entropy op; with class weights, log_softmax and nll_loss (which weighs
+    classes as PyTorch does)."""
+    if weight is None:
+        return ops.cross_entropy(
+            input,
+            target,
+            reduction=reduction,
+            ignore_index=ignore_index,
+            label_smoothing=label_smoothing,
+        )
+    if label_smoothing:
+        raise UnsupportedError("cross_entropy with class weights and label_smoothing")
+    log_probs = ops.log_softmax(input, axis=1 if input.ndim > 1 else 0)
+    return ops.nll_loss(log_probs, target, weight, ignore_index=ignore_index, reduction=reduction)
+
+
+def one_hot(tensor, num_classes=-1):
+    """int64 one-hot rows; num_classes -1 takes the largest label + 1 (eager tensors only,
+    as it reads the values)."""
+    if num_classes == -1:
+        if tensor.size == 0:
+            raise ValueError("one_hot: cannot infer num_classes from an empty tensor")
+        num_classes = int(ops.max(tensor).item()) + 1
+    return ops.one_hot(tensor, num_classes=num_classes)
+
+
+def pad(input, pad, mode="constant", value=None):
+    """PyTorch's pad: `pad` holds (before, after) pairs from the last dim backwards, so
+    pad(x, (1, 1)) pads the last dim; constant mode only."""
+    if len(pad) % 2 or len(pad) > 2 * input.ndim:
+        raise ValueError(f"pad: {len(pad)} values for a tensor of {input.ndim} dims")
+    pairs = [(0, 0)] * input.ndim
+    for i in range(len(pad) // 2):
+        pairs[input.ndim - 1 - i] = (pad[2 * i], pad[2 * i + 1])
+    return ops.pad(input, pairs, value=0 if value is None else value, mode=mode)
+
+
+__all__ = [
+    "adaptive_avg_pool2d",
+    "avg_pool2d",
+    "batch_norm",
+    "binary_cross_entropy_with_logits",
+    "conv1d",
+    "conv2d",
+    "cross_entropy",
+    "dropout",
+    "elu",
+    "embedding",
+    "gelu",
+    "hardtanh",
+    "l1_loss",
+    "layer_norm",
+    "leaky_relu",
+    "linear",
+    "log_softmax",
+    "logsigmoid",
+    "max_pool2d",
+    "mse_loss",
+    "nll_loss",
+    "normalize",
+    "one_hot",
+    "pad",
+    "relu",
+    "relu6",
+    "sigmoid",
+    "silu",
+    "softmax",
+    "softplus",
+    "tanh",
+]

@@ -1,0 +1,283 @@
+"""PyTorch's spellings: `dim=`/`keepdim=` and the other argument names, max/min(dim=) with
+indices, the Tensor conveniences (view, size(), expand, masked_fill, float(), ...), norm,
+cat/chunk, `requires_grad=` on creation functions, allclose/equal and nbflow.nn.functional.
+References are numpy formulas written here, and nbflow's own axis= spelling where the claim is
+that the two spellings are one call."""
+
+import math
+
+import numpy as np
+import pytest
+
+import nbflow as nb
+import nbflow.nn.functional as F
+from nbflow.testing import check_modes, gradcheck
+
+RNG = np.random.default_rng(0)
+X = RNG.standard_normal((3, 4)).astype(np.float32)
+
+
+@pytest.mark.parametrize(
+    "name", ["sum", "mean", "prod", "var", "std", "logsumexp", "argmax", "argmin", "all", "any"]
+)
+def test_reductions_take_dim_and_keepdim(name):
+    x = nb.tensor(X)
+    fn = getattr(nb, name)
+    for keep in (False, True):
+        torch_style = fn(x, dim=1, keepdim=keep)
+        np.testing.assert_array_equal(torch_style.numpy(), fn(x, axis=1, keepdims=keep).numpy())
+        assert torch_style.shape == ((3, 1) if keep else (3,))
+    method = getattr(x, name)(dim=0)  # the Tensor method too
+    np.testing.assert_array_equal(method.numpy(), fn(x, axis=0).numpy())
+
+
+def test_softmax_and_the_function_wrappers_take_pytorch_names():
+    x = nb.tensor(X)
+    np.testing.assert_array_equal(nb.softmax(x, dim=0).numpy(), nb.softmax(x, axis=0).numpy())
+    e = np.exp(X - X.max(axis=0))
+    np.testing.assert_allclose(nb.softmax(x, dim=0).numpy(), e / e.sum(axis=0), rtol=1e-6)
+    pairs = [
+        (nb.concat([x, x], dim=1), np.concatenate([X, X], axis=1)),
+        (nb.stack([x, x], dim=2), np.stack([X, X], axis=2)),
+        (x.unsqueeze(dim=1), X[:, None]),
+        (x.transpose(dim0=0, dim1=1), X.T),
+        (nb.flip(x, dims=(1,)), X[:, ::-1]),
+        (nb.ones(2, 3, 4).flatten(start_dim=1).numpy(), np.ones((2, 12))),
+        (x.gather(dim=1, index=nb.tensor([[1], [0], [3]])), X[[0, 1, 2], [1, 0, 3]][:, None]),
+        (nb.index_select(x, dim=1, index=nb.tensor([2, 0])), X[:, [2, 0]]),
+        (nb.split(x, 2, dim=1)[1], X[:, 2:]),
+    ]
+    for got, expected in pairs:
+        np.testing.assert_array_equal(np.asarray(got), expected)
+
+
+def test_both_names_or_a_name_the_op_lacks_is_an_error():
+    x = nb.tensor(X)
+    with pytest.raises(TypeError, match="'dim' and 'axis'"):
+        nb.sum(x, dim=1, axis=1)
+    with pytest.raises(TypeError, match="'dim' and 'axis'"):
+        nb.concat([x, x], dim=1, axis=1)
+    with pytest.raises(nb.AttrError, match="dim"):
+        nb.relu(x, dim=1)  # relu has no axis: the op's own error names the argument
+
+
+def test_max_and_min_with_dim_give_values_and_indices():
+    x = np.array([[1.0, 5.0, 5.0], [np.nan, 2.0, 0.0], [-1.0, -3.0, -2.0]], np.float32)
+    t = nb.tensor(x)
+    values, indices = t.max(dim=1)
+    np.testing.assert_array_equal(values.numpy(), [5.0, np.nan, -1.0])
+    np.testing.assert_array_equal(indices.numpy(), [1, 0, 0])  # the first tie; NaN wins
+    low = nb.min(t, dim=0, keepdim=True)
+    assert low.values.shape == low.indices.shape == (1, 3)
+    np.testing.assert_array_equal(low.indices.numpy(), [[1, 2, 2]])
+    np.testing.assert_array_equal(low.values.numpy(), [[np.nan, -3.0, -2.0]])
+    assert isinstance(t.max(axis=1), nb.Tensor)  # nbflow's spelling: the values only
+
+
+def test_max_with_dim_sends_the_gradient_to_the_index_as_pytorch_does():
+    x = nb.tensor([[2.0, 7.0, 7.0], [4.0, 1.0, 3.0]], requires_grad=True)
+    x.max(dim=1).values.sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [[0, 1, 0], [1, 0, 0]])  # not split by ties
+    y = nb.tensor([[2.0, 7.0, 7.0]], requires_grad=True)
+    nb.max(y, axis=1).sum().backward()  # amax: ties share it
+    np.testing.assert_array_equal(y.grad.numpy(), [[0, 0.5, 0.5]])
+    z = nb.tensor(RNG.standard_normal((3, 4)), requires_grad=True)
+    gradcheck(lambda t: t.min(dim=0).values, [z])
+
+
+def test_cat_and_chunk_follow_pytorch():
+    a, b = nb.tensor(X), nb.tensor(X[:1])
+    np.testing.assert_array_equal(nb.cat([a, b], 0).numpy(), np.concatenate([X, X[:1]]))
+    np.testing.assert_array_equal(nb.cat((a, a), dim=1).numpy(), np.concatenate([X, X], 1))
+    cases = [(5, 2, [3, 2]), (5, 4, [2, 2, 1]), (6, 3, [2, 2, 2]), (2, 5, [1, 1])]
+    for n, chunks, expected in cases:
+        pieces = nb.chunk(nb.arange(n), chunks)
+        assert [len(p) for p in pieces] == expected  # ceil(n / chunks) each, as torch.chunk
+        np.testing.assert_array_equal(np.concatenate([p.numpy() for p in pieces]), np.arange(n))
+    assert [p.shape for p in nb.tensor(X).chunk(2, dim=1)] == [(3, 2), (3, 2)]
+    with pytest.raises(nb.AttrError):
+        nb.chunk(nb.arange(4), 0)
+
+
+@pytest.mark.parametrize("p", [2, 1, math.inf, -math.inf, 0, 3, 0.5, "fro"])
+@pytest.mark.parametrize("axis", [None, 1])
+def test_norm_matches_numpy(p, axis):
+    x = X.copy()
+    x[0, 1] = 0.0
+    order = 2 if p == "fro" else p
+    flat = x.ravel() if axis is None else x
+    expected = np.linalg.norm(flat.astype(np.float64), order, axis=None if axis is None else 1)
+    got = nb.norm(nb.tensor(x), p, dim=axis)
+    np.testing.assert_allclose(got.numpy(), expected, rtol=1e-5)
+    kept = nb.tensor(x).norm(p, dim=axis, keepdim=True) if axis is not None else None
+    if kept is not None:
+        assert kept.shape == (3, 1)
+
+
+def test_norm_gradients():
+    x = nb.tensor(RNG.standard_normal((3, 4)), requires_grad=True)
+    for p in (2, 1, 3):
+        gradcheck(lambda t, p=p: nb.norm(t, p, axis=1), [x])
+    zero = nb.zeros(3, dtype="float64", requires_grad=True)
+    nb.norm(zero).backward()
+    np.testing.assert_array_equal(zero.grad.numpy(), [0.0, 0.0, 0.0])  # a subgradient, not NaN
+    with pytest.raises(nb.DTypeError):
+        nb.norm(nb.arange(3))
+    with pytest.raises(ValueError):
+        nb.norm(nb.tensor(X), -1)
+
+
+def test_tensor_conveniences():
+    t = nb.tensor(X)
+    assert t.view(4, 3).shape == t.view((4, 3)).shape == (4, 3)
+    np.testing.assert_array_equal(t.view(-1).numpy(), X.ravel())
+    assert t.size == 12 and t.size() == (3, 4) and t.size(1) == 4 and t.size(dim=0) == 3
+    assert t.numel() == 12 and t.dim() == 2
+    row = nb.tensor(X[:1])
+    np.testing.assert_array_equal(row.expand(3, -1).numpy(), np.repeat(X[:1], 3, axis=0))
+    assert row.expand(2, 3, 4).shape == (2, 3, 4)  # new leading dims
+    with pytest.raises(ValueError):
+        t.expand(4)
+    for method, dtype in [("float", "float32"), ("double", "float64"), ("half", "float16"),
+                          ("int", "int32"), ("long", "int64"), ("bool", "bool")]:  # fmt: skip
+        assert getattr(t, method)().dtype == np.dtype(dtype)
+    assert t.type_as(nb.arange(2)).dtype == np.int64
+    assert t.to(nb.float64).dtype == np.float64 and t.to("cpu", nb.float16).dtype == np.float16
+    assert t.to("cpu") is t
+
+
+def test_contiguous_copies_only_a_strided_buffer():
+    t = nb.tensor(X)
+    assert t.contiguous() is t
+    strided = t.T
+    c = strided.contiguous()
+    assert c is not strided and c.numpy().flags.c_contiguous
+    np.testing.assert_array_equal(c.numpy(), X.T)
+
+
+def test_masked_fill_keeps_the_dtype_and_broadcasts_the_mask():
+    t = nb.tensor(np.arange(6).reshape(2, 3))
+    mask = nb.tensor([True, False, True])
+    out = t.masked_fill(mask, -1)
+    np.testing.assert_array_equal(out.numpy(), np.where([True, False, True], -1, t.numpy()))
+    assert out.dtype == np.int64
+    x = nb.tensor(X, requires_grad=True)
+    y = x * 1.0
+    y.masked_fill_(y > 0, 0.0)  # in place, through autograd
+    y.sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), (X <= 0).astype(np.float32))
+
+
+def test_creation_functions_take_requires_grad():
+    made = [
+        nb.ones(2, 3, requires_grad=True),
+        nb.zeros((2,), requires_grad=True),
+        nb.full((2,), 0.5, requires_grad=True),
+        nb.randn(2, requires_grad=True),
+        nb.rand(2, requires_grad=True),
+        nb.arange(3.0, requires_grad=True),
+        nb.linspace(0, 1, 3, requires_grad=True),
+        nb.eye(2, requires_grad=True),
+        nb.zeros_like(nb.ones(2), requires_grad=True),
+        nb.ones_like(nb.ones(2), requires_grad=True),
+        nb.full_like(nb.ones(2), 3.0, requires_grad=True),
+    ]
+    for t in made:
+        assert t.requires_grad and t.is_leaf
+        (t * 2).sum().backward()
+        np.testing.assert_array_equal(t.grad.numpy(), np.full(t.shape, 2.0, np.float32))
+    with pytest.raises(nb.DTypeError):
+        nb.ones(2, dtype="int64", requires_grad=True)
+    assert not nb.ones(2).requires_grad
+    with nb.program_guard(nb.Program()), pytest.raises(nb.UnsupportedError):
+        nb.ones(2, requires_grad=True)
+
+
+def test_allclose_and_equal():
+    a = nb.tensor([1.0, 2.0, np.nan])
+    assert nb.allclose(a, a, equal_nan=True) and not nb.allclose(a, a)
+    assert nb.allclose(nb.tensor([1.0]), [1.0 + 1e-9])
+    assert nb.equal(nb.ones(2), nb.ones(2)) and not nb.equal(nb.ones(2), nb.ones(3))
+    assert not nb.equal(nb.ones(2), nb.zeros(2))
+
+
+def test_graph_values_have_size_view_and_the_casts():
+    main = nb.Program()
+    with nb.program_guard(main):
+        x = nb.static.data("x", [-1, 3])
+        assert x.size == -1 and x.size(1) == 3 and x.dim() == 2
+        y = x.view(-1, 3).double().masked_fill(x > 0, 1.0)
+        with pytest.raises(nb.UnsupportedError):
+            x.numel()
+    (out,) = nb.Executor().run(main, {"x": X[:, :3]}, [y])
+    np.testing.assert_array_equal(out, np.where(X[:, :3] > 0, 1.0, X[:, :3]).astype(np.float64))
+
+
+def test_a_pytorch_style_model_runs_alike_eager_and_jitted():
+    def model(x, w):
+        h = F.relu(x.view(x.size(0), -1) @ w)
+        values, indices = h.max(dim=1)
+        return F.normalize(h, dim=1).sum(dim=0, keepdim=True), values, indices.float()
+
+    x = RNG.standard_normal((4, 2, 3))
+    counts = check_modes(model, x, RNG.standard_normal((6, 5)))
+    assert counts["outputs"] == 3 and counts["gradients"] == 2
+
+
+def test_functional_activations_match_their_formulas():
+    x = RNG.standard_normal(50)
+    t = nb.tensor(x)
+    expected = {
+        "silu": x / (1 + np.exp(-x)),
+        "elu": np.where(x > 0, x, np.expm1(np.minimum(x, 0))),
+        "hardtanh": np.clip(x, -1, 1),
+        "relu6": np.clip(x, 0, 6),
+        "logsigmoid": -np.log1p(np.exp(-x)),
+        "leaky_relu": np.where(x > 0, x, 0.01 * x),
+    }
+    for name, ref in expected.items():
+        np.testing.assert_allclose(getattr(F, name)(t).numpy(), ref, rtol=1e-6, atol=1e-7)
+    v = RNG.standard_normal((3, 4))
+    ref = v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-12)
+    np.testing.assert_allclose(F.normalize(nb.tensor(v)).numpy(), ref, rtol=1e-12)
+
+
+def test_functional_inplace_writes_the_input():
+    t = nb.tensor([-1.0, 2.0])
+    version = t.version
+    out = F.relu(t, inplace=True)
+    assert out is t and t.version == version + 1
+    np.testing.assert_array_equal(t.numpy(), [0.0, 2.0])
+    assert F.relu(nb.tensor([-1.0])).numpy()[0] == 0.0
+
+
+def test_functional_cross_entropy_with_class_weights():
+    logits = RNG.standard_normal((6, 3))
+    labels = np.array([0, 2, 1, 1, -100, 2])
+    weight = np.array([0.5, 2.0, 1.0])
+    lse = np.log(np.exp(logits).sum(axis=1))
+    keep = labels != -100
+    picked = logits[keep, labels[keep]]
+    w = weight[labels[keep]]
+    expected = (w * (lse[keep] - picked)).sum() / w.sum()  # PyTorch's weighted mean
+    got = F.cross_entropy(nb.tensor(logits), nb.tensor(labels), weight=nb.tensor(weight))
+    np.testing.assert_allclose(got.item(), expected, rtol=1e-12)
+    plain = F.cross_entropy(nb.tensor(logits), nb.tensor(labels))
+    expected_plain = (lse[keep] - picked).mean()
+    np.testing.assert_allclose(plain.item(), expected_plain, rtol=1e-12)
+    with pytest.raises(nb.UnsupportedError):
+        F.cross_entropy(
+            nb.tensor(logits), nb.tensor(labels), nb.tensor(weight), label_smoothing=0.1
+        )
+
+
+def test_functional_one_hot_and_pad_follow_pytorch():
+    labels = nb.tensor([0, 3, 1])
+    np.testing.assert_array_equal(F.one_hot(labels).numpy(), np.eye(4, dtype=np.int64)[[0, 3, 1]])
+    assert F.one_hot(labels, 6).shape == (3, 6)
+    x = np.arange(6.0).reshape(2, 3)
+    np.testing.assert_array_equal(F.pad(nb.tensor(x), (1, 2)).numpy(), np.pad(x, ((0, 0), (1, 2))))
+    both = F.pad(nb.tensor(x), (0, 1, 2, 0), value=9.0)  # last dim first, then the one before
+    np.testing.assert_array_equal(both.numpy(), np.pad(x, ((2, 0), (0, 1)), constant_values=9))
+    with pytest.raises(ValueError):
+        F.pad(nb.tensor(x), (1, 1, 1))
