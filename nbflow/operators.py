@@ -150,9 +150,9 @@ add sub mul div floor_div mod pow neg abs sign exp log log1p expm1 sqrt rsqrt si
 sigmoid relu leaky_relu gelu softplus maximum minimum clip clamp cast astype clone
 eq ne lt le gt ge logical_and logical_or logical_xor logical_not isnan isinf isfinite
 add_ sub_ mul_ div_ clip_ clamp_ fill_ zero_ copy_ zeros_like ones_like full_like
-sum mean prod max min argmax argmin var std logsumexp all any matmul addmm addmm_
+sum mean prod max min argmax argmin var std logsumexp all any cumsum matmul addmm addmm_
 reshape transpose permute broadcast_to squeeze unsqueeze flatten split gather take_along_axis
-index_select scatter_add pad flip tile repeat softmax log_softmax norm chunk
+index_select scatter_add pad flip tile repeat softmax log_softmax norm chunk sort argsort topk
 """.split()
 
 for _name, _op in REFLECTED.items():

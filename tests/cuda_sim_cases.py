@@ -148,6 +148,20 @@ def structured_cases():
             yield name, f"axis={axis} correction={correction}", fn, [x3]
         fn = lambda x, op=op: op(x, axis=-1, keepdims=True)
         yield name, "f64 keepdims", fn, [x3.astype(np.float64)]
+    cumsum = REGISTRY["cumsum"]
+    for axis in (0, 1, -1):
+        yield "cumsum", f"f32 axis={axis}", (lambda x, a=axis: cumsum(x, axis=a)), [x3]
+    yield "cumsum", "i64", (lambda x: cumsum(x, axis=2)), [xi]
+    yield "cumsum", "f16", (lambda x: cumsum(x, axis=0)), [x3.astype(np.float16)]
+    yield "cumsum", "bool 0-d", (lambda x: cumsum(x, axis=0)), [np.array(True)]
+    sort = REGISTRY["sort"]
+    ties = np.round(x3 * 2) / 2  # equal values: the stable order must agree
+    ties[0, 1, 2] = ties[1, 0, 0] = np.nan
+    for axis, desc in ((0, False), (1, True), (-1, False), (-1, True)):
+        fn = lambda x, a=axis, d=desc: sort(x, axis=a, descending=d)
+        yield "sort", f"f32 axis={axis} descending={desc}", fn, [ties]
+    yield "sort", "i64", (lambda x: sort(x, axis=1, descending=True)), [xi]
+    yield "sort", "f16 0-d", (lambda x: sort(x, axis=0)), [np.array(1.5, np.float16)]
     for name in ("softmax", "log_softmax"):
         op = REGISTRY[name]
         for axis in (0, 1, -1):

@@ -95,6 +95,8 @@ SAMPLES = {
     "var": (nb.var, lambda: [x(3, 4)], {"axis": 1}),
     "std": (nb.std, lambda: [x(3, 4)], {}),
     "logsumexp": (nb.logsumexp, lambda: [x(3, 4)], {"axis": -1}),
+    "cumsum": (nb.cumsum, lambda: [x(3, 4, 2)], {"axis": 1}),
+    "sort": (nb.sort_op, lambda: [x(3, 4)], {"axis": 0, "descending": True}),
     "matrix_transpose": (nb.matrix_transpose, lambda: [x(2, 3, 4)], {}),
     "matmul": (nb.matmul, lambda: [x(2, 3, 4), x(4, 2)], {}),
     "linear": (nb.linear, lambda: [x(2, 3, 4), x(5, 4), x(5)], {}),

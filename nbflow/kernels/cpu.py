@@ -409,6 +409,32 @@ def merge_dims(shape, strides_list) -> tuple[int, ...]:
 # ---------------------------------------------------------------- reductions
 
 
+def axis_rows(x: np.ndarray, axis: int) -> np.ndarray:
+    """x with `axis` moved last, as a contiguous 2-D (rows, axis length) array."""
+    if axis == x.ndim - 1 and x.shape[-1] and x.flags.c_contiguous:
+        return x.reshape(-1, x.shape[-1])  # already so: no moveaxis (3 us a call)
+    moved = np.moveaxis(x, axis, -1) if x.ndim else x.reshape(1)
+    n = moved.shape[-1]
+    return np.ascontiguousarray(moved).reshape(moved.size // n if n else 0, n)
+
+
+def write_axis_rows(out: np.ndarray, axis: int, fill) -> None:
+    """Call `fill(rows2d)` on a 2-D (rows, axis length) view of `out`, or on a temporary that is
+    copied back when `out` cannot be viewed that way without a copy."""
+    if axis == out.ndim - 1 and out.shape[-1] and out.flags.c_contiguous:
+        fill(out.reshape(-1, out.shape[-1]))
+        return
+    moved = np.moveaxis(out, axis, -1) if out.ndim else out.reshape(1)
+    n = moved.shape[-1]
+    shape2 = (moved.size // n if n else 0, n)
+    if moved.flags.c_contiguous:
+        fill(moved.reshape(shape2))
+    else:
+        tmp = np.empty(shape2, out.dtype)
+        fill(tmp)
+        moved[...] = tmp.reshape(moved.shape)
+
+
 def reduce_rows(kernel, x: np.ndarray, axes, out: np.ndarray, *params, cols=None):
     """Run `kernel(x2d, out1d, *params)` reducing each row of x viewed as (kept, reduced).
 

@@ -19,6 +19,7 @@ from numba import cuda, types
 from .. import device as devices
 from ..errors import UnsupportedError
 from . import codegen
+from .sorting import sort_row
 from .windows import adaptive_bin, avg_window, max_window
 
 SIM = devices.simulator()
@@ -441,10 +442,90 @@ def softmax_rows(x, out, axes, mode):
     if mode == 2:
         copy_into(res.reshape(out.shape), out)
         return
-    # res holds x with the axes moved last: move them back into out
-    res = res.reshape(tuple(x.shape[i] for i in kept + axes))
+    _from_rows(res, x.shape, kept, axes, out)
+
+
+def _from_rows(res, shape, kept, axes, out):
+    """Write res, a (rows, cols) array of a tensor of `shape` with `axes` moved last (as
+    _rows_view made it), back into out in the original layout."""
+    res = res.reshape(tuple(shape[i] for i in kept + axes))
     back = [int(i) for i in np.argsort(kept + axes)]
     copy_into(devices.view_like(np.transpose, res, back), out)
+
+
+# ---------------------------------------------------------------- cumsum rows
+
+
+_SCAN: dict = {}
+
+
+def _scan_kernel(acc):
+    key = np.dtype(acc)
+    if key in _SCAN:
+        return _SCAN[key]
+    acc_t = acc
+
+    @cuda.jit
+    def scan(x, out):
+        for row in range(cuda.grid(1), x.shape[0], cuda.gridsize(1)):
+            s = acc_t(0)
+            for j in range(x.shape[1]):
+                s += acc_t(x[row, j])
+                out[row, j] = s
+
+    _SCAN[key] = scan
+    return scan
+
+
+def cumsum_rows(x, out, axis):
+    """Running sums of x along `axis` into out (x's shape), one thread per row, accumulated
+    in float64 as on the CPU (float16 in float32; integers and bools in int64)."""
+    if x.ndim == 0:
+        x, out, axis = x.reshape(1), out.reshape(1), 0
+    kept = [i for i in range(x.ndim) if i != axis]
+    inner = x.shape[axis]
+    outer = int(np.prod([x.shape[i] for i in kept], dtype=np.int64))
+    if outer == 0 or inner == 0:
+        return
+    x2 = _rows_view(x, kept, [axis], outer, inner)
+    res = devices.empty((outer, inner), out.dtype)
+    kind = np.dtype(x.dtype).kind
+    acc = np.int64 if kind != "f" else np.float32 if x.dtype == np.float16 else np.float64
+    _scan_kernel(acc)[blocks_for(outer), TPB](x2, res)
+    _from_rows(res, x.shape, kept, [axis], out)
+
+
+# ---------------------------------------------------------------- sort rows
+
+_sort_row = cuda.jit(device=True)(sort_row)  # the merge sort the CPU kernel runs too
+
+
+@cuda.jit
+def _sort_rows(x, work, descending, values, indices):
+    for row in range(cuda.grid(1), x.shape[0], cuda.gridsize(1)):
+        s = _sort_row(x, row, work, descending)
+        for j in range(x.shape[1]):
+            k = work[s, row, j]
+            indices[row, j] = k
+            values[row, j] = x[row, k]
+
+
+def sort_rows(x, values, indices, axis, descending):
+    """x sorted along `axis` into values and indices (x's shape), one thread per row."""
+    if x.ndim == 0:
+        x, values, indices, axis = x.reshape(1), values.reshape(1), indices.reshape(1), 0
+    kept = [i for i in range(x.ndim) if i != axis]
+    inner = x.shape[axis]
+    outer = int(np.prod([x.shape[i] for i in kept], dtype=np.int64))
+    if outer == 0 or inner == 0:
+        return
+    x2 = _rows_view(x, kept, [axis], outer, inner)
+    work = devices.empty((2, outer, inner), np.int64)
+    vals = devices.empty((outer, inner), values.dtype)
+    idx = devices.empty((outer, inner), np.int64)
+    _sort_rows[blocks_for(outer), TPB](x2, work, descending, vals, idx)
+    _from_rows(vals, x.shape, kept, [axis], values)
+    _from_rows(idx, x.shape, kept, [axis], indices)
 
 
 # ---------------------------------------------------------------- matmul

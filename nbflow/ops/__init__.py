@@ -22,10 +22,11 @@ from . import (
     optim,
     reduce,
     shape,
+    sorting,
 )
 
 FAMILIES = (elementwise, broadcast, creation, reduce, linalg, shape, index, nn, optim)
-FAMILIES += (conv, norm, losses)
+FAMILIES += (conv, norm, losses, sorting)
 
 _AXIS_NAMES = {name for names in PYTORCH_NAMES.values() for name in names}
 

@@ -486,6 +486,10 @@ KERNELS = {
     "all": _reduction("all"),
     "any": _reduction("any"),
     "logsumexp": _logsumexp,
+    "cumsum": lambda x, out, axis: impl().cumsum_rows(x, out, axis % max(x.ndim, 1)),
+    "sort": lambda x, values, indices, axis, descending: impl().sort_rows(
+        x, values, indices, axis % max(x.ndim, 1), descending
+    ),
     "softmax": _softmax(0),
     "log_softmax": _softmax(1),
     "sum_to_like": _sum_to_like,

@@ -18,7 +18,7 @@ from .. import dtypes as dt
 from ..core import UNKNOWN, Attr, Op, Spec, broadcast_shapes, normalize_axis
 from ..errors import AttrError, DTypeError, OutOfRangeError, ShapeError
 from ..kernels import vecmath
-from ..kernels.cpu import JIT, sum64
+from ..kernels.cpu import JIT, axis_rows, sum64, write_axis_rows
 from . import reduce as _reduce
 from . import shape as _shape
 from .elementwise import exp
@@ -128,35 +128,6 @@ def _squared_error_sum(x, y):
     return acc
 
 
-# ---------------------------------------------------------------- row helpers
-
-
-def _rows(x: np.ndarray, axis: int) -> np.ndarray:
-    """x with `axis` moved last, as a contiguous 2-D (rows, axis length) array."""
-    if axis == x.ndim - 1 and x.shape[-1] and x.flags.c_contiguous:
-        return x.reshape(-1, x.shape[-1])  # already so: no moveaxis (3 us a call)
-    moved = np.moveaxis(x, axis, -1) if x.ndim else x.reshape(1)
-    n = moved.shape[-1]
-    return np.ascontiguousarray(moved).reshape(moved.size // n if n else 0, n)
-
-
-def _write_rows(out: np.ndarray, axis: int, fill) -> None:
-    """Call `fill(rows2d)` on a 2-D (rows, axis length) view of `out`, or on a temporary that is
-    copied back when `out` cannot be viewed that way without a copy."""
-    if axis == out.ndim - 1 and out.shape[-1] and out.flags.c_contiguous:
-        fill(out.reshape(-1, out.shape[-1]))
-        return
-    moved = np.moveaxis(out, axis, -1) if out.ndim else out.reshape(1)
-    n = moved.shape[-1]
-    shape2 = (moved.size // n if n else 0, n)
-    if moved.flags.c_contiguous:
-        fill(moved.reshape(shape2))
-    else:
-        tmp = np.empty(shape2, out.dtype)
-        fill(tmp)
-        moved[...] = tmp.reshape(moved.shape)
-
-
 def _check_labels(op_name, labels, n_classes, ignore_index):
     """OutOfRangeError for the first label outside [0, n_classes) (before any kernel runs)."""
     flat = np.ascontiguousarray(labels).reshape(-1)
@@ -199,8 +170,8 @@ def _softmax_launcher(log):
         if out.size == 0:
             return
         axis = _softmax_axis(x.ndim, axis)
-        rows = _rows(x, axis)
-        _write_rows(out, axis, lambda o: _softmax_rows(rows, o, log))
+        rows = axis_rows(x, axis)
+        write_axis_rows(out, axis, lambda o: _softmax_rows(rows, o, log))
 
     return launch
 
@@ -283,7 +254,7 @@ def _one_hot_cpu(labels, out, num_classes, axis, dtype, ignore_index):
         return
     axis = normalize_axis(axis, labels.ndim + 1)
     ignore = 0 if ignore_index is None else ignore_index
-    _write_rows(out, axis, lambda o: _one_hot_rows(flat, ignore, ignore_index is not None, o))
+    write_axis_rows(out, axis, lambda o: _one_hot_rows(flat, ignore, ignore_index is not None, o))
 
 
 def _one_hot_ref(labels, num_classes, axis=-1, dtype=dt.int64, ignore_index=None):
@@ -353,7 +324,7 @@ def _cross_entropy_cpu(logits, labels, out, reduction, ignore_index, label_smoot
     cls = _class_axis(logits.ndim)
     n_classes = logits.shape[cls]
     flat = _check_labels("cross_entropy", labels, n_classes, ignore_index)
-    rows = _rows(logits, cls)
+    rows = axis_rows(logits, cls)
     losses = np.empty(flat.size, np.float64)
     total, count = _cross_entropy_rows(rows, flat, ignore_index, label_smoothing, losses)
     if reduction == "none":
@@ -441,8 +412,8 @@ def _cross_entropy_grad_cpu(g, logits, labels, out, reduction, ignore_index, lab
     else:
         count = int(np.count_nonzero(flat != ignore_index)) if reduction == "mean" else 1
         scale = np.full(flat.size, float(g) / count if count else math.nan)
-    rows = _rows(logits, cls)
-    _write_rows(
+    rows = axis_rows(logits, cls)
+    write_axis_rows(
         out,
         cls,
         lambda out_rows: _cross_entropy_grad_rows(

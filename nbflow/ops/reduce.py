@@ -38,18 +38,20 @@ from ..errors import DTypeError, ShapeError
 from ..kernels import vecmath
 from ..kernels.cpu import (
     JIT,
+    axis_rows,
     reduce_launcher,
     reduce_rows,
     row_moments,
     sum64,
     sum_cols,
     sum_rows,
+    write_axis_rows,
     zero_acc,
 )
 from . import elementwise as _ew
 from .elementwise import exp, logical_and, maximum, where
 from .index import take_along_axis_op
-from .shape import squeeze_op
+from .shape import axis_of, flip_op, squeeze_op
 
 AXIS = {"axis": Attr("ints", None, optional=True), "keepdims": Attr("bool", False)}
 ONE_AXIS = {"axis": Attr("int", None, optional=True), "keepdims": Attr("bool", False)}
@@ -662,6 +664,58 @@ def norm(x, p=2, axis=None, keepdims=False):
     return sum(a**p, axis=axis, keepdims=keepdims) ** (1.0 / p)
 
 
+# ---------------------------------------------------------------- cumsum
+
+
+@njit(**JIT)
+def _cumsum_rows(x, out):
+    """Running sums along each row, accumulated in float64 (integers and bools in int64)."""
+    for i in range(x.shape[0]):
+        acc = zero_acc(x)
+        for j in range(x.shape[1]):
+            acc += x[i, j]
+            out[i, j] = acc
+
+
+def _cumsum_spec(x, axis):
+    axis_of(axis, x.ndim)  # (an axis out of range raises here)
+    return Spec(x.shape, _int64_for_ints(x.dtype))
+
+
+def _cumsum_cpu(x, out, axis):
+    a = axis_of(axis, x.ndim)
+    rows = axis_rows(x, a)
+    write_axis_rows(out, a, lambda o: _cumsum_rows(rows, o))
+
+
+def _cumsum_ref(x, axis):
+    wide = np.float64 if dt.is_float(x.dtype) else np.int64
+    out = np.cumsum(x.astype(wide), axis=axis if x.ndim else None).reshape(x.shape)
+    return out.astype(_int64_for_ints(x.dtype))
+
+
+cumsum = Op(
+    name="cumsum",
+    inputs=("x",),
+    outputs=("out",),
+    spec=_cumsum_spec,
+    kernels={"cpu": _cumsum_cpu, "cuda": None},
+    dtypes=dt.ALL,
+    ref=_cumsum_ref,
+    attrs={"axis": Attr("int")},
+    doc="Running sums along `axis` (PyTorch's cumsum): out[..., i] = x[..., 0] + ... + "
+    "x[..., i], accumulated in float64 (int64 for integers and bools, which give int64).",
+)
+
+
+@cumsum.defgrad
+def _cumsum_grad(g, out, x, axis):
+    if x.ndim == 0:
+        return (g,)
+    # each x[i] adds to every out[j] with j >= i: the reversed running sum of g
+    return (flip_op(cumsum(flip_op(g, axis=axis), axis=axis), axis=axis),)
+
+
 # ---------------------------------------------------------------- var, std, logsumexp
 
 VAR_ATTRS = {**AXIS, "correction": Attr("int", 1)}
@@ -780,6 +834,7 @@ __all__ = [
     "argmax",
     "argmin",
     "ValuesIndices",
+    "cumsum",
     "norm",
     "var",
     "std",

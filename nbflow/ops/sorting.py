@@ -1,0 +1,113 @@
+"""Sorting: the sort op (values and indices along an axis, PyTorch's order), and argsort and
+topk built on it.
+
+The kernel sorts each row's indices with a stable merge sort (kernels/sorting.py, shared with
+the GPU kernel): ascending puts NaN last, descending puts NaN first, and equal values keep
+their order. The values' gradient goes back to the positions they came from."""
+
+import numpy as np
+from numba import njit
+
+from .. import dtypes as dt
+from ..core import UNKNOWN, Attr, Op, Spec
+from ..errors import OutOfRangeError, ShapeError
+from ..kernels.cpu import JIT, axis_rows, write_axis_rows
+from ..kernels.sorting import sort_row
+from .creation import zeros_like
+from .index import scatter_add_op
+from .reduce import ValuesIndices
+from .shape import axis_of, split_op
+
+_sort_row = njit(**JIT)(sort_row)
+
+
+@njit(**JIT)
+def _sort_rows(x, work, descending):
+    """The sorted indices of each row of x (2-D), in work[0]."""
+    for r in range(x.shape[0]):
+        if _sort_row(x, r, work, descending) == 1:
+            for j in range(x.shape[1]):
+                work[0, r, j] = work[1, r, j]
+    return work[0]
+
+
+def _sort_spec(x, axis, descending):
+    axis_of(axis, x.ndim)  # (an axis out of range raises here)
+    return Spec(x.shape, x.dtype), Spec(x.shape, dt.int64)
+
+
+def _sort_cpu(x, values, indices, axis, descending):
+    a = axis_of(axis, x.ndim)
+    rows = axis_rows(x, a)
+    perm = _sort_rows(rows, np.empty((2, *rows.shape), np.int64), descending)
+    write_axis_rows(indices, a, lambda out: np.copyto(out, perm))
+    write_axis_rows(values, a, lambda out: np.copyto(out, np.take_along_axis(rows, perm, 1)))
+
+
+def _sort_ref(x, axis=-1, descending=False):
+    if x.ndim == 0:
+        return x.copy(), np.zeros((), np.int64)
+    if descending:  # stable descending: the stable ascending order of the reversed axis,
+        n = x.shape[axis]  # reversed (equal values keep their order; NaN comes first)
+        flipped = np.argsort(np.flip(x, axis), axis=axis, kind="stable")
+        idx = np.flip(n - 1 - flipped, axis)
+    else:
+        idx = np.argsort(x, axis=axis, kind="stable")
+    return np.take_along_axis(x, idx, axis), idx.astype(np.int64)
+
+
+sort_op = Op(
+    name="sort",
+    inputs=("x",),
+    outputs=("values", "indices"),
+    spec=_sort_spec,
+    kernels={"cpu": _sort_cpu, "cuda": None},
+    dtypes=dt.ALL,
+    ref=_sort_ref,
+    attrs={"axis": Attr("int", -1), "descending": Attr("bool", False)},
+    doc="x sorted along `axis` and where each value came from (int64), as PyTorch's sort: "
+    "stable, NaN last ascending and first descending.",
+)
+
+
+@sort_op.defgrad
+def _sort_grad(g, out, x, axis, descending):
+    g_values = g[0]
+    if g_values is None or x.ndim == 0:
+        return (g_values,)
+    return (scatter_add_op(zeros_like(x), out[1], g_values, axis=axis),)
+
+
+def sort(x, axis=-1, descending=False):
+    """(values, indices) of x sorted along `axis` (PyTorch's sort; see sort_op)."""
+    return ValuesIndices(*sort_op(x, axis=axis, descending=descending))
+
+
+def argsort(x, axis=-1, descending=False):
+    """The indices that sort x along `axis` (stable; PyTorch's NaN order)."""
+    return sort_op(x, axis=axis, descending=descending)[1]
+
+
+def topk(x, k: int, axis=-1, largest=True, sorted=True):
+    """(values, indices) of the k largest (largest=False: smallest) values along `axis`,
+    in sorted order (also when sorted=False: any order is allowed there), as PyTorch's
+    topk; a NaN counts as the largest."""
+    if x.ndim == 0:
+        raise ShapeError("topk: needs at least one dim")
+    n = x.shape[axis_of(axis, x.ndim)]
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)):
+        raise TypeError(f"topk: k must be an int, got {type(k).__name__}")
+    if n == UNKNOWN:
+        raise ShapeError("topk: the axis has an unknown (-1) length")
+    if not 0 <= k <= n:
+        raise OutOfRangeError(f"topk: k={k} is outside [0, {n}] for an axis of length {n}")
+    values, indices = sort_op(x, axis=axis, descending=largest)
+    pieces = (int(k), n - int(k))
+    first = (
+        split_op(values, sizes=pieces, axis=axis)[0],
+        split_op(indices, sizes=pieces, axis=axis)[0],
+    )
+    return ValuesIndices(*first)
+
+
+__all__ = ["argsort", "sort", "sort_op", "topk"]
