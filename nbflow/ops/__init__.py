@@ -13,6 +13,7 @@ from . import (
     broadcast,
     conv,
     creation,
+    einsum,
     elementwise,
     index,
     linalg,
@@ -26,7 +27,7 @@ from . import (
 )
 
 FAMILIES = (elementwise, broadcast, creation, reduce, linalg, shape, index, nn, optim)
-FAMILIES += (conv, norm, losses, sorting)
+FAMILIES += (conv, norm, losses, sorting, einsum)
 
 _AXIS_NAMES = {name for names in PYTORCH_NAMES.values() for name in names}
 

@@ -132,6 +132,66 @@ def sign(x):
     return x - x  # 0, or NaN for NaN
 
 
+# ---------------------------------------------------------------- rounding
+# Floats of this magnitude (and infinities, NaN) have no fraction: returned as they are, which
+# also keeps math.floor's integer result in range.
+_INTEGRAL = 4503599627370496.0  # 2 ** 52
+
+
+@elementwise(dtypes=NUMERIC, ref=np.floor, differentiable=False)
+def floor(x):
+    """The largest integer <= x (integers unchanged)."""
+    if not -_INTEGRAL < x < _INTEGRAL:
+        return x
+    return math.floor(x)
+
+
+@elementwise(dtypes=NUMERIC, ref=np.ceil, differentiable=False)
+def ceil(x):
+    """The smallest integer >= x (integers unchanged)."""
+    if not -_INTEGRAL < x < _INTEGRAL:
+        return x
+    return math.ceil(x)
+
+
+@elementwise(dtypes=NUMERIC, ref=np.trunc, differentiable=False)
+def trunc(x):
+    """x rounded toward zero (integers unchanged)."""
+    if not -_INTEGRAL < x < _INTEGRAL:
+        return x
+    return math.trunc(x)
+
+
+@elementwise(dtypes=NUMERIC, ref=np.round, differentiable=False)
+def round(x):
+    """x rounded to the nearest integer, halves to even (numpy's and PyTorch's round)."""
+    if not -_INTEGRAL < x < _INTEGRAL:
+        return x
+    f = math.floor(x)
+    d = x - f  # exact: no rounding error decides a tie
+    if d > 0.5 or (d == 0.5 and f % 2 != 0):
+        return f + 1
+    return f
+
+
+@elementwise(dtypes=NUMERIC, ref=np.square)
+def square(x):
+    """x * x."""
+    return x * x
+
+
+square.defgrad(lambda g, out, x: (g * x * 2,))
+
+
+@elementwise(dtypes=FLOATS, ref=np.reciprocal, to_float=True)
+def reciprocal(x):
+    """1 / x (inf at 0, as in PyTorch)."""
+    return 1 / x
+
+
+reciprocal.defgrad(lambda g, out, x: (neg(g) * out * out,))
+
+
 # ---------------------------------------------------------------- transcendental
 
 
@@ -213,6 +273,80 @@ def cos(x):
 
 
 cos.defgrad(lambda g, out, x: (neg(g) * sin(x),))
+
+
+@elementwise(dtypes=FLOATS, ref=np.tan, to_float=True)
+def tan(x):
+    """Tangent."""
+    return math.tan(x)
+
+
+tan.defgrad(lambda g, out, x: (g * (1 + out * out),))
+
+
+@elementwise(dtypes=FLOATS, ref=np.arcsin, to_float=True)
+def asin(x):
+    """Arcsine (NaN outside [-1, 1])."""
+    return math.asin(x) if -1 <= x <= 1 else math.nan
+
+
+asin.defgrad(lambda g, out, x: (g * rsqrt(1 - x * x),))
+
+
+@elementwise(dtypes=FLOATS, ref=np.arccos, to_float=True)
+def acos(x):
+    """Arccosine (NaN outside [-1, 1])."""
+    return math.acos(x) if -1 <= x <= 1 else math.nan
+
+
+acos.defgrad(lambda g, out, x: (neg(g) * rsqrt(1 - x * x),))
+
+
+@elementwise(dtypes=FLOATS, ref=np.arctan, to_float=True)
+def atan(x):
+    """Arctangent."""
+    return math.atan(x)
+
+
+atan.defgrad(lambda g, out, x: (g / (1 + x * x),))
+
+
+@elementwise(dtypes=FLOATS, ref=np.arctan2, to_float=True)
+def atan2(y, x):
+    """The angle of the point (x, y), in [-pi, pi] (numpy's arctan2, PyTorch's atan2)."""
+    return math.atan2(y, x)
+
+
+@atan2.defgrad
+def _atan2_grad(g, out, y, x):
+    r2 = x * x + y * y
+    return g * x / r2, neg(g) * y / r2
+
+
+@elementwise(dtypes=FLOATS, ref=np.log2, to_float=True)
+def log2(x):
+    """Base-2 logarithm (-inf at 0, NaN below)."""
+    if x > 0:
+        return math.log2(x)
+    if x == 0:
+        return -math.inf
+    return math.nan
+
+
+log2.defgrad(lambda g, out, x: (g / (x * math.log(2.0)),))
+
+
+@elementwise(dtypes=FLOATS, ref=np.log10, to_float=True)
+def log10(x):
+    """Base-10 logarithm (-inf at 0, NaN below)."""
+    if x > 0:
+        return math.log10(x)
+    if x == 0:
+        return -math.inf
+    return math.nan
+
+
+log10.defgrad(lambda g, out, x: (g / (x * math.log(10.0)),))
 
 
 @elementwise(dtypes=FLOATS, ref=np.tanh, to_float=True)
@@ -604,6 +738,12 @@ __all__ = [
     "neg",
     "abs",
     "sign",
+    "floor",
+    "ceil",
+    "trunc",
+    "round",
+    "square",
+    "reciprocal",
     "exp",
     "log",
     "log1p",
@@ -612,6 +752,13 @@ __all__ = [
     "rsqrt",
     "sin",
     "cos",
+    "tan",
+    "asin",
+    "acos",
+    "atan",
+    "atan2",
+    "log2",
+    "log10",
     "tanh",
     "erf",
     "sigmoid",
