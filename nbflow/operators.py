@@ -94,6 +94,25 @@ class Operators:
             raise UnsupportedError(f"numel() of a value of shape {self.shape}: a dim is unknown")
         return math.prod(self.shape)
 
+    @property
+    def mT(self):
+        """The last two dims swapped (PyTorch's mT)."""
+        return ops.matrix_transpose(self)
+
+    def new_full(self, size, fill_value, dtype=None, requires_grad=False):
+        """A new tensor of `size` filled with fill_value, in this one's dtype by default."""
+        size = (size,) if isinstance(size, int) else tuple(size)
+        t = ops.full(size, fill_value, dtype=self.dtype if dtype is None else dtype)
+        return t.requires_grad_(True) if requires_grad else t
+
+    def new_zeros(self, *size, dtype=None, requires_grad=False):
+        return self.new_full(ops.shape.dims(size), 0, dtype, requires_grad)
+
+    def new_ones(self, *size, dtype=None, requires_grad=False):
+        return self.new_full(ops.shape.dims(size), 1, dtype, requires_grad)
+
+    new_empty = new_zeros
+
     def contiguous(self):
         """Itself: kernels take any strides (an eager Tensor copies a strided buffer)."""
         return self
@@ -153,6 +172,7 @@ add_ sub_ mul_ div_ clip_ clamp_ fill_ zero_ copy_ zeros_like ones_like full_lik
 sum mean prod max min argmax argmin var std logsumexp all any cumsum matmul addmm addmm_
 reshape transpose permute broadcast_to squeeze unsqueeze flatten split gather take_along_axis
 index_select scatter_add pad flip tile repeat softmax log_softmax norm chunk sort argsort topk
+swapaxes movedim roll tril triu diag isclose lerp amax amin mm bmm dot outer median
 """.split()
 
 for _name, _op in REFLECTED.items():

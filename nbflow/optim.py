@@ -21,6 +21,8 @@ lives in the Scope (`w@EXP_AVG`, ...): `save_state(dict(scope), path)` and
 from __future__ import annotations
 
 import math
+import sys
+import types
 
 import numpy as np
 
@@ -477,7 +479,8 @@ class LRScheduler:
         return [self.optimizer.lr]
 
     def state_dict(self) -> dict:
-        return {k: v for k, v in vars(self).items() if k != "optimizer"}
+        # (a function, as LambdaLR's lr_lambda, is code: not saved, as in PyTorch)
+        return {k: v for k, v in vars(self).items() if k != "optimizer" and not callable(v)}
 
     def load_state_dict(self, state_dict: dict):
         own = self.state_dict()
@@ -500,6 +503,41 @@ class StepLR(LRScheduler):
         return self.base_lr * self.gamma ** (epoch // self.step_size)
 
 
+class MultiStepLR(LRScheduler):
+    """lr = base_lr * gamma ** (the number of milestones <= epoch)."""
+
+    def __init__(self, optimizer, milestones, gamma: float = 0.1, last_epoch: int = -1):
+        self.milestones, self.gamma = sorted(int(m) for m in milestones), float(gamma)
+        super().__init__(optimizer, last_epoch)
+
+    def lr_at(self, epoch):
+        return self.base_lr * self.gamma ** sum(1 for m in self.milestones if m <= epoch)
+
+
+class ExponentialLR(LRScheduler):
+    """lr = base_lr * gamma ** epoch."""
+
+    def __init__(self, optimizer, gamma: float, last_epoch: int = -1):
+        self.gamma = float(gamma)
+        super().__init__(optimizer, last_epoch)
+
+    def lr_at(self, epoch):
+        return self.base_lr * self.gamma**epoch
+
+
+class LambdaLR(LRScheduler):
+    """lr = base_lr * lr_lambda(epoch) (the function is not part of state_dict)."""
+
+    def __init__(self, optimizer, lr_lambda, last_epoch: int = -1):
+        if not callable(lr_lambda):
+            raise TypeError(f"lr_lambda must be callable, got {type(lr_lambda).__name__}")
+        self.lr_lambda = lr_lambda
+        super().__init__(optimizer, last_epoch)
+
+    def lr_at(self, epoch):
+        return self.base_lr * float(self.lr_lambda(epoch))
+
+
 class CosineAnnealingLR(LRScheduler):
     """lr = eta_min + (base_lr - eta_min) (1 + cos(pi epoch / T_max)) / 2: PyTorch's
     CosineAnnealingLR in its closed form (the same values, periodic past T_max)."""
@@ -513,3 +551,11 @@ class CosineAnnealingLR(LRScheduler):
     def lr_at(self, epoch):
         cos = (1 + math.cos(math.pi * epoch / self.T_max)) / 2
         return self.eta_min + (self.base_lr - self.eta_min) * cos
+
+
+# PyTorch's torch.optim.lr_scheduler: the schedules under that name too (a module, so that
+# `from nbflow.optim.lr_scheduler import StepLR` works as well)
+lr_scheduler = types.ModuleType(f"{__name__}.lr_scheduler", "nbflow's learning-rate schedules.")
+for _schedule in (LRScheduler, StepLR, MultiStepLR, ExponentialLR, LambdaLR, CosineAnnealingLR):
+    setattr(lr_scheduler, _schedule.__name__, _schedule)
+sys.modules[lr_scheduler.__name__] = lr_scheduler

@@ -180,6 +180,10 @@ class Tensor(Operators):
         t = self if device is None else move(self, device)
         return t if dtype is None or t.dtype == dt.as_dtype(dtype) else t.astype(dtype)
 
+    def new_tensor(self, data, dtype=None, requires_grad=False) -> Tensor:
+        """A new tensor of `data`, in this one's dtype by default."""
+        return tensor(data, self.dtype if dtype is None else dtype, requires_grad)
+
     def contiguous(self) -> Tensor:
         """Itself, or a copy when its buffer is strided (a transposed view)."""
         data = self.data
@@ -722,6 +726,44 @@ def equal(a, b) -> bool:
     """Whether a and b have the same shape and the same elements (PyTorch's equal)."""
     a, b = np.asarray(a), np.asarray(b)
     return a.shape == b.shape and bool((a == b).all())
+
+
+def _eager_values(name: str, x) -> np.ndarray:
+    if not isinstance(x, Tensor):
+        raise UnsupportedError(
+            f"{name}: the result's shape depends on the values, so it runs on eager tensors "
+            "only (not on graph values: use masks and where() there)"
+        )
+    return x.numpy()
+
+
+def nonzero(x, as_tuple: bool = False):
+    """The indices of the nonzero elements of an eager tensor, (count, ndim) int64 (PyTorch's
+    nonzero), or one 1-D index tensor per dim with as_tuple (numpy's nonzero)."""
+    data = _eager_values("nonzero", x)
+    found = np.nonzero(data) if data.ndim else np.nonzero(data.reshape(1))
+    if as_tuple:
+        return tuple(tensor(i.astype(np.int64)).to(x.device) for i in found)
+    if data.ndim == 0:  # (1, 0) when x is nonzero, else (0, 0), as PyTorch
+        return tensor(np.zeros((int(data != 0), 0), np.int64)).to(x.device)
+    return tensor(np.stack(found, axis=-1).astype(np.int64)).to(x.device)
+
+
+def unique(x, sorted: bool = True, return_inverse: bool = False, return_counts: bool = False):
+    """The distinct values of an eager tensor, sorted (PyTorch's unique); with
+    return_inverse, where each element went, and with return_counts, how often each value
+    occurs. Each NaN is distinct, as in PyTorch."""
+    data = _eager_values("unique", x)
+    values, inverse, counts = np.unique(
+        data, return_inverse=True, return_counts=True, equal_nan=False
+    )
+    out = [tensor(values, dtype=data.dtype)]
+    if return_inverse:
+        out.append(tensor(inverse.reshape(data.shape).astype(np.int64)))
+    if return_counts:
+        out.append(tensor(counts.astype(np.int64)))
+    out = [t.to(x.device) for t in out]
+    return out[0] if len(out) == 1 else tuple(out)
 
 
 def from_numpy(array: np.ndarray, requires_grad: bool = False) -> Tensor:

@@ -281,3 +281,141 @@ def test_functional_one_hot_and_pad_follow_pytorch():
     np.testing.assert_array_equal(both.numpy(), np.pad(x, ((2, 0), (0, 1)), constant_values=9))
     with pytest.raises(ValueError):
         F.pad(nb.tensor(x), (1, 1, 1))
+
+
+def test_fixed_rank_products_and_their_errors():
+    a, b = RNG.standard_normal((3, 4)), RNG.standard_normal((4, 2))
+    np.testing.assert_allclose(nb.mm(nb.tensor(a), nb.tensor(b)).numpy(), a @ b, rtol=1e-12)
+    c, d = RNG.standard_normal((2, 3, 4)), RNG.standard_normal((2, 4, 5))
+    np.testing.assert_allclose(nb.tensor(c).bmm(nb.tensor(d)).numpy(), c @ d, rtol=1e-12)
+    u, v = RNG.standard_normal(3), RNG.standard_normal(5)
+    np.testing.assert_allclose(nb.outer(nb.tensor(u), nb.tensor(v)).numpy(), np.outer(u, v))
+    np.testing.assert_allclose(nb.dot(nb.tensor(u), nb.tensor(u)).item(), u @ u, rtol=1e-12)
+    for fn, args in [(nb.mm, (u, u)), (nb.bmm, (a, b)), (nb.dot, (a, a)), (nb.outer, (a, u))]:
+        with pytest.raises(nb.ShapeError, match=fn.__name__):
+            fn(*[nb.tensor(t) for t in args])
+
+
+def test_axis_moves_rolls_and_grids_match_numpy():
+    x = RNG.standard_normal((2, 3, 4))
+    t = nb.tensor(x)
+    np.testing.assert_array_equal(t.swapaxes(0, 2).numpy(), np.swapaxes(x, 0, 2))
+    for src, dst in [(0, -1), ((0, 1), (2, 0)), (-1, 0)]:
+        np.testing.assert_array_equal(nb.movedim(t, src, dst).numpy(), np.moveaxis(x, src, dst))
+    for shifts, axis in [(1, None), (-7, None), (2, 1), ((1, -1), (0, 2)), (0, 0), (5, 2)]:
+        np.testing.assert_array_equal(nb.roll(t, shifts, axis).numpy(), np.roll(x, shifts, axis))
+    np.testing.assert_array_equal(t.mT.numpy(), np.swapaxes(x, -1, -2))
+    np.testing.assert_array_equal(nb.amax(t, dim=(0, 2)).numpy(), x.max(axis=(0, 2)))
+    np.testing.assert_array_equal(t.amin(dim=1, keepdim=True).numpy(), x.min(1, keepdims=True))
+    p, q = np.arange(2.0), np.arange(3.0)
+    for indexing in ("ij", "xy"):
+        got = nb.meshgrid(nb.tensor(p), nb.tensor(q), indexing=indexing)
+        for g, e in zip(got, np.meshgrid(p, q, indexing=indexing)):
+            np.testing.assert_array_equal(g.numpy(), e)
+
+
+@pytest.mark.parametrize("k", [-2, -1, 0, 1, 3])
+def test_triangles_and_diagonals_match_numpy(k):
+    x = RNG.standard_normal((2, 3, 4))
+    np.testing.assert_array_equal(nb.tril(nb.tensor(x), k).numpy(), np.tril(x, k))
+    np.testing.assert_array_equal(nb.tensor(x).triu(k).numpy(), np.triu(x, k))
+    m = x[0]
+    m[0, 1] = np.nan  # off most diagonals: must not leak into them
+    np.testing.assert_array_equal(nb.diag(nb.tensor(m), k).numpy(), np.diag(m, k))
+    v = np.array([1.0, np.nan, 3.0])
+    np.testing.assert_array_equal(nb.diag(nb.tensor(v), k).numpy(), np.diag(v, k))
+
+
+def test_composed_ops_differentiate():
+    x = nb.tensor(RNG.standard_normal((3, 4)), requires_grad=True)
+    for fn in (
+        lambda t: nb.roll(t, (1, 2), (0, 1)),
+        lambda t: nb.tril(t, 1),
+        lambda t: nb.diag(t, 1),
+        lambda t: nb.diag(nb.diag(t)),
+        lambda t: nb.movedim(t, 0, 1),
+        lambda t: nb.lerp(t, t * t, 0.3),
+        lambda t: nb.einsum("ij,kj->ik", t, t),
+    ):
+        gradcheck(fn, [x])
+
+
+def test_isclose_lerp_empty_and_new_tensors():
+    a = np.array([1.0, 1.0, np.inf, np.nan, -np.inf, 0.0])
+    b = np.array([1.0 + 1e-9, 1.1, np.inf, np.nan, np.inf, 1e-9])
+    for equal_nan in (False, True):
+        got = nb.isclose(nb.tensor(a), nb.tensor(b), equal_nan=equal_nan).numpy()
+        np.testing.assert_array_equal(got, np.isclose(a, b, equal_nan=equal_nan))
+    np.testing.assert_allclose(nb.lerp(nb.zeros(2), nb.full((2,), 4.0), 0.25).numpy(), [1, 1])
+    e = nb.empty(2, 3, requires_grad=True)
+    assert e.shape == (2, 3) and not e.numpy().any() and e.requires_grad
+    t = nb.ones(2, dtype="int64")
+    assert t.new_zeros(3).dtype == np.int64 and t.new_ones((2, 2)).shape == (2, 2)
+    assert t.new_full((2,), 7).tolist() == [7, 7] and t.new_empty(1).shape == (1,)
+    assert t.new_tensor([1.5]).dtype == np.int64 and t.new_tensor([1.5], "float32").item() == 1.5
+
+
+def test_einsum_diagonal_ignores_nan_off_the_diagonal():
+    m = np.array([[1.0, np.nan], [2.0, 3.0]])
+    np.testing.assert_array_equal(nb.einsum("ii->i", nb.tensor(m)).numpy(), [1.0, 3.0])
+
+
+def test_activation_and_loss_modules_call_their_functions():
+    from nbflow import nn
+
+    x = nb.tensor(RNG.standard_normal((4, 3)))
+    pairs = [
+        (nn.SiLU(), F.silu(x)),
+        (nn.ELU(0.5), F.elu(x, 0.5)),
+        (nn.Softplus(2.0), nb.softplus(x, beta=2.0)),
+        (nn.Hardtanh(-0.5, 0.5), nb.clip(x, -0.5, 0.5)),
+        (nn.ReLU6(), nb.clip(x, 0.0, 6.0)),
+        (nn.LogSoftmax(dim=0), nb.log_softmax(x, axis=0)),
+    ]
+    for module, expected in pairs:
+        np.testing.assert_array_equal(module(x).numpy(), expected.numpy())
+    assert nn.Unflatten(1, (2, -1))(nb.ones(3, 4, 5)).shape == (3, 2, 2, 5)
+    y = nb.tensor([0, 2, 1, 1])
+    weight = nb.tensor([1.0, 2.0, 0.5], dtype="float64")
+    loss = nn.CrossEntropyLoss(weight=weight, reduction="sum")
+    assert "weight" in loss.state_dict()  # a buffer, as in PyTorch
+    expected = F.cross_entropy(x, y, weight, reduction="sum")
+    np.testing.assert_array_equal(loss(x, y).numpy(), expected.numpy())
+    np.testing.assert_array_equal(nn.MSELoss()(x, x * 0).numpy(), nb.mean(x * x).numpy())
+    np.testing.assert_array_equal(nn.L1Loss("sum")(x, x * 0).numpy(), nb.sum(nb.abs(x)).numpy())
+    nll = nn.NLLLoss(ignore_index=2)(nb.log_softmax(x, 1), y)
+    np.testing.assert_array_equal(
+        nll.numpy(), nb.nll_loss(nb.log_softmax(x, 1), y, ignore_index=2).numpy()
+    )
+    z = nb.tensor(RNG.random((4, 3)))
+    bce = nn.BCEWithLogitsLoss(pos_weight=nb.tensor([1.0, 2.0, 3.0], dtype="float64"))(x, z)
+    ref = nb.binary_cross_entropy_with_logits(x, z, pos_weight=nb.tensor([1.0, 2.0, 3.0]))
+    np.testing.assert_allclose(bce.numpy(), ref.numpy(), rtol=1e-7)
+    with pytest.raises(ValueError):
+        nn.MSELoss("average")
+
+
+def test_more_learning_rate_schedules():
+    from nbflow.optim.lr_scheduler import ExponentialLR, LambdaLR, MultiStepLR
+
+    from nbflow import nn
+
+    def lrs(make, n=6):
+        optimizer = nb.optim.SGD(nn.Linear(2, 2).parameters(), lr=0.1)
+        schedule = make(optimizer)
+        seen = []
+        for _ in range(n):
+            seen.append(optimizer.lr)
+            schedule.step()
+        return seen, schedule
+
+    seen, _ = lrs(lambda o: MultiStepLR(o, [2, 4], gamma=0.5))
+    np.testing.assert_allclose(seen, [0.1, 0.1, 0.05, 0.05, 0.025, 0.025])
+    seen, _ = lrs(lambda o: ExponentialLR(o, 0.9))
+    np.testing.assert_allclose(seen, [0.1 * 0.9**e for e in range(6)])
+    seen, schedule = lrs(lambda o: LambdaLR(o, lambda e: 1 / (e + 1)))
+    np.testing.assert_allclose(seen, [0.1 / (e + 1) for e in range(6)])
+    state = schedule.state_dict()
+    assert "lr_lambda" not in state and state["last_epoch"] == 6
+    with pytest.raises(TypeError):
+        LambdaLR(nb.optim.SGD(nn.Linear(2, 2).parameters(), lr=0.1), 0.5)

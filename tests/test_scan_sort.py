@@ -125,3 +125,54 @@ def test_sort_runs_alike_eager_and_in_graph_mode():
     x = np.random.default_rng(1).standard_normal((4, 6))
     counts = nt.check_modes(lambda t: nb.topk(t * 2, 3).values.sum(axis=1), x)
     assert counts == {"outputs": 1, "gradients": 1}
+
+
+@given(data=st.data())
+def test_median_is_the_lower_median(data):
+    x, axis = data.draw(array_and_axis(np.dtype(np.float64)))
+    if x.ndim == 0 or x.shape[axis] == 0:
+        return
+    if x.size == 0:  # other dims empty: an empty result of the right shape
+        assert nb.median(nb.tensor(x), dim=axis).values.shape == tuple(np.delete(x.shape, axis))
+        return
+    if data.draw(st.booleans(), label="a NaN"):
+        x = x.copy()
+        x.flat[0] = np.nan
+    n = x.shape[axis]
+    lower = np.take(np.sort(x, axis=axis), (n - 1) // 2, axis=axis)  # NaN sorts last
+    expected = np.where(np.isnan(x).any(axis=axis), np.nan, lower)
+    got = nb.median(nb.tensor(x), dim=axis)
+    np.testing.assert_array_equal(got.values.numpy(), expected)
+    picked = np.take_along_axis(x, np.expand_dims(got.indices.numpy(), axis), axis)
+    np.testing.assert_array_equal(np.squeeze(picked, axis), expected)  # the index points at it
+    flat = np.sort(x.ravel())[(x.size - 1) // 2]
+    np.testing.assert_array_equal(
+        nb.median(nb.tensor(x)).numpy(), np.nan if np.isnan(x).any() else flat
+    )
+
+
+def test_median_gradient_and_errors():
+    x = nb.tensor([3.0, 1.0, 2.0, 5.0], requires_grad=True)
+    nb.median(x).backward()  # the lower median 2.0 came from position 2
+    np.testing.assert_array_equal(x.grad.numpy(), [0.0, 0.0, 1.0, 0.0])
+    with pytest.raises(nb.ShapeError, match="empty"):
+        nb.median(nb.ones(2, 0), dim=1)
+
+
+def test_nonzero_and_unique_are_eager_only():
+    x = np.array([[0, 3, 0], [4, 0, 5]])
+    np.testing.assert_array_equal(nb.nonzero(nb.tensor(x)).numpy(), np.argwhere(x))
+    rows, cols = nb.nonzero(nb.tensor(x), as_tuple=True)
+    np.testing.assert_array_equal(x[rows.numpy(), cols.numpy()], [3, 4, 5])
+    assert nb.nonzero(nb.tensor(7)).shape == (1, 0)
+    values, inverse, counts = nb.unique(
+        nb.tensor([3, 1, 3, 2, 3]), return_inverse=True, return_counts=True
+    )
+    assert values.tolist() == [1, 2, 3] and counts.tolist() == [1, 1, 3]
+    assert values.numpy()[inverse.numpy()].tolist() == [3, 1, 3, 2, 3]
+    with nb.program_guard(nb.Program()):
+        v = nb.static.data("v", [3])
+        with pytest.raises(nb.UnsupportedError, match="eager"):
+            nb.nonzero(v)
+        with pytest.raises(nb.UnsupportedError, match="eager"):
+            nb.unique(v)

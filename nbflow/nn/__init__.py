@@ -4,15 +4,17 @@ Layers run eagerly and, unchanged, inside @nbflow.jit functions: a module's para
 eager Tensors that a traced Program captures as persistable vars.
 """
 
-from . import functional, init, layers
+from . import functional, init, layers, loss
 from .module import Module, ModuleDict, ModuleList, Parameter, StateDictError
 from .rnn import dynamic_rnn, pack_offsets
 
-# the layers, re-exported by their own list (as nbflow.ops does with its families)
-globals().update({name: getattr(layers, name) for name in layers.__all__})
+# the layers and losses, re-exported by their own lists (as nbflow.ops does with its families)
+for _module in (layers, loss):
+    globals().update({name: getattr(_module, name) for name in _module.__all__})
 
 __all__ = [
     *layers.__all__,
+    *loss.__all__,
     "Module",
     "ModuleDict",
     "ModuleList",

@@ -14,6 +14,7 @@ from collections import OrderedDict
 import nbflow as nb
 
 from ..dtypes import float32
+from . import functional as F
 from . import init
 from .module import Module, Parameter
 
@@ -25,22 +26,29 @@ __all__ = [
     "Conv1d",
     "Conv2d",
     "Dropout",
+    "ELU",
     "Embedding",
     "Flatten",
     "GELU",
     "GRUCell",
+    "Hardtanh",
     "Identity",
     "LSTMCell",
     "LayerNorm",
     "LeakyReLU",
     "Linear",
+    "LogSoftmax",
     "MaxPool2d",
     "RNNCell",
     "ReLU",
+    "ReLU6",
     "Sequential",
+    "SiLU",
     "Sigmoid",
     "Softmax",
+    "Softplus",
     "Tanh",
+    "Unflatten",
 ]
 
 
@@ -173,6 +181,75 @@ class Softmax(Module):
 
     def extra_repr(self) -> str:
         return f"dim={self.dim}"
+
+
+class LogSoftmax(Softmax):
+    def forward(self, x):
+        return nb.log_softmax(x, axis=self.dim)
+
+
+class SiLU(Module):
+    def __init__(self, inplace: bool = False):  # inplace is accepted and ignored
+        super().__init__()
+
+    def forward(self, x):
+        return F.silu(x)
+
+
+class ELU(Module):
+    def __init__(self, alpha: float = 1.0, inplace: bool = False):
+        super().__init__()
+        self.alpha = float(alpha)
+
+    def forward(self, x):
+        return F.elu(x, self.alpha)
+
+    def extra_repr(self) -> str:
+        return f"alpha={self.alpha}"
+
+
+class Softplus(Module):
+    def __init__(self, beta: float = 1.0, threshold: float = 20.0):
+        super().__init__()
+        self.beta, self.threshold = float(beta), float(threshold)
+
+    def forward(self, x):
+        return nb.softplus(x, beta=self.beta, threshold=self.threshold)
+
+    def extra_repr(self) -> str:
+        return f"beta={self.beta}, threshold={self.threshold}"
+
+
+class Hardtanh(Module):
+    def __init__(self, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False):
+        super().__init__()
+        self.min_val, self.max_val = float(min_val), float(max_val)
+
+    def forward(self, x):
+        return F.hardtanh(x, self.min_val, self.max_val)
+
+    def extra_repr(self) -> str:
+        return f"min_val={self.min_val}, max_val={self.max_val}"
+
+
+class ReLU6(Hardtanh):
+    def __init__(self, inplace: bool = False):
+        super().__init__(0.0, 6.0)
+
+
+class Unflatten(Module):
+    """Split dim `dim` into `unflattened_size` (PyTorch's Unflatten; one size may be -1)."""
+
+    def __init__(self, dim: int, unflattened_size):
+        super().__init__()
+        self.dim, self.unflattened_size = int(dim), tuple(int(n) for n in unflattened_size)
+
+    def forward(self, x):
+        dim = self.dim % x.ndim
+        return nb.reshape(x, x.shape[:dim] + self.unflattened_size + x.shape[dim + 1 :])
+
+    def extra_repr(self) -> str:
+        return f"dim={self.dim}, unflattened_size={self.unflattened_size}"
 
 
 class Flatten(Module):

@@ -314,6 +314,11 @@ def ones(*shape, dtype=dt.DEFAULT_FLOAT, device=None, requires_grad=False):
     return _on(full_op(shape=_shape(shape), value=1, dtype=dtype), device, requires_grad)
 
 
+def empty(*shape, dtype=dt.DEFAULT_FLOAT, device=None, requires_grad=False):
+    """PyTorch's empty, filled with zeros: nbflow does not hand out uninitialised memory."""
+    return zeros(*shape, dtype=dtype, device=device, requires_grad=requires_grad)
+
+
 def full_like(x, value, dtype=None, requires_grad=False):
     return _on(full_like_op(x, value=value, dtype=dtype), None, requires_grad)
 
@@ -404,6 +409,7 @@ __all__ = [
     "full",
     "zeros",
     "ones",
+    "empty",
     "full_like",
     "zeros_like",
     "fill_",

@@ -9,6 +9,7 @@ without `->` the output is the letters used once, in alphabetical order."""
 
 from ..errors import ShapeError
 from .creation import eye
+from .elementwise import where
 from .linalg import matmul
 from .reduce import sum as reduce_sum
 from .shape import broadcast_to, permute, reshape
@@ -98,8 +99,8 @@ def _diagonals(x, letters, sizes):
             n = sizes[c]
             mask_shape = [1] * len(letters)
             mask_shape[p] = mask_shape[q] = n
-            mask = reshape(eye(n, dtype=x.dtype), tuple(mask_shape))
-            x = reduce_sum(x * mask, axis=q)
+            mask = reshape(eye(n, dtype="bool"), tuple(mask_shape))
+            x = reduce_sum(where(mask, x, 0), axis=q)  # (x * mask: NaN * 0 is NaN)
             del letters[q]
     return x, letters
 

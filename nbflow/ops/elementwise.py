@@ -159,7 +159,7 @@ def trunc(x):
     """x rounded toward zero (integers unchanged)."""
     if not -_INTEGRAL < x < _INTEGRAL:
         return x
-    return math.trunc(x)
+    return math.floor(x) if x >= 0 else math.ceil(x)
 
 
 @elementwise(dtypes=NUMERIC, ref=np.round, differentiable=False)
@@ -727,6 +727,25 @@ div_ = inplace_variant(div, "div_")
 clip_ = inplace_variant(clip, "clip_", saves_target=True)
 clamp, clamp_ = clip, clip_  # PyTorch's names
 
+# ---------------------------------------------------------------- composed
+
+
+def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
+    """|a - b| <= atol + rtol |b| elementwise (numpy's and PyTorch's rule; equal infinities
+    are close; NaN only with equal_nan)."""
+    within = le(abs(sub(a, b)), add(atol, mul(rtol, abs(b))))
+    finite = logical_and(isfinite(a), isfinite(b))  # (inf and -inf are not close)
+    close = logical_or(logical_and(finite, within), eq(a, b))
+    if equal_nan:
+        close = logical_or(close, logical_and(isnan(a), isnan(b)))
+    return close
+
+
+def lerp(start, end, weight):
+    """start + weight * (end - start)."""
+    return add(start, mul(weight, sub(end, start)))
+
+
 __all__ = [
     "add",
     "sub",
@@ -796,4 +815,6 @@ __all__ = [
     "astype",
     "copy_",
     "add_n",
+    "isclose",
+    "lerp",
 ]

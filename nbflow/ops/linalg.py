@@ -329,4 +329,48 @@ def linear(x, weight, bias=None, activation="none"):
     return linear_op(*args, activation=activation)
 
 
-__all__ = ["addmm", "addmm_", "linear", "linear_op", "matmul", "matrix_transpose"]
+# ---------------------------------------------------------------- PyTorch's fixed-rank products
+
+
+def _ranks(name, want, *xs):
+    if any(x.ndim != want for x in xs):
+        shapes = " and ".join(str(tuple(x.shape)) for x in xs)
+        raise ShapeError(f"{name} needs {want}-D tensors, got {shapes} (matmul takes any)")
+
+
+def mm(a, b):
+    """a @ b for 2-D a and b (PyTorch's mm)."""
+    _ranks("mm", 2, a, b)
+    return matmul(a, b)
+
+
+def bmm(a, b):
+    """Batched a @ b for 3-D a and b (PyTorch's bmm)."""
+    _ranks("bmm", 3, a, b)
+    return matmul(a, b)
+
+
+def dot(a, b):
+    """The inner product of two 1-D tensors (PyTorch's dot)."""
+    _ranks("dot", 1, a, b)
+    return matmul(a, b)
+
+
+def outer(a, b):
+    """out[i, j] = a[i] * b[j] for 1-D a and b."""
+    _ranks("outer", 1, a, b)
+    return unsqueeze(a, 1) * unsqueeze(b, 0)
+
+
+__all__ = [
+    "addmm",
+    "addmm_",
+    "bmm",
+    "dot",
+    "linear",
+    "linear_op",
+    "matmul",
+    "matrix_transpose",
+    "mm",
+    "outer",
+]

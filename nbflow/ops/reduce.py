@@ -638,6 +638,16 @@ max.on_dim = _values_and_indices(argmax)
 min.on_dim = _values_and_indices(argmin)
 
 
+def amax(x, axis=None, keepdims=False):
+    """The largest values over `axis` (PyTorch's amax: values only, also with dim=)."""
+    return max(x, axis=axis, keepdims=keepdims)
+
+
+def amin(x, axis=None, keepdims=False):
+    """The smallest values over `axis` (PyTorch's amin: values only, also with dim=)."""
+    return min(x, axis=axis, keepdims=keepdims)
+
+
 def norm(x, p=2, axis=None, keepdims=False):
     """PyTorch's norm: the vector p-norm over `axis` (every element when None) of a float
     tensor; p is 2 ("fro" too), 1, inf, -inf, 0 (the count of nonzeros) or another positive
@@ -834,6 +844,8 @@ __all__ = [
     "argmax",
     "argmin",
     "ValuesIndices",
+    "amax",
+    "amin",
     "cumsum",
     "norm",
     "var",

@@ -166,6 +166,21 @@ def transpose(x, axis0, axis1):
     return transpose_op(x, axis0=axis0, axis1=axis1)
 
 
+swapaxes = transpose  # numpy's and PyTorch's other name
+
+
+def movedim(x, source, destination):
+    """x with the axes `source` (an int or a sequence) moved to `destination`, the others
+    keeping their order (numpy's moveaxis, PyTorch's movedim)."""
+    src, dst = axes_of(source, x.ndim), axes_of(destination, x.ndim)
+    if len(src) != len(dst):
+        raise ShapeError(f"movedim: {len(src)} source axes and {len(dst)} destinations")
+    rest = iter(a for a in range(x.ndim) if a not in src)
+    placed = dict(zip(dst, src))
+    order = tuple(placed[i] if i in placed else next(rest) for i in range(x.ndim))
+    return permute_op(x, axes=order)
+
+
 def _permutation(axes, ndim) -> tuple[int, ...]:
     if len(axes) != ndim:
         raise ShapeError(f"permute needs {ndim} axes, got {axes}")
@@ -527,6 +542,46 @@ split_op = _declare(
 split_op.defgrad(lambda g, out, x, split_size, sizes, axis: (concat_op(*as_tuple(g), axis=axis),))
 
 
+def roll(x, shifts, axis=None):
+    """x with elements shifted by `shifts` along `axis` (None: the flattened tensor, reshaped
+    back), wrapping around; several shifts pair with several axes (PyTorch's roll)."""
+    if axis is None:
+        return reshape_op(roll(reshape_op(x, shape=(-1,)), shifts, 0), shape=tuple(x.shape))
+    shifts = shifts if isinstance(shifts, (tuple, list)) else (shifts,)
+    axes = axis if isinstance(axis, (tuple, list)) else (axis,)
+    if len(shifts) != len(axes):
+        raise ShapeError(f"roll: {len(shifts)} shifts for {len(axes)} axes")
+    for shift, a in zip(shifts, axes):
+        n = x.shape[axis_of(a, x.ndim)]
+        k = int(shift) % n if n > 0 else 0
+        if k:
+            tail, head = split_op(x, sizes=(n - k, k), axis=a)
+            x = concat_op(head, tail, axis=a)
+    return x
+
+
+def meshgrid(*tensors, indexing="ij"):
+    """Coordinate grids of 1-D tensors: output i varies along axis i ("ij", PyTorch's
+    default) or with the first two axes swapped ("xy", numpy's default)."""
+    if len(tensors) == 1 and isinstance(tensors[0], (tuple, list)):
+        tensors = tuple(tensors[0])
+    if indexing not in ("ij", "xy"):
+        raise ValueError(f"meshgrid: indexing must be 'ij' or 'xy', got {indexing!r}")
+    if any(t.ndim != 1 for t in tensors):
+        raise ShapeError(f"meshgrid needs 1-D tensors, got {[tuple(t.shape) for t in tensors]}")
+    sizes = [t.shape[0] for t in tensors]
+    order = list(range(len(tensors)))
+    if indexing == "xy" and len(tensors) > 1:
+        order[0], order[1] = 1, 0
+    shape = tuple(sizes[i] for i in order)
+    grids = []
+    for i, t in enumerate(tensors):
+        view = [1] * len(tensors)
+        view[order.index(i)] = sizes[i]
+        grids.append(broadcast_to_op(reshape_op(t, shape=tuple(view)), shape=shape))
+    return tuple(grids)
+
+
 def chunk(x, chunks: int, axis=0) -> tuple:
     """PyTorch's chunk: x cut along `axis` into `chunks` pieces of ceil(n / chunks) (the last
     may be shorter, and there are fewer pieces when n does not fill them all)."""
@@ -778,6 +833,10 @@ __all__ = [
     "stack",
     "split",
     "chunk",
+    "meshgrid",
+    "roll",
+    "movedim",
+    "swapaxes",
     "split_like",
     "pad",
     "flip",

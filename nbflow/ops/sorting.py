@@ -14,9 +14,11 @@ from ..errors import OutOfRangeError, ShapeError
 from ..kernels.cpu import JIT, axis_rows, write_axis_rows
 from ..kernels.sorting import sort_row
 from .creation import zeros_like
+from .elementwise import isnan, where
 from .index import scatter_add_op
 from .reduce import ValuesIndices
-from .shape import axis_of, split_op
+from .reduce import any as any_
+from .shape import axis_of, reshape_op, split_op, squeeze_op
 
 _sort_row = njit(**JIT)(sort_row)
 
@@ -110,4 +112,30 @@ def topk(x, k: int, axis=-1, largest=True, sorted=True):
     return ValuesIndices(*first)
 
 
-__all__ = ["argsort", "sort", "sort_op", "topk"]
+def median(x, axis=None, keepdims=False):
+    """PyTorch's median: the lower median (the ((n - 1) // 2)-th smallest value) of all the
+    elements, or, along `axis`, (values, indices) as max(dim=) gives; NaN if any is NaN."""
+    if axis is None:
+        return median(reshape_op(x, shape=(-1,)), 0).values
+    a = axis_of(axis, x.ndim)
+    n = x.shape[a] if x.ndim else 1
+    if n == 0:
+        raise ShapeError(f"median of an empty axis (x of shape {x.shape})")
+    values, indices = sort_op(x, axis=a)  # NaN sorts last
+    k = (n - 1) // 2
+    pieces = (k, 1, n - k - 1)
+    value, index = (
+        split_op(values, sizes=pieces, axis=a)[1],
+        split_op(indices, sizes=pieces, axis=a)[1],
+    )
+    if dt.is_float(x.dtype):  # a NaN anywhere: the last sorted value (a NaN) and its index
+        nan = any_(isnan(x), axis=a, keepdims=True)
+        last = (n - 1, 1)
+        value = where(nan, split_op(values, sizes=last, axis=a)[1], value)
+        index = where(nan, split_op(indices, sizes=last, axis=a)[1], index)
+    if not keepdims:
+        value, index = squeeze_op(value, axis=a), squeeze_op(index, axis=a)
+    return ValuesIndices(value, index)
+
+
+__all__ = ["argsort", "median", "sort", "sort_op", "topk"]
