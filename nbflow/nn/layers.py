@@ -631,6 +631,29 @@ class _RNNCellBase(Module):
         return s if self.bias else s + ", bias=False"
 
 
+def lstm_gates(pre, c, hidden_size):
+    """(h', c') of an LSTM step from its gate pre-activations (x W_ih + b_ih + h W_hh +
+    b_hh, gates stacked as input, forget, cell, output); c None means zeros."""
+    i, f, g, o = nb.split(pre, hidden_size, axis=-1)
+    i, f, g, o = nb.sigmoid(i), nb.sigmoid(f), nb.tanh(g), nb.sigmoid(o)
+    c_new = i * g if c is None else f * c + i * g
+    return o * nb.tanh(c_new), c_new
+
+
+def gru_gates(xg, hg, h, hidden_size):
+    """h' of a GRU step from x W_ih + b_ih (xg) and h W_hh + b_hh (hg; gates stacked as
+    reset, update, new): hg None means neither state nor hidden bias, h None a zeros state."""
+    xr, xz, xn = nb.split(xg, hidden_size, axis=-1)
+    if hg is None:
+        r, z = nb.sigmoid(xr), nb.sigmoid(xz)
+        n = nb.tanh(xn)
+    else:
+        hr, hz, hn = nb.split(hg, hidden_size, axis=-1)
+        r, z = nb.sigmoid(xr + hr), nb.sigmoid(xz + hz)
+        n = nb.tanh(xn + r * hn)
+    return (1 - z) * n if h is None else (1 - z) * n + z * h
+
+
 def _batched(t, unbatched):
     return None if t is None else (nb.unsqueeze(t, 0) if unbatched else t)
 
@@ -688,10 +711,7 @@ class LSTMCell(_RNNCellBase):
         hh = self._hh(h)
         if hh is not None:
             pre = pre + hh
-        i, f, g, o = nb.split(pre, self.hidden_size, axis=1)
-        i, f, g, o = nb.sigmoid(i), nb.sigmoid(f), nb.tanh(g), nb.sigmoid(o)
-        c_new = i * g if c is None else f * c + i * g
-        h_new = o * nb.tanh(c_new)
+        h_new, c_new = lstm_gates(pre, c, self.hidden_size)
         return _unbatched(h_new, unbatched), _unbatched(c_new, unbatched)
 
 
@@ -705,17 +725,4 @@ class GRUCell(_RNNCellBase):
     def forward(self, x, h=None):
         unbatched = self._check(x)
         x, h = _batched(x, unbatched), _batched(h, unbatched)
-        xr, xz, xn = nb.split(self._ih(x), self.hidden_size, axis=1)
-        hh = self._hh(h)
-        if hh is None:  # no state, no hidden bias
-            r, z = nb.sigmoid(xr), nb.sigmoid(xz)
-            n = nb.tanh(xn)
-        else:
-            if h is None:  # zeros state: the hidden term is the bias alone
-                hr, hz, hn = nb.split(hh, self.hidden_size, axis=0)
-            else:
-                hr, hz, hn = nb.split(hh, self.hidden_size, axis=1)
-            r, z = nb.sigmoid(xr + hr), nb.sigmoid(xz + hz)
-            n = nb.tanh(xn + r * hn)
-        h_new = (1 - z) * n if h is None else (1 - z) * n + z * h
-        return _unbatched(h_new, unbatched)
+        return _unbatched(gru_gates(self._ih(x), self._hh(h), h, self.hidden_size), unbatched)

@@ -1,0 +1,179 @@
+"""PyTorch's RNN, LSTM and GRU: whole sequences, several layers, both directions.
+
+The parameters are PyTorch's, by PyTorch's names (weight_ih_l0, weight_hh_l0, bias_ih_l0,
+bias_hh_l0, `_reverse` for the backward direction), so state dicts carry over. Each layer
+multiplies the whole input sequence by W_ih in one GEMM, then steps through time with the
+cells' gate math (layers.lstm_gates, layers.gru_gates); the Python loop over time unrolls
+into the Program under @nbflow.jit (for sequences of varying length in one Program, see
+nbflow.nn.dynamic_rnn)."""
+
+from __future__ import annotations
+
+import math
+
+import nbflow as nb
+
+from ..dtypes import float32
+from . import init
+from .layers import gru_gates, lstm_gates
+from .module import Module, Parameter
+
+
+class _RNNBase(Module):
+    gates = 1
+
+    def __init__(
+        self,
+        input_size,
+        hidden_size,
+        num_layers=1,
+        bias=True,
+        batch_first=False,
+        dropout=0.0,
+        bidirectional=False,
+        dtype=float32,
+        generator=None,
+    ):
+        super().__init__()
+        if int(num_layers) < 1:
+            raise ValueError(f"num_layers must be >= 1, got {num_layers}")
+        if not 0.0 <= dropout <= 1.0:
+            raise ValueError(f"dropout must be in [0, 1], got {dropout}")
+        self.input_size, self.hidden_size = int(input_size), int(hidden_size)
+        self.num_layers, self.bias, self.batch_first = int(num_layers), bool(bias), batch_first
+        self.dropout, self.bidirectional = float(dropout), bool(bidirectional)
+        self.generator = generator
+        directions = 2 if bidirectional else 1
+        rows = self.gates * self.hidden_size
+        for layer in range(self.num_layers):
+            width = self.input_size if layer == 0 else self.hidden_size * directions
+            for suffix in self._suffixes(layer):
+                self._param(f"weight_ih{suffix}", (rows, width), dtype)
+                self._param(f"weight_hh{suffix}", (rows, self.hidden_size), dtype)
+                for name in (f"bias_ih{suffix}", f"bias_hh{suffix}"):
+                    if bias:
+                        self._param(name, (rows,), dtype)
+                    else:
+                        self.register_parameter(name, None)
+        self.reset_parameters(generator)
+
+    def _param(self, name, shape, dtype):
+        setattr(self, name, Parameter(nb.zeros(shape, dtype=dtype)))
+
+    def _suffixes(self, layer):
+        return [f"_l{layer}"] + ([f"_l{layer}_reverse"] if self.bidirectional else [])
+
+    def reset_parameters(self, generator=None) -> None:
+        """PyTorch's: every weight and bias uniform(+-1/sqrt(hidden_size))."""
+        bound = 1.0 / math.sqrt(self.hidden_size) if self.hidden_size > 0 else 0.0
+        for p in self.parameters():
+            init.uniform_(p, -bound, bound, generator)
+
+    def forward(self, input, hx=None):
+        """input (T, B, input_size) ((B, T, ...) with batch_first; (T, input_size) unbatched)
+        -> (output (T, B, directions * hidden_size), final state (layers * directions, B,
+        hidden_size); for the LSTM a pair (h, c))."""
+        if input.ndim not in (2, 3) or input.shape[-1] != self.input_size:
+            raise nb.ShapeError(
+                f"{type(self).__name__}: input must be (seq, batch, {self.input_size}) "
+                f"(batch first: (batch, seq, ...)) or (seq, {self.input_size}), got "
+                f"{tuple(input.shape)}"
+            )
+        unbatched = input.ndim == 2
+        x = nb.unsqueeze(input, 1) if unbatched else input
+        if self.batch_first and not unbatched:
+            x = nb.transpose(x, 0, 1)
+        states = self._initial(hx, x, unbatched)
+        finals = []
+        for layer in range(self.num_layers):
+            if layer and self.dropout and self.training:
+                x = nb.dropout(x, self.dropout, True, self.generator)
+            outs = []
+            for d, suffix in enumerate(self._suffixes(layer)):
+                k = layer * len(self._suffixes(layer)) + d
+                out, final = self._direction(x, [s[k] for s in states], suffix, reverse=d == 1)
+                outs.append(out)
+                finals.append(final)
+            x = outs[0] if len(outs) == 1 else nb.concat(outs, axis=2)
+        if self.batch_first and not unbatched:
+            x = nb.transpose(x, 0, 1)
+        final = [nb.stack([f[i] for f in finals]) for i in range(len(states))]
+        if unbatched:
+            x, final = nb.squeeze(x, 1), [nb.squeeze(f, 1) for f in final]
+        return x, (final[0] if len(final) == 1 else tuple(final))
+
+    def _initial(self, hx, x, unbatched):
+        """The initial states, each (layers * directions, B, hidden_size)."""
+        count = self.num_layers * (2 if self.bidirectional else 1)
+        shape = (count, x.shape[1], self.hidden_size)
+        parts = [hx] if self.gates != 4 else (list(hx) if hx is not None else [None, None])
+        states = []
+        for h in parts:
+            if h is None:
+                states.append(nb.zeros(shape, dtype=x.dtype))
+                continue
+            h = nb.unsqueeze(h, 1) if unbatched else h
+            if tuple(h.shape) != shape:
+                raise nb.ShapeError(f"{type(self).__name__}: state of shape {h.shape}, not {shape}")
+            states.append(h)
+        return states
+
+    def _direction(self, x, state, suffix, reverse):
+        """(outputs (T, B, H), final state) of one layer in one direction."""
+        w_hh = getattr(self, f"weight_hh{suffix}")
+        b_ih, b_hh = getattr(self, f"bias_ih{suffix}"), getattr(self, f"bias_hh{suffix}")
+        steps, batch = x.shape[0], x.shape[1]
+        # the input term of every step in one GEMM: (T * B, width) @ (width, gates * H)
+        w_ih = getattr(self, f"weight_ih{suffix}")
+        xw = nb.linear(nb.reshape(x, steps * batch, x.shape[2]), w_ih, b_ih)
+        xw = nb.reshape(xw, steps, batch, xw.shape[-1])
+        outs = [None] * steps
+        for t in reversed(range(steps)) if reverse else range(steps):
+            state = self._step(xw[t], state, w_hh, b_hh)
+            outs[t] = state[0]
+        return nb.stack(outs), state
+
+    def extra_repr(self) -> str:
+        s = f"{self.input_size}, {self.hidden_size}"
+        for name, default in (("num_layers", 1), ("bias", True), ("batch_first", False),
+                              ("dropout", 0.0), ("bidirectional", False)):  # fmt: skip
+            if getattr(self, name) != default:
+                s += f", {name}={getattr(self, name)}"
+        return s
+
+
+class RNN(_RNNBase):
+    """h' = act(x W_ih + b_ih + h W_hh + b_hh), act tanh (or relu: nonlinearity='relu')."""
+
+    def __init__(self, *args, nonlinearity="tanh", **kwargs):
+        if nonlinearity not in ("tanh", "relu"):
+            raise ValueError(f"nonlinearity must be 'tanh' or 'relu', got {nonlinearity!r}")
+        super().__init__(*args, **kwargs)
+        self.nonlinearity = nonlinearity
+
+    def _step(self, xw, state, w_hh, b_hh):
+        pre = xw + nb.linear(state[0], w_hh, b_hh)
+        return [nb.tanh(pre) if self.nonlinearity == "tanh" else nb.relu(pre)]
+
+
+class LSTM(_RNNBase):
+    """PyTorch's LSTM; forward(input, (h0, c0)) -> (output, (h_n, c_n))."""
+
+    gates = 4
+
+    def _step(self, xw, state, w_hh, b_hh):
+        h, c = state
+        return list(lstm_gates(xw + nb.linear(h, w_hh, b_hh), c, self.hidden_size))
+
+
+class GRU(_RNNBase):
+    """PyTorch's GRU; forward(input, h0) -> (output, h_n)."""
+
+    gates = 3
+
+    def _step(self, xw, state, w_hh, b_hh):
+        (h,) = state
+        return [gru_gates(xw, nb.linear(h, w_hh, b_hh), h, self.hidden_size)]
+
+
+__all__ = ["GRU", "LSTM", "RNN"]
