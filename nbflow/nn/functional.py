@@ -9,6 +9,8 @@ PyTorch code does.
 
 from __future__ import annotations
 
+import math
+
 from .. import ops
 from ..errors import UnsupportedError
 
@@ -100,6 +102,33 @@ def cross_entropy(
     return ops.nll_loss(log_probs, target, weight, ignore_index=ignore_index, reduction=reduction)
 
 
+def scaled_dot_product_attention(
+    query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None
+):
+    """softmax(query @ key^T * scale + mask) @ value over the last two dims (PyTorch's): a
+    bool attn_mask says which positions take part (True), a float one is added to the
+    scores; is_causal lets position i see positions <= i. scale defaults to 1/sqrt(E)."""
+    weights = attention_weights(query, key, attn_mask, is_causal, scale)
+    if dropout_p:
+        weights = ops.dropout(weights, dropout_p)
+    return ops.matmul(weights, value)
+
+
+def attention_weights(query, key, attn_mask=None, is_causal=False, scale=None):
+    """The softmax of the masked, scaled scores (scaled_dot_product_attention's weights)."""
+    scale = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
+    scores = ops.matmul(query, ops.matrix_transpose(key)) * scale
+    if is_causal:
+        seen = ops.tril(ops.ones(query.shape[-2], key.shape[-2], dtype="bool"))
+        scores = ops.where(seen, scores, -math.inf)
+    if attn_mask is not None:
+        if attn_mask.dtype == bool:
+            scores = ops.where(attn_mask, scores, -math.inf)
+        else:
+            scores = scores + attn_mask
+    return ops.softmax(scores, axis=-1)
+
+
 def one_hot(tensor, num_classes=-1):
     """int64 one-hot rows; num_classes -1 takes the largest label + 1 (eager tensors only,
     as it reads the values)."""
@@ -148,6 +177,7 @@ __all__ = [
     "pad",
     "relu",
     "relu6",
+    "scaled_dot_product_attention",
     "sigmoid",
     "silu",
     "softmax",
