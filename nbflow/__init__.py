@@ -3,6 +3,9 @@
 One op declaration serves eager mode (tensors with a tape) and graph mode (a Program).
 """
 
+import sys as _sys
+import types as _types
+
 from . import (
     data,
     dtypes,
@@ -60,3 +63,15 @@ from .reliability import check_nan_inf, get_memory_budget, set_memory_budget
 from .tensor import Tensor, allclose, equal, from_numpy, nonzero, tensor, unique
 
 __version__ = "0.1.0"
+
+inference_mode = no_grad  # PyTorch's name for a scope without gradient recording
+
+# PyTorch's dtype names (after everything above: `float`, `int` and `bool` shadow the
+# builtins from here on in this module)
+long, double, half = int64, float64, float16
+float, int, bool = float32, int32, bool_
+
+# PyTorch's torch.utils.data: nbflow.data under that name too
+utils = _types.ModuleType(f"{__name__}.utils", "PyTorch's names for nbflow's utilities.")
+utils.data = data
+_sys.modules[utils.__name__], _sys.modules[f"{__name__}.utils.data"] = utils, data

@@ -94,6 +94,12 @@ class Operators:
             raise UnsupportedError(f"numel() of a value of shape {self.shape}: a dim is unknown")
         return math.prod(self.shape)
 
+    def t(self):
+        """PyTorch's t(): a 2-D tensor transposed (0-D and 1-D ones as they are)."""
+        if self.ndim > 2:
+            raise ValueError(f"t() takes a tensor of at most 2 dims, got {self.ndim}: use mT")
+        return self if self.ndim < 2 else ops.matrix_transpose(self)
+
     @property
     def mT(self):
         """The last two dims swapped (PyTorch's mT)."""
@@ -173,6 +179,7 @@ sum mean prod max min argmax argmin var std logsumexp all any cumsum matmul addm
 reshape transpose permute broadcast_to squeeze unsqueeze flatten split gather take_along_axis
 index_select scatter_add pad flip tile repeat softmax log_softmax norm chunk sort argsort topk
 swapaxes movedim roll tril triu diag isclose lerp amax amin mm bmm dot outer median
+floor ceil trunc round square reciprocal tan asin acos atan atan2 log2 log10
 """.split()
 
 for _name, _op in REFLECTED.items():

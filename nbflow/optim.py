@@ -553,9 +553,77 @@ class CosineAnnealingLR(LRScheduler):
         return self.eta_min + (self.base_lr - self.eta_min) * cos
 
 
+class ReduceLROnPlateau:
+    """Multiply the lr by `factor` when a metric (step(metric), once per epoch) has not
+    improved for `patience` epochs, then wait `cooldown` epochs; never below min_lr.
+    PyTorch's rules: 'min' mode improves below best * (1 - threshold) ('rel') or best -
+    threshold ('abs'); 'max' mode above."""
+
+    def __init__(
+        self,
+        optimizer: Optimizer,
+        mode="min",
+        factor=0.1,
+        patience=10,
+        threshold=1e-4,
+        threshold_mode="rel",
+        cooldown=0,
+        min_lr=0.0,
+        eps=1e-8,
+    ):
+        if mode not in ("min", "max") or threshold_mode not in ("rel", "abs"):
+            raise ValueError(f"mode {mode!r} / threshold_mode {threshold_mode!r} unknown")
+        if not 0.0 <= factor < 1.0:
+            raise ValueError(f"factor must be in [0, 1), got {factor}")
+        self.optimizer = optimizer
+        self.mode, self.factor, self.patience = mode, float(factor), int(patience)
+        self.threshold, self.threshold_mode = float(threshold), threshold_mode
+        self.cooldown, self.min_lr, self.eps = int(cooldown), float(min_lr), float(eps)
+        self.best = math.inf if mode == "min" else -math.inf
+        self.num_bad_epochs = self.cooldown_counter = 0
+        self.last_epoch = 0
+
+    def _better(self, value: float) -> bool:
+        lower = self.mode == "min"
+        if self.threshold_mode == "rel":
+            limit = self.best * (1 - self.threshold if lower else 1 + self.threshold)
+        else:
+            limit = self.best - self.threshold if lower else self.best + self.threshold
+        return value < limit if lower else value > limit
+
+    def step(self, metrics):
+        value = float(metrics.item() if hasattr(metrics, "item") else metrics)
+        self.last_epoch += 1
+        if self._better(value):
+            self.best, self.num_bad_epochs = value, 0
+        else:
+            self.num_bad_epochs += 1
+        if self.cooldown_counter > 0:
+            self.cooldown_counter -= 1
+            self.num_bad_epochs = 0
+        if self.num_bad_epochs > self.patience:
+            new = max(self.optimizer.lr * self.factor, self.min_lr)
+            if self.optimizer.lr - new > self.eps:
+                self.optimizer.lr = new
+            self.cooldown_counter, self.num_bad_epochs = self.cooldown, 0
+
+    def get_last_lr(self) -> list[float]:
+        return [self.optimizer.lr]
+
+    def state_dict(self) -> dict:
+        return {k: v for k, v in vars(self).items() if k != "optimizer"}
+
+    def load_state_dict(self, state_dict: dict):
+        own = self.state_dict()
+        if set(state_dict) != set(own):
+            raise ValueError(f"ReduceLROnPlateau.load_state_dict: keys {sorted(own)} expected")
+        self.__dict__.update(state_dict)
+
+
 # PyTorch's torch.optim.lr_scheduler: the schedules under that name too (a module, so that
 # `from nbflow.optim.lr_scheduler import StepLR` works as well)
 lr_scheduler = types.ModuleType(f"{__name__}.lr_scheduler", "nbflow's learning-rate schedules.")
-for _schedule in (LRScheduler, StepLR, MultiStepLR, ExponentialLR, LambdaLR, CosineAnnealingLR):
+_SCHEDULES = (LRScheduler, StepLR, MultiStepLR, ExponentialLR, LambdaLR, CosineAnnealingLR)
+for _schedule in (*_SCHEDULES, ReduceLROnPlateau):
     setattr(lr_scheduler, _schedule.__name__, _schedule)
 sys.modules[lr_scheduler.__name__] = lr_scheduler

@@ -113,3 +113,44 @@ def test_attention_gradients_and_modes():
     assert counts == {"outputs": 1, "gradients": 1}
     with pytest.raises(ValueError, match="divisible"):
         nn.MultiheadAttention(6, 4)
+
+
+def _layer_by_hand(layer, x):
+    """The post-norm encoder layer's equations, with its own submodules (each tested above or
+    in test_nn against references): x = norm1(x + attn(x)); norm2(x + ff(x))."""
+    attn, _ = layer.self_attn(x, x, x, need_weights=False)
+    x = layer.norm1(x + attn)
+    ff = layer.linear2(nb.relu(layer.linear1(x)))
+    return layer.norm2(x + ff)
+
+
+def test_transformer_encoder_layer_and_stack():
+    layer = nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, dtype="float64")
+    x = nb.tensor(RNG.standard_normal((5, 3, 8)))
+    np.testing.assert_allclose(layer(x).numpy(), _layer_by_hand(layer, x).numpy(), rtol=1e-12)
+    stack = nn.TransformerEncoder(layer, 2, norm=nn.LayerNorm(8, dtype="float64"))
+    first, second = stack.layers
+    assert first.linear1.weight is not second.linear1.weight  # copies, not shared
+    expected = stack.norm(_layer_by_hand(second, _layer_by_hand(first, x)))
+    np.testing.assert_allclose(stack(x).numpy(), expected.numpy(), rtol=1e-12)
+    names = {n for n, _ in stack.named_parameters()}
+    assert "layers.1.self_attn.in_proj_weight" in names and "layers.0.norm2.bias" in names
+    counts = nt.check_modes(lambda t: stack(t, is_causal=True), x.numpy())
+    assert counts == {"outputs": 1, "gradients": 1}
+
+
+def test_transformer_encoder_matches_pytorch():
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(0)
+    kw = {"dim_feedforward": 16, "dropout": 0.0, "norm_first": True, "activation": "gelu"}
+    theirs = torch.nn.TransformerEncoderLayer(8, 2, batch_first=True, **kw).double()
+    theirs = torch.nn.TransformerEncoder(theirs, 2, enable_nested_tensor=False).double().eval()
+    ours = nn.TransformerEncoderLayer(8, 2, batch_first=True, dtype="float64", **kw)
+    ours = nn.TransformerEncoder(ours, 2)
+    ours.load_state_dict({k: nb.tensor(v.numpy()) for k, v in theirs.state_dict().items()})
+    x = RNG.standard_normal((3, 5, 8))
+    padding = np.zeros((3, 5), bool)
+    padding[0, 4] = True
+    got = ours(nb.tensor(x), src_key_padding_mask=nb.tensor(padding)).numpy()
+    expected = theirs(torch.from_numpy(x), src_key_padding_mask=torch.from_numpy(padding))
+    np.testing.assert_allclose(got, expected.detach().numpy(), rtol=1e-10, atol=1e-12)

@@ -11,6 +11,7 @@ import pytest
 
 import nbflow as nb
 import nbflow.nn.functional as F
+from nbflow import nn
 from nbflow.testing import check_modes, gradcheck
 
 RNG = np.random.default_rng(0)
@@ -361,8 +362,6 @@ def test_einsum_diagonal_ignores_nan_off_the_diagonal():
 
 
 def test_activation_and_loss_modules_call_their_functions():
-    from nbflow import nn
-
     x = nb.tensor(RNG.standard_normal((4, 3)))
     pairs = [
         (nn.SiLU(), F.silu(x)),
@@ -398,8 +397,6 @@ def test_activation_and_loss_modules_call_their_functions():
 def test_more_learning_rate_schedules():
     from nbflow.optim.lr_scheduler import ExponentialLR, LambdaLR, MultiStepLR
 
-    from nbflow import nn
-
     def lrs(make, n=6):
         optimizer = nb.optim.SGD(nn.Linear(2, 2).parameters(), lr=0.1)
         schedule = make(optimizer)
@@ -419,3 +416,58 @@ def test_more_learning_rate_schedules():
     assert "lr_lambda" not in state and state["last_epoch"] == 6
     with pytest.raises(TypeError):
         LambdaLR(nb.optim.SGD(nn.Linear(2, 2).parameters(), lr=0.1), 0.5)
+
+
+def test_reduce_lr_on_plateau():
+    from nbflow.optim.lr_scheduler import ReduceLROnPlateau
+
+    optimizer = nb.optim.SGD(nn.Linear(2, 2).parameters(), lr=1.0)
+    schedule = ReduceLROnPlateau(optimizer, factor=0.5, patience=1, cooldown=1, min_lr=0.2)
+    seen = []
+    for loss in [5.0, 4.0, 4.0, 4.0, 4.0, 4.0, 4.0, 4.0, 3.0]:
+        schedule.step(nb.tensor(loss))
+        seen.append(optimizer.lr)
+    # two epochs without improvement halve the lr, a cooldown epoch follows, never < 0.2
+    assert seen == [1.0, 1.0, 1.0, 0.5, 0.5, 0.5, 0.25, 0.25, 0.25]
+    schedule.step(3.0)
+    schedule.step(3.0)
+    assert optimizer.lr == 0.2  # 0.125 is below min_lr
+    state = schedule.state_dict()
+    again = ReduceLROnPlateau(optimizer, factor=0.5, patience=1)
+    again.load_state_dict(state)
+    assert again.best == 3.0 and again.min_lr == 0.2
+    with pytest.raises(ValueError):
+        ReduceLROnPlateau(optimizer, mode="lowest")
+
+
+def test_dtype_names_modules_casts_and_utilities():
+    assert (nb.long, nb.double, nb.half) == (np.int64, np.float64, np.float16)
+    assert (nb.float, nb.int, nb.bool) == (np.float32, np.int32, np.bool_)
+    assert nb.tensor([1, 2], dtype=nb.long).dtype == np.int64
+    model = nn.Sequential(nn.Linear(2, 3), nn.BatchNorm1d(3))
+    model[0].bias.requires_grad_(False)  # frozen: .to() keeps it frozen
+    model[1].register_buffer("seen", nb.zeros(1, dtype="int64"))
+    model.double()
+    assert model[0].weight.dtype == np.float64 and model[1].running_mean.dtype == np.float64
+    assert model[1].seen.dtype == np.int64  # not a float: not cast
+    assert model[0].weight.requires_grad and not model[0].bias.requires_grad
+    assert model.float()[0].weight.dtype == np.float32
+    perm = nb.randperm(10, generator=nb.Generator(0))
+    assert sorted(perm.tolist()) == list(range(10)) and perm.dtype == np.int64
+    assert perm.tolist() == nb.randperm(10, generator=nb.Generator(0)).tolist()  # seeded
+    p = nb.tensor([1.0, -3.0], requires_grad=True)
+    (p * p).sum().backward()
+    nn.utils.clip_grad_value_([p], 1.5)
+    assert p.grad.tolist() == [1.5, -1.5]
+    from nbflow.utils.data import DataLoader
+
+    assert DataLoader is nb.data.DataLoader
+    with nb.inference_mode():
+        assert not nb.is_grad_enabled()
+    x = nb.tensor(X)
+    assert x.t().shape == (4, 3) and nb.ones(3).t().shape == (3,)
+    np.testing.assert_array_equal(x.round().numpy(), np.round(X))
+    np.testing.assert_array_equal(x.floor().numpy(), np.floor(X))
+    np.testing.assert_allclose(x.square().numpy(), X * X)
+    with pytest.raises(ValueError):
+        nb.ones(2, 2, 2).t()

@@ -4,7 +4,7 @@ Layers run eagerly and, unchanged, inside @nbflow.jit functions: a module's para
 eager Tensors that a traced Program captures as persistable vars.
 """
 
-from . import attention, functional, init, layers, loss, recurrent
+from . import attention, functional, init, layers, loss, recurrent, utils
 from .module import Module, ModuleDict, ModuleList, Parameter, StateDictError
 from .rnn import dynamic_rnn, pack_offsets
 
@@ -26,5 +26,6 @@ __all__ = [
     "dynamic_rnn",
     "functional",
     "init",
+    "utils",
     "pack_offsets",
 ]

@@ -5,6 +5,7 @@ Parameters by PyTorch's names (in_proj_weight, in_proj_bias, out_proj.weight, ..
 
 from __future__ import annotations
 
+import copy
 import math
 
 import nbflow as nb
@@ -12,8 +13,8 @@ import nbflow as nb
 from ..dtypes import float32
 from . import functional as F
 from . import init
-from .layers import Linear
-from .module import Module, Parameter
+from .layers import Dropout, LayerNorm, Linear
+from .module import Module, ModuleList, Parameter
 
 
 class MultiheadAttention(Module):
@@ -124,4 +125,75 @@ class MultiheadAttention(Module):
         return f"embed_dim={self.embed_dim}, num_heads={self.num_heads}"
 
 
-__all__ = ["MultiheadAttention"]
+class TransformerEncoderLayer(Module):
+    """PyTorch's TransformerEncoderLayer: self-attention and a feed-forward block, each
+    with dropout, a residual connection and LayerNorm (after each block, or before with
+    norm_first); submodules by PyTorch's names (self_attn, linear1, linear2, norm1, ...)."""
+
+    def __init__(
+        self,
+        d_model,
+        nhead,
+        dim_feedforward=2048,
+        dropout=0.1,
+        activation="relu",
+        layer_norm_eps=1e-5,
+        batch_first=False,
+        norm_first=False,
+        bias=True,
+        dtype=float32,
+        generator=None,
+    ):
+        super().__init__()
+        if activation not in ("relu", "gelu"):
+            raise ValueError(f"activation must be 'relu' or 'gelu', got {activation!r}")
+        g = generator
+        self.self_attn = MultiheadAttention(
+            d_model, nhead, dropout, bias, batch_first, dtype=dtype, generator=g
+        )
+        self.linear1 = Linear(d_model, dim_feedforward, bias, dtype=dtype, generator=g)
+        self.linear2 = Linear(dim_feedforward, d_model, bias, dtype=dtype, generator=g)
+        self.norm1 = LayerNorm(d_model, layer_norm_eps, bias=bias, dtype=dtype)
+        self.norm2 = LayerNorm(d_model, layer_norm_eps, bias=bias, dtype=dtype)
+        self.dropout, self.dropout1, self.dropout2 = (
+            Dropout(dropout, generator=g) for _ in range(3)
+        )
+        self.activation, self.norm_first = activation, norm_first
+
+    def forward(self, src, src_mask=None, src_key_padding_mask=None, is_causal=False):
+        def attend(x):
+            out, _ = self.self_attn(
+                x, x, x, src_key_padding_mask, False, src_mask, is_causal=is_causal
+            )
+            return self.dropout1(out)
+
+        def feed_forward(x):
+            h = self.linear1(x)
+            h = nb.relu(h) if self.activation == "relu" else nb.gelu(h)
+            return self.dropout2(self.linear2(self.dropout(h)))
+
+        x = src
+        if self.norm_first:
+            x = x + attend(self.norm1(x))
+            return x + feed_forward(self.norm2(x))
+        x = self.norm1(x + attend(x))
+        return self.norm2(x + feed_forward(x))
+
+
+class TransformerEncoder(Module):
+    """`num_layers` copies of `encoder_layer` in sequence (fresh copies of its parameters,
+    as PyTorch makes), then `norm` when given."""
+
+    def __init__(self, encoder_layer, num_layers, norm=None):
+        super().__init__()
+        self.layers = ModuleList([copy.deepcopy(encoder_layer) for _ in range(int(num_layers))])
+        self.norm = norm
+
+    def forward(self, src, mask=None, src_key_padding_mask=None, is_causal=False):
+        x = src
+        for layer in self.layers:
+            x = layer(x, mask, src_key_padding_mask, is_causal)
+        return x if self.norm is None else self.norm(x)
+
+
+__all__ = ["MultiheadAttention", "TransformerEncoder", "TransformerEncoderLayer"]

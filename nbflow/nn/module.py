@@ -162,17 +162,34 @@ class Module:
 
     # -------------------------------------------------------------- devices
 
-    def to(self, device) -> Module:
-        """Move every parameter and buffer to `device` ("cpu", "cuda", "cuda:N"), in place;
+    def to(self, device=None, dtype=None) -> Module:
+        """Move every parameter and buffer to `device` ("cpu", "cuda", "cuda:N") and cast
+        the floating-point ones to `dtype` (`to(nbflow.float64)` casts only), in place;
         returns self. Create optimizers after moving, as in PyTorch: they hold the tensors."""
+        if dtype is None and device is not None and not isinstance(device, str):
+            device, dtype = None, device
+
+        def moved(t):
+            cast = dtype if dtype is not None and dt.is_float(t.dtype) else None
+            return t.detach().to(device, cast)
+
         for module in dict(self.named_modules()).values():
             for name, value in list(module._parameters.items()):
                 if value is not None:
-                    setattr(module, name, value.detach().to(device).requires_grad_(True))
+                    setattr(module, name, moved(value).requires_grad_(value.requires_grad))
             for name, value in list(module._buffers.items()):
                 if value is not None:
-                    setattr(module, name, value.to(device))
+                    setattr(module, name, moved(value))
         return self
+
+    def float(self) -> Module:
+        return self.to(dtype=dt.float32)
+
+    def double(self) -> Module:
+        return self.to(dtype=dt.float64)
+
+    def half(self) -> Module:
+        return self.to(dtype=dt.float16)
 
     def cuda(self, index: int = 0) -> Module:
         return self.to(f"cuda:{index}")

@@ -276,7 +276,7 @@ randint_op = _random_op(
 # ---------------------------------------------------------------- public functions
 
 
-def _on(t, device, requires_grad=False):
+def on_device(t, device, requires_grad=False):
     """A new tensor on `device` (creation ops run on the CPU; the result is copied once),
     requiring grad when asked (PyTorch's `requires_grad=`). In graph mode the executor places
     values, so `device` is ignored there, and a graph value's gradient is appended_backward's."""
@@ -303,15 +303,15 @@ def full(shape, value, dtype=None, device=None, requires_grad=False):
     if dtype is None:
         dtype = dt.scalar_dtype(value)
     shape = (shape,) if isinstance(shape, int) else tuple(shape)
-    return _on(full_op(shape=shape, value=value, dtype=dtype), device, requires_grad)
+    return on_device(full_op(shape=shape, value=value, dtype=dtype), device, requires_grad)
 
 
 def zeros(*shape, dtype=dt.DEFAULT_FLOAT, device=None, requires_grad=False):
-    return _on(full_op(shape=_shape(shape), value=0, dtype=dtype), device, requires_grad)
+    return on_device(full_op(shape=_shape(shape), value=0, dtype=dtype), device, requires_grad)
 
 
 def ones(*shape, dtype=dt.DEFAULT_FLOAT, device=None, requires_grad=False):
-    return _on(full_op(shape=_shape(shape), value=1, dtype=dtype), device, requires_grad)
+    return on_device(full_op(shape=_shape(shape), value=1, dtype=dtype), device, requires_grad)
 
 
 def empty(*shape, dtype=dt.DEFAULT_FLOAT, device=None, requires_grad=False):
@@ -320,7 +320,7 @@ def empty(*shape, dtype=dt.DEFAULT_FLOAT, device=None, requires_grad=False):
 
 
 def full_like(x, value, dtype=None, requires_grad=False):
-    return _on(full_like_op(x, value=value, dtype=dtype), None, requires_grad)
+    return on_device(full_like_op(x, value=value, dtype=dtype), None, requires_grad)
 
 
 def fill_(x, value):
@@ -332,11 +332,11 @@ def zero_(x):
 
 
 def zeros_like(x, dtype=None, requires_grad=False):
-    return _on(full_like_op(x, value=0, dtype=dtype), None, requires_grad)
+    return on_device(full_like_op(x, value=0, dtype=dtype), None, requires_grad)
 
 
 def ones_like(x, dtype=None, requires_grad=False):
-    return _on(full_like_op(x, value=1, dtype=dtype), None, requires_grad)
+    return on_device(full_like_op(x, value=1, dtype=dtype), None, requires_grad)
 
 
 def arange(start, stop=None, step=1, dtype=None, device=None, requires_grad=False):
@@ -345,16 +345,18 @@ def arange(start, stop=None, step=1, dtype=None, device=None, requires_grad=Fals
         start, stop = 0, start
     if dtype is None:
         dtype = dt.promote([], [dt.scalar_dtype(v) for v in (start, stop, step)])
-    return _on(arange_op(start=start, stop=stop, step=step, dtype=dtype), device, requires_grad)
+    return on_device(
+        arange_op(start=start, stop=stop, step=step, dtype=dtype), device, requires_grad
+    )
 
 
 def linspace(start, stop, num, dtype=dt.DEFAULT_FLOAT, device=None, requires_grad=False):
     t = linspace_op(start=start, stop=stop, num=num, dtype=dtype)
-    return _on(t, device, requires_grad)
+    return on_device(t, device, requires_grad)
 
 
 def eye(n, m=None, dtype=dt.DEFAULT_FLOAT, device=None, requires_grad=False):
-    return _on(eye_op(n=n, m=m, dtype=dtype), device, requires_grad)
+    return on_device(eye_op(n=n, m=m, dtype=dtype), device, requires_grad)
 
 
 def uniform(
@@ -367,7 +369,7 @@ def uniform(
     requires_grad=False,
 ):
     t = uniform_op(shape=_shape(shape), low=low, high=high, dtype=dtype, generator=generator)
-    return _on(t, device, requires_grad)
+    return on_device(t, device, requires_grad)
 
 
 def rand(*shape, dtype=dt.DEFAULT_FLOAT, generator=None, device=None, requires_grad=False):
@@ -386,7 +388,7 @@ def normal(
     requires_grad=False,
 ):
     t = normal_op(shape=_shape(shape), mean=mean, std=std, dtype=dtype, generator=generator)
-    return _on(t, device, requires_grad)
+    return on_device(t, device, requires_grad)
 
 
 def randn(*shape, dtype=dt.DEFAULT_FLOAT, generator=None, device=None, requires_grad=False):
@@ -397,7 +399,7 @@ def randn(*shape, dtype=dt.DEFAULT_FLOAT, generator=None, device=None, requires_
 
 def randint(low, high, shape, dtype=dt.DEFAULT_INT, generator=None, device=None):
     shape = (shape,) if isinstance(shape, int) else tuple(shape)
-    return _on(
+    return on_device(
         randint_op(shape=shape, low=low, high=high, dtype=dtype, generator=generator), device
     )
 

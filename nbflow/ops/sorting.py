@@ -10,10 +10,10 @@ from numba import njit
 
 from .. import dtypes as dt
 from ..core import UNKNOWN, Attr, Op, Spec
-from ..errors import OutOfRangeError, ShapeError
+from ..errors import AttrError, OutOfRangeError, ShapeError
 from ..kernels.cpu import JIT, axis_rows, write_axis_rows
 from ..kernels.sorting import sort_row
-from .creation import zeros_like
+from .creation import on_device, uniform_op, zeros_like
 from .elementwise import isnan, where
 from .index import scatter_add_op
 from .reduce import ValuesIndices
@@ -112,6 +112,16 @@ def topk(x, k: int, axis=-1, largest=True, sorted=True):
     return ValuesIndices(*first)
 
 
+def randperm(n: int, generator=None, dtype=dt.DEFAULT_INT, device=None):
+    """A random permutation of 0 .. n-1 (PyTorch's randperm): the order that sorts n uniform
+    draws from `generator`."""
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
+        raise AttrError(f"randperm: n must be an int >= 0, got {n!r}")
+    keys = uniform_op(shape=(int(n),), low=0.0, high=1.0, dtype=dt.float64, generator=generator)
+    order = sort_op(keys)[1]
+    return on_device(order if np.dtype(dtype) == dt.int64 else order.astype(dtype), device)
+
+
 def median(x, axis=None, keepdims=False):
     """PyTorch's median: the lower median (the ((n - 1) // 2)-th smallest value) of all the
     elements, or, along `axis`, (values, indices) as max(dim=) gives; NaN if any is NaN."""
@@ -138,4 +148,4 @@ def median(x, axis=None, keepdims=False):
     return ValuesIndices(value, index)
 
 
-__all__ = ["argsort", "median", "sort", "sort_op", "topk"]
+__all__ = ["argsort", "median", "randperm", "sort", "sort_op", "topk"]
