@@ -482,17 +482,25 @@ def cumsum_rows(x, out, axis):
     in float64 as on the CPU (float16 in float32; integers and bools in int64)."""
     if x.ndim == 0:
         x, out, axis = x.reshape(1), out.reshape(1), 0
+    x2, kept = _axis_rows(x, axis)
+    if x2 is None:
+        return
+    res = devices.empty(x2.shape, out.dtype)
+    kind = np.dtype(x.dtype).kind
+    acc = np.int64 if kind != "f" else np.float32 if x.dtype == np.float16 else np.float64
+    _scan_kernel(acc)[blocks_for(x2.shape[0]), TPB](x2, res)
+    _from_rows(res, x.shape, kept, [axis], out)
+
+
+def _axis_rows(x, axis):
+    """(x as a C-contiguous (rows, x.shape[axis]) array with `axis` moved last, the other
+    axes in order), or (None, ...) when x is empty."""
     kept = [i for i in range(x.ndim) if i != axis]
     inner = x.shape[axis]
     outer = int(np.prod([x.shape[i] for i in kept], dtype=np.int64))
     if outer == 0 or inner == 0:
-        return
-    x2 = _rows_view(x, kept, [axis], outer, inner)
-    res = devices.empty((outer, inner), out.dtype)
-    kind = np.dtype(x.dtype).kind
-    acc = np.int64 if kind != "f" else np.float32 if x.dtype == np.float16 else np.float64
-    _scan_kernel(acc)[blocks_for(outer), TPB](x2, res)
-    _from_rows(res, x.shape, kept, [axis], out)
+        return None, kept
+    return _rows_view(x, kept, [axis], outer, inner), kept
 
 
 # ---------------------------------------------------------------- sort rows
@@ -514,16 +522,13 @@ def sort_rows(x, values, indices, axis, descending):
     """x sorted along `axis` into values and indices (x's shape), one thread per row."""
     if x.ndim == 0:
         x, values, indices, axis = x.reshape(1), values.reshape(1), indices.reshape(1), 0
-    kept = [i for i in range(x.ndim) if i != axis]
-    inner = x.shape[axis]
-    outer = int(np.prod([x.shape[i] for i in kept], dtype=np.int64))
-    if outer == 0 or inner == 0:
+    x2, kept = _axis_rows(x, axis)
+    if x2 is None:
         return
-    x2 = _rows_view(x, kept, [axis], outer, inner)
-    work = devices.empty((2, outer, inner), np.int64)
-    vals = devices.empty((outer, inner), values.dtype)
-    idx = devices.empty((outer, inner), np.int64)
-    _sort_rows[blocks_for(outer), TPB](x2, work, descending, vals, idx)
+    work = devices.empty((2, *x2.shape), np.int64)
+    vals = devices.empty(x2.shape, values.dtype)
+    idx = devices.empty(x2.shape, np.int64)
+    _sort_rows[blocks_for(x2.shape[0]), TPB](x2, work, descending, vals, idx)
     _from_rows(vals, x.shape, kept, [axis], values)
     _from_rows(idx, x.shape, kept, [axis], indices)
 
