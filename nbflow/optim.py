@@ -408,6 +408,41 @@ class RMSProp(Optimizer):
 RMSprop = RMSProp  # PyTorch's spelling
 
 
+class Adagrad(Optimizer):
+    """Adagrad (PyTorch's defaults: lr=1e-2, lr_decay=0, weight_decay=0,
+    initial_accumulator_value=0, eps=1e-10, maximize=False); the state_sum state holds the
+    squared gradients' sum (initial_accumulator_value is added where the kernel reads it)."""
+
+    op = ops.adagrad_update_
+    state_names = ("state_sum", "step")
+
+    def __init__(
+        self,
+        params=None,
+        lr=1e-2,
+        lr_decay=0.0,
+        weight_decay=0.0,
+        initial_accumulator_value=0.0,
+        eps=1e-10,
+        *,
+        maximize=False,
+    ):
+        _check(lr=lr, lr_decay=lr_decay, weight_decay=weight_decay, eps=eps)
+        _check(initial_accumulator_value=initial_accumulator_value)
+        hyper = {
+            "lr": float(lr),
+            "lr_decay": float(lr_decay),
+            "weight_decay": float(weight_decay),
+            "eps": float(eps),
+            "initial_accumulator_value": float(initial_accumulator_value),
+            "maximize": bool(maximize),
+        }
+        super().__init__(params, hyper)
+
+    def inputs(self, p, g, s):
+        return [p, g, s["state_sum"], s["step"]]
+
+
 # ---------------------------------------------------------------- gradient clipping
 
 

@@ -459,6 +459,11 @@ def optimizer_cases():
 
         args = [p, g, g * 0.1, sq, sq * 1.5, np.array(3)]
         yield "adam_update_", f"amsgrad={amsgrad} decoupled={decoupled}", step, args
+    adagrad = REGISTRY["adagrad_update_"]
+    fn = lambda p, g, s, t: adagrad(
+        p, g, s, t, lr=0.1, lr_decay=0.01, weight_decay=0.1, initial_accumulator_value=0.2
+    )
+    yield "adagrad_update_", "lr_decay weight_decay", fn, [p, g, sq, np.array(4)]
     rms = REGISTRY["rmsprop_update_"]
     for centered, momentum in ((False, 0.0), (True, 0.9)):
         fn = lambda p, g, s, a, b, c=centered, m=momentum: rms(

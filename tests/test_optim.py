@@ -157,6 +157,20 @@ def _rmsprop_numpy(w, grads, lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0.0, mo
     return out
 
 
+def _adagrad_numpy(w, grads, lr=1e-2, lr_decay=0.0, weight_decay=0.0,
+                   initial_accumulator_value=0.0, eps=1e-10, maximize=False):  # fmt: skip
+    # PyTorch's documented algorithm, with its state_sum starting at the initial value
+    state = np.full_like(w, initial_accumulator_value)
+    out = []
+    for t, g in enumerate(grads, 1):
+        g = (-g if maximize else g) + weight_decay * w
+        clr = lr / (1 + (t - 1) * lr_decay)
+        state = state + g * g
+        w = w - clr * g / (np.sqrt(state) + eps)
+        out.append(w)
+    return out
+
+
 OPTIMIZERS = [
     ("Adam", {}),
     ("Adam", {"lr": 0.05, "betas": (0.8, 0.99), "weight_decay": 0.1}),
@@ -167,12 +181,17 @@ OPTIMIZERS = [
     ("RMSProp", {"lr": 0.01, "alpha": 0.9, "weight_decay": 0.1, "momentum": 0.9}),
     ("RMSProp", {"lr": 0.01, "centered": True, "maximize": True}),
     ("RMSProp", {"lr": 0.01, "centered": True, "momentum": 0.5, "eps": 1e-3}),
+    ("Adagrad", {}),
+    ("Adagrad", {"lr": 0.1, "lr_decay": 0.05, "weight_decay": 0.1, "maximize": True}),
+    ("Adagrad", {"lr": 0.1, "initial_accumulator_value": 0.5, "eps": 1e-3}),
 ]
 
 
 def _textbook(name, w0, grads, hyper):
     if name == "RMSProp":
         return _rmsprop_numpy(w0, grads, **hyper)
+    if name == "Adagrad":
+        return _adagrad_numpy(w0, grads, **hyper)
     hyper = dict(hyper)
     if name == "AdamW":
         hyper.setdefault("weight_decay", 1e-2)
@@ -226,6 +245,7 @@ def test_optimizer_defaults_are_pytorchs():
         ("Adam", {"amsgrad": True, "weight_decay": 0.1}),
         ("RMSProp", {}),
         ("RMSProp", {"centered": True, "momentum": 0.5}),
+        ("Adagrad", {"weight_decay": 0.1}),
     ],
 )
 def test_in_place_kernels_past_their_vector_loop(name, hyper):
@@ -249,7 +269,7 @@ def test_float16_and_float32_parameters_and_unused_states_unchanged(dtype):
     rng = np.random.default_rng(3)
     w0 = rng.standard_normal(7).astype(dtype)
     g = rng.standard_normal(7).astype(dtype)
-    for opt_cls in (nb.optim.Adam, nb.optim.RMSProp, nb.optim.SGD):
+    for opt_cls in (nb.optim.Adam, nb.optim.RMSProp, nb.optim.Adagrad, nb.optim.SGD):
         w = nb.tensor(w0, requires_grad=True)
         w.grad = nb.tensor(g)
         opt_cls([w], lr=0.01).step()
@@ -259,6 +279,7 @@ def test_float16_and_float32_parameters_and_unused_states_unchanged(dtype):
         expected = {
             nb.optim.Adam: _adam_numpy,
             nb.optim.RMSProp: _rmsprop_numpy,
+            nb.optim.Adagrad: _adagrad_numpy,
             nb.optim.SGD: lambda w, gs, lr: [w - lr * gs[0]],
         }[opt_cls](w0.astype(np.float64), [g.astype(np.float64)], lr=0.01)[-1]
         tol = 1e-3 if dtype == "float16" else 1e-6

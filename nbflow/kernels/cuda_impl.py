@@ -831,6 +831,19 @@ def _adam(
 
 
 @cuda.jit
+def _adagrad(p, g, s, step, p_out, s_out, lr, lr_decay, weight_decay, eps, initial, maximize):
+    t = step[0] + 1  # the counter is incremented by a second launch, after every read
+    clr = lr / (1.0 + (t - 1) * lr_decay)
+    for i in range(cuda.grid(1), p.size, cuda.gridsize(1)):
+        pi = float(p[i])
+        gi = -float(g[i]) if maximize else float(g[i])
+        gi = gi + weight_decay * pi
+        si = s[i] + gi * gi
+        s_out[i] = si
+        p_out[i] = pi - clr * gi / (math.sqrt(si + initial) + eps)
+
+
+@cuda.jit
 def _increment(step, step_out):
     if cuda.grid(1) == 0:
         step_out[0] = step[0] + 1
@@ -879,6 +892,15 @@ def adam(p, g, m, v, vmax, step, p_out, m_out, v_out, vmax_out, step_out, **attr
     options = [attrs[n] for n in names] + [attrs["amsgrad"], attrs["maximize"]]
     if p.size:
         _adam[blocks_for(p.size), TPB](*flat[:5], step1, *flat[5:], *options)
+    _increment[1, 1](step1, step_out1)
+
+
+def adagrad(p, g, s, step, p_out, s_out, step_out, **attrs):
+    flat = _flat_all("adagrad_update_", (p, g, s, p_out, s_out))
+    step1, step_out1 = step.reshape(1), step_out.reshape(1)
+    names = ("lr", "lr_decay", "weight_decay", "eps", "initial_accumulator_value", "maximize")
+    if p.size:
+        _adagrad[blocks_for(p.size), TPB](*flat[:3], step1, *flat[3:], *(attrs[n] for n in names))
     _increment[1, 1](step1, step_out1)
 
 

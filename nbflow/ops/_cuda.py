@@ -544,6 +544,7 @@ KERNELS = {
     "sgd_update_": lambda *arrays, **attrs: impl().sgd(*arrays, **attrs),
     "adam_update_": lambda *arrays, **attrs: impl().adam(*arrays, **attrs),
     "rmsprop_update_": lambda *arrays, **attrs: impl().rmsprop(*arrays, **attrs),
+    "adagrad_update_": lambda *arrays, **attrs: impl().adagrad(*arrays, **attrs),
 }
 
 

@@ -379,4 +379,89 @@ rmsprop_update_ = Op(
     "momentum_buffer (momentum 0) are unused stand-ins, left unchanged.",
 )
 
-__all__ = ["adam_update_", "rmsprop_update_", "sgd_matmul_update_", "sgd_update_"]
+# ---------------------------------------------------------------- Adagrad
+
+
+@njit(**JIT)
+def _adagrad_kernel(p, g, s, step, lr, lr_decay, weight_decay, eps, initial, maximize):
+    # in place, like the other kernels; s holds the sum of squared gradients, and the initial
+    # accumulator value is added where it is read (so a zero-initialised state serves)
+    t = step[0] + 1
+    step[0] = t
+    c = p.dtype.type
+    clr = c(lr / (1.0 + (t - 1) * lr_decay))
+    wd, e, init = c(weight_decay), c(eps), c(initial)
+    for i in range(p.size):
+        gi = -g[i] if maximize else g[i]
+        gi = gi + wd * p[i]
+        si = s[i] + gi * gi
+        s[i] = si
+        p[i] = p[i] - clr * gi / (np.sqrt(si + init) + e)
+
+
+def _adagrad_spec(p, g, s, step, **attrs):
+    _same_shape(p, grad=g, state_sum=s)
+    if step.shape != () or step.dtype.kind not in "iu":
+        raise ShapeError(f"step must be a 0-d integer tensor, got {step}")
+    return Spec(p.shape, p.dtype), Spec(s.shape, s.dtype), Spec((), step.dtype)
+
+
+def _adagrad_cpu(p, g, s, step, p_out, s_out, step_out, **attrs):
+    outs = (p_out, s_out, step_out)
+    if not all(a.flags.c_contiguous for a in outs):
+        raise UnsupportedError("adagrad_update_: parameters and their state must be contiguous")
+    g = _readable(g, *outs)
+    for src, dst in zip((p, s, step), outs):
+        if dst is not src:
+            np.copyto(dst, src)
+    names = ("lr", "lr_decay", "weight_decay", "eps", "initial_accumulator_value", "maximize")
+    _adagrad_kernel(p_out.reshape(-1), g.ravel(), s_out.reshape(-1), step_out.reshape(-1),
+                    *(attrs[n] for n in names))  # fmt: skip
+
+
+def _adagrad_ref(
+    p, g, s, step, lr, lr_decay=0.0, weight_decay=0.0, eps=1e-10,
+    initial_accumulator_value=0.0, maximize=False,
+):  # fmt: skip
+    t = int(step) + 1
+    g = (-g if maximize else g) + weight_decay * p
+    s = s + g * g
+    clr = lr / (1 + (t - 1) * lr_decay)
+    return (
+        p - clr * g / (np.sqrt(s + initial_accumulator_value) + eps),
+        s,
+        np.asarray(t, step.dtype),
+    )
+
+
+adagrad_update_ = Op(
+    name="adagrad_update_",
+    inputs=("param", "grad", "state_sum", "step"),
+    outputs=("param_out", "state_sum_out", "step_out"),
+    spec=_adagrad_spec,
+    kernels={"cpu": _adagrad_cpu, "cuda": None},
+    dtypes=dt.FLOATS,
+    ref=_adagrad_ref,
+    differentiable=False,
+    promote=(0, 1, 2),  # the step counter keeps its integer dtype
+    attrs={
+        "lr": Attr("float"),
+        "lr_decay": Attr("float", 0.0),
+        "weight_decay": Attr("float", 0.0),
+        "eps": Attr("float", 1e-10),
+        "initial_accumulator_value": Attr("float", 0.0),
+        "maximize": Attr("bool", False),
+    },
+    inplace={0: 0, 1: 2, 2: 3},
+    doc="Adagrad step in place (PyTorch's Adagrad): t += 1; g += wd p; s += g^2; p -= lr / (1 + "
+    "(t - 1) lr_decay) g / (sqrt(s + initial_accumulator_value) + eps). state_sum holds the "
+    "squared gradients' sum alone (the initial value is added where it is read).",
+)
+
+__all__ = [
+    "adagrad_update_",
+    "adam_update_",
+    "rmsprop_update_",
+    "sgd_matmul_update_",
+    "sgd_update_",
+]
