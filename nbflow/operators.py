@@ -193,3 +193,22 @@ for _name, _op in INPLACE.items():
     setattr(Operators, f"__{_name}__", _inplace(_op))
 for _name in METHODS:
     setattr(Operators, _name, _method(getattr(ops, _name)))
+
+
+def _written_back(op):
+    def method(self):
+        return self.copy_(op(self))
+
+    method.__name__ = f"{op.name}_"
+    method.__doc__ = f"{op.name} in place: computed, then written into this tensor by copy_."
+    return method
+
+
+# PyTorch's in-place unary methods (x.relu_()): the op's result written back by copy_ (a
+# temporary, then one copy), so autograd and the version counter follow as for copy_
+IN_PLACE_UNARY = """
+abs neg exp log log1p expm1 sqrt rsqrt sin cos tan tanh sigmoid relu floor ceil trunc round
+square reciprocal
+""".split()
+for _name in IN_PLACE_UNARY:
+    setattr(Operators, f"{_name}_", _written_back(getattr(ops, _name)))

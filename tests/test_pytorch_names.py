@@ -471,3 +471,23 @@ def test_dtype_names_modules_casts_and_utilities():
     np.testing.assert_allclose(x.square().numpy(), X * X)
     with pytest.raises(ValueError):
         nb.ones(2, 2, 2).t()
+
+
+@pytest.mark.parametrize("name", ["relu", "exp", "sqrt", "sigmoid", "tanh", "abs", "round"])
+def test_in_place_unary_methods_write_the_tensor(name):
+    data = np.abs(X) + 0.1
+    t = nb.tensor(data)
+    version = t.version
+    assert getattr(t, f"{name}_")() is t and t.version > version
+    expected = getattr(nb, name)(nb.tensor(data)).numpy()
+    np.testing.assert_array_equal(t.numpy(), expected)
+
+
+def test_in_place_unary_methods_and_autograd():
+    w = nb.tensor([1.0, 2.0], requires_grad=True)
+    y = w * 1.0
+    y.tanh_()
+    y.sum().backward()
+    np.testing.assert_allclose(w.grad.numpy(), 1 - np.tanh([1.0, 2.0]) ** 2, rtol=1e-6)
+    with pytest.raises(nb.GradientError, match="leaf"):
+        w.exp_()
