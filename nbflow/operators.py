@@ -52,11 +52,10 @@ class Operators:
         new = len(sizes) - self.ndim
         if new < 0:
             raise ValueError(f"expand: {len(sizes)} sizes for a tensor of {self.ndim} dims")
-        keep = [s == -1 and i >= new for i, s in enumerate(sizes)]
-        return ops.broadcast_to(
-            self,
-            tuple(self.shape[i - new] if k else s for i, (s, k) in enumerate(zip(sizes, keep))),
+        shape = tuple(
+            self.shape[i - new] if s == -1 and i >= new else s for i, s in enumerate(sizes)
         )
+        return ops.broadcast_to(self, shape)
 
     def masked_fill(self, mask, value):
         """`value` where mask is True (mask broadcasts), in this tensor's dtype."""
