@@ -103,13 +103,13 @@ def topk(x, k: int, axis=-1, largest=True, sorted=True):
         raise ShapeError("topk: the axis has an unknown (-1) length")
     if not 0 <= k <= n:
         raise OutOfRangeError(f"topk: k={k} is outside [0, {n}] for an axis of length {n}")
-    values, indices = sort_op(x, axis=axis, descending=largest)
-    pieces = (int(k), n - int(k))
-    first = (
-        split_op(values, sizes=pieces, axis=axis)[0],
-        split_op(indices, sizes=pieces, axis=axis)[0],
-    )
-    return ValuesIndices(*first)
+    values_indices = sort_op(x, axis=axis, descending=largest)
+    return ValuesIndices(*_pieces(values_indices, (int(k), n - int(k)), axis, 0))
+
+
+def _pieces(tensors, sizes, axis, i):
+    """Piece i of each tensor cut along `axis` into pieces of `sizes`."""
+    return [split_op(t, sizes=sizes, axis=axis)[i] for t in tensors]
 
 
 def randperm(n: int, generator=None, dtype=dt.DEFAULT_INT, device=None):
@@ -131,18 +131,13 @@ def median(x, axis=None, keepdims=False):
     n = x.shape[a] if x.ndim else 1
     if n == 0:
         raise ShapeError(f"median of an empty axis (x of shape {x.shape})")
-    values, indices = sort_op(x, axis=a)  # NaN sorts last
+    values_indices = sort_op(x, axis=a)  # NaN sorts last
     k = (n - 1) // 2
-    pieces = (k, 1, n - k - 1)
-    value, index = (
-        split_op(values, sizes=pieces, axis=a)[1],
-        split_op(indices, sizes=pieces, axis=a)[1],
-    )
+    value, index = _pieces(values_indices, (k, 1, n - k - 1), a, 1)
     if dt.is_float(x.dtype):  # a NaN anywhere: the last sorted value (a NaN) and its index
         nan = any_(isnan(x), axis=a, keepdims=True)
-        last = (n - 1, 1)
-        value = where(nan, split_op(values, sizes=last, axis=a)[1], value)
-        index = where(nan, split_op(indices, sizes=last, axis=a)[1], index)
+        last_value, last_index = _pieces(values_indices, (n - 1, 1), a, 1)
+        value, index = where(nan, last_value, value), where(nan, last_index, index)
     if not keepdims:
         value, index = squeeze_op(value, axis=a), squeeze_op(index, axis=a)
     return ValuesIndices(value, index)
