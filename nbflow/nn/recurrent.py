@@ -20,7 +20,8 @@ from .module import Module, Parameter
 
 
 class _RNNBase(Module):
-    gates = 1
+    gates = 1  # gate blocks stacked in the weights
+    states = 1  # the LSTM carries two: (h, c)
 
     def __init__(
         self,
@@ -106,7 +107,10 @@ class _RNNBase(Module):
         """The initial states, each (layers * directions, B, hidden_size)."""
         count = self.num_layers * (2 if self.bidirectional else 1)
         shape = (count, x.shape[1], self.hidden_size)
-        parts = [hx] if self.gates != 4 else (list(hx) if hx is not None else [None, None])
+        if self.states == 1:
+            parts = [hx]
+        else:
+            parts = list(hx) if hx is not None else [None] * self.states
         states = []
         for h in parts:
             if h is None:
@@ -120,11 +124,10 @@ class _RNNBase(Module):
 
     def _direction(self, x, state, suffix, reverse):
         """(outputs (T, B, H), final state) of one layer in one direction."""
-        w_hh = getattr(self, f"weight_hh{suffix}")
+        w_ih, w_hh = getattr(self, f"weight_ih{suffix}"), getattr(self, f"weight_hh{suffix}")
         b_ih, b_hh = getattr(self, f"bias_ih{suffix}"), getattr(self, f"bias_hh{suffix}")
         steps, batch = x.shape[0], x.shape[1]
         # the input term of every step in one GEMM: (T * B, width) @ (width, gates * H)
-        w_ih = getattr(self, f"weight_ih{suffix}")
         xw = nb.linear(nb.reshape(x, steps * batch, x.shape[2]), w_ih, b_ih)
         xw = nb.reshape(xw, steps, batch, xw.shape[-1])
         outs = [None] * steps
@@ -159,7 +162,7 @@ class RNN(_RNNBase):
 class LSTM(_RNNBase):
     """PyTorch's LSTM; forward(input, (h0, c0)) -> (output, (h_n, c_n))."""
 
-    gates = 4
+    gates, states = 4, 2
 
     def _step(self, xw, state, w_hh, b_hh):
         h, c = state
