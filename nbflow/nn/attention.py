@@ -75,15 +75,15 @@ class MultiheadAttention(Module):
         elif self.batch_first:
             query, key, value = (nb.transpose(t, 0, 1) for t in (query, key, value))
         length, batch, _ = query.shape
-        w_q, w_k, w_v = nb.split(self.in_proj_weight, self.embed_dim, axis=0)
-        b_q, b_k, b_v = (
-            nb.split(self.in_proj_bias, self.embed_dim) if self.in_proj_bias is not None
-            else (None,) * 3
-        )  # fmt: skip
-        q, k, v = (self._heads(nb.linear(t, w, b)) for t, w, b in
-                   ((query, w_q, b_q), (key, w_k, b_k), (value, w_v, b_v)))  # fmt: skip
-        allowed = self._allowed(attn_mask, key_padding_mask, batch, length, key.shape[0])
-        weights = F.attention_weights(q, k, allowed, is_causal)
+        weights = nb.split(self.in_proj_weight, self.embed_dim, axis=0)
+        biases = (None,) * 3
+        if self.in_proj_bias is not None:
+            biases = nb.split(self.in_proj_bias, self.embed_dim)
+        q, k, v = (
+            self._heads(nb.linear(t, w, b)) for t, w, b in zip((query, key, value), weights, biases)
+        )
+        mask = self._mask(attn_mask, key_padding_mask, batch, length, key.shape[0])
+        weights = F.attention_weights(q, k, mask, is_causal)
         if self.dropout and self.training:
             weights = nb.dropout(weights, self.dropout, True, self.generator)
         out = nb.matmul(weights, v)  # (batch, heads, L, head_dim)
@@ -104,25 +104,25 @@ class MultiheadAttention(Module):
         s, batch = t.shape[0], t.shape[1]
         return nb.permute(nb.reshape(t, s, batch, self.num_heads, self.head_dim), 1, 2, 0, 3)
 
-    def _allowed(self, attn_mask, key_padding_mask, batch, length, source):
+    def _mask(self, attn_mask, key_padding_mask, batch, length, source):
         """The masks as one float mask added to the scores (None: none given)."""
         total = None
-        for mask, shape in (
-            (attn_mask, (-1, length, source)),
-            (key_padding_mask, (batch, 1, 1, source)),
-        ):
-            if mask is None:
-                continue
-            add = nb.where(mask, -math.inf, 0.0) if mask.dtype == bool else mask
-            if mask is attn_mask and mask.ndim == 3:  # (batch * heads, L, S)
-                add = nb.reshape(add, batch, self.num_heads, length, source)
-            elif mask is key_padding_mask:
-                add = nb.reshape(add, *shape)
-            total = add if total is None else total + add
+        if attn_mask is not None:
+            total = _additive(attn_mask)
+            if total.ndim == 3:  # (batch * heads, L, S)
+                total = nb.reshape(total, batch, self.num_heads, length, source)
+        if key_padding_mask is not None:
+            padding = nb.reshape(_additive(key_padding_mask), batch, 1, 1, source)
+            total = padding if total is None else total + padding
         return total
 
     def extra_repr(self) -> str:
         return f"embed_dim={self.embed_dim}, num_heads={self.num_heads}"
+
+
+def _additive(mask):
+    """A bool mask (True: not allowed) as 0 / -inf to add to the scores; a float one as it is."""
+    return nb.where(mask, -math.inf, 0.0) if mask.dtype == bool else mask
 
 
 class TransformerEncoderLayer(Module):
