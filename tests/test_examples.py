@@ -41,3 +41,7 @@ def test_sequence_classifier_in_graph_mode_learns_on_variable_lengths():
     # ignoring the lengths (counting the padding too) agrees with the labels 79% of the time
     accuracy = _load("train_sequence_graph").train(steps=80, log_every=0)
     assert accuracy >= 0.9
+
+
+def test_transformer_written_as_pytorch_code_learns_the_digits():
+    assert _load("transformer_digits").train(epochs=8, log=False) >= 0.93
