@@ -491,3 +491,16 @@ def test_in_place_unary_methods_and_autograd():
     np.testing.assert_allclose(w.grad.numpy(), 1 - np.tanh([1.0, 2.0]) ** 2, rtol=1e-6)
     with pytest.raises(nb.GradientError, match="leaf"):
         w.exp_()
+
+
+def test_embedding_from_pretrained_copies_and_freezes():
+    table = np.arange(6.0).reshape(3, 2)
+    frozen = nn.Embedding.from_pretrained(nb.tensor(table))
+    np.testing.assert_array_equal(frozen(nb.tensor([2, 0])).numpy(), table[[2, 0]])
+    assert not frozen.weight.requires_grad and frozen.weight.dtype == np.float64
+    assert [name for name, _ in frozen.named_parameters()] == ["weight"]
+    trained = nn.Embedding.from_pretrained(nb.tensor(table), freeze=False)
+    trained(nb.tensor([1])).sum().backward()
+    np.testing.assert_array_equal(trained.weight.grad.numpy(), [[0, 0], [1, 1], [0, 0]])
+    with pytest.raises(nb.ShapeError):
+        nn.Embedding.from_pretrained(nb.ones(3))

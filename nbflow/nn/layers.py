@@ -565,6 +565,18 @@ class Embedding(Module):
         self.weight = _empty(self.num_embeddings, self.embedding_dim, dtype=dtype)
         self.reset_parameters(generator)
 
+    @classmethod
+    def from_pretrained(cls, embeddings, freeze=True, padding_idx=None) -> Embedding:
+        """An Embedding holding a copy of the 2-D `embeddings` (frozen unless freeze=False),
+        as PyTorch's Embedding.from_pretrained."""
+        if embeddings.ndim != 2:
+            raise nb.ShapeError(f"from_pretrained needs 2-D embeddings, got {embeddings.shape}")
+        rows, dim = embeddings.shape
+        module = cls(rows, dim, padding_idx, dtype=embeddings.dtype)
+        module.weight = Parameter(nb.tensor(embeddings, dtype=embeddings.dtype))
+        module.weight.requires_grad_(not freeze)
+        return module
+
     def reset_parameters(self, generator=None) -> None:
         init.normal_(self.weight, generator=generator)
         if self.padding_idx is not None:
