@@ -115,7 +115,6 @@ class Module:
         object.__delattr__(self, name)
 
     def _forget(self, name: str) -> None:
-        _EPOCH[0] += 1  # (add_module comes here too)
         d = self.__dict__
         d["_parameters"].pop(name, None)
         d["_buffers"].pop(name, None)
@@ -154,6 +153,7 @@ class Module:
     def add_module(self, name: str, module: Module | None) -> None:
         if module is not None and not isinstance(module, Module):
             raise TypeError(f"{name!r}: {type(module).__name__} is not a Module")
+        _EPOCH[0] += 1
         self._forget(name)
         self.__dict__["_modules"][name] = module
         object.__setattr__(self, name, module)
