@@ -86,6 +86,39 @@ def user_ops(rng):
     nt.op_property_test(user_cube_rows, shapes=matrices, max_examples=2)("devices")
 
 
+def composed_ops(rng):
+    """Functions composed from ops that make a tensor of their own (a mask, an identity, a
+    zero state) must make it on the input's device."""
+    from nbflow import nn
+
+    x = rng.standard_normal((4, 4))
+
+    def layer(kind):
+        def run(t):
+            module = getattr(nn, kind)(4, 2, dtype="float64", generator=nb.Generator(0))
+            return module.to(t.device)(nb.unsqueeze(t, 1))[0]
+
+        return run
+
+    def attention(t):
+        module = nn.MultiheadAttention(4, 2, dtype="float64", generator=nb.Generator(0))
+        t = nb.unsqueeze(t, 1)
+        return module.to(t.device)(t, t, t, is_causal=True)[0]
+
+    for fn in (
+        lambda t: nb.tril(t, -1) + nb.triu(t, 2),
+        lambda t: nb.diag(nb.diag(t), 1),
+        lambda t: nb.einsum("ii->i", t),
+        lambda t: nb.nn.functional.scaled_dot_product_attention(t, t, t, is_causal=True),
+        lambda t: nb.topk(t, 2).values + nb.median(t, dim=1).values[:, None],
+        layer("LSTM"),
+        layer("GRU"),
+        attention,
+    ):
+        result = nt.check_devices(fn, x)
+        assert result == {"status": "compared", "outputs": 1, "gradients": 1}, result
+
+
 def _cube_rows_ref(x):
     return (x**3).sum(axis=1)
 
@@ -111,6 +144,7 @@ def main():
         raise AssertionError("check_devices missed a disagreement")
     nt.op_property_test(nb.ops.exp, max_examples=2)("devices")
     user_ops(rng)
+    composed_ops(rng)
     print("compared", result)
 
 

@@ -119,7 +119,8 @@ def attention_weights(query, key, attn_mask=None, is_causal=False, scale=None):
     scale = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
     scores = ops.matmul(query, ops.matrix_transpose(key)) * scale
     if is_causal:
-        seen = ops.tril(ops.ones(query.shape[-2], key.shape[-2], dtype="bool"))
+        device = getattr(query, "device", None)
+        seen = ops.tril(ops.ones(query.shape[-2], key.shape[-2], dtype="bool", device=device))
         scores = ops.where(seen, scores, -math.inf)
     if attn_mask is not None:
         if attn_mask.dtype == bool:

@@ -114,7 +114,8 @@ class _RNNBase(Module):
         states = []
         for h in parts:
             if h is None:
-                states.append(nb.zeros(shape, dtype=x.dtype))
+                device = getattr(x, "device", None)  # (graph values: placed by the executor)
+                states.append(nb.zeros(shape, dtype=x.dtype, device=device))
                 continue
             h = nb.unsqueeze(h, 1) if unbatched else h
             if tuple(h.shape) != shape:

@@ -99,7 +99,8 @@ def _diagonals(x, letters, sizes):
             n = sizes[c]
             mask_shape = [1] * len(letters)
             mask_shape[p] = mask_shape[q] = n
-            mask = reshape(eye(n, dtype="bool"), tuple(mask_shape))
+            mask = eye(n, dtype="bool", device=getattr(x, "device", None))
+            mask = reshape(mask, tuple(mask_shape))
             x = reduce_sum(where(mask, x, 0), axis=q)  # (x * mask: NaN * 0 is NaN)
             del letters[q]
     return x, letters

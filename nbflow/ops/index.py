@@ -794,7 +794,9 @@ def _triangle(name, x, diagonal, keep):
     if x.ndim < 2 or UNKNOWN in x.shape[-2:]:
         raise ShapeError(f"{name} needs a tensor of at least 2 known trailing dims, got {x.shape}")
     n, m = x.shape[-2:]
-    offset = reshape_op(arange(m), shape=(1, m)) - reshape_op(arange(n), shape=(n, 1))
+    device = getattr(x, "device", None)  # (a graph value has none: the executor places it)
+    cols, rows = arange(m, device=device), arange(n, device=device)
+    offset = reshape_op(cols, shape=(1, m)) - reshape_op(rows, shape=(n, 1))
     return where(keep(offset, int(diagonal)), x, 0)
 
 
@@ -814,7 +816,8 @@ def diag(x, diagonal=0):
     k = int(diagonal)
     if x.ndim == 1:
         n = x.shape[0]
-        square = where(eye(n, dtype="bool"), unsqueeze_op(x, axis=1), 0)
+        mask = eye(n, dtype="bool", device=getattr(x, "device", None))
+        square = where(mask, unsqueeze_op(x, axis=1), 0)
         return pad(square, ((0, k), (k, 0)) if k >= 0 else ((-k, 0), (0, -k)))
     if x.ndim != 2 or UNKNOWN in x.shape:
         raise ShapeError(f"diag needs a 1-D or a 2-D tensor of known shape, got {x.shape}")
