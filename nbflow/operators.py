@@ -105,9 +105,11 @@ class Operators:
         return ops.matrix_transpose(self)
 
     def new_full(self, size, fill_value, dtype=None, requires_grad=False):
-        """A new tensor of `size` filled with fill_value, in this one's dtype by default."""
+        """A new tensor of `size` filled with fill_value, on this one's device and in its dtype
+        by default."""
         size = (size,) if isinstance(size, int) else tuple(size)
-        t = ops.full(size, fill_value, dtype=self.dtype if dtype is None else dtype)
+        dtype = self.dtype if dtype is None else dtype
+        t = ops.full(size, fill_value, dtype=dtype, device=getattr(self, "device", None))
         return t.requires_grad_(True) if requires_grad else t
 
     def new_zeros(self, *size, dtype=None, requires_grad=False):
