@@ -112,6 +112,7 @@ def composed_ops(rng):
         lambda t: nb.nn.functional.scaled_dot_product_attention(t, t, t, is_causal=True),
         lambda t: nb.topk(t, 2).values + nb.median(t, dim=1).values[:, None],
         lambda t: t * t.new_full((4,), 2.0) + t.new_ones(4, 4),
+        lambda t: nb.group_norm(nb.reshape(t, 2, 4, 2), 2),
         layer("LSTM"),
         layer("GRU"),
         attention,

@@ -262,3 +262,46 @@ def test_norm_ops_match_pytorch():
         nb.embedding(nb.tensor(idx), nb.tensor(emb), padding_idx=1),
         F.embedding(torch.tensor(idx), torch.tensor(emb), padding_idx=1).numpy(),
     )
+
+
+def _group_norm_numpy(x, groups, weight, bias, eps=1e-5):
+    n, c = x.shape[:2]
+    g = x.reshape(n, groups, -1)
+    y = (g - g.mean(axis=2, keepdims=True)) / np.sqrt(g.var(axis=2, keepdims=True) + eps)
+    shape = (1, c) + (1,) * (x.ndim - 2)
+    return y.reshape(x.shape) * weight.reshape(shape) + bias.reshape(shape)
+
+
+@pytest.mark.parametrize(
+    "shape, groups", [((2, 6, 3, 4), 3), ((4, 4), 2), ((2, 6, 5), 6), ((1, 4, 2), 1)]
+)
+def test_group_norm_matches_numpy(shape, groups):
+    rng = np.random.default_rng(0)
+    x, w, b = (
+        rng.standard_normal(shape),
+        rng.standard_normal(shape[1]),
+        rng.standard_normal(shape[1]),
+    )
+    got = nb.group_norm(nb.tensor(x), groups, nb.tensor(w), nb.tensor(b))
+    np.testing.assert_allclose(
+        got.numpy(), _group_norm_numpy(x, groups, w, b), rtol=1e-10, atol=1e-12
+    )
+    module = nb.nn.GroupNorm(groups, shape[1], dtype="float64")  # weight 1, bias 0
+    plain = _group_norm_numpy(x, groups, np.ones(shape[1]), np.zeros(shape[1]))
+    np.testing.assert_allclose(module(nb.tensor(x)).numpy(), plain, rtol=1e-10, atol=1e-12)
+
+
+def test_group_norm_gradients_modes_and_errors():
+    rng = np.random.default_rng(1)
+    x = nb.tensor(rng.standard_normal((2, 4, 3)), requires_grad=True)
+    w = nb.tensor(rng.standard_normal(4), requires_grad=True)
+    b = nb.tensor(rng.standard_normal(4), requires_grad=True)
+    nt.gradcheck(lambda x, w, b: nb.group_norm(x, 2, w, b), [x, w, b])
+    counts = nt.check_modes(lambda x, w: nb.group_norm(x, 2, w), x.numpy(), w.numpy())
+    assert counts == {"outputs": 1, "gradients": 2}
+    with pytest.raises(nb.ShapeError, match="groups"):
+        nb.group_norm(x, 3)
+    with pytest.raises(nb.ShapeError):
+        nb.group_norm(nb.ones(4), 2)
+    with pytest.raises(ValueError):
+        nb.nn.GroupNorm(3, 4)

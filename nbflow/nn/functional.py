@@ -23,6 +23,7 @@ conv1d = ops.conv1d
 conv2d = ops.conv2d
 embedding = ops.embedding
 gelu = ops.gelu
+group_norm = ops.group_norm
 l1_loss = ops.l1_loss
 layer_norm = ops.layer_norm
 log_softmax = ops.log_softmax
@@ -163,6 +164,7 @@ __all__ = [
     "elu",
     "embedding",
     "gelu",
+    "group_norm",
     "hardtanh",
     "l1_loss",
     "layer_norm",

@@ -31,6 +31,7 @@ __all__ = [
     "Flatten",
     "GELU",
     "GRUCell",
+    "GroupNorm",
     "Hardtanh",
     "Identity",
     "LSTMCell",
@@ -524,6 +525,30 @@ class LayerNorm(Module):
         return (
             f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}"
         )
+
+
+class GroupNorm(Module):
+    """Normalise each group of num_channels / num_groups channels, then scale and shift per
+    channel (PyTorch's GroupNorm)."""
+
+    def __init__(self, num_groups, num_channels, eps=1e-5, affine=True, dtype=float32):
+        super().__init__()
+        if num_channels % num_groups:
+            raise ValueError(f"{num_channels} channels do not split into {num_groups} groups")
+        self.num_groups, self.num_channels = int(num_groups), int(num_channels)
+        self.eps, self.affine = float(eps), affine
+        if affine:
+            self.weight = Parameter(nb.ones(self.num_channels, dtype=dtype))
+            self.bias = Parameter(nb.zeros(self.num_channels, dtype=dtype))
+        else:
+            self.register_parameter("weight", None)
+            self.register_parameter("bias", None)
+
+    def forward(self, x):
+        return nb.group_norm(x, self.num_groups, self.weight, self.bias, self.eps)
+
+    def extra_repr(self) -> str:
+        return f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}"
 
 
 class Dropout(Module):

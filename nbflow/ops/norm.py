@@ -421,6 +421,31 @@ def layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5):
     return out
 
 
+def group_norm(x, num_groups, weight=None, bias=None, eps=1e-5):
+    """PyTorch's F.group_norm: x (N, C, *) normalised over each group of C / num_groups
+    channels (with all their other dims), then weight and bias per channel; the groups are
+    the rows of the layer_norm kernel."""
+    if x.ndim < 2:
+        raise ShapeError(f"group_norm needs x (N, C, ...), got shape {tuple(x.shape)}")
+    channels = x.shape[1]
+    if num_groups < 1 or channels % num_groups:
+        raise ShapeError(f"group_norm: {channels} channels do not split into {num_groups} groups")
+    _check_affine(weight, (channels,), "weight", "group_norm")
+    _check_affine(bias, (channels,), "bias", "group_norm")
+    inner = _shape.size_of(x.shape[2:])
+    if inner == UNKNOWN:
+        raise ShapeError(f"group_norm needs known dims after the channels, got {x.shape}")
+    inner *= channels // num_groups
+    rows = _shape.reshape_op(x, shape=(-1, num_groups, inner))
+    out = _shape.reshape_op(layer_norm_op(rows, normalized_shape=(inner,), eps=eps), shape=x.shape)
+    per_channel = (channels,) + (1,) * (x.ndim - 2)
+    if weight is not None:
+        out = out * _shape.reshape_op(weight, shape=per_channel)
+    if bias is not None:
+        out = out + _shape.reshape_op(bias, shape=per_channel)
+    return out
+
+
 # ---------------------------------------------------------------- batch_norm
 
 
@@ -602,6 +627,7 @@ __all__ = [
     "embedding",
     "dropout",
     "layer_norm",
+    "group_norm",
     "batch_norm",
     "embedding_op",
     "embedding_backward",
