@@ -113,6 +113,9 @@ def composed_ops(rng):
         lambda t: nb.topk(t, 2).values + nb.median(t, dim=1).values[:, None],
         lambda t: t * t.new_full((4,), 2.0) + t.new_ones(4, 4),
         lambda t: nb.group_norm(nb.reshape(t, 2, 4, 2), 2),
+        lambda t: nb.nn.functional.interpolate(
+            nb.reshape(t, 1, 1, 4, 4), scale_factor=1.5, mode="bilinear"
+        ),  # fmt: skip
         layer("LSTM"),
         layer("GRU"),
         attention,

@@ -504,3 +504,47 @@ def test_embedding_from_pretrained_copies_and_freezes():
     np.testing.assert_array_equal(trained.weight.grad.numpy(), [[0, 0], [1, 1], [0, 0]])
     with pytest.raises(nb.ShapeError):
         nn.Embedding.from_pretrained(nb.ones(3))
+
+
+def _linear_resize(a, axis, n_out, align_corners):
+    """Linear interpolation along one axis, written from PyTorch's documented coordinates."""
+    n_in = a.shape[axis]
+    out = []
+    for i in range(n_out):
+        if align_corners:
+            src = i * (n_in - 1) / (n_out - 1) if n_out > 1 else 0.0
+        else:
+            src = max((i + 0.5) * n_in / n_out - 0.5, 0.0)
+        lo = min(int(np.floor(src)), n_in - 1)
+        hi = min(lo + 1, n_in - 1)
+        w = src - lo
+        out.append(np.take(a, lo, axis) * (1 - w) + np.take(a, hi, axis) * w)
+    return np.stack(out, axis=axis)
+
+
+@pytest.mark.parametrize("align_corners", [False, True])
+def test_interpolate_matches_the_coordinate_rules(align_corners):
+    x = RNG.standard_normal((2, 3, 5, 4))
+    got = F.interpolate(nb.tensor(x), size=(7, 3), mode="bilinear", align_corners=align_corners)
+    expected = _linear_resize(_linear_resize(x, 2, 7, align_corners), 3, 3, align_corners)
+    np.testing.assert_allclose(got.numpy(), expected, rtol=1e-12, atol=1e-12)
+    near = F.interpolate(nb.tensor(x), scale_factor=2)  # each element repeated
+    np.testing.assert_array_equal(near.numpy(), x.repeat(2, axis=2).repeat(2, axis=3))
+    up = nn.Upsample(size=4, mode="linear", align_corners=align_corners)
+    y = RNG.standard_normal((1, 2, 6))
+    np.testing.assert_allclose(up(nb.tensor(y)).numpy(), _linear_resize(y, 2, 4, align_corners))
+    gradcheck(lambda t: F.interpolate(t, scale_factor=1.5, mode="bilinear"),
+              [nb.tensor(x, requires_grad=True)])  # fmt: skip
+    with pytest.raises(ValueError):
+        F.interpolate(nb.tensor(x), size=3, scale_factor=2)
+    with pytest.raises(ValueError):
+        F.interpolate(nb.tensor(x), size=3, mode="linear")  # 2 spatial dims: bilinear
+
+
+def test_interpolate_matches_pytorch():
+    torch = pytest.importorskip("torch")
+    x = RNG.standard_normal((2, 3, 5, 7))
+    for kw in ({"scale_factor": 0.5, "mode": "bilinear"}, {"scale_factor": 1.7},
+               {"size": (3, 11), "mode": "bilinear", "align_corners": True}):  # fmt: skip
+        expected = torch.nn.functional.interpolate(torch.from_numpy(x), **kw).numpy()
+        np.testing.assert_allclose(F.interpolate(nb.tensor(x), **kw).numpy(), expected, atol=1e-12)

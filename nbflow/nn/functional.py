@@ -11,8 +11,11 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from .. import ops
 from ..errors import UnsupportedError
+from ..tensor import tensor as new_tensor  # (one_hot has a parameter named tensor)
 
 # the same call as in PyTorch
 adaptive_avg_pool2d = ops.adaptive_avg_pool2d
@@ -131,6 +134,64 @@ def attention_weights(query, key, attn_mask=None, is_causal=False, scale=None):
     return ops.softmax(scores, axis=-1)
 
 
+def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None):
+    """PyTorch's interpolate over the dims after (N, C): mode 'nearest' (the source index
+    floor(i * in / out)) or 'linear' / 'bilinear' (separable, one pass per dim; align_corners
+    as PyTorch's, default False), composed from index_select, so it differentiates."""
+    spatial = input.ndim - 2
+    if spatial < 1:
+        raise ValueError(f"interpolate needs (N, C, ...) input, got shape {tuple(input.shape)}")
+    if mode not in ("nearest", "linear", "bilinear"):
+        raise ValueError(f"interpolate: mode {mode!r} is not 'nearest', 'linear' or 'bilinear'")
+    if (size is None) == (scale_factor is None):
+        raise ValueError("interpolate: give exactly one of size and scale_factor")
+    if mode != "nearest" and (mode == "bilinear") != (spatial == 2):
+        raise ValueError(f"interpolate: mode {mode!r} does not fit {spatial} spatial dims")
+    ins = input.shape[2:]
+    if size is not None:
+        outs = (size,) * spatial if isinstance(size, int) else tuple(size)
+        ratios = [n / m for n, m in zip(ins, outs)]
+    else:  # as PyTorch: the source position of output i uses 1 / scale_factor itself
+        factors = scale_factor if isinstance(scale_factor, (tuple, list)) else (scale_factor,)
+        factors = factors * spatial if len(factors) == 1 else factors
+        outs = tuple(int(math.floor(n * f)) for n, f in zip(ins, factors))
+        ratios = [1.0 / f for f in factors]
+    if len(outs) != spatial or min(outs) < 1:
+        raise ValueError(f"interpolate: output size {outs} for {spatial} spatial dims")
+    x = input
+    for d, (n_in, n_out, ratio) in enumerate(zip(ins, outs, ratios)):
+        x = _resize_axis(x, 2 + d, n_in, n_out, ratio, mode, bool(align_corners))
+    return x
+
+
+def _resize_axis(x, axis, n_in, n_out, ratio, mode, align_corners):
+    """x resampled from n_in to n_out along `axis` (nearest, or linear between neighbours;
+    `ratio`: input positions per output position); the source positions are worked out in
+    numpy, as constants of the computation."""
+    i = np.arange(n_out, dtype=np.float64)
+    if mode == "nearest":
+        index = np.minimum(np.floor(i * ratio), n_in - 1)
+        return ops.index_select(x, axis, _constant(index, np.int64, x))
+    if align_corners:
+        src = i * ((n_in - 1) / (n_out - 1)) if n_out > 1 else np.zeros(n_out)
+    else:
+        src = np.maximum((i + 0.5) * ratio - 0.5, 0.0)
+    low = np.minimum(np.floor(src), n_in - 1)
+    shape = [1] * x.ndim
+    shape[axis] = n_out
+    weight = _constant((src - low).reshape(shape), x.dtype, x)
+    a = ops.index_select(x, axis, _constant(low, np.int64, x))
+    b = ops.index_select(x, axis, _constant(np.minimum(low + 1, n_in - 1), np.int64, x))
+    return a + (b - a) * weight
+
+
+def _constant(values, dtype, like):
+    """values as a tensor of dtype on `like`'s device (a graph value: captured as is)."""
+    t = new_tensor(np.asarray(values).astype(dtype))
+    device = getattr(like, "device", None)
+    return t if device is None else t.to(device)
+
+
 def one_hot(tensor, num_classes=-1):
     """int64 one-hot rows; num_classes -1 takes the largest label + 1 (eager tensors only,
     as it reads the values)."""
@@ -166,6 +227,7 @@ __all__ = [
     "gelu",
     "group_norm",
     "hardtanh",
+    "interpolate",
     "l1_loss",
     "layer_norm",
     "leaky_relu",

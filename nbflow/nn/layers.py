@@ -50,6 +50,7 @@ __all__ = [
     "Softplus",
     "Tanh",
     "Unflatten",
+    "Upsample",
 ]
 
 
@@ -236,6 +237,23 @@ class Hardtanh(Module):
 class ReLU6(Hardtanh):
     def __init__(self, inplace: bool = False):
         super().__init__(0.0, 6.0)
+
+
+class Upsample(Module):
+    """F.interpolate as a module (PyTorch's Upsample): size or scale_factor, mode 'nearest'
+    (default), 'linear' or 'bilinear'."""
+
+    def __init__(self, size=None, scale_factor=None, mode="nearest", align_corners=None):
+        super().__init__()
+        self.size, self.scale_factor = size, scale_factor
+        self.mode, self.align_corners = mode, align_corners
+
+    def forward(self, x):
+        return F.interpolate(x, self.size, self.scale_factor, self.mode, self.align_corners)
+
+    def extra_repr(self) -> str:
+        what = f"size={self.size}" if self.size is not None else f"scale_factor={self.scale_factor}"
+        return f"{what}, mode={self.mode!r}"
 
 
 class Unflatten(Module):
