@@ -391,7 +391,8 @@ def test_sgd_steps_fold_into_their_weight_gradient_products(options, folds):
     main, actual = _sgd_training(exe, **options)
     names = _op_names(exe, main)
     assert names.count("sgd_matmul_update_") == folds
-    assert names.count("sgd_update_") == 3 - folds  # biases (a sum, not a product) stay
+    assert names.count("sgd_sum_update_") == (1 if folds else 0)  # the bias: a sum
+    assert names.count("sgd_update_") == 3 - folds - (1 if folds else 0)
     for a_run, e_run in zip(actual, expected):
         for a, e in zip(a_run, e_run):
             nt.assert_close(a, e, rtol=1e-5, atol=1e-6)
@@ -576,3 +577,36 @@ def test_a_fused_group_writing_into_a_dying_input_matches_numpy(n):
         name for name in dir(mod) if name.startswith("parallel") and getattr(mod, name).signatures
     ]
     assert ran == ([f"parallel_in{h_index}"] if n > 1000 else [])
+
+
+@pytest.mark.parametrize("case", ["leading", "inner axis", "kept dims", "size-1 dim", "fetched"])
+def test_sgd_steps_fold_into_their_bias_gradient_sums(case):
+    # sum(rows over the leading axes) + sgd_update_ -> sgd_sum_update_; any other sum stays
+    main = nb.Program()
+    with nb.program_guard(main):
+        rows = nb.static.data("rows", [-1, 4, 3])
+        shape = [1, 3] if case == "size-1 dim" else [4] if case == "inner axis" else [4, 3]
+        b = nb.static.create_parameter("b", shape, initializer=("constant", 0.5))
+        if case == "inner axis":
+            g = nb.sum(rows, axis=(0, 2))
+        elif case == "kept dims":
+            g = nb.reshape(nb.sum(rows, axis=0, keepdims=True), [4, 3])
+        elif case == "size-1 dim":
+            g = nb.sum_to_like(rows, b)
+        else:
+            g = nb.sum(rows, axis=0)
+        nb.sgd_update_(b, g, g, lr=0.1, weight_decay=0.01)
+    fetch = ["b"] + ([g] if case == "fetched" else [])
+    feed = {"rows": np.random.default_rng(5).standard_normal((2, 4, 3)).astype(np.float32)}
+    results = []
+    for exe in (_exe(False), _exe(True)):
+        scope = nb.Scope()
+        scope["b"] = nb.full(shape, 0.5)
+        results.append(np.array(exe.run(main, feed, fetch, scope)[0]))
+    axes = (0, 2) if case == "inner axis" else (0,) if case != "size-1 dim" else (0, 1)
+    summed = feed["rows"].astype(np.float64).sum(axis=axes).reshape(shape)
+    nt.assert_close(results[0], 0.5 - 0.1 * (summed + 0.01 * 0.5), atol=1e-6, check_dtype=False)
+    nt.assert_close(results[1], results[0], atol=1e-6)
+    assert ("sgd_sum_update_" in _op_names(exe, main)) is (case == "leading")
+    explained = nb.graph.explain(main, fetch)
+    assert explained.count("folded into sgd_sum_update_") == (2 if case == "leading" else 0)

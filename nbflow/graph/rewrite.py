@@ -11,8 +11,10 @@ slower on this machine for a 256x784 weight).
 `g = matmul(a, b)` nothing else reads, becomes `sgd_matmul_update_(p, a, b)`: one GEMM adds the
 product into the parameter (BLAS's beta), so the gradient is neither stored nor read again by a
 second pass (the step of a 256x784 weight: 285 -> 262 us alone, more in a training step,
-where the product's halves sit in the other core's cache). The new op shares the update's
-attrs dict, so a learning-rate schedule that rewrites them is followed.
+where the product's halves sit in the other core's cache). Likewise a gradient
+`g = sum(rows, leading axes)` (a bias gradient) becomes `sgd_sum_update_(p, rows)`: one plan
+step where there were two, and no gradient buffer to lend and release. The new ops share the
+update's attrs dict, so a learning-rate schedule that rewrites them is followed.
 
 `fold_activations`: `relu(linear(x, w, b))`, where only the ReLU (and ReLU gradients) read the
 linear layer's output, becomes `linear(x, w, b, activation="relu")` into the ReLU's own var: the
@@ -86,8 +88,11 @@ def fold_sgd_products(ops: list[Node], targets=()) -> list[Node]:
         for v in node.inputs:
             readers.setdefault(id(v), set()).add(id(node))
     kept = {id(t) for t in targets}
-    producer = {id(node.outputs[0]): k for k, node in enumerate(ops) if node.op.name == "matmul"}
-    folded = REGISTRY["sgd_matmul_update_"]
+    producer = {
+        id(node.outputs[0]): k
+        for k, node in enumerate(ops)
+        if node.op.name in FOLDED_INTO_SGD and node.outputs
+    }
     storage = Storages(ops).find
     replaced, dropped = {}, set()
     for k, node in enumerate(ops):
@@ -102,16 +107,43 @@ def fold_sgd_products(ops: list[Node], targets=()) -> list[Node]:
             or readers[id(g)] != {id(node)}
             or id(g) in kept
             or g.persistable
-            or any(v.ndim != 2 or v.dtype != p.dtype for v in product.inputs)
             or g.dtype != p.dtype
+            or any(v.dtype != p.dtype for v in product.inputs)
+            or not _foldable(product, p)
             or _may_write(ops[j + 1 : k], product.inputs, storage)
         ):
             continue
-        new = Node(folded, [p, *product.inputs], node.attrs, [node.outputs[0]], None, None)
+        folded = REGISTRY[FOLDED_INTO_SGD[product.op.name]]
+        operands = product.inputs[:1] if folded.name == "sgd_sum_update_" else product.inputs
+        new = Node(folded, [p, *operands], node.attrs, [node.outputs[0]], None, None)
         new.location = node.location
         replaced[id(node)] = new
         dropped.add(id(product))
     return [replaced.get(id(node), node) for node in ops if id(node) not in dropped]
+
+
+# the gradient's producer -> the update that computes it in place of sgd_update_
+FOLDED_INTO_SGD = {
+    "matmul": "sgd_matmul_update_",
+    "sum": "sgd_sum_update_",
+    "sum_to_like": "sgd_sum_update_",  # (the gradient of a broadcast add: `x @ w + b`)
+}
+
+
+def _foldable(product: Node, p: Var) -> bool:
+    """Whether the folded update computes this product: a 2-D matmul, or a sum (sum_to_like)
+    over the leading axes of rows that end with the parameter's shape (a bias gradient)."""
+    if product.op.name == "matmul":
+        return all(v.ndim == 2 for v in product.inputs)
+    rows = product.inputs[0]
+    lead = rows.ndim - p.ndim
+    if lead < 0 or tuple(rows.shape[lead:]) != tuple(p.shape):
+        return False
+    if product.op.name == "sum_to_like":  # sums the leading axes when the rest match
+        return True
+    axis = product.attrs["axis"]
+    axes = range(rows.ndim) if axis is None else sorted(a % max(rows.ndim, 1) for a in axis)
+    return not product.attrs["keepdims"] and tuple(axes) == tuple(range(lead))
 
 
 def fold_activations(ops: list[Node], targets=()) -> list[Node]:
