@@ -484,7 +484,9 @@ def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
 
 def _pad_index(n, before, after, mode, fn):
     """Where each padded position reads from along an axis of length n."""
-    j = np.arange(-before, n + after)
+    j = np.arange(-before, n + after)  # (a negative width crops, as PyTorch's)
+    if j.size == 0:
+        raise ShapeError(f"{fn}: padding ({before}, {after}) leaves nothing of a dim of {n}")
     if mode == "reflect":
         if max(before, after) >= n:
             raise ShapeError(
@@ -495,11 +497,13 @@ def _pad_index(n, before, after, mode, fn):
         if n == 0:
             raise ShapeError(f"{fn}: 'replicate' padding of an empty dim")
         return np.clip(j, 0, n - 1)
-    if max(before, after) > n:
+    # PyTorch crops a negative side first, then wraps around what is left
+    low, m = max(-before, 0), n - max(-before, 0) - max(-after, 0)
+    if max(before, after) > m:
         raise ShapeError(
             f"{fn}: 'circular' padding ({before}, {after}) wraps around more than once (dim {n})"
         )
-    return j % n
+    return low + np.arange(-max(before, 0), m + max(after, 0)) % m
 
 
 def pad_modes(input, pad, mode):
@@ -520,8 +524,6 @@ def pad_modes(input, pad, mode):
             f"{fn}: mode {mode!r} with {len(pad)} pad values takes a {k + 1}-D or {k + 2}-D "
             f"input, got shape {tuple(input.shape)}"
         )
-    if mode != "circular" and min(pad) < 0:
-        raise ShapeError(f"{fn}: mode {mode!r} takes no negative padding, got {pad}")
     _known_dims(input, fn, input.ndim - k)
     x = input
     for i in range(k):
