@@ -544,3 +544,18 @@ def test_graph_mode_gives_eager_values_and_gradients():
         ) + F.adaptive_avg_pool1d(nb.flatten(y, 2), 6)
 
     assert nt.check_modes(net, x, w) == {"outputs": 1, "gradients": 2}
+
+
+def test_static_program_with_an_unknown_batch_dim():
+    def net(x):
+        y = F.conv_transpose2d(x, nb.ones(4, 2, 3, 3), stride=2, output_padding=1)
+        z = F.fold(F.unfold(y, 2, padding=1), (12, 12), 2, padding=1)
+        return F.adaptive_max_pool2d(F.pad(z, (1, 1, 1, 1), mode="reflect"), 3)
+
+    main = nb.Program()
+    with nb.program_guard(main):
+        out = net(nb.static.data("x", [-1, 4, 5, 5]))
+    assert out.shape == (-1, 2, 3, 3)
+    data = RNG.standard_normal((3, 4, 5, 5)).astype(np.float32)
+    (got,) = nb.Executor().run(main, {"x": data}, [out], nb.Scope())
+    nt.assert_close(got, net(nb.tensor(data)).numpy())
