@@ -119,9 +119,26 @@ def composed_ops(rng):
         layer("LSTM"),
         layer("GRU"),
         attention,
+        *spatial_ops(),
     ):
         result = nt.check_devices(fn, x)
         assert result == {"status": "compared", "outputs": 1, "gradients": 1}, result
+
+
+def spatial_ops():
+    """The spatial composites (nbflow/nn/spatial.py) make index constants, zeros and a
+    broadcast stand-in of their own: on x's (4, 4) as tiny images."""
+    F = nb.nn.functional
+
+    def image(t):
+        return nb.reshape(t, 1, 2, 2, 4)
+
+    return (
+        lambda t: F.conv_transpose2d(image(t), nb.reshape(t[:2], 2, 1, 2, 2), stride=2),
+        lambda t: F.fold(F.unfold(image(t), 2, padding=1), (2, 4), 2, padding=1),
+        lambda t: F.adaptive_max_pool2d(image(t), (1, 3)),
+        lambda t: F.pad(image(t), (1, 2, 1, 0), mode="reflect"),
+    )
 
 
 def _cube_rows_ref(x):

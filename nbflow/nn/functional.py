@@ -249,3 +249,49 @@ __all__ = [
     "softplus",
     "tanh",
 ]
+
+
+# ---- spatial layers (more of PyTorch's): transposed convolutions, 1-d and adaptive pools,
+# pixel and channel shuffles, unfold / fold, and pad's other modes (nbflow/nn/spatial.py)
+from . import spatial as _spatial  # noqa: E402
+
+adaptive_avg_pool1d = _spatial.adaptive_avg_pool1d
+adaptive_max_pool1d = _spatial.adaptive_max_pool1d
+adaptive_max_pool2d = _spatial.adaptive_max_pool2d
+avg_pool1d = _spatial.avg_pool1d
+channel_shuffle = _spatial.channel_shuffle
+conv_transpose1d = _spatial.conv_transpose1d
+conv_transpose2d = _spatial.conv_transpose2d
+fold = _spatial.fold
+max_pool1d = _spatial.max_pool1d
+pixel_shuffle = _spatial.pixel_shuffle
+pixel_unshuffle = _spatial.pixel_unshuffle
+unfold = _spatial.unfold
+_constant_pad = pad  # the constant mode, above
+
+
+def pad(input, pad, mode="constant", value=None):  # adds the other modes
+    """PyTorch's pad: `pad` holds (before, after) pairs from the last dim backwards, so
+    pad(x, (1, 1)) pads the last dim; mode 'constant' (with `value`), 'reflect', 'replicate'
+    or 'circular'."""
+    if mode == "constant":
+        return _constant_pad(input, pad, mode, value)
+    if value not in (None, 0, 0.0):
+        raise UnsupportedError(f"pad: mode {mode!r} takes no value (got {value!r})")
+    return _spatial.pad_modes(input, pad, mode)
+
+
+__all__ += [
+    "adaptive_avg_pool1d",
+    "adaptive_max_pool1d",
+    "adaptive_max_pool2d",
+    "avg_pool1d",
+    "channel_shuffle",
+    "conv_transpose1d",
+    "conv_transpose2d",
+    "fold",
+    "max_pool1d",
+    "pixel_shuffle",
+    "pixel_unshuffle",
+    "unfold",
+]

@@ -781,3 +781,369 @@ class GRUCell(_RNNCellBase):
         unbatched = self._check(x)
         x, h = _batched(x, unbatched), _batched(h, unbatched)
         return _unbatched(gru_gates(self._ih(x), self._hh(h), h, self.hidden_size), unbatched)
+
+
+# ---- spatial layers (more of PyTorch's): transposed convolutions, 1-d and adaptive pools,
+# shuffles, unfold / fold, padding modules and the upsampling aliases (nbflow/nn/spatial.py)
+from . import spatial as _spatial  # noqa: E402
+
+
+class _ConvTransposeNd(Module):
+    """PyTorch's ConvTranspose layers: weight (in_channels, out_channels / groups, *kernel),
+    initialised as PyTorch does (its fan_in is then out_channels / groups * kernel size)."""
+
+    dims = 2
+
+    def __init__(
+        self,
+        in_channels,
+        out_channels,
+        kernel_size,
+        stride=1,
+        padding=0,
+        output_padding=0,
+        groups=1,
+        bias=True,
+        dilation=1,
+        padding_mode="zeros",
+        dtype=float32,
+        generator=None,
+    ):
+        super().__init__()
+        name = type(self).__name__
+        if padding_mode != "zeros":
+            raise ValueError(f"{name}: only padding_mode='zeros' is supported (as in PyTorch)")
+        if groups < 1 or in_channels % groups or out_channels % groups:
+            raise ValueError(
+                f"{name}: in_channels ({in_channels}) and out_channels ({out_channels}) must "
+                f"be divisible by groups ({groups})"
+            )
+        n = self.dims
+        self.in_channels, self.out_channels = int(in_channels), int(out_channels)
+        self.kernel_size, self.stride = _tuple(kernel_size, n), _tuple(stride, n)
+        self.padding, self.output_padding = _tuple(padding, n), _tuple(output_padding, n)
+        self.dilation, self.groups = _tuple(dilation, n), int(groups)
+        self.padding_mode = padding_mode
+        shape = (self.in_channels, self.out_channels // self.groups, *self.kernel_size)
+        self.weight = _empty(*shape, dtype=dtype)
+        if bias:
+            self.bias = _empty(self.out_channels, dtype=dtype)
+        else:
+            self.register_parameter("bias", None)
+        self.reset_parameters(generator)
+
+    def reset_parameters(self, generator=None) -> None:
+        fan_in = self.out_channels // self.groups * math.prod(self.kernel_size)
+        _default_init(self.weight, self.bias, fan_in, generator)
+
+    def _output_padding(self, x, output_size):
+        if output_size is None:
+            return self.output_padding
+        return _spatial.transposed_output_padding(
+            x.shape,
+            output_size,
+            self.kernel_size,
+            self.stride,
+            self.padding,
+            self.dilation,
+            type(self).__name__,
+        )
+
+    def extra_repr(self) -> str:
+        s = (
+            f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "
+            f"stride={self.stride}"
+        )
+        for name, default in (("padding", 0), ("output_padding", 0), ("dilation", 1)):
+            if getattr(self, name) != (default,) * self.dims:
+                s += f", {name}={getattr(self, name)}"
+        if self.groups != 1:
+            s += f", groups={self.groups}"
+        return s + ("" if self.bias is not None else ", bias=False")
+
+
+class ConvTranspose2d(_ConvTransposeNd):
+    """2-D transposed convolution over (N, C, H, W); forward(x, output_size=None) picks the
+    output_padding that gives output_size, as PyTorch's."""
+
+    dims = 2
+
+    def forward(self, x, output_size=None):
+        output_padding = self._output_padding(x, output_size)
+        args = (self.stride, self.padding, output_padding, self.groups, self.dilation)
+        return F.conv_transpose2d(x, self.weight, self.bias, *args)
+
+
+class ConvTranspose1d(_ConvTransposeNd):
+    """1-D transposed convolution over (N, C, L)."""
+
+    dims = 1
+
+    def forward(self, x, output_size=None):
+        (output_padding,) = self._output_padding(x, output_size)
+        (stride,), (padding,), (dilation,) = self.stride, self.padding, self.dilation
+        args = (stride, padding, output_padding, self.groups, dilation)
+        return F.conv_transpose1d(x, self.weight, self.bias, *args)
+
+
+class MaxPool1d(Module):
+    def __init__(
+        self,
+        kernel_size,
+        stride=None,
+        padding=0,
+        dilation=1,
+        return_indices=False,
+        ceil_mode=False,
+    ):
+        super().__init__()
+        self.kernel_size, self.padding = kernel_size, padding
+        self.stride = kernel_size if stride is None else stride
+        self.dilation, self.return_indices, self.ceil_mode = dilation, return_indices, ceil_mode
+
+    def forward(self, x):
+        args = (self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode)
+        return F.max_pool1d(x, *args, return_indices=self.return_indices)
+
+    def extra_repr(self) -> str:
+        return (
+            f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}, "
+            f"dilation={self.dilation}, ceil_mode={self.ceil_mode}"
+        )
+
+
+class AvgPool1d(Module):
+    def __init__(
+        self, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True
+    ):
+        super().__init__()
+        self.kernel_size, self.padding = kernel_size, padding
+        self.stride = kernel_size if stride is None else stride
+        self.ceil_mode, self.count_include_pad = ceil_mode, count_include_pad
+
+    def forward(self, x):
+        args = (self.kernel_size, self.stride, self.padding, self.ceil_mode)
+        return F.avg_pool1d(x, *args, self.count_include_pad)
+
+    def extra_repr(self) -> str:
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class AdaptiveAvgPool1d(Module):
+    def __init__(self, output_size):
+        super().__init__()
+        self.output_size = output_size
+
+    def forward(self, x):
+        return F.adaptive_avg_pool1d(x, self.output_size)
+
+    def extra_repr(self) -> str:
+        return f"output_size={self.output_size}"
+
+
+class AdaptiveMaxPool1d(Module):
+    """Max over PyTorch's adaptive bins; return_indices also returns the argmax positions."""
+
+    def __init__(self, output_size, return_indices=False):
+        super().__init__()
+        self.output_size, self.return_indices = output_size, return_indices
+
+    def forward(self, x):
+        return F.adaptive_max_pool1d(x, self.output_size, self.return_indices)
+
+    def extra_repr(self) -> str:
+        return f"output_size={self.output_size}"
+
+
+class AdaptiveMaxPool2d(AdaptiveMaxPool1d):
+    def forward(self, x):
+        return F.adaptive_max_pool2d(x, self.output_size, self.return_indices)
+
+
+class PixelShuffle(Module):
+    """(*, C r^2, H, W) -> (*, C, H r, W r)."""
+
+    def __init__(self, upscale_factor):
+        super().__init__()
+        self.upscale_factor = upscale_factor
+
+    def forward(self, x):
+        return F.pixel_shuffle(x, self.upscale_factor)
+
+    def extra_repr(self) -> str:
+        return f"upscale_factor={self.upscale_factor}"
+
+
+class PixelUnshuffle(Module):
+    """(*, C, H r, W r) -> (*, C r^2, H, W)."""
+
+    def __init__(self, downscale_factor):
+        super().__init__()
+        self.downscale_factor = downscale_factor
+
+    def forward(self, x):
+        return F.pixel_unshuffle(x, self.downscale_factor)
+
+    def extra_repr(self) -> str:
+        return f"downscale_factor={self.downscale_factor}"
+
+
+class ChannelShuffle(Module):
+    def __init__(self, groups):
+        super().__init__()
+        self.groups = groups
+
+    def forward(self, x):
+        return F.channel_shuffle(x, self.groups)
+
+    def extra_repr(self) -> str:
+        return f"groups={self.groups}"
+
+
+class Unfold(Module):
+    """im2col: (N, C, H, W) -> (N, C kH kW, L)."""
+
+    def __init__(self, kernel_size, dilation=1, padding=0, stride=1):
+        super().__init__()
+        self.kernel_size, self.dilation = kernel_size, dilation
+        self.padding, self.stride = padding, stride
+
+    def forward(self, x):
+        return F.unfold(x, self.kernel_size, self.dilation, self.padding, self.stride)
+
+    def extra_repr(self) -> str:
+        return (
+            f"kernel_size={self.kernel_size}, dilation={self.dilation}, "
+            f"padding={self.padding}, stride={self.stride}"
+        )
+
+
+class Fold(Unfold):
+    """col2im, Unfold's adjoint: (N, C kH kW, L) -> (N, C, output_size), blocks summed."""
+
+    def __init__(self, output_size, kernel_size, dilation=1, padding=0, stride=1):
+        super().__init__(kernel_size, dilation, padding, stride)
+        self.output_size = output_size
+
+    def forward(self, x):
+        args = (self.kernel_size, self.dilation, self.padding, self.stride)
+        return F.fold(x, self.output_size, *args)
+
+    def extra_repr(self) -> str:
+        return f"output_size={self.output_size}, " + super().extra_repr()
+
+
+class _PadNd(Module):
+    """F.pad of the last `dims` dims; padding an int (every side) or 2 * dims ints (last dim
+    first: left, right, top, bottom, front, back), as PyTorch's padding modules."""
+
+    dims, mode = 1, "constant"
+
+    def __init__(self, padding, value=None):
+        super().__init__()
+        self.padding = _tuple(padding, 2 * self.dims)
+        self.value = value
+
+    def forward(self, x):
+        return F.pad(x, self.padding, self.mode, self.value)
+
+    def extra_repr(self) -> str:
+        if self.value is None or type(self).__name__.startswith("Zero"):
+            return f"{self.padding}"
+        return f"padding={self.padding}, value={self.value}"
+
+
+def _pad_module(name, dims, mode, doc):
+    if mode == "constant":
+
+        def __init__(self, padding, value):
+            _PadNd.__init__(self, padding, float(value))
+
+    else:
+
+        def __init__(self, padding):
+            _PadNd.__init__(self, padding)
+
+    return type(name, (_PadNd,), {"dims": dims, "mode": mode, "__init__": __init__, "__doc__": doc})
+
+
+ConstantPad1d = _pad_module("ConstantPad1d", 1, "constant", "Pads the last dim with `value`.")
+ConstantPad2d = _pad_module("ConstantPad2d", 2, "constant", "Pads the last 2 dims with `value`.")
+ConstantPad3d = _pad_module("ConstantPad3d", 3, "constant", "Pads the last 3 dims with `value`.")
+ReflectionPad1d = _pad_module("ReflectionPad1d", 1, "reflect", "Mirrors the last dim's edges.")
+ReflectionPad2d = _pad_module("ReflectionPad2d", 2, "reflect", "Mirrors the last 2 dims' edges.")
+ReflectionPad3d = _pad_module("ReflectionPad3d", 3, "reflect", "Mirrors the last 3 dims' edges.")
+ReplicationPad1d = _pad_module("ReplicationPad1d", 1, "replicate", "Repeats the last dim's edge.")
+ReplicationPad2d = _pad_module("ReplicationPad2d", 2, "replicate", "Repeats the last 2 dims'.")
+ReplicationPad3d = _pad_module("ReplicationPad3d", 3, "replicate", "Repeats the last 3 dims'.")
+CircularPad1d = _pad_module("CircularPad1d", 1, "circular", "Wraps the last dim around.")
+CircularPad2d = _pad_module("CircularPad2d", 2, "circular", "Wraps the last 2 dims around.")
+CircularPad3d = _pad_module("CircularPad3d", 3, "circular", "Wraps the last 3 dims around.")
+
+
+class ZeroPad1d(ConstantPad1d):
+    """Pads the last dim with zeros."""
+
+    def __init__(self, padding):
+        super().__init__(padding, 0.0)
+
+
+class ZeroPad2d(ConstantPad2d):
+    """Pads the last 2 dims with zeros."""
+
+    def __init__(self, padding):
+        super().__init__(padding, 0.0)
+
+
+class ZeroPad3d(ConstantPad3d):
+    """Pads the last 3 dims with zeros."""
+
+    def __init__(self, padding):
+        super().__init__(padding, 0.0)
+
+
+class UpsamplingNearest2d(Upsample):
+    """Upsample with mode 'nearest' (PyTorch's alias)."""
+
+    def __init__(self, size=None, scale_factor=None):
+        super().__init__(size, scale_factor, mode="nearest")
+
+
+class UpsamplingBilinear2d(Upsample):
+    """Upsample with mode 'bilinear' and align_corners=True (PyTorch's alias)."""
+
+    def __init__(self, size=None, scale_factor=None):
+        super().__init__(size, scale_factor, mode="bilinear", align_corners=True)
+
+
+__all__ += [
+    "AdaptiveAvgPool1d",
+    "AdaptiveMaxPool1d",
+    "AdaptiveMaxPool2d",
+    "AvgPool1d",
+    "ChannelShuffle",
+    "CircularPad1d",
+    "CircularPad2d",
+    "CircularPad3d",
+    "ConstantPad1d",
+    "ConstantPad2d",
+    "ConstantPad3d",
+    "ConvTranspose1d",
+    "ConvTranspose2d",
+    "Fold",
+    "MaxPool1d",
+    "PixelShuffle",
+    "PixelUnshuffle",
+    "ReflectionPad1d",
+    "ReflectionPad2d",
+    "ReflectionPad3d",
+    "ReplicationPad1d",
+    "ReplicationPad2d",
+    "ReplicationPad3d",
+    "Unfold",
+    "UpsamplingBilinear2d",
+    "UpsamplingNearest2d",
+    "ZeroPad1d",
+    "ZeroPad2d",
+    "ZeroPad3d",
+]
