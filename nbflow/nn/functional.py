@@ -16,6 +16,7 @@ import numpy as np
 from .. import ops
 from ..errors import UnsupportedError
 from ..tensor import tensor as new_tensor  # (one_hot has a parameter named tensor)
+from . import spatial as _spatial
 
 # the same call as in PyTorch
 adaptive_avg_pool2d = ops.adaptive_avg_pool2d
@@ -204,7 +205,12 @@ def one_hot(tensor, num_classes=-1):
 
 def pad(input, pad, mode="constant", value=None):
     """PyTorch's pad: `pad` holds (before, after) pairs from the last dim backwards, so
-    pad(x, (1, 1)) pads the last dim; constant mode only."""
+    pad(x, (1, 1)) pads the last dim; mode 'constant' (with `value`), 'reflect', 'replicate'
+    or 'circular' (nn/spatial.py)."""
+    if mode != "constant":
+        if value not in (None, 0, 0.0):
+            raise UnsupportedError(f"pad: mode {mode!r} takes no value (got {value!r})")
+        return _spatial.pad_modes(input, pad, mode)
     if len(pad) % 2 or len(pad) > 2 * input.ndim:
         raise ValueError(f"pad: {len(pad)} values for a tensor of {input.ndim} dims")
     pairs = [(0, 0)] * input.ndim
@@ -253,7 +259,6 @@ __all__ = [
 
 # ---- spatial layers (more of PyTorch's): transposed convolutions, 1-d and adaptive pools,
 # pixel and channel shuffles, unfold / fold, and pad's other modes (nbflow/nn/spatial.py)
-from . import spatial as _spatial  # noqa: E402
 
 adaptive_avg_pool1d = _spatial.adaptive_avg_pool1d
 adaptive_max_pool1d = _spatial.adaptive_max_pool1d
@@ -267,18 +272,6 @@ max_pool1d = _spatial.max_pool1d
 pixel_shuffle = _spatial.pixel_shuffle
 pixel_unshuffle = _spatial.pixel_unshuffle
 unfold = _spatial.unfold
-_constant_pad = pad  # the constant mode, above
-
-
-def pad(input, pad, mode="constant", value=None):  # adds the other modes
-    """PyTorch's pad: `pad` holds (before, after) pairs from the last dim backwards, so
-    pad(x, (1, 1)) pads the last dim; mode 'constant' (with `value`), 'reflect', 'replicate'
-    or 'circular'."""
-    if mode == "constant":
-        return _constant_pad(input, pad, mode, value)
-    if value not in (None, 0, 0.0):
-        raise UnsupportedError(f"pad: mode {mode!r} takes no value (got {value!r})")
-    return _spatial.pad_modes(input, pad, mode)
 
 
 __all__ += [
