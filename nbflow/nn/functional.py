@@ -352,7 +352,7 @@ def prelu(input, weight):
     count = weight.size
     if count == 1:
         weight = ops.reshape(weight, ())
-    elif input.ndim == 0 or count != input.shape[min(1, input.ndim - 1)]:
+    elif input.ndim == 0 or input.shape[min(1, input.ndim - 1)] not in (count, -1):
         raise ShapeError(
             f"prelu: {count} weights do not fit the channels of input shape {tuple(input.shape)}"
         )
