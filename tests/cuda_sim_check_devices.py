@@ -105,6 +105,10 @@ def composed_ops(rng):
         t = nb.unsqueeze(t, 1)
         return module.to(t.device)(t, t, t, is_causal=True)[0]
 
+    def instance_norm(t):  # running statistics updated through a (2, C) stand-in input
+        mean, var = nb.zeros(2, dtype=t.dtype, device=t.device), t.new_ones(2)
+        return nb.nn.functional.instance_norm(nb.reshape(t, 2, 2, 4), mean, var) * var[0]
+
     for fn in (
         lambda t: nb.tril(t, -1) + nb.triu(t, 2),
         lambda t: nb.diag(nb.diag(t), 1),
@@ -120,6 +124,9 @@ def composed_ops(rng):
         layer("GRU"),
         attention,
         *spatial_ops(),
+        lambda t: nb.nn.functional.gaussian_nll_loss(t, t * 0.5, 0.7, reduction="none"),
+        instance_norm,
+        lambda t: nb.nn.functional.dropout1d(nb.reshape(t, 2, 2, 4), 1.0),
     ):
         result = nt.check_devices(fn, x)
         assert result == {"status": "compared", "outputs": 1, "gradients": 1}, result

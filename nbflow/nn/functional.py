@@ -10,11 +10,12 @@ PyTorch code does.
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 
 from .. import ops
-from ..errors import UnsupportedError
+from ..errors import AttrError, DomainError, ShapeError, UnsupportedError
 from ..tensor import tensor as new_tensor  # (one_hot has a parameter named tensor)
 from . import spatial as _spatial
 
@@ -257,8 +258,9 @@ __all__ = [
 ]
 
 
-# ---- spatial layers (more of PyTorch's): transposed convolutions, 1-d and adaptive pools,
-# pixel and channel shuffles, unfold / fold, and pad's other modes (nbflow/nn/spatial.py)
+# ---------------------------------------------------------------- spatial: transposed
+# convolutions, 1-d and adaptive pools, pixel and channel shuffles, unfold / fold
+# (nbflow/nn/spatial.py)
 
 adaptive_avg_pool1d = _spatial.adaptive_avg_pool1d
 adaptive_max_pool1d = _spatial.adaptive_max_pool1d
@@ -287,4 +289,641 @@ __all__ += [
     "pixel_shuffle",
     "pixel_unshuffle",
     "unfold",
+]
+
+
+# ---------------------------------------------------------------- more activations, losses,
+# norms and dropouts, composed from nbflow's ops
+
+# SELU's constants (Klambauer et al.), as PyTorch writes them
+_SELU_ALPHA = 1.6732632423543772848170429916717
+_SELU_SCALE = 1.0507009873554804934193349852946
+# the value alpha_dropout gives a dropped unit is -_ALPHA_PRIME (SELU's negative saturation)
+_ALPHA_PRIME = _SELU_ALPHA * _SELU_SCALE
+
+
+def hardswish(input, inplace=False):
+    return _maybe_inplace(input, input * ops.clip(input + 3.0, 0.0, 6.0) / 6.0, inplace)
+
+
+def hardsigmoid(input, inplace=False):
+    return _maybe_inplace(input, ops.clip(input + 3.0, 0.0, 6.0) / 6.0, inplace)
+
+
+def mish(input, inplace=False):
+    return _maybe_inplace(input, input * ops.tanh(ops.softplus(input)), inplace)
+
+
+def selu(input, inplace=False):
+    return _maybe_inplace(input, elu(input, _SELU_ALPHA) * _SELU_SCALE, inplace)
+
+
+def celu(input, alpha=1.0, inplace=False):
+    if alpha == 0:
+        raise AttrError("celu: alpha must not be 0 (it divides the input)")
+    out = ops.where(input > 0, input, ops.expm1(ops.minimum(input, 0.0) / alpha) * alpha)
+    return _maybe_inplace(input, out, inplace)
+
+
+def softsign(input):
+    return input / (ops.abs(input) + 1.0)
+
+
+def softmin(input, dim=None, _stacklevel=3, dtype=None):
+    if dim is None:
+        dim = _legacy_softmax_dim("softmin", input.ndim, _stacklevel)
+    if dtype is not None:
+        input = ops.astype(input, dtype)
+    return ops.softmax(-input, axis=dim)
+
+
+def _legacy_softmax_dim(name, ndim, stacklevel):
+    """PyTorch's implicit dim (deprecated there too): 0 for 0-, 1- and 3-D inputs, else 1."""
+    warnings.warn(
+        f"Implicit dimension choice for {name} has been deprecated. "
+        "Change the call to include dim=X as an argument.",
+        stacklevel=stacklevel,
+    )
+    return 0 if ndim in (0, 1, 3) else 1
+
+
+def tanhshrink(input):
+    return input - ops.tanh(input)
+
+
+def _check_lambd(name, lambd):
+    if lambd < 0:
+        raise AttrError(f"{name}: lambd must be >= 0, got {lambd}")
+
+
+def softshrink(input, lambd=0.5):
+    _check_lambd("softshrink", lambd)
+    shrunk = ops.where(input > lambd, input - lambd, input + lambd)
+    return ops.where(ops.abs(input) > lambd, shrunk, 0.0)
+
+
+def hardshrink(input, lambd=0.5):
+    _check_lambd("hardshrink", lambd)
+    return ops.where(ops.abs(input) > lambd, input, 0.0)
+
+
+def threshold(input, threshold, value, inplace=False):
+    return _maybe_inplace(input, ops.where(input > threshold, input, value), inplace)
+
+
+def glu(input, dim=-1):
+    """a * sigmoid(b), a and b the two halves of input along dim."""
+    if input.ndim == 0:
+        raise ShapeError("glu: a 0-D input has no dim to halve")
+    size = input.shape[dim]
+    if size >= 0 and size % 2:  # (-1: unknown until run time)
+        raise ShapeError(f"glu: dim {dim} of input shape {tuple(input.shape)} is odd")
+    a, b = ops.chunk(input, 2, axis=dim)
+    return a * ops.sigmoid(b)
+
+
+def prelu(input, weight):
+    """max(0, x) + weight * min(0, x), weight one value or one per channel (dim 1; dim 0 of a
+    1-D input)."""
+    if weight.ndim > 1:
+        raise ShapeError(f"prelu: weight must be 0-D or 1-D, got shape {tuple(weight.shape)}")
+    count = weight.size
+    if count == 1:
+        weight = ops.reshape(weight, ())
+    elif input.ndim == 0 or input.shape[min(1, input.ndim - 1)] not in (count, -1):
+        raise ShapeError(
+            f"prelu: {count} weights do not fit the channels of input shape {tuple(input.shape)}"
+        )
+    elif input.ndim > 2:
+        weight = ops.reshape(weight, (count,) + (1,) * (input.ndim - 2))
+    return ops.where(input > 0, input, input * weight)
+
+
+# the in-place forms (PyTorch's trailing underscore): the result is written into input
+def relu_(input):
+    return relu(input, inplace=True)
+
+
+def leaky_relu_(input, negative_slope=0.01):
+    return leaky_relu(input, negative_slope, inplace=True)
+
+
+def elu_(input, alpha=1.0):
+    return elu(input, alpha, inplace=True)
+
+
+def hardtanh_(input, min_val=-1.0, max_val=1.0):
+    return hardtanh(input, min_val, max_val, inplace=True)
+
+
+def selu_(input):
+    return selu(input, inplace=True)
+
+
+def celu_(input, alpha=1.0):
+    return celu(input, alpha, inplace=True)
+
+
+def threshold_(input, threshold, value):
+    return _maybe_inplace(input, ops.where(input > threshold, input, value), True)
+
+
+# ---- losses
+
+
+def _reduction(name, reduction, size_average=None, reduce=None, more=()):
+    """The reduction, PyTorch's deprecated size_average / reduce pair winning when given."""
+    if size_average is not None or reduce is not None:
+        if reduce is False:
+            reduction = "none"
+        else:
+            reduction = "sum" if size_average is False else "mean"
+    allowed = ("mean", "sum", "none", *more)
+    if reduction not in allowed:
+        raise AttrError(f"{name}: reduction must be one of {allowed}, got {reduction!r}")
+    return reduction
+
+
+def _reduce(loss, reduction):
+    if reduction == "mean":
+        return ops.mean(loss)
+    if reduction == "sum":
+        return ops.sum(loss)
+    return loss
+
+
+def _same_dims(name, **tensors):
+    dims = {what: t.ndim for what, t in tensors.items()}
+    if len(set(dims.values())) > 1:
+        shapes = ", ".join(f"{what} {tuple(t.shape)}" for what, t in tensors.items())
+        raise ShapeError(f"{name}: inputs must have the same number of dims, got {shapes}")
+
+
+def _same_shape(name, a, b, what="target"):
+    fits = a.ndim == b.ndim and all(m == n or -1 in (m, n) for m, n in zip(a.shape, b.shape))
+    if not fits:
+        raise ShapeError(
+            f"{name}: {what} shape {tuple(b.shape)} differs from input shape {tuple(a.shape)}"
+        )
+
+
+def _clamped_log(x):
+    """log(x) clamped at -100 as PyTorch's binary_cross_entropy does, with a finite gradient
+    (0) where x is 0."""
+    positive = x > 0
+    return ops.where(positive, ops.maximum(ops.log(ops.where(positive, x, 1.0)), -100.0), -100.0)
+
+
+def binary_cross_entropy(
+    input, target, weight=None, size_average=None, reduce=None, reduction="mean"
+):
+    """-(target log(input) + (1 - target) log(1 - input)), each log clamped at -100 (PyTorch's
+    rule), times weight; input holds probabilities."""
+    reduction = _reduction("binary_cross_entropy", reduction, size_average, reduce)
+    _same_shape("binary_cross_entropy", input, target)
+    loss = -(target * _clamped_log(input) + (1.0 - target) * _clamped_log(1.0 - input))
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, reduction)
+
+
+def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
+    """0.5 d^2 where |d| < delta, else delta (|d| - 0.5 delta); d = input - target."""
+    reduction = _reduction("huber_loss", reduction)
+    if delta <= 0:
+        raise AttrError(f"huber_loss: delta must be positive, got {delta}")
+    diff = ops.abs(input - target)
+    loss = ops.where(diff < delta, diff * diff * 0.5, (diff - 0.5 * delta) * delta)
+    if weight is not None:
+        _same_shape("huber_loss", input, weight, "weight")
+        loss = loss * weight
+    return _reduce(loss, reduction)
+
+
+def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
+    """0.5 d^2 / beta where |d| < beta, else |d| - 0.5 beta (the l1 loss when beta is 0)."""
+    reduction = _reduction("smooth_l1_loss", reduction, size_average, reduce)
+    if beta < 0:
+        raise AttrError(f"smooth_l1_loss: beta must be >= 0, got {beta}")
+    diff = ops.abs(input - target)
+    if beta == 0:
+        return _reduce(diff, reduction)
+    return _reduce(ops.where(diff < beta, diff * diff * (0.5 / beta), diff - 0.5 * beta), reduction)
+
+
+def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
+    """target (log target - input) pointwise, input holding log-probabilities (0 where target
+    is 0); 'batchmean' divides the sum by the batch size (dim 0)."""
+    reduction = _reduction("kl_div", reduction, size_average, reduce, more=("batchmean",))
+    if log_target:
+        loss = ops.exp(target) * (target - input)
+    else:  # xlogy(target, target): 0 where target is 0, with a finite gradient there
+        positive = target > 0
+        xlogx = ops.where(positive, target * ops.log(ops.where(positive, target, 1.0)), 0.0)
+        loss = xlogx - target * input
+    if reduction == "batchmean":
+        total = ops.sum(loss)
+        return total / input.shape[0] if input.ndim else total
+    return _reduce(loss, reduction)
+
+
+def cosine_similarity(x1, x2, dim=1, eps=1e-8):
+    """sum(x1 x2) / (max(|x1|, eps) max(|x2|, eps)) along dim (PyTorch's: each norm clamped)."""
+    n1 = ops.maximum(ops.norm(x1, 2, axis=dim, keepdims=True), eps)
+    n2 = ops.maximum(ops.norm(x2, 2, axis=dim, keepdims=True), eps)
+    return ops.sum((x1 / n1) * (x2 / n2), axis=dim)
+
+
+def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
+    """The p-norm of x1 - x2 + eps over the last dim."""
+    if p < 0:
+        raise AttrError(f"pairwise_distance: p must be >= 0, got {p}")
+    return ops.norm(x1 - x2 + eps, p, axis=-1, keepdims=keepdim)
+
+
+def margin_ranking_loss(
+    input1, input2, target, margin=0, size_average=None, reduce=None, reduction="mean"
+):
+    """max(0, -target (input1 - input2) + margin); target holds 1 or -1."""
+    reduction = _reduction("margin_ranking_loss", reduction, size_average, reduce)
+    _same_dims("margin_ranking_loss", input1=input1, input2=input2, target=target)
+    return _reduce(ops.relu(-target * (input1 - input2) + margin), reduction)
+
+
+def hinge_embedding_loss(
+    input, target, margin=1.0, size_average=None, reduce=None, reduction="mean"
+):
+    """input where target is 1, max(0, margin - input) where target is -1 (PyTorch's rule:
+    the first where target != -1, the second where target != 1, summed)."""
+    reduction = _reduction("hinge_embedding_loss", reduction, size_average, reduce)
+    loss = ops.where(target != 1, ops.relu(margin - input), 0.0)
+    loss = loss + ops.where(target != -1, input, 0.0)
+    return _reduce(loss, reduction)
+
+
+def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+    """log(1 + exp(-target input)), averaged over every element by 'mean'."""
+    reduction = _reduction("soft_margin_loss", reduction, size_average, reduce)
+    return _reduce(ops.softplus(-target * input), reduction)
+
+
+def poisson_nll_loss(
+    input,
+    target,
+    log_input=True,
+    full=False,
+    size_average=None,
+    eps=1e-8,
+    reduce=None,
+    reduction="mean",
+):
+    """exp(input) - target input (log_input), else input - target log(input + eps); full adds
+    Stirling's target log(target) - target + 0.5 log(2 pi target) where target > 1."""
+    reduction = _reduction("poisson_nll_loss", reduction, size_average, reduce)
+    if log_input:
+        loss = ops.exp(input) - target * input
+    else:
+        loss = input - target * ops.log(input + eps)
+    if full:
+        big = target > 1
+        safe = ops.where(big, target, 2.0)  # (log of a target <= 1 is never kept)
+        stirling = safe * ops.log(safe) - safe + 0.5 * ops.log(safe * (2 * math.pi))
+        loss = loss + ops.where(big, stirling, 0.0)
+    return _reduce(loss, reduction)
+
+
+def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"):
+    """0.5 (log(var) + (input - target)^2 / var) with var clamped at eps; var has input's
+    shape, or one dim of size 1 (or input's shape without the last dim)."""
+    reduction = _reduction("gaussian_nll_loss", reduction)
+    if isinstance(var, (int, float)):
+        if var < 0:
+            raise DomainError("gaussian_nll_loss: var has negative entry/entries")
+        var = ops.full_like(input, float(var))
+    elif tuple(var.shape) != tuple(input.shape):
+        if tuple(var.shape) == tuple(input.shape[:-1]):
+            var = ops.unsqueeze(var, -1)
+        elif (
+            var.ndim != input.ndim or sum(n for m, n in zip(input.shape, var.shape) if m != n) != 1
+        ):
+            raise ShapeError(
+                f"gaussian_nll_loss: var of shape {tuple(var.shape)} does not fit input of "
+                f"shape {tuple(input.shape)}"
+            )
+    var = ops.maximum(var, eps)
+    loss = (ops.log(var) + (input - target) ** 2 / var) * 0.5
+    if full:
+        loss = loss + 0.5 * math.log(2 * math.pi)
+    return _reduce(loss, reduction)
+
+
+def cosine_embedding_loss(
+    input1, input2, target, margin=0, size_average=None, reduce=None, reduction="mean"
+):
+    """1 - cos(input1, input2) where target is 1, max(0, cos - margin) where it is -1 (cos
+    along the last dim, each squared norm + 1e-12 as PyTorch's)."""
+    reduction = _reduction("cosine_embedding_loss", reduction, size_average, reduce)
+    _same_dims("cosine_embedding_loss", input1=input1, input2=input2)
+    if input1.ndim not in (1, 2) or target.ndim != input1.ndim - 1:
+        raise ShapeError(
+            f"cosine_embedding_loss: expects 1-D or 2-D inputs and a target of one dim less, got "
+            f"{tuple(input1.shape)} and target {tuple(target.shape)}"
+        )
+    dot = ops.sum(input1 * input2, axis=-1)
+    squares = (ops.sum(input1 * input1, axis=-1) + 1e-12) * (
+        ops.sum(input2 * input2, axis=-1) + 1e-12
+    )
+    cos = dot / ops.sqrt(squares)
+    loss = ops.where(target == 1, 1.0 - cos, 0.0) + ops.where(
+        target == -1, ops.relu(cos - margin), 0.0
+    )
+    return _reduce(loss, reduction)
+
+
+def triplet_margin_loss(
+    anchor,
+    positive,
+    negative,
+    margin=1.0,
+    p=2,
+    eps=1e-6,
+    swap=False,
+    size_average=None,
+    reduce=None,
+    reduction="mean",
+):
+    """max(0, margin + d(anchor, positive) - d(anchor, negative)), d the pairwise p-distance;
+    swap uses min(d(anchor, negative), d(positive, negative))."""
+    reduction = _reduction("triplet_margin_loss", reduction, size_average, reduce)
+    _same_dims("triplet_margin_loss", anchor=anchor, positive=positive, negative=negative)
+    if margin <= 0:
+        raise AttrError(f"triplet_margin_loss: margin must be positive, got {margin}")
+    d_pos = pairwise_distance(anchor, positive, p, eps)
+    d_neg = pairwise_distance(anchor, negative, p, eps)
+    if swap:
+        d_neg = ops.minimum(d_neg, pairwise_distance(positive, negative, p, eps))
+    return _reduce(ops.relu(d_pos - d_neg + margin), reduction)
+
+
+def multilabel_soft_margin_loss(
+    input, target, weight=None, size_average=None, reduce=None, reduction="mean"
+):
+    """-(target logsigmoid(input) + (1 - target) logsigmoid(-input)) times weight, averaged
+    over the classes (last dim), then reduced over the samples."""
+    reduction = _reduction("multilabel_soft_margin_loss", reduction, size_average, reduce)
+    loss = -(target * logsigmoid(input) + (1.0 - target) * logsigmoid(-input))
+    if weight is not None:
+        loss = loss * weight
+    loss = ops.mean(loss, axis=-1)
+    return _reduce(loss, reduction)
+
+
+# ---- normalisation
+
+
+def rms_norm(input, normalized_shape, weight=None, eps=None):
+    """input / sqrt(mean(input^2) + eps) over the last len(normalized_shape) dims, times
+    weight; eps None is the machine epsilon of input's dtype (PyTorch's default)."""
+    shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    if tuple(input.shape[input.ndim - len(shape) :]) != shape or len(shape) > input.ndim:
+        raise ShapeError(
+            f"rms_norm: normalized_shape {shape} does not end input shape {tuple(input.shape)}"
+        )
+    if eps is None:
+        eps = float(np.finfo(input.dtype).eps)
+    axes = tuple(range(-len(shape), 0))
+    out = input * ops.rsqrt(ops.mean(input * input, axis=axes, keepdims=True) + eps)
+    return out if weight is None else out * weight
+
+
+def _per_channel(t, ndim):
+    """A (C,) tensor shaped (C, 1, ...) to broadcast along dim 1 of an ndim-D input."""
+    return ops.reshape(t, (t.shape[0],) + (1,) * (ndim - 2))
+
+
+def instance_norm(
+    input,
+    running_mean=None,
+    running_var=None,
+    weight=None,
+    bias=None,
+    use_input_stats=True,
+    momentum=0.1,
+    eps=1e-5,
+):
+    """Normalise each (sample, channel) over its spatial dims (use_input_stats), or by the
+    running statistics; then scale and shift per channel. With use_input_stats and running
+    statistics, these move toward the batch's average instance statistics, in place."""
+    if input.ndim < 3:
+        raise ShapeError(
+            f"instance_norm: expects (N, C, ...) input, got shape {tuple(input.shape)}"
+        )
+    axes = tuple(range(2, input.ndim))
+    if (running_mean is None) != (running_var is None):
+        raise ShapeError("instance_norm: give both running_mean and running_var, or neither")
+    if use_input_stats:
+        spatial = math.prod(input.shape[2:])
+        if spatial == 1:
+            raise ShapeError(
+                f"instance_norm: expected more than 1 spatial element when training, got input "
+                f"shape {tuple(input.shape)}"
+            )
+        mean = ops.mean(input, axis=axes, keepdims=True)
+        var = ops.var(input, axis=axes, keepdims=True, correction=0)
+        out = (input - mean) * ops.rsqrt(var + eps)
+        if running_mean is not None:
+            new_mean, _ = _update_instance_stats(input, running_mean, running_var, momentum)
+            # a zero that reads the updated statistics (for their shape only): graph pruning
+            # keeps an in-place update only where a later op reads its target
+            zero = ops.zeros_like(new_mean)
+            bias = zero if bias is None else bias + zero
+    else:
+        if running_mean is None:
+            raise ShapeError("instance_norm: use_input_stats=False needs running statistics")
+        mean, var = _per_channel(running_mean, input.ndim), _per_channel(running_var, input.ndim)
+        out = (input - mean) * ops.rsqrt(var + eps)
+    if weight is not None:
+        out = out * _per_channel(weight, input.ndim)
+    if bias is not None:
+        out = out + _per_channel(bias, input.ndim)
+    return out
+
+
+def _update_instance_stats(input, running_mean, running_var, momentum):
+    """PyTorch's rule: running = (1 - momentum) running + momentum batch, batch the average
+    over the samples of each instance's mean and unbiased variance. batch_norm_update_stats_
+    makes that update in place, here from a stand-in (2, C) input whose two rows have exactly
+    that mean and unbiased variance (mean +- sqrt(var / 2))."""
+    axes = tuple(range(2, input.ndim))
+    mean = ops.mean(ops.mean(input, axis=axes), axis=0)
+    var = ops.mean(ops.var(input, axis=axes, correction=1), axis=0)
+    half = ops.sqrt(var * 0.5)
+    rows = ops.stack([mean + half, mean - half])
+    return ops.batch_norm_update_stats_(running_mean, running_var, rows, momentum=momentum)
+
+
+def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):
+    """input / (k + alpha * mean of input^2 over `size` neighbouring channels)^beta, the
+    window zero-padded as PyTorch's (size // 2 before, (size - 1) // 2 after)."""
+    if input.ndim < 3:
+        raise ShapeError(
+            f"local_response_norm: expects 3-D or more input, got shape {tuple(input.shape)}"
+        )
+    if size < 1:
+        raise AttrError(f"local_response_norm: size must be positive, got {size}")
+    if input.size == 0:
+        return input
+    channels = input.shape[1]
+    pairs = [(0, 0)] * input.ndim
+    pairs[1] = (size // 2, (size - 1) // 2)
+    padded = ops.pad(input * input, pairs)
+    window = padded[:, 0:channels]
+    for i in range(1, size):
+        window = window + padded[:, i : i + channels]
+    return input / (window * (alpha / size) + k) ** beta
+
+
+# ---- small layers' functions
+
+
+def bilinear(input1, input2, weight, bias=None):
+    """input1^T weight[o] input2 for each output o (+ bias[o]); weight (out, in1, in2), the
+    inputs (..., in1) and (..., in2)."""
+    if (
+        weight.ndim != 3
+        or input1.shape[-1] != weight.shape[1]
+        or input2.shape[-1] != weight.shape[2]
+    ):
+        raise ShapeError(
+            f"bilinear: weight {tuple(weight.shape)} does not fit inputs {tuple(input1.shape)} "
+            f"and {tuple(input2.shape)}: expected (out, {input1.shape[-1]}, {input2.shape[-1]})"
+        )
+    outs, n1, n2 = weight.shape
+    # one matmul: input1 against every weight[o] side by side, then the dot with input2
+    flat = ops.reshape(ops.permute(weight, 1, 0, 2), (n1, outs * n2))
+    partial = ops.reshape(ops.matmul(input1, flat), (*input1.shape[:-1], outs, n2))
+    out = ops.sum(partial * ops.unsqueeze(input2, -2), axis=-1)
+    return out if bias is None else out + bias
+
+
+def _check_p(name, p):
+    if not 0.0 <= p <= 1.0:
+        raise AttrError(f"{name}: dropout probability must be in [0, 1], got {p}")
+
+
+def _feature_mask(input, p, kept, generator):
+    """A dropout mask (0, or 1 / (1 - p)) with one value per index of the first `kept` dims,
+    drawn for a slice of input whose other dims are 1 (dropout_mask reads its shape only)."""
+    like = input[(slice(None),) * kept + (slice(0, 1),) * (input.ndim - kept)]
+    return ops.dropout_mask(like, p=p, generator=generator)
+
+
+def _feature_dropout(name, input, p, training, inplace, kept, generator=None):
+    _check_p(name, p)
+    if not training or p == 0.0:
+        return input
+    return _maybe_inplace(input, input * _feature_mask(input, p, kept, generator), inplace)
+
+
+def dropout1d(input, p=0.5, training=True, inplace=False, generator=None):
+    """Zero whole channels of (N, C, L) or (C, L) input with probability p, scaling the rest
+    by 1 / (1 - p)."""
+    if input.ndim not in (2, 3):
+        raise ShapeError(f"dropout1d: expects 2-D or 3-D input, got shape {tuple(input.shape)}")
+    return _feature_dropout("dropout1d", input, p, training, inplace, input.ndim - 1, generator)
+
+
+def dropout2d(input, p=0.5, training=True, inplace=False, generator=None):
+    """Zero whole channels of (N, C, H, W) input with probability p, scaling the rest by
+    1 / (1 - p). A 3-D input is taken as (N, C, L), as PyTorch does (with its warning)."""
+    if input.ndim < 2:
+        raise ShapeError(f"dropout2d: expects 3-D or 4-D input, got shape {tuple(input.shape)}")
+    if input.ndim == 3:
+        warnings.warn(
+            "dropout2d: a 3-D input is taken as (N, C, L) (channel-wise 1-D dropout), as "
+            "PyTorch does; use dropout1d for that",
+            stacklevel=2,
+        )
+    return _feature_dropout("dropout2d", input, p, training, inplace, 2, generator)
+
+
+def dropout3d(input, p=0.5, training=True, inplace=False, generator=None):
+    """Zero whole channels of (N, C, D, H, W) or (C, D, H, W) input with probability p,
+    scaling the rest by 1 / (1 - p)."""
+    if input.ndim not in (4, 5):
+        raise ShapeError(f"dropout3d: expects 4-D or 5-D input, got shape {tuple(input.shape)}")
+    return _feature_dropout("dropout3d", input, p, training, inplace, input.ndim - 3, generator)
+
+
+def _alpha_dropout(name, input, p, training, inplace, kept, generator):
+    """PyTorch's alpha dropout: dropped units take SELU's saturation -alpha', then an affine
+    map a x + b keeps a zero-mean unit-variance input so."""
+    _check_p(name, p)
+    if not training or p == 0.0:
+        return input
+    if p == 1.0:
+        return _maybe_inplace(input, input * 0.0, inplace)
+    a = 1.0 / math.sqrt((_ALPHA_PRIME**2 * p + 1.0) * (1.0 - p))
+    kept_mask = _feature_mask(input, p, kept, generator) > 0
+    out = ops.where(kept_mask, input * a, -_ALPHA_PRIME * a) + _ALPHA_PRIME * a * p
+    return _maybe_inplace(input, out, inplace)
+
+
+def alpha_dropout(input, p=0.5, training=False, inplace=False, generator=None):
+    return _alpha_dropout("alpha_dropout", input, p, training, inplace, input.ndim, generator)
+
+
+def feature_alpha_dropout(input, p=0.5, training=False, inplace=False, generator=None):
+    """alpha_dropout with one draw per channel (dims 0 and 1)."""
+    if input.ndim < 2:
+        raise ShapeError(
+            f"feature_alpha_dropout: expects (N, C, ...) input, got shape {tuple(input.shape)}"
+        )
+    return _alpha_dropout("feature_alpha_dropout", input, p, training, inplace, 2, generator)
+
+
+__all__ += [
+    "alpha_dropout",
+    "bilinear",
+    "binary_cross_entropy",
+    "celu",
+    "celu_",
+    "cosine_embedding_loss",
+    "cosine_similarity",
+    "dropout1d",
+    "dropout2d",
+    "dropout3d",
+    "elu_",
+    "feature_alpha_dropout",
+    "gaussian_nll_loss",
+    "glu",
+    "hardshrink",
+    "hardsigmoid",
+    "hardswish",
+    "hardtanh_",
+    "hinge_embedding_loss",
+    "huber_loss",
+    "instance_norm",
+    "kl_div",
+    "leaky_relu_",
+    "local_response_norm",
+    "margin_ranking_loss",
+    "mish",
+    "multilabel_soft_margin_loss",
+    "pairwise_distance",
+    "poisson_nll_loss",
+    "prelu",
+    "relu_",
+    "rms_norm",
+    "selu",
+    "selu_",
+    "smooth_l1_loss",
+    "soft_margin_loss",
+    "softmin",
+    "softshrink",
+    "softsign",
+    "tanhshrink",
+    "threshold",
+    "threshold_",
+    "triplet_margin_loss",
 ]

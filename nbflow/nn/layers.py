@@ -16,6 +16,7 @@ import nbflow as nb
 from ..dtypes import float32
 from . import functional as F
 from . import init
+from . import spatial as _spatial
 from .module import Module, Parameter
 
 __all__ = [
@@ -783,9 +784,9 @@ class GRUCell(_RNNCellBase):
         return _unbatched(gru_gates(self._ih(x), self._hh(h), h, self.hidden_size), unbatched)
 
 
-# ---- spatial layers (more of PyTorch's): transposed convolutions, 1-d and adaptive pools,
-# shuffles, unfold / fold, padding modules and the upsampling aliases (nbflow/nn/spatial.py)
-from . import spatial as _spatial  # noqa: E402
+# ---------------------------------------------------------------- spatial: transposed
+# convolutions, 1-d and adaptive pools, shuffles, unfold / fold, padding modules and the
+# upsampling aliases (nbflow/nn/spatial.py)
 
 
 class _ConvTransposeNd(Module):
@@ -1147,3 +1148,492 @@ __all__ += [
     "ZeroPad2d",
     "ZeroPad3d",
 ]
+
+
+# ---------------------------------------------------------------- more activations, norms,
+# dropouts and containers
+
+__all__ += [
+    "AlphaDropout",
+    "Bilinear",
+    "CELU",
+    "Dropout1d",
+    "Dropout2d",
+    "Dropout3d",
+    "FeatureAlphaDropout",
+    "GLU",
+    "Hardshrink",
+    "Hardsigmoid",
+    "Hardswish",
+    "InstanceNorm1d",
+    "InstanceNorm2d",
+    "LocalResponseNorm",
+    "LogSigmoid",
+    "Mish",
+    "PReLU",
+    "ParameterDict",
+    "ParameterList",
+    "RMSNorm",
+    "SELU",
+    "Softmax2d",
+    "Softmin",
+    "Softshrink",
+    "Softsign",
+    "Tanhshrink",
+    "Threshold",
+]
+
+
+class _InplaceActivation(Module):
+    """An activation whose function takes PyTorch's `inplace=` (honoured: the result is
+    written into the input)."""
+
+    def __init__(self, inplace: bool = False):
+        super().__init__()
+        self.inplace = inplace
+
+    def extra_repr(self) -> str:
+        return "inplace=True" if self.inplace else ""
+
+
+class Hardswish(_InplaceActivation):
+    def forward(self, x):
+        return F.hardswish(x, self.inplace)
+
+
+class Hardsigmoid(_InplaceActivation):
+    def forward(self, x):
+        return F.hardsigmoid(x, self.inplace)
+
+
+class Mish(_InplaceActivation):
+    def forward(self, x):
+        return F.mish(x, self.inplace)
+
+
+class SELU(_InplaceActivation):
+    def forward(self, x):
+        return F.selu(x, self.inplace)
+
+
+class CELU(_InplaceActivation):
+    def __init__(self, alpha: float = 1.0, inplace: bool = False):
+        super().__init__(inplace)
+        self.alpha = float(alpha)
+
+    def forward(self, x):
+        return F.celu(x, self.alpha, self.inplace)
+
+    def extra_repr(self) -> str:
+        return f"alpha={self.alpha}" + (", inplace=True" if self.inplace else "")
+
+
+class Threshold(_InplaceActivation):
+    def __init__(self, threshold: float, value: float, inplace: bool = False):
+        super().__init__(inplace)
+        self.threshold, self.value = float(threshold), float(value)
+
+    def forward(self, x):
+        return F.threshold(x, self.threshold, self.value, self.inplace)
+
+    def extra_repr(self) -> str:
+        return f"threshold={self.threshold}, value={self.value}"
+
+
+class Softsign(Module):
+    def forward(self, x):
+        return F.softsign(x)
+
+
+class Tanhshrink(Module):
+    def forward(self, x):
+        return F.tanhshrink(x)
+
+
+class LogSigmoid(Module):
+    def forward(self, x):
+        return F.logsigmoid(x)
+
+
+class Softmin(Module):
+    def __init__(self, dim=None):
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, x):
+        return F.softmin(x, self.dim, _stacklevel=5)
+
+    def extra_repr(self) -> str:
+        return f"dim={self.dim}"
+
+
+class Softmax2d(Module):
+    """softmax over the channels of (N, C, H, W) or (C, H, W)."""
+
+    def forward(self, x):
+        if x.ndim not in (3, 4):
+            raise nb.ShapeError(f"Softmax2d: expects 3-D or 4-D input, got shape {tuple(x.shape)}")
+        return nb.softmax(x, axis=-3)
+
+
+class Softshrink(Module):
+    def __init__(self, lambd: float = 0.5):
+        super().__init__()
+        self.lambd = float(lambd)
+
+    def forward(self, x):
+        return F.softshrink(x, self.lambd)
+
+    def extra_repr(self) -> str:
+        return str(self.lambd)
+
+
+class Hardshrink(Softshrink):
+    def forward(self, x):
+        return F.hardshrink(x, self.lambd)
+
+
+class GLU(Module):
+    def __init__(self, dim: int = -1):
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, x):
+        return F.glu(x, self.dim)
+
+    def extra_repr(self) -> str:
+        return f"dim={self.dim}"
+
+
+class PReLU(Module):
+    """max(0, x) + weight * min(0, x) with a learned weight: one value, or one per channel
+    (num_parameters), all starting at `init`."""
+
+    def __init__(self, num_parameters: int = 1, init: float = 0.25, dtype=float32):
+        super().__init__()
+        self.num_parameters, self.init = int(num_parameters), float(init)
+        self.weight = Parameter(nb.full((self.num_parameters,), self.init, dtype=dtype))
+
+    def reset_parameters(self) -> None:
+        init.constant_(self.weight, self.init)
+
+    def forward(self, x):
+        return F.prelu(x, self.weight)
+
+    def extra_repr(self) -> str:
+        return f"num_parameters={self.num_parameters}"
+
+
+# ---- normalisation
+
+
+class RMSNorm(Module):
+    """x / sqrt(mean(x^2) + eps) over the last len(normalized_shape) dims, times a weight;
+    eps None is the machine epsilon of the input's dtype (PyTorch's default)."""
+
+    def __init__(self, normalized_shape, eps=None, elementwise_affine=True, dtype=float32):
+        super().__init__()
+        if isinstance(normalized_shape, int):
+            normalized_shape = (normalized_shape,)
+        self.normalized_shape = tuple(int(n) for n in normalized_shape)
+        self.eps, self.elementwise_affine = eps, elementwise_affine
+        if elementwise_affine:
+            self.weight = Parameter(nb.ones(self.normalized_shape, dtype=dtype))
+        else:
+            self.register_parameter("weight", None)
+
+    def reset_parameters(self) -> None:
+        if self.weight is not None:
+            init.ones_(self.weight)
+
+    def forward(self, x):
+        return F.rms_norm(x, self.normalized_shape, self.weight, self.eps)
+
+    def extra_repr(self) -> str:
+        return (
+            f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}"
+        )
+
+
+class _InstanceNorm(Module):
+    """Normalise each (sample, channel) over its spatial dims; affine and running statistics
+    as PyTorch's InstanceNorm (both off by default; num_batches_tracked is kept for its
+    state_dict keys and, as in PyTorch, never counts)."""
+
+    spatial = 1
+
+    def __init__(
+        self,
+        num_features,
+        eps=1e-5,
+        momentum=0.1,
+        affine=False,
+        track_running_stats=False,
+        dtype=float32,
+    ):
+        super().__init__()
+        self.num_features, self.eps, self.momentum = int(num_features), float(eps), momentum
+        self.affine, self.track_running_stats = affine, track_running_stats
+        if affine:
+            self.weight = Parameter(nb.ones(self.num_features, dtype=dtype))
+            self.bias = Parameter(nb.zeros(self.num_features, dtype=dtype))
+        else:
+            self.register_parameter("weight", None)
+            self.register_parameter("bias", None)
+        if track_running_stats:
+            self.register_buffer("running_mean", nb.zeros(self.num_features, dtype=dtype))
+            self.register_buffer("running_var", nb.ones(self.num_features, dtype=dtype))
+            self.register_buffer("num_batches_tracked", nb.zeros((), dtype="int64"))
+        else:
+            for name in ("running_mean", "running_var", "num_batches_tracked"):
+                self.register_buffer(name, None)
+
+    def forward(self, x):
+        if x.ndim not in (self.spatial + 1, self.spatial + 2):
+            raise nb.ShapeError(
+                f"{type(self).__name__}: expects a {self.spatial + 1}-D or {self.spatial + 2}-D "
+                f"input, got shape {tuple(x.shape)}"
+            )
+        unbatched = x.ndim == self.spatial + 1
+        channels = x.shape[0 if unbatched else 1]
+        if self.affine and channels != self.num_features:
+            raise nb.ShapeError(
+                f"{type(self).__name__}: input shape {tuple(x.shape)} has {channels} channels, "
+                f"num_features is {self.num_features}"
+            )
+        if unbatched:
+            x = nb.unsqueeze(x, 0)
+        out = F.instance_norm(
+            x,
+            self.running_mean,
+            self.running_var,
+            self.weight,
+            self.bias,
+            self.training or not self.track_running_stats,
+            0.0 if self.momentum is None else self.momentum,
+            self.eps,
+        )
+        return nb.squeeze(out, 0) if unbatched else out
+
+    def extra_repr(self) -> str:
+        return (
+            f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
+            f"affine={self.affine}, track_running_stats={self.track_running_stats}"
+        )
+
+
+class InstanceNorm1d(_InstanceNorm):
+    """Instance normalisation over (N, C, L) or (C, L)."""
+
+    spatial = 1
+
+
+class InstanceNorm2d(_InstanceNorm):
+    """Instance normalisation over (N, C, H, W) or (C, H, W)."""
+
+    spatial = 2
+
+
+class LocalResponseNorm(Module):
+    def __init__(self, size: int, alpha: float = 1e-4, beta: float = 0.75, k: float = 1.0):
+        super().__init__()
+        self.size, self.alpha, self.beta, self.k = int(size), float(alpha), float(beta), float(k)
+
+    def forward(self, x):
+        return F.local_response_norm(x, self.size, self.alpha, self.beta, self.k)
+
+    def extra_repr(self) -> str:
+        return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"
+
+
+# ---- dropouts
+
+
+class _DropoutNd(Module):
+    def __init__(self, p: float = 0.5, inplace: bool = False, generator=None):
+        super().__init__()
+        if not 0.0 <= p <= 1.0:
+            raise nb.AttrError(f"{type(self).__name__}: probability must be in [0, 1], got {p}")
+        self.p, self.inplace, self.generator = float(p), inplace, generator
+
+    def extra_repr(self) -> str:
+        return f"p={self.p}, inplace={self.inplace}"
+
+
+class Dropout1d(_DropoutNd):
+    """Zero whole channels of (N, C, L) or (C, L) input while training (the rest scaled by
+    1 / (1 - p)); the identity in eval mode."""
+
+    def forward(self, x):
+        return F.dropout1d(x, self.p, self.training, self.inplace, self.generator)
+
+
+class Dropout2d(_DropoutNd):
+    """Zero whole channels of (N, C, H, W) input while training (the rest scaled by
+    1 / (1 - p)); the identity in eval mode."""
+
+    def forward(self, x):
+        return F.dropout2d(x, self.p, self.training, self.inplace, self.generator)
+
+
+class Dropout3d(_DropoutNd):
+    """Zero whole channels of (N, C, D, H, W) or (C, D, H, W) input while training."""
+
+    def forward(self, x):
+        return F.dropout3d(x, self.p, self.training, self.inplace, self.generator)
+
+
+class AlphaDropout(_DropoutNd):
+    """Dropout for SELU networks (keeps zero mean and unit variance) while training; the
+    identity in eval mode."""
+
+    def forward(self, x):
+        return F.alpha_dropout(x, self.p, self.training, self.inplace, self.generator)
+
+
+class FeatureAlphaDropout(_DropoutNd):
+    """AlphaDropout with one draw per channel."""
+
+    def forward(self, x):
+        return F.feature_alpha_dropout(x, self.p, self.training, self.inplace, self.generator)
+
+
+# ---- bilinear and parameter containers
+
+
+class Bilinear(Module):
+    """y[o] = x1^T weight[o] x2 + bias[o]; weight (out, in1, in2), both initialised
+    uniform(+-1/sqrt(in1_features)) as PyTorch's."""
+
+    def __init__(
+        self, in1_features, in2_features, out_features, bias=True, dtype=float32, generator=None
+    ):
+        super().__init__()
+        self.in1_features, self.in2_features = int(in1_features), int(in2_features)
+        self.out_features = int(out_features)
+        self.weight = _empty(self.out_features, self.in1_features, self.in2_features, dtype=dtype)
+        if bias:
+            self.bias = _empty(self.out_features, dtype=dtype)
+        else:
+            self.register_parameter("bias", None)
+        self.reset_parameters(generator)
+
+    def reset_parameters(self, generator=None) -> None:
+        bound = 1.0 / math.sqrt(self.in1_features) if self.in1_features > 0 else 0.0
+        init.uniform_(self.weight, -bound, bound, generator)
+        if self.bias is not None:
+            init.uniform_(self.bias, -bound, bound, generator)
+
+    def forward(self, input1, input2):
+        return F.bilinear(input1, input2, self.weight, self.bias)
+
+    def extra_repr(self) -> str:
+        return (
+            f"in1_features={self.in1_features}, in2_features={self.in2_features}, "
+            f"out_features={self.out_features}, bias={self.bias is not None}"
+        )
+
+
+def _as_parameter(value):
+    """A Tensor that already is a parameter as it is; other data made into one (a Tensor's
+    buffer shared, as torch.nn.Parameter does)."""
+    if isinstance(value, nb.Tensor) and value.requires_grad and value.is_leaf:
+        return value
+    return Parameter(value)
+
+
+class ParameterList(Module):
+    """A list of parameters, registered as "0", "1", ... (so parameters(), named_parameters()
+    and state_dict() see them); tensors given are made parameters."""
+
+    def __init__(self, values=None):
+        super().__init__()
+        for value in values or ():
+            self.append(value)
+
+    def append(self, value) -> ParameterList:
+        self.register_parameter(str(len(self._parameters)), _as_parameter(value))
+        return self
+
+    def extend(self, values) -> ParameterList:
+        for value in values:
+            self.append(value)
+        return self
+
+    def _index(self, i: int) -> int:
+        n = len(self._parameters)
+        if not -n <= i < n:
+            raise IndexError(f"index {i} out of range for ParameterList of length {n}")
+        return i + n if i < 0 else i
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return ParameterList(list(self._parameters.values())[i])
+        return self._parameters[str(self._index(i))]
+
+    def __setitem__(self, i: int, value) -> None:
+        self.register_parameter(str(self._index(i)), _as_parameter(value))
+
+    def __len__(self) -> int:
+        return len(self._parameters)
+
+    def __iter__(self):
+        return iter(self._parameters.values())
+
+    def forward(self, *args, **kwargs):
+        raise NotImplementedError("ParameterList is a container: use its parameters in forward()")
+
+    def extra_repr(self) -> str:
+        return "\n".join(
+            f"({i}): Parameter of shape {tuple(p.shape)} ({p.dtype})"
+            for i, p in enumerate(self._parameters.values())
+        )
+
+
+class ParameterDict(Module):
+    """A dict of parameters, registered under their keys; tensors given are made parameters."""
+
+    def __init__(self, parameters=None):
+        super().__init__()
+        self.update(parameters or {})
+
+    def __getitem__(self, key: str):
+        return self._parameters[key]
+
+    def __setitem__(self, key: str, value) -> None:
+        self.register_parameter(key, _as_parameter(value))
+
+    def __delitem__(self, key: str) -> None:
+        delattr(self, key)
+
+    def __contains__(self, key) -> bool:
+        return key in self._parameters
+
+    def __len__(self) -> int:
+        return len(self._parameters)
+
+    def __iter__(self):
+        return iter(self._parameters)
+
+    def keys(self):
+        return self._parameters.keys()
+
+    def values(self):
+        return self._parameters.values()
+
+    def items(self):
+        return self._parameters.items()
+
+    def update(self, parameters) -> None:
+        items = parameters.items() if hasattr(parameters, "items") else parameters
+        for key, value in items:
+            self[key] = value
+
+    def forward(self, *args, **kwargs):
+        raise NotImplementedError("ParameterDict is a container: use its parameters in forward()")
+
+    def extra_repr(self) -> str:
+        return "\n".join(
+            f"({k}): Parameter of shape {tuple(p.shape)} ({p.dtype})"
+            for k, p in self._parameters.items()
+        )

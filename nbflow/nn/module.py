@@ -395,7 +395,10 @@ def _source(key: str, value, target: Tensor) -> Tensor:
             f"load_state_dict: {key!r} has dtype {array.dtype} in the state but "
             f"{target.dtype} in the module; cast it first (e.g. .astype({str(target.dtype)!r}))"
         )
-    return value if isinstance(value, Tensor) else from_numpy(np.ascontiguousarray(array))
+    if isinstance(value, Tensor):
+        return value
+    # (ascontiguousarray makes a 0-D array 1-D: reshape it back)
+    return from_numpy(np.ascontiguousarray(array).reshape(array.shape))
 
 
 class ModuleList(Module):
