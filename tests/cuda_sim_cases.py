@@ -410,6 +410,12 @@ def loss_cases():
                 grad,
                 [g, logits3, labels],
             )
+
+            def both(x, t, r=reduction, s=smoothing):
+                return REGISTRY["cross_entropy_with_grad"](x, t, reduction=r, label_smoothing=s)
+
+            case = f"{reduction} smoothing={smoothing}"
+            yield "cross_entropy_with_grad", case, both, [logits3, labels]
     for name in ("mse_loss", "l1_loss"):
         op = REGISTRY[name]
         for reduction in ("mean", "sum", "none"):

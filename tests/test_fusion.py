@@ -610,3 +610,37 @@ def test_sgd_steps_fold_into_their_bias_gradient_sums(case):
     assert ("sgd_sum_update_" in _op_names(exe, main)) is (case == "leading")
     explained = nb.graph.explain(main, fetch)
     assert explained.count("folded into sgd_sum_update_") == (2 if case == "leading" else 0)
+
+
+@pytest.mark.parametrize("case", ["fold", "seed fetched", "logits written", "other attrs"])
+def test_a_cross_entropy_and_its_gradient_fold_into_one_op(case):
+    # cross_entropy + ones_like + cross_entropy_grad -> cross_entropy_with_grad; a fetched
+    # seed, a write to the logits in between, or other attrs keep the three ops
+    main = nb.Program()
+    with nb.program_guard(main):
+        x = nb.static.data("x", [-1, 4])
+        y = nb.static.data("y", [-1], dtype="int64")
+        logits = x * 2.0
+        loss = nb.cross_entropy(logits, y)
+        seed = nb.ones_like(loss)
+        if case == "logits written":
+            nb.add_(logits, 1.0)
+        smoothing = 0.1 if case == "other attrs" else 0.0
+        grad = nb.ops.cross_entropy_grad(seed, logits, y, label_smoothing=smoothing)
+    fetch = [loss, grad] + ([seed] if case == "seed fetched" else [])
+    rng = np.random.default_rng(6)
+    feed = {"x": rng.standard_normal((5, 4)).astype(np.float32), "y": rng.integers(0, 4, 5)}
+    expected = _exe(False).run(main, feed, fetch, scope=nb.Scope())
+    exe = _exe(True)
+    actual = exe.run(main, feed, fetch, scope=nb.Scope())
+    for a, e in zip(actual, expected):
+        nt.assert_close(a, e)
+    # numpy: the mean loss's gradient is (softmax - one_hot) / rows
+    z = feed["x"] * 2.0 + (1.0 if case == "logits written" else 0.0)
+    p = np.exp(z - z.max(1, keepdims=True))
+    p /= p.sum(1, keepdims=True)
+    if case != "other attrs":
+        nt.assert_close(expected[1], (p - np.eye(4)[feed["y"]]) / 5, atol=1e-6, check_dtype=False)
+    names = _op_names(exe, main)
+    assert ("cross_entropy_with_grad" in names) is (case == "fold")
+    assert ("cross_entropy_grad" in names) is (case != "fold")

@@ -22,6 +22,12 @@ ReLU rides the bias's pass, and the pre-activation is never stored. The ReLU gra
 ReLU's output instead (`relu(v) > 0` exactly where `v > 0`, NaN included), so training
 programs fold too. nn.Sequential already emits the fused op (in eager mode as well); this
 catches a model that calls `relu(self.fc(x))` in its own forward, and static-API programs.
+
+`fold_loss_gradients`: `cross_entropy(x, y)`, `ones_like` of it and `cross_entropy_grad(ones,
+x, y)`, the start of every classifier's backward pass, become one `cross_entropy_with_grad(x,
+y)` computing the loss and the logits' gradient: one plan step where there were three (the
+same kernels, so the same values). Not when the seed is fetched or read elsewhere, or when x
+or y is written in between.
 """
 
 from __future__ import annotations
@@ -34,7 +40,7 @@ from .program import Var
 def rewrite(ops: list[Node], targets=()) -> list[Node]:
     """The op list with every rewrite of this module applied."""
     ops = fold_activations(fold_transposes(ops, targets), targets)
-    return fold_sgd_products(ops, targets)
+    return fold_sgd_products(fold_loss_gradients(ops, targets), targets)
 
 
 def fold_transposes(ops: list[Node], targets=()) -> list[Node]:
@@ -185,6 +191,50 @@ def fold_activations(ops: list[Node], targets=()) -> list[Node]:
         if new is not None:
             out.append(new)
     return out
+
+
+def fold_loss_gradients(ops: list[Node], targets=()) -> list[Node]:
+    """The op list with each foldable cross_entropy gradient rewritten (module docstring)."""
+    readers: dict[int, list] = {}
+    for node in ops:
+        for v in node.inputs:
+            readers.setdefault(id(v), []).append(node)
+    kept = {id(t) for t in targets}
+    storage = Storages(ops).find
+    position = {id(node): k for k, node in enumerate(ops)}
+    by_output = {id(node.outputs[0]): node for node in ops if len(node.outputs) == 1}
+    folded = REGISTRY["cross_entropy_with_grad"]
+    replaced, dropped = {}, set()
+    for grad in ops:
+        if grad.op.name != "cross_entropy_grad":
+            continue
+        seed, logits, labels = grad.inputs
+        ones = by_output.get(id(seed))
+        loss = ones and by_output.get(id(ones.inputs[0]))
+        if (
+            loss is None
+            or ones.op.name != "full_like"
+            or ones.attrs["value"] != 1
+            or ones.attrs["dtype"] not in (None, seed.dtype)
+            or loss.op.name != "cross_entropy"
+            or not _same_vars(loss.inputs, [logits, labels])
+            or loss.attrs != grad.attrs
+            or id(loss) in replaced
+            or not _same_vars(readers[id(seed)], [grad])
+            or id(seed) in kept
+            or _may_write(ops[position[id(loss)] + 1 : position[id(grad)]], grad.inputs, storage)
+        ):
+            continue
+        new = Node(folded, [logits, labels], loss.attrs, [*loss.outputs, *grad.outputs], None, None)
+        new.location = grad.location
+        replaced[id(loss)] = new
+        dropped.update((id(ones), id(grad)))
+    return [replaced.get(id(node), node) for node in ops if id(node) not in dropped]
+
+
+def _same_vars(a: list, b: list) -> bool:
+    """Whether two lists hold the same objects (== on Vars would build an op)."""
+    return len(a) == len(b) and all(x is y for x, y in zip(a, b))
 
 
 def _relu_grad_of(node: Node, v: Var) -> bool:
