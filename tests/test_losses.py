@@ -215,9 +215,7 @@ def test_losses_match_pytorch(reduction):
 @pytest.mark.parametrize("dtype", FLOATS, ids=_ids(FLOATS))
 @pytest.mark.parametrize("reduction", REDUCTIONS)
 @pytest.mark.parametrize("smoothing", [0.0, 0.2])
-def test_cross_entropy_with_grad_is_the_loss_and_its_gradient_for_ones(
-    dtype, reduction, smoothing
-):
+def test_cross_entropy_with_grad_is_the_loss_and_its_gradient_for_ones(dtype, reduction, smoothing):
     # the op graph mode folds a classifier's loss and the start of its backward pass into
     logits = RNG.standard_normal((6, 4, 2)).astype(dtype)
     labels = RNG.integers(0, 4, (6, 2))
