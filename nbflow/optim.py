@@ -35,9 +35,16 @@ from .graph.static import _startup
 from .tensor import Tensor
 
 __all__ = [
+    "ASGD",
     "SGD",
+    "Adadelta",
+    "Adagrad",
     "Adam",
     "AdamW",
+    "Adamax",
+    "NAdam",
+    "RAdam",
+    "Rprop",
     "CosineAnnealingLR",
     "LRScheduler",
     "Optimizer",
@@ -441,6 +448,370 @@ class Adagrad(Optimizer):
 
     def inputs(self, p, g, s):
         return [p, g, s["state_sum"], s["step"]]
+
+
+# ---------------------------------------------------------------- composed updates
+#
+# The optimizers below have no update op of their own: each step is written with nbflow's
+# tensor ops and in-place ops (mul_, add_, copy_, clip_), so it runs eagerly on the CPU and,
+# unchanged, on the GPU. Scalar state (the step count, NAdam's mu_product, ASGD's eta and mu)
+# stays in 0-d CPU tensors read as Python numbers, as PyTorch's non-capturable optimizers do.
+
+
+class ComposedOptimizer(Optimizer):
+    """Base of the optimizers whose update is a composition of tensor ops (eager mode only:
+    minimize() raises UnsupportedError). `scalar_states` maps a state to its (dtype, initial
+    value) as a 0-d CPU tensor; the other states are tensors shaped like the parameter,
+    filled with `initial(name, group)` (zero by default)."""
+
+    scalar_states: dict = {"step": (dt.int64, 0)}
+
+    def update(self, p: Tensor, g: Tensor, state: dict) -> None:
+        raise NotImplementedError
+
+    def initial(self, name: str) -> float:
+        return 0.0
+
+    def step(self):
+        """Eager mode: update every parameter that has a gradient, in place."""
+        with no_grad():
+            for i, p in enumerate(self.params or ()):
+                if p.grad is not None:
+                    self.update(p, p.grad, self._eager_state(i, p))
+
+    def _eager_state(self, i: int, p: Tensor) -> dict:
+        state = self.state.setdefault(i, {})
+        for name in self.used_states():
+            if name in state:
+                continue
+            if name in self.scalar_states:
+                dtype, value = self.scalar_states[name]
+                state[name] = Tensor(np.array(value, dtype))
+            else:
+                state[name] = ops.full_like(p, self.initial(name))
+        return state
+
+    def _restored(self, i: int, p: Tensor, name: str, value) -> Tensor:
+        if name not in self.scalar_states:
+            restored = super()._restored(i, p, name, value)
+            return restored if p.device == "cpu" else restored.to(p.device)
+        a = value.numpy() if isinstance(value, Tensor) else np.asarray(value)
+        if a.shape != ():
+            raise ValueError(
+                f"{type(self).__name__}.load_state_dict: state '{name}' of parameter {i} "
+                f"has shape {a.shape}, expected ()"
+            )
+        return Tensor(np.array(a, dtype=self.scalar_states[name][0]))
+
+    def minimize(self, loss, parameter_list=None, no_grad_set=None, max_grad_norm=None):
+        raise UnsupportedError(
+            f"{type(self).__name__} runs in eager mode only (its update is composed of several "
+            "ops, not one update op): call loss.backward() and step(), or use SGD, Adam, AdamW, "
+            "RMSprop or Adagrad in graph mode"
+        )
+
+    def grad_of(self, p: Tensor, g: Tensor) -> Tensor:
+        """The gradient as the update uses it: negated to maximize, with L2 weight decay."""
+        if self.hyper.get("maximize"):
+            g = -g
+        weight_decay = self.hyper.get("weight_decay", 0.0)
+        if weight_decay and not self.hyper.get("decoupled_weight_decay"):
+            g = g + p * weight_decay
+        return g
+
+
+def _count_step(state: dict) -> int:
+    ops.add_(state["step"], 1)
+    return int(state["step"].item())
+
+
+def _betas(betas) -> tuple[float, float]:
+    beta1, beta2 = betas
+    if not (0 <= beta1 < 1 and 0 <= beta2 < 1):
+        raise ValueError(f"betas must be in [0, 1), got {betas}")
+    return float(beta1), float(beta2)
+
+
+def _decay(p: Tensor, hyper: dict) -> None:
+    """Decoupled weight decay (AdamW's): p *= 1 - lr * weight_decay."""
+    if hyper.get("decoupled_weight_decay") and hyper["weight_decay"]:
+        ops.mul_(p, 1 - hyper["lr"] * hyper["weight_decay"])
+
+
+def _average(avg: Tensor, value: Tensor, beta: float) -> None:
+    """avg = beta * avg + (1 - beta) * value, in place."""
+    ops.mul_(avg, beta)
+    ops.add_(avg, value * (1 - beta))
+
+
+class Adamax(ComposedOptimizer):
+    """Adamax, Adam with the infinity norm (PyTorch's defaults: lr=2e-3, betas=(0.9, 0.999),
+    eps=1e-8, weight_decay=0, maximize=False)."""
+
+    state_names = ("exp_avg", "exp_inf", "step")
+
+    def __init__(
+        self,
+        params=None,
+        lr=2e-3,
+        betas=(0.9, 0.999),
+        eps=1e-8,
+        weight_decay=0.0,
+        *,
+        maximize=False,
+    ):
+        _check(lr=lr, eps=eps, weight_decay=weight_decay)
+        beta1, beta2 = _betas(betas)
+        hyper = {
+            "lr": float(lr),
+            "beta1": beta1,
+            "beta2": beta2,
+            "eps": float(eps),
+            "weight_decay": float(weight_decay),
+            "maximize": bool(maximize),
+        }
+        super().__init__(params, hyper)
+
+    def update(self, p, g, s):
+        h = self.hyper
+        t = _count_step(s)
+        g = self.grad_of(p, g)
+        _average(s["exp_avg"], g, h["beta1"])
+        ops.copy_(s["exp_inf"], ops.maximum(s["exp_inf"] * h["beta2"], ops.abs(g) + h["eps"]))
+        clr = h["lr"] / (1 - h["beta1"] ** t)
+        ops.sub_(p, s["exp_avg"] / s["exp_inf"] * clr)
+
+
+class NAdam(ComposedOptimizer):
+    """NAdam, Adam with Nesterov momentum (PyTorch's defaults: lr=2e-3, betas=(0.9, 0.999),
+    eps=1e-8, weight_decay=0, momentum_decay=4e-3, decoupled_weight_decay=False,
+    maximize=False)."""
+
+    state_names = ("exp_avg", "exp_avg_sq", "mu_product", "step")
+    scalar_states = {"step": (dt.int64, 0), "mu_product": (dt.float64, 1.0)}
+
+    def __init__(
+        self,
+        params=None,
+        lr=2e-3,
+        betas=(0.9, 0.999),
+        eps=1e-8,
+        weight_decay=0.0,
+        momentum_decay=4e-3,
+        decoupled_weight_decay=False,
+        *,
+        maximize=False,
+    ):
+        _check(lr=lr, eps=eps, weight_decay=weight_decay, momentum_decay=momentum_decay)
+        beta1, beta2 = _betas(betas)
+        hyper = {
+            "lr": float(lr),
+            "beta1": beta1,
+            "beta2": beta2,
+            "eps": float(eps),
+            "weight_decay": float(weight_decay),
+            "momentum_decay": float(momentum_decay),
+            "decoupled_weight_decay": bool(decoupled_weight_decay),
+            "maximize": bool(maximize),
+        }
+        super().__init__(params, hyper)
+
+    def update(self, p, g, s):
+        h = self.hyper
+        lr, beta1, beta2 = h["lr"], h["beta1"], h["beta2"]
+        t = _count_step(s)
+        g = self.grad_of(p, g)
+        _decay(p, h)
+        mu = beta1 * (1.0 - 0.5 * 0.96 ** (t * h["momentum_decay"]))
+        mu_next = beta1 * (1.0 - 0.5 * 0.96 ** ((t + 1) * h["momentum_decay"]))
+        ops.mul_(s["mu_product"], mu)
+        mu_product = float(s["mu_product"].item())
+        _average(s["exp_avg"], g, beta1)
+        _average(s["exp_avg_sq"], g * g, beta2)
+        denom = ops.sqrt(s["exp_avg_sq"] / (1 - beta2**t)) + h["eps"]
+        ops.add_(p, g / denom * (-lr * (1.0 - mu) / (1.0 - mu_product)))
+        ops.add_(p, s["exp_avg"] / denom * (-lr * mu_next / (1.0 - mu_product * mu_next)))
+
+
+class RAdam(ComposedOptimizer):
+    """RAdam, Adam with a rectified adaptive lr (PyTorch's defaults: lr=1e-3,
+    betas=(0.9, 0.999), eps=1e-8, weight_decay=0, decoupled_weight_decay=False,
+    maximize=False)."""
+
+    state_names = ("exp_avg", "exp_avg_sq", "step")
+
+    def __init__(
+        self,
+        params=None,
+        lr=1e-3,
+        betas=(0.9, 0.999),
+        eps=1e-8,
+        weight_decay=0.0,
+        decoupled_weight_decay=False,
+        *,
+        maximize=False,
+    ):
+        _check(lr=lr, eps=eps, weight_decay=weight_decay)
+        beta1, beta2 = _betas(betas)
+        hyper = {
+            "lr": float(lr),
+            "beta1": beta1,
+            "beta2": beta2,
+            "eps": float(eps),
+            "weight_decay": float(weight_decay),
+            "decoupled_weight_decay": bool(decoupled_weight_decay),
+            "maximize": bool(maximize),
+        }
+        super().__init__(params, hyper)
+
+    def update(self, p, g, s):
+        h = self.hyper
+        lr, beta1, beta2 = h["lr"], h["beta1"], h["beta2"]
+        t = _count_step(s)
+        g = self.grad_of(p, g)
+        _decay(p, h)
+        _average(s["exp_avg"], g, beta1)
+        _average(s["exp_avg_sq"], g * g, beta2)
+        bias_correction2 = 1 - beta2**t
+        step = s["exp_avg"] * (lr / (1 - beta1**t))
+        rho_inf = 2 / (1 - beta2) - 1
+        rho_t = rho_inf - 2 * t * beta2**t / bias_correction2
+        if rho_t > 5.0:  # the variance is tractable: rectify the adaptive lr
+            rect = math.sqrt(
+                (rho_t - 4) * (rho_t - 2) * rho_inf / ((rho_inf - 4) * (rho_inf - 2) * rho_t)
+            )
+            adaptive = math.sqrt(bias_correction2) / (ops.sqrt(s["exp_avg_sq"]) + h["eps"])
+            step = step * adaptive * rect
+        ops.sub_(p, step)
+
+
+class Adadelta(ComposedOptimizer):
+    """Adadelta (PyTorch's defaults: lr=1.0, rho=0.9, eps=1e-6, weight_decay=0,
+    maximize=False)."""
+
+    state_names = ("square_avg", "acc_delta", "step")
+
+    def __init__(self, params=None, lr=1.0, rho=0.9, eps=1e-6, weight_decay=0.0, *, maximize=False):
+        _check(lr=lr, eps=eps, weight_decay=weight_decay)
+        if not 0.0 <= rho <= 1.0:
+            raise ValueError(f"rho must be in [0, 1], got {rho}")
+        hyper = {
+            "lr": float(lr),
+            "rho": float(rho),
+            "eps": float(eps),
+            "weight_decay": float(weight_decay),
+            "maximize": bool(maximize),
+        }
+        super().__init__(params, hyper)
+
+    def update(self, p, g, s):
+        h = self.hyper
+        _count_step(s)
+        g = self.grad_of(p, g)
+        _average(s["square_avg"], g * g, h["rho"])
+        std = ops.sqrt(s["square_avg"] + h["eps"])
+        delta = ops.sqrt(s["acc_delta"] + h["eps"]) / std * g
+        _average(s["acc_delta"], delta * delta, h["rho"])
+        ops.sub_(p, delta * h["lr"])
+
+
+class Rprop(ComposedOptimizer):
+    """Resilient backpropagation (PyTorch's defaults: lr=1e-2, etas=(0.5, 1.2),
+    step_sizes=(1e-6, 50), maximize=False): each weight's step size grows by etaplus while
+    its gradient keeps its sign and shrinks by etaminus when it flips (that step is skipped)."""
+
+    state_names = ("prev", "step_size", "step")
+
+    def __init__(
+        self, params=None, lr=1e-2, etas=(0.5, 1.2), step_sizes=(1e-6, 50), *, maximize=False
+    ):
+        _check(lr=lr)
+        etaminus, etaplus = etas
+        if not 0.0 < etaminus < 1.0 < etaplus:
+            raise ValueError(f"etas must satisfy 0 < etaminus < 1 < etaplus, got {etas}")
+        hyper = {
+            "lr": float(lr),
+            "etaminus": float(etaminus),
+            "etaplus": float(etaplus),
+            "step_size_min": float(step_sizes[0]),
+            "step_size_max": float(step_sizes[1]),
+            "maximize": bool(maximize),
+        }
+        super().__init__(params, hyper)
+
+    @property
+    def etas(self) -> tuple[float, float]:
+        return self.hyper["etaminus"], self.hyper["etaplus"]
+
+    def initial(self, name):
+        return self.hyper["lr"] if name == "step_size" else 0.0
+
+    def update(self, p, g, s):
+        h = self.hyper
+        _count_step(s)
+        g = -g if h["maximize"] else g
+        sign = ops.sign(g * s["prev"])
+        # typed tensors, not Python scalars: where() would make those float32
+        factor = ops.where(
+            sign > 0,
+            ops.full_like(g, h["etaplus"]),
+            ops.where(sign < 0, ops.full_like(g, h["etaminus"]), ops.full_like(g, 1.0)),
+        )
+        ops.mul_(s["step_size"], factor)
+        ops.clip_(s["step_size"], h["step_size_min"], h["step_size_max"])
+        g = ops.where(sign < 0, ops.zeros_like(g), g)  # a flipped sign: no step this time
+        ops.sub_(p, ops.sign(g) * s["step_size"])
+        ops.copy_(s["prev"], g)
+
+
+class ASGD(ComposedOptimizer):
+    """Averaged SGD (PyTorch's defaults: lr=1e-2, lambd=1e-4, alpha=0.75, t0=1e6,
+    weight_decay=0, maximize=False); `ax` holds the running average of the parameter."""
+
+    state_names = ("eta", "mu", "ax", "step")
+    scalar_states = {"step": (dt.int64, 0), "eta": (dt.float64, None), "mu": (dt.float64, 1.0)}
+
+    def __init__(
+        self,
+        params=None,
+        lr=1e-2,
+        lambd=1e-4,
+        alpha=0.75,
+        t0=1e6,
+        weight_decay=0.0,
+        *,
+        maximize=False,
+    ):
+        _check(lr=lr, lambd=lambd, alpha=alpha, t0=t0, weight_decay=weight_decay)
+        hyper = {
+            "lr": float(lr),
+            "lambd": float(lambd),
+            "alpha": float(alpha),
+            "t0": float(t0),
+            "weight_decay": float(weight_decay),
+            "maximize": bool(maximize),
+        }
+        super().__init__(params, hyper)
+
+    def _eager_state(self, i, p):
+        state = self.state.get(i)
+        if state is None or "eta" not in state:  # eta starts at the lr
+            self.state.setdefault(i, {})["eta"] = Tensor(np.array(self.hyper["lr"]))
+        return super()._eager_state(i, p)
+
+    def update(self, p, g, s):
+        h = self.hyper
+        t = _count_step(s)
+        g = self.grad_of(p, g)
+        eta, mu = float(s["eta"].item()), float(s["mu"].item())
+        ops.mul_(p, 1 - h["lambd"] * eta)
+        ops.sub_(p, g * eta)
+        if mu != 1:
+            ops.add_(s["ax"], (p - s["ax"]) * mu)
+        else:
+            ops.copy_(s["ax"], p)
+        ops.fill_(s["eta"], h["lr"] / (1 + h["lambd"] * h["lr"] * t) ** h["alpha"])
+        ops.fill_(s["mu"], 1 / max(1, t - h["t0"]))
 
 
 # ---------------------------------------------------------------- gradient clipping
