@@ -20,6 +20,7 @@ lives in the Scope (`w@EXP_AVG`, ...): `save_state(dict(scope), path)` and
 
 from __future__ import annotations
 
+import bisect
 import math
 import sys
 import types
@@ -867,7 +868,11 @@ class LRScheduler:
 
     def __init__(self, optimizer: Optimizer, last_epoch: int = -1):
         self.optimizer = optimizer
-        self.base_lr = optimizer.lr
+        # the lr before any schedule (PyTorch's group["initial_lr"]): a second schedule on
+        # the same optimizer (SequentialLR, ChainedScheduler) starts from it too
+        if getattr(optimizer, "initial_lr", None) is None:
+            optimizer.initial_lr = optimizer.lr
+        self.base_lr = optimizer.initial_lr
         self.last_epoch = last_epoch
         self.step()
 
@@ -959,6 +964,415 @@ class CosineAnnealingLR(LRScheduler):
         return self.eta_min + (self.base_lr - self.eta_min) * cos
 
 
+class LinearLR(LRScheduler):
+    """lr = base_lr * factor, the factor going linearly from start_factor to end_factor over
+    total_iters epochs, then staying."""
+
+    def __init__(
+        self,
+        optimizer,
+        start_factor: float = 1.0 / 3,
+        end_factor: float = 1.0,
+        total_iters: int = 5,
+        last_epoch: int = -1,
+    ):
+        if not 0 < start_factor <= 1 or not 0 <= end_factor <= 1:
+            raise ValueError(
+                f"start_factor must be in (0, 1] and end_factor in [0, 1], got "
+                f"{start_factor} and {end_factor}"
+            )
+        self.start_factor, self.end_factor = float(start_factor), float(end_factor)
+        self.total_iters = int(total_iters)
+        super().__init__(optimizer, last_epoch)
+
+    def lr_at(self, epoch):
+        done = min(epoch, self.total_iters) / self.total_iters if self.total_iters else 1.0
+        return self.base_lr * (self.start_factor + (self.end_factor - self.start_factor) * done)
+
+
+class ConstantLR(LRScheduler):
+    """lr = base_lr * factor for the first total_iters epochs, base_lr after."""
+
+    def __init__(self, optimizer, factor: float = 1.0 / 3, total_iters: int = 5, last_epoch=-1):
+        if not 0 <= factor <= 1:
+            raise ValueError(f"factor must be in [0, 1], got {factor}")
+        self.factor, self.total_iters = float(factor), int(total_iters)
+        super().__init__(optimizer, last_epoch)
+
+    def lr_at(self, epoch):
+        return self.base_lr * (self.factor if epoch < self.total_iters else 1.0)
+
+
+class PolynomialLR(LRScheduler):
+    """lr = base_lr * (1 - min(epoch, total_iters) / total_iters) ** power."""
+
+    def __init__(self, optimizer, total_iters: int = 5, power: float = 1.0, last_epoch=-1):
+        if int(total_iters) < 1:
+            raise ValueError(f"total_iters must be >= 1, got {total_iters}")
+        self.total_iters, self.power = int(total_iters), float(power)
+        super().__init__(optimizer, last_epoch)
+
+    def lr_at(self, epoch):
+        return self.base_lr * (1 - min(epoch, self.total_iters) / self.total_iters) ** self.power
+
+
+class MultiplicativeLR(LRScheduler):
+    """lr = the previous epoch's lr * lr_lambda(epoch) (from epoch 1 on)."""
+
+    def __init__(self, optimizer, lr_lambda, last_epoch: int = -1):
+        if not callable(lr_lambda):
+            raise TypeError(f"lr_lambda must be callable, got {type(lr_lambda).__name__}")
+        self.lr_lambda = lr_lambda
+        super().__init__(optimizer, last_epoch)
+
+    def lr_at(self, epoch):
+        lr = self.base_lr
+        for k in range(1, epoch + 1):  # the product written out: resuming needs last_epoch only
+            lr *= float(self.lr_lambda(k))
+        return lr
+
+
+class CosineAnnealingWarmRestarts(LRScheduler):
+    """Cosine annealing from base_lr to eta_min over T_0 epochs, restarting, each period
+    T_mult times the previous (SGDR). step(epoch) may jump to a (fractional) epoch."""
+
+    def __init__(self, optimizer, T_0: int, T_mult: int = 1, eta_min: float = 0.0, last_epoch=-1):
+        if not isinstance(T_0, int) or T_0 <= 0:
+            raise ValueError(f"Expected positive integer T_0, but got {T_0}")
+        if not isinstance(T_mult, int) or T_mult < 1:
+            raise ValueError(f"Expected integer T_mult >= 1, but got {T_mult}")
+        self.T_0, self.T_mult, self.eta_min = T_0, T_mult, float(eta_min)
+        super().__init__(optimizer, last_epoch)
+
+    def _position(self, epoch):
+        """(epochs into the current period, the period's length)."""
+        if isinstance(epoch, int):  # exact integer arithmetic, as PyTorch's step() counts
+            t, period = epoch, self.T_0
+            while t >= period:
+                t, period = t - period, period * self.T_mult
+            return t, period
+        if epoch < self.T_0:
+            return epoch, self.T_0
+        if self.T_mult == 1:
+            return epoch % self.T_0, self.T_0
+        n = int(math.log(epoch / self.T_0 * (self.T_mult - 1) + 1, self.T_mult))
+        return (
+            epoch - self.T_0 * (self.T_mult**n - 1) / (self.T_mult - 1),
+            self.T_0 * self.T_mult**n,
+        )
+
+    def lr_at(self, epoch):
+        t, period = self._position(epoch)
+        return (
+            self.eta_min + (self.base_lr - self.eta_min) * (1 + math.cos(math.pi * t / period)) / 2
+        )
+
+    def step(self, epoch=None):
+        if epoch is not None and epoch < 0:
+            raise ValueError(f"Expected non-negative epoch, but got {epoch}")
+        if epoch is None:
+            self.last_epoch += 1
+        else:
+            self.last_epoch = math.floor(epoch)
+        self.optimizer.lr = self.lr_at(self.last_epoch if epoch is None else epoch)
+
+
+# ---------------------------------------------------------------- cyclic schedules
+# OneCycleLR and CyclicLR also cycle the momentum (SGD's and RMSprop's momentum, beta1 of the
+# Adam family) inversely to the lr, as PyTorch's do.
+
+
+def _momentum_name(optimizer) -> str:
+    for name in ("momentum", "beta1"):
+        if name in optimizer.hyper:
+            return name
+    raise ValueError(
+        "optimizer must support momentum or beta1 with `cycle_momentum` option enabled"
+    )
+
+
+def _set_hyper(optimizer, name: str, value: float) -> None:
+    """A hyperparameter for the next step(), and in the update ops minimize() appended."""
+    optimizer.hyper[name] = float(value)
+    for node in optimizer._graph_nodes:
+        node.attrs[name] = float(value)
+
+
+class OneCycleLR(LRScheduler):
+    """The 1cycle policy, stepped once per batch: the lr rises from max_lr / div_factor to
+    max_lr over pct_start of total_steps and anneals to initial_lr / final_div_factor
+    ('cos' or 'linear'); three_phase returns to the initial lr before the final anneal. The
+    momentum moves inversely, between max_momentum and base_momentum."""
+
+    def __init__(
+        self,
+        optimizer,
+        max_lr: float,
+        total_steps: int | None = None,
+        epochs: int | None = None,
+        steps_per_epoch: int | None = None,
+        pct_start: float = 0.3,
+        anneal_strategy: str = "cos",
+        cycle_momentum: bool = True,
+        base_momentum: float = 0.85,
+        max_momentum: float = 0.95,
+        div_factor: float = 25.0,
+        final_div_factor: float = 1e4,
+        three_phase: bool = False,
+        last_epoch: int = -1,
+    ):
+        self.total_steps = _total_steps(total_steps, epochs, steps_per_epoch)
+        if not 0 <= pct_start <= 1 or isinstance(pct_start, bool):
+            raise ValueError(f"Expected float between 0 and 1 pct_start, but got {pct_start}")
+        if anneal_strategy not in ("cos", "linear"):
+            raise ValueError(
+                f"anneal_strategy must be one of 'cos' or 'linear', instead got {anneal_strategy}"
+            )
+        self.anneal_strategy = anneal_strategy
+        self.max_lr = float(max_lr)
+        self.initial = self.max_lr / div_factor
+        self.min_lr = self.initial / final_div_factor
+        self.cycle_momentum = bool(cycle_momentum)
+        self.base_momentum, self.max_momentum = float(base_momentum), float(max_momentum)
+        self.phases = _one_cycle_phases(self.total_steps, float(pct_start), three_phase)
+        self.momentum_name = _momentum_name(optimizer) if cycle_momentum else None
+        if last_epoch == -1:
+            optimizer.initial_lr = self.initial
+            if cycle_momentum:
+                _set_hyper(optimizer, self.momentum_name, self.max_momentum)
+        super().__init__(optimizer, last_epoch)
+
+    def _anneal(self, start, end, pct):
+        if self.anneal_strategy == "cos":
+            return end + (start - end) / 2.0 * (math.cos(math.pi * pct) + 1)
+        return (end - start) * pct + start
+
+    def _values(self, step: int) -> tuple[float, float]:
+        if step > self.total_steps:
+            raise ValueError(
+                f"Tried to step {step} times. The specified number of total steps is "
+                f"{self.total_steps}"
+            )
+        values = {"initial": self.initial, "max": self.max_lr, "min": self.min_lr}
+        momenta = {"max": self.max_momentum, "base": self.base_momentum}
+        start_step = 0
+        for i, (end_step, lrs, moms) in enumerate(self.phases):
+            if step <= end_step or i == len(self.phases) - 1:
+                pct = (step - start_step) / (end_step - start_step)
+                lr = self._anneal(values[lrs[0]], values[lrs[1]], pct)
+                return lr, self._anneal(momenta[moms[0]], momenta[moms[1]], pct)
+            start_step = end_step
+        raise AssertionError("unreachable")
+
+    def lr_at(self, epoch):
+        return self._values(epoch)[0]
+
+    def step(self):
+        self.last_epoch += 1
+        lr, momentum = self._values(self.last_epoch)
+        # the allowed step past the end (step total_steps) overshoots a linear anneal below
+        # zero: PyTorch sets that negative lr, nbflow's optimizers refuse one
+        self.optimizer.lr = max(lr, 0.0)
+        if self.cycle_momentum:
+            _set_hyper(self.optimizer, self.momentum_name, momentum)
+
+
+def _total_steps(total_steps, epochs, steps_per_epoch) -> int:
+    if total_steps is not None:
+        if not isinstance(total_steps, int) or total_steps <= 0:
+            raise ValueError(f"Expected positive integer total_steps, but got {total_steps}")
+        return total_steps
+    if epochs is None or steps_per_epoch is None:
+        raise ValueError("You must define either total_steps OR (epochs AND steps_per_epoch)")
+    if not isinstance(epochs, int) or epochs <= 0:
+        raise ValueError(f"Expected positive integer epochs, but got {epochs}")
+    if not isinstance(steps_per_epoch, int) or steps_per_epoch <= 0:
+        raise ValueError(f"Expected positive integer steps_per_epoch, but got {steps_per_epoch}")
+    return epochs * steps_per_epoch
+
+
+def _one_cycle_phases(total: int, pct_start: float, three_phase: bool) -> list:
+    """(end step, (start lr, end lr), (start momentum, end momentum)) per phase."""
+    if three_phase:
+        return [
+            (float(pct_start * total) - 1, ("initial", "max"), ("max", "base")),
+            (float(2 * pct_start * total) - 2, ("max", "initial"), ("base", "max")),
+            (total - 1, ("initial", "min"), ("max", "max")),
+        ]
+    return [
+        (float(pct_start * total) - 1, ("initial", "max"), ("max", "base")),
+        (total - 1, ("max", "min"), ("base", "max")),
+    ]
+
+
+class CyclicLR(LRScheduler):
+    """The lr cycles between base_lr and max_lr (step_size_up steps up, step_size_down down),
+    stepped once per batch. mode: 'triangular' (constant amplitude), 'triangular2' (halved
+    each cycle), 'exp_range' (times gamma ** iteration), or scale_fn with scale_mode. The
+    momentum cycles inversely between max_momentum and base_momentum."""
+
+    def __init__(
+        self,
+        optimizer,
+        base_lr: float,
+        max_lr: float,
+        step_size_up: int = 2000,
+        step_size_down: int | None = None,
+        mode: str = "triangular",
+        gamma: float = 1.0,
+        scale_fn=None,
+        scale_mode: str = "cycle",
+        cycle_momentum: bool = True,
+        base_momentum: float = 0.8,
+        max_momentum: float = 0.9,
+        last_epoch: int = -1,
+    ):
+        if mode not in ("triangular", "triangular2", "exp_range") and scale_fn is None:
+            raise ValueError("mode is invalid and scale_fn is None")
+        if scale_mode not in ("cycle", "iterations"):
+            raise ValueError(f"scale_mode must be 'cycle' or 'iterations', got {scale_mode!r}")
+        up = float(step_size_up)
+        down = float(step_size_down) if step_size_down is not None else up
+        self.total_size, self.step_ratio = up + down, up / (up + down)
+        self.min_lr, self.max_lr = float(base_lr), float(max_lr)
+        self.mode, self.gamma = mode, float(gamma)
+        self.scale_fn, self.scale_mode = scale_fn, scale_mode
+        if scale_fn is None:
+            self.scale_mode = "iterations" if mode == "exp_range" else "cycle"
+        self.cycle_momentum = bool(cycle_momentum)
+        self.base_momentum, self.max_momentum = float(base_momentum), float(max_momentum)
+        self.momentum_name = _momentum_name(optimizer) if cycle_momentum else None
+        if last_epoch == -1:
+            optimizer.lr = self.min_lr
+            if cycle_momentum:
+                _set_hyper(optimizer, self.momentum_name, self.max_momentum)
+        super().__init__(optimizer, last_epoch)
+
+    def _scale(self, x: float) -> float:
+        if self.scale_fn is not None:
+            return float(self.scale_fn(x))
+        if self.mode == "triangular":
+            return 1.0
+        if self.mode == "triangular2":
+            return 1 / (2.0 ** (x - 1))
+        return self.gamma**x
+
+    def _values(self, epoch: int) -> tuple[float, float]:
+        cycle = math.floor(1 + epoch / self.total_size)
+        x = 1.0 + epoch / self.total_size - cycle
+        if x <= self.step_ratio:
+            factor = x / self.step_ratio
+        else:
+            factor = (x - 1) / (self.step_ratio - 1)
+        scale = self._scale(cycle if self.scale_mode == "cycle" else epoch)
+        lr = self.min_lr + (self.max_lr - self.min_lr) * factor * scale
+        momentum = self.max_momentum - (self.max_momentum - self.base_momentum) * factor * scale
+        return lr, momentum
+
+    def lr_at(self, epoch):
+        return self._values(epoch)[0]
+
+    def step(self):
+        self.last_epoch += 1
+        lr, momentum = self._values(self.last_epoch)
+        self.optimizer.lr = lr
+        if self.cycle_momentum:
+            _set_hyper(self.optimizer, self.momentum_name, momentum)
+
+
+# ---------------------------------------------------------------- schedules of schedules
+
+
+class SequentialLR(LRScheduler):
+    """schedulers[i] from milestones[i - 1] on, each counting its epochs from its
+    milestone (from 0 for the first)."""
+
+    def __init__(self, optimizer, schedulers, milestones, last_epoch: int = -1):
+        schedulers = list(schedulers)
+        if not schedulers:
+            raise ValueError("SequentialLR expects at least one scheduler")
+        for i, s in enumerate(schedulers):
+            if not isinstance(s, LRScheduler) or s.optimizer is not optimizer:
+                raise ValueError(
+                    f"SequentialLR expects all schedulers to belong to the same optimizer, "
+                    f"but got scheduler at index {i} to be different"
+                )
+        if len(milestones) != len(schedulers) - 1:
+            raise ValueError(
+                f"Sequential Schedulers expects number of schedulers provided to be one more "
+                f"than the number of milestone points, but got number of schedulers "
+                f"{len(schedulers)} and the number of milestones to be equal to {len(milestones)}"
+            )
+        self._schedulers, self._milestones = schedulers, [int(m) for m in milestones]
+        optimizer.lr = optimizer.initial_lr  # undo what the schedulers' constructors set
+        super().__init__(optimizer, last_epoch)
+
+    def _current(self, epoch: int) -> tuple[LRScheduler, int]:
+        i = bisect.bisect_right(self._milestones, epoch)
+        return self._schedulers[i], epoch - (self._milestones[i - 1] if i else 0)
+
+    def lr_at(self, epoch):
+        scheduler, local = self._current(epoch)
+        return scheduler.lr_at(local)
+
+    def step(self):
+        self.last_epoch += 1
+        scheduler, local = self._current(self.last_epoch)
+        scheduler.last_epoch = local - 1
+        scheduler.step()  # (its side effects too: the momentum of a cyclic schedule)
+
+    def state_dict(self) -> dict:
+        own = {k: v for k, v in vars(self).items() if k not in ("optimizer", "_schedulers")}
+        own["_schedulers"] = [s.state_dict() for s in self._schedulers]
+        return own
+
+    def load_state_dict(self, state_dict: dict):
+        state = dict(state_dict)
+        for s, saved in zip(self._schedulers, state.pop("_schedulers")):
+            s.load_state_dict(saved)
+        self.__dict__.update(state)
+        self.optimizer.lr = self.get_lr()
+
+
+class ChainedScheduler(LRScheduler):
+    """Every scheduler steps at each step(); their factors multiply: lr = initial lr times
+    the product of each scheduler's lr / its base lr. This equals PyTorch's chaining for
+    multiplicative schedules (Step, MultiStep, Exponential, Lambda, Linear, Constant,
+    Polynomial, Multiplicative, and cosine with eta_min=0)."""
+
+    def __init__(self, schedulers, optimizer=None):
+        schedulers = list(schedulers)
+        if not schedulers:
+            raise ValueError("ChainedScheduler expects at least one scheduler")
+        optimizer = optimizer or schedulers[0].optimizer
+        for i, s in enumerate(schedulers):
+            if s.optimizer is not optimizer:
+                raise ValueError(
+                    f"ChainedScheduler expects all schedulers to belong to the same optimizer, "
+                    f"but got scheduler at index {i} to be different"
+                )
+        self._schedulers = schedulers
+        self.optimizer = optimizer
+        self.base_lr = optimizer.initial_lr
+        self.last_epoch = schedulers[0].last_epoch
+        self.optimizer.lr = self.get_lr()
+
+    def lr_at(self, epoch):
+        lr = self.base_lr
+        for s in self._schedulers:
+            lr *= s.lr_at(s.last_epoch) / s.base_lr
+        return lr
+
+    def step(self):
+        self.last_epoch += 1
+        for s in self._schedulers:
+            s.step()
+        self.optimizer.lr = self.get_lr()
+
+    state_dict = SequentialLR.state_dict
+    load_state_dict = SequentialLR.load_state_dict
+
+
 class ReduceLROnPlateau:
     """Multiply the lr by `factor` when a metric (step(metric), once per epoch) has not
     improved for `patience` epochs, then wait `cooldown` epochs; never below min_lr.
@@ -1029,7 +1443,23 @@ class ReduceLROnPlateau:
 # PyTorch's torch.optim.lr_scheduler: the schedules under that name too (a module, so that
 # `from nbflow.optim.lr_scheduler import StepLR` works as well)
 lr_scheduler = types.ModuleType(f"{__name__}.lr_scheduler", "nbflow's learning-rate schedules.")
-_SCHEDULES = (LRScheduler, StepLR, MultiStepLR, ExponentialLR, LambdaLR, CosineAnnealingLR)
+_SCHEDULES = (
+    LRScheduler,
+    StepLR,
+    MultiStepLR,
+    ExponentialLR,
+    LambdaLR,
+    CosineAnnealingLR,
+    LinearLR,
+    ConstantLR,
+    PolynomialLR,
+    MultiplicativeLR,
+    CosineAnnealingWarmRestarts,
+    OneCycleLR,
+    CyclicLR,
+    SequentialLR,
+    ChainedScheduler,
+)
 for _schedule in (*_SCHEDULES, ReduceLROnPlateau):
     setattr(lr_scheduler, _schedule.__name__, _schedule)
 sys.modules[lr_scheduler.__name__] = lr_scheduler
