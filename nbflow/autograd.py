@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from . import ops
+from . import hooks, ops
 from .core import STATE, Node, set_grad_enabled
 from .errors import GradientError, ShapeError
 from .tensor import Tensor, _Stale, grad_edge, tensor
@@ -59,6 +59,7 @@ def backprop(roots, seeds, create_graph: bool, skip=frozenset()) -> tuple[dict, 
             leaf_grads.setdefault(id(edge), (edge, []))[1].append(g)
 
     root_edges = [grad_edge(r) for r in roots]
+    hooked = hooks.any_hooks()  # tensor hooks (register_hook, retain_grad): rare
     with set_grad_enabled(create_graph):
         for e, s in zip(root_edges, seeds):
             accumulate(e, s)
@@ -66,6 +67,8 @@ def backprop(roots, seeds, create_graph: bool, skip=frozenset()) -> tuple[dict, 
             if id(node) not in node_grads:
                 continue
             grads = node_grads[id(node)] = [_total(gs) for gs in node_grads[id(node)]]
+            if hooked:
+                hooks.run_node_hooks(node, grads, create_graph)
             for t, edge, g in zip(node.inputs, node.edges, _apply_rule(node, grads)):
                 if g is None or edge is None:
                     continue
@@ -73,6 +76,11 @@ def backprop(roots, seeds, create_graph: bool, skip=frozenset()) -> tuple[dict, 
                     raise GradientError(g.message)
                 accumulate(edge, fit_gradient(g, t))
         leaves = {k: (leaf, _total(gs)) for k, (leaf, gs) in leaf_grads.items()}
+        if hooked:
+            leaves = {
+                k: (leaf, hooks.run_leaf_hooks(leaf, g, create_graph))
+                for k, (leaf, g) in leaves.items()
+            }
     return leaves, node_grads
 
 
@@ -155,12 +163,15 @@ def backward(outputs: Sequence[Tensor], grad_outputs=None, create_graph: bool = 
     """Accumulate gradients of `outputs` into the .grad of every leaf that requires grad."""
     seeds = _seeds(outputs, grad_outputs)
     leaf_grads, _ = backprop(outputs, seeds, create_graph)
+    hooked = hooks.any_hooks()
     for leaf, g in leaf_grads.values():
         if not create_graph:
             # a plain, contiguous buffer (a gradient can be a transposed view): optimizers
             # update parameters from it in place
             g = Tensor(np.ascontiguousarray(g.data)) if type(g) is Tensor else g.plain()
         leaf.grad = g if leaf.grad is None else _add_no_record(leaf.grad, g, create_graph)
+        if hooked:
+            hooks.run_post_accumulate_hooks(leaf)
 
 
 def _add_no_record(a, b, create_graph):

@@ -20,6 +20,7 @@ lives in the Scope (`w@EXP_AVG`, ...): `save_state(dict(scope), path)` and
 
 from __future__ import annotations
 
+import bisect
 import math
 import sys
 import types
@@ -35,9 +36,16 @@ from .graph.static import _startup
 from .tensor import Tensor
 
 __all__ = [
+    "ASGD",
     "SGD",
+    "Adadelta",
+    "Adagrad",
     "Adam",
     "AdamW",
+    "Adamax",
+    "NAdam",
+    "RAdam",
+    "Rprop",
     "CosineAnnealingLR",
     "LRScheduler",
     "Optimizer",
@@ -443,6 +451,370 @@ class Adagrad(Optimizer):
         return [p, g, s["state_sum"], s["step"]]
 
 
+# ---------------------------------------------------------------- composed updates
+#
+# The optimizers below have no update op of their own: each step is written with nbflow's
+# tensor ops and in-place ops (mul_, add_, copy_, clip_), so it runs eagerly on the CPU and,
+# unchanged, on the GPU. Scalar state (the step count, NAdam's mu_product, ASGD's eta and mu)
+# stays in 0-d CPU tensors read as Python numbers, as PyTorch's non-capturable optimizers do.
+
+
+class ComposedOptimizer(Optimizer):
+    """Base of the optimizers whose update is a composition of tensor ops (eager mode only:
+    minimize() raises UnsupportedError). `scalar_states` maps a state to its (dtype, initial
+    value) as a 0-d CPU tensor; the other states are tensors shaped like the parameter,
+    filled with `initial(name, group)` (zero by default)."""
+
+    scalar_states: dict = {"step": (dt.int64, 0)}
+
+    def update(self, p: Tensor, g: Tensor, state: dict) -> None:
+        raise NotImplementedError
+
+    def initial(self, name: str) -> float:
+        return 0.0
+
+    def step(self):
+        """Eager mode: update every parameter that has a gradient, in place."""
+        with no_grad():
+            for i, p in enumerate(self.params or ()):
+                if p.grad is not None:
+                    self.update(p, p.grad, self._eager_state(i, p))
+
+    def _eager_state(self, i: int, p: Tensor) -> dict:
+        state = self.state.setdefault(i, {})
+        for name in self.used_states():
+            if name in state:
+                continue
+            if name in self.scalar_states:
+                dtype, value = self.scalar_states[name]
+                state[name] = Tensor(np.array(value, dtype))
+            else:
+                state[name] = ops.full_like(p, self.initial(name))
+        return state
+
+    def _restored(self, i: int, p: Tensor, name: str, value) -> Tensor:
+        if name not in self.scalar_states:
+            restored = super()._restored(i, p, name, value)
+            return restored if p.device == "cpu" else restored.to(p.device)
+        a = value.numpy() if isinstance(value, Tensor) else np.asarray(value)
+        if a.shape != ():
+            raise ValueError(
+                f"{type(self).__name__}.load_state_dict: state '{name}' of parameter {i} "
+                f"has shape {a.shape}, expected ()"
+            )
+        return Tensor(np.array(a, dtype=self.scalar_states[name][0]))
+
+    def minimize(self, loss, parameter_list=None, no_grad_set=None, max_grad_norm=None):
+        raise UnsupportedError(
+            f"{type(self).__name__} runs in eager mode only (its update is composed of several "
+            "ops, not one update op): call loss.backward() and step(), or use SGD, Adam, AdamW, "
+            "RMSprop or Adagrad in graph mode"
+        )
+
+    def grad_of(self, p: Tensor, g: Tensor) -> Tensor:
+        """The gradient as the update uses it: negated to maximize, with L2 weight decay."""
+        if self.hyper.get("maximize"):
+            g = -g
+        weight_decay = self.hyper.get("weight_decay", 0.0)
+        if weight_decay and not self.hyper.get("decoupled_weight_decay"):
+            g = g + p * weight_decay
+        return g
+
+
+def _count_step(state: dict) -> int:
+    ops.add_(state["step"], 1)
+    return int(state["step"].item())
+
+
+def _betas(betas) -> tuple[float, float]:
+    beta1, beta2 = betas
+    if not (0 <= beta1 < 1 and 0 <= beta2 < 1):
+        raise ValueError(f"betas must be in [0, 1), got {betas}")
+    return float(beta1), float(beta2)
+
+
+def _decay(p: Tensor, hyper: dict) -> None:
+    """Decoupled weight decay (AdamW's): p *= 1 - lr * weight_decay."""
+    if hyper.get("decoupled_weight_decay") and hyper["weight_decay"]:
+        ops.mul_(p, 1 - hyper["lr"] * hyper["weight_decay"])
+
+
+def _average(avg: Tensor, value: Tensor, beta: float) -> None:
+    """avg = beta * avg + (1 - beta) * value, in place."""
+    ops.mul_(avg, beta)
+    ops.add_(avg, value * (1 - beta))
+
+
+class Adamax(ComposedOptimizer):
+    """Adamax, Adam with the infinity norm (PyTorch's defaults: lr=2e-3, betas=(0.9, 0.999),
+    eps=1e-8, weight_decay=0, maximize=False)."""
+
+    state_names = ("exp_avg", "exp_inf", "step")
+
+    def __init__(
+        self,
+        params=None,
+        lr=2e-3,
+        betas=(0.9, 0.999),
+        eps=1e-8,
+        weight_decay=0.0,
+        *,
+        maximize=False,
+    ):
+        _check(lr=lr, eps=eps, weight_decay=weight_decay)
+        beta1, beta2 = _betas(betas)
+        hyper = {
+            "lr": float(lr),
+            "beta1": beta1,
+            "beta2": beta2,
+            "eps": float(eps),
+            "weight_decay": float(weight_decay),
+            "maximize": bool(maximize),
+        }
+        super().__init__(params, hyper)
+
+    def update(self, p, g, s):
+        h = self.hyper
+        t = _count_step(s)
+        g = self.grad_of(p, g)
+        _average(s["exp_avg"], g, h["beta1"])
+        ops.copy_(s["exp_inf"], ops.maximum(s["exp_inf"] * h["beta2"], ops.abs(g) + h["eps"]))
+        clr = h["lr"] / (1 - h["beta1"] ** t)
+        ops.sub_(p, s["exp_avg"] / s["exp_inf"] * clr)
+
+
+class NAdam(ComposedOptimizer):
+    """NAdam, Adam with Nesterov momentum (PyTorch's defaults: lr=2e-3, betas=(0.9, 0.999),
+    eps=1e-8, weight_decay=0, momentum_decay=4e-3, decoupled_weight_decay=False,
+    maximize=False)."""
+
+    state_names = ("exp_avg", "exp_avg_sq", "mu_product", "step")
+    scalar_states = {"step": (dt.int64, 0), "mu_product": (dt.float64, 1.0)}
+
+    def __init__(
+        self,
+        params=None,
+        lr=2e-3,
+        betas=(0.9, 0.999),
+        eps=1e-8,
+        weight_decay=0.0,
+        momentum_decay=4e-3,
+        decoupled_weight_decay=False,
+        *,
+        maximize=False,
+    ):
+        _check(lr=lr, eps=eps, weight_decay=weight_decay, momentum_decay=momentum_decay)
+        beta1, beta2 = _betas(betas)
+        hyper = {
+            "lr": float(lr),
+            "beta1": beta1,
+            "beta2": beta2,
+            "eps": float(eps),
+            "weight_decay": float(weight_decay),
+            "momentum_decay": float(momentum_decay),
+            "decoupled_weight_decay": bool(decoupled_weight_decay),
+            "maximize": bool(maximize),
+        }
+        super().__init__(params, hyper)
+
+    def update(self, p, g, s):
+        h = self.hyper
+        lr, beta1, beta2 = h["lr"], h["beta1"], h["beta2"]
+        t = _count_step(s)
+        g = self.grad_of(p, g)
+        _decay(p, h)
+        mu = beta1 * (1.0 - 0.5 * 0.96 ** (t * h["momentum_decay"]))
+        mu_next = beta1 * (1.0 - 0.5 * 0.96 ** ((t + 1) * h["momentum_decay"]))
+        ops.mul_(s["mu_product"], mu)
+        mu_product = float(s["mu_product"].item())
+        _average(s["exp_avg"], g, beta1)
+        _average(s["exp_avg_sq"], g * g, beta2)
+        denom = ops.sqrt(s["exp_avg_sq"] / (1 - beta2**t)) + h["eps"]
+        ops.add_(p, g / denom * (-lr * (1.0 - mu) / (1.0 - mu_product)))
+        ops.add_(p, s["exp_avg"] / denom * (-lr * mu_next / (1.0 - mu_product * mu_next)))
+
+
+class RAdam(ComposedOptimizer):
+    """RAdam, Adam with a rectified adaptive lr (PyTorch's defaults: lr=1e-3,
+    betas=(0.9, 0.999), eps=1e-8, weight_decay=0, decoupled_weight_decay=False,
+    maximize=False)."""
+
+    state_names = ("exp_avg", "exp_avg_sq", "step")
+
+    def __init__(
+        self,
+        params=None,
+        lr=1e-3,
+        betas=(0.9, 0.999),
+        eps=1e-8,
+        weight_decay=0.0,
+        decoupled_weight_decay=False,
+        *,
+        maximize=False,
+    ):
+        _check(lr=lr, eps=eps, weight_decay=weight_decay)
+        beta1, beta2 = _betas(betas)
+        hyper = {
+            "lr": float(lr),
+            "beta1": beta1,
+            "beta2": beta2,
+            "eps": float(eps),
+            "weight_decay": float(weight_decay),
+            "decoupled_weight_decay": bool(decoupled_weight_decay),
+            "maximize": bool(maximize),
+        }
+        super().__init__(params, hyper)
+
+    def update(self, p, g, s):
+        h = self.hyper
+        lr, beta1, beta2 = h["lr"], h["beta1"], h["beta2"]
+        t = _count_step(s)
+        g = self.grad_of(p, g)
+        _decay(p, h)
+        _average(s["exp_avg"], g, beta1)
+        _average(s["exp_avg_sq"], g * g, beta2)
+        bias_correction2 = 1 - beta2**t
+        step = s["exp_avg"] * (lr / (1 - beta1**t))
+        rho_inf = 2 / (1 - beta2) - 1
+        rho_t = rho_inf - 2 * t * beta2**t / bias_correction2
+        if rho_t > 5.0:  # the variance is tractable: rectify the adaptive lr
+            rect = math.sqrt(
+                (rho_t - 4) * (rho_t - 2) * rho_inf / ((rho_inf - 4) * (rho_inf - 2) * rho_t)
+            )
+            adaptive = math.sqrt(bias_correction2) / (ops.sqrt(s["exp_avg_sq"]) + h["eps"])
+            step = step * adaptive * rect
+        ops.sub_(p, step)
+
+
+class Adadelta(ComposedOptimizer):
+    """Adadelta (PyTorch's defaults: lr=1.0, rho=0.9, eps=1e-6, weight_decay=0,
+    maximize=False)."""
+
+    state_names = ("square_avg", "acc_delta", "step")
+
+    def __init__(self, params=None, lr=1.0, rho=0.9, eps=1e-6, weight_decay=0.0, *, maximize=False):
+        _check(lr=lr, eps=eps, weight_decay=weight_decay)
+        if not 0.0 <= rho <= 1.0:
+            raise ValueError(f"rho must be in [0, 1], got {rho}")
+        hyper = {
+            "lr": float(lr),
+            "rho": float(rho),
+            "eps": float(eps),
+            "weight_decay": float(weight_decay),
+            "maximize": bool(maximize),
+        }
+        super().__init__(params, hyper)
+
+    def update(self, p, g, s):
+        h = self.hyper
+        _count_step(s)
+        g = self.grad_of(p, g)
+        _average(s["square_avg"], g * g, h["rho"])
+        std = ops.sqrt(s["square_avg"] + h["eps"])
+        delta = ops.sqrt(s["acc_delta"] + h["eps"]) / std * g
+        _average(s["acc_delta"], delta * delta, h["rho"])
+        ops.sub_(p, delta * h["lr"])
+
+
+class Rprop(ComposedOptimizer):
+    """Resilient backpropagation (PyTorch's defaults: lr=1e-2, etas=(0.5, 1.2),
+    step_sizes=(1e-6, 50), maximize=False): each weight's step size grows by etaplus while
+    its gradient keeps its sign and shrinks by etaminus when it flips (that step is skipped)."""
+
+    state_names = ("prev", "step_size", "step")
+
+    def __init__(
+        self, params=None, lr=1e-2, etas=(0.5, 1.2), step_sizes=(1e-6, 50), *, maximize=False
+    ):
+        _check(lr=lr)
+        etaminus, etaplus = etas
+        if not 0.0 < etaminus < 1.0 < etaplus:
+            raise ValueError(f"etas must satisfy 0 < etaminus < 1 < etaplus, got {etas}")
+        hyper = {
+            "lr": float(lr),
+            "etaminus": float(etaminus),
+            "etaplus": float(etaplus),
+            "step_size_min": float(step_sizes[0]),
+            "step_size_max": float(step_sizes[1]),
+            "maximize": bool(maximize),
+        }
+        super().__init__(params, hyper)
+
+    @property
+    def etas(self) -> tuple[float, float]:
+        return self.hyper["etaminus"], self.hyper["etaplus"]
+
+    def initial(self, name):
+        return self.hyper["lr"] if name == "step_size" else 0.0
+
+    def update(self, p, g, s):
+        h = self.hyper
+        _count_step(s)
+        g = -g if h["maximize"] else g
+        sign = ops.sign(g * s["prev"])
+        # typed tensors, not Python scalars: where() would make those float32
+        factor = ops.where(
+            sign > 0,
+            ops.full_like(g, h["etaplus"]),
+            ops.where(sign < 0, ops.full_like(g, h["etaminus"]), ops.full_like(g, 1.0)),
+        )
+        ops.mul_(s["step_size"], factor)
+        ops.clip_(s["step_size"], h["step_size_min"], h["step_size_max"])
+        g = ops.where(sign < 0, ops.zeros_like(g), g)  # a flipped sign: no step this time
+        ops.sub_(p, ops.sign(g) * s["step_size"])
+        ops.copy_(s["prev"], g)
+
+
+class ASGD(ComposedOptimizer):
+    """Averaged SGD (PyTorch's defaults: lr=1e-2, lambd=1e-4, alpha=0.75, t0=1e6,
+    weight_decay=0, maximize=False); `ax` holds the running average of the parameter."""
+
+    state_names = ("eta", "mu", "ax", "step")
+    scalar_states = {"step": (dt.int64, 0), "eta": (dt.float64, None), "mu": (dt.float64, 1.0)}
+
+    def __init__(
+        self,
+        params=None,
+        lr=1e-2,
+        lambd=1e-4,
+        alpha=0.75,
+        t0=1e6,
+        weight_decay=0.0,
+        *,
+        maximize=False,
+    ):
+        _check(lr=lr, lambd=lambd, alpha=alpha, t0=t0, weight_decay=weight_decay)
+        hyper = {
+            "lr": float(lr),
+            "lambd": float(lambd),
+            "alpha": float(alpha),
+            "t0": float(t0),
+            "weight_decay": float(weight_decay),
+            "maximize": bool(maximize),
+        }
+        super().__init__(params, hyper)
+
+    def _eager_state(self, i, p):
+        state = self.state.get(i)
+        if state is None or "eta" not in state:  # eta starts at the lr
+            self.state.setdefault(i, {})["eta"] = Tensor(np.array(self.hyper["lr"]))
+        return super()._eager_state(i, p)
+
+    def update(self, p, g, s):
+        h = self.hyper
+        t = _count_step(s)
+        g = self.grad_of(p, g)
+        eta, mu = float(s["eta"].item()), float(s["mu"].item())
+        ops.mul_(p, 1 - h["lambd"] * eta)
+        ops.sub_(p, g * eta)
+        if mu != 1:
+            ops.add_(s["ax"], (p - s["ax"]) * mu)
+        else:
+            ops.copy_(s["ax"], p)
+        ops.fill_(s["eta"], h["lr"] / (1 + h["lambd"] * h["lr"] * t) ** h["alpha"])
+        ops.fill_(s["mu"], 1 / max(1, t - h["t0"]))
+
+
 # ---------------------------------------------------------------- gradient clipping
 
 
@@ -496,7 +868,11 @@ class LRScheduler:
 
     def __init__(self, optimizer: Optimizer, last_epoch: int = -1):
         self.optimizer = optimizer
-        self.base_lr = optimizer.lr
+        # the lr before any schedule (PyTorch's group["initial_lr"]): a second schedule on
+        # the same optimizer (SequentialLR, ChainedScheduler) starts from it too
+        if getattr(optimizer, "initial_lr", None) is None:
+            optimizer.initial_lr = optimizer.lr
+        self.base_lr = optimizer.initial_lr
         self.last_epoch = last_epoch
         self.step()
 
@@ -588,6 +964,415 @@ class CosineAnnealingLR(LRScheduler):
         return self.eta_min + (self.base_lr - self.eta_min) * cos
 
 
+class LinearLR(LRScheduler):
+    """lr = base_lr * factor, the factor going linearly from start_factor to end_factor over
+    total_iters epochs, then staying."""
+
+    def __init__(
+        self,
+        optimizer,
+        start_factor: float = 1.0 / 3,
+        end_factor: float = 1.0,
+        total_iters: int = 5,
+        last_epoch: int = -1,
+    ):
+        if not 0 < start_factor <= 1 or not 0 <= end_factor <= 1:
+            raise ValueError(
+                f"start_factor must be in (0, 1] and end_factor in [0, 1], got "
+                f"{start_factor} and {end_factor}"
+            )
+        self.start_factor, self.end_factor = float(start_factor), float(end_factor)
+        self.total_iters = int(total_iters)
+        super().__init__(optimizer, last_epoch)
+
+    def lr_at(self, epoch):
+        done = min(epoch, self.total_iters) / self.total_iters if self.total_iters else 1.0
+        return self.base_lr * (self.start_factor + (self.end_factor - self.start_factor) * done)
+
+
+class ConstantLR(LRScheduler):
+    """lr = base_lr * factor for the first total_iters epochs, base_lr after."""
+
+    def __init__(self, optimizer, factor: float = 1.0 / 3, total_iters: int = 5, last_epoch=-1):
+        if not 0 <= factor <= 1:
+            raise ValueError(f"factor must be in [0, 1], got {factor}")
+        self.factor, self.total_iters = float(factor), int(total_iters)
+        super().__init__(optimizer, last_epoch)
+
+    def lr_at(self, epoch):
+        return self.base_lr * (self.factor if epoch < self.total_iters else 1.0)
+
+
+class PolynomialLR(LRScheduler):
+    """lr = base_lr * (1 - min(epoch, total_iters) / total_iters) ** power."""
+
+    def __init__(self, optimizer, total_iters: int = 5, power: float = 1.0, last_epoch=-1):
+        if int(total_iters) < 1:
+            raise ValueError(f"total_iters must be >= 1, got {total_iters}")
+        self.total_iters, self.power = int(total_iters), float(power)
+        super().__init__(optimizer, last_epoch)
+
+    def lr_at(self, epoch):
+        return self.base_lr * (1 - min(epoch, self.total_iters) / self.total_iters) ** self.power
+
+
+class MultiplicativeLR(LRScheduler):
+    """lr = the previous epoch's lr * lr_lambda(epoch) (from epoch 1 on)."""
+
+    def __init__(self, optimizer, lr_lambda, last_epoch: int = -1):
+        if not callable(lr_lambda):
+            raise TypeError(f"lr_lambda must be callable, got {type(lr_lambda).__name__}")
+        self.lr_lambda = lr_lambda
+        super().__init__(optimizer, last_epoch)
+
+    def lr_at(self, epoch):
+        lr = self.base_lr
+        for k in range(1, epoch + 1):  # the product written out: resuming needs last_epoch only
+            lr *= float(self.lr_lambda(k))
+        return lr
+
+
+class CosineAnnealingWarmRestarts(LRScheduler):
+    """Cosine annealing from base_lr to eta_min over T_0 epochs, restarting, each period
+    T_mult times the previous (SGDR). step(epoch) may jump to a (fractional) epoch."""
+
+    def __init__(self, optimizer, T_0: int, T_mult: int = 1, eta_min: float = 0.0, last_epoch=-1):
+        if not isinstance(T_0, int) or T_0 <= 0:
+            raise ValueError(f"Expected positive integer T_0, but got {T_0}")
+        if not isinstance(T_mult, int) or T_mult < 1:
+            raise ValueError(f"Expected integer T_mult >= 1, but got {T_mult}")
+        self.T_0, self.T_mult, self.eta_min = T_0, T_mult, float(eta_min)
+        super().__init__(optimizer, last_epoch)
+
+    def _position(self, epoch):
+        """(epochs into the current period, the period's length)."""
+        if isinstance(epoch, int):  # exact integer arithmetic, as PyTorch's step() counts
+            t, period = epoch, self.T_0
+            while t >= period:
+                t, period = t - period, period * self.T_mult
+            return t, period
+        if epoch < self.T_0:
+            return epoch, self.T_0
+        if self.T_mult == 1:
+            return epoch % self.T_0, self.T_0
+        n = int(math.log(epoch / self.T_0 * (self.T_mult - 1) + 1, self.T_mult))
+        return (
+            epoch - self.T_0 * (self.T_mult**n - 1) / (self.T_mult - 1),
+            self.T_0 * self.T_mult**n,
+        )
+
+    def lr_at(self, epoch):
+        t, period = self._position(epoch)
+        return (
+            self.eta_min + (self.base_lr - self.eta_min) * (1 + math.cos(math.pi * t / period)) / 2
+        )
+
+    def step(self, epoch=None):
+        if epoch is not None and epoch < 0:
+            raise ValueError(f"Expected non-negative epoch, but got {epoch}")
+        if epoch is None:
+            self.last_epoch += 1
+        else:
+            self.last_epoch = math.floor(epoch)
+        self.optimizer.lr = self.lr_at(self.last_epoch if epoch is None else epoch)
+
+
+# ---------------------------------------------------------------- cyclic schedules
+# OneCycleLR and CyclicLR also cycle the momentum (SGD's and RMSprop's momentum, beta1 of the
+# Adam family) inversely to the lr, as PyTorch's do.
+
+
+def _momentum_name(optimizer) -> str:
+    for name in ("momentum", "beta1"):
+        if name in optimizer.hyper:
+            return name
+    raise ValueError(
+        "optimizer must support momentum or beta1 with `cycle_momentum` option enabled"
+    )
+
+
+def _set_hyper(optimizer, name: str, value: float) -> None:
+    """A hyperparameter for the next step(), and in the update ops minimize() appended."""
+    optimizer.hyper[name] = float(value)
+    for node in optimizer._graph_nodes:
+        node.attrs[name] = float(value)
+
+
+class OneCycleLR(LRScheduler):
+    """The 1cycle policy, stepped once per batch: the lr rises from max_lr / div_factor to
+    max_lr over pct_start of total_steps and anneals to initial_lr / final_div_factor
+    ('cos' or 'linear'); three_phase returns to the initial lr before the final anneal. The
+    momentum moves inversely, between max_momentum and base_momentum."""
+
+    def __init__(
+        self,
+        optimizer,
+        max_lr: float,
+        total_steps: int | None = None,
+        epochs: int | None = None,
+        steps_per_epoch: int | None = None,
+        pct_start: float = 0.3,
+        anneal_strategy: str = "cos",
+        cycle_momentum: bool = True,
+        base_momentum: float = 0.85,
+        max_momentum: float = 0.95,
+        div_factor: float = 25.0,
+        final_div_factor: float = 1e4,
+        three_phase: bool = False,
+        last_epoch: int = -1,
+    ):
+        self.total_steps = _total_steps(total_steps, epochs, steps_per_epoch)
+        if not 0 <= pct_start <= 1 or isinstance(pct_start, bool):
+            raise ValueError(f"Expected float between 0 and 1 pct_start, but got {pct_start}")
+        if anneal_strategy not in ("cos", "linear"):
+            raise ValueError(
+                f"anneal_strategy must be one of 'cos' or 'linear', instead got {anneal_strategy}"
+            )
+        self.anneal_strategy = anneal_strategy
+        self.max_lr = float(max_lr)
+        self.initial = self.max_lr / div_factor
+        self.min_lr = self.initial / final_div_factor
+        self.cycle_momentum = bool(cycle_momentum)
+        self.base_momentum, self.max_momentum = float(base_momentum), float(max_momentum)
+        self.phases = _one_cycle_phases(self.total_steps, float(pct_start), three_phase)
+        self.momentum_name = _momentum_name(optimizer) if cycle_momentum else None
+        if last_epoch == -1:
+            optimizer.initial_lr = self.initial
+            if cycle_momentum:
+                _set_hyper(optimizer, self.momentum_name, self.max_momentum)
+        super().__init__(optimizer, last_epoch)
+
+    def _anneal(self, start, end, pct):
+        if self.anneal_strategy == "cos":
+            return end + (start - end) / 2.0 * (math.cos(math.pi * pct) + 1)
+        return (end - start) * pct + start
+
+    def _values(self, step: int) -> tuple[float, float]:
+        if step > self.total_steps:
+            raise ValueError(
+                f"Tried to step {step} times. The specified number of total steps is "
+                f"{self.total_steps}"
+            )
+        values = {"initial": self.initial, "max": self.max_lr, "min": self.min_lr}
+        momenta = {"max": self.max_momentum, "base": self.base_momentum}
+        start_step = 0
+        for i, (end_step, lrs, moms) in enumerate(self.phases):
+            if step <= end_step or i == len(self.phases) - 1:
+                pct = (step - start_step) / (end_step - start_step)
+                lr = self._anneal(values[lrs[0]], values[lrs[1]], pct)
+                return lr, self._anneal(momenta[moms[0]], momenta[moms[1]], pct)
+            start_step = end_step
+        raise AssertionError("unreachable")
+
+    def lr_at(self, epoch):
+        return self._values(epoch)[0]
+
+    def step(self):
+        self.last_epoch += 1
+        lr, momentum = self._values(self.last_epoch)
+        # the allowed step past the end (step total_steps) overshoots a linear anneal below
+        # zero: PyTorch sets that negative lr, nbflow's optimizers refuse one
+        self.optimizer.lr = max(lr, 0.0)
+        if self.cycle_momentum:
+            _set_hyper(self.optimizer, self.momentum_name, momentum)
+
+
+def _total_steps(total_steps, epochs, steps_per_epoch) -> int:
+    if total_steps is not None:
+        if not isinstance(total_steps, int) or total_steps <= 0:
+            raise ValueError(f"Expected positive integer total_steps, but got {total_steps}")
+        return total_steps
+    if epochs is None or steps_per_epoch is None:
+        raise ValueError("You must define either total_steps OR (epochs AND steps_per_epoch)")
+    if not isinstance(epochs, int) or epochs <= 0:
+        raise ValueError(f"Expected positive integer epochs, but got {epochs}")
+    if not isinstance(steps_per_epoch, int) or steps_per_epoch <= 0:
+        raise ValueError(f"Expected positive integer steps_per_epoch, but got {steps_per_epoch}")
+    return epochs * steps_per_epoch
+
+
+def _one_cycle_phases(total: int, pct_start: float, three_phase: bool) -> list:
+    """(end step, (start lr, end lr), (start momentum, end momentum)) per phase."""
+    if three_phase:
+        return [
+            (float(pct_start * total) - 1, ("initial", "max"), ("max", "base")),
+            (float(2 * pct_start * total) - 2, ("max", "initial"), ("base", "max")),
+            (total - 1, ("initial", "min"), ("max", "max")),
+        ]
+    return [
+        (float(pct_start * total) - 1, ("initial", "max"), ("max", "base")),
+        (total - 1, ("max", "min"), ("base", "max")),
+    ]
+
+
+class CyclicLR(LRScheduler):
+    """The lr cycles between base_lr and max_lr (step_size_up steps up, step_size_down down),
+    stepped once per batch. mode: 'triangular' (constant amplitude), 'triangular2' (halved
+    each cycle), 'exp_range' (times gamma ** iteration), or scale_fn with scale_mode. The
+    momentum cycles inversely between max_momentum and base_momentum."""
+
+    def __init__(
+        self,
+        optimizer,
+        base_lr: float,
+        max_lr: float,
+        step_size_up: int = 2000,
+        step_size_down: int | None = None,
+        mode: str = "triangular",
+        gamma: float = 1.0,
+        scale_fn=None,
+        scale_mode: str = "cycle",
+        cycle_momentum: bool = True,
+        base_momentum: float = 0.8,
+        max_momentum: float = 0.9,
+        last_epoch: int = -1,
+    ):
+        if mode not in ("triangular", "triangular2", "exp_range") and scale_fn is None:
+            raise ValueError("mode is invalid and scale_fn is None")
+        if scale_mode not in ("cycle", "iterations"):
+            raise ValueError(f"scale_mode must be 'cycle' or 'iterations', got {scale_mode!r}")
+        up = float(step_size_up)
+        down = float(step_size_down) if step_size_down is not None else up
+        self.total_size, self.step_ratio = up + down, up / (up + down)
+        self.min_lr, self.max_lr = float(base_lr), float(max_lr)
+        self.mode, self.gamma = mode, float(gamma)
+        self.scale_fn, self.scale_mode = scale_fn, scale_mode
+        if scale_fn is None:
+            self.scale_mode = "iterations" if mode == "exp_range" else "cycle"
+        self.cycle_momentum = bool(cycle_momentum)
+        self.base_momentum, self.max_momentum = float(base_momentum), float(max_momentum)
+        self.momentum_name = _momentum_name(optimizer) if cycle_momentum else None
+        if last_epoch == -1:
+            optimizer.lr = self.min_lr
+            if cycle_momentum:
+                _set_hyper(optimizer, self.momentum_name, self.max_momentum)
+        super().__init__(optimizer, last_epoch)
+
+    def _scale(self, x: float) -> float:
+        if self.scale_fn is not None:
+            return float(self.scale_fn(x))
+        if self.mode == "triangular":
+            return 1.0
+        if self.mode == "triangular2":
+            return 1 / (2.0 ** (x - 1))
+        return self.gamma**x
+
+    def _values(self, epoch: int) -> tuple[float, float]:
+        cycle = math.floor(1 + epoch / self.total_size)
+        x = 1.0 + epoch / self.total_size - cycle
+        if x <= self.step_ratio:
+            factor = x / self.step_ratio
+        else:
+            factor = (x - 1) / (self.step_ratio - 1)
+        scale = self._scale(cycle if self.scale_mode == "cycle" else epoch)
+        lr = self.min_lr + (self.max_lr - self.min_lr) * factor * scale
+        momentum = self.max_momentum - (self.max_momentum - self.base_momentum) * factor * scale
+        return lr, momentum
+
+    def lr_at(self, epoch):
+        return self._values(epoch)[0]
+
+    def step(self):
+        self.last_epoch += 1
+        lr, momentum = self._values(self.last_epoch)
+        self.optimizer.lr = lr
+        if self.cycle_momentum:
+            _set_hyper(self.optimizer, self.momentum_name, momentum)
+
+
+# ---------------------------------------------------------------- schedules of schedules
+
+
+class SequentialLR(LRScheduler):
+    """schedulers[i] from milestones[i - 1] on, each counting its epochs from its
+    milestone (from 0 for the first)."""
+
+    def __init__(self, optimizer, schedulers, milestones, last_epoch: int = -1):
+        schedulers = list(schedulers)
+        if not schedulers:
+            raise ValueError("SequentialLR expects at least one scheduler")
+        for i, s in enumerate(schedulers):
+            if not isinstance(s, LRScheduler) or s.optimizer is not optimizer:
+                raise ValueError(
+                    f"SequentialLR expects all schedulers to belong to the same optimizer, "
+                    f"but got scheduler at index {i} to be different"
+                )
+        if len(milestones) != len(schedulers) - 1:
+            raise ValueError(
+                f"Sequential Schedulers expects number of schedulers provided to be one more "
+                f"than the number of milestone points, but got number of schedulers "
+                f"{len(schedulers)} and the number of milestones to be equal to {len(milestones)}"
+            )
+        self._schedulers, self._milestones = schedulers, [int(m) for m in milestones]
+        optimizer.lr = optimizer.initial_lr  # undo what the schedulers' constructors set
+        super().__init__(optimizer, last_epoch)
+
+    def _current(self, epoch: int) -> tuple[LRScheduler, int]:
+        i = bisect.bisect_right(self._milestones, epoch)
+        return self._schedulers[i], epoch - (self._milestones[i - 1] if i else 0)
+
+    def lr_at(self, epoch):
+        scheduler, local = self._current(epoch)
+        return scheduler.lr_at(local)
+
+    def step(self):
+        self.last_epoch += 1
+        scheduler, local = self._current(self.last_epoch)
+        scheduler.last_epoch = local - 1
+        scheduler.step()  # (its side effects too: the momentum of a cyclic schedule)
+
+    def state_dict(self) -> dict:
+        own = {k: v for k, v in vars(self).items() if k not in ("optimizer", "_schedulers")}
+        own["_schedulers"] = [s.state_dict() for s in self._schedulers]
+        return own
+
+    def load_state_dict(self, state_dict: dict):
+        state = dict(state_dict)
+        for s, saved in zip(self._schedulers, state.pop("_schedulers")):
+            s.load_state_dict(saved)
+        self.__dict__.update(state)
+        self.optimizer.lr = self.get_lr()
+
+
+class ChainedScheduler(LRScheduler):
+    """Every scheduler steps at each step(); their factors multiply: lr = initial lr times
+    the product of each scheduler's lr / its base lr. This equals PyTorch's chaining for
+    multiplicative schedules (Step, MultiStep, Exponential, Lambda, Linear, Constant,
+    Polynomial, Multiplicative, and cosine with eta_min=0)."""
+
+    def __init__(self, schedulers, optimizer=None):
+        schedulers = list(schedulers)
+        if not schedulers:
+            raise ValueError("ChainedScheduler expects at least one scheduler")
+        optimizer = optimizer or schedulers[0].optimizer
+        for i, s in enumerate(schedulers):
+            if s.optimizer is not optimizer:
+                raise ValueError(
+                    f"ChainedScheduler expects all schedulers to belong to the same optimizer, "
+                    f"but got scheduler at index {i} to be different"
+                )
+        self._schedulers = schedulers
+        self.optimizer = optimizer
+        self.base_lr = optimizer.initial_lr
+        self.last_epoch = schedulers[0].last_epoch
+        self.optimizer.lr = self.get_lr()
+
+    def lr_at(self, epoch):
+        lr = self.base_lr
+        for s in self._schedulers:
+            lr *= s.lr_at(s.last_epoch) / s.base_lr
+        return lr
+
+    def step(self):
+        self.last_epoch += 1
+        for s in self._schedulers:
+            s.step()
+        self.optimizer.lr = self.get_lr()
+
+    state_dict = SequentialLR.state_dict
+    load_state_dict = SequentialLR.load_state_dict
+
+
 class ReduceLROnPlateau:
     """Multiply the lr by `factor` when a metric (step(metric), once per epoch) has not
     improved for `patience` epochs, then wait `cooldown` epochs; never below min_lr.
@@ -658,7 +1443,23 @@ class ReduceLROnPlateau:
 # PyTorch's torch.optim.lr_scheduler: the schedules under that name too (a module, so that
 # `from nbflow.optim.lr_scheduler import StepLR` works as well)
 lr_scheduler = types.ModuleType(f"{__name__}.lr_scheduler", "nbflow's learning-rate schedules.")
-_SCHEDULES = (LRScheduler, StepLR, MultiStepLR, ExponentialLR, LambdaLR, CosineAnnealingLR)
+_SCHEDULES = (
+    LRScheduler,
+    StepLR,
+    MultiStepLR,
+    ExponentialLR,
+    LambdaLR,
+    CosineAnnealingLR,
+    LinearLR,
+    ConstantLR,
+    PolynomialLR,
+    MultiplicativeLR,
+    CosineAnnealingWarmRestarts,
+    OneCycleLR,
+    CyclicLR,
+    SequentialLR,
+    ChainedScheduler,
+)
 for _schedule in (*_SCHEDULES, ReduceLROnPlateau):
     setattr(lr_scheduler, _schedule.__name__, _schedule)
 sys.modules[lr_scheduler.__name__] = lr_scheduler

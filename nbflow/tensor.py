@@ -165,8 +165,38 @@ class Tensor(Operators):
 
         backward([self], None if grad is None else [grad], create_graph=create_graph)
 
-    def retain_grad(self):
-        raise UnsupportedError("retain_grad: use nbflow.grad(out, [intermediate]) instead")
+    def register_hook(self, hook):
+        """Call hook(grad) when this tensor's gradient is computed (by backward() or
+        nbflow.grad); a returned tensor replaces the gradient. Returns a handle whose
+        remove() unregisters the hook."""
+        from .hooks import register_hook
+
+        return register_hook(self, hook)
+
+    def retain_grad(self) -> None:
+        """Fill this computed tensor's .grad on backward, as a leaf's is."""
+        from .hooks import retain_grad
+
+        retain_grad(self)
+
+    @property
+    def retains_grad(self) -> bool:
+        from .hooks import retains_grad
+
+        return retains_grad(self)
+
+    def register_post_accumulate_grad_hook(self, hook):
+        """Call hook(self) after backward() has accumulated this leaf's .grad."""
+        from .hooks import register_post_accumulate_grad_hook
+
+        return register_post_accumulate_grad_hook(self, hook)
+
+    @property
+    def grad_fn(self):
+        """None for a leaf; for a computed tensor, an object whose name() is the op's."""
+        from .hooks import GradFn
+
+        return None if self._node is None else GradFn(self._node)
 
     # -------------------------------------------------------------- devices
 

@@ -94,7 +94,7 @@ def _modes(fn, arguments) -> tuple:
     """The train/eval flags of the modules the function reaches (through its arguments, its
     closure, or the globals it names): a Python branch on `self.training` (Dropout,
     BatchNorm) is baked into a trace, so model.eval() must select another trace."""
-    candidates = list(arguments.values())
+    candidates = [fn, *arguments.values()]  # fn itself: jit(model)
     for cell in getattr(fn, "__closure__", None) or ():
         with contextlib.suppress(ValueError):  # an empty cell
             candidates.append(cell.cell_contents)

@@ -6,17 +6,25 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from .. import ops
 from ..core import no_grad
-from ..tensor import Tensor
+from ..ops.creation import default_generator
+from ..tensor import Tensor, tensor
 
 __all__ = [
     "calculate_gain",
     "constant_",
+    "dirac_",
+    "eye_",
     "kaiming_normal_",
     "kaiming_uniform_",
     "normal_",
     "ones_",
+    "orthogonal_",
+    "sparse_",
+    "trunc_normal_",
     "uniform_",
     "xavier_normal_",
     "xavier_uniform_",
@@ -121,3 +129,105 @@ def kaiming_normal_(
 ) -> Tensor:
     gain = calculate_gain(nonlinearity, a)
     return normal_(t, 0.0, gain / math.sqrt(_fan(t.shape, mode)), generator)
+
+
+# ---------------------------------------------------------------- structured initialisers
+# Drawn in numpy from the generator's stream (float64), then written in the tensor's dtype and
+# on its device.
+
+
+def _numpy(generator) -> np.random.Generator:
+    return (generator or default_generator).numpy
+
+
+def _write_array(t: Tensor, values: np.ndarray) -> Tensor:
+    return _write(t, tensor(values.reshape(t.shape), dtype=t.dtype).to(t.device))
+
+
+def orthogonal_(t: Tensor, gain: float = 1.0, generator=None) -> Tensor:
+    """A (semi-)orthogonal matrix (Saxe et al.): t viewed as (rows, the rest) has orthonormal
+    rows or columns, whichever are fewer, times gain. QR of a normal matrix, its R's diagonal
+    signs folded in so that the result is uniform over orthogonal matrices."""
+    if t.ndim < 2:
+        raise ValueError("Only tensors with 2 or more dimensions are supported")
+    if t.size == 0:
+        return t
+    rows = t.shape[0]
+    cols = t.size // rows
+    flat = _numpy(generator).standard_normal((rows, cols))
+    if rows < cols:
+        flat = flat.T
+    q, r = np.linalg.qr(flat)
+    q *= np.sign(np.diag(r))
+    if rows < cols:
+        q = q.T
+    return _write_array(t, q * gain)
+
+
+def _normal_cdf(x: float) -> float:
+    return (1.0 + math.erf(x / math.sqrt(2.0))) / 2.0
+
+
+def trunc_normal_(
+    t: Tensor, mean: float = 0.0, std: float = 1.0, a: float = -2.0, b: float = 2.0, generator=None
+) -> Tensor:
+    """Samples of normal(mean, std) restricted to [a, b] (redrawn until inside: exact, and
+    fast unless [a, b] holds almost none of the distribution's mass)."""
+    if not a < b:
+        raise ValueError(f"trunc_normal_: need a < b, got a={a}, b={b}")
+    if not std > 0:
+        raise ValueError(f"trunc_normal_: std must be > 0, got {std}")
+    mass = _normal_cdf((b - mean) / std) - _normal_cdf((a - mean) / std)
+    if mass < 1e-6:
+        raise ValueError(
+            f"trunc_normal_: [{a}, {b}] holds {mass:.2g} of normal({mean}, {std})'s mass; "
+            "move mean into (or next to) the interval"
+        )
+    gen = _numpy(generator)
+    out = np.empty(t.size)
+    missing = np.arange(t.size)
+    while missing.size:
+        draws = gen.normal(mean, std, missing.size)
+        inside = (draws >= a) & (draws <= b)
+        out[missing[inside]] = draws[inside]
+        missing = missing[~inside]
+    return _write_array(t, out)
+
+
+def eye_(t: Tensor) -> Tensor:
+    """The identity matrix (ones on the diagonal of a 2-D tensor, also a rectangular one)."""
+    if t.ndim != 2:
+        raise ValueError("Only tensors with 2 dimensions are supported")
+    return _write_array(t, np.eye(*t.shape))
+
+
+def dirac_(t: Tensor, groups: int = 1) -> Tensor:
+    """The Dirac delta of a 3-, 4- or 5-D convolution weight: the convolution keeps as many
+    input channels as it can, per group (a 1 at the kernel's centre of weight[g*out + d, d])."""
+    if t.ndim not in (3, 4, 5):
+        raise ValueError("Only tensors with 3, 4, or 5 dimensions are supported")
+    if not isinstance(groups, int) or groups < 1 or t.shape[0] % groups:
+        raise ValueError(f"dim 0 ({t.shape[0]}) must be divisible by groups ({groups})")
+    out_per_group = t.shape[0] // groups
+    values = np.zeros(t.shape)
+    centre = tuple(k // 2 for k in t.shape[2:])
+    for g in range(groups):
+        for d in range(min(out_per_group, t.shape[1])):
+            values[(g * out_per_group + d, d, *centre)] = 1.0
+    return _write_array(t, values)
+
+
+def sparse_(t: Tensor, sparsity: float, std: float = 0.01, generator=None) -> Tensor:
+    """A sparse 2-D matrix (Martens): normal(0, std) with ceil(sparsity * rows) zeros in each
+    column, at rows drawn at random."""
+    if t.ndim != 2:
+        raise ValueError("Only tensors with 2 dimensions are supported")
+    if not 0 <= sparsity <= 1:
+        raise ValueError(f"sparsity must be in [0, 1], got {sparsity}")
+    rows, cols = t.shape
+    gen = _numpy(generator)
+    values = gen.normal(0.0, std, (rows, cols))
+    zeros = math.ceil(sparsity * rows)
+    for col in range(cols):
+        values[gen.permutation(rows)[:zeros], col] = 0.0
+    return _write_array(t, values)

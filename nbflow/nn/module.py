@@ -30,9 +30,11 @@ from typing import NamedTuple
 import numpy as np
 
 from .. import dtypes as dt
-from ..core import no_grad
-from ..errors import DTypeError, NbflowError, ShapeError
-from ..tensor import Tensor, from_numpy, tensor
+from .. import ops
+from ..core import STATE, no_grad
+from ..errors import DTypeError, NbflowError, ShapeError, UnsupportedError
+from ..hooks import HookDict, RemovableHandle, add_node_hook
+from ..tensor import EagerTrace, Tensor, from_numpy, tensor
 
 __all__ = ["Module", "ModuleDict", "ModuleList", "Parameter", "StateDictError"]
 
@@ -83,6 +85,9 @@ class Module:
         d["_buffers"] = OrderedDict()
         d["_non_persistent"] = set()
         d["_modules"] = OrderedDict()
+        d["_forward_pre_hooks"] = HookDict()
+        d["_forward_hooks"] = HookDict()
+        d["_backward_hooks"] = HookDict()
 
     # -------------------------------------------------------------- registration
 
@@ -272,7 +277,12 @@ class Module:
         cached = self.__dict__.get("_mode_flags")
         if cached is not None and cached[0] == _EPOCH[0]:
             return cached[1]
-        flags = tuple(m.training for _, m in self.named_modules())
+        # a module with hooks adds their ids: a trace made before a hook was registered
+        # (or after it was removed) is not the one to run
+        flags = tuple(
+            (m.training, m._hook_ids()) if m._has_hooks() else m.training
+            for _, m in self.named_modules()
+        )
         self.__dict__["_mode_flags"] = (_EPOCH[0], flags)
         return flags
 
@@ -354,7 +364,112 @@ class Module:
         raise NotImplementedError(f"{type(self).__name__} does not define forward()")
 
     def __call__(self, *args, **kwargs):
-        return self.forward(*args, **kwargs)
+        if not self._has_hooks():
+            return self.forward(*args, **kwargs)
+        return self._call_with_hooks(args, kwargs)
+
+    # -------------------------------------------------------------- hooks
+
+    def _has_hooks(self) -> bool:
+        d = self.__dict__
+        return bool(
+            d.get("_forward_pre_hooks") or d.get("_forward_hooks") or d.get("_backward_hooks")
+        )
+
+    def _hook_ids(self) -> tuple:
+        d = self.__dict__
+        return tuple(tuple(d[k]) for k in _HOOK_TABLES)
+
+    def _add_hook(self, table: str, hook) -> RemovableHandle:
+        if not callable(hook):
+            raise TypeError(f"a module hook must be callable, got {type(hook).__name__}")
+        hooks = self.__dict__.setdefault(table, HookDict())
+        handle = _ModuleHookHandle(hooks)
+        hooks[handle.id] = hook
+        _EPOCH[0] += 1  # jit traces keyed on mode_flags() see the new hook
+        return handle
+
+    def register_forward_pre_hook(self, hook) -> RemovableHandle:
+        """hook(module, args) before forward: it may return new args (a tuple, or one value
+        that becomes a 1-tuple). Under @nbflow.jit hooks run once, when the call is traced."""
+        return self._add_hook("_forward_pre_hooks", hook)
+
+    def register_forward_hook(self, hook) -> RemovableHandle:
+        """hook(module, args, output) after forward: a value it returns replaces the output."""
+        return self._add_hook("_forward_hooks", hook)
+
+    def register_full_backward_hook(self, hook) -> RemovableHandle:
+        """hook(module, grad_input, grad_output) once the gradients with respect to the
+        module's positional tensor inputs are computed: tuples with None where an input (or
+        output) has no gradient. It may return a tuple of replacement grad_input. Eager
+        mode only: calling the module under @nbflow.jit raises UnsupportedError."""
+        return self._add_hook("_backward_hooks", hook)
+
+    def _call_with_hooks(self, args, kwargs):
+        d = self.__dict__
+        for hook in list(d.get("_forward_pre_hooks", {}).values()):
+            result = hook(self, args)
+            if result is not None:
+                args = result if isinstance(result, tuple) else (result,)
+        backward_hooks = list(d.get("_backward_hooks", {}).values())
+        state = None
+        if backward_hooks:
+            args, state = _watch_inputs(self, args, backward_hooks)
+        output = self.forward(*args, **kwargs)
+        for hook in list(d.get("_forward_hooks", {}).values()):
+            result = hook(self, args, output)
+            if result is not None:
+                output = result
+        if state is not None:
+            output = _watch_outputs(output, state)
+        return output
+
+    # -------------------------------------------------------------- lookups by name
+
+    def get_submodule(self, target: str) -> Module:
+        """The submodule at a dotted path ("" is this module); AttributeError if absent."""
+        if target == "":
+            return self
+        module = self
+        for name in target.split("."):
+            if not hasattr(module, name):
+                raise AttributeError(f"{type(module).__name__} has no attribute `{name}`")
+            module = getattr(module, name)
+            if not isinstance(module, Module):
+                raise AttributeError(f"`{name}` is not an nn.Module")
+        return module
+
+    def set_submodule(self, target: str, module: Module, strict: bool = False) -> None:
+        """Put `module` at a dotted path whose parent exists (strict=True: only replace an
+        existing submodule)."""
+        if target == "":
+            raise ValueError("Cannot set the submodule without a target name!")
+        if not isinstance(module, Module):
+            raise ValueError(f"`module` is not an nn.Module, found {type(module)}")
+        parent_path, _, name = target.rpartition(".")
+        parent = self.get_submodule(parent_path)
+        if strict and not hasattr(parent, name):
+            raise AttributeError(f"{type(parent).__name__} has no attribute `{name}`")
+        if hasattr(parent, name) and not isinstance(getattr(parent, name), Module):
+            raise AttributeError(f"`{name}` is not an nn.Module")
+        setattr(parent, name, module)
+
+    def _get_registered(self, target: str, registry: str, what: str):
+        module_path, _, name = target.rpartition(".")
+        module = self.get_submodule(module_path)
+        if not hasattr(module, name):
+            raise AttributeError(f"{type(module).__name__} has no attribute `{name}`")
+        if name not in getattr(module, registry):
+            raise AttributeError(f"`{name}` is not {what}")
+        return getattr(module, name)
+
+    def get_parameter(self, target: str) -> Tensor:
+        """The parameter at a dotted path ("layer.weight"); AttributeError if absent."""
+        return self._get_registered(target, "_parameters", "an nn.Parameter")
+
+    def get_buffer(self, target: str) -> Tensor:
+        """The buffer at a dotted path ("bn.running_mean"); AttributeError if absent."""
+        return self._get_registered(target, "_buffers", "a buffer")
 
     def extra_repr(self) -> str:
         """The text inside this module's parentheses in repr() (its settings)."""
@@ -371,6 +486,124 @@ class Module:
         if not self._modules:
             return f"{type(self).__name__}({extra})"
         return f"{type(self).__name__}(\n  " + "\n  ".join(lines) + "\n)"
+
+
+_HOOK_TABLES = ("_forward_pre_hooks", "_forward_hooks", "_backward_hooks")
+
+
+class _ModuleHookHandle(RemovableHandle):
+    def remove(self) -> None:
+        _EPOCH[0] += 1  # jit traces keyed on mode_flags() stop using the hook
+        super().remove()
+
+
+# ---------------------------------------------------------------- full backward hooks
+#
+# The module's inputs that require grad pass through one op with one output per input
+# (flatten, concat, split, reshape back), and so do its outputs: the gradients of all of them
+# then arrive at once, at that op's node, where a node hook sees them together. The inputs'
+# node gives grad_input (and may replace it), the outputs' node records grad_output.
+
+
+class _BackwardState:
+    def __init__(self, module, hooks, n_args):
+        self.module, self.hooks = module, hooks
+        self.n_args = n_args
+        self.input_slots: list[int] = []  # which args pass through the inputs' node
+        self.inputs: list[Tensor] = []  # those args (for their shapes)
+        self.grad_output = None
+
+
+def _watch_inputs(module, args, hooks):
+    if not isinstance(STATE.trace, EagerTrace):
+        raise UnsupportedError(
+            f"{type(module).__name__}: full backward hooks run in eager mode only; remove them "
+            "(handle.remove()) before calling the module under @nbflow.jit"
+        )
+    state = _BackwardState(module, hooks, len(args))
+    slots = [i for i, a in enumerate(args) if isinstance(a, Tensor) and a.requires_grad]
+    if not slots:
+        return args, state
+    state.input_slots, state.inputs = slots, [args[i] for i in slots]
+    state.args = list(enumerate(args))
+    state.constants = {i for i, a in state.args if isinstance(a, Tensor) and i not in slots}
+    watched = _through_one_node(
+        [args[i] for i in slots], lambda grads: _on_grad_input(state, grads)
+    )
+    args = list(args)
+    for i, t in zip(slots, watched):
+        args[i] = t
+    return tuple(args), state
+
+
+def _watch_outputs(output, state: _BackwardState):
+    single = isinstance(output, Tensor)
+    outputs = [output] if single else list(output) if isinstance(output, (tuple, list)) else []
+    slots = [i for i, o in enumerate(outputs) if isinstance(o, Tensor) and o.requires_grad]
+    if not slots:
+        return output
+    # the hook must not hold the outputs: they lead to the node it is kept under
+    shapes = [outputs[i].shape for i in slots]
+    n = len(outputs)
+    watched = _through_one_node(
+        [outputs[i] for i in slots], lambda grads: _on_grad_output(state, slots, shapes, n, grads)
+    )
+    for i, t in zip(slots, watched):
+        outputs[i] = t
+    return outputs[0] if single else type(output)(outputs)
+
+
+def _through_one_node(tensors, on_grads):
+    """The tensors again, computed by one split node whose gradients go to on_grads(list)."""
+    if len({(t.dtype, t.device) for t in tensors}) > 1:
+        raise UnsupportedError(
+            "full backward hooks need the module's tensor inputs (and outputs) that require "
+            "grad to share one dtype and device"
+        )
+    flat = ops.concat(*[t.reshape(-1) for t in tensors]) if len(tensors) > 1 else tensors[0]
+    pieces = ops.split(flat.reshape(-1), [t.size for t in tensors])
+    add_node_hook(pieces[0], on_grads)
+    return [p.reshape(*t.shape) for p, t in zip(pieces, tensors)]
+
+
+def _shaped(grads, shapes):
+    return [None if g is None else g.reshape(*shape) for g, shape in zip(grads, shapes)]
+
+
+def _on_grad_output(state, slots, shapes, n_outputs, grads):
+    grad_output = [None] * n_outputs
+    for i, g in zip(slots, _shaped(grads, shapes)):
+        grad_output[i] = g
+    state.grad_output = tuple(grad_output)
+    if not state.input_slots:  # no input needs a gradient: PyTorch calls the hooks now
+        _call_backward_hooks(state, (None,) * state.n_args)
+
+
+def _on_grad_input(state, grads):
+    # tensor arguments that need no gradient get zeros, as from PyTorch's hook function
+    grad_input = [ops.zeros_like(a) if i in state.constants else None for i, a in state.args]
+    for i, g in zip(state.input_slots, _shaped(grads, [t.shape for t in state.inputs])):
+        grad_input[i] = g
+    new = _call_backward_hooks(state, tuple(grad_input))
+    if new is not None:
+        for k, i in enumerate(state.input_slots):
+            g = new[i]
+            grads[k] = None if g is None else g.reshape(-1)
+
+
+def _call_backward_hooks(state, grad_input):
+    grad_output = state.grad_output or ()
+    replaced = None
+    for hook in state.hooks:
+        result = hook(state.module, grad_input, grad_output)
+        if result is not None:
+            result = tuple(result)
+            if len(result) != len(grad_input):
+                raise ValueError(
+                    f"backward hook returned {len(result)} gradients for {len(grad_input)} inputs"
+                )
+            grad_input = replaced = result
+    return replaced
 
 
 def _source(key: str, value, target: Tensor) -> Tensor:

@@ -1,0 +1,222 @@
+"""Adamax, NAdam, RAdam, Adadelta, Rprop and ASGD: several steps on a small least-squares model
+against numpy references of their update rules and against PyTorch (float64, 1e-10); state
+round trips, bad options, and graph mode's clear refusal."""
+
+import math
+
+import numpy as np
+import pytest
+
+import nbflow as nb
+from nbflow import optim
+
+RNG = np.random.default_rng(0)
+W0 = RNG.standard_normal((3, 4))
+B0 = RNG.standard_normal(3)
+X = RNG.standard_normal((5, 4))
+Y = RNG.standard_normal((5, 3))
+STEPS = 12  # RAdam rectifies from step 6 on: both of its branches run
+
+
+def _grads(w, b):
+    """d/d(w, b) of mean((X w^T + b - Y)^2), in numpy."""
+    r = 2 * (X @ w.T + b - Y) / Y.size
+    return r.T @ X, r.sum(axis=0)
+
+
+# ---------------------------------------------------------------- numpy references
+
+
+def _adamax(p, g, s, t, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0):
+    g = g + weight_decay * p
+    s["m"] = betas[0] * s.get("m", 0) + (1 - betas[0]) * g
+    s["u"] = np.maximum(betas[1] * s.get("u", 0), np.abs(g) + eps)
+    return p - lr / (1 - betas[0] ** t) * s["m"] / s["u"]
+
+
+def _nadam(p, g, s, t, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, momentum_decay=4e-3):
+    b1, b2 = betas
+    mu = b1 * (1 - 0.5 * 0.96 ** (t * momentum_decay))
+    mu_next = b1 * (1 - 0.5 * 0.96 ** ((t + 1) * momentum_decay))
+    s["prod"] = s.get("prod", 1.0) * mu
+    s["m"] = b1 * s.get("m", 0) + (1 - b1) * g
+    s["v"] = b2 * s.get("v", 0) + (1 - b2) * g * g
+    denom = np.sqrt(s["v"] / (1 - b2**t)) + eps
+    p = p - lr * (1 - mu) / (1 - s["prod"]) * g / denom
+    return p - lr * mu_next / (1 - s["prod"] * mu_next) * s["m"] / denom
+
+
+def _radam(p, g, s, t, lr=1e-3, betas=(0.9, 0.999), eps=1e-8):
+    b1, b2 = betas
+    s["m"] = b1 * s.get("m", 0) + (1 - b1) * g
+    s["v"] = b2 * s.get("v", 0) + (1 - b2) * g * g
+    m_hat = s["m"] / (1 - b1**t)
+    rho_inf = 2 / (1 - b2) - 1
+    rho = rho_inf - 2 * t * b2**t / (1 - b2**t)
+    if rho <= 5:
+        return p - lr * m_hat
+    r = math.sqrt((rho - 4) * (rho - 2) * rho_inf / ((rho_inf - 4) * (rho_inf - 2) * rho))
+    v_hat = np.sqrt(s["v"]) / math.sqrt(1 - b2**t)
+    return p - lr * m_hat * r / (v_hat + eps / math.sqrt(1 - b2**t))
+
+
+def _adadelta(p, g, s, t, lr=1.0, rho=0.9, eps=1e-6):
+    s["sq"] = rho * s.get("sq", 0) + (1 - rho) * g * g
+    delta = np.sqrt(s.get("acc", 0) + eps) / np.sqrt(s["sq"] + eps) * g
+    s["acc"] = rho * s.get("acc", 0) + (1 - rho) * delta * delta
+    return p - lr * delta
+
+
+def _rprop(p, g, s, t, lr=1e-2, etas=(0.5, 1.2), step_sizes=(1e-6, 50)):
+    sign = np.sign(g * s.get("prev", 0))
+    size = s.get("size", np.full_like(p, lr))
+    size = np.clip(size * np.where(sign > 0, etas[1], np.where(sign < 0, etas[0], 1)), *step_sizes)
+    g = np.where(sign < 0, 0, g)
+    s["size"], s["prev"] = size, g
+    return p - np.sign(g) * size
+
+
+def _asgd(p, g, s, t, lr=1e-2, lambd=1e-4, alpha=0.75, t0=1e6):
+    eta, mu = s.get("eta", lr), s.get("mu", 1.0)
+    p = p * (1 - lambd * eta) - eta * g
+    s["ax"] = s.get("ax", 0) + (p - s.get("ax", 0)) * mu if mu != 1 else p.copy()
+    s["eta"] = lr / (1 + lambd * lr * t) ** alpha
+    s["mu"] = 1 / max(1, t - t0)
+    return p
+
+
+REFERENCES = {
+    "Adamax": (_adamax, {"lr": 0.01, "weight_decay": 0.1}),
+    "NAdam": (_nadam, {"lr": 0.01}),
+    "RAdam": (_radam, {"lr": 0.01}),
+    "Adadelta": (_adadelta, {"lr": 0.5}),
+    "Rprop": (_rprop, {"lr": 0.05}),
+    "ASGD": (_asgd, {"lr": 0.05, "t0": 3}),
+}
+
+
+def _train_nbflow(name, options, steps=STEPS):
+    w = nb.tensor(W0, dtype=nb.float64, requires_grad=True)
+    b = nb.tensor(B0, dtype=nb.float64, requires_grad=True)
+    opt = getattr(optim, name)([w, b], **options)
+    x, y = nb.tensor(X, dtype=nb.float64), nb.tensor(Y, dtype=nb.float64)
+    for _ in range(steps):
+        opt.zero_grad()
+        ((x @ w.T + b - y) ** 2).mean().backward()
+        opt.step()
+    return opt, w.numpy(), b.numpy()
+
+
+@pytest.mark.parametrize("name", sorted(REFERENCES))
+def test_matches_the_numpy_reference(name):
+    rule, options = REFERENCES[name]
+    _, w, b = _train_nbflow(name, options)
+    p, q, sp, sq = W0.copy(), B0.copy(), {}, {}
+    for t in range(1, STEPS + 1):
+        gw, gb = _grads(p, q)
+        p, q = rule(p, gw, sp, t, **options), rule(q, gb, sq, t, **options)
+    np.testing.assert_allclose(w, p, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(b, q, rtol=1e-10, atol=1e-12)
+    assert np.abs(w - W0).max() > 1e-3  # the steps did move the weights
+
+
+TORCH_CASES = [
+    ("Adamax", {}),
+    ("Adamax", {"lr": 0.01, "weight_decay": 0.1, "maximize": True}),
+    ("NAdam", {}),
+    ("NAdam", {"weight_decay": 0.1}),
+    ("NAdam", {"weight_decay": 0.1, "decoupled_weight_decay": True, "momentum_decay": 0.01}),
+    ("RAdam", {"lr": 0.01}),
+    ("RAdam", {"weight_decay": 0.1, "decoupled_weight_decay": True, "betas": (0.8, 0.9)}),
+    ("Adadelta", {}),
+    ("Adadelta", {"lr": 0.5, "rho": 0.8, "weight_decay": 0.1, "maximize": True}),
+    ("Rprop", {}),
+    ("Rprop", {"lr": 0.1, "etas": (0.3, 1.5), "step_sizes": (1e-3, 0.2)}),
+    ("ASGD", {}),
+    ("ASGD", {"lr": 0.1, "t0": 2, "lambd": 1e-2, "alpha": 0.5, "weight_decay": 0.01}),
+]
+
+
+@pytest.mark.parametrize("name,options", TORCH_CASES)
+def test_matches_pytorch(name, options):
+    torch = pytest.importorskip("torch")
+    _, w, b = _train_nbflow(name, options)
+    default = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)  # PyTorch's scalar state (mu_product, eta) too
+    try:
+        tw = torch.tensor(W0, requires_grad=True)
+        tb = torch.tensor(B0, requires_grad=True)
+        opt = getattr(torch.optim, name)([tw, tb], **options)
+        for _ in range(STEPS):
+            opt.zero_grad()
+            ((torch.tensor(X) @ tw.T + tb - torch.tensor(Y)) ** 2).mean().backward()
+            opt.step()
+    finally:
+        torch.set_default_dtype(default)
+    np.testing.assert_allclose(w, tw.detach().numpy(), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(b, tb.detach().numpy(), rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("name", sorted(REFERENCES))
+def test_state_dict_round_trip_resumes_exactly(name):
+    _, options = REFERENCES[name]
+    whole = _train_nbflow(name, options, steps=6)[1]
+    opt, _, _ = _train_nbflow(name, options, steps=3)
+    saved = opt.state_dict()
+    w = nb.tensor(opt.params[0].numpy(), dtype=nb.float64, requires_grad=True)
+    b = nb.tensor(opt.params[1].numpy(), dtype=nb.float64, requires_grad=True)
+    resumed = getattr(optim, name)([w, b], **options)
+    resumed.load_state_dict(saved)
+    x, y = nb.tensor(X, dtype=nb.float64), nb.tensor(Y, dtype=nb.float64)
+    for _ in range(3):
+        resumed.zero_grad()
+        ((x @ w.T + b - y) ** 2).mean().backward()
+        resumed.step()
+    np.testing.assert_allclose(w.numpy(), whole, rtol=1e-12)
+    assert int(resumed.state[0]["step"].item()) == 6
+
+
+def test_load_state_dict_refuses_a_bad_scalar_state():
+    opt, _, _ = _train_nbflow("NAdam", {}, steps=1)
+    saved = opt.state_dict()
+    saved["state"][0]["mu_product"] = nb.tensor([1.0, 2.0])
+    with pytest.raises(ValueError, match="mu_product"):
+        opt.load_state_dict(saved)
+
+
+@pytest.mark.parametrize("name", sorted(REFERENCES))
+def test_minimize_in_graph_mode_raises_clearly(name):
+    main, startup = nb.Program(), nb.Program()
+    with nb.program_guard(main, startup):
+        x = nb.static.data("x", [-1, 4], nb.float64)
+        w = nb.static.create_parameter("w", [4, 1], nb.float64)
+        loss = (x @ w).mean()
+        with pytest.raises(nb.UnsupportedError, match="eager mode only"):
+            getattr(optim, name)(lr=0.1).minimize(loss)
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda p: optim.Adamax(p, lr=-1.0),
+        lambda p: optim.NAdam(p, betas=(1.0, 0.9)),
+        lambda p: optim.RAdam(p, eps=-1.0),
+        lambda p: optim.Adadelta(p, rho=1.5),
+        lambda p: optim.Rprop(p, etas=(1.5, 1.2)),
+        lambda p: optim.ASGD(p, weight_decay=-0.1),
+    ],
+)
+def test_bad_options_raise_value_error(make):
+    with pytest.raises(ValueError):
+        make([nb.tensor([1.0], requires_grad=True)])
+
+
+def test_skips_parameters_without_gradient_and_keeps_the_lr_setter():
+    a = nb.tensor([1.0, 2.0], dtype=nb.float64, requires_grad=True)
+    b = nb.tensor([3.0], dtype=nb.float64, requires_grad=True)
+    opt = optim.Adamax([a, b], lr=0.1)
+    (a * a).sum().backward()
+    opt.step()
+    assert b.numpy().tolist() == [3.0] and 1 not in opt.state
+    opt.lr = 0.5
+    assert opt.param_groups[0]["lr"] == 0.5
