@@ -7,10 +7,14 @@ to the loss's Program, with the optimizer state as persistable vars (`w@EXP_AVG`
 Adam is an int64 0-d tensor (a persistable var in graph mode) that the update op increments in
 place, so bias correction stays right across runs and after a checkpoint is restored.
 
-Learning rate: `optimizer.lr` (also `optimizer.param_groups[0]["lr"]`) is read by the next
-`step()`. In graph mode the lr is an attribute of the update ops: setting `optimizer.lr`
-rewrites that attribute in the ops this optimizer appended with `minimize`, so a scheduler
-works the same way in both modes (a Program saved afterwards records the current lr).
+Parameter groups are PyTorch's: `SGD([{"params": [w]}, {"params": [b], "lr": 0.1}], lr=0.01)`
+gives each group its own hyperparameters (the constructor's where a group sets none);
+`add_param_group` adds one. Learning rate: `optimizer.param_groups[i]["lr"]` is read by the
+next `step()`; `optimizer.lr` is the first group's (setting it sets every group's). In graph
+mode the lr is an attribute of the update ops: writing a group's hyperparameter (a
+`ParamGroup`, a dict) rewrites that attribute in the ops this optimizer appended with
+`minimize` for the group's parameters, so a scheduler, or a loop over param_groups, works the
+same way in both modes (a Program saved afterwards records the current lr).
 
 Optimizer state: eager `state_dict()` / `load_state_dict()` (state tensors by parameter index,
 hyperparameters, step counters), storable with `nbflow.save_state`. In graph mode the state
@@ -58,9 +62,12 @@ __all__ = [
 
 
 class Optimizer:
-    """Base class: `hyper` holds the hyperparameters (the update op's attributes), `state`
-    the state tensors by parameter index. Subclasses declare `op`, `state_names` and which
-    states their options use, and how the op's inputs are formed."""
+    """Base class. `param_groups` are PyTorch's: one dict per group of parameters, its
+    "params" and its hyperparameters (the constructor's, `defaults`, unless the group sets
+    its own). `hyper` is the group whose parameters are being updated (the first group
+    outside step() and minimize()): subclasses read their options there. `state` holds the
+    state tensors by parameter index (over all groups, in order). Subclasses declare `op`,
+    `state_names` and which states their options use, and how the op's inputs are formed."""
 
     op = None
     state_names: tuple[str, ...] = ()
@@ -69,30 +76,83 @@ class Optimizer:
     def __init__(self, params, hyper: dict):
         if isinstance(params, Tensor):
             raise TypeError("params must be an iterable of tensors, not a tensor")
-        self.params = list(params) if params is not None else None
-        self.hyper = hyper
-        self.param_groups = [hyper]  # PyTorch's spelling: param_groups[0]["lr"]
+        self.defaults = hyper
+        self.param_groups: list[dict] = []
+        self.params = None  # all groups' parameters in order (None: a program's, minimize)
+        if params is not None:
+            params = list(params)
+            groups = params if params and isinstance(params[0], dict) else [{"params": params}]
+            self.params = []
+            for group in groups:
+                self.add_param_group(group)
+        else:  # (graph mode: the program's parameters, minimize())
+            self.param_groups.append(ParamGroup(self, {"params": [], **hyper}))
+        if not self.param_groups:
+            raise ValueError(f"{type(self).__name__}: no parameter groups given")
+        self.hyper = self.param_groups[0]
         self.state: dict[int, dict[str, Tensor]] = {}
-        self._graph_nodes: list = []  # the update ops minimize() appended (for lr changes)
+        self._graph_nodes: list = []  # (update op, its group) that minimize() appended
+
+    def add_param_group(self, group: dict):
+        """Add a group of parameters with its own hyperparameters (the others: defaults)."""
+        name = type(self).__name__
+        if not isinstance(group, dict) or "params" not in group:
+            raise TypeError(f"{name}: a parameter group is a dict with a 'params' entry")
+        params = group["params"]
+        params = [params] if isinstance(params, Tensor) else list(params)
+        unknown = set(group) - set(self.defaults) - {"params", "initial_lr"}
+        if unknown:
+            raise ValueError(f"{name}: unknown hyperparameters {sorted(unknown)} in a group")
+        seen = {id(p) for p in self.params or ()}
+        if any(id(p) in seen for p in params) or len({id(p) for p in params}) != len(params):
+            raise ValueError(f"{name}: some parameters appear in more than one group")
+        full = {**self.defaults, **{k: v for k, v in group.items() if k != "params"}}
+        self._check_group(full)
+        if self.params is None:
+            self.params = []
+        self.params += params
+        self.param_groups.append(ParamGroup(self, {"params": params, **full}))
+
+    def _check_group(self, hyper: dict):
+        """Refuse a group's hyperparameters the constructor would refuse (lr >= 0 here)."""
+        if not float(hyper["lr"]) >= 0:
+            raise ValueError(f"lr must be >= 0, got {hyper['lr']}")
 
     # -------------------------------------------------------------- hyperparameters
 
     @property
     def lr(self) -> float:
-        return self.hyper["lr"]
+        """The first group's lr; setting it sets every group's."""
+        return self.param_groups[0]["lr"]
 
     @lr.setter
     def lr(self, value: float):
+        for group in self.param_groups:
+            self.set_hyper(group, "lr", value)
+
+    def set_hyper(self, group: dict, name: str, value: float):
+        """A group's hyperparameter for the next step(), and in the update ops minimize()
+        appended for its parameters (graph mode: their attributes)."""
         value = float(value)
-        if not value >= 0:
+        if name == "lr" and not value >= 0:
             raise ValueError(f"lr must be >= 0, got {value}")
-        self.hyper["lr"] = value
-        for node in self._graph_nodes:  # graph mode: the attribute of the appended ops
-            node.attrs["lr"] = value
+        group[name] = value  # (ParamGroup: also into the graph ops)
 
     def attrs(self) -> dict:
-        """The update op's attributes (the current hyperparameters)."""
-        return dict(self.hyper)
+        """The update op's attributes: the hyperparameters of the group being updated."""
+        return {k: self.hyper[k] for k in self.defaults}
+
+    def _groups(self):
+        """(group, its parameters' indices) for each group, each made the current `hyper`
+        while the caller works on it (the first group again after)."""
+        start = 0
+        try:
+            for group in self.param_groups:
+                self.hyper = group
+                yield group, range(start, start + len(group["params"]))
+                start += len(group["params"])
+        finally:
+            self.hyper = self.param_groups[0]
 
     def used_states(self) -> tuple[str, ...]:
         """The states the current options need (others are passed as stand-ins)."""
@@ -116,9 +176,11 @@ class Optimizer:
     def step(self):
         """Eager mode: update every parameter that has a gradient, in place."""
         with no_grad():
-            for i, p in enumerate(self.params or ()):
-                if p.grad is not None:
-                    self.op(*self.inputs(p, p.grad, self._eager_state(i, p)), **self.attrs())
+            for group, indices in self._groups():
+                for i, p in zip(indices, group["params"]):
+                    if p.grad is not None:
+                        state = self._eager_state(i, p)
+                        self.op(*self.inputs(p, p.grad, state), **self.attrs())
 
     def _eager_state(self, i: int, p: Tensor) -> dict:
         state = self.state.setdefault(i, {})
@@ -144,23 +206,32 @@ class Optimizer:
         # eager parameters (a Module's, inside @jit): their captured vars, and the optimizer's
         # own eager state tensors captured too, so eager step() and the program share state
         trace = GraphTrace(loss.block)
-        tensors = {}
+        tensors = {}  # id(captured var) -> (index, tensor, group)
         if params is not None:
+            group_of = {}
+            for group, indices in self._groups():
+                group_of.update((id(p), (i, group)) for i, p in zip(indices, group["params"]))
             for i, p in enumerate(params):
                 if isinstance(p, Tensor):
-                    tensors[id(trace.capture(p))] = (i, p)
+                    j, group = group_of.get(id(p), (i, self.param_groups[0]))
+                    tensors[id(trace.capture(p))] = (j, p, group)
             params = [trace.capture(p) if isinstance(p, Tensor) else p for p in params]
         pairs = append_backward(loss, params, no_grad_set)
         if max_grad_norm is not None:
             clip_grads_by_norm_([g for _, g in pairs], max_grad_norm)
-        for p, g in pairs:
-            if id(p) in tensors:
-                state = self._eager_state(*tensors[id(p)])
-                states = {name: trace.capture(state[name]) for name in self.used_states()}
-            else:
-                states = {name: self._state_var(p, name) for name in self.used_states()}
-            self.op(*self.inputs(p, g, states), **self.attrs())
-            self._graph_nodes.append(p._node)  # p is the update's output 0
+        try:
+            for p, g in pairs:
+                if id(p) in tensors:  # (a program's own parameters: the first group's options)
+                    i, tensor, self.hyper = tensors[id(p)]
+                    state = self._eager_state(i, tensor)
+                    states = {name: trace.capture(state[name]) for name in self.used_states()}
+                else:
+                    states = {name: self._state_var(p, name) for name in self.used_states()}
+                self.op(*self.inputs(p, g, states), **self.attrs())
+                self._graph_nodes.append((p._node, self.hyper))  # p: the update's output 0
+                self.hyper = self.param_groups[0]
+        finally:
+            self.hyper = self.param_groups[0]
         return pairs
 
     def _state_var(self, p: Var, state: str) -> Var:
@@ -189,8 +260,11 @@ class Optimizer:
         state = {
             i: {name: ops.clone(t) for name, t in s.items()} for i, s in sorted(self.state.items())
         }
-        group = {**self.hyper, "params": list(range(len(self.params or ())))}
-        return {"state": state, "param_groups": [group]}
+        groups = [
+            {**{k: v for k, v in group.items() if k != "params"}, "params": list(indices)}
+            for group, indices in self._groups()
+        ]
+        return {"state": state, "param_groups": groups}
 
     def load_state_dict(self, state_dict: dict):
         """Restore what state_dict() returned (hyperparameters, state tensors, step
@@ -201,23 +275,27 @@ class Optimizer:
         except (KeyError, TypeError):
             raise ValueError(f"{name}.load_state_dict: needs 'state' and 'param_groups'") from None
         params = self.params or []
-        if not isinstance(groups, list) or len(groups) != 1 or not isinstance(groups[0], dict):
-            raise ValueError(f"{name}.load_state_dict: expected one parameter group")
-        group = dict(groups[0])
-        indices = group.pop("params", None)
-        if indices != list(range(len(params))):
+        own = [list(indices) for _, indices in self._groups()]
+        if not isinstance(groups, list) or not all(isinstance(g, dict) for g in groups):
+            raise ValueError(f"{name}.load_state_dict: 'param_groups' must be a list of dicts")
+        if [g.get("params") for g in groups] != own:
+            sizes = [_count(g.get("params")) for g in groups]
             raise ValueError(
-                f"{name}.load_state_dict: the saved state is for {_count(indices)} parameters, "
-                f"this optimizer has {len(params)}"
+                f"{name}.load_state_dict: the saved state is for groups of {sizes} parameters, "
+                f"this optimizer has {[len(indices) for indices in own]}"
             )
-        if set(group) != set(self.hyper):
-            raise ValueError(
-                f"{name}.load_state_dict: hyperparameters {sorted(group)} do not match "
-                f"{sorted(self.hyper)} (state of another optimizer type?)"
-            )
-        for key, value in group.items():
-            if type(value) is not type(self.hyper[key]):
-                raise ValueError(f"{name}.load_state_dict: hyperparameter {key}={value!r}")
+        options = []
+        for group in groups:
+            group = {k: v for k, v in group.items() if k != "params"}
+            if set(group) - {"initial_lr"} != set(self.defaults):
+                raise ValueError(
+                    f"{name}.load_state_dict: hyperparameters {sorted(group)} do not match "
+                    f"{sorted(self.defaults)} (state of another optimizer type?)"
+                )
+            for key, value in group.items():
+                if key in self.defaults and type(value) is not type(self.defaults[key]):
+                    raise ValueError(f"{name}.load_state_dict: hyperparameter {key}={value!r}")
+            options.append(group)
         if not isinstance(saved, dict):
             raise ValueError(f"{name}.load_state_dict: 'state' must be a dict")
         state = {}
@@ -225,9 +303,12 @@ class Optimizer:
             if not isinstance(i, int) or not 0 <= i < len(params) or not isinstance(entries, dict):
                 raise ValueError(f"{name}.load_state_dict: bad state entry {i!r}")
             state[i] = {k: self._restored(i, params[i], k, v) for k, v in entries.items()}
-        self.hyper.clear()
-        self.hyper.update(group)
-        self.lr = group["lr"]  # also in the graph ops
+        for group, saved_options in zip(self.param_groups, options):
+            for key, value in saved_options.items():
+                if type(value) is float:
+                    self.set_hyper(group, key, value)  # (also in the graph ops)
+                else:
+                    group[key] = value
         self.state = state
 
     def _restored(self, i: int, p: Tensor, name: str, value) -> Tensor:
@@ -241,8 +322,25 @@ class Optimizer:
         return Tensor(np.array(a, dtype=dtype, order="C"))  # a copy the updates may write
 
     def __repr__(self) -> str:
-        hyper = ", ".join(f"{k}={v}" for k, v in self.hyper.items())
-        return f"{type(self).__name__}({hyper})"
+        hyper = ", ".join(f"{k}={v}" for k, v in self.hyper.items() if k in self.defaults)
+        groups = f", {len(self.param_groups)} groups" if len(self.param_groups) > 1 else ""
+        return f"{type(self).__name__}({hyper}{groups})"
+
+
+class ParamGroup(dict):
+    """A parameter group: a dict, as PyTorch's, whose hyperparameter writes
+    (`group["lr"] = 0.01`) also rewrite that attribute of the update ops minimize() appended
+    for the group's parameters, so graph mode follows them as eager mode does."""
+
+    def __init__(self, optimizer: Optimizer, entries: dict):
+        super().__init__(entries)
+        self.optimizer = optimizer
+
+    def __setitem__(self, key, value):
+        super().__setitem__(key, value)
+        for node, group in self.optimizer._graph_nodes:
+            if group is self and key in node.attrs:
+                node.attrs[key] = value
 
 
 def _zeros(name: str, shape, dtype) -> Tensor:
@@ -476,9 +574,10 @@ class ComposedOptimizer(Optimizer):
     def step(self):
         """Eager mode: update every parameter that has a gradient, in place."""
         with no_grad():
-            for i, p in enumerate(self.params or ()):
-                if p.grad is not None:
-                    self.update(p, p.grad, self._eager_state(i, p))
+            for group, indices in self._groups():
+                for i, p in zip(indices, group["params"]):
+                    if p.grad is not None:
+                        self.update(p, p.grad, self._eager_state(i, p))
 
     def _eager_state(self, i: int, p: Tensor) -> dict:
         state = self.state.setdefault(i, {})
@@ -862,32 +961,37 @@ def clip_grad_norm_(parameters, max_norm: float, norm_type: float = 2.0):
 
 
 class LRScheduler:
-    """Sets optimizer.lr from the epoch count: call step() once per epoch, after the
-    optimizer's steps (PyTorch's convention; constructing it sets the lr for epoch 0). The lr
-    is a closed-form function of the epoch, so resuming only needs last_epoch (state_dict)."""
+    """Sets each parameter group's lr from the epoch count: call step() once per epoch,
+    after the optimizer's steps (PyTorch's convention; constructing it sets the lr for epoch
+    0). The lr is a closed-form function of the epoch and the group's lr before any schedule
+    (`lr_at(epoch, base_lr)`), so resuming only needs last_epoch (state_dict)."""
 
     def __init__(self, optimizer: Optimizer, last_epoch: int = -1):
         self.optimizer = optimizer
-        # the lr before any schedule (PyTorch's group["initial_lr"]): a second schedule on
-        # the same optimizer (SequentialLR, ChainedScheduler) starts from it too
-        if getattr(optimizer, "initial_lr", None) is None:
-            optimizer.initial_lr = optimizer.lr
-        self.base_lr = optimizer.initial_lr
+        # each group's lr before any schedule (PyTorch's group["initial_lr"]): a second
+        # schedule on the same optimizer (SequentialLR, ChainedScheduler) starts from it too
+        for group in optimizer.param_groups:
+            group.setdefault("initial_lr", group["lr"])
+        self.base_lrs = [group["initial_lr"] for group in optimizer.param_groups]
         self.last_epoch = last_epoch
         self.step()
 
-    def lr_at(self, epoch: int) -> float:
+    def lr_at(self, epoch, base_lr: float) -> float:
         raise NotImplementedError
 
-    def get_lr(self) -> float:
-        return self.lr_at(self.last_epoch)
+    def get_lr(self) -> list[float]:
+        return [self.lr_at(self.last_epoch, base) for base in self.base_lrs]
 
     def step(self):
         self.last_epoch += 1
-        self.optimizer.lr = self.get_lr()
+        self._apply(self.get_lr())
+
+    def _apply(self, lrs):
+        for group, lr in zip(self.optimizer.param_groups, lrs):
+            self.optimizer.set_hyper(group, "lr", lr)
 
     def get_last_lr(self) -> list[float]:
-        return [self.optimizer.lr]
+        return [group["lr"] for group in self.optimizer.param_groups]
 
     def state_dict(self) -> dict:
         # (a function, as LambdaLR's lr_lambda, is code: not saved, as in PyTorch)
@@ -898,7 +1002,7 @@ class LRScheduler:
         if set(state_dict) != set(own):
             raise ValueError(f"{type(self).__name__}.load_state_dict: keys {sorted(own)} expected")
         self.__dict__.update(state_dict)
-        self.optimizer.lr = self.get_lr()
+        self._apply(self.get_lr())
 
 
 class StepLR(LRScheduler):
@@ -910,8 +1014,8 @@ class StepLR(LRScheduler):
         self.step_size, self.gamma = int(step_size), float(gamma)
         super().__init__(optimizer, last_epoch)
 
-    def lr_at(self, epoch):
-        return self.base_lr * self.gamma ** (epoch // self.step_size)
+    def lr_at(self, epoch, base_lr):
+        return base_lr * self.gamma ** (epoch // self.step_size)
 
 
 class MultiStepLR(LRScheduler):
@@ -921,8 +1025,8 @@ class MultiStepLR(LRScheduler):
         self.milestones, self.gamma = sorted(int(m) for m in milestones), float(gamma)
         super().__init__(optimizer, last_epoch)
 
-    def lr_at(self, epoch):
-        return self.base_lr * self.gamma ** sum(1 for m in self.milestones if m <= epoch)
+    def lr_at(self, epoch, base_lr):
+        return base_lr * self.gamma ** sum(1 for m in self.milestones if m <= epoch)
 
 
 class ExponentialLR(LRScheduler):
@@ -932,8 +1036,8 @@ class ExponentialLR(LRScheduler):
         self.gamma = float(gamma)
         super().__init__(optimizer, last_epoch)
 
-    def lr_at(self, epoch):
-        return self.base_lr * self.gamma**epoch
+    def lr_at(self, epoch, base_lr):
+        return base_lr * self.gamma**epoch
 
 
 class LambdaLR(LRScheduler):
@@ -945,8 +1049,8 @@ class LambdaLR(LRScheduler):
         self.lr_lambda = lr_lambda
         super().__init__(optimizer, last_epoch)
 
-    def lr_at(self, epoch):
-        return self.base_lr * float(self.lr_lambda(epoch))
+    def lr_at(self, epoch, base_lr):
+        return base_lr * float(self.lr_lambda(epoch))
 
 
 class CosineAnnealingLR(LRScheduler):
@@ -959,9 +1063,9 @@ class CosineAnnealingLR(LRScheduler):
         self.T_max, self.eta_min = int(T_max), float(eta_min)
         super().__init__(optimizer, last_epoch)
 
-    def lr_at(self, epoch):
+    def lr_at(self, epoch, base_lr):
         cos = (1 + math.cos(math.pi * epoch / self.T_max)) / 2
-        return self.eta_min + (self.base_lr - self.eta_min) * cos
+        return self.eta_min + (base_lr - self.eta_min) * cos
 
 
 class LinearLR(LRScheduler):
@@ -985,9 +1089,9 @@ class LinearLR(LRScheduler):
         self.total_iters = int(total_iters)
         super().__init__(optimizer, last_epoch)
 
-    def lr_at(self, epoch):
+    def lr_at(self, epoch, base_lr):
         done = min(epoch, self.total_iters) / self.total_iters if self.total_iters else 1.0
-        return self.base_lr * (self.start_factor + (self.end_factor - self.start_factor) * done)
+        return base_lr * (self.start_factor + (self.end_factor - self.start_factor) * done)
 
 
 class ConstantLR(LRScheduler):
@@ -999,8 +1103,8 @@ class ConstantLR(LRScheduler):
         self.factor, self.total_iters = float(factor), int(total_iters)
         super().__init__(optimizer, last_epoch)
 
-    def lr_at(self, epoch):
-        return self.base_lr * (self.factor if epoch < self.total_iters else 1.0)
+    def lr_at(self, epoch, base_lr):
+        return base_lr * (self.factor if epoch < self.total_iters else 1.0)
 
 
 class PolynomialLR(LRScheduler):
@@ -1012,8 +1116,8 @@ class PolynomialLR(LRScheduler):
         self.total_iters, self.power = int(total_iters), float(power)
         super().__init__(optimizer, last_epoch)
 
-    def lr_at(self, epoch):
-        return self.base_lr * (1 - min(epoch, self.total_iters) / self.total_iters) ** self.power
+    def lr_at(self, epoch, base_lr):
+        return base_lr * (1 - min(epoch, self.total_iters) / self.total_iters) ** self.power
 
 
 class MultiplicativeLR(LRScheduler):
@@ -1025,8 +1129,8 @@ class MultiplicativeLR(LRScheduler):
         self.lr_lambda = lr_lambda
         super().__init__(optimizer, last_epoch)
 
-    def lr_at(self, epoch):
-        lr = self.base_lr
+    def lr_at(self, epoch, base_lr):
+        lr = base_lr
         for k in range(1, epoch + 1):  # the product written out: resuming needs last_epoch only
             lr *= float(self.lr_lambda(k))
         return lr
@@ -1061,11 +1165,9 @@ class CosineAnnealingWarmRestarts(LRScheduler):
             self.T_0 * self.T_mult**n,
         )
 
-    def lr_at(self, epoch):
+    def lr_at(self, epoch, base_lr):
         t, period = self._position(epoch)
-        return (
-            self.eta_min + (self.base_lr - self.eta_min) * (1 + math.cos(math.pi * t / period)) / 2
-        )
+        return self.eta_min + (base_lr - self.eta_min) * (1 + math.cos(math.pi * t / period)) / 2
 
     def step(self, epoch=None):
         if epoch is not None and epoch < 0:
@@ -1074,7 +1176,8 @@ class CosineAnnealingWarmRestarts(LRScheduler):
             self.last_epoch += 1
         else:
             self.last_epoch = math.floor(epoch)
-        self.optimizer.lr = self.lr_at(self.last_epoch if epoch is None else epoch)
+        epoch = self.last_epoch if epoch is None else epoch
+        self._apply([self.lr_at(epoch, base) for base in self.base_lrs])
 
 
 # ---------------------------------------------------------------- cyclic schedules
@@ -1092,10 +1195,10 @@ def _momentum_name(optimizer) -> str:
 
 
 def _set_hyper(optimizer, name: str, value: float) -> None:
-    """A hyperparameter for the next step(), and in the update ops minimize() appended."""
-    optimizer.hyper[name] = float(value)
-    for node in optimizer._graph_nodes:
-        node.attrs[name] = float(value)
+    """A hyperparameter of every group for the next step(), and in the update ops
+    minimize() appended."""
+    for group in optimizer.param_groups:
+        optimizer.set_hyper(group, name, value)
 
 
 class OneCycleLR(LRScheduler):
@@ -1137,7 +1240,8 @@ class OneCycleLR(LRScheduler):
         self.phases = _one_cycle_phases(self.total_steps, float(pct_start), three_phase)
         self.momentum_name = _momentum_name(optimizer) if cycle_momentum else None
         if last_epoch == -1:
-            optimizer.initial_lr = self.initial
+            for group in optimizer.param_groups:
+                group["initial_lr"] = self.initial
             if cycle_momentum:
                 _set_hyper(optimizer, self.momentum_name, self.max_momentum)
         super().__init__(optimizer, last_epoch)
@@ -1164,7 +1268,7 @@ class OneCycleLR(LRScheduler):
             start_step = end_step
         raise AssertionError("unreachable")
 
-    def lr_at(self, epoch):
+    def lr_at(self, epoch, base_lr):
         return self._values(epoch)[0]
 
     def step(self):
@@ -1269,7 +1373,7 @@ class CyclicLR(LRScheduler):
         momentum = self.max_momentum - (self.max_momentum - self.base_momentum) * factor * scale
         return lr, momentum
 
-    def lr_at(self, epoch):
+    def lr_at(self, epoch, base_lr):
         return self._values(epoch)[0]
 
     def step(self):
@@ -1304,16 +1408,17 @@ class SequentialLR(LRScheduler):
                 f"{len(schedulers)} and the number of milestones to be equal to {len(milestones)}"
             )
         self._schedulers, self._milestones = schedulers, [int(m) for m in milestones]
-        optimizer.lr = optimizer.initial_lr  # undo what the schedulers' constructors set
+        for group in optimizer.param_groups:  # undo what the schedulers' constructors set
+            optimizer.set_hyper(group, "lr", group["initial_lr"])
         super().__init__(optimizer, last_epoch)
 
     def _current(self, epoch: int) -> tuple[LRScheduler, int]:
         i = bisect.bisect_right(self._milestones, epoch)
         return self._schedulers[i], epoch - (self._milestones[i - 1] if i else 0)
 
-    def lr_at(self, epoch):
+    def lr_at(self, epoch, base_lr):
         scheduler, local = self._current(epoch)
-        return scheduler.lr_at(local)
+        return scheduler.lr_at(local, base_lr)
 
     def step(self):
         self.last_epoch += 1
@@ -1331,7 +1436,7 @@ class SequentialLR(LRScheduler):
         for s, saved in zip(self._schedulers, state.pop("_schedulers")):
             s.load_state_dict(saved)
         self.__dict__.update(state)
-        self.optimizer.lr = self.get_lr()
+        self._apply(self.get_lr())
 
 
 class ChainedScheduler(LRScheduler):
@@ -1353,21 +1458,23 @@ class ChainedScheduler(LRScheduler):
                 )
         self._schedulers = schedulers
         self.optimizer = optimizer
-        self.base_lr = optimizer.initial_lr
+        self.base_lrs = [group["initial_lr"] for group in optimizer.param_groups]
         self.last_epoch = schedulers[0].last_epoch
-        self.optimizer.lr = self.get_lr()
+        self._apply(self.get_lr())
 
-    def lr_at(self, epoch):
-        lr = self.base_lr
-        for s in self._schedulers:
-            lr *= s.lr_at(s.last_epoch) / s.base_lr
-        return lr
+    def get_lr(self):
+        lrs = []
+        for i, lr in enumerate(self.base_lrs):
+            for s in self._schedulers:
+                lr *= s.lr_at(s.last_epoch, s.base_lrs[i]) / s.base_lrs[i]
+            lrs.append(lr)
+        return lrs
 
     def step(self):
         self.last_epoch += 1
         for s in self._schedulers:
             s.step()
-        self.optimizer.lr = self.get_lr()
+        self._apply(self.get_lr())
 
     state_dict = SequentialLR.state_dict
     load_state_dict = SequentialLR.load_state_dict
@@ -1398,7 +1505,9 @@ class ReduceLROnPlateau:
         self.optimizer = optimizer
         self.mode, self.factor, self.patience = mode, float(factor), int(patience)
         self.threshold, self.threshold_mode = float(threshold), threshold_mode
-        self.cooldown, self.min_lr, self.eps = int(cooldown), float(min_lr), float(eps)
+        self.cooldown, self.eps = int(cooldown), float(eps)
+        groups = optimizer.param_groups
+        self.min_lr = [float(v) for v in _per_group(min_lr, groups, "min_lr")]
         self.best = math.inf if mode == "min" else -math.inf
         self.num_bad_epochs = self.cooldown_counter = 0
         self.last_epoch = 0
@@ -1422,13 +1531,15 @@ class ReduceLROnPlateau:
             self.cooldown_counter -= 1
             self.num_bad_epochs = 0
         if self.num_bad_epochs > self.patience:
-            new = max(self.optimizer.lr * self.factor, self.min_lr)
-            if self.optimizer.lr - new > self.eps:
-                self.optimizer.lr = new
+            groups = self.optimizer.param_groups
+            for group, min_lr in zip(groups, _per_group(self.min_lr, groups, "min_lr")):
+                new = max(group["lr"] * self.factor, min_lr)
+                if group["lr"] - new > self.eps:
+                    self.optimizer.set_hyper(group, "lr", new)
             self.cooldown_counter, self.num_bad_epochs = self.cooldown, 0
 
     def get_last_lr(self) -> list[float]:
-        return [self.optimizer.lr]
+        return [group["lr"] for group in self.optimizer.param_groups]
 
     def state_dict(self) -> dict:
         return {k: v for k, v in vars(self).items() if k != "optimizer"}
@@ -1438,6 +1549,15 @@ class ReduceLROnPlateau:
         if set(state_dict) != set(own):
             raise ValueError(f"ReduceLROnPlateau.load_state_dict: keys {sorted(own)} expected")
         self.__dict__.update(state_dict)
+
+
+def _per_group(value, groups, name: str) -> list:
+    """One value per parameter group: a list or tuple of them, or one for every group."""
+    if isinstance(value, (list, tuple)):
+        if len(value) != len(groups):
+            raise ValueError(f"expected {len(groups)} values for {name}, got {len(value)}")
+        return list(value)
+    return [value] * len(groups)
 
 
 # PyTorch's torch.optim.lr_scheduler: the schedules under that name too (a module, so that
