@@ -89,10 +89,7 @@ def fold_transposes(ops: list[Node], targets=()) -> list[Node]:
 
 def fold_sgd_products(ops: list[Node], targets=()) -> list[Node]:
     """The op list with each foldable SGD step rewritten (module docstring), in its place."""
-    readers: dict[int, set] = {}
-    for node in ops:
-        for v in node.inputs:
-            readers.setdefault(id(v), set()).add(id(node))
+    readers = _readers(ops)
     kept = {id(t) for t in targets}
     producer = {
         id(node.outputs[0]): k
@@ -110,7 +107,7 @@ def fold_sgd_products(ops: list[Node], targets=()) -> list[Node]:
         product = None if j is None else ops[j]
         if (
             product is None
-            or readers[id(g)] != {id(node)}
+            or any(n is not node for n in readers[id(g)])  # (it reads g twice: velocity)
             or id(g) in kept
             or g.persistable
             or g.dtype != p.dtype
@@ -154,10 +151,7 @@ def _foldable(product: Node, p: Var) -> bool:
 
 def fold_activations(ops: list[Node], targets=()) -> list[Node]:
     """The op list with each foldable ReLU of a linear layer rewritten (module docstring)."""
-    readers: dict[int, list] = {}
-    for node in ops:
-        for v in node.inputs:
-            readers.setdefault(id(v), []).append(node)
+    readers = _readers(ops)
     kept = {id(t) for t in targets}
     storage = Storages(ops).find
     written = {storage(id(n.inputs[j])) for n in ops for j in n.op.inplace.values()}
@@ -195,10 +189,7 @@ def fold_activations(ops: list[Node], targets=()) -> list[Node]:
 
 def fold_loss_gradients(ops: list[Node], targets=()) -> list[Node]:
     """The op list with each foldable cross_entropy gradient rewritten (module docstring)."""
-    readers: dict[int, list] = {}
-    for node in ops:
-        for v in node.inputs:
-            readers.setdefault(id(v), []).append(node)
+    readers = _readers(ops)
     kept = {id(t) for t in targets}
     storage = Storages(ops).find
     position = {id(node): k for k, node in enumerate(ops)}
@@ -220,7 +211,7 @@ def fold_loss_gradients(ops: list[Node], targets=()) -> list[Node]:
             or not _same_vars(loss.inputs, [logits, labels])
             or loss.attrs != grad.attrs
             or id(loss) in replaced
-            or not _same_vars(readers[id(seed)], [grad])
+            or any(n is not grad for n in readers[id(seed)])
             or id(seed) in kept
             or _may_write(ops[position[id(loss)] + 1 : position[id(grad)]], grad.inputs, storage)
         ):
@@ -230,6 +221,15 @@ def fold_loss_gradients(ops: list[Node], targets=()) -> list[Node]:
         replaced[id(loss)] = new
         dropped.update((id(ones), id(grad)))
     return [replaced.get(id(node), node) for node in ops if id(node) not in dropped]
+
+
+def _readers(ops: list[Node]) -> dict[int, list]:
+    """id(var) -> the nodes that read it, in order (once per input)."""
+    readers: dict[int, list] = {}
+    for node in ops:
+        for v in node.inputs:
+            readers.setdefault(id(v), []).append(node)
+    return readers
 
 
 def _same_vars(a: list, b: list) -> bool:
