@@ -12,7 +12,7 @@ import numpy as np
 
 from .. import dtypes as dt
 from ..core import UNKNOWN
-from ..errors import AttrError, DomainError, ShapeError
+from ..errors import AttrError, DomainError, ShapeError, UnsupportedError
 from .broadcast import broadcast_to_like
 from .creation import arange, full, full_like
 from .elementwise import (
@@ -257,7 +257,10 @@ def _check_q(name, q, x):
     if hasattr(q, "shape"):
         if q.ndim > 1:
             raise ShapeError(f"{name}: q must be a number or a 1-D tensor, got {q.ndim} dims")
-        values = q.numpy() if callable(getattr(q, "numpy", None)) else None
+        try:
+            values = q.numpy()
+        except (AttributeError, UnsupportedError):  # a graph value: checked by nobody
+            values = None
         q = q.astype(x.dtype)
     else:
         values = np.asarray([q], np.float64)

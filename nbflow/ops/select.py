@@ -47,12 +47,13 @@ def _int(name, arg, v):
 def eager_values(name, arg, t):
     """The values of an eager tensor (for a result whose shape depends on them); graph values
     have none until the program runs."""
-    if not callable(getattr(t, "numpy", None)):
+    try:
+        return np.asarray(t.numpy())  # (a graph value's numpy() raises)
+    except (AttributeError, UnsupportedError):
         raise UnsupportedError(
             f"{name}: {arg} must be an eager tensor (the result's shape depends on its values, "
             "so it can't be part of a graph program)"
-        )
-    return np.asarray(t.numpy())
+        ) from None
 
 
 def _along(dim):
