@@ -69,6 +69,12 @@ CASES = {
         lambda x: _np_put(x, 0, IDX[:1], np.full(IDX[:1].shape, 2.5)),
         [A],
     ),
+    "scatter_add_value": (
+        lambda x: nb.scatter(x, 0, nb.tensor(IDX[:2]), value=1.5, reduce="add"),
+        lambda x: torch.scatter_add(x, 0, torch.tensor(IDX[:2]), torch.full((2, 4), 1.5).double()),
+        lambda x: _np_scatter_reduce(x, 0, IDX[:2], np.full((2, 4), 1.5), "sum", True),
+        [A],
+    ),
     "index_add": (
         lambda x, s: nb.index_add(x, 1, nb.tensor([3, 0, 3]), s, alpha=2.0),
         lambda x, s: torch.index_add(x, 1, torch.tensor([3, 0, 3]), s, alpha=2.0),

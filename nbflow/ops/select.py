@@ -12,7 +12,7 @@ import numpy as np
 from .. import dtypes as dt
 from ..core import UNKNOWN
 from ..errors import AttrError, OutOfRangeError, ShapeError, UnsupportedError
-from .creation import arange, eye, full_like
+from .creation import arange, eye, full
 from .elementwise import eq, mul, where
 from .index import getitem, index_put, index_put_, index_select, take_along_axis
 from .reduce import amax, amin, prod
@@ -107,8 +107,8 @@ def scatter(x, dim, index, src=None, value=None, reduce=None):
         ops = {"add": "sum", "multiply": "prod"}
         if reduce not in ops:
             raise AttrError(f"scatter: reduce must be 'add' or 'multiply', got {reduce!r}")
-        if not hasattr(src, "shape"):
-            src = broadcast_to(full_like(x, src), index.shape) if -1 not in index.shape else src
+        if not hasattr(src, "shape"):  # a value: one per index entry
+            src = full(tuple(index.shape), src, dtype=x.dtype, device=getattr(x, "device", None))
         return scatter_reduce(x, dim, index, src, ops[reduce])
     _, key = _scatter_key("scatter", x, dim, index)
     return index_put(x, key, _src_block("scatter", src, index))
