@@ -60,7 +60,17 @@ from .graph import (
 from .ops import *  # noqa: F403  (the ops are the public functions)
 from .ops._define import elementwise  # declare your own ops as nbflow does
 from .reliability import check_nan_inf, get_memory_budget, set_memory_budget
-from .tensor import Tensor, allclose, equal, from_numpy, nonzero, tensor, unique
+from .tensor import (
+    Tensor,
+    allclose,
+    equal,
+    from_numpy,
+    masked_select,
+    nonzero,
+    tensor,
+    unique,
+    unique_consecutive,
+)
 
 __version__ = "0.1.0"
 

@@ -181,6 +181,15 @@ reshape transpose permute broadcast_to squeeze unsqueeze flatten split gather ta
 index_select scatter_add pad flip tile repeat softmax log_softmax norm chunk sort argsort topk
 swapaxes movedim roll tril triu diag isclose lerp amax amin mm bmm dot outer median
 floor ceil trunc round square reciprocal tan asin acos atan atan2 log2 log10
+sinh cosh asinh acosh atanh exp2 logit xlogy hypot logaddexp logaddexp2 fmod remainder copysign
+heaviside sinc deg2rad rad2deg frac nan_to_num float_power signbit sgn erfinv lgamma digamma
+divide clamp_min clamp_max positive fix arcsin arccos arctan arctan2 arcsinh arccosh arctanh
+absolute negative multiply subtract true_divide greater greater_equal less less_equal not_equal
+scatter scatter_ scatter_reduce index_add index_add_ index_copy index_fill take take_along_dim
+narrow unbind split_with_sizes tensor_split hsplit vsplit dsplit repeat_interleave diagonal
+diag_embed trace rot90 fliplr flipud expand_as reshape_as view_as unflatten nansum nanmean
+count_nonzero aminmax cumprod cummax cummin logcumsumexp diff cross kron inner vdot mv addmv addr
+addcmul addcdiv addcmul_ addcdiv_ baddbmm addbmm matrix_power kthvalue quantile nanquantile
 """.split()
 
 for _name, _op in REFLECTED.items():
@@ -196,12 +205,14 @@ for _name in METHODS:
     setattr(Operators, _name, _method(getattr(ops, _name)))
 
 
-def _written_back(op):
-    def method(self):
-        return self.copy_(op(self))
+def _written_back(op, name=None):
+    name = name or getattr(op, "name", None) or op.__name__
 
-    method.__name__ = f"{op.name}_"
-    method.__doc__ = f"{op.name} in place: computed, then written into this tensor by copy_."
+    def method(self, *args, **kwargs):
+        return self.copy_(op(self, *args, **kwargs))
+
+    method.__name__ = f"{name}_"
+    method.__doc__ = f"{name} in place: computed, then written into this tensor by copy_."
     return method
 
 
@@ -210,6 +221,14 @@ def _written_back(op):
 IN_PLACE_UNARY = """
 abs neg exp log log1p expm1 sqrt rsqrt sin cos tan tanh sigmoid relu floor ceil trunc round
 square reciprocal
+sinh cosh asinh acosh atanh exp2 sinc deg2rad rad2deg frac erfinv lgamma digamma sign sgn fix
+arcsin arccos arctan arcsinh arccosh arctanh absolute negative
 """.split()
-for _name in IN_PLACE_UNARY:
-    setattr(Operators, f"{_name}_", _written_back(getattr(ops, _name)))
+# and those taking more arguments (x.fmod_(y), x.index_fill_(0, index, 1.0))
+IN_PLACE_MORE = """
+fmod remainder hypot copysign xlogy logit nan_to_num float_power heaviside atan2 arctan2
+multiply divide subtract true_divide clamp_min clamp_max index_copy index_fill scatter_reduce
+pow lerp maximum minimum
+""".split()
+for _name in IN_PLACE_UNARY + IN_PLACE_MORE:
+    setattr(Operators, f"{_name}_", _written_back(getattr(ops, _name), _name))

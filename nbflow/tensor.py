@@ -12,7 +12,7 @@ from types import MappingProxyType
 
 import numpy as np
 
-from . import buffers
+from . import buffers, ops
 from . import dtypes as dt
 from .core import STATE, Node, Op, Spec, Trace, bind, overlaps_partly
 from .errors import (
@@ -794,6 +794,43 @@ def unique(x, sorted: bool = True, return_inverse: bool = False, return_counts: 
         out.append(tensor(counts.astype(np.int64)))
     out = [t.to(x.device) for t in out]
     return out[0] if len(out) == 1 else tuple(out)
+
+
+def masked_select(x, mask):
+    """The elements of x where mask is True (x and mask broadcast), as a 1-D tensor; eager
+    only (the length depends on the mask's values). Gradients flow back to x."""
+    _eager_values("masked_select", x)
+    mask = mask if isinstance(mask, Tensor) else tensor(mask)
+    shape = np.broadcast_shapes(x.shape, mask.shape) or (1,)  # (0-d: as one element)
+    keep = np.broadcast_to(_eager_values("masked_select", mask), shape)
+    if keep.dtype != np.bool_:
+        raise DTypeError(f"masked_select: mask must be bool, got {keep.dtype}")
+    where = tuple(tensor(i.astype(np.int64)).to(x.device) for i in np.nonzero(keep))
+    full = ops.broadcast_to(x, shape) if tuple(x.shape) != shape else x
+    return ops.getitem(full, where)
+
+
+def unique_consecutive(x, return_inverse: bool = False, return_counts: bool = False, dim=None):
+    """Each run of equal consecutive values of an eager tensor (flattened) kept once
+    (PyTorch's unique_consecutive); with return_inverse, the run each element belongs to,
+    and with return_counts, each run's length. dim other than None is not supported."""
+    if dim is not None:
+        raise UnsupportedError("unique_consecutive: only dim=None (the flattened tensor)")
+    data = _eager_values("unique_consecutive", x)
+    flat = data.reshape(-1)
+    starts = np.ones(flat.size, bool)
+    starts[1:] = flat[1:] != flat[:-1]  # (each NaN starts a run, as NaN != NaN)
+    out = [tensor(flat[starts], dtype=data.dtype)]
+    if return_inverse:
+        out.append(tensor((np.cumsum(starts) - 1).reshape(data.shape).astype(np.int64)))
+    if return_counts:
+        out.append(tensor(np.diff(np.append(np.flatnonzero(starts), flat.size)).astype(np.int64)))
+    out = [t.to(x.device) for t in out]
+    return out[0] if len(out) == 1 else tuple(out)
+
+
+Tensor.masked_select = masked_select
+Tensor.unique_consecutive = unique_consecutive
 
 
 def from_numpy(array: np.ndarray, requires_grad: bool = False) -> Tensor:

@@ -59,6 +59,7 @@ def main():
         return types.Array(from_dtype(np.dtype(d)), ndim, layout)
 
     attrs = {"clip": {"min": -0.5, "max": 0.5}, "leaky_relu": {"negative_slope": 0.1}}
+    attrs["nan_to_num"] = {"nan": 0.0, "posinf": 1e4, "neginf": -1e4}
     for name in sorted(nb.ops.BUILTIN):
         op = REGISTRY[name]
         gpu = op.kernels.get("cuda")

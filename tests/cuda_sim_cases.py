@@ -26,6 +26,8 @@ EW_ATTRS = {
     "clip_": {"min": -0.5, "max": 0.5},
     "leaky_relu": {"negative_slope": 0.1},
     "cast": {"dtype": "float64"},
+    "logit": {"eps": 0.2},
+    "nan_to_num": {"nan": 1.0, "posinf": 9.0, "neginf": -9.0},
 }
 TOLERANCE = {dt.float16: 2e-2, dt.float32: 2e-5, dt.float64: 1e-12}
 
@@ -81,7 +83,7 @@ def elementwise_cases():
         n = len(op.inputs)
         shapes = [(2 * N, 3), (3,), (2 * N, 1)][:n] if n > 1 else [(2 * N, 3)]
         for d in op.dtypes:
-            positive = name in ("pow", "floor_div", "mod")  # no zero divisors, no x ** -1
+            positive = name in ("pow", "floor_div", "mod", "fmod")  # no zero divisors, no x ** -1
             arrays = [values(s, d, positive) for s in shapes]
             if name == "where":
                 arrays[0] = values(shapes[0], dt.bool_)

@@ -127,9 +127,29 @@ def composed_ops(rng):
         lambda t: nb.nn.functional.gaussian_nll_loss(t, t * 0.5, 0.7, reduction="none"),
         instance_norm,
         lambda t: nb.nn.functional.dropout1d(nb.reshape(t, 2, 2, 4), 1.0),
+        *tensor_ops(),
     ):
         result = nt.check_devices(fn, x)
         assert result == {"status": "compared", "outputs": 1, "gradients": 1}, result
+
+
+def tensor_ops():
+    """The composites of nbflow/ops/select.py, scans.py and products.py make index ranges,
+    identities and fills of their own (and repeat_interleave an index from its counts)."""
+
+    def on(t, values):
+        return nb.tensor(values).to(t.device)
+
+    return (
+        lambda t: nb.diag_embed(nb.diagonal(t, 1), 1) + nb.matrix_power(t, 0),
+        lambda t: (
+            nb.scatter_reduce(t, 0, on(t, [[0, 1, 1, 3]]), t[:1] * 2, "amax")
+            + nb.scatter(t, 1, on(t, [[2], [0], [1], [3]]), t[:, :1])
+        ),
+        lambda t: nb.cummax(t, 1).values + nb.cumprod(t, 0) + nb.logcumsumexp(t, 1),
+        lambda t: nb.quantile(t, 0.3, dim=1, keepdim=True) + nb.diff(t, 1, 0, prepend=0.5),
+        lambda t: nb.repeat_interleave(t, on(t, [1, 0, 2, 1]), dim=0),
+    )
 
 
 def spatial_ops():

@@ -210,6 +210,12 @@ ELEMENTWISE_DOMAIN = {
     "relu_grad": (-2, 2),
     "abs": (-2, 2),
     "leaky_relu": (-2, 2),
+    "acosh": (1.1, 3),
+    "atanh": (-0.9, 0.9),
+    "logit": (0.1, 0.9),
+    "erfinv": (-0.9, 0.9),
+    "copysign": (-2, 2),
+    "nan_to_num": (-2, 2),
 }
 for _op in (REGISTRY[n] for n in sorted(BUILTIN)):
     if hasattr(_op, "scalar_body") and _op.differentiable and _op.name not in SAMPLES:
@@ -221,6 +227,8 @@ for _op in (REGISTRY[n] for n in sorted(BUILTIN)):
                 lambda: [x(3), x(2, 3)],
                 {},
             )
+        elif _op.name == "nan_to_num":
+            SAMPLES["nan_to_num"] = (_op, lambda: [x(2, 3)], {"posinf": 9.0, "neginf": -9.0})
         elif _op.name == "cast":
             SAMPLES["cast"] = (nb.cast, lambda: [x(3)], {"dtype": "float32"})
         else:

@@ -33,15 +33,25 @@ DOMAIN = {
     "acos": (-0.95, 0.95),
     "tan": (-1.3, 1.3),
     "reciprocal": (0.2, 5),
+    "acosh": (1.1, 5),
+    "atanh": (-0.9, 0.9),
+    "logit": (0.05, 0.95),
+    "xlogy": (0.1, 5),
+    "erfinv": (-0.95, 0.95),
+    "lgamma": (0.1, 5),
+    "digamma": (0.1, 5),
+    "trigamma": (0.1, 5),
 }
 # divisors stay away from zero (the sign is drawn separately)
-NONZERO_SECOND = {"div", "floor_div", "mod"}
+NONZERO_SECOND = {"div", "floor_div", "mod", "fmod"}
 ATTRS = {
     "leaky_relu": [{}, {"negative_slope": 0.2}],
     "gelu": [{}, {"approximate": True}],
     "softplus": [{}, {"beta": 2.0, "threshold": 5.0}],
     "clip": [{"min": -1, "max": 1}, {"min": 0.5}, {"max": -0.5}],
     "cast": [{"dtype": d} for d in dt.ALL],
+    "logit": [{}, {"eps": 0.1}],
+    "nan_to_num": [{"posinf": 1e4, "neginf": -1e4}, {"nan": 1.0, "posinf": 100.0, "neginf": -7.0}],
 }
 
 

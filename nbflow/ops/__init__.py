@@ -21,13 +21,16 @@ from . import (
     nn,
     norm,
     optim,
+    products,
     reduce,
+    scans,
+    select,
     shape,
     sorting,
 )
 
 FAMILIES = (elementwise, broadcast, creation, reduce, linalg, shape, index, nn, optim)
-FAMILIES += (conv, norm, losses, sorting, einsum)
+FAMILIES += (conv, norm, losses, sorting, einsum, select, scans, products)
 
 _AXIS_NAMES = {name for names in PYTORCH_NAMES.values() for name in names}
 

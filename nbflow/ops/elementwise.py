@@ -11,7 +11,7 @@ import numpy as np
 
 from .. import dtypes as dt
 from ..core import Attr, Op, Spec, broadcast_shapes, needs_grad
-from ..errors import DomainError, ShapeError
+from ..errors import AttrError, DomainError, ShapeError, UnsupportedError
 from ..kernels import vecmath
 from ._define import elementwise, inplace_variant
 
@@ -19,6 +19,7 @@ ALL, NUMERIC, FLOATS = dt.ALL, dt.NUMERIC, dt.FLOATS
 SQRT_HALF = 0.7071067811865476
 INV_SQRT_2PI = 0.3989422804014327
 _erf64 = np.vectorize(math.erf, otypes=[np.float64])  # reference only (no scipy dependency)
+_EXP_MAX = 709.78  # math.sinh and math.cosh overflow (and raise, in Python) beyond this
 
 # ---------------------------------------------------------------- arithmetic
 
@@ -190,6 +191,104 @@ def reciprocal(x):
 
 
 reciprocal.defgrad(lambda g, out, x: (neg(g) * out * out,))
+
+
+@elementwise(dtypes=NUMERIC, ref=np.fmod)
+def fmod(x, y):
+    """Remainder of x / y rounded toward zero: the sign of the dividend (C's fmod)."""
+    a = x if x >= 0 else -x
+    b = y if y >= 0 else -y
+    r = a % b  # exact for positive operands
+    return -r if x < 0 else r
+
+
+fmod.defgrad(lambda g, out, x, y: (g, neg(g) * trunc(x / y)))
+remainder = mod  # PyTorch's name for the remainder with the divisor's sign
+
+
+@elementwise(dtypes=FLOATS, ref=np.hypot, to_float=True)
+def hypot(x, y):
+    """sqrt(x * x + y * y) without overflow."""
+    return math.hypot(x, y)
+
+
+hypot.defgrad(lambda g, out, x, y: (g * x / out, g * y / out))
+
+
+@elementwise(dtypes=FLOATS, ref=np.copysign, to_float=True)
+def copysign(x, y):
+    """|x| with the sign of y (also of -0.0 and of a NaN)."""
+    return math.copysign(x, y)
+
+
+def _copysign_grad(g, out, x, y):
+    # d|x|/dx times the sign applied; 0 at x == 0, as PyTorch; y gets none (zero)
+    return g * sign(x) * sign(out), None
+
+
+copysign.defgrad(_copysign_grad)
+
+
+def _heaviside_ref(x, values):
+    return np.where(x == 0, values, x > 0).astype(np.result_type(x, values))
+
+
+@elementwise(dtypes=NUMERIC, ref=_heaviside_ref, differentiable=False)
+def heaviside(x, values):
+    """0 where x < 0, `values` where x == 0, 1 where x > 0 (NaN gives 0, as PyTorch)."""
+    if x == 0:
+        return values
+    return 1 if x > 0 else 0
+
+
+@elementwise(dtypes=FLOATS, ref=lambda x: x - np.trunc(x))
+def frac(x):
+    """x minus x rounded toward zero (the fraction, with x's sign)."""
+    if not -_INTEGRAL < x < _INTEGRAL:
+        return x - x  # 0 for big values (no fraction), NaN for infinities and NaN
+    return x - (math.floor(x) if x >= 0 else math.ceil(x))
+
+
+frac.defgrad(lambda g, out, x: (g,))
+
+
+@elementwise(dtypes=NUMERIC, ref=np.signbit, out_dtype=dt.bool_, differentiable=False)
+def signbit(x):
+    """True where the sign bit is set: x < 0, also -0.0 and negative NaNs."""
+    if x < 0:
+        return True
+    if x > 0:
+        return False
+    return math.copysign(1.0, x) < 0
+
+
+def _nan_to_num_ref(x, nan=0.0, posinf=None, neginf=None):
+    return np.nan_to_num(x, nan=nan, posinf=posinf, neginf=neginf)
+
+
+@elementwise(
+    dtypes=NUMERIC,
+    ref=_nan_to_num_ref,
+    attrs={
+        "nan": Attr("float", 0.0),
+        "posinf": Attr("float"),
+        "neginf": Attr("float"),
+    },
+)
+def nan_to_num(x, nan, posinf, neginf):
+    """NaN, +inf and -inf replaced by `nan`, `posinf` and `neginf` (the public nan_to_num
+    fills in the dtype's largest and smallest finite values when those are None)."""
+    if x != x:
+        return nan
+    if x == math.inf:
+        return posinf
+    if x == -math.inf:
+        return neginf
+    return x
+
+
+nan_to_num.defgrad(lambda g, out, x, nan, posinf, neginf: (where(isfinite(x), g, 0),))
+nan_to_num_op = nan_to_num
 
 
 # ---------------------------------------------------------------- transcendental
@@ -365,6 +464,382 @@ def erf(x):
 
 
 erf.defgrad(lambda g, out, x: (g * exp(x * x * -1) * (2 / math.sqrt(math.pi)),))
+
+
+# ---------------------------------------------------------------- hyperbolic
+
+
+@elementwise(dtypes=FLOATS, ref=np.sinh, to_float=True)
+def sinh(x):
+    """Hyperbolic sine."""
+    return math.sinh(x) if -_EXP_MAX < x < _EXP_MAX else x * math.inf  # (math.sinh raises)
+
+
+sinh.defgrad(lambda g, out, x: (g * cosh(x),))
+
+
+@elementwise(dtypes=FLOATS, ref=np.cosh, to_float=True)
+def cosh(x):
+    """Hyperbolic cosine."""
+    if x != x:
+        return x
+    return math.cosh(x) if -_EXP_MAX < x < _EXP_MAX else math.inf
+
+
+cosh.defgrad(lambda g, out, x: (g * sinh(x),))
+
+
+@elementwise(dtypes=FLOATS, ref=np.arcsinh, to_float=True)
+def asinh(x):
+    """Inverse hyperbolic sine."""
+    return math.asinh(x)
+
+
+asinh.defgrad(lambda g, out, x: (g * rsqrt(x * x + 1),))
+
+
+@elementwise(dtypes=FLOATS, ref=np.arccosh, to_float=True)
+def acosh(x):
+    """Inverse hyperbolic cosine (NaN below 1)."""
+    return math.acosh(x) if x >= 1 else math.nan
+
+
+acosh.defgrad(lambda g, out, x: (g * rsqrt(x * x - 1),))
+
+
+@elementwise(dtypes=FLOATS, ref=np.arctanh, to_float=True)
+def atanh(x):
+    """Inverse hyperbolic tangent (+-inf at +-1, NaN outside [-1, 1])."""
+    if -1 < x < 1:
+        return math.atanh(x)
+    if x == 1 or x == -1:
+        return x * math.inf
+    return math.nan
+
+
+atanh.defgrad(lambda g, out, x: (g / (1 - x * x),))
+
+
+# ---------------------------------------------------------------- exponentials and logs
+
+
+@elementwise(dtypes=FLOATS, ref=np.exp2, to_float=True)
+def exp2(x):
+    """2 ** x."""
+    return 2.0**x
+
+
+exp2.defgrad(lambda g, out, x: (g * out * math.log(2.0),))
+
+
+def _logit_ref(x, eps=None):
+    x64 = x.astype(np.float64)
+    if eps is not None:
+        x64 = np.clip(x64, eps, 1 - eps)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.log(x64 / (1 - x64)).astype(x.dtype)
+
+
+@elementwise(
+    dtypes=FLOATS,
+    ref=_logit_ref,
+    to_float=True,
+    attrs={"eps": Attr("float", None, optional=True)},
+)
+def logit(x, eps):
+    """log(x / (1 - x)); with eps, x is first clamped into [eps, 1 - eps] (PyTorch's)."""
+    if eps is not None:
+        x = eps if x < eps else (1 - eps if x > 1 - eps else x)
+    if 0 < x < 1:
+        return math.log(x / (1 - x))
+    if x == 0:
+        return -math.inf
+    if x == 1:
+        return math.inf
+    return math.nan
+
+
+def _logit_grad(g, out, x, eps):
+    grad = g / (x * (1 - x))
+    if eps is None:
+        return (grad,)
+    return (where(logical_and(x >= eps, x <= 1 - eps), grad, 0),)  # 0 where clamped (PyTorch)
+
+
+logit.defgrad(_logit_grad)
+
+
+def _xlogy_ref(x, y):
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = np.where(x == 0, 0, x * np.log(y))
+    return np.where(np.isnan(y), np.nan, out).astype(np.result_type(x, y))
+
+
+@elementwise(dtypes=FLOATS, ref=_xlogy_ref, to_float=True)
+def xlogy(x, y):
+    """x * log(y), 0 where x == 0 (unless y is NaN), as PyTorch's xlogy."""
+    if y != y:
+        return y
+    if x == 0:
+        return x - x
+    if y > 0:
+        return x * math.log(y)
+    return x * -math.inf if y == 0 else math.nan
+
+
+def _xlogy_grad(g, out, x, y):
+    gx = where(logical_and(x == 0, y <= 0), 0, g * log(y)) if needs_grad(x) else None
+    return gx, (g * x / y if needs_grad(y) else None)
+
+
+xlogy.defgrad(_xlogy_grad)
+
+
+@elementwise(dtypes=FLOATS, ref=np.logaddexp, to_float=True)
+def logaddexp(x, y):
+    """log(exp(x) + exp(y)) without overflow."""
+    if x != x or y != y:
+        return x + y
+    if x == y:  # (also two equal infinities, where x - y is NaN)
+        return x + math.log(2.0)
+    if x > y:
+        return x + math.log1p(math.exp(y - x))
+    return y + math.log1p(math.exp(x - y))
+
+
+logaddexp.defgrad(lambda g, out, x, y: (g * sigmoid(x - y), g * sigmoid(y - x)))
+
+
+@elementwise(dtypes=FLOATS, ref=np.logaddexp2, to_float=True)
+def logaddexp2(x, y):
+    """log2(2 ** x + 2 ** y) without overflow."""
+    if x != x or y != y:
+        return x + y
+    if x == y:
+        return x + 1
+    if x > y:
+        return x + math.log1p(2.0 ** (y - x)) / math.log(2.0)
+    return y + math.log1p(2.0 ** (x - y)) / math.log(2.0)
+
+
+logaddexp2.defgrad(
+    lambda g, out, x, y: (
+        g * sigmoid((x - y) * math.log(2.0)),
+        g * sigmoid((y - x) * math.log(2.0)),
+    )
+)
+
+
+# ---------------------------------------------------------------- special functions
+
+
+def _erfinv_ref(y):
+    """By bisection on math.erf in float64 (independent of the kernel's method)."""
+    y64 = y.astype(np.float64)
+    lo, hi = np.full(y64.shape, -6.0), np.full(y64.shape, 6.0)
+    for _ in range(64):
+        mid = (lo + hi) / 2
+        below = _erf64(mid) < y64
+        lo, hi = np.where(below, mid, lo), np.where(below, hi, mid)
+    edge = np.where(np.abs(y64) == 1, np.copysign(np.inf, y64), np.nan)
+    return np.where(np.abs(y64) < 1, (lo + hi) / 2, edge).astype(y.dtype)
+
+
+@elementwise(dtypes=FLOATS, ref=_erfinv_ref, to_float=True)
+def erfinv(y):
+    """The inverse error function (+-inf at +-1, NaN outside [-1, 1]).
+
+    Giles' single-precision approximation, then two Newton steps on erf."""
+    if not -1 < y < 1:
+        return y * math.inf if (y == 1 or y == -1) else math.nan
+    w = -math.log((1.0 - y) * (1.0 + y))
+    if w < 5:
+        w = w - 2.5
+        p = 2.81022636e-08
+        for c in _ERFINV_CENTRE:
+            p = c + p * w
+    else:
+        w = math.sqrt(w) - 3
+        p = -0.000200214257
+        for c in _ERFINV_TAIL:
+            p = c + p * w
+    x = p * y
+    for _ in range(2):  # each squares the relative error
+        x = x - (math.erf(x) - y) / (1.1283791670955126 * math.exp(-x * x))
+    return x
+
+
+_ERFINV_CENTRE = (
+    3.43273939e-07,
+    -3.5233877e-06,
+    -4.39150654e-06,
+    0.00021858087,
+    -0.00125372503,
+    -0.00417768164,
+    0.246640727,
+    1.50140941,
+)
+_ERFINV_TAIL = (
+    0.000100950558,
+    0.00134934322,
+    -0.00367342844,
+    0.00573950773,
+    -0.0076224613,
+    0.00943887047,
+    1.00167406,
+    2.83297682,
+)
+
+erfinv.defgrad(lambda g, out, y: (g * exp(out * out) * (math.sqrt(math.pi) / 2),))
+
+
+def _is_pole(x):
+    return x <= 0 and x == math.floor(x) if -_INTEGRAL < x < _INTEGRAL else x == -math.inf
+
+
+_lgamma64 = np.vectorize(lambda v: math.inf if _is_pole(v) else math.lgamma(v), otypes=[float])
+
+
+@elementwise(dtypes=FLOATS, ref=lambda x: _lgamma64(x).astype(x.dtype), to_float=True)
+def lgamma(x):
+    """log |gamma(x)| (inf at 0 and the negative integers)."""
+    if x != x:
+        return x
+    if x <= 0 and (x == -math.inf or (x > -_INTEGRAL and x == math.floor(x))):
+        return math.inf  # a pole (math.lgamma raises there)
+    if x == math.inf:
+        return x
+    return math.lgamma(x)
+
+
+lgamma.defgrad(lambda g, out, x: (g * digamma(x),))
+
+
+def _digamma_ref(x):
+    """Recurrence up to 20, then the asymptotic series, in float64 numpy."""
+    x64 = x.astype(np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        neg = x64 < 0
+        shift = np.where(neg, -np.pi / np.tan(np.pi * x64), 0.0)
+        z = np.where(neg, 1 - x64, x64)
+        acc = np.zeros_like(z)
+        for _ in range(20):
+            small = z < 20
+            acc = acc - np.where(small, 1 / z, 0)
+            z = np.where(small, z + 1, z)
+        z2 = 1 / (z * z)
+        series = z2 * (1 / 12 - z2 * (1 / 120 - z2 * (1 / 252 - z2 * (1 / 240 - z2 / 132))))
+        out = shift + acc + np.log(z) - 0.5 / z - series
+        pole = (x64 <= 0) & (x64 == np.floor(x64))
+        out = np.where(pole, np.where(x64 == 0, np.copysign(np.inf, -x64), np.nan), out)
+    return out.astype(x.dtype)
+
+
+@elementwise(dtypes=FLOATS, ref=_digamma_ref, to_float=True)
+def digamma(x):
+    """The logarithmic derivative of gamma (-inf at 0, NaN at the negative integers, as
+    PyTorch). Reflection below 0, the recurrence up to 10, then the asymptotic series."""
+    if x != x or x == math.inf:
+        return x
+    if x == 0:
+        return math.copysign(math.inf, -x)  # the side 0 is approached from (-0.0: +inf)
+    acc = x - x
+    if x < 0:
+        if x <= -_INTEGRAL or x == math.floor(x):
+            return math.nan
+        acc = -math.pi / math.tan(math.pi * x)
+        x = 1 - x
+    while x < 10:
+        acc -= 1 / x
+        x += 1
+    z2 = 1 / (x * x)
+    series = z2 * (1 / 12 - z2 * (1 / 120 - z2 * (1 / 252 - z2 * (1 / 240 - z2 / 132))))
+    return acc + math.log(x) - 0.5 / x - series
+
+
+digamma.defgrad(lambda g, out, x: (g * trigamma(x),))
+
+
+def _trigamma_ref(x):
+    x64 = x.astype(np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        neg = x64 < 0
+        z = np.where(neg, 1 - x64, x64)
+        acc = np.zeros_like(z)
+        for _ in range(20):
+            small = z < 20
+            acc = acc + np.where(small, 1 / (z * z), 0)
+            z = np.where(small, z + 1, z)
+        z2 = 1 / (z * z)
+        series = 1 / z + z2 / 2 + z2 / z * (1 / 6 - z2 * (1 / 30 - z2 * (1 / 42 - z2 / 30)))
+        out = acc + series
+        out = np.where(neg, (np.pi / np.sin(np.pi * x64)) ** 2 - out, out)
+        out = np.where((x64 <= 0) & (x64 == np.floor(x64)), np.inf, out)
+        out = np.where(x64 == -np.inf, np.nan, out)
+    return out.astype(x.dtype)
+
+
+@elementwise(dtypes=FLOATS, ref=_trigamma_ref, to_float=True, differentiable=False)
+def trigamma(x):
+    """The derivative of digamma (PyTorch's polygamma(1, x)); inf at 0 and the negative
+    integers. digamma's gradient; no gradient of its own."""
+    if x != x or x == math.inf:
+        return 1 / x if x == math.inf else x
+    if x <= -_INTEGRAL:
+        return math.nan if x == -math.inf else math.inf  # (every such float is a pole)
+    reflect = x < 0
+    x0 = x
+    if x <= 0:
+        if x == math.floor(x):
+            return math.inf
+        x = 1 - x
+    acc = x - x
+    while x < 10:
+        acc += 1 / (x * x)
+        x += 1
+    z2 = 1 / (x * x)
+    acc += 1 / x + z2 / 2 + z2 / x * (1 / 6 - z2 * (1 / 30 - z2 * (1 / 42 - z2 / 30)))
+    if reflect:  # trigamma(x) + trigamma(1 - x) = pi^2 / sin^2(pi x)
+        s = math.pi / math.sin(math.pi * x0)
+        return s * s - acc
+    return acc
+
+
+@elementwise(dtypes=FLOATS, ref=lambda x: np.sinc(x).astype(x.dtype), to_float=True)
+def sinc(x):
+    """sin(pi x) / (pi x), 1 at 0 (the normalised sinc, as PyTorch and numpy)."""
+    if x == 0:
+        return x - x + 1
+    if x == math.inf or x == -math.inf:
+        return math.nan  # as PyTorch and numpy (math.sin raises there)
+    t = math.pi * x
+    return math.sin(t) / t
+
+
+def _sinc_grad(g, out, x):
+    safe = where(x == 0, 1, x)  # (no 0 / 0 in the branch where doesn't take)
+    return (where(x == 0, 0, g * (cos(safe * math.pi) - out) / safe),)
+
+
+sinc.defgrad(_sinc_grad)
+
+
+@elementwise(dtypes=FLOATS, ref=np.deg2rad, to_float=True)
+def deg2rad(x):
+    """Degrees to radians."""
+    return x * (math.pi / 180)
+
+
+deg2rad.defgrad(lambda g, out, x: (g * (math.pi / 180),))
+
+
+@elementwise(dtypes=FLOATS, ref=np.rad2deg, to_float=True)
+def rad2deg(x):
+    """Radians to degrees."""
+    return x * (180 / math.pi)
+
+
+rad2deg.defgrad(lambda g, out, x: (g * (180 / math.pi),))
 
 
 # ---------------------------------------------------------------- activations
@@ -746,6 +1221,83 @@ def lerp(start, end, weight):
     return add(start, mul(weight, sub(end, start)))
 
 
+def nan_to_num(x, nan=0.0, posinf=None, neginf=None):
+    """NaN, +inf and -inf replaced by `nan`, `posinf` and `neginf`; posinf and neginf
+    default to the dtype's largest and smallest finite values (PyTorch's nan_to_num)."""
+    if dt.is_float(x.dtype):
+        info = np.finfo(x.dtype)
+        posinf = float(info.max) if posinf is None else posinf
+        neginf = float(info.min) if neginf is None else neginf
+    else:  # integers have no NaN or infinities: the values are never used
+        posinf, neginf = posinf or 0, neginf or 0
+    return nan_to_num_op(x, nan=nan, posinf=posinf, neginf=neginf)
+
+
+def _as_float64(v):
+    return float(v) if isinstance(v, (int, float, np.number)) else cast(v, dtype=dt.float64)
+
+
+def float_power(x, y):
+    """x ** y computed and returned in float64 (PyTorch's float_power)."""
+    return pow(_as_float64(x), _as_float64(y))
+
+
+def polygamma(n, x):
+    """PyTorch's polygamma for n = 0 (digamma) and n = 1 (trigamma); higher orders are not
+    written yet."""
+    if n == 0:
+        return digamma(x)
+    if n == 1:
+        return trigamma(x)
+    raise UnsupportedError(f"polygamma: n={n!r}: only n = 0 and n = 1 are supported")
+
+
+def divide(x, y, rounding_mode=None):
+    """PyTorch's div with rounding_mode: None (true division), "trunc" (toward zero) or
+    "floor" (toward minus infinity; integers stay integers in both)."""
+    if rounding_mode is None:
+        return div(x, y)
+    if rounding_mode == "floor":
+        return floor_div(x, y)
+    if rounding_mode != "trunc":
+        raise AttrError(
+            f"divide: rounding_mode must be None, 'trunc' or 'floor', got {rounding_mode!r}"
+        )
+    q = floor_div(x, y)
+    if dt.is_float(q.dtype):
+        return trunc(div(x, y))
+    # floor and trunc differ by one where the division is inexact and the signs differ
+    inexact = ne(mod(x, y), 0)
+    return where(logical_and(inexact, ne(lt(x, 0), lt(y, 0))), q + 1, q)
+
+
+def _is_tensor(v):
+    return hasattr(v, "shape") and not isinstance(v, np.ndarray | np.number)
+
+
+def clamp_min(x, min):
+    """max(x, min): min a number or a tensor (broadcast)."""
+    return maximum(x, min) if _is_tensor(min) else clip(x, min=min)
+
+
+def clamp_max(x, max):
+    """min(x, max): max a number or a tensor (broadcast)."""
+    return minimum(x, max) if _is_tensor(max) else clip(x, max=max)
+
+
+def positive(x):
+    """x itself (PyTorch's positive)."""
+    return x
+
+
+# PyTorch's other names for the ops above
+remainder, sgn, fix = mod, sign, trunc
+arcsin, arccos, arctan, arctan2 = asin, acos, atan, atan2
+arcsinh, arccosh, arctanh = asinh, acosh, atanh
+absolute, negative, multiply, subtract, true_divide = abs, neg, mul, sub, div
+greater, greater_equal, less, less_equal, not_equal = gt, ge, lt, le, ne
+
+
 __all__ = [
     "add",
     "sub",
@@ -817,4 +1369,55 @@ __all__ = [
     "add_n",
     "isclose",
     "lerp",
+    "sinh",
+    "cosh",
+    "asinh",
+    "acosh",
+    "atanh",
+    "exp2",
+    "logit",
+    "xlogy",
+    "hypot",
+    "logaddexp",
+    "logaddexp2",
+    "fmod",
+    "remainder",
+    "copysign",
+    "heaviside",
+    "sinc",
+    "deg2rad",
+    "rad2deg",
+    "frac",
+    "nan_to_num",
+    "nan_to_num_op",
+    "float_power",
+    "signbit",
+    "sgn",
+    "erfinv",
+    "lgamma",
+    "digamma",
+    "trigamma",
+    "polygamma",
+    "divide",
+    "clamp_min",
+    "clamp_max",
+    "positive",
+    "fix",
+    "arcsin",
+    "arccos",
+    "arctan",
+    "arctan2",
+    "arcsinh",
+    "arccosh",
+    "arctanh",
+    "absolute",
+    "negative",
+    "multiply",
+    "subtract",
+    "true_divide",
+    "greater",
+    "greater_equal",
+    "less",
+    "less_equal",
+    "not_equal",
 ]

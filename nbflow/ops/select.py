@@ -1,0 +1,451 @@
+"""PyTorch's indexing, scatter and piece-cutting functions, composed from the structured ops
+(index_put, take_along_axis, index_select, scatter_add, split, flip): gradients, graph mode
+and the GPU come from those ops.
+
+Indices follow nbflow's index ops: an index in [-n, n) is valid (negative ones count from the
+end, as numpy; PyTorch rejects them in scatter and gather); anything else raises
+OutOfRangeError (an IndexError) before a kernel runs.
+"""
+
+import numpy as np
+
+from .. import dtypes as dt
+from ..core import UNKNOWN
+from ..errors import AttrError, OutOfRangeError, ShapeError, UnsupportedError
+from .creation import arange, eye, full
+from .elementwise import eq, mul, where
+from .index import getitem, index_put, index_put_, index_select, take_along_axis
+from .reduce import amax, amin, prod
+from .reduce import sum as reduce_sum
+from .shape import (
+    axis_of,
+    broadcast_to,
+    concat,
+    flip,
+    movedim,
+    pad,
+    reshape,
+    split,
+    transpose,
+    unsqueeze,
+)
+
+
+def _known(name, x, dim):
+    n = x.shape[dim]
+    if n == UNKNOWN:
+        raise ShapeError(f"{name}: dim {dim} of x (shape {x.shape}) must be known")
+    return n
+
+
+def _int(name, arg, v):
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+        raise AttrError(f"{name}: {arg} must be an int, got {v!r}")
+    return int(v)
+
+
+def eager_values(name, arg, t):
+    """The values of an eager tensor (for a result whose shape depends on them); graph values
+    have none until the program runs."""
+    try:
+        return np.asarray(t.numpy())  # (a graph value's numpy() raises)
+    except (AttributeError, UnsupportedError):
+        raise UnsupportedError(
+            f"{name}: {arg} must be an eager tensor (the result's shape depends on its values, "
+            "so it can't be part of a graph program)"
+        ) from None
+
+
+def _along(dim):
+    """The key prefix that puts an index at `dim`: (:, :, ..., index)."""
+    return (slice(None),) * dim
+
+
+# ---------------------------------------------------------------- scatter
+
+
+def _scatter_key(name, x, dim, index):
+    """The index_put key for PyTorch's scatter: index's values along `dim`, and each other
+    dim's own position (index covers a leading block of x there)."""
+    if not x.ndim == index.ndim or x.ndim == 0:
+        raise ShapeError(f"{name}: x and index need the same number of dims (>= 1)")
+    a = axis_of(dim, x.ndim)
+    key = []
+    for d, n in enumerate(index.shape):
+        if d == a:
+            key.append(index)
+            continue
+        if n != UNKNOWN and x.shape[d] != UNKNOWN and n > x.shape[d]:
+            raise ShapeError(f"{name}: index dim {d} ({n}) is larger than x's ({x.shape[d]})")
+        shape = [1] * x.ndim
+        shape[d] = n
+        key.append(reshape(arange(n, device=getattr(x, "device", None)), shape))
+    return a, tuple(key)
+
+
+def _src_block(name, src, index):
+    """The block of src that index covers (src may be larger, as PyTorch allows)."""
+    if not hasattr(src, "shape"):
+        return src  # a value
+    if src.ndim != index.ndim:
+        raise ShapeError(f"{name}: src and index need the same number of dims")
+    if any(i > s for i, s in zip(index.shape, src.shape, strict=True)):
+        raise ShapeError(f"{name}: index (shape {index.shape}) is larger than src {src.shape}")
+    if tuple(src.shape) == tuple(index.shape):
+        return src
+    return getitem(src, tuple(slice(0, n) for n in index.shape))
+
+
+def scatter(x, dim, index, src=None, value=None, reduce=None):
+    """PyTorch's scatter, out of place: out[..., index[p], ...] = src[p] along `dim` (or
+    `value`) for every position p of index; where an index repeats, one write wins (PyTorch
+    leaves which one unspecified). reduce="add" / "multiply" is scatter_reduce's sum / prod."""
+    src = value if src is None else src
+    if src is None:
+        raise AttrError("scatter: give src (a tensor) or value (a number)")
+    if reduce is not None:
+        ops = {"add": "sum", "multiply": "prod"}
+        if reduce not in ops:
+            raise AttrError(f"scatter: reduce must be 'add' or 'multiply', got {reduce!r}")
+        if not hasattr(src, "shape"):  # a value: one per index entry
+            src = full(tuple(index.shape), src, dtype=x.dtype, device=getattr(x, "device", None))
+        return scatter_reduce(x, dim, index, src, ops[reduce])
+    _, key = _scatter_key("scatter", x, dim, index)
+    return index_put(x, key, _src_block("scatter", src, index))
+
+
+def scatter_(x, dim, index, src=None, value=None):
+    """scatter in place; returns x."""
+    src = value if src is None else src
+    _, key = _scatter_key("scatter_", x, dim, index)
+    return index_put_(x, key, _src_block("scatter_", src, index))
+
+
+_REDUCTIONS = ("sum", "prod", "mean", "amax", "amin")
+
+
+def scatter_reduce(x, dim, index, src, reduce, include_self=True):
+    """PyTorch's scatter_reduce: the src entries sent to each position of x (along `dim`, by
+    index) reduced with "sum", "prod", "mean", "amax" or "amin", together with x's own value
+    when include_self; positions nothing is sent to keep x's value.
+
+    Composed as a one-hot comparison of index with every position along `dim`, so it takes
+    memory index.numel() * x.shape[dim]: meant for moderate sizes. Gradients are those of
+    sum / prod / max / min over the one-hot (ties in amax / amin share the gradient)."""
+    if reduce not in _REDUCTIONS:
+        raise AttrError(f"scatter_reduce: reduce must be one of {_REDUCTIONS}, got {reduce!r}")
+    a, _ = _scatter_key("scatter_reduce", x, dim, index)
+    src = _src_block("scatter_reduce", src, index)
+    n = _known("scatter_reduce", x, a)
+    region = tuple(slice(0, m) if d != a else slice(None) for d, m in enumerate(index.shape))
+    base = getitem(x, region)  # the block of x that index reaches
+    if n:
+        take_along_axis(base, index, a)  # raises for an index out of range (eager mode)
+    # hit[..., j, k, ...] = index[..., j, ...] == k, with k (the target position) after dim
+    targets = reshape(arange(n, device=getattr(x, "device", None)), (n,) + (1,) * (x.ndim - a - 1))
+    hit = eq(unsqueeze(index, a + 1), targets)
+    count = reduce_sum(hit, axis=a)
+    value = unsqueeze(src, a + 1)
+    out = _reduce_hits(reduce, hit, value, count, base, a, include_self)
+    out = where(count > 0, out, base).astype(x.dtype)
+    if tuple(base.shape) == tuple(x.shape):
+        return out
+    return index_put(x, region, out)
+
+
+def _reduce_hits(reduce, hit, value, count, base, a, include_self):
+    if reduce in ("sum", "mean"):
+        total = reduce_sum(where(hit, value, 0), axis=a)
+        if include_self:
+            total, count = total + base, count + 1
+        if reduce == "sum":
+            return total
+        return total / count if dt.is_float(base.dtype) else total // count
+    if reduce == "prod":
+        out = prod(where(hit, value, 1), axis=a)
+        return out * base if include_self else out
+    fill = _lowest(base.dtype) if reduce == "amax" else _highest(base.dtype)
+    pick = amax if reduce == "amax" else amin
+    candidates = where(hit, value, fill)
+    if include_self:  # one reduction over all, so that ties share the gradient evenly
+        candidates = concat([candidates, unsqueeze(base, a)], axis=a)
+    return pick(candidates, axis=a)
+
+
+def _lowest(dtype):
+    return -np.inf if dt.is_float(dtype) else int(np.iinfo(dtype).min) if dtype != dt.bool_ else 0
+
+
+def _highest(dtype):
+    return np.inf if dt.is_float(dtype) else int(np.iinfo(dtype).max) if dtype != dt.bool_ else 1
+
+
+# ---------------------------------------------------------------- index_add, _copy, _fill
+
+
+def index_add(x, dim, index, source, alpha=1):
+    """x with source's slices added at `index` along `dim` (repeated indices add up)."""
+    a = axis_of(dim, x.ndim)
+    source = source if alpha == 1 else mul(source, alpha)
+    return index_put(x, _along(a) + (index,), source, accumulate=True)
+
+
+def index_add_(x, dim, index, source, alpha=1):
+    """index_add in place; returns x."""
+    a = axis_of(dim, x.ndim)
+    source = source if alpha == 1 else mul(source, alpha)
+    return index_put_(x, _along(a) + (index,), source, accumulate=True)
+
+
+def index_copy(x, dim, index, source):
+    """x with its slices at `index` along `dim` replaced by source's."""
+    a = axis_of(dim, x.ndim)
+    return index_put(x, _along(a) + (index,), source)
+
+
+def index_fill(x, dim, index, value):
+    """x with its slices at `index` along `dim` set to `value`."""
+    a = axis_of(dim, x.ndim)
+    return index_put(x, _along(a) + (index,), value)
+
+
+# ---------------------------------------------------------------- take
+
+
+def take(x, index):
+    """x read as 1-D at `index` (any shape; the result has index's shape)."""
+    return getitem(reshape(x, -1), index)
+
+
+def take_along_dim(x, indices, dim=None):
+    """take_along_axis with PyTorch's name; dim None reads x and indices flattened."""
+    if dim is None:
+        return take_along_axis(reshape(x, -1), reshape(indices, -1), 0)
+    return take_along_axis(x, indices, dim)
+
+
+# ---------------------------------------------------------------- pieces
+
+
+def narrow(x, dim, start, length):
+    """x[..., start:start + length, ...] along `dim` (start may count from the end)."""
+    a = axis_of(dim, x.ndim)
+    n = _known("narrow", x, a)
+    start, length = _int("narrow", "start", start), _int("narrow", "length", length)
+    if not -n <= start <= n:
+        raise OutOfRangeError(f"narrow: start {start} is out of range for dim {a} of size {n}")
+    start %= n if n else 1
+    if length < 0 or start + length > n:
+        raise OutOfRangeError(f"narrow: start {start} + length {length} exceeds size {n}")
+    return getitem(x, _along(a) + (slice(start, start + length),))
+
+
+def unbind(x, dim=0):
+    """The slices of x along `dim`, that dim removed (a tuple)."""
+    a = axis_of(dim, x.ndim)
+    n = _known("unbind", x, a)
+    return tuple(getitem(x, _along(a) + (i,)) for i in range(n))
+
+
+def split_with_sizes(x, split_sizes, dim=0):
+    """x cut along `dim` into pieces of the given lengths (they must sum to its length)."""
+    return split(x, [int(s) for s in split_sizes], dim)
+
+
+def tensor_split(x, indices_or_sections, dim=0):
+    """numpy's array_split: an int cuts n pieces whose lengths differ by at most one (the
+    first ones longer); a sequence of indices cuts at those positions (clamped, as PyTorch)."""
+    a = axis_of(dim, x.ndim)
+    n = _known("tensor_split", x, a)
+    if isinstance(indices_or_sections, (int, np.integer)):
+        k = int(indices_or_sections)
+        if k <= 0:
+            raise AttrError(f"tensor_split: sections must be >= 1, got {k}")
+        sizes = [n // k + (1 if i < n % k else 0) for i in range(k)]
+        bounds = np.cumsum([0] + sizes).tolist()
+    else:
+        cuts = indices_or_sections
+        if hasattr(cuts, "shape"):
+            cuts = eager_values("tensor_split", "indices_or_sections", cuts).tolist()
+        cuts = [int(c) for c in cuts]
+        bounds = [0] + [min(max(c if c >= 0 else c + n, 0), n) for c in cuts] + [n]
+    pieces = zip(bounds[:-1], bounds[1:], strict=True)
+    return tuple(getitem(x, _along(a) + (slice(lo, max(lo, hi)),)) for lo, hi in pieces)
+
+
+def _even_split(name, x, sections, dim, min_ndim):
+    if x.ndim < min_ndim:
+        raise ShapeError(f"{name} needs a tensor of at least {min_ndim} dims, got {x.ndim}")
+    if isinstance(sections, (int, np.integer)):
+        n = _known(name, x, dim)
+        if sections <= 0 or n % sections:
+            raise ShapeError(f"{name}: dim {dim} of size {n} can't be split into {sections}")
+    return tensor_split(x, sections, dim)
+
+
+def hsplit(x, sections):
+    """tensor_split along dim 1 (dim 0 for a 1-D x); an int must divide the length."""
+    return _even_split("hsplit", x, sections, 0 if x.ndim == 1 else 1, 1)
+
+
+def vsplit(x, sections):
+    """tensor_split along dim 0 of a tensor of at least 2 dims."""
+    return _even_split("vsplit", x, sections, 0, 2)
+
+
+def dsplit(x, sections):
+    """tensor_split along dim 2 of a tensor of at least 3 dims."""
+    return _even_split("dsplit", x, sections, 2, 3)
+
+
+def repeat_interleave(x, repeats=None, dim=None, output_size=None):
+    """Each element (slice along `dim`; of flattened x when dim is None) repeated `repeats`
+    times: an int, or a tensor giving each its count (eager only: the result's length is
+    its sum). repeat_interleave(counts) alone gives arange(len(counts)) repeated."""
+    if repeats is None:  # repeat_interleave(repeats): the indices, repeated
+        n = eager_values("repeat_interleave", "repeats", x).size
+        return repeat_interleave(arange(n, device=getattr(x, "device", None)), x, 0)
+    if dim is None:
+        x, dim = reshape(x, -1), 0
+    a = axis_of(dim, x.ndim)
+    if isinstance(repeats, (int, np.integer)):
+        from .shape import repeat
+
+        return repeat(x, int(repeats), a)
+    counts = eager_values("repeat_interleave", "repeats", repeats).reshape(-1)
+    n = _known("repeat_interleave", x, a)
+    if counts.size == 1:
+        counts = np.full(n, counts[0])
+    if counts.size != n or counts.dtype.kind not in "iu" or np.any(counts < 0):
+        raise ShapeError(
+            f"repeat_interleave: repeats must be {n} non-negative ints (one per slice along "
+            f"dim {a}), got {counts.tolist()}"
+        )
+    index = repeats.new_tensor(np.repeat(np.arange(n), counts), dtype=dt.int64)
+    return index_select(x, a, index.to(getattr(x, "device", None)))
+
+
+# ---------------------------------------------------------------- diagonals and rotations
+
+
+def diagonal(x, offset=0, dim1=0, dim2=1):
+    """The `offset`-th diagonal of the (dim1, dim2) planes of x, as a last dim."""
+    a, b = axis_of(dim1, x.ndim), axis_of(dim2, x.ndim)
+    if a == b:
+        raise ShapeError(f"diagonal: dim1 and dim2 are the same dim ({a})")
+    moved = movedim(x, (a, b), (-2, -1))
+    n, m = _known("diagonal", moved, -2), _known("diagonal", moved, -1)
+    k = int(offset)
+    r0, c0 = max(0, -k), max(0, k)
+    length = max(0, min(n - r0, m - c0))
+    device = getattr(x, "device", None)
+    rows, cols = arange(r0, r0 + length, device=device), arange(c0, c0 + length, device=device)
+    return getitem(moved, (Ellipsis, rows, cols))
+
+
+def diag_embed(x, offset=0, dim1=-2, dim2=-1):
+    """Each last-dim vector of x placed on the `offset`-th diagonal of a square plane at
+    (dim1, dim2) of the result (zeros elsewhere)."""
+    if x.ndim == 0:
+        raise ShapeError("diag_embed needs at least one dim")
+    n = _known("diag_embed", x, -1)
+    k = int(offset)
+    mask = eye(n, dtype="bool", device=getattr(x, "device", None))
+    square = where(mask, unsqueeze(x, -1), 0)
+    widths = [(0, 0)] * (x.ndim - 1) + ([(0, k), (k, 0)] if k >= 0 else [(-k, 0), (0, -k)])
+    square = pad(square, widths) if k else square
+    a, b = axis_of(dim1, x.ndim + 1), axis_of(dim2, x.ndim + 1)
+    if a == b:
+        raise ShapeError(f"diag_embed: dim1 and dim2 are the same dim ({a})")
+    return movedim(square, (-2, -1), (a, b))
+
+
+def trace(x):
+    """The sum of the main diagonal of a 2-D x."""
+    if x.ndim != 2:
+        raise ShapeError(f"trace needs a 2-D tensor, got {x.ndim} dims")
+    return reduce_sum(diagonal(x))
+
+
+def rot90(x, k=1, dims=(0, 1)):
+    """x rotated by 90 degrees k times, from dims[0] toward dims[1] (PyTorch's rot90)."""
+    if len(dims) != 2:
+        raise ShapeError(f"rot90: dims must name 2 dims, got {dims}")
+    a, b = axis_of(dims[0], x.ndim), axis_of(dims[1], x.ndim)
+    if a == b:
+        raise ShapeError(f"rot90: the two dims are the same ({a})")
+    k = _int("rot90", "k", k) % 4
+    if k == 1:
+        return transpose(flip(x, b), a, b)
+    if k == 2:
+        return flip(x, (a, b))
+    if k == 3:
+        return transpose(flip(x, a), a, b)
+    return x
+
+
+def fliplr(x):
+    """x reversed along dim 1 (at least 2 dims)."""
+    if x.ndim < 2:
+        raise ShapeError(f"fliplr needs at least 2 dims, got {x.ndim}")
+    return flip(x, 1)
+
+
+def flipud(x):
+    """x reversed along dim 0 (at least 1 dim)."""
+    if x.ndim < 1:
+        raise ShapeError("flipud needs at least 1 dim")
+    return flip(x, 0)
+
+
+# ---------------------------------------------------------------- shapes of others
+
+
+def expand_as(x, other):
+    """x broadcast to other's shape."""
+    return broadcast_to(x, tuple(other.shape))
+
+
+def reshape_as(x, other):
+    """x reshaped to other's shape."""
+    return reshape(x, tuple(other.shape))
+
+
+view_as = reshape_as
+
+
+def unflatten(x, dim, sizes):
+    """Dim `dim` of x split into dims of `sizes` (one may be -1)."""
+    a = axis_of(dim, x.ndim)
+    return reshape(x, tuple(x.shape[:a]) + tuple(int(s) for s in sizes) + tuple(x.shape[a + 1 :]))
+
+
+__all__ = [
+    "scatter",
+    "scatter_",
+    "scatter_reduce",
+    "index_add",
+    "index_add_",
+    "index_copy",
+    "index_fill",
+    "take",
+    "take_along_dim",
+    "narrow",
+    "unbind",
+    "split_with_sizes",
+    "tensor_split",
+    "hsplit",
+    "vsplit",
+    "dsplit",
+    "repeat_interleave",
+    "diagonal",
+    "diag_embed",
+    "trace",
+    "rot90",
+    "fliplr",
+    "flipud",
+    "expand_as",
+    "reshape_as",
+    "view_as",
+    "unflatten",
+]
