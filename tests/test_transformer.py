@@ -407,6 +407,11 @@ def test_decoder_layer_matches_numpy_reference():
     got = layer(nb.tensor(tgt), nb.tensor(memory), tgt_is_causal=True,
                 memory_key_padding_mask=nb.tensor(padding))  # fmt: skip
     np.testing.assert_allclose(got.numpy(), expected, rtol=1e-10, atol=1e-12)
+    above = nb.triu(nb.full((4, 5), -np.inf, dtype="float64"), 1)  # memory_is_causal: this mask
+    t, m = nb.tensor(tgt), nb.tensor(memory)
+    np.testing.assert_allclose(
+        layer(t, m, memory_is_causal=True).numpy(), layer(t, m, memory_mask=above).numpy()
+    )
 
 
 # ---------------------------------------------------------------- errors

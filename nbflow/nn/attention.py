@@ -211,17 +211,18 @@ class MultiheadAttention(Module):
             ("key", key, self.kdim),
             ("value", value, self.vdim),
         ):
-            if t.shape[-1] != size:
+            if not _fits(t.shape[-1:], (size,)):
                 raise ShapeError(
                     f"MultiheadAttention: {name} must have {size} features (the last dim), got "
                     f"shape {tuple(t.shape)}"
                 )
-        if key.shape[:-1] != value.shape[:-1]:
+        if not _fits(key.shape[:-1], value.shape[:-1]):
             raise ShapeError(
                 f"MultiheadAttention: key and value must have the same sequence and batch dims, "
                 f"got shapes {tuple(key.shape)} and {tuple(value.shape)}"
             )
-        if batched and query.shape[1 - self.batch_first] != key.shape[1 - self.batch_first]:
+        axis = 0 if self.batch_first else 1
+        if batched and not _fits(query.shape[axis : axis + 1], key.shape[axis : axis + 1]):
             raise ShapeError(
                 f"MultiheadAttention: query and key must have the same batch size, got shapes "
                 f"{tuple(query.shape)} and {tuple(key.shape)}"
@@ -241,7 +242,7 @@ class MultiheadAttention(Module):
                 raise DTypeError(
                     f"MultiheadAttention: {name} must be bool or floating point, got {mask.dtype}"
                 )
-            if tuple(mask.shape) != expected[name]:
+            if not _fits(mask.shape, expected[name]):
                 raise ShapeError(
                     f"MultiheadAttention: {name} has shape {tuple(mask.shape)}, expected "
                     f"{expected[name]} (batch {batch}, target length {length}, source length "
@@ -253,6 +254,12 @@ class MultiheadAttention(Module):
         if not self._qkv_same_embed_dim:
             out += f", kdim={self.kdim}, vdim={self.vdim}"
         return out
+
+
+def _fits(shape, expected):
+    """Shapes equal, a graph value's unknown dim (-1) fitting any size."""
+    pairs = zip(tuple(shape), tuple(expected))
+    return len(shape) == len(expected) and all(a == b or -1 in (a, b) for a, b in pairs)
 
 
 def _additive(mask, like):
