@@ -209,6 +209,15 @@ class Op:
     def __repr__(self) -> str:
         return f"<op {self.name}>"
 
+    def __copy__(self) -> Op:
+        return self
+
+    def __deepcopy__(self, memo) -> Op:
+        """The op itself, as for a function: a declaration is shared, and a module holding
+        one (a Transformer layer's activation=F.gelu) deep-copies after its kernels are
+        compiled (their dispatchers cannot be copied)."""
+        return self
+
     def defgrad(self, rule: Callable) -> Callable:
         """Attach the gradient rule (usable as a decorator right below the op)."""
         self.grad = rule

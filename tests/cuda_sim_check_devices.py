@@ -105,6 +105,14 @@ def composed_ops(rng):
         t = nb.unsqueeze(t, 1)
         return module.to(t.device)(t, t, t, is_causal=True)[0]
 
+    def decoder_layer(t):  # causal self-attention, a padding mask made from t on its device
+        module = nn.TransformerDecoderLayer(
+            4, 2, 8, dropout=0.0, activation="gelu", dtype="float64", generator=nb.Generator(0)
+        )
+        t = nb.unsqueeze(t, 1)
+        padding = nb.reshape(t[:, 0, 0] > 10.0, 1, 4)
+        return module.to(t.device)(t, t * 0.5, tgt_is_causal=True, memory_key_padding_mask=padding)
+
     def instance_norm(t):  # running statistics updated through a (2, C) stand-in input
         mean, var = nb.zeros(2, dtype=t.dtype, device=t.device), t.new_ones(2)
         return nb.nn.functional.instance_norm(nb.reshape(t, 2, 2, 4), mean, var) * var[0]
@@ -123,6 +131,7 @@ def composed_ops(rng):
         layer("LSTM"),
         layer("GRU"),
         attention,
+        decoder_layer,
         *spatial_ops(),
         lambda t: nb.nn.functional.gaussian_nll_loss(t, t * 0.5, 0.7, reduction="none"),
         instance_norm,

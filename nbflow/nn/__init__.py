@@ -4,13 +4,13 @@ Layers run eagerly and, unchanged, inside @nbflow.jit functions: a module's para
 eager Tensors that a traced Program captures as persistable vars.
 """
 
-from . import attention, functional, init, layers, loss, recurrent, utils
+from . import attention, functional, init, layers, loss, recurrent, transformer, utils
 from .module import Module, ModuleDict, ModuleList, Parameter, StateDictError
 from .rnn import dynamic_rnn, pack_offsets
 
 # the layers, losses and recurrent layers, re-exported by their own lists (as nbflow.ops
 # does with its families)
-for _module in (layers, loss, recurrent, attention):
+for _module in (layers, loss, recurrent, attention, transformer):
     globals().update({name: getattr(_module, name) for name in _module.__all__})
 
 __all__ = [
@@ -18,6 +18,7 @@ __all__ = [
     *loss.__all__,
     *recurrent.__all__,
     *attention.__all__,
+    *transformer.__all__,
     "Module",
     "ModuleDict",
     "ModuleList",

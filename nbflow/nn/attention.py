@@ -1,25 +1,29 @@
 """PyTorch's MultiheadAttention, composed from nbflow's ops (so it differentiates, runs in
-graph mode and on the GPU): one projection GEMM for q, k and v, the heads as a batch dim,
-scaled dot-product attention (functional.attention_weights), and the output projection.
-Parameters by PyTorch's names (in_proj_weight, in_proj_bias, out_proj.weight, ...)."""
+graph mode and on the GPU): the q, k and v projections (one GEMM for self-attention), the
+heads as a batch dim, scaled dot-product attention (functional.attention_weights) and the
+output projection. Parameters by PyTorch's names (in_proj_weight, or q_proj_weight,
+k_proj_weight and v_proj_weight when kdim / vdim differ from embed_dim; in_proj_bias,
+bias_k, bias_v, out_proj.weight, ...). The Transformer modules are in nn/transformer.py."""
 
 from __future__ import annotations
 
-import copy
 import math
 
 import nbflow as nb
 
+from .. import dtypes as dt
 from ..dtypes import float32
+from ..errors import DTypeError, ShapeError
 from . import functional as F
 from . import init
-from .layers import Dropout, LayerNorm, Linear
-from .module import Module, ModuleList, Parameter
+from .layers import Linear
+from .module import Module, Parameter
 
 
 class MultiheadAttention(Module):
-    """Attention of `num_heads` heads over embed_dim features; query, key and value share
-    embed_dim (PyTorch's default layout)."""
+    """Attention of `num_heads` heads over embed_dim features; keys of kdim and values of
+    vdim features (embed_dim by default). add_bias_kv appends a learned key and value,
+    add_zero_attn a zero one, to every sequence (both always attended), as PyTorch's."""
 
     def __init__(
         self,
@@ -27,31 +31,65 @@ class MultiheadAttention(Module):
         num_heads,
         dropout=0.0,
         bias=True,
+        add_bias_kv=False,
+        add_zero_attn=False,
+        kdim=None,
+        vdim=None,
         batch_first=False,
         dtype=float32,
         generator=None,
     ):
         super().__init__()
+        if embed_dim <= 0 or num_heads <= 0:
+            raise ValueError(
+                f"MultiheadAttention: embed_dim and num_heads must be greater than 0, got "
+                f"embed_dim={embed_dim} and num_heads={num_heads}"
+            )
         if embed_dim % num_heads:
-            raise ValueError(f"embed_dim {embed_dim} is not divisible by num_heads {num_heads}")
+            raise ValueError(
+                f"MultiheadAttention: embed_dim {embed_dim} is not divisible by num_heads "
+                f"{num_heads}"
+            )
         self.embed_dim, self.num_heads = int(embed_dim), int(num_heads)
+        self.kdim = self.embed_dim if kdim is None else int(kdim)
+        self.vdim = self.embed_dim if vdim is None else int(vdim)
+        self._qkv_same_embed_dim = self.kdim == self.embed_dim and self.vdim == self.embed_dim
         self.head_dim = self.embed_dim // self.num_heads
         self.dropout, self.batch_first, self.generator = float(dropout), batch_first, generator
-        self.in_proj_weight = Parameter(nb.zeros(3 * embed_dim, embed_dim, dtype=dtype))
+        e = self.embed_dim
+        if self._qkv_same_embed_dim:
+            self.in_proj_weight = Parameter(nb.zeros(3 * e, e, dtype=dtype))
+            for name in ("q_proj_weight", "k_proj_weight", "v_proj_weight"):
+                self.register_parameter(name, None)
+        else:
+            self.q_proj_weight = Parameter(nb.zeros(e, e, dtype=dtype))
+            self.k_proj_weight = Parameter(nb.zeros(e, self.kdim, dtype=dtype))
+            self.v_proj_weight = Parameter(nb.zeros(e, self.vdim, dtype=dtype))
+            self.register_parameter("in_proj_weight", None)
         if bias:
-            self.in_proj_bias = Parameter(nb.zeros(3 * embed_dim, dtype=dtype))
+            self.in_proj_bias = Parameter(nb.zeros(3 * e, dtype=dtype))
         else:
             self.register_parameter("in_proj_bias", None)
-        self.out_proj = Linear(embed_dim, embed_dim, bias=bias, dtype=dtype, generator=generator)
+        if add_bias_kv:
+            self.bias_k = Parameter(nb.zeros(1, 1, e, dtype=dtype))
+            self.bias_v = Parameter(nb.zeros(1, 1, e, dtype=dtype))
+        else:
+            self.bias_k = self.bias_v = None
+        self.add_zero_attn = add_zero_attn
+        self.out_proj = Linear(e, e, bias=bias, dtype=dtype, generator=generator)
         self.reset_parameters(generator)
 
     def reset_parameters(self, generator=None):
-        """PyTorch's: xavier-uniform projections, zero biases."""
-        bound = math.sqrt(6.0 / (self.embed_dim + 3 * self.embed_dim))
-        init.uniform_(self.in_proj_weight, -bound, bound, generator)
+        """PyTorch's: xavier-uniform projections, zero biases, xavier-normal bias_k / bias_v."""
+        for w in (self.in_proj_weight, self.q_proj_weight, self.k_proj_weight, self.v_proj_weight):
+            if w is not None:
+                init.xavier_uniform_(w, generator=generator)
         for b in (self.in_proj_bias, self.out_proj.bias):
             if b is not None:
                 init.zeros_(b)
+        for b in (self.bias_k, self.bias_v):
+            if b is not None:
+                init.xavier_normal_(b, generator=generator)
 
     def forward(
         self,
@@ -68,28 +106,37 @@ class MultiheadAttention(Module):
         unless average_attn_weights=False: (batch, heads, L, S); None unless need_weights).
         Masks as PyTorch's: a bool mask is True where attention is NOT allowed, a float one
         is added to the scores; attn_mask (L, S) or (batch * heads, L, S), key_padding_mask
-        (batch, S)."""
-        unbatched = query.ndim == 2
-        if unbatched:
+        (batch, S). Unbatched inputs are (L, E), (S, kdim), (S, vdim) with key_padding_mask
+        (S,). is_causal applies the causal mask (PyTorch takes it as a hint that attn_mask is
+        that mask, and asks for attn_mask: here attn_mask may be left out)."""
+        batched = self._check(query, key, value, key_padding_mask, attn_mask)
+        self_attention = query is key and key is value
+        if not batched:
             query, key, value = (nb.unsqueeze(t, 1) for t in (query, key, value))
+            if key_padding_mask is not None:
+                key_padding_mask = nb.unsqueeze(key_padding_mask, 0)
         elif self.batch_first:
             query, key, value = (nb.transpose(t, 0, 1) for t in (query, key, value))
-        length, batch, _ = query.shape
-        weights = nb.split(self.in_proj_weight, self.embed_dim, axis=0)
-        biases = (None,) * 3
-        if self.in_proj_bias is not None:
-            biases = nb.split(self.in_proj_bias, self.embed_dim)
-        q, k, v = (
-            self._heads(nb.linear(t, w, b)) for t, w, b in zip((query, key, value), weights, biases)
-        )
-        mask = self._mask(attn_mask, key_padding_mask, batch, length, key.shape[0])
-        weights = F.attention_weights(q, k, mask, is_causal)
+        length, batch, source = query.shape[0], query.shape[1], key.shape[0]
+        self._check_masks(attn_mask, key_padding_mask, batch, length, source)
+        q, k, v = self._project(query, key, value, self_attention)
+        if self.bias_k is not None:  # a learned key and value at the end of each sequence
+            k = nb.cat([k, nb.broadcast_to(self.bias_k, (1, batch, self.embed_dim))])
+            v = nb.cat([v, nb.broadcast_to(self.bias_v, (1, batch, self.embed_dim))])
+        q, k, v = (self._heads(t) for t in (q, k, v))
+        if self.add_zero_attn:  # and a zero one
+            zeros = k.new_zeros((batch, self.num_heads, 1, self.head_dim))
+            k, v = nb.cat([k, zeros], axis=2), nb.cat([v, zeros], axis=2)
+        mask = self._mask(query, attn_mask, key_padding_mask, is_causal, batch, length, source)
+        if mask is not None and k.shape[2] > source:  # the appended keys are always seen
+            mask = nb.pad(mask, ((0, 0),) * (mask.ndim - 1) + ((0, k.shape[2] - source),))
+        weights = F.attention_weights(q, k, mask)
         if self.dropout and self.training:
             weights = nb.dropout(weights, self.dropout, True, self.generator)
         out = nb.matmul(weights, v)  # (batch, heads, L, head_dim)
         out = nb.reshape(nb.permute(out, 2, 0, 1, 3), length, batch, self.embed_dim)
         out = self.out_proj(out)
-        if unbatched:
+        if not batched:
             out = nb.squeeze(out, 1)
         elif self.batch_first:
             out = nb.transpose(out, 0, 1)
@@ -97,103 +144,130 @@ class MultiheadAttention(Module):
             return out, None
         if average_attn_weights:
             weights = nb.mean(weights, axis=1)
-        return out, (nb.squeeze(weights, 0) if unbatched else weights)
+        return out, (weights if batched else nb.squeeze(weights, 0))
+
+    def _project(self, query, key, value, self_attention):
+        """The in-projections: (L, batch, E), (S, batch, E), (S, batch, E)."""
+        e = self.embed_dim
+        biases = (None,) * 3
+        if self.in_proj_bias is not None:
+            biases = nb.split(self.in_proj_bias, e)
+        if self._qkv_same_embed_dim and self_attention:  # one GEMM for the three
+            return nb.split(nb.linear(query, self.in_proj_weight, self.in_proj_bias), e, axis=-1)
+        if self._qkv_same_embed_dim:
+            weights = nb.split(self.in_proj_weight, e, axis=0)
+        else:
+            weights = (self.q_proj_weight, self.k_proj_weight, self.v_proj_weight)
+        return tuple(nb.linear(t, w, b) for t, w, b in zip((query, key, value), weights, biases))
 
     def _heads(self, t):
         """(S, batch, E) -> (batch, heads, S, head_dim)."""
         s, batch = t.shape[0], t.shape[1]
         return nb.permute(nb.reshape(t, s, batch, self.num_heads, self.head_dim), 1, 2, 0, 3)
 
-    def _mask(self, attn_mask, key_padding_mask, batch, length, source):
-        """The masks as one float mask added to the scores (None: none given)."""
+    def _mask(self, query, attn_mask, key_padding_mask, is_causal, batch, length, source):
+        """The masks as one float mask (in query's dtype, on its device) added to the
+        scores: (L, S), (batch, heads, L, S) or (batch, 1, 1, S); None when none is given."""
         total = None
+        if is_causal:  # position i sees positions <= i
+            full = query.new_full((length, source), -math.inf)
+            total = nb.triu(full, 1)
         if attn_mask is not None:
-            total = _additive(attn_mask)
-            if total.ndim == 3:  # (batch * heads, L, S)
-                total = nb.reshape(total, batch, self.num_heads, length, source)
+            mask = _additive(attn_mask, query)
+            if mask.ndim == 3:  # (batch * heads, L, S)
+                mask = nb.reshape(mask, batch, self.num_heads, length, source)
+            total = mask if total is None else total + mask
         if key_padding_mask is not None:
-            padding = nb.reshape(_additive(key_padding_mask), batch, 1, 1, source)
+            padding = nb.reshape(_additive(key_padding_mask, query), batch, 1, 1, source)
             total = padding if total is None else total + padding
         return total
 
-    def extra_repr(self) -> str:
-        return f"embed_dim={self.embed_dim}, num_heads={self.num_heads}"
-
-
-def _additive(mask):
-    """A bool mask (True: not allowed) as 0 / -inf to add to the scores; a float one as it is."""
-    return nb.where(mask, -math.inf, 0.0) if mask.dtype == bool else mask
-
-
-class TransformerEncoderLayer(Module):
-    """PyTorch's TransformerEncoderLayer: self-attention and a feed-forward block, each
-    with dropout, a residual connection and LayerNorm (after each block, or before with
-    norm_first); submodules by PyTorch's names (self_attn, linear1, linear2, norm1, ...)."""
-
-    def __init__(
-        self,
-        d_model,
-        nhead,
-        dim_feedforward=2048,
-        dropout=0.1,
-        activation="relu",
-        layer_norm_eps=1e-5,
-        batch_first=False,
-        norm_first=False,
-        bias=True,
-        dtype=float32,
-        generator=None,
-    ):
-        super().__init__()
-        if activation not in ("relu", "gelu"):
-            raise ValueError(f"activation must be 'relu' or 'gelu', got {activation!r}")
-        g = generator
-        self.self_attn = MultiheadAttention(
-            d_model, nhead, dropout, bias, batch_first, dtype=dtype, generator=g
-        )
-        self.linear1 = Linear(d_model, dim_feedforward, bias, dtype=dtype, generator=g)
-        self.linear2 = Linear(dim_feedforward, d_model, bias, dtype=dtype, generator=g)
-        self.norm1 = LayerNorm(d_model, layer_norm_eps, bias=bias, dtype=dtype)
-        self.norm2 = LayerNorm(d_model, layer_norm_eps, bias=bias, dtype=dtype)
-        self.dropout, self.dropout1, self.dropout2 = (
-            Dropout(dropout, generator=g) for _ in range(3)
-        )
-        self.activation, self.norm_first = activation, norm_first
-
-    def forward(self, src, src_mask=None, src_key_padding_mask=None, is_causal=False):
-        def attend(x):
-            out, _ = self.self_attn(
-                x, x, x, src_key_padding_mask, False, src_mask, is_causal=is_causal
+    def _check(self, query, key, value, key_padding_mask, attn_mask):
+        """PyTorch's checks of the input dims and features; True when batched."""
+        if query.ndim not in (2, 3):
+            raise ShapeError(
+                f"MultiheadAttention: query must be unbatched 2-D or batched 3-D, got shape "
+                f"{tuple(query.shape)}"
             )
-            return self.dropout1(out)
+        batched = query.ndim == 3
+        kind = "batched (3-D)" if batched else "unbatched (2-D)"
+        if key.ndim != query.ndim or value.ndim != query.ndim:
+            raise ShapeError(
+                f"MultiheadAttention: for {kind} query, key and value must be {query.ndim}-D, "
+                f"got shapes {tuple(key.shape)} and {tuple(value.shape)}"
+            )
+        if key_padding_mask is not None and key_padding_mask.ndim != query.ndim - 1:
+            raise ShapeError(
+                f"MultiheadAttention: for {kind} query, key_padding_mask must be "
+                f"{query.ndim - 1}-D, got shape {tuple(key_padding_mask.shape)}"
+            )
+        if attn_mask is not None and attn_mask.ndim not in (2, 3):
+            raise ShapeError(
+                f"MultiheadAttention: attn_mask must be 2-D or 3-D, got shape "
+                f"{tuple(attn_mask.shape)}"
+            )
+        for name, t, size in (
+            ("query", query, self.embed_dim),
+            ("key", key, self.kdim),
+            ("value", value, self.vdim),
+        ):
+            if not _fits(t.shape[-1:], (size,)):
+                raise ShapeError(
+                    f"MultiheadAttention: {name} must have {size} features (the last dim), got "
+                    f"shape {tuple(t.shape)}"
+                )
+        if not _fits(key.shape[:-1], value.shape[:-1]):
+            raise ShapeError(
+                f"MultiheadAttention: key and value must have the same sequence and batch dims, "
+                f"got shapes {tuple(key.shape)} and {tuple(value.shape)}"
+            )
+        axis = 0 if self.batch_first else 1
+        if batched and not _fits(query.shape[axis : axis + 1], key.shape[axis : axis + 1]):
+            raise ShapeError(
+                f"MultiheadAttention: query and key must have the same batch size, got shapes "
+                f"{tuple(query.shape)} and {tuple(key.shape)}"
+            )
+        return batched
 
-        def feed_forward(x):
-            h = self.linear1(x)
-            h = nb.relu(h) if self.activation == "relu" else nb.gelu(h)
-            return self.dropout2(self.linear2(self.dropout(h)))
+    def _check_masks(self, attn_mask, key_padding_mask, batch, length, source):
+        """The masks' dtypes (bool or float) and shapes, as PyTorch's."""
+        expected = {"key_padding_mask": (batch, source)}
+        if attn_mask is not None:  # (L, S) for every batch and head, or one per pair
+            heads = (batch * self.num_heads,) if attn_mask.ndim == 3 else ()
+            expected["attn_mask"] = (*heads, length, source)
+        for name, mask in (("attn_mask", attn_mask), ("key_padding_mask", key_padding_mask)):
+            if mask is None:
+                continue
+            if mask.dtype != bool and not dt.is_float(mask.dtype):
+                raise DTypeError(
+                    f"MultiheadAttention: {name} must be bool or floating point, got {mask.dtype}"
+                )
+            if not _fits(mask.shape, expected[name]):
+                raise ShapeError(
+                    f"MultiheadAttention: {name} has shape {tuple(mask.shape)}, expected "
+                    f"{expected[name]} (batch {batch}, target length {length}, source length "
+                    f"{source}, {self.num_heads} heads)"
+                )
 
-        x = src
-        if self.norm_first:
-            x = x + attend(self.norm1(x))
-            return x + feed_forward(self.norm2(x))
-        x = self.norm1(x + attend(x))
-        return self.norm2(x + feed_forward(x))
-
-
-class TransformerEncoder(Module):
-    """`num_layers` copies of `encoder_layer` in sequence (fresh copies of its parameters,
-    as PyTorch makes), then `norm` when given."""
-
-    def __init__(self, encoder_layer, num_layers, norm=None):
-        super().__init__()
-        self.layers = ModuleList([copy.deepcopy(encoder_layer) for _ in range(int(num_layers))])
-        self.norm = norm
-
-    def forward(self, src, mask=None, src_key_padding_mask=None, is_causal=False):
-        x = src
-        for layer in self.layers:
-            x = layer(x, mask, src_key_padding_mask, is_causal)
-        return x if self.norm is None else self.norm(x)
+    def extra_repr(self) -> str:
+        out = f"embed_dim={self.embed_dim}, num_heads={self.num_heads}"
+        if not self._qkv_same_embed_dim:
+            out += f", kdim={self.kdim}, vdim={self.vdim}"
+        return out
 
 
-__all__ = ["MultiheadAttention", "TransformerEncoder", "TransformerEncoderLayer"]
+def _fits(shape, expected):
+    """Shapes equal, a graph value's unknown dim (-1) fitting any size."""
+    pairs = zip(tuple(shape), tuple(expected))
+    return len(shape) == len(expected) and all(a == b or -1 in (a, b) for a, b in pairs)
+
+
+def _additive(mask, like):
+    """A bool mask (True: not allowed) as 0 / -inf in `like`'s dtype, on its device, to add
+    to the scores; a float mask as it is (PyTorch adds it as given)."""
+    if mask.dtype == bool:
+        return like.new_zeros(tuple(mask.shape)).masked_fill(mask, -math.inf)
+    return mask
+
+
+__all__ = ["MultiheadAttention"]
