@@ -118,7 +118,9 @@ PYTORCH_NAMES = {
 
 
 def nbflow_names(callee: str, names, kwargs: dict) -> dict:
-    """kwargs with PyTorch's names replaced by nbflow's, for a callee taking `names`."""
+    """kwargs with PyTorch's names replaced by nbflow's, for a callee taking `names`; and
+    the other way round for a callee written with PyTorch's (`narrow(x, dim, ...)` also
+    takes `axis=`)."""
     out = dict(kwargs)
     for alias in PYTORCH_NAMES.keys() & kwargs.keys():
         target = next((n for n in PYTORCH_NAMES[alias] if n in names), None)
@@ -127,6 +129,14 @@ def nbflow_names(callee: str, names, kwargs: dict) -> dict:
         if target in out:
             raise TypeError(f"{callee}() got '{alias}' and '{target}': one argument, two names")
         out[target] = out.pop(alias)
+    for alias in PYTORCH_NAMES.keys() & set(names):
+        given = [n for n in PYTORCH_NAMES[alias] if n in kwargs and n not in names]
+        if given:
+            if alias in out or len(given) > 1:
+                raise TypeError(
+                    f"{callee}() got '{alias}' and '{given[-1]}': one argument, two names"
+                )
+            out[alias] = out.pop(given[0])
     return out
 
 

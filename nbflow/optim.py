@@ -1507,7 +1507,7 @@ class ReduceLROnPlateau:
         self.threshold, self.threshold_mode = float(threshold), threshold_mode
         self.cooldown, self.eps = int(cooldown), float(eps)
         groups = optimizer.param_groups
-        self.min_lr = [float(v) for v in _per_group(min_lr, groups, "min_lr")]
+        self.min_lrs = [float(v) for v in _per_group(min_lr, groups, "min_lr")]  # PyTorch's
         self.best = math.inf if mode == "min" else -math.inf
         self.num_bad_epochs = self.cooldown_counter = 0
         self.last_epoch = 0
@@ -1532,7 +1532,7 @@ class ReduceLROnPlateau:
             self.num_bad_epochs = 0
         if self.num_bad_epochs > self.patience:
             groups = self.optimizer.param_groups
-            for group, min_lr in zip(groups, _per_group(self.min_lr, groups, "min_lr")):
+            for group, min_lr in zip(groups, self.min_lrs):
                 new = max(group["lr"] * self.factor, min_lr)
                 if group["lr"] - new > self.eps:
                     self.optimizer.set_hyper(group, "lr", new)

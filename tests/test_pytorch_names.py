@@ -435,7 +435,7 @@ def test_reduce_lr_on_plateau():
     state = schedule.state_dict()
     again = ReduceLROnPlateau(optimizer, factor=0.5, patience=1)
     again.load_state_dict(state)
-    assert again.best == 3.0 and again.min_lr == 0.2
+    assert again.best == 3.0 and again.min_lrs == [0.2]
     with pytest.raises(ValueError):
         ReduceLROnPlateau(optimizer, mode="lowest")
 
@@ -548,3 +548,14 @@ def test_interpolate_matches_pytorch():
                {"size": (3, 11), "mode": "bilinear", "align_corners": True}):  # fmt: skip
         expected = torch.nn.functional.interpolate(torch.from_numpy(x), **kw).numpy()
         np.testing.assert_allclose(F.interpolate(nb.tensor(x), **kw).numpy(), expected, atol=1e-12)
+
+
+def test_functions_written_with_pytorchs_names_take_numpys_too():
+    # the composites of ops/select.py, scans.py, products.py name their argument `dim`
+    x = nb.arange(12.0).reshape(3, 4)
+    np.testing.assert_array_equal(
+        nb.narrow(x, axis=1, start=1, length=2).numpy(), x.numpy()[:, 1:3]
+    )
+    np.testing.assert_array_equal(x.cumprod(axis=1).numpy(), np.cumprod(x.numpy(), axis=1))
+    with pytest.raises(TypeError, match="one argument, two names"):
+        nb.narrow(x, axis=1, dim=1, start=0, length=1)

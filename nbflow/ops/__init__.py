@@ -33,20 +33,22 @@ FAMILIES = (elementwise, broadcast, creation, reduce, linalg, shape, index, nn, 
 FAMILIES += (conv, norm, losses, sorting, einsum, select, scans, products)
 
 _AXIS_NAMES = {name for names in PYTORCH_NAMES.values() for name in names}
+_ALL_NAMES = _AXIS_NAMES | PYTORCH_NAMES.keys()
 
 
 def _taking_pytorch_names(fn):
     """fn, or (when it takes an axis-like argument) fn accepting PyTorch's names for it
-    (`concat(xs, dim=1)`), as the ops themselves do (core.PYTORCH_NAMES)."""
+    (`concat(xs, dim=1)`), as the ops themselves do (core.PYTORCH_NAMES), and numpy's for a
+    function written with PyTorch's (`narrow(x, axis=0, ...)`)."""
     if isinstance(fn, Op) or not inspect.isfunction(fn):
         return fn
     names = inspect.signature(fn).parameters
-    if _AXIS_NAMES.isdisjoint(names):
+    if _AXIS_NAMES.isdisjoint(names) and PYTORCH_NAMES.keys().isdisjoint(names):
         return fn
 
     @functools.wraps(fn)
     def call(*args, **kwargs):
-        if kwargs and not PYTORCH_NAMES.keys().isdisjoint(kwargs):
+        if kwargs and not (_ALL_NAMES.isdisjoint(kwargs)):
             kwargs = nbflow_names(fn.__name__, names, kwargs)
         return fn(*args, **kwargs)
 
