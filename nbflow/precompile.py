@@ -2,7 +2,7 @@
 
     python -m nbflow.precompile                      # float32 and float64
     python -m nbflow.precompile --dtypes float32     # only float32
-    python -m nbflow.precompile --only mlp           # only the tasks named like this
+    python -m nbflow.precompile --only mlp           # only the tasks named so (first words)
 
 Runs every elementwise op on contiguous, broadcast and scalar operands (the three loops its
 template generates), the reductions, and small MLP and CNN training steps in eager mode and
@@ -114,14 +114,21 @@ def tasks(dtypes) -> list[tuple[str, object]]:
     return out
 
 
+def _named(label: str, words: str) -> bool:
+    """Whether the label starts with these whole words ("tanh" is not "atanh float32")."""
+    return not words or label == words or label.startswith(words + " ")
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m nbflow.precompile", description=__doc__)
     parser.add_argument("--dtypes", default="float32,float64", help="comma-separated dtypes")
-    parser.add_argument("--only", default="", help="only the tasks whose label contains this")
+    parser.add_argument(
+        "--only", default="", help="only the tasks whose label starts with these words (tanh, mlp)"
+    )
     parser.add_argument("--quiet", action="store_true", help="print only the summary")
     args = parser.parse_args(argv)
     dtypes = [np.dtype(d.strip()) for d in args.dtypes.split(",") if d.strip()]
-    todo = [(label, run) for label, run in tasks(dtypes) if args.only in label]
+    todo = [(label, run) for label, run in tasks(dtypes) if _named(label, args.only)]
     print(f"nbflow precompile: {len(todo)} tasks, cache in {codegen.cache_dir()}", flush=True)
     start, failed = time.perf_counter(), []
     for k, (label, run) in enumerate(todo, 1):
