@@ -198,8 +198,6 @@ def structured_cases():
     yield "addmm_", "transposed a", fn, [c, a.T.copy(), b]
     fn = lambda p, a, b: ops.sgd_matmul_update_(p, a, b, lr=0.1, weight_decay=0.01)
     yield "sgd_matmul_update_", "f32", fn, [c, a, b]
-    fn = lambda p, rows: ops.sgd_sum_update_(p, rows, lr=0.1, weight_decay=0.01)
-    yield "sgd_sum_update_", "f32", fn, [c[0], c]
     like = values((3, 1), dt.float32)
     yield "sum_to_like", "f32", ops.sum_to_like, [x3, like]
     yield "broadcast_to_like", "f32", ops.broadcast_to_like, [like, x3]
@@ -412,12 +410,6 @@ def loss_cases():
                 grad,
                 [g, logits3, labels],
             )
-
-            def both(x, t, r=reduction, s=smoothing):
-                return REGISTRY["cross_entropy_with_grad"](x, t, reduction=r, label_smoothing=s)
-
-            case = f"{reduction} smoothing={smoothing}"
-            yield "cross_entropy_with_grad", case, both, [logits3, labels]
     for name in ("mse_loss", "l1_loss"):
         op = REGISTRY[name]
         for reduction in ("mean", "sum", "none"):

@@ -391,8 +391,7 @@ def test_sgd_steps_fold_into_their_weight_gradient_products(options, folds):
     main, actual = _sgd_training(exe, **options)
     names = _op_names(exe, main)
     assert names.count("sgd_matmul_update_") == folds
-    assert names.count("sgd_sum_update_") == (1 if folds else 0)  # the bias: a sum
-    assert names.count("sgd_update_") == 3 - folds - (1 if folds else 0)
+    assert names.count("sgd_update_") == 3 - folds  # biases (a sum, not a product) stay
     for a_run, e_run in zip(actual, expected):
         for a, e in zip(a_run, e_run):
             nt.assert_close(a, e, rtol=1e-5, atol=1e-6)
@@ -577,70 +576,3 @@ def test_a_fused_group_writing_into_a_dying_input_matches_numpy(n):
         name for name in dir(mod) if name.startswith("parallel") and getattr(mod, name).signatures
     ]
     assert ran == ([f"parallel_in{h_index}"] if n > 1000 else [])
-
-
-@pytest.mark.parametrize("case", ["leading", "inner axis", "kept dims", "size-1 dim", "fetched"])
-def test_sgd_steps_fold_into_their_bias_gradient_sums(case):
-    # sum(rows over the leading axes) + sgd_update_ -> sgd_sum_update_; any other sum stays
-    main = nb.Program()
-    with nb.program_guard(main):
-        rows = nb.static.data("rows", [-1, 4, 3])
-        shape = [1, 3] if case == "size-1 dim" else [4] if case == "inner axis" else [4, 3]
-        b = nb.static.create_parameter("b", shape, initializer=("constant", 0.5))
-        if case == "inner axis":
-            g = nb.sum(rows, axis=(0, 2))
-        elif case == "kept dims":
-            g = nb.reshape(nb.sum(rows, axis=0, keepdims=True), [4, 3])
-        elif case == "size-1 dim":
-            g = nb.sum_to_like(rows, b)
-        else:
-            g = nb.sum(rows, axis=0)
-        nb.sgd_update_(b, g, g, lr=0.1, weight_decay=0.01)
-    fetch = ["b"] + ([g] if case == "fetched" else [])
-    feed = {"rows": np.random.default_rng(5).standard_normal((2, 4, 3)).astype(np.float32)}
-    results = []
-    for exe in (_exe(False), _exe(True)):
-        scope = nb.Scope()
-        scope["b"] = nb.full(shape, 0.5)
-        results.append(np.array(exe.run(main, feed, fetch, scope)[0]))
-    axes = (0, 2) if case == "inner axis" else (0,) if case != "size-1 dim" else (0, 1)
-    summed = feed["rows"].astype(np.float64).sum(axis=axes).reshape(shape)
-    nt.assert_close(results[0], 0.5 - 0.1 * (summed + 0.01 * 0.5), atol=1e-6, check_dtype=False)
-    nt.assert_close(results[1], results[0], atol=1e-6)
-    assert ("sgd_sum_update_" in _op_names(exe, main)) is (case == "leading")
-    explained = nb.graph.explain(main, fetch)
-    assert explained.count("folded into sgd_sum_update_") == (2 if case == "leading" else 0)
-
-
-@pytest.mark.parametrize("case", ["fold", "seed fetched", "logits written", "other attrs"])
-def test_a_cross_entropy_and_its_gradient_fold_into_one_op(case):
-    # cross_entropy + ones_like + cross_entropy_grad -> cross_entropy_with_grad; a fetched
-    # seed, a write to the logits in between, or other attrs keep the three ops
-    main = nb.Program()
-    with nb.program_guard(main):
-        x = nb.static.data("x", [-1, 4])
-        y = nb.static.data("y", [-1], dtype="int64")
-        logits = x * 2.0
-        loss = nb.cross_entropy(logits, y)
-        seed = nb.ones_like(loss)
-        if case == "logits written":
-            nb.add_(logits, 1.0)
-        smoothing = 0.1 if case == "other attrs" else 0.0
-        grad = nb.ops.cross_entropy_grad(seed, logits, y, label_smoothing=smoothing)
-    fetch = [loss, grad] + ([seed] if case == "seed fetched" else [])
-    rng = np.random.default_rng(6)
-    feed = {"x": rng.standard_normal((5, 4)).astype(np.float32), "y": rng.integers(0, 4, 5)}
-    expected = _exe(False).run(main, feed, fetch, scope=nb.Scope())
-    exe = _exe(True)
-    actual = exe.run(main, feed, fetch, scope=nb.Scope())
-    for a, e in zip(actual, expected):
-        nt.assert_close(a, e)
-    # numpy: the mean loss's gradient is (softmax - one_hot) / rows
-    z = feed["x"] * 2.0 + (1.0 if case == "logits written" else 0.0)
-    p = np.exp(z - z.max(1, keepdims=True))
-    p /= p.sum(1, keepdims=True)
-    if case != "other attrs":
-        nt.assert_close(expected[1], (p - np.eye(4)[feed["y"]]) / 5, atol=1e-6, check_dtype=False)
-    names = _op_names(exe, main)
-    assert ("cross_entropy_with_grad" in names) is (case == "fold")
-    assert ("cross_entropy_grad" in names) is (case != "fold")

@@ -69,26 +69,6 @@ def test_sgd_matmul_update_matches_reference(dtype, weight_decay):
     assert tp.version == 1  # refused before anything was written
 
 
-@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
-@pytest.mark.parametrize("rows_shape", [(6, 3), (2, 4, 3), (3,)])
-def test_sgd_sum_update_matches_reference(dtype, rows_shape):
-    # the SGD step graph mode folds into a bias gradient's sum: p -= lr (sum(rows) + wd p)
-    rng = np.random.default_rng(4)
-    p = rng.standard_normal(3).astype(dtype)
-    rows = rng.standard_normal(rows_shape).astype(dtype)
-    lead = tuple(range(rows.ndim - 1))
-    expected = p - 0.1 * (rows.astype(np.float64).sum(axis=lead) + 0.01 * p.astype(np.float64))
-    tp = nb.tensor(p)
-    out = nb.sgd_sum_update_(tp, nb.tensor(rows), lr=0.1, weight_decay=0.01)
-    assert out is tp and tp.version == 1
-    nt.assert_close(tp, expected.astype(dtype), atol=1e-2 if dtype == "float16" else 1e-6)
-    with pytest.raises(nb.errors.UnsupportedError, match="momentum"):
-        nb.sgd_sum_update_(tp, nb.tensor(rows), lr=0.1, momentum=0.9)
-    with pytest.raises(nb.errors.ShapeError, match="must end with the parameter's shape"):
-        nb.sgd_sum_update_(tp, nb.tensor(np.ones((6, 4), dtype)), lr=0.1)
-    assert tp.version == 1  # refused before anything was written
-
-
 @pytest.mark.parametrize("hyper", SETTINGS)
 def test_eager_step_equals_graph_minimize(hyper):
     rng = np.random.default_rng(1)

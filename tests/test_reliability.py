@@ -57,10 +57,6 @@ def _t(*shape, dtype="float64"):
 EXTRA = {
     "sgd_update_": lambda: nb.sgd_update_(_t(3), _t(3), _t(3), lr=0.1),
     "sgd_matmul_update_": lambda: nb.sgd_matmul_update_(_t(2, 3), _t(2, 4), _t(4, 3), lr=0.1),
-    "sgd_sum_update_": lambda: nb.sgd_sum_update_(_t(3), _t(2, 3), lr=0.1),
-    "cross_entropy_with_grad": lambda: nb.cross_entropy_with_grad(
-        _t(2, 3), nb.zeros(2, dtype="int64")
-    ),
     "rmsprop_update_": lambda: nb.rmsprop_update_(_t(3), _t(3), _t(3), _t(3), _t(3), lr=0.1),
     "adagrad_update_": lambda: nb.adagrad_update_(
         _t(3), _t(3), _t(3), nb.zeros((), dtype="int64"), lr=0.1

@@ -11,10 +11,8 @@ slower on this machine for a 256x784 weight).
 `g = matmul(a, b)` nothing else reads, becomes `sgd_matmul_update_(p, a, b)`: one GEMM adds the
 product into the parameter (BLAS's beta), so the gradient is neither stored nor read again by a
 second pass (the step of a 256x784 weight: 285 -> 262 us alone, more in a training step,
-where the product's halves sit in the other core's cache). Likewise a gradient
-`g = sum(rows, leading axes)` (a bias gradient) becomes `sgd_sum_update_(p, rows)`: one plan
-step where there were two, and no gradient buffer to lend and release. The new ops share the
-update's attrs dict, so a learning-rate schedule that rewrites them is followed.
+where the product's halves sit in the other core's cache). The new op shares the update's
+attrs dict, so a learning-rate schedule that rewrites them is followed.
 
 `fold_activations`: `relu(linear(x, w, b))`, where only the ReLU (and ReLU gradients) read the
 linear layer's output, becomes `linear(x, w, b, activation="relu")` into the ReLU's own var: the
@@ -22,12 +20,6 @@ ReLU rides the bias's pass, and the pre-activation is never stored. The ReLU gra
 ReLU's output instead (`relu(v) > 0` exactly where `v > 0`, NaN included), so training
 programs fold too. nn.Sequential already emits the fused op (in eager mode as well); this
 catches a model that calls `relu(self.fc(x))` in its own forward, and static-API programs.
-
-`fold_loss_gradients`: `cross_entropy(x, y)`, `ones_like` of it and `cross_entropy_grad(ones,
-x, y)`, the start of every classifier's backward pass, become one `cross_entropy_with_grad(x,
-y)` computing the loss and the logits' gradient: one plan step where there were three (the
-same kernels, so the same values). Not when the seed is fetched or read elsewhere, or when x
-or y is written in between.
 """
 
 from __future__ import annotations
@@ -40,7 +32,7 @@ from .program import Var
 def rewrite(ops: list[Node], targets=()) -> list[Node]:
     """The op list with every rewrite of this module applied."""
     ops = fold_activations(fold_transposes(ops, targets), targets)
-    return fold_sgd_products(fold_loss_gradients(ops, targets), targets)
+    return fold_sgd_products(ops, targets)
 
 
 def fold_transposes(ops: list[Node], targets=()) -> list[Node]:
@@ -91,11 +83,8 @@ def fold_sgd_products(ops: list[Node], targets=()) -> list[Node]:
     """The op list with each foldable SGD step rewritten (module docstring), in its place."""
     readers = _readers(ops)
     kept = {id(t) for t in targets}
-    producer = {
-        id(node.outputs[0]): k
-        for k, node in enumerate(ops)
-        if node.op.name in FOLDED_INTO_SGD and node.outputs
-    }
+    producer = {id(node.outputs[0]): k for k, node in enumerate(ops) if node.op.name == "matmul"}
+    folded = REGISTRY["sgd_matmul_update_"]
     storage = Storages(ops).find
     replaced, dropped = {}, set()
     for k, node in enumerate(ops):
@@ -110,43 +99,16 @@ def fold_sgd_products(ops: list[Node], targets=()) -> list[Node]:
             or any(n is not node for n in readers[id(g)])  # (it reads g twice: velocity)
             or id(g) in kept
             or g.persistable
+            or any(v.ndim != 2 or v.dtype != p.dtype for v in product.inputs)
             or g.dtype != p.dtype
-            or any(v.dtype != p.dtype for v in product.inputs)
-            or not _foldable(product, p)
             or _may_write(ops[j + 1 : k], product.inputs, storage)
         ):
             continue
-        folded = REGISTRY[FOLDED_INTO_SGD[product.op.name]]
-        operands = product.inputs[:1] if folded.name == "sgd_sum_update_" else product.inputs
-        new = Node(folded, [p, *operands], node.attrs, [node.outputs[0]], None, None)
+        new = Node(folded, [p, *product.inputs], node.attrs, [node.outputs[0]], None, None)
         new.location = node.location
         replaced[id(node)] = new
         dropped.add(id(product))
     return [replaced.get(id(node), node) for node in ops if id(node) not in dropped]
-
-
-# the gradient's producer -> the update that computes it in place of sgd_update_
-FOLDED_INTO_SGD = {
-    "matmul": "sgd_matmul_update_",
-    "sum": "sgd_sum_update_",
-    "sum_to_like": "sgd_sum_update_",  # (the gradient of a broadcast add: `x @ w + b`)
-}
-
-
-def _foldable(product: Node, p: Var) -> bool:
-    """Whether the folded update computes this product: a 2-D matmul, or a sum (sum_to_like)
-    over the leading axes of rows that end with the parameter's shape (a bias gradient)."""
-    if product.op.name == "matmul":
-        return all(v.ndim == 2 for v in product.inputs)
-    rows = product.inputs[0]
-    lead = rows.ndim - p.ndim
-    if lead < 0 or tuple(rows.shape[lead:]) != tuple(p.shape):
-        return False
-    if product.op.name == "sum_to_like":  # sums the leading axes when the rest match
-        return True
-    axis = product.attrs["axis"]
-    axes = range(rows.ndim) if axis is None else sorted(a % max(rows.ndim, 1) for a in axis)
-    return not product.attrs["keepdims"] and tuple(axes) == tuple(range(lead))
 
 
 def fold_activations(ops: list[Node], targets=()) -> list[Node]:
@@ -187,42 +149,6 @@ def fold_activations(ops: list[Node], targets=()) -> list[Node]:
     return out
 
 
-def fold_loss_gradients(ops: list[Node], targets=()) -> list[Node]:
-    """The op list with each foldable cross_entropy gradient rewritten (module docstring)."""
-    readers = _readers(ops)
-    kept = {id(t) for t in targets}
-    storage = Storages(ops).find
-    position = {id(node): k for k, node in enumerate(ops)}
-    by_output = {id(node.outputs[0]): node for node in ops if len(node.outputs) == 1}
-    folded = REGISTRY["cross_entropy_with_grad"]
-    replaced, dropped = {}, set()
-    for grad in ops:
-        if grad.op.name != "cross_entropy_grad":
-            continue
-        seed, logits, labels = grad.inputs
-        ones = by_output.get(id(seed))
-        loss = ones and by_output.get(id(ones.inputs[0]))
-        if (
-            loss is None
-            or ones.op.name != "full_like"
-            or ones.attrs["value"] != 1
-            or ones.attrs["dtype"] not in (None, seed.dtype)
-            or loss.op.name != "cross_entropy"
-            or not _same_vars(loss.inputs, [logits, labels])
-            or loss.attrs != grad.attrs
-            or id(loss) in replaced
-            or any(n is not grad for n in readers[id(seed)])
-            or id(seed) in kept
-            or _may_write(ops[position[id(loss)] + 1 : position[id(grad)]], grad.inputs, storage)
-        ):
-            continue
-        new = Node(folded, [logits, labels], loss.attrs, [*loss.outputs, *grad.outputs], None, None)
-        new.location = grad.location
-        replaced[id(loss)] = new
-        dropped.update((id(ones), id(grad)))
-    return [replaced.get(id(node), node) for node in ops if id(node) not in dropped]
-
-
 def _readers(ops: list[Node]) -> dict[int, list]:
     """id(var) -> the nodes that read it, in order (once per input)."""
     readers: dict[int, list] = {}
@@ -230,11 +156,6 @@ def _readers(ops: list[Node]) -> dict[int, list]:
         for v in node.inputs:
             readers.setdefault(id(v), []).append(node)
     return readers
-
-
-def _same_vars(a: list, b: list) -> bool:
-    """Whether two lists hold the same objects (== on Vars would build an op)."""
-    return len(a) == len(b) and all(x is y for x, y in zip(a, b))
 
 
 def _relu_grad_of(node: Node, v: Var) -> bool:

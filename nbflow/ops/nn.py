@@ -14,13 +14,11 @@ import warnings
 import numpy as np
 from numba import njit
 
-from .. import device as devices
 from .. import dtypes as dt
 from ..core import UNKNOWN, Attr, Op, Spec, broadcast_shapes, normalize_axis
 from ..errors import AttrError, DTypeError, OutOfRangeError, ShapeError
 from ..kernels import vecmath
 from ..kernels.cpu import JIT, axis_rows, sum64, write_axis_rows
-from ..kernels.cuda import impl as cuda_impl
 from . import reduce as _reduce
 from . import shape as _shape
 from .elementwise import exp
@@ -510,50 +508,6 @@ def _cross_entropy_grad_vjp(gg, out, g, logits, labels, reduction, ignore_index,
     return dg, dlogits, None
 
 
-def _cross_entropy_with_grad_spec(logits, labels, **attrs):
-    return _cross_entropy_spec(logits, labels, **attrs), Spec(logits.shape, logits.dtype)
-
-
-def _cross_entropy_with_grad(device: str):
-    """The kernel on `device`: cross_entropy's, then cross_entropy_grad's with a seed of ones
-    (the same kernels, so the results equal the unfolded program's)."""
-
-    def launch(logits, labels, loss, grad, **attrs):
-        cross_entropy.kernels[device](logits, labels, loss, **attrs)
-        if device == "cpu":
-            seed = np.ones(loss.shape, loss.dtype)
-        else:
-            seed = devices.empty(loss.shape, loss.dtype)
-            cuda_impl().fill(seed, 1.0)
-        cross_entropy_grad.kernels[device](seed, logits, labels, grad, **attrs)
-
-    return launch
-
-
-def _cross_entropy_with_grad_ref(logits, labels, **attrs):
-    loss = _cross_entropy_ref(logits, labels, **attrs)
-    return loss, _cross_entropy_grad_ref(np.ones(loss.shape, loss.dtype), logits, labels, **attrs)
-
-
-cross_entropy_with_grad = Op(
-    name="cross_entropy_with_grad",
-    inputs=("logits", "labels"),
-    outputs=("loss", "grad"),
-    spec=_cross_entropy_with_grad_spec,
-    kernels={"cpu": _cross_entropy_with_grad("cpu"), "cuda": _cross_entropy_with_grad("cuda")},
-    dtypes=FLOATS,
-    ref=_cross_entropy_with_grad_ref,
-    differentiable=False,
-    attrs=cross_entropy.attrs,
-    promote=(0,),
-    doc=(
-        "cross_entropy and its gradient with respect to the logits for a seed of ones, in one "
-        "op: the start of a training step's backward pass. Graph mode folds cross_entropy, "
-        "ones_like and cross_entropy_grad into it (graph/rewrite.py)."
-    ),
-)
-
-
 # ---------------------------------------------------------------- mse_loss
 
 
@@ -635,12 +589,4 @@ def _mse_grad(g, out, input, target, reduction):
     return gd, -gd
 
 
-__all__ = [
-    "softmax",
-    "log_softmax",
-    "one_hot",
-    "cross_entropy",
-    "cross_entropy_grad",
-    "cross_entropy_with_grad",
-    "mse_loss",
-]
+__all__ = ["softmax", "log_softmax", "one_hot", "cross_entropy", "cross_entropy_grad", "mse_loss"]

@@ -15,12 +15,11 @@ back the value it read, so the stand-in is unchanged (also through float16's flo
 import numpy as np
 from numba import njit
 
-from .. import device as devices
 from .. import dtypes as dt
 from ..core import UNKNOWN, Attr, Op, Spec
 from ..errors import ShapeError, UnsupportedError
 from ..kernels.cpu import JIT
-from . import linalg, reduce
+from . import linalg
 
 # The kernels update their arrays in place, each taking the array it writes once: given a
 # separate output that is the input itself, LLVM's overlap check fails and the loop runs
@@ -171,57 +170,6 @@ sgd_matmul_update_ = Op(
     "gradient), in place: p = (1 - lr wd) p - lr (a @ b), one GEMM adding the product into "
     "the parameter, so the gradient is never stored. Graph mode folds sgd_update_ into it "
     "(graph/rewrite.py); the attrs are sgd_update_'s, and momentum must be 0.",
-)
-
-
-def _sgd_sum_spec(p, rows, **attrs):
-    n = rows.ndim - p.ndim
-    trailing = rows.shape[n:] if n >= 0 else None
-    if n < 0 or any(a != b and UNKNOWN not in (a, b) for a, b in zip(trailing, p.shape)):
-        raise ShapeError(
-            f"rows {list(rows.shape)} must end with the parameter's shape {list(p.shape)}"
-        )
-    return Spec(p.shape, p.dtype)
-
-
-def _sgd_sum(device: str):
-    """The kernel on `device`: sum's kernel (so the gradient is summed exactly as the unfused
-    program sums it) into a scratch buffer, then the plain SGD step's."""
-
-    def launch(p, rows, p_out, lr, momentum, dampening, weight_decay, nesterov):
-        if momentum:
-            raise UnsupportedError(
-                "sgd_sum_update_: momentum needs the gradient itself (sgd_update_ keeps it)"
-            )
-        grad = np.empty(p.shape, p.dtype) if device == "cpu" else devices.empty(p.shape, p.dtype)
-        axes = tuple(range(rows.ndim - p.ndim))
-        reduce.sum.kernels[device](rows, grad, axis=axes, keepdims=False)
-        step = sgd_update_.kernels[device]
-        step(p, grad, grad, p_out, grad, lr, 0.0, dampening, weight_decay, nesterov)
-
-    return launch
-
-
-def _sgd_sum_ref(p, rows, lr, momentum=0.0, dampening=0.0, weight_decay=0.0, nesterov=False):
-    grad = rows.sum(axis=tuple(range(rows.ndim - p.ndim)))
-    return _sgd_ref(p, grad, p, lr, 0.0, dampening, weight_decay)[0]
-
-
-sgd_sum_update_ = Op(
-    name="sgd_sum_update_",
-    inputs=("param", "rows"),
-    outputs=("param_out",),
-    spec=_sgd_sum_spec,
-    kernels={"cpu": _sgd_sum("cpu"), "cuda": _sgd_sum("cuda")},
-    dtypes=dt.FLOATS,
-    ref=_sgd_sum_ref,
-    differentiable=False,
-    attrs=sgd_update_.attrs,
-    inplace={0: 0},
-    doc="An SGD step without momentum whose gradient is `rows` summed over its leading axes "
-    "(a bias gradient), in place: p = p - lr (sum(rows) + wd p). Graph mode folds "
-    "sum + sgd_update_ into it (graph/rewrite.py), one plan step instead of two; the attrs "
-    "are sgd_update_'s, and momentum must be 0.",
 )
 
 
@@ -515,6 +463,5 @@ __all__ = [
     "adam_update_",
     "rmsprop_update_",
     "sgd_matmul_update_",
-    "sgd_sum_update_",
     "sgd_update_",
 ]
