@@ -509,7 +509,7 @@ def _check_options(iterable, shuffle, sampler, batch_sampler, batch_size, drop_l
     """PyTorch's checks of conflicting options, with its messages; returns shuffle as a bool."""
     if iterable:
         for name, value in (("shuffle", shuffle), ("sampler", sampler)):
-            if value not in (None, False):
+            if value is not None and value is not False:
                 raise ValueError(
                     f"DataLoader with IterableDataset: expected unspecified {name} option, "
                     f"but got {name}={value!r}"
