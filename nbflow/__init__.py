@@ -35,6 +35,7 @@ from .errors import (
     DTypeError,
     GradientError,
     KernelNotFoundError,
+    LinAlgError,
     LoopLimitError,
     NbflowError,
     NumericalError,
