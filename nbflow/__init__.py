@@ -10,6 +10,7 @@ from . import (
     data,
     dtypes,
     graph,
+    linalg,
     nn,
     ops,
     optim,

@@ -21,7 +21,7 @@ from ..kernels.cuda import not_supported
 from .elementwise import log
 from .index import tril, triu
 from .linalg import matmul, matrix_transpose
-from .select import diag_embed, diagonal
+from .select import diag_embed, diagonal, narrow
 from .shape import unsqueeze
 
 FLOATS = (dt.float32, dt.float64)
@@ -462,18 +462,17 @@ def _off_diagonal(x):
 
 
 def _svd_spec(a, full_matrices):
-    if full_matrices:
-        raise UnsupportedError("svd: full_matrices=True is not implemented (use False)")
     batch, m, n = _matrix(a)
     k = _reduced_dim(m, n)
+    u_cols, vh_rows = (m, n) if full_matrices else (k, k)
     d = _float(a)
-    return Spec(batch + (m, k), d), Spec(batch + (k,), d), Spec(batch + (k, n), d)
+    return Spec(batch + (m, u_cols), d), Spec(batch + (k,), d), Spec(batch + (vh_rows, n), d)
 
 
 @njit(**JIT)
-def _svd_rows(a, u, s, vh):
+def _svd_rows(a, u, s, vh, full_matrices):
     for i in range(a.shape[0]):
-        ui, si, vhi = np.linalg.svd(a[i], full_matrices=False)
+        ui, si, vhi = np.linalg.svd(a[i], full_matrices=full_matrices)
         u[i] = ui
         s[i] = si
         vh[i] = vhi
@@ -483,8 +482,10 @@ def _svd_cpu(a, u_out, s_out, vh_out, full_matrices):
     x = _rows(a, 2)
     b, m, n = x.shape
     k = min(m, n)
-    u, s, vh = np.empty((b, m, k), x.dtype), np.empty((b, k), x.dtype), np.empty((b, k, n), x.dtype)
-    _lapack("svd", _svd_rows, x, u, s, vh)
+    u_cols, vh_rows = (m, n) if full_matrices else (k, k)
+    u, s = np.empty((b, m, u_cols), x.dtype), np.empty((b, k), x.dtype)
+    vh = np.empty((b, vh_rows, n), x.dtype)
+    _lapack("svd", _svd_rows, x, u, s, vh, full_matrices)
     _fill((u_out, s_out, vh_out), (u, s, vh))
 
 
@@ -495,11 +496,12 @@ svd = Op(
     spec=_svd_spec,
     kernels={"cpu": _svd_cpu, "cuda": _no_cuda("svd")},
     dtypes=FLOATS,
-    ref=lambda a, full_matrices=False: np.linalg.svd(a, full_matrices=False),
+    ref=lambda a, full_matrices=False: np.linalg.svd(a, full_matrices=full_matrices),
     attrs={"full_matrices": Attr("bool", False)},
-    doc="torch.linalg.svd with full_matrices=False: U (..., m, k), S (..., k) descending, "
-    "Vh (..., k, n) with A = U diag(S) Vh, k = min(m, n). The gradient of U and Vh needs "
-    "distinct nonzero singular values (that of S alone does not).",
+    doc="torch.linalg.svd: U (..., m, k), S (..., k) descending, Vh (..., k, n) with "
+    "A = U diag(S) Vh, k = min(m, n) (full_matrices=True: U (..., m, m), Vh (..., n, n)). The "
+    "gradient of U and Vh needs distinct nonzero singular values (that of S alone does "
+    "not); with full_matrices=True the columns beyond k get no gradient, as in PyTorch.",
 )
 
 
@@ -508,6 +510,11 @@ def _svd_grad(g, out, a, full_matrices):
     g_u, g_s, g_vh = _grads(g, out)
     u, s, vh = out
     m, n = a.shape[-2], a.shape[-1]
+    k = min(m, n)
+    if full_matrices:  # the columns beyond k are any orthonormal completion: no gradient
+        u, vh = narrow(u, -1, 0, k), narrow(vh, -2, 0, k)
+        g_u = None if g_u is None else narrow(g_u, -1, 0, k)
+        g_vh = None if g_vh is None else narrow(g_vh, -2, 0, k)
     if g_u is None and g_vh is None:
         return (matmul(u, unsqueeze(g_s, -1) * vh),)
     return (_svd_vectors_grad(u, s, vh, g_u, g_s, g_vh, m, n),)
