@@ -34,6 +34,11 @@ class DomainError(NbflowError, ValueError):
     """Input values outside what an op accepts (checked before the kernel runs)."""
 
 
+class LinAlgError(DomainError):
+    """A matrix a decomposition cannot take: singular (inv, solve), not positive-definite
+    (cholesky), or one LAPACK could not converge on (torch.linalg.LinAlgError's role)."""
+
+
 class LoopLimitError(DomainError):
     """A while_loop still running after its max_iterations (names the loop's line)."""
 

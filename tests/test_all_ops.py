@@ -203,7 +203,32 @@ SAMPLES = {
         {},
     ),
     "l1_loss": (nb.l1_loss, lambda: [x(2, 3), x(2, 3, low=3, high=4)], {}),
+    # the decompositions, on well-conditioned inputs (SPD or symmetric where they must be);
+    # qr and svd through gauge-invariant functions (their signs are LAPACK's choice)
+    "inv": (lambda a: nb.linalg.inv(_well(a)), lambda: [x(2, 3, 3)], {}),
+    "solve": (lambda a, b: nb.linalg.solve(_well(a), b), lambda: [x(2, 3, 3), x(3, 2)], {}),
+    "det": (lambda a: nb.linalg.det(_well(a)), lambda: [x(2, 3, 3)], {}),
+    "slogdet": (lambda a: nb.linalg.slogdet(_well(a)).logabsdet, lambda: [x(2, 3, 3)], {}),
+    "cholesky": (lambda a: nb.linalg.cholesky(_spd(a)), lambda: [x(2, 3, 3)], {}),
+    "eigh": (lambda a: nb.linalg.eigh(a + a.mT), lambda: [x(2, 3, 3, low=-1, high=1)], {}),
+    "qr": (lambda a: nb.linalg.qr(a).Q * nb.linalg.qr(a).R[..., :1, :1], lambda: [x(4, 3)], {}),
+    "svd": (
+        lambda a: tuple(abs(t) for t in nb.linalg.svd(a, full_matrices=False)),
+        lambda: [x(4, 3, low=-1, high=1)],
+        {},
+    ),
 }
+
+
+def _well(a):
+    """a plus 3 I: well-conditioned for entries in [0.5, 2]."""
+    return a + nb.eye(a.shape[-1], dtype=a.dtype) * 3
+
+
+def _spd(a):
+    return a @ a.mT + nb.eye(a.shape[-1], dtype=a.dtype)
+
+
 ELEMENTWISE_DOMAIN = {
     "clip": (-2, 2),
     "relu": (-2, 2),

@@ -13,6 +13,7 @@ from . import (
     broadcast,
     conv,
     creation,
+    decomp,
     einsum,
     elementwise,
     index,
@@ -30,7 +31,7 @@ from . import (
 )
 
 FAMILIES = (elementwise, broadcast, creation, reduce, linalg, shape, index, nn, optim)
-FAMILIES += (conv, norm, losses, sorting, einsum, select, scans, products)
+FAMILIES += (conv, norm, losses, sorting, einsum, select, scans, products, decomp)
 
 _AXIS_NAMES = {name for names in PYTORCH_NAMES.values() for name in names}
 _ALL_NAMES = _AXIS_NAMES | PYTORCH_NAMES.keys()

@@ -1,0 +1,285 @@
+"""nbflow.linalg: PyTorch's torch.linalg on nbflow's ops.
+
+The decompositions are ops (nbflow/ops/decomp.py); everything else here is written with
+nbflow ops, so it runs in eager and graph mode and differentiates through them. Results with
+several parts are named tuples, as in PyTorch (`eigh(a).eigenvalues`).
+"""
+
+import math
+from collections import namedtuple
+
+import numpy as np
+
+from . import dtypes as dt
+from .errors import ShapeError, UnsupportedError
+from .ops import decomp
+from .ops.creation import eye
+from .ops.decomp import det, inv, solve
+from .ops.elementwise import abs as abs_
+from .ops.elementwise import astype, sqrt, where
+from .ops.index import tril, triu
+from .ops.linalg import matmul, matrix_transpose
+from .ops.products import cross as _cross
+from .ops.products import matrix_power as _matrix_power
+from .ops.reduce import max as max_
+from .ops.reduce import min as min_
+from .ops.reduce import norm as _vector_norm
+from .ops.reduce import sum as sum_
+from .ops.select import diag_embed
+from .ops.select import diagonal as _diagonal
+from .ops.shape import movedim, squeeze, unsqueeze
+
+SlogdetResult = namedtuple("SlogdetResult", "sign logabsdet")
+QRResult = namedtuple("QRResult", "Q R")
+EighResult = namedtuple("EighResult", "eigenvalues eigenvectors")
+SVDResult = namedtuple("SVDResult", "U S Vh")
+LstsqResult = namedtuple("LstsqResult", "solution residuals rank singular_values")
+
+# ---------------------------------------------------------------- the decompositions
+
+
+def cholesky(A, *, upper=False):
+    """L lower triangular with A = L L^T (upper=True: L^T), read from A's lower triangle."""
+    return decomp.cholesky(A, upper=upper)
+
+
+def qr(A, mode="reduced"):
+    """(Q, R) with A = Q R; mode 'reduced' only."""
+    if mode != "reduced":
+        raise UnsupportedError(f"qr: mode={mode!r} is not implemented (use 'reduced')")
+    return QRResult(*decomp.qr(A))
+
+
+def eigh(A, UPLO="L"):
+    """(eigenvalues ascending, eigenvectors as columns) of symmetric A, read from the lower
+    (UPLO='L') or upper ('U') triangle."""
+    return EighResult(*decomp.eigh(_lower_from(A, UPLO)))
+
+
+def eigvalsh(A, UPLO="L"):
+    """The eigenvalues of symmetric A, ascending."""
+    return decomp.eigh(_lower_from(A, UPLO))[0]
+
+
+def _lower_from(A, UPLO):
+    if UPLO not in ("L", "U"):
+        raise ValueError(f"UPLO must be 'L' or 'U', got {UPLO!r}")
+    return A if UPLO == "L" else matrix_transpose(A)  # A^T's lower triangle is A's upper
+
+
+def svd(A, full_matrices=True):
+    """(U, S, Vh) with A = U diag(S) Vh, S descending."""
+    return SVDResult(*decomp.svd(A, full_matrices=full_matrices))
+
+
+def svdvals(A):
+    """The singular values of A, descending."""
+    return decomp.svd(A, full_matrices=False)[1]
+
+
+def slogdet(A):
+    """(sign, log|det A|); the sign has no gradient."""
+    return SlogdetResult(*decomp.slogdet(A))
+
+
+# ---------------------------------------------------------------- built on them
+
+
+def _eps(x):
+    return float(np.finfo(np.dtype(x.dtype)).eps)
+
+
+def pinv(A, *, rtol=None, hermitian=False):
+    """The pseudo-inverse through the SVD: singular values below rtol * max(S) (default
+    max(m, n) * eps) count as zero. `hermitian` is accepted and the SVD used anyway."""
+    u, s, vh = decomp.svd(A, full_matrices=False)
+    if rtol is None:
+        rtol = max(A.shape[-2:]) * _eps(A)
+    cutoff = unsqueeze(max_(s, axis=-1), -1) * rtol
+    keep = s > cutoff
+    s_inv = where(keep, 1.0 / where(keep, s, 1.0), 0.0)  # no 1/0 in the gradient
+    return matmul(matrix_transpose(vh) * unsqueeze(s_inv, -2), matrix_transpose(u))
+
+
+def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False):
+    """The matrix norm over the two dims `dim`: 'fro', 'nuc', 2, -2 (singular values),
+    1, -1 (column sums), inf, -inf (row sums) of |A|."""
+    if A.ndim < 2:
+        raise ShapeError(f"matrix_norm needs at least 2 dims, got {A.shape}")
+    rows, cols = (d % A.ndim for d in dim)
+    if rows == cols:
+        raise ShapeError(f"matrix_norm: dim must name two different dims, got {dim}")
+    if ord in ("fro", "nuc", 2, -2):
+        moved = _moved_last(A, rows, cols)
+        result = _spectral_norm(moved, ord)
+        return _keep(result, (rows, cols)) if keepdim else result
+    sums_over, pick_over = _norm_axes(ord, rows, cols)
+    sums = sum_(abs_(A), axis=sums_over, keepdims=True)
+    pick = max_ if ord > 0 else min_
+    result = pick(sums, axis=pick_over, keepdims=True)
+    return result if keepdim else _drop(result, (rows, cols))
+
+
+def _norm_axes(ord, rows, cols):
+    if ord in (1, -1):
+        return rows, cols  # the largest (smallest) column sum
+    if ord in (math.inf, -math.inf):
+        return cols, rows  # the largest (smallest) row sum
+    raise ValueError(f"matrix_norm: ord must be 'fro', 'nuc', 2, -2, 1, -1, inf or -inf: {ord!r}")
+
+
+def _spectral_norm(A, ord):
+    if ord == "fro":
+        return sqrt(sum_(A * A, axis=(-2, -1)))
+    s = svdvals(A)
+    if ord == "nuc":
+        return sum_(s, axis=-1)
+    return max_(s, axis=-1) if ord == 2 else min_(s, axis=-1)
+
+
+def _moved_last(A, rows, cols):
+    return movedim(A, (rows, cols), (-2, -1))
+
+
+def _keep(x, axes):
+    for a in sorted(axes):
+        x = unsqueeze(x, a)
+    return x
+
+
+def _drop(x, axes):
+    return squeeze(x, axis=tuple(axes))
+
+
+def vector_norm(x, ord=2, dim=None, keepdim=False):
+    """The vector ord-norm over `dim` (None: every element): 2, 1, inf, -inf, 0 or p > 0."""
+    return _vector_norm(x, p=ord, axis=dim, keepdims=keepdim)
+
+
+def norm(A, ord=None, dim=None, keepdim=False):
+    """torch.linalg.norm: a vector norm for an int `dim`, or for ord None over every element
+    (dim None); a matrix norm for a 2-tuple `dim` or a 2-D A with ord given."""
+    if isinstance(dim, int):
+        return vector_norm(A, 2 if ord is None else ord, dim, keepdim)
+    if dim is not None and len(dim) == 2:
+        return matrix_norm(A, "fro" if ord is None else ord, tuple(dim), keepdim)
+    if ord is None:
+        return vector_norm(A, 2, dim, keepdim)
+    if A.ndim == 2:
+        return matrix_norm(A, ord, (-2, -1), keepdim)
+    if A.ndim == 1:
+        return vector_norm(A, ord, dim, keepdim)
+    raise ShapeError(f"norm: ord={ord!r} needs a 1-D or 2-D A or a dim, got {A.shape}")
+
+
+def cond(A, p=None):
+    """The condition number in the 2-norm (p None or 2): largest / smallest singular value;
+    other p: norm(A, p) * norm(inv(A), p)."""
+    if p is None or p == 2:
+        s = svdvals(A)
+        return max_(s, axis=-1) / min_(s, axis=-1)
+    if p == -2:
+        s = svdvals(A)
+        return min_(s, axis=-1) / max_(s, axis=-1)
+    return matrix_norm(A, p) * matrix_norm(inv(A), p)
+
+
+def matrix_rank(A, *, atol=None, rtol=None, hermitian=False):
+    """How many singular values exceed max(atol, rtol * max(S)) (int64; PyTorch's default
+    rtol max(m, n) * eps when neither is given)."""
+    s = svdvals(A)
+    if rtol is None:
+        rtol = 0.0 if atol is not None else max(A.shape[-2:]) * _eps(A)
+    tol = unsqueeze(max_(s, axis=-1), -1) * rtol
+    if atol is not None:
+        tol = where(tol > atol, tol, atol)
+    return sum_(astype(s > tol, dt.int64), axis=-1)
+
+
+def multi_dot(tensors):
+    """The product of the matrices in `tensors`, left to right; the first may be a row and
+    the last a column vector (their dims are dropped from the result)."""
+    if len(tensors) < 2:
+        raise ValueError(f"multi_dot needs at least 2 tensors, got {len(tensors)}")
+    out = tensors[0]
+    for t in tensors[1:]:
+        out = matmul(out, t)
+    return out
+
+
+def solve_triangular(A, B, *, upper, left=True, unitriangular=False):
+    """X with A X = B (left=False: X A = B), A triangular: only its upper (lower) triangle is
+    read, its diagonal taken as ones when unitriangular."""
+    tri = triu(A) if upper else tril(A)
+    if unitriangular:
+        tri = tri - diag_embed(_diagonal(tri, 0, -2, -1)) + _identity(A)
+    if left:
+        return solve(tri, B)
+    return matrix_transpose(solve(matrix_transpose(tri), matrix_transpose(B)))
+
+
+def _identity(A):
+    return eye(A.shape[-1], dtype=A.dtype, device=getattr(A, "device", None))
+
+
+def lstsq(A, B, rcond=None):
+    """The least-squares solution of A X = B through the pseudo-inverse (of full or
+    deficient rank). Only `solution` is computed; residuals, rank and singular_values are
+    None (PyTorch's CPU default driver gives them only in some cases)."""
+    p = pinv(A) if rcond is None else pinv(A, rtol=rcond)
+    vector = B.ndim == A.ndim - 1
+    x = squeeze(matmul(p, unsqueeze(B, -1)), axis=-1) if vector else matmul(p, B)
+    return LstsqResult(x, None, None, None)
+
+
+# ---------------------------------------------------------------- PyTorch's aliases
+
+
+def cross(input, other, dim=-1):
+    """The cross product of 3-vectors along `dim` (-1 by default, unlike torch.cross)."""
+    return _cross(input, other, dim=dim)
+
+
+def diagonal(A, offset=0, dim1=-2, dim2=-1):
+    """The `offset`-th diagonal of the matrices in the last two dims."""
+    return _diagonal(A, offset, dim1, dim2)
+
+
+def matrix_power(A, n):
+    """A to the integer power n (n < 0: of inv(A))."""
+    if isinstance(n, (int, np.integer)) and not isinstance(n, bool) and n < 0:
+        return _matrix_power(inv(A), -int(n))
+    return _matrix_power(A, n)
+
+
+def vecdot(x, y, dim=-1):
+    """The dot product of x and y along `dim` (they broadcast)."""
+    return sum_(x * y, axis=dim)
+
+
+__all__ = [
+    "cholesky",
+    "cond",
+    "cross",
+    "det",
+    "diagonal",
+    "eigh",
+    "eigvalsh",
+    "inv",
+    "lstsq",
+    "matmul",
+    "matrix_norm",
+    "matrix_power",
+    "matrix_rank",
+    "multi_dot",
+    "norm",
+    "pinv",
+    "qr",
+    "slogdet",
+    "solve",
+    "solve_triangular",
+    "svd",
+    "svdvals",
+    "vecdot",
+    "vector_norm",
+]
