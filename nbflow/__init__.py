@@ -87,3 +87,11 @@ float, int, bool = float32, int32, bool_
 utils = _types.ModuleType(f"{__name__}.utils", "PyTorch's names for nbflow's utilities.")
 utils.data = data
 _sys.modules[utils.__name__], _sys.modules[f"{__name__}.utils.data"] = utils, data
+
+# PyTorch's torch.autograd.functional: nbflow.autograd is a module, so the submodule is
+# attached by hand and registered for `import nbflow.autograd.functional`
+from . import autograd as _autograd  # noqa: E402
+from . import functional_autograd as _functional_autograd  # noqa: E402
+
+_autograd.functional = _functional_autograd
+_sys.modules[f"{__name__}.autograd.functional"] = _functional_autograd
