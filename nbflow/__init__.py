@@ -91,6 +91,7 @@ _sys.modules[utils.__name__], _sys.modules[f"{__name__}.utils.data"] = utils, da
 # PyTorch's torch.autograd.functional: nbflow.autograd is a module, so the submodule is
 # attached by hand and registered for `import nbflow.autograd.functional`
 from . import autograd as _autograd  # noqa: E402
+from . import func  # noqa: E402  (PyTorch's torch.func)
 from . import functional_autograd as _functional_autograd  # noqa: E402
 
 _autograd.functional = _functional_autograd

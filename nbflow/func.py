@@ -1,0 +1,339 @@
+"""nbflow.func: the core of PyTorch's torch.func (grad, grad_and_value, vjp, jacrev, hessian,
+vmap) on nbflow's eager tape.
+
+The transforms are built on `nbflow.grad`, not on functorch's levels. A transform records the
+backward pass (create_graph) exactly when the function's result depends on a tensor that
+requires grad other than the transform's own fresh inputs: an outer transform's input, a
+closed-over parameter, an input that already carries a graph. So `grad(grad(f))`,
+`jacrev(jacrev(f))`, per-sample gradients in `vmap(grad(f))` and ordinary autograd through
+`grad(f)(x)` all compose, and a top-level call returns plain tensors.
+
+`vmap` is a loop over the mapped dimension whose results are stacked, not a batching
+transform: same values, no speed-up.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from . import ops
+from .autograd import grad as _grad
+from .autograd import toposort
+from .core import enable_grad
+from .tensor import Tensor
+
+__all__ = ["grad", "grad_and_value", "vjp", "jacrev", "hessian", "vmap"]
+
+
+def _argnums(argnums, nargs: int, fn: str) -> tuple[bool, tuple]:
+    """(was argnums a tuple, the indices); PyTorch's checks on the indices."""
+    is_tuple = isinstance(argnums, (tuple, list))
+    nums = tuple(argnums) if is_tuple else (argnums,)
+    if is_tuple and not nums:
+        raise RuntimeError(f"{fn}: argnums must be non-empty")
+    for n in nums:
+        if not isinstance(n, int):
+            raise RuntimeError(f"{fn}: argnums must be int or Tuple[int, ...], got {type(n)}")
+        if not -nargs <= n < nargs:
+            raise RuntimeError(
+                f"{fn}: Got argnums={n}, but only {nargs} positional inputs were given"
+            )
+    return is_tuple, tuple(n % nargs for n in nums)
+
+
+def _fresh(x, fn: str):
+    """A handle to differentiate with respect to: viewed (keeping its graph) if x has one."""
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{fn}: the argument to differentiate must be a Tensor, got {type(x)}")
+    return x.view_as(x) if x.requires_grad else x.detach().requires_grad_(True)
+
+
+def _needs_graph(outputs, own) -> bool:
+    """Does any output reach a leaf requiring grad that is not one of `own`?
+
+    Then someone outside this transform (an outer transform, ordinary autograd) may
+    differentiate the result, so the backward pass must be recorded."""
+    own_ids = {id(t) for t in own}
+    edges = []
+    for o in outputs:
+        if o._node is None:
+            if o.requires_grad and id(o) not in own_ids:
+                return True
+        else:
+            edges.append((o._node, o._index))
+    for node in toposort(edges):
+        for e in node.edges:
+            if isinstance(e, Tensor) and id(e) not in own_ids:
+                return True
+    return False
+
+
+def _split_aux(out, has_aux: bool, fn: str):
+    if not has_aux:
+        return out, None
+    if not (isinstance(out, (tuple, list)) and len(out) == 2):
+        raise RuntimeError(
+            f"{fn}(f)(*args): output of function f should be a tuple: (output, aux) "
+            "if has_aux is True"
+        )
+    return out[0], out[1]
+
+
+def _detach_tree(x):
+    """Top-level results hold no graph (PyTorch unwraps them the same way)."""
+    if isinstance(x, Tensor):
+        return x.detach()
+    if isinstance(x, (tuple, list)):
+        return type(x)(_detach_tree(v) for v in x)
+    if isinstance(x, dict):
+        return {k: _detach_tree(v) for k, v in x.items()}
+    return x
+
+
+def _zeros_for_none(grads, refs) -> tuple:
+    """torch.func's convention: an input the output does not use gets a zero gradient."""
+    return tuple(ops.zeros_like(r) if g is None else g for g, r in zip(grads, refs))
+
+
+def grad_and_value(func, argnums=0, has_aux: bool = False):
+    """A function returning (d func / d args[argnums], func(args)); func returns a scalar."""
+
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        is_tuple, nums = _argnums(argnums, len(args), "grad_and_value")
+        args = list(args)
+        xs = tuple(_fresh(args[n], "grad_and_value") for n in nums)
+        for n, x in zip(nums, xs):
+            args[n] = x
+        with enable_grad():
+            out, aux = _split_aux(func(*args, **kwargs), has_aux, "grad_and_value")
+        _check_scalar(out)
+        keep = _needs_graph([out], xs)
+        gs = _grad(out, xs, create_graph=keep, allow_unused=True) if out.requires_grad else None
+        gs = _zeros_for_none(gs or (None,) * len(xs), xs)
+        gs = gs if is_tuple else gs[0]
+        if not keep:
+            out, aux = out.detach(), _detach_tree(aux)
+        return (gs, (out, aux)) if has_aux else (gs, out)
+
+    return wrapper
+
+
+def _check_scalar(out):
+    if not isinstance(out, Tensor):
+        raise RuntimeError(
+            f"grad_and_value(f)(*args): Expected f(*args) to return a Tensor, got {type(out)}"
+        )
+    if out.ndim != 0:
+        raise RuntimeError(
+            "grad_and_value(f)(*args): Expected f(*args) to return a scalar Tensor, got "
+            f"tensor with {out.ndim} dims. Maybe you wanted to use the vjp or jacrev APIs "
+            "instead?"
+        )
+
+
+def grad(func, argnums=0, has_aux: bool = False):
+    """A function returning d func / d args[argnums] (and aux when has_aux)."""
+    gv = grad_and_value(func, argnums, has_aux)
+
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        g, value = gv(*args, **kwargs)
+        return (g, value[1]) if has_aux else g
+
+    return wrapper
+
+
+def _outputs(out, fn: str) -> tuple[bool, tuple]:
+    is_tuple = isinstance(out, (tuple, list))
+    outs = tuple(out) if is_tuple else (out,)
+    for o in outs:
+        if not isinstance(o, Tensor):
+            raise RuntimeError(
+                f"{fn}(f, ...): expected f(*primals) to return only tensors, got unsupported "
+                f"type {type(o)}"
+            )
+    return is_tuple, outs
+
+
+def vjp(func, *primals, has_aux: bool = False):
+    """(func(*primals), vjp_fn[, aux]); vjp_fn(cotangents) gives one gradient per primal.
+
+    The forward pass runs once; vjp_fn may be called any number of times."""
+    xs = tuple(_fresh(p, "vjp") for p in primals)
+    with enable_grad():
+        out, aux = _split_aux(func(*xs), has_aux, "vjp")
+    is_tuple, outs = _outputs(out, "vjp")
+    keep = _needs_graph(outs, xs)
+
+    def vjp_fn(cotangents):
+        cts = tuple(cotangents) if is_tuple else (cotangents,)
+        _check_cotangents(cts, outs)
+        live = [(o, c) for o, c in zip(outs, cts) if o.requires_grad]
+        gs = (None,) * len(xs)
+        if live:
+            os_, cs = zip(*live)
+            with enable_grad():
+                gs = _grad(list(os_), list(xs), list(cs), create_graph=keep, allow_unused=True)
+        return _zeros_for_none(gs, xs)
+
+    if not keep:
+        out, aux = _detach_tree(out), _detach_tree(aux)
+    return (out, vjp_fn, aux) if has_aux else (out, vjp_fn)
+
+
+def _check_cotangents(cts, outs):
+    if len(cts) != len(outs):
+        raise RuntimeError(
+            f"Expected pytree structure of cotangents to be the same as pytree structure of "
+            f"outputs to the function: {len(outs)} outputs, {len(cts)} cotangents"
+        )
+    for c, o in zip(cts, outs):
+        if not isinstance(c, Tensor) or tuple(c.shape) != tuple(o.shape):
+            raise RuntimeError(
+                f"Mismatch in shape: cotangent has shape {getattr(c, 'shape', type(c))} and "
+                f"output has shape {tuple(o.shape)}"
+            )
+
+
+def jacrev(func, argnums=0, has_aux: bool = False):
+    """A function returning the Jacobian by reverse mode, one vjp per output element.
+
+    Its blocks have shape output.shape + input.shape; a tuple of outputs gives a tuple over
+    outputs, each a tuple over argnums when argnums is a tuple (torch.func's nesting)."""
+
+    @functools.wraps(func)
+    def wrapper(*args):
+        is_tuple, nums = _argnums(argnums, len(args), "jacrev")
+        args = list(args)
+        xs = tuple(_fresh(args[n], "jacrev") for n in nums)
+        for n, x in zip(nums, xs):
+            args[n] = x
+        with enable_grad():
+            out, aux = _split_aux(func(*args), has_aux, "jacrev")
+        out_tuple, outs = _outputs(out, "jacrev")
+        keep = _needs_graph(outs, xs)
+        jac = tuple(_blocks(o, xs, keep) for o in outs)
+        jac = tuple(j if is_tuple else j[0] for j in jac)
+        jac = jac if out_tuple else jac[0]
+        return (jac, aux if keep else _detach_tree(aux)) if has_aux else jac
+
+    return wrapper
+
+
+def _blocks(out, xs, keep: bool) -> tuple:
+    """d out / d x for every x: rows from one-hot cotangents, stacked and reshaped."""
+    n = out.numel()
+    if n == 0 or not out.requires_grad:
+        return tuple(ops.zeros(tuple(out.shape) + tuple(x.shape), dtype=x.dtype) for x in xs)
+    rows = [[] for _ in xs]
+    for k in range(n):
+        seed = np.zeros(n, dtype=out.data.dtype)
+        seed[k] = 1
+        with enable_grad():
+            gs = _grad(out, xs, Tensor(seed.reshape(tuple(out.shape))), keep, allow_unused=True)
+        for r, g in zip(rows, _zeros_for_none(gs, xs)):
+            r.append(g)
+    return tuple(
+        ops.stack(r, axis=0).reshape(tuple(out.shape) + tuple(x.shape)) for r, x in zip(rows, xs)
+    )
+
+
+def hessian(func, argnums=0):
+    """jacrev of jacrev: the inner Jacobian is recorded because the outer input reaches it."""
+    return jacrev(jacrev(func, argnums), argnums)
+
+
+def vmap(func, in_dims=0, out_dims=0, randomness: str = "error", *, chunk_size=None):
+    """func mapped over a dimension of its inputs: a Python loop over that dimension whose
+    results are stacked at out_dims. Not a batching transform (no speed-up), but the same
+    values, and it composes with grad (per-sample gradients).
+
+    in_dims: an int or None for every argument, or a tuple with one per argument; None
+    passes the argument unchanged to every call. out_dims: an int, or a tuple per output."""
+
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        dims = _in_dims(in_dims, args)
+        size = _batch_size(args, dims)
+        results = [func(*_slice(args, dims, b), **kwargs) for b in range(size)]
+        return _stack(results, out_dims)
+
+    return wrapper
+
+
+def _in_dims(in_dims, args) -> tuple:
+    if isinstance(in_dims, (tuple, list)):
+        if len(in_dims) != len(args):
+            raise ValueError(
+                f"vmap: in_dims is not compatible with the structure of `inputs`. in_dims has "
+                f"{len(in_dims)} entries but there are {len(args)} inputs"
+            )
+        dims = tuple(in_dims)
+    elif in_dims is None or isinstance(in_dims, int):
+        dims = (in_dims,) * len(args)
+    else:
+        raise ValueError(f"vmap: expected in_dims to be int or a tuple, got {type(in_dims)}")
+    for i, (a, d) in enumerate(zip(args, dims)):
+        if d is None:
+            continue
+        if not isinstance(d, int):
+            raise ValueError(f"vmap: in_dim for input {i} must be an int or None, got {d!r}")
+        if not isinstance(a, Tensor):
+            raise ValueError(
+                f"vmap: Got in_dim={d} for an input but the input is of type {type(a)}. We "
+                "cannot vmap over non-Tensor arguments, please use None as the respective "
+                "in_dim"
+            )
+        if a.ndim == 0 or not -a.ndim <= d < a.ndim:
+            raise ValueError(
+                f"vmap: Got in_dim={d} for input {i}, but input {i} is a Tensor of "
+                f"dimensionality {a.ndim} so expected in_dim to satisfy -{a.ndim} <= in_dim "
+                f"< {a.ndim}."
+            )
+    return tuple(None if d is None else d % a.ndim for a, d in zip(args, dims))
+
+
+def _batch_size(args, dims) -> int:
+    sizes = {a.shape[d] for a, d in zip(args, dims) if d is not None}
+    if not sizes:
+        raise ValueError(
+            "vmap: at least one input must be a Tensor mapped over a dimension (in_dims not None)"
+        )
+    if len(sizes) > 1:
+        raise ValueError(
+            f"vmap: Expected all tensors to have the same size in the mapped dimension, got "
+            f"sizes {sorted(sizes)} for the mapped dimension"
+        )
+    return sizes.pop()
+
+
+def _slice(args, dims, b) -> list:
+    return [a if d is None else a.movedim(d, 0)[b] for a, d in zip(args, dims)]
+
+
+def _stack(results, out_dims):
+    """Stack per-example results (a tensor or a tuple of tensors) at out_dims."""
+    first = results[0]
+    if isinstance(first, Tensor):
+        return _stack_one(results, _out_dim(out_dims, 0))
+    if isinstance(first, (tuple, list)):
+        return type(first)(
+            _stack_one([r[i] for r in results], _out_dim(out_dims, i)) for i in range(len(first))
+        )
+    raise ValueError(
+        f"vmap: `func` must only return Tensors or tuples of Tensors, got {type(first)}"
+    )
+
+
+def _out_dim(out_dims, i):
+    return out_dims[i] if isinstance(out_dims, (tuple, list)) else out_dims
+
+
+def _stack_one(ts, d):
+    if not all(isinstance(t, Tensor) for t in ts):
+        raise ValueError("vmap: `func` must only return Tensors")
+    stacked = ops.stack(ts, axis=0)
+    return stacked if d == 0 else stacked.movedim(0, d)
