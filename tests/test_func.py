@@ -104,6 +104,11 @@ def test_func_grad_composes_with_autograd_through_closed_over_parameters():
     close(dw, 8 * w.numpy() * x.numpy() ** 2)
 
 
+def test_nested_grad_gives_higher_derivatives():
+    x = t64(1.5)
+    close(F.grad(F.grad(F.grad(lambda a: a * a * a * a)))(x), 24 * 1.5)
+
+
 # errors --------------------------------------------------------------------------------------
 
 
@@ -122,6 +127,8 @@ def test_strict_rejects_an_output_independent_of_an_input():
         AF.vjp(lambda a, b: (a * 2).sum(), (x, y), strict=True)
     with pytest.raises(RuntimeError, match="does not require gradients"):
         AF.jacobian(lambda a: t64([1.0]), x, strict=True)
+    with pytest.raises(RuntimeError, match="not supported together"):
+        AF.jacobian(lambda a: a * 2, x, strict=True, vectorize=True)
     jac = AF.jacobian(lambda a, b: a * 2, (x, y))  # not strict: zeros
     close(jac[1], np.zeros((2, 1)))
 
