@@ -5,6 +5,7 @@ eager Tensors that a traced Program captures as persistable vars.
 """
 
 from . import attention, functional, init, layers, loss, recurrent, transformer, utils
+from .embedding_bag import EmbeddingBag
 from .module import Module, ModuleDict, ModuleList, Parameter, StateDictError
 from .rnn import dynamic_rnn, pack_offsets
 
@@ -19,6 +20,7 @@ __all__ = [
     *recurrent.__all__,
     *attention.__all__,
     *transformer.__all__,
+    "EmbeddingBag",
     "Module",
     "ModuleDict",
     "ModuleList",

@@ -18,6 +18,7 @@ from .. import ops
 from ..errors import AttrError, DomainError, ShapeError, UnsupportedError
 from ..tensor import tensor as new_tensor  # (one_hot has a parameter named tensor)
 from . import spatial as _spatial
+from .embedding_bag import embedding_bag
 
 # the same call as in PyTorch
 adaptive_avg_pool2d = ops.adaptive_avg_pool2d
@@ -231,6 +232,7 @@ __all__ = [
     "dropout",
     "elu",
     "embedding",
+    "embedding_bag",
     "gelu",
     "group_norm",
     "hardtanh",

@@ -11,12 +11,15 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 import nbflow as nb
 
 from ..dtypes import float32
 from . import init
 from .layers import gru_gates, lstm_gates
 from .module import Module, Parameter
+from .utils.rnn import PackedSequence, pad_packed_sequence, repack_like
 
 
 class _RNNBase(Module):
@@ -73,7 +76,27 @@ class _RNNBase(Module):
     def forward(self, input, hx=None):
         """input (T, B, input_size) ((B, T, ...) with batch_first; (T, input_size) unbatched)
         -> (output (T, B, directions * hidden_size), final state (layers * directions, B,
-        hidden_size); for the LSTM a pair (h, c))."""
+        hidden_size); for the LSTM a pair (h, c)). A PackedSequence input gives a PackedSequence
+        output and each sequence's state at its own last step (_packed)."""
+        if isinstance(input, PackedSequence):
+            return self._packed(input, hx)
+        return self._run(input, hx, None)
+
+    def _packed(self, packed, hx):
+        """Run the padded batch (original order) with a mask that freezes each sequence's
+        state past its length: the forward direction's final state is the state at the
+        last real step, and the reverse direction starts from h0 at that step."""
+        padded, lengths = pad_packed_sequence(packed)
+        alive = np.arange(padded.shape[0])[:, None] < lengths.numpy()[None, :]
+        mask = nb.tensor(alive[:, :, None])  # (T, B, 1): step t of sequence b is real
+        if self.batch_first:  # (a packed input has no batch axis to put first)
+            padded = nb.transpose(padded, 0, 1)
+        out, final = self._run(padded, hx, mask)
+        if self.batch_first:
+            out = nb.transpose(out, 0, 1)
+        return repack_like(out, packed), final
+
+    def _run(self, input, hx, mask):
         if input.ndim not in (2, 3) or input.shape[-1] != self.input_size:
             raise nb.ShapeError(
                 f"{type(self).__name__}: input must be (seq, batch, {self.input_size}) "
@@ -92,7 +115,8 @@ class _RNNBase(Module):
             outs = []
             for d, suffix in enumerate(self._suffixes(layer)):
                 k = layer * len(self._suffixes(layer)) + d
-                out, final = self._direction(x, [s[k] for s in states], suffix, reverse=d == 1)
+                state = [s[k] for s in states]
+                out, final = self._direction(x, state, suffix, reverse=d == 1, mask=mask)
                 outs.append(out)
                 finals.append(final)
             x = outs[0] if len(outs) == 1 else nb.concat(outs, axis=2)
@@ -123,8 +147,9 @@ class _RNNBase(Module):
             states.append(h)
         return states
 
-    def _direction(self, x, state, suffix, reverse):
-        """(outputs (T, B, H), final state) of one layer in one direction."""
+    def _direction(self, x, state, suffix, reverse, mask=None):
+        """(outputs (T, B, H), final state) of one layer in one direction; where mask[t] is
+        False the state is carried unchanged (packed sequences past their length)."""
         w_ih, w_hh = getattr(self, f"weight_ih{suffix}"), getattr(self, f"weight_hh{suffix}")
         b_ih, b_hh = getattr(self, f"bias_ih{suffix}"), getattr(self, f"bias_hh{suffix}")
         steps, batch = x.shape[0], x.shape[1]
@@ -133,7 +158,8 @@ class _RNNBase(Module):
         xw = nb.reshape(xw, steps, batch, xw.shape[-1])
         outs = [None] * steps
         for t in reversed(range(steps)) if reverse else range(steps):
-            state = self._step(xw[t], state, w_hh, b_hh)
+            new = self._step(xw[t], state, w_hh, b_hh)
+            state = new if mask is None else [nb.where(mask[t], n, s) for n, s in zip(new, state)]
             outs[t] = state[0]
         return nb.stack(outs), state
 
