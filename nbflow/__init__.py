@@ -87,3 +87,12 @@ float, int, bool = float32, int32, bool_
 utils = _types.ModuleType(f"{__name__}.utils", "PyTorch's names for nbflow's utilities.")
 utils.data = data
 _sys.modules[utils.__name__], _sys.modules[f"{__name__}.utils.data"] = utils, data
+
+
+def __getattr__(name):
+    """nbflow.distributions on first use, so that `import nbflow` stays cheap."""
+    if name == "distributions":
+        import importlib
+
+        return importlib.import_module(f"{__name__}.distributions")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
