@@ -69,7 +69,14 @@ class Beta(Distribution):
         return self.concentration1 + self.concentration0
 
     mean = property(lambda self: self.concentration1 / self._total())
-    mode = property(lambda self: (self.concentration1 - 1) / (self._total() - 2))
+
+    @property
+    def mode(self):
+        """PyTorch's (Dirichlet) mode: the clamped ratio, or the heavier end when a, b < 1."""
+        a, b = self.concentration1, self.concentration0
+        a1, b1 = (a - 1).clamp_min(0), (b - 1).clamp_min(0)
+        end = (a >= b).astype(a.dtype)
+        return ops.where((a < 1) & (b < 1), end, a1 / (a1 + b1))
 
     @property
     def variance(self):
