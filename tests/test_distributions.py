@@ -396,3 +396,13 @@ def test_values_outside_the_support_raise_value_error():
             d.log_prob(value)
     assert D.Normal(0.0, -1.0, validate_args=False).scale.item() == -1.0
     assert D.Exponential(1.0, validate_args=False).log_prob(-1.0).item() == pytest.approx(1.0)
+
+
+def test_float32_parameters_and_enumerate_support():
+    d = D.Normal(nb.tensor([0.0, 1.0]), 2.0)
+    lp = d.log_prob(0.5)
+    assert lp.dtype == nb.float32 and d.sample((3,)).dtype == nb.float32
+    close(lp, stats.norm([0.0, 1.0], 2.0).logpdf(0.5), rtol=1e-6)
+    assert D.Bernoulli(nb.tensor([0.2, 0.9])).enumerate_support().shape == (2, 2)
+    support = D.Categorical(nb.tensor([[0.2, 0.8]] * 3)).enumerate_support(expand=False)
+    assert support.numpy().ravel().tolist() == [0, 1]

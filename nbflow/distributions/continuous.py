@@ -39,7 +39,9 @@ class Normal(Distribution):
 
     def rsample(self, sample_shape=(), generator=None):
         shape = self._extended_shape(sample_shape)
-        eps = creation.randn(shape, dtype=self.loc.dtype, generator=generator)
+        eps = creation.randn(
+            shape, dtype=self.loc.dtype, generator=generator, device=self.loc.device
+        )
         return self.loc + eps * self.scale
 
     def log_prob(self, value):
@@ -82,7 +84,12 @@ class Laplace(Distribution):
         shape, dtype = self._extended_shape(sample_shape), self.loc.dtype
         # u in (-1, 1): u = -1 would put log1p(-|u|) at -inf
         u = creation.uniform(
-            shape, low=_eps(self.loc) - 1, high=1.0, dtype=dtype, generator=generator
+            shape,
+            low=_eps(self.loc) - 1,
+            high=1.0,
+            dtype=dtype,
+            generator=generator,
+            device=self.loc.device,
         )
         return self.loc - self.scale * u.sign() * (-u.abs()).log1p()
 
@@ -132,7 +139,7 @@ class Uniform(Distribution):
 
     def rsample(self, sample_shape=(), generator=None):
         shape = self._extended_shape(sample_shape)
-        u = creation.rand(shape, dtype=self.low.dtype, generator=generator)
+        u = creation.rand(shape, dtype=self.low.dtype, generator=generator, device=self.low.device)
         return self.low + u * (self.high - self.low)
 
     def log_prob(self, value):
@@ -173,7 +180,9 @@ class Exponential(Distribution):
 
     def rsample(self, sample_shape=(), generator=None):
         shape = self._extended_shape(sample_shape)
-        u = creation.rand(shape, dtype=self.rate.dtype, generator=generator)
+        u = creation.rand(
+            shape, dtype=self.rate.dtype, generator=generator, device=self.rate.device
+        )
         return -(-u).log1p() / self.rate
 
     def log_prob(self, value):

@@ -65,7 +65,7 @@ class Bernoulli(Distribution):
 
     def sample(self, sample_shape=(), generator=None):
         shape, p = self._extended_shape(sample_shape), self.probs.detach()
-        u = creation.rand(shape, dtype=p.dtype, generator=generator)
+        u = creation.rand(shape, dtype=p.dtype, generator=generator, device=p.device)
         return (u < p).astype(p.dtype)
 
     def log_prob(self, value):
@@ -141,7 +141,7 @@ class Categorical(Distribution):
         """Inverse-CDF sampling: count the cumulative probabilities below one uniform draw."""
         probs = self.probs.detach()
         shape = self._extended_shape(sample_shape) + (1,)
-        u = creation.rand(shape, dtype=probs.dtype, generator=generator)
+        u = creation.rand(shape, dtype=probs.dtype, generator=generator, device=probs.device)
         below = (probs.cumsum(-1) <= u).astype(np.int64).sum(-1)
         return below.clamp(0, self._num_events - 1)
 

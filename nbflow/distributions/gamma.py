@@ -38,7 +38,7 @@ class Gamma(Distribution):
         a, rate = _host(self.concentration, shape), _host(self.rate, shape)
         x = numpy_generator(generator).gamma(a, 1.0, size=shape) / rate
         tiny = np.finfo(self.rate.dtype).tiny  # PyTorch clamps samples away from zero too
-        return tensor(np.maximum(x, tiny).astype(self.rate.dtype))
+        return tensor(np.maximum(x, tiny).astype(self.rate.dtype), device=self.rate.device)
 
     def log_prob(self, value):
         value = as_tensor(value, self.rate)
@@ -87,7 +87,7 @@ class Beta(Distribution):
         shape = self._extended_shape(sample_shape)
         a, b = _host(self.concentration1, shape), _host(self.concentration0, shape)
         x = numpy_generator(generator).beta(a, b, size=shape)
-        return tensor(x.astype(self.concentration1.dtype))
+        return tensor(x.astype(self.concentration1.dtype), device=self.concentration1.device)
 
     def _log_beta(self):
         a, b = self.concentration1, self.concentration0

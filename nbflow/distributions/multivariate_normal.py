@@ -103,7 +103,9 @@ class MultivariateNormal(Distribution):
 
     def rsample(self, sample_shape=(), generator=None):
         shape = self._extended_shape(sample_shape)
-        eps = creation.randn(shape, dtype=self.loc.dtype, generator=generator)
+        eps = creation.randn(
+            shape, dtype=self.loc.dtype, generator=generator, device=self.loc.device
+        )
         return self.loc + (self._unbroadcasted_scale_tril @ eps.unsqueeze(-1)).squeeze(-1)
 
     def log_prob(self, value):
