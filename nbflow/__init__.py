@@ -96,3 +96,12 @@ from . import functional_autograd as _functional_autograd  # noqa: E402
 
 _autograd.functional = _functional_autograd
 _sys.modules[f"{__name__}.autograd.functional"] = _functional_autograd
+
+
+def __getattr__(name):
+    """nbflow.distributions on first use, so that `import nbflow` stays cheap."""
+    if name == "distributions":
+        import importlib
+
+        return importlib.import_module(f"{__name__}.distributions")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,170 @@
+"""The Distribution base class and the helpers the concrete distributions share.
+
+Parameters are nbflow Tensors broadcast to one batch shape, so every density is ordinary
+differentiable nbflow arithmetic; randomness comes only from an nbflow Generator (the explicit
+`generator=` or nbflow's default one that `nbflow.manual_seed` reseeds).
+"""
+
+import numpy as np
+
+from .. import dtypes as dt
+from ..core import no_grad
+from ..ops import creation
+from ..tensor import Tensor, tensor
+from . import constraints
+
+
+def broadcast_all(*values):
+    """Tensors of one broadcast shape: numbers take the dtype of the first floating tensor
+    among `values` (float32 when none is), as torch.distributions.utils.broadcast_all does."""
+    dtype = next(
+        (v.dtype for v in values if isinstance(v, Tensor) and v.dtype.kind == "f"),
+        dt.DEFAULT_FLOAT,
+    )
+    ts = [v if isinstance(v, Tensor) else tensor(float(v), dtype=dtype) for v in values]
+    shape = np.broadcast_shapes(*(t.shape for t in ts))
+    return [t if tuple(t.shape) == shape else t.broadcast_to(shape) for t in ts]
+
+
+def as_tensor(value, like):
+    """`value` as a tensor of `like`'s dtype (numbers and arrays as sample values)."""
+    if isinstance(value, Tensor):
+        return value
+    return tensor(np.asarray(value, dtype=like.dtype))
+
+
+def numpy_generator(generator):
+    """The numpy stream of an nbflow Generator, for samplers nbflow has no kernel for."""
+    return (generator or creation.default_generator).numpy
+
+
+class Distribution:
+    """PyTorch's torch.distributions.Distribution: shapes, sampling, densities, validation."""
+
+    has_rsample = False
+    has_enumerate_support = False
+    arg_constraints: dict = {}
+    support = None
+    _validate_default = True
+    _params: tuple = ()  # the tensor attributes `expand` broadcasts
+
+    @staticmethod
+    def set_default_validate_args(value):
+        Distribution._validate_default = bool(value)
+
+    def __init__(self, batch_shape=(), event_shape=(), validate_args=None):
+        self._batch_shape, self._event_shape = tuple(batch_shape), tuple(event_shape)
+        self._validate_args = self._validate_default if validate_args is None else validate_args
+        if self._validate_args:
+            for name, constraint in self.arg_constraints.items():
+                value = self.__dict__.get(name)
+                if value is None:  # a parameter derived from another (probs from logits)
+                    continue
+                if not np.all(constraint.check(value)):
+                    raise ValueError(
+                        f"Expected parameter {name} ({type(value).__name__} of shape "
+                        f"{tuple(value.shape)}) of distribution {self!r} to satisfy the "
+                        f"constraint {constraint!r}, but found invalid values:\n{value}"
+                    )
+
+    @property
+    def batch_shape(self):
+        return self._batch_shape
+
+    @property
+    def event_shape(self):
+        return self._event_shape
+
+    def _extended_shape(self, sample_shape=()):
+        return tuple(sample_shape) + self._batch_shape + self._event_shape
+
+    def expand(self, batch_shape, _instance=None):
+        """A view with a larger batch shape: the parameters broadcast, nothing copied."""
+        new = object.__new__(type(self))
+        new.__dict__.update(self.__dict__)
+        batch_shape, n = tuple(batch_shape), len(self._batch_shape)
+        for name in self._params:
+            value = self.__dict__.get(name)
+            if value is not None:
+                new.__dict__[name] = value.broadcast_to(batch_shape + tuple(value.shape)[n:])
+        new._batch_shape = batch_shape
+        return new
+
+    def sample(self, sample_shape=(), generator=None):
+        """A sample without gradient; the reparameterized one when there is one."""
+        with no_grad():
+            return self.rsample(sample_shape, generator=generator).detach()
+
+    def rsample(self, sample_shape=(), generator=None):
+        raise NotImplementedError(f"{type(self).__name__} has no reparameterized sampler")
+
+    def sample_n(self, n, generator=None):
+        return self.sample((n,), generator=generator)
+
+    def log_prob(self, value):
+        raise NotImplementedError
+
+    def prob(self, value):
+        return self.log_prob(value).exp()
+
+    def cdf(self, value):
+        raise NotImplementedError
+
+    def icdf(self, value):
+        raise NotImplementedError
+
+    def entropy(self):
+        raise NotImplementedError
+
+    def perplexity(self):
+        return self.entropy().exp()
+
+    @property
+    def mean(self):
+        raise NotImplementedError
+
+    @property
+    def mode(self):
+        raise NotImplementedError
+
+    @property
+    def variance(self):
+        raise NotImplementedError
+
+    @property
+    def stddev(self):
+        return self.variance.sqrt()
+
+    def _validate_sample(self, value):
+        """PyTorch's check: the value broadcasts with the batch and lies in the support."""
+        if not self._validate_args:
+            return
+        shape = tuple(np.shape(value.numpy() if isinstance(value, Tensor) else value))
+        event = self._event_shape
+        if len(shape) < len(event) or shape[len(shape) - len(event) :] != event:
+            raise ValueError(f"The right-most size of value must match event_shape: {event}")
+        try:
+            np.broadcast_shapes(shape, self._batch_shape + event)
+        except ValueError:
+            raise ValueError(
+                f"Value of shape {shape} is not broadcastable with batch_shape+event_shape: "
+                f"{self._batch_shape + event}"
+            ) from None
+        if self.support is not None and not np.all(self.support.check(value)):
+            raise ValueError(
+                f"Expected value argument ({type(value).__name__} of shape {shape}) to be within "
+                f"the support ({self.support!r}) of the distribution {self!r}, "
+                f"but found invalid values:\n{value}"
+            )
+
+    def __repr__(self):
+        names = [k for k in self.arg_constraints if self.__dict__.get(k) is not None]
+        args = ", ".join(f"{k}: {_brief(self.__dict__[k])}" for k in names)
+        return f"{type(self).__name__}({args})"
+
+
+def _brief(t):
+    return t.detach().numpy().item() if t.numel() == 1 else f"size {tuple(t.shape)}"
+
+
+__all__ = ["Distribution", "broadcast_all", "constraints"]
