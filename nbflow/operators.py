@@ -6,6 +6,8 @@ gradient rule written with operators serves eager mode and graph mode alike.
 
 import math
 
+import numpy as np
+
 from . import dtypes as dt
 from . import ops
 from .core import STATE, bind
@@ -124,6 +126,84 @@ class Operators:
         """Itself: kernels take any strides (an eager Tensor copies a strided buffer)."""
         return self
 
+    def is_contiguous(self, memory_format=None) -> bool:
+        """True: kernels take any strides, so every value counts as contiguous (as
+        contiguous() returns it unchanged)."""
+        return True
+
+    def is_floating_point(self) -> bool:
+        return dt.is_float(self.dtype)
+
+    def is_complex(self) -> bool:
+        return False  # nbflow has no complex dtypes
+
+    def is_signed(self) -> bool:
+        return np.dtype(self.dtype).kind in "if"
+
+    @property
+    def is_cpu(self) -> bool:
+        return getattr(self, "device", "cpu") == "cpu"
+
+    @property
+    def is_cuda(self) -> bool:
+        return str(getattr(self, "device", "cpu")).startswith("cuda")
+
+    def get_device(self) -> int:
+        """-1 on the CPU, else the GPU's index (PyTorch's answer)."""
+        device = str(getattr(self, "device", "cpu"))
+        return -1 if device == "cpu" else int(device.partition(":")[2] or 0)
+
+    def element_size(self) -> int:
+        return np.dtype(self.dtype).itemsize
+
+    @property
+    def itemsize(self) -> int:
+        return self.element_size()
+
+    @property
+    def nbytes(self) -> int:
+        return self.numel() * self.element_size()
+
+    def nelement(self) -> int:
+        return self.numel()
+
+    def ndimension(self) -> int:
+        return self.ndim
+
+    def ravel(self):
+        return ops.reshape(self, -1)
+
+    def where(self, condition, other):
+        """PyTorch's x.where(condition, y): x where condition holds, else y."""
+        return ops.where(condition, self, other)
+
+    def moveaxis(self, source, destination):
+        return ops.movedim(self, source, destination)
+
+    def swapdims(self, dim0, dim1):
+        return ops.swapaxes(self, dim0, dim1)
+
+    # (eager-only functions of nbflow/tensor.py, which imports this module)
+    def nonzero(self, as_tuple=False):
+        from .tensor import nonzero
+
+        return nonzero(self, as_tuple)
+
+    def unique(self, sorted=True, return_inverse=False, return_counts=False):
+        from .tensor import unique
+
+        return unique(self, sorted, return_inverse, return_counts)
+
+    def allclose(self, other, rtol=1e-5, atol=1e-8, equal_nan=False):
+        from .tensor import allclose
+
+        return allclose(self, other, rtol, atol, equal_nan)
+
+    def equal(self, other):
+        from .tensor import equal
+
+        return equal(self, other)
+
 
 def _binary(op, reflected=False):
     # straight to the trace: operators are the hottest path of eager mode
@@ -190,6 +270,7 @@ narrow unbind split_with_sizes tensor_split hsplit vsplit dsplit repeat_interlea
 diag_embed trace rot90 fliplr flipud expand_as reshape_as view_as unflatten nansum nanmean
 count_nonzero aminmax cumprod cummax cummin logcumsumexp diff cross kron inner vdot mv addmv addr
 addcmul addcdiv addcmul_ addcdiv_ baddbmm addbmm matrix_power kthvalue quantile nanquantile
+det slogdet logdet inverse
 """.split()
 
 for _name, _op in REFLECTED.items():
@@ -222,13 +303,15 @@ IN_PLACE_UNARY = """
 abs neg exp log log1p expm1 sqrt rsqrt sin cos tan tanh sigmoid relu floor ceil trunc round
 square reciprocal
 sinh cosh asinh acosh atanh exp2 sinc deg2rad rad2deg frac erfinv lgamma digamma sign sgn fix
-arcsin arccos arctan arcsinh arccosh arctanh absolute negative
+arcsin arccos arctan arcsinh arccosh arctanh absolute negative asin acos atan log2 log10 erf
+logical_not
 """.split()
 # and those taking more arguments (x.fmod_(y), x.index_fill_(0, index, 1.0))
 IN_PLACE_MORE = """
 fmod remainder hypot copysign xlogy logit nan_to_num float_power heaviside atan2 arctan2
 multiply divide subtract true_divide clamp_min clamp_max index_copy index_fill scatter_reduce
-pow lerp maximum minimum
+pow lerp maximum minimum eq ne lt le gt ge greater greater_equal less less_equal not_equal
+logical_and logical_or logical_xor cumsum cumprod tril triu
 """.split()
 for _name in IN_PLACE_UNARY + IN_PLACE_MORE:
     setattr(Operators, f"{_name}_", _written_back(getattr(ops, _name), _name))

@@ -559,3 +559,38 @@ def test_functions_written_with_pytorchs_names_take_numpys_too():
     np.testing.assert_array_equal(x.cumprod(axis=1).numpy(), np.cumprod(x.numpy(), axis=1))
     with pytest.raises(TypeError, match="one argument, two names"):
         nb.narrow(x, axis=1, dim=1, start=0, length=1)
+
+
+def test_tensor_queries_and_more_methods_as_pytorch_has_them():
+    x = nb.tensor([[1.0, -2.0], [3.0, 4.0]], dtype="float64")
+    i = nb.tensor([1, 2], dtype="int32")
+    assert x.is_floating_point() and not i.is_floating_point() and not x.is_complex()
+    assert x.is_cpu and not x.is_cuda and x.get_device() == -1 and x.is_contiguous()
+    assert (x.element_size(), x.itemsize, x.nbytes, x.nelement(), x.ndimension()) == (
+        8,
+        8,
+        32,
+        4,
+        2,
+    )
+    assert i.is_signed() and not nb.tensor([True]).is_signed()
+    a = x.numpy()
+    np.testing.assert_array_equal(x.where(x > 0, 0.0).numpy(), np.where(a > 0, a, 0.0))
+    np.testing.assert_allclose(x.det().numpy(), np.linalg.det(a), rtol=1e-12)
+    np.testing.assert_allclose(x.inverse().numpy(), np.linalg.inv(a), rtol=1e-12)
+    assert x.moveaxis(0, 1).shape == x.swapdims(0, 1).shape == (2, 2)
+    np.testing.assert_array_equal(x.ravel().numpy(), a.ravel())
+    assert x.nonzero().shape == (4, 2) and x.allclose(x) and x.equal(x)
+    # in-place comparisons and scans write their result into the tensor, in its dtype
+    y = x.clone()
+    assert y.gt_(0) is y and y.dtype == x.dtype
+    np.testing.assert_array_equal(y.numpy(), (a > 0).astype(a.dtype))
+    z = x.clone()
+    z.cumsum_(1)
+    np.testing.assert_array_equal(z.numpy(), np.cumsum(a, axis=1))
+
+    @nb.jit
+    def masked(t):  # the methods run on graph values too
+        return t.where(t > 0, 0.0).ravel()
+
+    np.testing.assert_array_equal(masked(x).numpy(), np.where(a > 0, a, 0.0).ravel())
