@@ -20,8 +20,9 @@ def _eps(t):
     return float(np.finfo(t.dtype).eps)
 
 
-class Normal(Distribution):
-    """N(loc, scale**2), reparameterized as loc + scale * eps with eps ~ N(0, 1)."""
+class _LocationScale(Distribution):
+    """A real-valued family of a location and a positive scale (Normal, Laplace): its mean
+    and mode are the location."""
 
     arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
     support = constraints.real
@@ -34,6 +35,11 @@ class Normal(Distribution):
 
     mean = property(lambda self: self.loc)
     mode = property(lambda self: self.loc)
+
+
+class Normal(_LocationScale):
+    """N(loc, scale**2), reparameterized as loc + scale * eps with eps ~ N(0, 1)."""
+
     stddev = property(lambda self: self.scale)
     variance = property(lambda self: self.scale.square())
 
@@ -63,20 +69,9 @@ class Normal(Distribution):
         return 0.5 + _LOG_SQRT_2PI + self.scale.log()
 
 
-class Laplace(Distribution):
+class Laplace(_LocationScale):
     """Laplace(loc, scale), reparameterized through the inverse CDF of a uniform draw."""
 
-    arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
-    support = constraints.real
-    has_rsample = True
-    _params = ("loc", "scale")
-
-    def __init__(self, loc, scale, validate_args=None):
-        self.loc, self.scale = broadcast_all(loc, scale)
-        super().__init__(tuple(self.loc.shape), validate_args=validate_args)
-
-    mean = property(lambda self: self.loc)
-    mode = property(lambda self: self.loc)
     stddev = property(lambda self: math.sqrt(2) * self.scale)
     variance = property(lambda self: 2 * self.scale.square())
 
