@@ -16,7 +16,7 @@ from . import dtypes as dt
 from .core import STATE, Op, Spec
 from .device import DeviceError
 from .errors import GradientError, NbflowError, UnsupportedError
-from .tensor import DEVICE_TENSORS, Tensor, _in_op
+from .tensor import DEVICE_TENSORS, Tensor, _in_op, version_counter
 
 
 class CudaTensor(Tensor):
@@ -213,7 +213,7 @@ def _run_view(op, plan, tensors, arrays, attrs):
     results = plan.launcher(*arrays, **attrs)
     results = results if isinstance(results, tuple) else (results,)
     base = tensors[0] if tensors[0]._base is None else tensors[0]._base
-    return [CudaTensor(r, _version=tensors[0]._version, _base=base) for r in results]
+    return [CudaTensor(r, _version=version_counter(tensors[0]), _base=base) for r in results]
 
 
 def _copy(a):
@@ -251,7 +251,9 @@ def _run_inplace(op, plan, tensors, arrays, attrs, record):
     targets = [tensors[j] for j in op.inplace.values()]
     arrays = [
         _copy(a)
-        if any(t._version is b._version and devices.overlaps_partly(a, b.data) for b in targets)
+        if any(
+            t._version is version_counter(b) and devices.overlaps_partly(a, b.data) for b in targets
+        )
         else a
         for t, a in zip(tensors, arrays)
     ]
@@ -261,6 +263,6 @@ def _run_inplace(op, plan, tensors, arrays, attrs, record):
     outs = []
     for i in range(len(bufs)):
         t = tensors[op.inplace[i]]
-        t._version[0] += 1
+        version_counter(t)[0] += 1
         outs.append(t)
     return outs

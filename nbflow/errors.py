@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import sys
 
 
@@ -63,12 +64,23 @@ class KernelCompileError(UnsupportedError, DTypeError):
     device, the dtypes and numba's reason): raised at the first call, in place of numba's
     TypingError. `key` is (op, device, input dtypes), as KernelNotFoundError's."""
 
-    def __init__(self, op: str, device: str, inputs, out: str, reason: str):
+    def __init__(self, op: str, device: str, inputs, out: str, numba_error: Exception):
         super().__init__(
             f"{op}: numba cannot compile the scalar body for device '{device}' and inputs "
-            f"({', '.join(inputs)}) -> {out}: {reason}"
+            f"({', '.join(inputs)}) -> {out}: {_numba_reason(numba_error)}"
         )
         self.key = (op, device, tuple(inputs))
+        self.numba_error = numba_error  # the full numba report, for debugging
+
+
+def _numba_reason(error: Exception) -> str:
+    """The first line of numba's report that says what failed, without the terminal colours
+    numba adds when colorama is installed."""
+    lines = [_ANSI.sub("", ln).strip() for ln in str(error).splitlines()]
+    return next((ln for ln in lines if ln and not ln.startswith("Failed in")), "")
+
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
 class ProgramError(NbflowError, ValueError):

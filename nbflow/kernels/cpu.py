@@ -42,7 +42,7 @@ f = BODIES["{name}"]
 
 _KERNEL = """
 
-@njit(cache={cache}, error_model="numpy", nogil=True)
+@njit(cache={cache}, error_model="numpy", nogil={nogil})
 def {name}({args}):
 {body}"""
 
@@ -144,9 +144,10 @@ class Elementwise:
         xs = [f"x{i}" for i in range(self.n_inputs)]
         params = [f"p{i}" for i in range(len(self.params))]
 
-        def kernel(name, mask, loop, extra=()):
+        def kernel(name, mask, loop, extra=(), in_place=True):
             """One kernel: `mask` says per input whether it is an array indexed by the loop
-            ("a"), a scalar ("s") or the repeated row ("r", indexed by column)."""
+            ("a"), a scalar ("s") or the repeated row ("r", indexed by column); `in_place`:
+            with the branches that keep an in-place loop vectorised."""
             full = {_FLAT_LOOP: "[i]", _ROWS_LOOP: "[k]", _STRIDED_LOOP: "[i0, i1, i2, i3]"}
             index = [{"a": full[loop], "s": "", "r": "[j]"}[m] for m in mask]
 
@@ -155,14 +156,19 @@ class Elementwise:
                 return loop.format(out=name("out"), items=", ".join(items))
 
             # the strided loop's operands are 4-D views: no in-place branch there
-            arrays = [] if loop is _STRIDED_LOOP else [x for x, m in zip(xs, mask) if m == "a"]
+            arrays = [x for x, m in zip(xs, mask) if m == "a" and in_place]
+            if loop is _STRIDED_LOOP:
+                arrays = []
             body = in_place_body(source, arrays)
             args = ", ".join([*xs, "out", *extra, *params])
-            return _KERNEL.format(cache=self.cache, name=name, args=args, body=body)
+            # (releasing the GIL costs ~40 ns a call, which short loops do not win back)
+            return _KERNEL.format(cache=self.cache, name=name, args=args, body=body, nogil=in_place)
 
         src = _HEADER.format(name=self.name)
         src += kernel("flat", "a" * self.n_inputs, _FLAT_LOOP)
         src += kernel("strided", "a" * self.n_inputs, _STRIDED_LOOP)
+        # for short operands (entry_point): the branches cost more than vectorising saves
+        src += kernel("short", "a" * self.n_inputs, _FLAT_LOOP, in_place=False)
         # some inputs one value (x * 0.5)
         for mask in itertools.product("as", repeat=self.n_inputs):
             if "a" in mask and "s" in mask:
@@ -265,11 +271,12 @@ class Elementwise:
             if attrs:
                 return self._same_shape_1d
             # no Python frame between the trace and the kernel: the numba dispatcher itself,
-            # or for short loops its compiled entry point
-            flat = (self.mod or self._module()).flat
+            # or for short loops the compiled entry point of the loop without in-place
+            # branches (its output may still be an input: each element is read, then written)
+            mod = self.mod or self._module()
             if shape[0] <= SMALL_SIZE:
-                return entry_point(flat, [s.dtype for s in specs])
-            return flat
+                return entry_point(mod.short, [s.dtype for s in specs])
+            return mod.flat
         return self._same_shape
 
     def scalar_loop(self, i: int):
@@ -373,11 +380,7 @@ def _guard(kernel: Dispatcher, ew: Elementwise):
         except NumbaError as e:
             names = [str(np.asarray(a).dtype) for a in args]
             ins, out = names[: ew.n_inputs], names[ew.n_inputs]
-            lines = [ln for ln in str(e).strip().splitlines() if ln.strip()]
-            reason = next((ln for ln in lines if not ln.startswith("Failed in")), "")
-            err = KernelCompileError(ew.name, "cpu", ins, out, reason.strip())
-            err.numba_error = e  # the full numba report, for debugging
-            raise err from None
+            raise KernelCompileError(ew.name, "cpu", ins, out, e) from None
 
     kernel._compile_for_args = compile_or_raise
     kernel._nbflow_op = ew.name

@@ -44,12 +44,8 @@ class CudaElementwise:
         try:
             impl().run_elementwise(self.module(), ins, out, params)
         except NumbaError as e:  # compiling happens at the first launch for these dtypes
-            lines = [ln for ln in str(e).strip().splitlines() if ln.strip()]
-            reason = next((ln for ln in lines if not ln.startswith("Failed in")), "")
             names = [str(a.dtype) for a in ins]
-            err = KernelCompileError(self.name, "cuda", names, str(out.dtype), reason.strip())
-            err.numba_error = e  # the full numba report, for debugging
-            raise err from None
+            raise KernelCompileError(self.name, "cuda", names, str(out.dtype), e) from None
 
 
 def _param(value, dtype):
