@@ -118,6 +118,26 @@ def test_modified_saved_output_raises_on_backward():
         total(y).backward()
 
 
+def test_saved_tensor_from_the_operator_fast_path_is_guarded_through_its_views():
+    # `a + b` of two 1-D tensors without gradient makes a tensor whose version counter is
+    # created only when first needed: saving it, viewing it and writing through the view
+    # must still share one counter
+    a, b = nb.tensor([1.0, 2.0]), nb.tensor([3.0, 4.0])
+    w = nb.tensor([1.0, 1.0], requires_grad=True)
+    h = a + b
+    assert h.version == 0
+    y = h * w  # saves h for w's gradient
+    view = h.reshape(1, 2)
+    view.add_(1)
+    assert h.version == 1 and view.version == 1
+    assert h.numpy().tolist() == [5.0, 7.0]
+    with pytest.raises(nb.GradientError, match="modified in place"):
+        total(y).backward()
+    fresh = a + b
+    fresh[0] = 0.0  # indexed assignment bumps the counter it makes
+    assert fresh.version == 1 and (a + b).version == 0
+
+
 def test_inplace_on_intermediate_is_differentiated():
     x = nb.tensor([1.0, 2.0], requires_grad=True)
     y = x * 3
