@@ -16,6 +16,12 @@ import numpy as np
 from numba import types
 from numba.extending import intrinsic, overload, register_jitable
 
+# Polynomials by Horner's rule with each multiply-add contracted into one FMA: one rounding
+# instead of two (as accurate or better) and half the instructions, which the float32 tanh of
+# a fused chain is bound by (`tanh(x*w+b)*0.5+x` on 4M elements, 2 threads: 2.6-3.0 -> 2.1-2.2
+# ms). Only the polynomials: range reductions and the ops around them keep numpy's roundings.
+HORNER = {"fastmath": {"contract"}}
+
 LN2_HI = 6.93147180369123816490e-01  # ln 2 split in two, so n * LN2_HI is exact
 LN2_LO = 1.90821492927058770002e-10
 LOG2E = 1.4426950408889634
@@ -43,7 +49,7 @@ _C64 = tuple(1.0 / math.factorial(k) for k in range(2, 14))
 _C32 = tuple(np.float32(1.0 / math.factorial(k)) for k in range(2, 8))
 
 
-@register_jitable
+@register_jitable(**HORNER)
 def _expm1_poly64(r):
     p = _C64[11]
     for k in range(10, -1, -1):
@@ -51,7 +57,7 @@ def _expm1_poly64(r):
     return r + r * r * p
 
 
-@register_jitable
+@register_jitable(**HORNER)
 def _expm1_poly32(r):
     p = _C32[5]
     for k in range(4, -1, -1):
@@ -148,7 +154,7 @@ def _expm1(x):
 
 # float32 tanh as a rational function, odd degree 13 over even degree 6: the interpolant of
 # Eigen's generic_fast_tanh_float (which XLA also uses), 1.8x as fast as through expm1 with a
-# worst relative error of 3.3 eps instead of 2.7. Beyond the clamp the function is 1.0 exactly.
+# worst relative error of 3.3 eps instead of 2.7. Beyond the clamp it is 1.0 exactly.
 _TANH_P32 = tuple(
     np.float32(c)
     for c in (
@@ -174,9 +180,8 @@ _TANH_CLAMP32 = np.float32(7.90531110763549805)
 _TANH_TINY32 = np.float32(0.0004)  # below it tanh(x) is x in float32
 
 
-@register_jitable
-def _tanh32(x):
-    c = min(max(x, -_TANH_CLAMP32), _TANH_CLAMP32) if x == x else x  # NaN stays NaN
+@register_jitable(**HORNER)
+def _tanh32_ratio(c):
     c2 = c * c
     p = _TANH_P32[0]
     for k in range(1, 7):
@@ -184,7 +189,17 @@ def _tanh32(x):
     q = _TANH_Q32[0]
     for k in range(1, 4):
         q = q * c2 + _TANH_Q32[k]
-    return x if abs(x) < _TANH_TINY32 else c * p / q
+    return c * p / q
+
+
+@register_jitable
+def _tanh32(x):
+    a = abs(x)
+    if a < _TANH_TINY32:
+        return x
+    if a >= _TANH_CLAMP32:  # (the FMA-evaluated ratio is 1 - 4 ulps at the clamp)
+        return np.float32(1.0) if x > 0 else np.float32(-1.0)
+    return _tanh32_ratio(x)  # (NaN comes out NaN)
 
 
 @overload(tanh)
