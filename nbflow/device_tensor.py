@@ -248,12 +248,10 @@ def _run_inplace(op, plan, tensors, arrays, attrs, record):
     # an input overlapping a target other than as the target itself (x[1:] += x[:-1]) is
     # read as it was before the op, as on the CPU: the GPU's threads would race with the
     # writes. Only views of one buffer can overlap, and they share its version counter.
-    targets = [tensors[j] for j in op.inplace.values()]
+    shared = [(tensors[j], version_counter(tensors[j])) for j in op.inplace.values()]
     arrays = [
         _copy(a)
-        if any(
-            t._version is version_counter(b) and devices.overlaps_partly(a, b.data) for b in targets
-        )
+        if any(t._version is c and devices.overlaps_partly(a, b.data) for b, c in shared)
         else a
         for t, a in zip(tensors, arrays)
     ]

@@ -558,11 +558,12 @@ class EagerTrace(Trace):
         # read as it was before the op, as numpy does: the kernel would see its own writes.
         # Only views of one buffer can overlap, and they share its version counter (a pointer
         # comparison, so the common case pays no memory-overlap test).
+        shared = [(b, version_counter(b)) for b in targets]
         arrays = []
         for t in tensors:
             a = t.data
-            for b in targets:
-                if t._version is version_counter(b) and t is not b and overlaps_partly(a, b.data):
+            for b, counter in shared:
+                if t._version is counter and t is not b and overlaps_partly(a, b.data):
                     a = a.copy()
                     break
             arrays.append(a)
@@ -675,7 +676,7 @@ def _operator(op: Op, reflected=False):
     operator's own call, and so does a tensor with a Python scalar; anything else, and any
     trace but the plain eager one, goes through the trace (bind()). Every frame and attribute
     load between `a + b` and its kernel is a measurable part of a 1-element add."""
-    cache = op.cache  # cleared in place, never replaced
+    cached = op.cache.get  # (the cache is cleared in place, never replaced)
 
     def forward(a, b):
         if type(STATE.trace) is not EagerTrace:
@@ -684,7 +685,7 @@ def _operator(op: Op, reflected=False):
             if type(b) is Tensor:
                 x = a.data
                 y = b.data
-                plan = cache.get((x.shape, x.dtype, y.shape, y.dtype))
+                plan = cached((x.shape, x.dtype, y.shape, y.dtype))
                 if plan is not None and plan.fast is not None:
                     alloc, shape, dtype, launch, float_out = plan.fast
                     buf = alloc(shape, dtype)
