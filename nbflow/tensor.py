@@ -511,7 +511,7 @@ class EagerTrace(Trace):
                 outs.append(_wrap(data, True, node, i, version))
         ins = []
         for t, v in zip(node.inputs, node.versions):
-            now = version_counter(t)[0]
+            now = t.version
             if now != v:
                 message = stale_message(node, "an input", v, now)
                 ins.append(_Stale(message, t))
@@ -524,7 +524,8 @@ class EagerTrace(Trace):
         # one plain loop: this runs for every recorded op (see bench/, eager overhead)
         versions, edges = [], []
         for t in inputs:
-            versions.append(version_counter(t)[0])
+            v = t._version  # (version_counter() not needed just to read it)
+            versions.append(0 if v is None else v[0])
             if t._node is not None:
                 edges.append((t._node, t._index))
             else:
