@@ -156,9 +156,8 @@ class Elementwise:
                 return loop.format(out=name("out"), items=", ".join(items))
 
             # the strided loop's operands are 4-D views: no in-place branch there
-            arrays = [x for x, m in zip(xs, mask) if m == "a" and in_place]
-            if loop is _STRIDED_LOOP:
-                arrays = []
+            branched = in_place and loop is not _STRIDED_LOOP
+            arrays = [x for x, m in zip(xs, mask) if m == "a"] if branched else []
             body = in_place_body(source, arrays)
             args = ", ".join([*xs, "out", *extra, *params])
             # (releasing the GIL costs ~40 ns a call, which short loops do not win back)
