@@ -98,3 +98,19 @@ def test_remembered_attr_checks_keep_types_apart_and_hand_out_copies():
     with pytest.raises(nb.AttrError, match="keepdims"):
         nb.sum(nb.tensor([[1.0, 2.0]]), axis=0, keepdims=1)
     assert op.check_attrs({"axis": [0, 1]})["axis"] == (0, 1)  # a list: checked, not kept
+
+
+def test_kernel_compile_error_gives_numbas_reason_without_terminal_colours():
+    # numba colours its reports when colorama is installed; the reason is the first line that
+    # is not numba's "Failed in ..." header, with the escape codes taken out
+    from numba.core.errors import TypingError
+
+    report = (
+        "\x1b[1m\x1b[1mFailed in nopython mode pipeline (step: nopython frontend)\n"
+        "\x1b[1mUnknown attribute 'no_such_attribute' of type float32\n\x1b[0m"
+        "\x1b[1mDuring: typing of get attribute at <string> (3)\x1b[0m"
+    )
+    err = nb.errors.KernelCompileError("op", "cpu", ["float32"], "float32", TypingError(report))
+    assert str(err).endswith(": Unknown attribute 'no_such_attribute' of type float32")
+    assert "\x1b" not in str(err) and err.key == ("op", "cpu", ("float32",))
+    assert isinstance(err.numba_error, TypingError)
