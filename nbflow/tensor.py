@@ -524,7 +524,7 @@ class EagerTrace(Trace):
         # one plain loop: this runs for every recorded op (see bench/, eager overhead)
         versions, edges = [], []
         for t in inputs:
-            v = t._version  # (version_counter() not needed just to read it)
+            v = t._version  # (Tensor.version written out: this runs for every recorded op)
             versions.append(0 if v is None else v[0])
             if t._node is not None:
                 edges.append((t._node, t._index))
@@ -733,7 +733,7 @@ def _recorded(op: Op, a: Tensor, b: Tensor, buf) -> Tensor:
         (a._node, a._index) if a._node is not None else (a if a.requires_grad else None),
         (b._node, b._index) if b._node is not None else (b if b.requires_grad else None),
     )
-    va, vb = a._version, b._version  # (version_counter() written out)
+    va, vb = a._version, b._version  # (Tensor.version written out: a property call costs here)
     versions = (0 if va is None else va[0], 0 if vb is None else vb[0])
     node = Node(op, (a, b), _NO_ATTRS, ((buf, version, 0),), versions, edges)
     return Tensor(buf, True, node, 0, version)
@@ -756,7 +756,7 @@ def _with_scalar(op, a, b, t, value, i):
             plan.scalar_loop(s, x.reshape(-1), buf.reshape(-1))
     except NbflowError:  # a scalar the dtype cannot hold: bind() says where the call was
         return bind(op, a, b)
-    out = Tensor(buf)
+    out = _plain(buf)
     if t.requires_grad and plan.float_out and STATE.grad_enabled:
         inputs = [t, Tensor(np.asarray(s))]
         STATE.trace.record(op, inputs if i else inputs[::-1], {}, (out,))
