@@ -15,6 +15,7 @@ from test_all_ops import SAMPLES
 import nbflow as nb
 from nbflow import nn
 from nbflow import testing as nt
+from nbflow.core import REGISTRY
 from nbflow.errors import KernelCompileError
 from nbflow.graph.fusion import FusedGroup, fuse
 from nbflow.graph.memory import NodeStep
@@ -377,28 +378,71 @@ def _sgd_training(exe, steps=4, **options):
 
 
 @pytest.mark.parametrize(
-    "options, folds",
+    "options, folds, bias_folds",
     [
-        ({"lr": 0.3}, 2),
-        ({"lr": 0.3, "weight_decay": 0.1}, 2),
-        ({"lr": 0.3, "momentum": 0.9}, 0),  # the velocity needs the gradient itself
-        ({"lr": 0.3, "fetch_grad": True}, 1),  # w1's gradient is fetched: kept
+        ({"lr": 0.3}, 2, 1),
+        ({"lr": 0.3, "weight_decay": 0.1}, 2, 1),
+        ({"lr": 0.3, "momentum": 0.9}, 0, 0),  # the velocity needs the gradient itself
+        ({"lr": 0.3, "fetch_grad": True}, 1, 1),  # w1's gradient is fetched: kept
     ],
 )
-def test_sgd_steps_fold_into_their_weight_gradient_products(options, folds):
+def test_sgd_steps_fold_into_their_gradient_products_and_sums(options, folds, bias_folds):
     _, expected = _sgd_training(_exe(False), **options)
     exe = _exe(True)
     main, actual = _sgd_training(exe, **options)
     names = _op_names(exe, main)
     assert names.count("sgd_matmul_update_") == folds
-    assert names.count("sgd_update_") == 3 - folds  # biases (a sum, not a product) stay
+    assert names.count("sgd_sum_update_") == bias_folds  # b1's gradient: a sum of rows
+    assert names.count("sgd_update_") == 3 - folds - bias_folds
     for a_run, e_run in zip(actual, expected):
         for a, e in zip(a_run, e_run):
             nt.assert_close(a, e, rtol=1e-5, atol=1e-6)
-    assert not np.allclose(actual[3][1], actual[1][1])  # the parameters did move
-    program, _, fetch, _ = _sgd_program(**options)  # explain() says so: product and update
-    assert nb.graph.explain(program, fetch).count("folded into sgd_matmul_update_") == 2 * folds
+    assert not np.allclose(actual[3][2], actual[1][2])  # the bias did move
+    program, _, fetch, _ = _sgd_program(**options)  # explain() says so: gradient and update
+    explained = nb.graph.explain(program, fetch)
+    assert explained.count("folded into sgd_matmul_update_") == 2 * folds
+    assert explained.count("folded into sgd_sum_update_") == 2 * bias_folds
     assert "folded" not in nb.graph.explain(program, fetch, fuse=False)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_a_folded_bias_step_equals_the_sum_and_update_it_replaces(dtype):
+    # the folded kernel sums as the sum op does and steps as sgd_update_ does: bit for bit
+    rng = np.random.default_rng(5)
+    d = rng.standard_normal((37, 3, 5)).astype(dtype)
+    b = rng.standard_normal((3, 5)).astype(dtype)
+    expected = nb.tensor(b.copy())
+    g = nb.sum(nb.tensor(d), axis=(0,))
+    nb.sgd_update_(expected, g, g, lr=0.1, weight_decay=0.01)
+    actual = nb.tensor(b.copy())
+    nb.sgd_sum_update_(actual, nb.tensor(d), lr=0.1, weight_decay=0.01)
+    np.testing.assert_array_equal(actual.numpy(), expected.numpy())
+    ref = REGISTRY["sgd_sum_update_"].ref(b, d, lr=0.1, weight_decay=0.01)
+    nt.assert_close(actual.numpy(), ref, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize(
+    "axis, keepdims, folds",
+    [((0,), False, True), ((0, 1), False, True), ((1,), False, False), ((0,), True, False)],
+)
+def test_only_a_sum_over_leading_axes_folds_into_the_bias_step(axis, keepdims, folds):
+    shape = np.sum(np.zeros((6, 4, 4)), axis=axis, keepdims=keepdims).shape
+    main = nb.Program()
+    with nb.program_guard(main):
+        d = nb.static.data("d", [6, 4, 4])
+        b = nb.static.create_parameter("b", list(shape))
+        g = nb.sum(d, axis=axis, keepdims=keepdims)
+        nb.sgd_update_(b, g, g, lr=0.5)
+    feed = {"d": np.random.default_rng(2).standard_normal((6, 4, 4)).astype(np.float32)}
+    results = []
+    for exe in (_exe(False), _exe(True)):
+        scope = nb.Scope()
+        scope["b"] = nb.ones(shape)
+        results.append(np.array(exe.run(main, feed, ["b"], scope)[0]))
+    expected = 1 - 0.5 * feed["d"].sum(axis=axis, keepdims=keepdims, dtype=np.float64)
+    nt.assert_close(results[0], expected.astype(np.float32), rtol=1e-5, atol=1e-5)
+    np.testing.assert_array_equal(results[1], results[0])
+    assert ("sgd_sum_update_" in _op_names(exe, main)) is folds
 
 
 @pytest.mark.parametrize("written_between", [False, True])

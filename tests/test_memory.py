@@ -258,9 +258,12 @@ def test_parameter_updates_run_as_soon_as_their_gradient_is_ready(momentum):
     (steps,) = next(iter(exe._plans.values())).values()
     ops = [s.node if isinstance(s, NodeStep) else s for s in steps if not isinstance(s, Release)]
     names = [getattr(s, "op", None) and s.op.name for s in ops]
-    # (a weight's step without momentum is folded into its gradient's product, rewrite.py)
-    updates = [i for i, n in enumerate(names) if n in ("sgd_update_", "sgd_matmul_update_")]
-    assert len(updates) == 4 and names.count("sgd_matmul_update_") == (2 if not momentum else 0)
+    # (a step without momentum is folded into its gradient's product or sum, rewrite.py)
+    kinds = ("sgd_update_", "sgd_matmul_update_", "sgd_sum_update_")
+    updates = [i for i, n in enumerate(names) if n in kinds]
+    folded = 0 if momentum else 2
+    assert len(updates) == 4 and names.count("sgd_matmul_update_") == folded
+    assert names.count("sgd_sum_update_") == folded
     # the last layer's updates come before the first layer's gradient ops, not at the end
     assert updates[0] < len(names) - 6 and "relu_grad" in names[updates[0] :]
 

@@ -19,6 +19,7 @@ from .. import dtypes as dt
 from ..core import UNKNOWN, Attr, Op, Spec
 from ..errors import ShapeError, UnsupportedError
 from ..kernels.cpu import JIT
+from ..kernels.cuda import not_supported
 from . import linalg
 
 # The kernels update their arrays in place, each taking the array it writes once: given a
@@ -169,6 +170,76 @@ sgd_matmul_update_ = Op(
     doc="An SGD step without momentum whose gradient is the product a @ b (a weight "
     "gradient), in place: p = (1 - lr wd) p - lr (a @ b), one GEMM adding the product into "
     "the parameter, so the gradient is never stored. Graph mode folds sgd_update_ into it "
+    "(graph/rewrite.py); the attrs are sgd_update_'s, and momentum must be 0.",
+)
+
+
+def _sgd_sum_spec(p, grads, **attrs):
+    lead = grads.ndim - p.ndim
+    if lead < 1 or any(
+        n != m and UNKNOWN not in (n, m) for n, m in zip(grads.shape[lead:], p.shape)
+    ):
+        raise ShapeError(
+            f"grads{tuple(grads.shape)} must be the parameter's shape {tuple(p.shape)} "
+            "after one or more leading axes (the axes its gradient sums over)"
+        )
+    return Spec(p.shape, p.dtype)
+
+
+@njit(**JIT)
+def _sgd_sum_kernel(p, rows, lr, weight_decay):
+    # the column sums as sum_cols makes them (float64, row by row), each rounded to p's dtype
+    # as the sum op's output is, then _sgd_plain_kernel's arithmetic: the unfolded result
+    acc = np.zeros(p.size, np.float64)
+    for i in range(rows.shape[0]):
+        for j in range(rows.shape[1]):
+            acc[j] += rows[i, j]
+    t = p.dtype.type
+    lr, weight_decay = t(lr), t(weight_decay)
+    for j in range(p.size):
+        p[j] = p[j] - lr * (t(acc[j]) + weight_decay * p[j])
+
+
+def _sgd_sum_cpu(p, grads, p_out, lr, momentum, dampening, weight_decay, nesterov):
+    if momentum:
+        raise UnsupportedError(
+            "sgd_sum_update_: momentum needs the gradient itself (sgd_update_ keeps it)"
+        )
+    if not p_out.flags.c_contiguous:
+        raise UnsupportedError("sgd_sum_update_: parameters must be contiguous")
+    rows = np.ascontiguousarray(grads).reshape(-1, p.size)  # (a view when contiguous)
+    if np.may_share_memory(rows, p_out):
+        rows = rows.copy()
+    if p_out is not p:
+        np.copyto(p_out, p)
+    _sgd_sum_kernel(p_out.reshape(-1), rows, lr, weight_decay)
+
+
+def _sgd_sum_ref(p, grads, lr, momentum=0.0, dampening=0.0, weight_decay=0.0, nesterov=False):
+    g = grads.sum(axis=tuple(range(grads.ndim - p.ndim)), dtype=np.float64).astype(p.dtype)
+    return _sgd_ref(p, g, p, lr, 0.0, dampening, weight_decay)[0]
+
+
+sgd_sum_update_ = Op(
+    name="sgd_sum_update_",
+    inputs=("param", "grads"),
+    outputs=("param_out",),
+    spec=_sgd_sum_spec,
+    kernels={
+        "cpu": _sgd_sum_cpu,
+        "cuda": not_supported(
+            "sgd_sum_update_ is made by a CPU graph-mode rewrite; on a GPU the bias gradient's "
+            "sum and sgd_update_ run as two ops"
+        ),
+    },
+    dtypes=dt.FLOATS,
+    ref=_sgd_sum_ref,
+    differentiable=False,
+    attrs=sgd_update_.attrs,
+    inplace={0: 0},
+    doc="An SGD step without momentum whose gradient is `grads` summed over its leading axes "
+    "(a bias gradient: the batch's rows), in place: p = p - lr (sum + wd p) in one pass over "
+    "the rows, the gradient never stored. Graph mode folds sgd_update_ into it "
     "(graph/rewrite.py); the attrs are sgd_update_'s, and momentum must be 0.",
 )
 
@@ -463,5 +534,6 @@ __all__ = [
     "adam_update_",
     "rmsprop_update_",
     "sgd_matmul_update_",
+    "sgd_sum_update_",
     "sgd_update_",
 ]
