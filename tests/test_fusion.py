@@ -394,6 +394,7 @@ def test_sgd_steps_fold_into_their_gradient_products_and_sums(options, folds, bi
     assert names.count("sgd_matmul_update_") == folds
     assert names.count("sgd_sum_update_") == bias_folds  # b1's gradient: a sum of rows
     assert names.count("sgd_update_") == 3 - folds - bias_folds
+    assert names.count("matmul_relu_grad") == 1  # the ReLU's mask on w2's input gradient
     for a_run, e_run in zip(actual, expected):
         for a, e in zip(a_run, e_run):
             nt.assert_close(a, e, rtol=1e-5, atol=1e-6)
@@ -402,6 +403,7 @@ def test_sgd_steps_fold_into_their_gradient_products_and_sums(options, folds, bi
     explained = nb.graph.explain(program, fetch)
     assert explained.count("folded into sgd_matmul_update_") == 2 * folds
     assert explained.count("folded into sgd_sum_update_") == 2 * bias_folds
+    assert explained.count("folded into matmul_relu_grad") == 2
     assert "folded" not in nb.graph.explain(program, fetch, fuse=False)
 
 
@@ -419,6 +421,43 @@ def test_a_folded_bias_step_equals_the_sum_and_update_it_replaces(dtype):
     np.testing.assert_array_equal(actual.numpy(), expected.numpy())
     ref = REGISTRY["sgd_sum_update_"].ref(b, d, lr=0.1, weight_decay=0.01)
     nt.assert_close(actual.numpy(), ref, rtol=1e-6, atol=1e-6)
+
+
+def test_matmul_relu_grad_equals_the_product_then_relu_grad():
+    rng = np.random.default_rng(8)
+    a, b = rng.standard_normal((5, 4)), rng.standard_normal((4, 6))
+    b[0, 0] = np.inf  # an infinite product under a mask stays NaN (g - g), as in relu_grad
+    r = rng.standard_normal((5, 6))
+    r[1, 2] = np.nan
+    ta, tb, tr = (nb.tensor(v.astype(np.float32)) for v in (a, b, r))
+    expected = nb.relu_grad(tr, nb.matmul(ta, tb)).numpy()
+    np.testing.assert_array_equal(nb.matmul_relu_grad(tr, ta, tb).numpy(), expected)
+    ref = REGISTRY["matmul_relu_grad"].ref(tr.numpy(), ta.numpy(), tb.numpy())
+    nt.assert_close(expected, ref, rtol=1e-5, atol=1e-5)
+    with pytest.raises(nb.ShapeError, match="product's shape"):
+        nb.matmul_relu_grad(tr[:, :5], ta, tb)
+
+
+@pytest.mark.parametrize("fetch_product", [False, True])
+def test_a_relu_grad_folds_into_its_product_unless_the_product_is_read(fetch_product):
+    main = nb.Program()
+    with nb.program_guard(main):
+        r, a, b = (nb.static.data(n, s) for n, s in (("r", [3, 5]), ("a", [3, 4]), ("b", [4, 5])))
+        m = nb.matmul(a, b)
+        g = nb.relu_grad(r, m)
+    rng = np.random.default_rng(4)
+    feed = {
+        n: rng.standard_normal(s).astype(np.float32)
+        for n, s in (("r", (3, 5)), ("a", (3, 4)), ("b", (4, 5)))
+    }
+    fetch = [g, m] if fetch_product else [g]
+    results = [exe.run(main, feed, fetch, scope=nb.Scope()) for exe in (_exe(False), _exe(True))]
+    for got, expected in zip(results[1], results[0]):
+        np.testing.assert_array_equal(got, expected)
+    nt.assert_close(results[0][0], np.where(feed["r"] > 0, feed["a"] @ feed["b"], 0), atol=1e-5)
+    exe = _exe(True)
+    exe.run(main, feed, fetch, scope=nb.Scope())
+    assert ("matmul_relu_grad" in _op_names(exe, main)) is not fetch_product
 
 
 @pytest.mark.parametrize(
@@ -528,7 +567,11 @@ def test_a_relu_after_a_linear_layer_rides_its_bias_pass(case):
     assert _linear_activations(exe, main).count("relu") == int(folded)
     note = nb.graph.explain(main, fetch)
     assert ("folded into linear" in note) is folded
-    assert ("rewritten: reads" in note) is folded  # the ReLU gradient reads the ReLU's output
+    if folded:  # the ReLU gradient (in its product's step: matmul_relu_grad) reads h, not pre
+        nodes = [s.node for s in _steps(exe, main) if isinstance(s, NodeStep)]
+        (layer,) = [n for n in nodes if n.op.name == "linear" and n.attrs["activation"] == "relu"]
+        (mask,) = [n for n in nodes if n.op.name in ("relu_grad", "matmul_relu_grad")]
+        assert mask.inputs[0] is layer.outputs[0]
 
 
 def test_a_model_calling_relu_on_its_layer_runs_them_as_one_op():

@@ -23,6 +23,12 @@ ReLU rides the bias's pass, and the pre-activation is never stored. The ReLU gra
 ReLU's output instead (`relu(v) > 0` exactly where `v > 0`, NaN included), so training
 programs fold too. nn.Sequential already emits the fused op (in eager mode as well); this
 catches a model that calls `relu(self.fc(x))` in its own forward, and static-API programs.
+
+`fold_relu_grads`: the gradient reaching a ReLU layer's output from the next layer, `relu_grad(r,
+matmul(g, w))`, where nothing else reads the product, becomes `matmul_relu_grad(r, g, w)`: the
+mask is applied in the product's own step, while the product is in the cache (a separate step
+after a GEMM ran about twice as slow as the same step again: the GEMM had evicted its data and
+the interpreter's), and the product needs no buffer of its own.
 """
 
 from __future__ import annotations
@@ -37,7 +43,7 @@ from .program import Var
 def rewrite(ops: list[Node], targets=()) -> list[Node]:
     """The op list with every rewrite of this module applied."""
     ops = fold_activations(fold_transposes(ops, targets), targets)
-    return fold_sgd_products(ops, targets)
+    return fold_sgd_products(fold_relu_grads(ops, targets), targets)
 
 
 def fold_transposes(ops: list[Node], targets=()) -> list[Node]:
@@ -186,6 +192,39 @@ def fold_activations(ops: list[Node], targets=()) -> list[Node]:
     return out
 
 
+def fold_relu_grads(ops: list[Node], targets=()) -> list[Node]:
+    """The op list with each `relu_grad(r, matmul(a, b))`, where nothing else reads the
+    product, rewritten as `matmul_relu_grad(r, a, b)` (module docstring), in its place."""
+    readers = _readers(ops)
+    kept = {id(t) for t in targets}
+    producer = {id(node.outputs[0]): k for k, node in enumerate(ops) if node.op.name == "matmul"}
+    storage = Storages(ops).find
+    folded = REGISTRY["matmul_relu_grad"]
+    replaced, dropped = {}, set()
+    for k, node in enumerate(ops):
+        if node.op.name != "relu_grad":
+            continue
+        r, m = node.inputs
+        j = producer.get(id(m))
+        product = None if j is None else ops[j]
+        if (
+            product is None
+            or r is m
+            or len(readers[id(m)]) != 1
+            or id(m) in kept
+            or m.persistable
+            or r.ndim != 2
+            or r.dtype != m.dtype
+            or m.dtype not in (dt.float32, dt.float64)  # (float16 rounds the product first)
+            or any(v.ndim != 2 or v.dtype != m.dtype for v in product.inputs)
+            or _may_write(ops[j + 1 : k], product.inputs, storage)
+        ):
+            continue
+        replaced[id(node)] = _rebuilt(node, [r, *product.inputs], {}, node.outputs[0], folded)
+        dropped.add(id(product))
+    return [replaced.get(id(node), node) for node in ops if id(node) not in dropped]
+
+
 def _readers(ops: list[Node]) -> dict[int, list]:
     """id(var) -> the nodes that read it, in order (once per input)."""
     readers: dict[int, list] = {}
@@ -200,8 +239,8 @@ def _relu_grad_of(node: Node, v: Var) -> bool:
     return node.op.name == "relu_grad" and node.inputs[0] is v and node.inputs[1] is not v
 
 
-def _rebuilt(node: Node, inputs, attrs, out: Var) -> Node:
-    new = Node(node.op, list(inputs), attrs, [out], None, None)
+def _rebuilt(node: Node, inputs, attrs, out: Var, op=None) -> Node:
+    new = Node(op or node.op, list(inputs), attrs, [out], None, None)
     new.location = node.location
     return new
 

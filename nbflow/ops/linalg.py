@@ -14,6 +14,7 @@ from ..core import UNKNOWN, Attr, Op, Spec, broadcast_shapes, needs_grad
 from ..errors import ShapeError
 from ..kernels import blas, threads
 from ..kernels.cpu import BODIES, JIT
+from ..kernels.cuda import not_supported
 from ._define import inplace_variant
 from .broadcast import broadcast_to_like
 from .elementwise import relu, relu_grad
@@ -329,6 +330,61 @@ def linear(x, weight, bias=None, activation="none"):
     return linear_op(*args, activation=activation)
 
 
+# ---------------------------------------------------------------- matmul_relu_grad
+
+_relu_grad_body = BODIES["relu_grad"]
+
+
+def _matmul_relu_grad_spec(r, a, b):
+    if a.ndim != 2 or b.ndim != 2:
+        raise ShapeError(f"needs 2-D a and b, got a{tuple(a.shape)} and b{tuple(b.shape)}")
+    product = _matmul_spec(a, b)
+    if r.ndim != 2 or any(n != m and UNKNOWN not in (n, m) for n, m in zip(r.shape, product.shape)):
+        raise ShapeError(f"out{tuple(r.shape)} must have the product's shape {product.shape}")
+    return Spec(product.shape, dt.promote([r.dtype, product.dtype]))
+
+
+@njit(**JIT)
+def _mask_by_relu(out, r):
+    """out = relu_grad(r, out), in place, with relu_grad's own scalar body."""
+    for i in range(out.shape[0]):
+        for j in range(out.shape[1]):
+            out[i, j] = _relu_grad_body(r[i, j], out[i, j])
+
+
+def _matmul_relu_grad_cpu(r, a, b, out):
+    _matmul_cpu(a, b, out)
+    _mask_by_relu(out, r)  # while the product is still in the cache
+
+
+def _matmul_relu_grad_ref(r, a, b):
+    product = _matmul_ref(a, b)
+    with np.errstate(invalid="ignore"):  # inf - inf: NaN, as relu_grad's g - g
+        masked = np.where(r > 0, product, product - product)
+    return masked.astype(dt.promote([r.dtype, product.dtype]))
+
+
+matmul_relu_grad = Op(
+    name="matmul_relu_grad",
+    inputs=("out", "a", "b"),
+    outputs=("grad",),
+    spec=_matmul_relu_grad_spec,
+    kernels={
+        "cpu": _matmul_relu_grad_cpu,
+        "cuda": not_supported(
+            "matmul_relu_grad is made by a CPU graph-mode rewrite; on a GPU the product and "
+            "relu_grad run as two ops"
+        ),
+    },
+    dtypes=dt.FLOATS,
+    ref=_matmul_relu_grad_ref,
+    differentiable=False,
+    doc="relu_grad(out, a @ b) for 2-D a and b: the gradient reaching a ReLU layer's output "
+    "`out` from the next layer (g @ W), masked where out <= 0 in the product's own step. "
+    "Graph mode folds that matmul and relu_grad into it (graph/rewrite.py).",
+)
+
+
 # ---------------------------------------------------------------- PyTorch's fixed-rank products
 
 
@@ -370,6 +426,7 @@ __all__ = [
     "linear",
     "linear_op",
     "matmul",
+    "matmul_relu_grad",
     "matrix_transpose",
     "mm",
     "outer",
