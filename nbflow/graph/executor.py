@@ -16,7 +16,7 @@ import numpy as np
 
 from .. import device as devices
 from .. import dtypes as dt
-from ..core import Node, no_grad, use_trace
+from ..core import STATE, Node
 from ..errors import (
     DTypeError,
     NbflowError,
@@ -134,21 +134,25 @@ class Executor:
         if arena is not None:
             env[ARENA] = arena
         completed = False
+        # the eager trace without gradients, as use_trace() and no_grad() make them, written
+        # out: the two context managers cost about 3 us of every run
+        trace, grad_enabled = STATE.trace, STATE.grad_enabled
+        STATE.trace, STATE.grad_enabled = self.eager, False
         try:
-            with use_trace(self.eager), no_grad():
-                if check:  # decided once per run: the plain loop stays as it was
-                    for node in ops:
-                        check_node(node, self._run_op(node, env, scope))
-                else:
-                    for step in ops:
-                        if type(step) is Node:
-                            self._run_op(step, env, scope)
-                        else:  # a fused group or a memory step (graph/fusion.py, memory.py)
-                            step.run(self, env, scope)
+            if check:  # decided once per run: the plain loop stays as it was
+                for node in ops:
+                    check_node(node, self._run_op(node, env, scope))
+            else:
+                for step in ops:
+                    if type(step) is Node:
+                        self._run_op(step, env, scope)
+                    else:  # a fused group or a memory step (graph/fusion.py, memory.py)
+                        step.run(self, env, scope)
             completed = True
         except NbflowError as e:  # the public boundary: nbflow's frames are left out
             raise e.with_traceback(filter_traceback(e.__traceback__)) from e.__cause__
         finally:
+            STATE.trace, STATE.grad_enabled = trace, grad_enabled
             if arena is not None:
                 arena.end(completed)
         results = [self._lookup(t, env, scope) for t in targets if isinstance(t, Var)]
@@ -157,8 +161,10 @@ class Executor:
     def _plan(self, program, feed_names, targets, plain=False):
         """The steps to run, cached: the ops the targets need (no fetch targets means every
         op: a startup program), then the passes (unless `plain`)."""
-        plans = self._plans.setdefault(program, {})
-        key = (program.version, feed_names, tuple(id(t) for t in targets), plain)
+        plans = self._plans.get(program)  # (setdefault would make a weakref on every run)
+        if plans is None:
+            plans = self._plans[program] = {}
+        key = (program.version, feed_names, tuple([id(t) for t in targets]), plain)
         ops = plans.get(key)
         if ops is None:
             if len(plans) > 256:
@@ -174,7 +180,7 @@ class Executor:
 
     def _arena(self, ops, env) -> Arena:
         """The Arena of this plan and feed signature (graph/memory.py)."""
-        key = (id(ops), tuple((name, t.shape, t.dtype) for name, t in env.items()))
+        key = (id(ops), tuple([(name, t.shape, t.dtype) for name, t in env.items()]))
         held = self._arenas.get(key)
         if held is None or held[0] is not ops:  # (an id reused by a newer plan)
             if len(self._arenas) >= 64:  # e.g. a batch size that keeps changing

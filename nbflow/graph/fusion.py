@@ -329,7 +329,7 @@ class FusedGroup:
         if mask in self.broken:
             self._unfused(executor, env, scope)
             return
-        outs = [memory.take(env, shape, v.dtype) for v in self.outputs]
+        outs = [memory.take(env, shape, v.dtype, size) for v in self.outputs]
         flat_outs = [o.reshape(-1) for o in outs]
         if size:
             mod = self._module(mask)

@@ -29,6 +29,7 @@ The sub-blocks themselves run unplanned.
 
 from __future__ import annotations
 
+import math
 import os
 import threading
 
@@ -47,16 +48,12 @@ def poison_default() -> bool:
     return os.environ.get("NBFLOW_POISON_FREED", "") not in ("", "0")
 
 
-def take(env, shape, dtype) -> np.ndarray:
-    """A C-contiguous buffer for an output: a released one of the same size, else new (from
-    the run's arena when it has one)."""
+def take(env, shape, dtype: np.dtype, size: int) -> np.ndarray:
+    """A C-contiguous buffer for an output of `size` elements: a released one of the same
+    size, else new (from the run's arena when it has one)."""
     pool = env.get(POOL)
     arena = env.get(ARENA)
     if pool or arena is not None:
-        dtype = np.dtype(dtype)
-        size = 1
-        for n in shape:
-            size *= n
         nbytes = size * dtype.itemsize
         free = pool.get((nbytes, dtype)) if pool else None
         if free:
@@ -328,16 +325,16 @@ class IntoBuffer(NodeStep):
         if ready is None:
             executor._run_op(self.node, env, scope)
             return
-        launcher, casts, shape, dtype = ready
+        launcher, casts, shape, dtype, size = ready
         arrays = [t.data for t in args]
         for i, d in casts:
             arrays[i] = arrays[i].astype(d)
-        buf = take(env, shape, dtype)
+        buf = take(env, shape, dtype, size)
         launcher(*arrays, buf, **self.node.attrs)
         env[self.out] = Tensor(buf)
 
     def _prepare(self, executor, args, sig):
-        """(launcher, casts, shape, dtype), or None where the op runs through the executor
+        """(launcher, casts, shape, dtype, size), or None where the op runs through the executor
         (several outputs, a float16 result, scalars to convert, or a run-time shape the
         compile-time one does not fit, which the executor raises for)."""
         node = self.node
@@ -347,7 +344,7 @@ class IntoBuffer(NodeStep):
         shape, dtype = plan.allocs[0]
         if not compatible(node.outputs[0].shape, shape):
             return None
-        return plan.launcher, plan.casts, shape, np.dtype(dtype)
+        return plan.launcher, plan.casts, shape, np.dtype(dtype), math.prod(shape)
 
     def __repr__(self) -> str:
         return f"<into-buffer {self.node.op.name}>"
