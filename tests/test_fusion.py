@@ -421,6 +421,12 @@ def test_a_folded_bias_step_equals_the_sum_and_update_it_replaces(dtype):
     np.testing.assert_array_equal(actual.numpy(), expected.numpy())
     ref = REGISTRY["sgd_sum_update_"].ref(b, d, lr=0.1, weight_decay=0.01)
     nt.assert_close(actual.numpy(), ref, rtol=1e-6, atol=1e-6)
+    for p_shape, rows_shape in (((0,), (3, 0)), ((2,), (0, 2))):  # no parameter, no rows
+        p = nb.ones(p_shape, dtype=dtype)
+        nb.sgd_sum_update_(p, nb.zeros(rows_shape, dtype=dtype), lr=0.1, weight_decay=0.5)
+        np.testing.assert_array_equal(p.numpy(), np.full(p_shape, 0.95, dtype))
+    with pytest.raises(nb.ShapeError, match="leading axes"):
+        nb.sgd_sum_update_(nb.ones((3,)), nb.ones((2, 4)), lr=0.1)
 
 
 def test_matmul_relu_grad_equals_the_product_then_relu_grad():
