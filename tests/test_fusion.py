@@ -405,6 +405,8 @@ def test_sgd_steps_fold_into_their_gradient_products_and_sums(options, folds, bi
     assert explained.count("folded into sgd_sum_update_") == 2 * bias_folds
     assert explained.count("folded into matmul_relu_grad") == 2
     assert "folded" not in nb.graph.explain(program, fetch, fuse=False)
+    on_gpu = nb.graph.explain(program, fetch, device="cuda")  # a GPU executor runs it plain
+    assert "folded" not in on_gpu and "fused" not in on_gpu and "(sgd_update_, cuda" in on_gpu
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from .. import device as devices
 from ..core import Spec
 from ..dtypes import SHORT
 from ..errors import NbflowError, ProgramError
@@ -73,8 +74,8 @@ def _check_shapes(block, node, where: str):
 
 def explain(program: Program, fetch_list, device: str = "cpu", fuse: bool = True) -> str:
     """For each op: whether it survives pruning for `fetch_list`, the first target that needs
-    it, the kernel key (op, device, dtype) it will run with, and, with `fuse`, the fused
-    kernel it runs in (`fused #k`, as the Executor's fusion pass groups them) or the op a
+    it, the kernel key (op, device, dtype) it will run with, and, with `fuse` on the CPU, the
+    fused kernel it runs in (`fused #k`, as the Executor's fusion pass groups them) or the op a
     rewrite folded it into (`folded into sgd_matmul_update_`: graph/rewrite.py)."""
     block = program.global_block()
     targets = [t if not isinstance(t, str) else block.var(t) for t in fetch_list]
@@ -83,7 +84,8 @@ def explain(program: Program, fetch_list, device: str = "cpu", fuse: bool = True
         for node in needed_ops(block, [t]):
             needed_by.setdefault(id(node), t)
     group_of = {}
-    if fuse:  # as the Executor plans: the rewrites, then fusion
+    if fuse and devices.parse(device) == devices.CPU:  # as the Executor plans (on the CPU
+        # only: a GPU executor runs the plain plan): the rewrites, then fusion
         needed = needed_ops(block, targets)
         rewritten = rewrite(needed, targets)
         group_of = _folds(needed, rewritten)
