@@ -1,0 +1,81 @@
+"""The P4 graph-mode MLP step with graph/rewrite.py's folds on and with some of them off, timed
+in one process with the two steps interleaved round by round.
+
+Separate runs on a shared 2-core machine move 10-30% with the load, which hides a fold worth a
+few percent; pairs timed back to back see the same load. Prints each side's min and median
+and in how many rounds the step with the folds was the faster.
+
+    python bench/rewrites_ab.py                 # every fold off on the other side
+    python bench/rewrites_ab.py --off sums relu # only these
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import timeit
+from contextlib import contextmanager
+
+os.environ.setdefault("NBFLOW_BENCH_ONLY", "")  # run.py: import no peer (their thread pools)
+import run as B
+
+rewrite = importlib.import_module("nbflow.graph.rewrite")
+
+# the folds that are functions of their own, and those that are entries of fold_sgd_products'
+# table of gradient producers
+FUNCTIONS = {
+    "transposes": "fold_transposes",
+    "activations": "fold_activations",
+    "relu": "fold_relu_grads",
+}
+SGD_ENTRIES = {"products": ("matmul",), "sums": ("sum", "sum_to_like")}
+FOLDS = sorted({**FUNCTIONS, **SGD_ENTRIES})
+
+
+def _unchanged(ops, targets=()):
+    return list(ops)
+
+
+@contextmanager
+def folds_off(names):
+    """graph/rewrite.py with the named folds doing nothing, while plans are built."""
+    saved = {attr: getattr(rewrite, attr) for attr in [*FUNCTIONS.values(), "_SGD_FOLDS"]}
+    table = dict(rewrite._SGD_FOLDS)
+    try:
+        for name in names:
+            if name in FUNCTIONS:
+                setattr(rewrite, FUNCTIONS[name], _unchanged)
+            for key in SGD_ENTRIES.get(name, ()):
+                del table[key]
+        rewrite._SGD_FOLDS = table
+        yield
+    finally:
+        for attr, value in saved.items():
+            setattr(rewrite, attr, value)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--off", nargs="+", choices=FOLDS, default=FOLDS)
+    ap.add_argument("--rounds", type=int, default=20)
+    args = ap.parse_args(argv)
+    x, y = B.mlp_data()
+    folded = B.nbflow_graph_step("mlp", x, y)
+    folded()  # the plan is built on the first call
+    with folds_off(args.off):
+        plain = B.nbflow_graph_step("mlp", x, y)
+        plain()
+    times = {"on": [], "off": []}
+    for _ in range(args.rounds):
+        for side, step in (("on", folded), ("off", plain)):
+            times[side].append(min(timeit.repeat(step, number=20, repeat=3)) / 20 * 1e3)
+    wins = sum(a < b for a, b in zip(times["on"], times["off"]))
+    for side, ms in times.items():
+        ms = sorted(ms)
+        print(f"folds {side:3s}: min {ms[0]:.3f} ms, median {ms[len(ms) // 2]:.3f} ms")
+    print(f"off: {' '.join(args.off)}; the folded step faster in {wins} of {args.rounds} rounds")
+
+
+if __name__ == "__main__":
+    main()
