@@ -491,3 +491,68 @@ def test_a_plan_step_follows_attrs_changed_between_runs():
     node.attrs["correction"] = 0
     (after,) = exe.run(main, feed, [v])
     nt.assert_close(after, feed["x"].var(axis=1, ddof=0), rtol=1e-5)
+
+
+# ---------------------------------------------------------------- views computed by their reader
+
+
+def _view_program(case):
+    main = nb.Program()
+    with nb.program_guard(main):
+        x = nb.static.data("x", [-1, 4])
+        w = nb.static.data("w", [3, 4])
+        u = x * 2.0
+        t = nb.matrix_transpose(u)  # (4, n)
+        out = nb.matmul(t, x)  # read by one op: the matmul computes the view itself
+        fetch = [out]
+        if case == "read twice":
+            fetch.append(nb.sum(t))
+        elif case == "written":  # an in-place reader of the view's memory keeps its step
+            nb.mul_(nb.reshape(u, -1), 3.0)
+            fetch += [main.global_block().ops[-1], u]  # (the op a target: not pruned)
+        elif case == "fetched":
+            fetch.append(t)
+        fetch.append(nb.matmul(nb.matrix_transpose(w), w))  # a view of a feed: inlined too
+    return main, fetch
+
+
+@pytest.mark.parametrize("case", ["inlined", "read twice", "written", "fetched"])
+def test_a_view_read_by_one_step_is_computed_there(case):
+    main, fetch = _view_program(case)
+    rng = np.random.default_rng(6)
+    feed = {"x": rng.standard_normal((5, 4)).astype(np.float32)}
+    feed["w"] = rng.standard_normal((3, 4)).astype(np.float32)
+    expected = _exe(False).run(main, feed, fetch, scope=nb.Scope())
+    exe = _exe(True)
+    for _ in range(2):  # the second run places its buffers in the arena
+        actual = exe.run(main, feed, fetch, scope=nb.Scope())
+        for a, e in zip(actual, expected):
+            np.testing.assert_array_equal(a, e)
+    u2 = feed["x"] * 2.0
+    nt.assert_close(actual[0], u2.T @ feed["x"], rtol=1e-5, atol=1e-5)
+    steps = next(iter(exe._plans[main].values()))
+    names = [repr(s) for s in steps if isinstance(s, NodeStep)]
+    kept = case in ("read twice", "fetched")
+    assert sum("<planned matrix_transpose" in n for n in names) == int(kept)
+    # (the feed's transpose is inlined in each case)
+    assert sum("(+matrix_transpose)" in n for n in names) == (1 if kept else 2)
+    if case == "written":
+        assert sum("<planned reshape" in n for n in names) == 1
+        nt.assert_close(actual[1], u2 * 3.0)  # (results: the fetched vars only)
+
+
+def test_an_error_in_a_step_with_an_inlined_view_names_the_op():
+    main = nb.Program()
+    with nb.program_guard(main):
+        x = nb.static.data("x", [3, 4])
+        i = nb.static.data("i", [4, 2], dtype="int64")
+        y = nb.take_along_axis(nb.matrix_transpose(x), i, axis=1)
+    feed = {"x": np.ones((3, 4), np.float32), "i": np.full((4, 2), 7)}
+    exe = _exe(True)
+    with pytest.raises(IndexError, match="take_along_axis"):
+        exe.run(main, feed, [y], scope=nb.Scope())
+    feed["i"] = np.zeros((4, 2), np.int64)
+    (got,) = exe.run(main, feed, [y], scope=nb.Scope())
+    np.testing.assert_array_equal(got, np.ones((4, 2), np.float32))
+    steps = next(iter(exe._plans[main].values()))
+    assert any("(+matrix_transpose)" in repr(s) for s in steps)
