@@ -21,11 +21,6 @@ first run (no page faults), and a released buffer's bytes serve later outputs of
 its step with NaN (the largest value for integers, True for bools), so a liveness bug shows
 up as NaN in a test instead of as a silently stale value.
 
-A view op whose output exactly one later op step reads (and does not write) gets no step of
-its own: that step computes the view from its source (a linear layer's transposed gradient
-for its weight's update, a flatten before a layer), which saves the 4-10 us of executor Python
-a step costs for a view numpy makes in well under 1 us.
-
 A control flow op is one step: it reads its inputs and every value of the enclosing blocks
 that its sub-blocks read (a hand-built block may read them directly), and its outputs may be
 views of any of those (a branch may return a reshaped input), so they share their storage.
@@ -283,38 +278,21 @@ class NodeStep:
     executor); the subclass's `_run` runs it. An error is raised again by the executor's own
     path, which names the op and its line."""
 
-    def __init__(self, node: Node, views=None):
+    def __init__(self, node: Node):
         self.node = node
-        # views: input position -> the view op node whose output this step computes itself
-        # (plan_memory folds a view read by one step only into that step: see _inlined_views)
-        self.views = sorted((views or {}).items())
-        sources = {j: view.inputs[0] for j, view in self.views}
-        read = [sources.get(j, v) for j, v in enumerate(node.inputs)]
-        self.reads = [(v.name, v.persistable) for v in read]
+        self.reads = [(v.name, v.persistable) for v in node.inputs]
         self.ready: dict = {}
-        self.view_plans: dict = {}
 
     def run(self, executor, env, scope):
         try:
             self._run(executor, env, scope)
         except Exception:
-            self._through_executor(executor, env, scope)
+            executor._run_op(self.node, env, scope)
             raise
 
-    def _through_executor(self, executor, env, scope):
-        """The executor's own path (which names an op and its line in an error): the inlined
-        views first, then the op."""
-        for _, view in self.views:
-            executor._run_op(view, env, scope)
-        executor._run_op(self.node, env, scope)
-
     def _inputs(self, executor, env, scope):
-        """(the input tensors, what running the op on them needs; None: the executor's path)."""
+        """(the input tensors, what running the op on them needs)."""
         args = [scope[name] if persistable else env[name] for name, persistable in self.reads]
-        for j, view in self.views:
-            args[j] = self._view(executor, view, args[j])
-            if args[j] is None:
-                return args, None
         sig = signature(args)
         # (the attrs join the key: a launcher may have fixed them, and a node's may change)
         key = (sig, tuple(self.node.attrs.values()))
@@ -330,28 +308,12 @@ class NodeStep:
                 self.ready[key] = ready
         return args, ready
 
-    def _view(self, executor, view: Node, source: Tensor):
-        """The inlined view of `source` (None where its run-time shape does not fit the
-        compile-time one: the executor's path raises for it)."""
-        sig = (source.data.shape, source.data.dtype)
-        plan = self.view_plans.get(sig, False)
-        if plan is False:
-            if len(self.view_plans) >= 64:
-                self.view_plans.clear()
-            plan = executor.eager.plan(view.op, sig, [source], view.attrs)
-            if plan.scalars or not compatible(view.outputs[0].shape, plan.specs[0].shape):
-                plan = None
-            self.view_plans[sig] = plan
-        if plan is None:
-            return None
-        return executor.eager.run_view(view.op, plan, [source], view.attrs)[0]
-
 
 class IntoBuffer(NodeStep):
     """A plan step running one op with its output taken from the pool (see `take`)."""
 
-    def __init__(self, node: Node, views=None):
-        super().__init__(node, views)
+    def __init__(self, node: Node):
+        super().__init__(node)
         self.out = node.outputs[0].name
         self.budget = STATE.memory_budget  # what the plans were checked against
 
@@ -361,7 +323,7 @@ class IntoBuffer(NodeStep):
             self.budget = STATE.memory_budget
         args, ready = self._inputs(executor, env, scope)
         if ready is None:
-            self._through_executor(executor, env, scope)
+            executor._run_op(self.node, env, scope)
             return
         launcher, casts, shape, dtype, size = ready
         arrays = [t.data for t in args]
@@ -385,7 +347,7 @@ class IntoBuffer(NodeStep):
         return plan.launcher, plan.casts, shape, np.dtype(dtype), math.prod(shape)
 
     def __repr__(self) -> str:
-        return f"<into-buffer {self.node.op.name}{_views_note(self)}>"
+        return f"<into-buffer {self.node.op.name}>"
 
 
 class Planned(NodeStep):
@@ -393,15 +355,15 @@ class Planned(NodeStep):
     trace's view and in-place paths with the op's plan found once, not through the
     executor's generic dispatch on every run."""
 
-    def __init__(self, node: Node, views=None):
-        super().__init__(node, views)
+    def __init__(self, node: Node):
+        super().__init__(node)
         self.writes = [(v.name, v.persistable) for v in node.outputs]
 
     def _run(self, executor, env, scope):
         node = self.node
         args, plan = self._inputs(executor, env, scope)
         if plan is None:
-            self._through_executor(executor, env, scope)
+            executor._run_op(node, env, scope)
             return
         if node.op.view:
             outs = executor.eager.run_view(node.op, plan, args, node.attrs)
@@ -422,11 +384,7 @@ class Planned(NodeStep):
         return plan
 
     def __repr__(self) -> str:
-        return f"<planned {self.node.op.name}{_views_note(self)}>"
-
-
-def _views_note(step: NodeStep) -> str:
-    return "".join(f" (+{view.op.name})" for _, view in step.views)
+        return f"<planned {self.node.op.name}>"
 
 
 def _has_sub_blocks(node) -> bool:
@@ -560,10 +518,6 @@ def plan_memory(steps: list, feed_names, targets, poison: bool) -> list:
     for root, index in last.items():
         if root not in pinned:
             dying.setdefault(index, []).append(root)
-    inlined = _inlined_views(steps, fetched, find)
-    views_of: dict[int, dict] = {}  # reader index -> {input position: view node}
-    for view_index, (reader, position) in inlined.items():
-        views_of.setdefault(reader, {})[position] = steps[view_index]
     out = []
     for index, step in enumerate(steps):
         roots = dying.get(index, [])
@@ -581,13 +535,10 @@ def plan_memory(steps: list, feed_names, targets, poison: bool) -> list:
         lend = [v for v in early if _wanted(v, [step])]
         if lend:
             out.append(Release([], lend, poison=False))
-        views = views_of.get(index)
-        if index in inlined:
-            pass  # computed by its reader
-        elif isinstance(step, Node) and _pooled(step):
-            out.append(IntoBuffer(step, views))
+        if isinstance(step, Node) and _pooled(step):
+            out.append(IntoBuffer(step))
         elif isinstance(step, Node) and (step.op.view or step.op.inplace):
-            out.append(Planned(step, views) if not _has_sub_blocks(step) else step)
+            out.append(Planned(step) if not _has_sub_blocks(step) else step)
         else:
             out.append(step)
         if early or late:
@@ -595,47 +546,6 @@ def plan_memory(steps: list, feed_names, targets, poison: bool) -> list:
             give = [v for v in owners if _wanted(v, steps[index + 1 :])]
             out.append(Release(early + late, give, poison, owners))
     return out
-
-
-def _inlined_views(steps: list, fetched: set, storage) -> dict:
-    """index of a view step -> (index of its reader, input position there), for each view op
-    of one input whose output exactly one later op step reads, once, and does not write: that
-    step computes the view itself (a view step of its own costs 4-10 us of executor Python,
-    for what numpy does in under 1 us)."""
-    readers: dict[int, list] = {}
-    for k, step in enumerate(steps):
-        for j, v in enumerate(_reads(step)):
-            readers.setdefault(id(v), []).append((k, j))
-    inlined = {}
-    for i, step in enumerate(steps):
-        if not _inlinable_view(step):
-            continue
-        (v,) = step.outputs
-        uses = readers.get(id(v), [])
-        if id(v) in fetched or v.persistable or len(uses) != 1:
-            continue
-        k, j = uses[0]
-        reader = steps[k]
-        if not isinstance(reader, Node) or _has_sub_blocks(reader) or reader.op.view:
-            continue
-        if not (_pooled(reader) or reader.op.inplace):
-            continue
-        # an in-place reader writing the view's memory keeps the view's own step: its overlap
-        # check follows the version counter a view step shares with its base
-        if any(storage(id(reader.inputs[t])) == storage(id(v)) for t in reader.op.inplace.values()):
-            continue
-        inlined[i] = (k, j)
-    return inlined
-
-
-def _inlinable_view(step) -> bool:
-    return (
-        isinstance(step, Node)
-        and step.op.view
-        and len(step.inputs) == 1
-        and len(step.outputs) == 1
-        and not _has_sub_blocks(step)
-    )
 
 
 def _wanted(v, later_steps) -> bool:
