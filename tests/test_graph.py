@@ -92,6 +92,29 @@ def test_pruning_runs_only_what_the_target_needs():
     assert len(pruned.global_block().ops) == 4 < len(block.ops)
 
 
+@pytest.mark.parametrize("on", [False, True])
+def test_an_in_place_write_through_a_view_is_kept_for_its_base(on):
+    # mul_ writes u through a reshape: fetching u (or reading it after) needs the write, as in
+    # eager mode; a write after the last read of its memory is still pruned
+    main = nb.Program()
+    with nb.program_guard(main):
+        x = nb.static.data("x", [2, 3])
+        u = x * 2.0
+        nb.mul_(nb.reshape(u, -1), 3.0)
+        v = u + 1.0
+        w = x * 5.0
+        nb.add_(nb.reshape(w, -1), 1.0)  # dead: nothing reads w after it
+    feed = {"x": np.ones((2, 3), np.float32)}
+    exe = nb.Executor(fuse=on, reuse_memory=on)
+    got_u, got_v = exe.run(main, feed, [u, v], scope=nb.Scope())
+    eager = nb.tensor(feed["x"]) * 2.0
+    nb.mul_(nb.reshape(eager, -1), 3.0)
+    np.testing.assert_array_equal(got_u, eager.numpy())
+    np.testing.assert_array_equal(got_v, eager.numpy() + 1.0)
+    names = [n.op.name for n in nb.graph.needed_ops(main.global_block(), [u, v])]
+    assert names.count("mul_") == 1 and "add_" not in names
+
+
 def test_printer_shows_types_backward_and_inplace_writes():
     main, *_ = _mlp_program()
     text = str(main)

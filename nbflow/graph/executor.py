@@ -29,7 +29,15 @@ from ..errors import (
 from ..reliability import check_node, nan_inf_checking
 from ..tensor import EagerTrace, Tensor
 from .fusion import fuse
-from .memory import ARENA, Arena, ArenaSpace, outer_reads, plan_memory, poison_default
+from .memory import (
+    ARENA,
+    Arena,
+    ArenaSpace,
+    Storages,
+    outer_reads,
+    plan_memory,
+    poison_default,
+)
 from .program import Program, Var, compatible
 from .rewrite import rewrite
 
@@ -51,17 +59,30 @@ def global_scope() -> Scope:
 def needed_ops(block, targets) -> list[Node]:
     """The ops the targets (vars or ops) depend on, in program order.
 
-    Walking backwards, an op is kept when it is a target or writes a var still needed; an
-    in-place write after the last read of its var is dropped with that var."""
-    wanted_vars = {id(t) for t in targets if isinstance(t, Var)}
+    Walking backwards, an op is kept when it is a target, writes a var still needed, or
+    writes in place the memory of one (through a view: `mul_(reshape(u))` before `u` is
+    read or fetched); an in-place write after the last read of its memory is dropped."""
+    storage = Storages(block.ops).find
+    wanted_vars, wanted_memory = set(), set()
+
+    def want(vs):
+        for v in vs:
+            wanted_vars.add(id(v))
+            wanted_memory.add(storage(id(v)))
+
+    want(t for t in targets if isinstance(t, Var))
     wanted_ops = {id(t) for t in targets if isinstance(t, Node)}
     kept = []
     for node in reversed(block.ops):
-        if id(node) in wanted_ops or any(id(v) in wanted_vars for v in node.outputs):
+        if (
+            id(node) in wanted_ops
+            or any(id(v) in wanted_vars for v in node.outputs)
+            or any(storage(id(node.inputs[j])) in wanted_memory for j in node.op.inplace.values())
+        ):
             kept.append(node)
-            wanted_vars.update(id(v) for v in node.inputs)
+            want(node.inputs)
             if getattr(node.op, "block_attrs", None):  # a hand-built block may read outer vars
-                wanted_vars.update(id(v) for v in outer_reads(node))
+                want(outer_reads(node))
     kept.reverse()
     return kept
 
