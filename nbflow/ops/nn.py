@@ -31,33 +31,6 @@ _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 @njit(**JIT)
-def _softmax_rows(x, out, log):
-    """Softmax (or log-softmax) of each row of the 2-D array x, max-shifted.
-
-    The exponentials are computed in x's dtype (vectorised: no sum in that loop) and summed
-    in float64 (sum64)."""
-    n = x.shape[1]
-    for i in range(x.shape[0]):
-        if n == 0:
-            continue
-        m = x[i, 0]
-        for j in range(1, n):
-            if x[i, j] > m:
-                m = x[i, j]
-        for j in range(n):
-            out[i, j] = vecmath.exp(x[i, j] - m)
-        s = sum64(out[i])
-        if log:
-            shift = m + math.log(s)
-            for j in range(n):
-                out[i, j] = x[i, j] - shift
-        else:
-            inv = 1.0 / s
-            for j in range(n):
-                out[i, j] *= inv
-
-
-@njit(**JIT)
 def _softmax_exps(x, exps):
     """exps[i] = exp(x[i] - max(x[i])) for each row of the 2-D x (exps C-contiguous, x's
     shape); returns the row maxima. The exps run over the whole block in one loop: with rows
@@ -79,6 +52,24 @@ def _softmax_exps(x, exps):
     for k in range(flat.size):
         flat[k] = vecmath.exp(flat[k])
     return m
+
+
+@njit(**JIT)
+def _softmax_rows(x, out, log):
+    """Softmax (or log-softmax) of each row of the 2-D array x (out C-contiguous), max-shifted:
+    the exps in x's dtype (_softmax_exps), each row's sum in float64 (sum64)."""
+    m = _softmax_exps(x, out)
+    n = x.shape[1]
+    for i in range(x.shape[0]):
+        s = sum64(out[i])
+        if log:
+            shift = m[i] + math.log(s)
+            for j in range(n):
+                out[i, j] = x[i, j] - shift
+        else:
+            inv = 1.0 / s
+            for j in range(n):
+                out[i, j] *= inv
 
 
 @njit(**JIT)

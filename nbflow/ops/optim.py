@@ -207,9 +207,7 @@ def _sgd_sum_cpu(p, grads, p_out, lr, momentum, dampening, weight_decay, nestero
         )
     if not p_out.flags.c_contiguous:
         raise UnsupportedError("sgd_sum_update_: parameters must be contiguous")
-    rows = np.ascontiguousarray(grads).reshape(-1, max(p.size, 1))  # (contiguous: a view)
-    if np.may_share_memory(rows, p_out):
-        rows = rows.copy()
+    rows = _readable(np.ascontiguousarray(grads).reshape(-1, max(p.size, 1)), p_out)
     if p_out is not p:
         np.copyto(p_out, p)
     _sgd_sum_kernel(p_out.reshape(-1), rows, lr, weight_decay)
