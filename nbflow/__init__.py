@@ -44,6 +44,7 @@ from .errors import (
     ProgramError,
     ResourceExhaustedError,
     ShapeError,
+    TracedValueError,
     UnsupportedError,
 )
 from .graph import (

@@ -48,6 +48,11 @@ class UnsupportedError(NbflowError, NotImplementedError):
     """Something nbflow does not do (yet)."""
 
 
+class TracedValueError(UnsupportedError):
+    """A Python value (bool, len, an array) asked of a graph value, which has none until the
+    program runs (under jit: Python control flow on a traced value)."""
+
+
 class KernelNotFoundError(UnsupportedError, DTypeError):
     """No kernel for an (op, device, dtype) key."""
 

@@ -102,6 +102,11 @@ class Operators:
         return self if self.ndim < 2 else ops.matrix_transpose(self)
 
     @property
+    def T(self):
+        """The dims reversed (numpy's and PyTorch's T)."""
+        return self.permute(tuple(range(self.ndim - 1, -1, -1)))
+
+    @property
     def mT(self):
         """The last two dims swapped (PyTorch's mT)."""
         return ops.matrix_transpose(self)

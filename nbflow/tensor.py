@@ -26,6 +26,7 @@ from .errors import (
     user_location,
 )
 from .operators import COMPARISONS, REFLECTED, Operators, Size
+from .views import RESHAPES, ViewOf, check_write, is_stale, refresh, restamp, write_back
 
 
 class Tensor(Operators):
@@ -37,6 +38,7 @@ class Tensor(Operators):
         "_index",
         "_version",
         "_base",
+        "_view",
         "__weakref__",
     )
     __array_priority__ = 1000  # numpy defers `ndarray + Tensor` to Tensor.__radd__
@@ -51,6 +53,7 @@ class Tensor(Operators):
         self._index = _index
         self._version = _version  # shared by a buffer's views; see version_counter()
         self._base = _base
+        self._view = None  # how a view was taken (nbflow/views.py); None for other tensors
 
     # -------------------------------------------------------------- properties
 
@@ -87,10 +90,6 @@ class Tensor(Operators):
     @property
     def spec(self) -> Spec:
         return Spec(self.data.shape, self.data.dtype)
-
-    @property
-    def T(self) -> Tensor:
-        return self.permute(tuple(range(self.ndim - 1, -1, -1)))
 
     def __len__(self) -> int:
         if self.ndim == 0:
@@ -151,6 +150,10 @@ class Tensor(Operators):
         """The same buffer, cut from the graph (shares the version counter)."""
         base = self if self._base is None else self._base
         return type(self)(self.data, _version=version_counter(self), _base=base)
+
+    def _adopt_history(self, other: Tensor):
+        """Take other's history (a view re-taken from its base: nbflow/views.py)."""
+        self._node, self._index, self.requires_grad = other._node, other._index, other.requires_grad
 
     def requires_grad_(self, flag: bool = True) -> Tensor:
         if flag and not dt.is_float(self.dtype):
@@ -444,15 +447,21 @@ class EagerTrace(Trace):
         record = False
         if STATE.grad_enabled and op.differentiable:
             for t in tensors:
+                if t._view is not None and is_stale(t):  # its base was written since
+                    refresh(t)
                 if t.requires_grad:
                     record = True
-                    break
         if op.view:
             outs = self.run_view(op, plan, tensors, attrs)
         elif op.inplace:
             saved = self.save_targets(op, tensors) if record and op.saves_target else None
             outs = self.run_inplace(op, plan, tensors, attrs, record)
-            tensors = saved or tensors
+            if record:
+                self.record(op, saved or tensors, attrs, outs)
+                for t in outs:
+                    if t._view is not None:
+                        self.write_back(t)
+            return outs[0] if len(outs) == 1 else tuple(outs)
         else:
             if arrays is None or plan.scalars or plan.casts:
                 arrays = [t.data for t in tensors]
@@ -501,10 +510,12 @@ class EagerTrace(Trace):
 
     def saved(self, node):
         """(outputs, inputs) of a tape node for its gradient rule: a value overwritten in place
-        since it was saved comes as a _Stale placeholder."""
+        since it was saved comes as a _Stale placeholder (never for a view op, whose rule reads
+        only shapes: a write through the view into its base keeps them)."""
+        view = getattr(node.op, "view", False)  # (a jit function's node has no op declaration)
         outs = []
         for i, (data, version, v) in enumerate(node.outputs):
-            if version[0] != v:
+            if version[0] != v and not view:
                 message = stale_message(node, f"output {i}", v, version[0])
                 outs.append(_Stale(message, _wrap(data, True, node, i, version)))
             else:  # a new Tensor around the saved buffer (routing goes by node and index)
@@ -512,7 +523,7 @@ class EagerTrace(Trace):
         ins = []
         for t, v in zip(node.inputs, node.versions):
             now = t.version
-            if now != v:
+            if now != v and not view:
                 message = stale_message(node, "an input", v, now)
                 ins.append(_Stale(message, t))
             else:
@@ -605,9 +616,12 @@ class EagerTrace(Trace):
                     f"{op.name}: a leaf tensor that requires grad is used in an in-place op; "
                     "wrap it in nbflow.no_grad() or use the out-of-place op"
                 )
-            if t._base is not None:
+            if t._view is not None:
+                check_write(op, t)
+            elif t._base is not None:
                 raise UnsupportedError(
-                    f"{op.name}: in-place ops on views are not recorded for autograd yet"
+                    f"{op.name}: an in-place write into a detach()ed tensor is not recorded "
+                    "for autograd; clone() it first"
                 )
 
     def run_view(self, op, plan, tensors, attrs):
@@ -617,8 +631,28 @@ class EagerTrace(Trace):
         except NbflowError as e:
             raise _in_op(op, e) from None
         results = results if isinstance(results, tuple) else (results,)
-        base = tensors[0] if tensors[0]._base is None else tensors[0]._base
-        return [Tensor(r, _version=version_counter(tensors[0]), _base=base) for r in results]
+        parent = tensors[0]
+        if op.name in RESHAPES and not np.may_share_memory(results[0], parent.data):
+            return [Tensor(r) for r in results]  # a reshape that had to copy: no view
+        base = parent if parent._base is None else parent._base
+        outs = [Tensor(r, _version=version_counter(parent), _base=base) for r in results]
+        if parent._base is None or parent._view is not None:  # (not a view of a detach())
+            for i, t in enumerate(outs):
+                t._view = ViewOf(op, parent, attrs, i)
+        return outs
+
+    def write_back(self, view: Tensor):
+        """Record the history of a write through `view` into its parent, and on up to the
+        base (nbflow/views.py). The memory already holds it: only the tape node is made."""
+        op, (parent, source), attrs = write_back(view)
+        # the write-back's rule reads no values, only shapes: aliases with their own version
+        # counters, so that later writes into the memory do not make them stale
+        old = Tensor(parent.data, parent.requires_grad, parent._node, parent._index)
+        new = Tensor(source.data, source.requires_grad, source._node, source._index)
+        self.record(op, [old, new], attrs, [parent])
+        if parent._view is not None:
+            self.write_back(parent)
+        restamp(view)
 
 
 def version_counter(t) -> list:
@@ -687,7 +721,9 @@ def _operator(op: Op, reflected=False):
                 x = a.data
                 y = b.data
                 plan = cached((x.shape, x.dtype, y.shape, y.dtype))
-                if plan is not None and plan.fast is not None:
+                fast = plan is not None and plan.fast is not None
+                # (a view goes through bind(): it may need its history re-taken)
+                if fast and a._view is None and b._view is None:
                     alloc, shape, dtype, launch, float_out = plan.fast
                     buf = alloc(shape, dtype)
                     try:
@@ -719,6 +755,7 @@ def _plain(buf) -> Tensor:
     t._index = 0
     t._version = None
     t._base = None
+    t._view = None
     return t
 
 
@@ -745,7 +782,7 @@ def _with_scalar(op, a, b, t, value, i):
     x = t.data
     sig = (x.shape, x.dtype, type(value)) if i else (type(value), x.shape, x.dtype)
     plan = op.cache.get(sig)
-    if plan is None or plan.scalar_loop is None or not x.flags.c_contiguous:
+    if plan is None or plan.scalar_loop is None or not x.flags.c_contiguous or t._view is not None:
         return bind(op, a, b)
     try:
         s = dt.scalar(value, plan.scalars[0][1])

@@ -38,8 +38,9 @@ import numpy as np
 
 from ..autograd import backprop
 from ..core import STATE, Node, is_grad_enabled, use_trace
-from ..errors import GradientError, UnsupportedError
+from ..errors import GradientError, TracedValueError, UnsupportedError
 from ..tensor import Tensor, _Stale, tensor
+from ..views import is_stale, refresh
 from .backward import _rename
 from .executor import Executor, Scope, needed_ops
 from .program import GraphTrace, Program, Var, unique
@@ -212,7 +213,8 @@ def _trace(fn, signature: inspect.Signature, arguments: dict) -> Traced:
         try:
             result = _call(fn, signature, symbolic)
         except UnsupportedError as e:
-            e.args = (f"while tracing {_describe(fn)}: {e}{_HINT}",)
+            hint = _HINT if isinstance(e, TracedValueError) else ""
+            e.args = (f"while tracing {_describe(fn)}: {e}{hint}",)
             raise
     # returned eager tensors (captured, or made inside) become program values too
     result = _capture_tensors(result, graph)
@@ -351,6 +353,8 @@ class Backward:
         feed.update((v.name, t) for v, t in zip(self.traced.inputs, fresh))
         feed.update((s.name, t) for s, t in zip(self.seeds, g if isinstance(g, tuple) else (g,)))
         wanted = [g for g, t in zip(self.grads, fresh) if g is not None and t.requires_grad]
+        if not wanted:  # every gradient is zero (the outputs were overwritten, as by fill_)
+            return [None] * len(self.grads)
         values = self.executor.run(self.program, feed, wanted, self.traced.scope, False)
         by_var = dict(zip(map(id, wanted), values))
         return [by_var.get(id(g)) if g is not None else None for g in self.grads]
@@ -398,6 +402,9 @@ class JitFunction:
         traced = self.lookup(arguments)
         if is_grad_enabled():
             captured = list(traced.program.captured.values())
+            for t in inputs + captured:
+                if t._view is not None and is_stale(t):  # its base was written since
+                    refresh(t)
             if any(t.requires_grad for t in inputs + captured):
                 return self.run_with_grad(traced, inputs, captured)
         values = self.run(traced, inputs, traced.outputs)
@@ -435,7 +442,9 @@ class JitFunction:
         values = self.run(traced, inputs, traced.outputs + backward.saved)
         outputs, saved = values[: len(traced.outputs)], values[len(traced.outputs) :]
         result = _unflatten(traced, inputs, outputs)
-        if backward.outputs and any(g is not None for g in backward.grads):
+        # (as in eager mode, an output made from inputs that require grad requires grad,
+        # even where every gradient is zero, as through zero_)
+        if backward.outputs:
             by_var = dict(zip(map(id, traced.outputs), outputs))
             recorded = [by_var[id(v)] for v in backward.outputs]
             attrs = {"saved": {v.name: t for v, t in zip(backward.saved, saved)}}

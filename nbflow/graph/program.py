@@ -17,9 +17,20 @@ import numpy as np
 
 from .. import dtypes as dt
 from ..core import REGISTRY, STATE, Node, Op, Spec, Trace
-from ..errors import ProgramError, UnsupportedError, user_frame, user_location
+from ..errors import ProgramError, TracedValueError, UnsupportedError, user_frame, user_location
 from ..operators import Operators, Size
 from ..tensor import Tensor, _Stale, stale_message, tensor
+from ..views import (
+    RESHAPES,
+    UNCERTAIN_WRITE,
+    ViewOf,
+    check_write,
+    is_stale,
+    poison,
+    refresh,
+    restamp,
+    write_back,
+)
 
 
 def truth_message(v) -> str:
@@ -59,6 +70,7 @@ class Var(Operators):
         "_node",
         "_index",
         "_version",
+        "_view",
     )
     __hash__ = object.__hash__  # == builds an eq op; identity stays the hash
 
@@ -79,6 +91,11 @@ class Var(Operators):
         self._node = None
         self._index = 0
         self._version = [0]  # bumped by each in-place write recorded into the program
+        self._view = None  # how a view var was taken (nbflow/views.py)
+
+    def _adopt_history(self, other: Var):
+        """Take other's history (a view re-taken from its base: nbflow/views.py)."""
+        self._node, self._index, self.stop_gradient = other._node, other._index, other.stop_gradient
 
     @property
     def requires_grad(self) -> bool:
@@ -105,15 +122,15 @@ class Var(Operators):
         return f"%{self.name}: {self.spec}"
 
     def __bool__(self):
-        raise UnsupportedError(truth_message(self))
+        raise TracedValueError(truth_message(self))
 
     def __len__(self):
         if not self.shape or self.shape[0] < 0:
-            raise UnsupportedError(f"len() of %{self.name} with shape {self.shape}")
+            raise TracedValueError(f"len() of %{self.name} with shape {self.shape}")
         return self.shape[0]
 
     def numpy(self):
-        raise UnsupportedError(f"%{self.name} is a graph value: run it with an Executor")
+        raise TracedValueError(f"%{self.name} is a graph value: run it with an Executor")
 
     __array__ = numpy
 
@@ -166,6 +183,9 @@ class Block:
         node.grad_of = STATE.differentiating  # set while append_backward runs a rule
         for i, v in enumerate(outputs):
             v._node, v._index = node, i
+        if op.view:  # (a reshape copies where the layout needs it: an uncertain view here)
+            for i, v in enumerate(outputs):
+                v._view = ViewOf(op, inputs[0], attrs, i, certain=op.name not in RESHAPES)
         self.ops.append(node)
         self.program.version += 1
         return node
@@ -254,6 +274,9 @@ class GraphTrace(Trace):
                     return a if len(op.outputs) == 1 else (a,) * len(op.outputs)
                 a = a.placeholder()
             values.append(self.value(a))
+        for v in values:
+            if isinstance(v, Var) and v._view is not None and is_stale(v):
+                refresh(v)  # its base was written since: re-take it (nbflow/views.py)
         specs = [
             v.spec if isinstance(v, Var) else Spec((), dt.scalar_dtype(v), weak=True)
             for v in values
@@ -270,6 +293,9 @@ class GraphTrace(Trace):
         # as in eager mode: an output carries gradients when the op is differentiable and
         # some input does
         stop = not op.differentiable or all(v.stop_gradient for v in inputs)
+        written_views = [] if stop else [inputs[j] for j in op.inplace.values() if inputs[j]._view]
+        for v in written_views:
+            check_write(op, v)
         outputs = []
         for i, s in enumerate(out_specs):
             j = op.inplace.get(i)
@@ -284,6 +310,12 @@ class GraphTrace(Trace):
         node.rule_inputs = rule_inputs
         for j in op.inplace.values():  # after the write, the target carries what it holds
             inputs[j].stop_gradient = inputs[j].stop_gradient and stop
+        for v in written_views:  # the base gets the write's history (nbflow/views.py)
+            if v._view.certain:  # (appending the write-back runs on up the views)
+                self.apply(*write_back(v))
+            else:
+                poison(v._view.base, UNCERTAIN_WRITE)
+            restamp(v)
         return outputs[0] if len(outputs) == 1 else tuple(outputs)
 
     def save_targets(self, op: Op, inputs):
@@ -355,6 +387,8 @@ class GraphTrace(Trace):
         for one overwritten in place after the node (its value at run time would be wrong).
         A target copied for the rule (save_targets) stands in for the target."""
         in_versions, out_versions = node.versions
+        if getattr(node.op, "view", False):  # its rule reads only shapes, kept by writes
+            return list(node.outputs), list(node.inputs)
         outs = [
             _checked(node, v, n, f"output {i}")
             for i, (v, n) in enumerate(zip(node.outputs, out_versions))
