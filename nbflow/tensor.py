@@ -256,6 +256,11 @@ class _Stale:
         in-place writes keep the shape."""
         return self.original
 
+    # what in-place writes keep, a rule may read (index_put_'s reads value.ndim)
+    shape = property(lambda self: self.original.shape)
+    ndim = property(lambda self: self.original.ndim)
+    dtype = property(lambda self: self.original.dtype)
+
     def __getattr__(self, name):
         raise GradientError(self.message)
 

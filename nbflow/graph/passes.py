@@ -18,6 +18,8 @@ def verify(program: Program) -> None:
     that no op reads a var that an in-place write overwrote after the op was built (the op
     would see the new value instead of the one it was built for). Raises ProgramError."""
     for block in program.blocks:
+        # by version counter: a view shares its base's; an in-place write's node says the
+        # version it leaves (a write-back through a view leaves the one the write made)
         versions: dict[int, int] = {}
         for node in block.ops:
             where = f"{node.op.name} (created at {node.location})"
@@ -25,15 +27,16 @@ def verify(program: Program) -> None:
             _check_shapes(block, node, where)
             in_versions = node.versions[0] if node.versions else [0] * len(node.inputs)
             for v, built_for in zip(node.inputs, in_versions):
-                now = versions.get(id(v), 0)
+                now = versions.get(id(v._version), 0)
                 if now != built_for:
                     raise ProgramError(
                         f"{where} reads %{v.name} after an in-place write overwrote the value "
                         f"it was built for (version {built_for}, now {now})"
                     )
-            for j in node.op.inplace.values():
+            for i, j in node.op.inplace.items():
                 target = node.inputs[j]
-                versions[id(target)] = versions.get(id(target), 0) + 1
+                now = versions.get(id(target._version), 0) + 1
+                versions[id(target._version)] = node.versions[1][i] if node.versions else now
 
 
 def _check_local(block, node, where: str):

@@ -174,6 +174,9 @@ class Block:
         the node keeps the versions its gradient rule would read (inputs before the write,
         outputs after), so backward can tell a value that was overwritten since."""
         edges = [_edge(v) for v in inputs]
+        if op.view:  # a view shares its base's version counter, as in eager mode
+            for v in outputs:
+                v._version = inputs[0]._version
         in_versions = [v._version[0] for v in inputs]
         for j in op.inplace.values():
             inputs[j]._version[0] += 1
@@ -311,12 +314,26 @@ class GraphTrace(Trace):
         for j in op.inplace.values():  # after the write, the target carries what it holds
             inputs[j].stop_gradient = inputs[j].stop_gradient and stop
         for v in written_views:  # the base gets the write's history (nbflow/views.py)
-            if v._view.certain:  # (appending the write-back runs on up the views)
-                self.apply(*write_back(v))
+            if v._view.certain:
+                self.write_back(v)
             else:
                 poison(v._view.base, UNCERTAIN_WRITE)
             restamp(v)
         return outputs[0] if len(outputs) == 1 else tuple(outputs)
+
+    def write_back(self, view: Var):
+        """Append the write-back of a write through `view` into its parent, and on up to the
+        base (nbflow/views.py). It changes no value (the memory holds the write already), so
+        it is no new version: what the write's own node saved stays current."""
+        op, inputs, attrs = write_back(view)
+        parent = inputs[0]
+        version = parent._version[0]
+        node = self.block.append(op, inputs, attrs, [parent])
+        parent._version[0] = version
+        node.versions = (node.versions[0], [version])
+        parent.stop_gradient = all(v.stop_gradient for v in inputs)
+        if parent._view is not None:
+            self.write_back(parent)
 
     def save_targets(self, op: Op, inputs):
         """For an in-place op whose gradient reads the target's old value (mul_): a copy of
