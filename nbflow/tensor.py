@@ -754,18 +754,16 @@ def _operator(op: Op, reflected=False):
     return forward
 
 
-def _plain(buf) -> Tensor:
-    """`Tensor(buf)` without the type call's trip through `__init__` and its defaults (45
+def _plain(buf, requires_grad=False, node=None, version=None) -> Tensor:
+    """`Tensor(buf, ...)` without the type call's trip through `__init__` and its defaults (45
     ns of a 1-element add's 1.25 us): the same fields as `Tensor.__init__` sets."""
     t = _new(Tensor)
     t.data = buf
-    t.requires_grad = False
-    t.grad = None
-    t._node = None
+    t.requires_grad = requires_grad
+    t._node = node
+    t._version = version
+    t.grad = t._base = t._view = None
     t._index = 0
-    t._version = None
-    t._base = None
-    t._view = None
     return t
 
 
@@ -783,7 +781,7 @@ def _recorded(op: Op, a: Tensor, b: Tensor, buf) -> Tensor:
     va, vb = a._version, b._version  # (Tensor.version written out: a property call costs here)
     versions = (0 if va is None else va[0], 0 if vb is None else vb[0])
     node = Node(op, (a, b), _NO_ATTRS, ((buf, version, 0),), versions, edges)
-    return Tensor(buf, True, node, 0, version)
+    return _plain(buf, True, node, version)
 
 
 def _with_scalar(op, a, b, t, value, i):
