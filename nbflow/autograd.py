@@ -17,7 +17,7 @@ from . import hooks, ops
 from .core import STATE, Node, set_grad_enabled
 from .errors import GradientError, ShapeError
 from .tensor import Tensor, _Stale, grad_edge, tensor
-from .views import is_stale, refresh
+from .views import refresh_if_stale
 
 
 def toposort(edges) -> list[Node]:
@@ -60,8 +60,7 @@ def backprop(roots, seeds, create_graph: bool, skip=frozenset()) -> tuple[dict, 
             leaf_grads.setdefault(id(edge), (edge, []))[1].append(g)
 
     for r in roots:
-        if getattr(r, "_view", None) is not None and is_stale(r):  # its base was written since
-            refresh(r)
+        refresh_if_stale(r)  # a view whose base was written since
     root_edges = [grad_edge(r) for r in roots]
     hooked = hooks.any_hooks()  # tensor hooks (register_hook, retain_grad): rare
     with set_grad_enabled(create_graph):

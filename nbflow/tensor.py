@@ -26,7 +26,7 @@ from .errors import (
     user_location,
 )
 from .operators import COMPARISONS, REFLECTED, Operators, Size
-from .views import RESHAPES, ViewOf, check_write, is_stale, refresh, restamp, write_back
+from .views import RESHAPES, ViewOf, check_write, refresh_if_stale, restamp, write_back
 
 
 class Tensor(Operators):
@@ -452,8 +452,8 @@ class EagerTrace(Trace):
         record = False
         if STATE.grad_enabled and op.differentiable:
             for t in tensors:
-                if t._view is not None and is_stale(t):  # its base was written since
-                    refresh(t)
+                if t._view is not None:  # (checked here first: this loop is hot)
+                    refresh_if_stale(t)  # a view whose base was written since
                 if t.requires_grad:
                     record = True
         if op.view:

@@ -46,6 +46,13 @@ def is_stale(v) -> bool:
     return info is not None and info.base._node is not info.base_node and info.base.requires_grad
 
 
+def refresh_if_stale(v):
+    """Re-take v from its base if it is a stale view (the check every reader of a value makes
+    before its history is used)."""
+    if v._view is not None and is_stale(v):
+        refresh(v)
+
+
 def refresh(v):
     """Re-take the stale view v from its base's current history: the same memory, with a
     history that reaches the base's in-place writes (the op is recorded or appended now)."""
@@ -54,8 +61,7 @@ def refresh(v):
         poison(v, UNCERTAIN_READ)
         info.base_node = info.base._node
         return
-    if is_stale(info.parent):
-        refresh(info.parent)
+    refresh_if_stale(info.parent)
     out = bind(info.op, info.parent, **info.attrs)
     if isinstance(out, tuple):
         out = out[info.index]

@@ -40,7 +40,7 @@ from ..autograd import backprop
 from ..core import STATE, Node, is_grad_enabled, use_trace
 from ..errors import GradientError, TracedValueError, UnsupportedError
 from ..tensor import Tensor, _Stale, tensor
-from ..views import is_stale, refresh
+from ..views import refresh_if_stale
 from .backward import _rename
 from .executor import Executor, Scope, needed_ops
 from .program import GraphTrace, Program, Var, unique
@@ -403,8 +403,7 @@ class JitFunction:
         if is_grad_enabled():
             captured = list(traced.program.captured.values())
             for t in inputs + captured:
-                if t._view is not None and is_stale(t):  # its base was written since
-                    refresh(t)
+                refresh_if_stale(t)  # a view whose base was written since
             if any(t.requires_grad for t in inputs + captured):
                 return self.run_with_grad(traced, inputs, captured)
         values = self.run(traced, inputs, traced.outputs)

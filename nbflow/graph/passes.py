@@ -34,9 +34,8 @@ def verify(program: Program) -> None:
                         f"it was built for (version {built_for}, now {now})"
                     )
             for i, j in node.op.inplace.items():
-                target = node.inputs[j]
-                now = versions.get(id(target._version), 0) + 1
-                versions[id(target._version)] = node.versions[1][i] if node.versions else now
+                key = id(node.inputs[j]._version)
+                versions[key] = node.versions[1][i] if node.versions else versions.get(key, 0) + 1
 
 
 def _check_local(block, node, where: str):

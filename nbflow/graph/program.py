@@ -25,9 +25,8 @@ from ..views import (
     UNCERTAIN_WRITE,
     ViewOf,
     check_write,
-    is_stale,
     poison,
-    refresh,
+    refresh_if_stale,
     restamp,
     write_back,
 )
@@ -278,8 +277,8 @@ class GraphTrace(Trace):
                 a = a.placeholder()
             values.append(self.value(a))
         for v in values:
-            if isinstance(v, Var) and v._view is not None and is_stale(v):
-                refresh(v)  # its base was written since: re-take it (nbflow/views.py)
+            if isinstance(v, Var):
+                refresh_if_stale(v)  # its base was written since: re-take it (nbflow/views.py)
         specs = [
             v.spec if isinstance(v, Var) else Spec((), dt.scalar_dtype(v), weak=True)
             for v in values
