@@ -341,6 +341,7 @@ class Node:
         "location",
         "rule_inputs",
         "grad_of",
+        "write_back",
         "__weakref__",
     )
 
@@ -351,8 +352,8 @@ class Node:
         self.outputs = outputs
         self.versions = versions
         self.edges = edges
-        # location, rule_inputs and grad_of stay unset until given (see __getattr__): every
-        # recorded eager op makes a Node, and three fewer stores are measurable there
+        # the optional fields (location, ...) stay unset until given (see __getattr__): every
+        # recorded eager op makes a Node, and the stores are measurable there
 
     def __getattr__(self, name):
         # called only for a slot not yet set: the optional fields read as None
@@ -363,8 +364,9 @@ class Node:
 
 # "file.py:LINE" of the user code that made the node (graph mode, and eager under the NaN
 # check); what the gradient rule sees when not `inputs` (graph mode); for an op of a gradient
-# rule, the forward node it differentiates
-_NODE_OPTIONAL = frozenset(("location", "rule_inputs", "grad_of"))
+# rule, the forward node it differentiates; whether it is a write-back (graph mode,
+# nbflow/views.py)
+_NODE_OPTIONAL = frozenset(("location", "rule_inputs", "grad_of", "write_back"))
 
 
 # ---------------------------------------------------------------- modes

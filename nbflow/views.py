@@ -107,6 +107,36 @@ def write_back(v):
     return REGISTRY["copy_"], [parent, source], {}
 
 
+def is_write_back(op, inputs, attrs) -> bool:
+    """Whether op(inputs, attrs) has the form write_back() gives (a loaded program's
+    `write_back` mark is checked against it: a real write marked so would lose its version)."""
+    if op.name not in ("index_put_", "copy_") or len(inputs) != 2:
+        return False
+    parent, info = inputs[0], inputs[1]._view
+    if op.name == "index_put_":  # index_put_(parent, parent[key]) with the slice's key
+        return (
+            info is not None
+            and info.parent is parent
+            and info.op.name == "slice"
+            and info.attrs["key"] == attrs["key"]
+            and not attrs["accumulate"]
+        )
+    # copy_(parent, view taken back to the parent's shape), the view a parent's view
+    if info is None or info.op.name not in (*BIJECTIVE, "reshape_like"):
+        return False
+    inner = info.parent._view
+    return inner is not None and inner.parent is parent and inner.op.name in BIJECTIVE
+
+
+def written_view(op, inputs):
+    """For the write-back op(inputs) (is_write_back), the view the write went through: the
+    first of the chain of write-backs that ends here."""
+    v = inputs[1] if op.name == "index_put_" else inputs[1]._view.parent
+    while v._node is not None and v._node.write_back:  # a write-back into v: go down a view
+        v = written_view(v._node.op, v._node.inputs)
+    return v
+
+
 def restamp(v):
     """After a write through v: v and the views between it and the base are current."""
     info = v._view

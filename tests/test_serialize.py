@@ -283,6 +283,70 @@ def test_every_op_forward_and_backward_program_round_trips(name):
     assert str(loads(dumps(program))) == str(program)
 
 
+def _written_through_a_view():
+    program = nb.Program()
+    with nb.program_guard(program):
+        x = nb.static.data("x", [3, 4])
+        w = nb.static.create_parameter("w", [3, 4])
+        v = nb.static.create_parameter("v", [3, 3])
+        h = x * w
+        h.T[1:].div_(v)  # div_'s gradient reads its output: the write-back must keep it current
+        loss = nb.sum(h * h)
+    return program, loss
+
+
+def test_a_loaded_program_with_writes_through_views_differentiates_like_the_original():
+    original, loss = _written_through_a_view()
+    doc = json.loads(dumps(original))
+    marked = [op["type"] for op in doc["blocks"][0]["ops"] if op.get("write_back")]
+    assert marked == ["index_put_", "copy_"]  # the slice's, then the transpose's
+    loaded = loads(json.dumps(doc))
+    nb.append_backward(loss)
+    nb.append_backward(loaded.global_block().var(loss.name))
+    assert str(loaded) == str(original)
+    rng = np.random.default_rng(1)
+    feed = {"x": rng.standard_normal((3, 4)).astype(np.float32)}
+    params = {"w": rng.standard_normal((3, 4)), "v": rng.uniform(1, 2, (3, 3))}
+
+    def grads(program):
+        scope = nb.Scope({k: nb.tensor(p.astype(np.float32)) for k, p in params.items()})
+        return nb.Executor().run(program, feed, ["w@GRAD", "v@GRAD"], scope)
+
+    # the closed form: h[:, 1:] is (x w / v^T) there, h = x w elsewhere
+    hx = feed["x"] * params["w"]
+    vt = params["v"].T
+    want_w = 2 * hx * feed["x"]
+    want_w[:, 1:] /= vt**2
+    want_v = (-2 * hx[:, 1:] ** 2 / vt**3).T
+    for got, want in zip(grads(loaded), (want_w, want_v)):
+        nt.assert_close(got, want.astype(np.float32), rtol=1e-4, atol=1e-5)
+    for want, got in zip(grads(original), grads(loaded)):
+        np.testing.assert_array_equal(got, want)
+
+
+def test_a_write_back_mark_on_a_real_write_is_refused():
+    original, _ = _written_through_a_view()
+    doc = json.loads(dumps(original))
+    _op(doc, "div_")["write_back"] = True  # would hide the write from version checks
+    with pytest.raises(ProgramError, match=r"div_\) is marked write_back but is no write-back"):
+        loads(json.dumps(doc))
+    doc = json.loads(dumps(original))
+    _op(doc, "index_put_")["attrs"]["key"] = [["slice", 0, 3, None]]  # not the view's region
+    with pytest.raises(ProgramError, match="marked write_back"):
+        loads(json.dumps(doc))
+    doc = json.loads(dumps(original))
+    _op(doc, "index_put_")["attrs"]["accumulate"] = True
+    with pytest.raises(ProgramError, match="marked write_back"):
+        loads(json.dumps(doc))
+
+
+def test_a_version_1_document_still_loads():
+    original = mlp()[0]
+    doc = json.loads(dumps(original))
+    doc["version"] = 1
+    assert str(loads(json.dumps(doc))) == str(original)
+
+
 # ---------------------------------------------------------------- hostile documents
 
 
@@ -407,7 +471,7 @@ HOSTILE = {
     "unknown field": (_set(["blocks", 0, "ops", 0, "code"], "import os"), "Additional properties"),
     "missing field": (lambda d: d["blocks"][0]["vars"][0].pop("dtype"), "'dtype' is a required"),
     "wrong format": (_set(["format"], "onnx"), "not an nbflow program"),
-    "wrong version": (_set(["version"], 2), "version 2 is not supported"),
+    "wrong version": (_set(["version"], 3), "version 3 is not supported"),
     "block order": (_set(["blocks", 0, "idx"], 3), "block 0 is numbered 3"),
 }
 

@@ -29,6 +29,7 @@ from ..views import (
     refresh_if_stale,
     restamp,
     write_back,
+    written_view,
 )
 
 
@@ -166,21 +167,27 @@ class Block:
         self.program.version += 1
         return v
 
-    def append(self, op: Op, inputs, attrs, outputs, location=None) -> Node:
+    def append(self, op: Op, inputs, attrs, outputs, location=None, write_back=False) -> Node:
         """Append a node (no shape inference: GraphTrace.apply does that).
 
         Versions work as in eager mode: an in-place write bumps its target's version, and
         the node keeps the versions its gradient rule would read (inputs before the write,
-        outputs after), so backward can tell a value that was overwritten since."""
+        outputs after), so backward can tell a value that was overwritten since. A
+        `write_back` (the base's history after a write through one of its views,
+        nbflow/views.py) changes no value: the memory holds the write already, so it is no
+        new version and what the write's own node saved stays current."""
         edges = [_edge(v) for v in inputs]
         if op.view:  # a view shares its base's version counter, as in eager mode
             for v in outputs:
                 v._version = inputs[0]._version
         in_versions = [v._version[0] for v in inputs]
-        for j in op.inplace.values():
-            inputs[j]._version[0] += 1
+        if not write_back:
+            for j in op.inplace.values():
+                inputs[j]._version[0] += 1
         node = Node(op, list(inputs), attrs, list(outputs), None, edges)
         node.versions = (in_versions, [v._version[0] for v in outputs])
+        if write_back:
+            node.write_back = True
         node.location = location or user_location()
         node.grad_of = STATE.differentiating  # set while append_backward runs a rule
         for i, v in enumerate(outputs):
@@ -188,6 +195,8 @@ class Block:
         if op.view:  # (a reshape copies where the layout needs it: an uncertain view here)
             for i, v in enumerate(outputs):
                 v._view = ViewOf(op, inputs[0], attrs, i, certain=op.name not in RESHAPES)
+        if write_back and inputs[0]._view is None:  # the chain reached the base
+            restamp(written_view(op, inputs))  # the written views are current again
         self.ops.append(node)
         self.program.version += 1
         return node
@@ -317,19 +326,15 @@ class GraphTrace(Trace):
                 self.write_back(v)
             else:
                 poison(v._view.base, UNCERTAIN_WRITE)
-            restamp(v)
+                restamp(v)
         return outputs[0] if len(outputs) == 1 else tuple(outputs)
 
     def write_back(self, view: Var):
         """Append the write-back of a write through `view` into its parent, and on up to the
-        base (nbflow/views.py). It changes no value (the memory holds the write already), so
-        it is no new version: what the write's own node saved stays current."""
+        base (nbflow/views.py; no new version, see Block.append)."""
         op, inputs, attrs = write_back(view)
         parent = inputs[0]
-        version = parent._version[0]
-        node = self.block.append(op, inputs, attrs, [parent])
-        parent._version[0] = version
-        node.versions = (node.versions[0], [version])
+        self.block.append(op, inputs, attrs, [parent], write_back=True)
         parent.stop_gradient = all(v.stop_gradient for v in inputs)
         if parent._view is not None:
             self.write_back(parent)

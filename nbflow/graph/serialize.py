@@ -15,13 +15,15 @@ API:
 - `dumps(program) -> str`, `loads(text) -> Program`: the document alone, in memory.
 - `SCHEMA`: the JSON Schema of the document; `FORMAT`, `VERSION`.
 
-The document: `{"format": "nbflow.program", "version": 1, "blocks": [...], "backward_start",
+The document: `{"format": "nbflow.program", "version": 2, "blocks": [...], "backward_start",
 "next_name", "params_sha256"}`; a block has `idx`, `parent`, `vars` (name, shape, dtype short
 name, persistable, stop_gradient, is_data, location) and `ops` (type, input and output var
 names in slot order, attrs, location, `grad_edges` (which inputs pass a gradient back, fixed
 when the op was built), `rule_inputs` when an in-place op's gradient reads a saved copy of
 its target, and `grad_of` for an op of a gradient rule: the type and location of the forward
-op it differentiates, which a NaN/Inf check names). A sub-block (control flow) also lists its
+op it differentiates, which a NaN/Inf check names), and `write_back: true` for the op that
+gives a base the history of a write through one of its views (nbflow/views.py: it changes no
+value, so it is no new version; since version 2). A sub-block (control flow) also lists its
 `inputs` and `outputs` by name, and ops refer to sub-blocks by index (attr kind "block").
 Attrs are stored by their declared kind: dtypes by short name, non-finite floats as "inf",
 "-inf" or "nan" (JSON has no such numbers), index keys as lists of lists. A random op's
@@ -64,6 +66,7 @@ from .. import dtypes as dt
 from ..core import REGISTRY, STATE, Spec
 from ..errors import ProgramError
 from ..tensor import Tensor
+from ..views import is_write_back
 from .executor import Scope, compatible
 from .program import Block, Program
 
@@ -81,7 +84,8 @@ __all__ = [
 ]
 
 FORMAT = "nbflow.program"
-VERSION = 1
+VERSION = 2
+READABLE = (1, 2)  # version 1 had no write_back mark (a write-back counted as a new version)
 
 # Bounds on what a loaded document may declare (a saved program may come from anyone).
 MAX_FILE_BYTES = 256 << 20
@@ -158,6 +162,7 @@ _OP = {
         "outputs": _NAMES,
         "rule_inputs": {"anyOf": [{"type": "null"}, _NAMES]},
         "grad_edges": {"type": "array", "maxItems": MAX_ARGS, "items": {"type": "boolean"}},
+        "write_back": {"const": True},
         "grad_of": {
             "type": "object",
             "additionalProperties": False,
@@ -196,7 +201,7 @@ SCHEMA = {
     "required": ["format", "version", "blocks", "backward_start"],
     "properties": {
         "format": {"const": FORMAT},
-        "version": {"const": VERSION},
+        "version": {"enum": list(READABLE)},
         "blocks": {"type": "array", "minItems": 1, "maxItems": MAX_BLOCKS, "items": _BLOCK},
         "backward_start": {"type": ["integer", "null"], "minimum": 0, "maximum": MAX_OPS},
         "next_name": {"type": "integer", "minimum": 0, "maximum": 1 << 40},
@@ -346,6 +351,8 @@ def _op_doc(block: Block, i: int, node) -> dict:
         # which inputs pass a gradient back, as decided when the op was built: an in-place
         # write may since have changed a var's stop_gradient (the saved, final value)
         doc["grad_edges"] = [e is not None for e in node.edges]
+    if node.write_back:
+        doc["write_back"] = True
     if node.grad_of is not None:
         doc["grad_of"] = {"type": node.grad_of.op.name, "location": node.grad_of.location}
     return doc
@@ -559,10 +566,10 @@ def from_document(doc, require_loop_bounds: bool = False) -> Program:
     if doc.get("format") != FORMAT:
         raise ProgramError(f"not an nbflow program: format is {_short(repr(doc.get('format')))}")
     version = doc.get("version")
-    if version != VERSION or not isinstance(version, int) or isinstance(version, bool):
+    if version not in READABLE or not isinstance(version, int) or isinstance(version, bool):
         raise ProgramError(
             f"program format version {_short(repr(version))} is not supported "
-            f"(this nbflow reads version {VERSION})"
+            f"(this nbflow reads versions {', '.join(map(str, READABLE))})"
         )
     _check_schema(doc)
     _check_blocks(doc["blocks"])
@@ -672,7 +679,10 @@ def _load_op(block: Block, i: int, d: dict, defined: set, written: set):
         rule_inputs = _rule_inputs(block, rule_inputs, inputs, defined, where)
     edges = _edges(inputs, d.get("grad_edges"), where)  # before append moves the targets on
     grad_of = _grad_of(d.get("grad_of"), where)
-    node = block.append(op, inputs, attrs, outputs, d["location"] or "?")
+    write_back = d.get("write_back", False)
+    if write_back and not is_write_back(op, inputs, attrs):
+        raise ProgramError(f"{where} is marked write_back but is no write-back through a view")
+    node = block.append(op, inputs, attrs, outputs, d["location"] or "?", write_back)
     node.rule_inputs = rule_inputs
     node.grad_of = grad_of
     if edges is not None:
