@@ -134,19 +134,35 @@ def _extent(shape, strides, itemsize) -> int:
     return sum((n - 1) * s for n, s in zip(shape, strides)) + itemsize
 
 
+def _span(a) -> tuple[int, int]:
+    start = a.device_ctypes_pointer.value
+    return start, start + _extent(a.shape, a.strides, a.dtype.itemsize)
+
+
+def repeats_elements(a) -> bool:
+    """Whether GPU array a is a broadcast view (a zero stride over more than one element)."""
+    return any(s == 0 and n > 1 for n, s in zip(a.shape, a.strides))
+
+
+def shares_memory(a, b) -> bool:
+    """Whether GPU arrays a and b may share memory (their byte ranges meet), as
+    np.may_share_memory."""
+    if a.size == 0 or b.size == 0:
+        return False
+    if simulator():
+        return np.may_share_memory(a._ary, b._ary)
+    (start_a, end_a), (start_b, end_b) = _span(a), _span(b)
+    return start_a < end_b and start_b < end_a
+
+
 def overlaps_partly(a, b) -> bool:
     """Whether GPU arrays a and b share memory other than as one and the same view (their
     byte ranges meet: interleaved views count as overlapping, which only costs a copy)."""
-    if a is b or a.size == 0 or b.size == 0:
+    if a is b or not shares_memory(a, b):
         return False
     if simulator():
         return host_overlaps_partly(a._ary, b._ary)
-    start_a, start_b = a.device_ctypes_pointer.value, b.device_ctypes_pointer.value
-    end_a = start_a + _extent(a.shape, a.strides, a.dtype.itemsize)
-    end_b = start_b + _extent(b.shape, b.strides, b.dtype.itemsize)
-    if end_a <= start_b or end_b <= start_a:
-        return False
-    return not (a.shape == b.shape and a.strides == b.strides and start_a == start_b)
+    return not (a.shape == b.shape and a.strides == b.strides and _span(a) == _span(b))
 
 
 def view_like(view_fn, a, *args, **kwargs):

@@ -15,8 +15,17 @@ from . import device as devices
 from . import dtypes as dt
 from .core import STATE, Op, Spec
 from .device import DeviceError
-from .errors import GradientError, NbflowError, UnsupportedError
-from .tensor import DEVICE_TENSORS, Tensor, _in_op, version_counter
+from .errors import NbflowError, UnsupportedError
+from .tensor import (
+    DEVICE_TENSORS,
+    Tensor,
+    _in_op,
+    check_recorded_writes,
+    read_only,
+    version_counter,
+    view_outputs,
+)
+from .views import RESHAPES, refresh_if_stale
 
 
 class CudaTensor(Tensor):
@@ -184,7 +193,11 @@ def apply(trace, op: Op, args, attrs) -> Tensor | tuple:
     tensors = list(args)
     for i, d in plan.scalars:
         tensors[i] = CudaTensor(_device_scalar(args[i], d, device))
-    record = STATE.grad_enabled and op.differentiable and any(t.requires_grad for t in tensors)
+    record = False
+    if STATE.grad_enabled and op.differentiable:
+        for t in tensors:
+            refresh_if_stale(t)  # a view whose base was written since (nbflow/views.py)
+            record = record or t.requires_grad
     arrays = [t.data for t in tensors]
     if plan.casts:
         from .kernels.cuda import impl
@@ -206,14 +219,18 @@ def apply(trace, op: Op, args, attrs) -> Tensor | tuple:
         raise _in_op(op, e) from None
     if record:
         trace.record(op, tensors, attrs, outs)
+        if op.inplace:
+            for t in outs:
+                if t._view is not None:  # the base gets the write's history
+                    trace.write_back(t)
     return outs[0] if len(outs) == 1 else tuple(outs)
 
 
 def _run_view(op, plan, tensors, arrays, attrs):
     results = plan.launcher(*arrays, **attrs)
     results = results if isinstance(results, tuple) else (results,)
-    base = tensors[0] if tensors[0]._base is None else tensors[0]._base
-    return [CudaTensor(r, _version=version_counter(tensors[0]), _base=base) for r in results]
+    copied = op.name in RESHAPES and not devices.shares_memory(results[0], tensors[0].data)
+    return view_outputs(op, tensors[0], attrs, results, copied)
 
 
 def _copy(a):
@@ -234,17 +251,11 @@ def _save_targets(op, tensors):
 
 
 def _run_inplace(op, plan, tensors, arrays, attrs, record):
-    for j in op.inplace.values():
-        t = tensors[j]
-        if record and t.requires_grad and t._node is None:
-            raise GradientError(
-                f"{op.name}: a leaf tensor that requires grad is used in an in-place op; "
-                "wrap it in nbflow.no_grad() or use the out-of-place op"
-            )
-        if record and t._base is not None:
-            raise UnsupportedError(
-                f"{op.name}: in-place ops on views are not recorded for autograd yet"
-            )
+    for j in op.inplace.values():  # a broadcast view's threads would race on one element
+        if devices.repeats_elements(tensors[j].data):
+            raise read_only(op)
+    if record:
+        check_recorded_writes(op, tensors)
     # an input overlapping a target other than as the target itself (x[1:] += x[:-1]) is
     # read as it was before the op, as on the CPU: the GPU's threads would race with the
     # writes. Only views of one buffer can overlap, and they share its version counter.

@@ -608,26 +608,9 @@ class EagerTrace(Trace):
         autograd cannot follow."""
         for j in op.inplace.values():
             if not tensors[j].data.flags.writeable:
-                raise UnsupportedError(
-                    f"{op.name}: the target is read-only (a broadcast view or read-only array); "
-                    "clone() it first"
-                )
-        if not record:
-            return
-        for j in op.inplace.values():
-            t = tensors[j]
-            if t.requires_grad and t._node is None:
-                raise GradientError(
-                    f"{op.name}: a leaf tensor that requires grad is used in an in-place op; "
-                    "wrap it in nbflow.no_grad() or use the out-of-place op"
-                )
-            if t._view is not None:
-                check_write(op, t)
-            elif t._base is not None:
-                raise UnsupportedError(
-                    f"{op.name}: an in-place write into a detach()ed tensor is not recorded "
-                    "for autograd; clone() it first"
-                )
+                raise read_only(op)
+        if record:
+            check_recorded_writes(op, tensors)
 
     def run_view(self, op, plan, tensors, attrs):
         """A view op: the outputs share the input's buffer and version counter."""
@@ -636,15 +619,8 @@ class EagerTrace(Trace):
         except NbflowError as e:
             raise _in_op(op, e) from None
         results = results if isinstance(results, tuple) else (results,)
-        parent = tensors[0]
-        if op.name in RESHAPES and not np.may_share_memory(results[0], parent.data):
-            return [Tensor(r) for r in results]  # a reshape that had to copy: no view
-        base = parent if parent._base is None else parent._base
-        outs = [Tensor(r, _version=version_counter(parent), _base=base) for r in results]
-        if parent._base is None or parent._view is not None:  # (not a view of a detach())
-            for i, t in enumerate(outs):
-                t._view = ViewOf(op, parent, attrs, i)
-        return outs
+        copied = op.name in RESHAPES and not np.may_share_memory(results[0], tensors[0].data)
+        return view_outputs(op, tensors[0], attrs, results, copied)
 
     def write_back(self, view: Tensor):
         """Record the history of a write through `view` into its parent, and on up to the
@@ -652,12 +628,53 @@ class EagerTrace(Trace):
         op, (parent, source), attrs = write_back(view)
         # the write-back's rule reads no values, only shapes: aliases with their own version
         # counters, so that later writes into the memory do not make them stale
-        old = Tensor(parent.data, parent.requires_grad, parent._node, parent._index)
-        new = Tensor(source.data, source.requires_grad, source._node, source._index)
+        old = type(parent)(parent.data, parent.requires_grad, parent._node, parent._index)
+        new = type(source)(source.data, source.requires_grad, source._node, source._index)
         self.record(op, [old, new], attrs, [parent])
         if parent._view is not None:
             self.write_back(parent)
         restamp(view)
+
+
+def view_outputs(op, parent, attrs, results, copied: bool) -> list:
+    """The tensors (of parent's class) of view op's `results`: views sharing parent's buffer
+    and version counter, or fresh tensors where a reshape had to copy."""
+    cls = type(parent)
+    if copied:
+        return [cls(r) for r in results]
+    base = parent if parent._base is None else parent._base
+    outs = [cls(r, _version=version_counter(parent), _base=base) for r in results]
+    if parent._base is None or parent._view is not None:  # (not a view of a detach())
+        for i, t in enumerate(outs):
+            t._view = ViewOf(op, parent, attrs, i)
+    return outs
+
+
+def read_only(op) -> UnsupportedError:
+    return UnsupportedError(
+        f"{op.name}: the target is read-only (a broadcast view or read-only array); clone() it "
+        "first"
+    )
+
+
+def check_recorded_writes(op, tensors):
+    """Refuse, before anything is written, a recorded in-place write autograd cannot follow
+    (on any device): into a leaf that requires grad, through a view it cannot write back
+    (nbflow/views.py), or into a detach()ed alias."""
+    for j in op.inplace.values():
+        t = tensors[j]
+        if t.requires_grad and t._node is None:
+            raise GradientError(
+                f"{op.name}: a leaf tensor that requires grad is used in an in-place op; "
+                "wrap it in nbflow.no_grad() or use the out-of-place op"
+            )
+        if t._view is not None:
+            check_write(op, t)
+        elif t._base is not None:
+            raise UnsupportedError(
+                f"{op.name}: an in-place write into a detach()ed tensor is not recorded "
+                "for autograd; clone() it first"
+            )
 
 
 def version_counter(t) -> list:

@@ -492,6 +492,61 @@ def gradient_cases():
     yield "backward", "mlp f32", mlp, arrays
 
 
+def _stale_view(h):
+    row = h[1]  # taken before the write: re-taken when read
+    h.mul_(3.0)
+    return row * row
+
+
+def _write_through_a_slice(h):
+    h[1].mul_(3.0)
+    return h * h
+
+
+def _write_through_a_transposed_slice(h):
+    h.T[1:].mul_(h[0:1, :3] * 0.5 + 1.0)  # a view of a view, the factor read from h first
+    return h * h
+
+
+def _sibling_views(h):
+    top, low = h[0:2], h[1:3]
+    top.mul_(2.0)  # low overlaps top's row 1
+    return low * low
+
+
+def _write_through_a_reshape_view(h):
+    h.reshape(-1)[3:6].mul_(h.reshape(-1)[0:3])
+    return h * h
+
+
+def _copy_into_a_buffer(h):
+    buf = nb.zeros(3, 4, device=h.device)
+    buf[1].copy_(h[0] * 2.0)
+    return buf * h
+
+
+def view_write_cases():
+    """In-place writes through views under autograd (nbflow/views.py): the gradients on the
+    GPU follow the writes as on the CPU (whose gradients tests/test_views_autograd.py checks
+    against closed forms)."""
+    cases = (_stale_view, _write_through_a_slice, _write_through_a_transposed_slice)
+    cases += (_sibling_views, _write_through_a_reshape_view, _copy_into_a_buffer)
+    for case in cases:
+
+        def fn(a, case=case):
+            a.requires_grad_(True)
+            out = case(a * 1.0)
+            (g,) = nb.grad(nb.sum(out * out), [a])
+            return [out, g]
+
+        yield (
+            "view writes",
+            case.__name__.strip("_").replace("_", " "),
+            fn,
+            [values((3, 4), dt.float64)],
+        )
+
+
 def build_mlp(sizes=(12, 16, 16, 4), lr=0.1):
     """A static-graph MLP training step: forward, append_backward, in-place SGD updates."""
     main, startup = nb.Program(), nb.Program()
@@ -623,6 +678,22 @@ def device_checks():
     except nb.UnsupportedError as e:
         yield "negative slice step", "flip" in str(e), str(e)
     try:
+        nb.broadcast_to(x, (3, 2)).add_(1.0)  # its threads would race on one element
+        yield "write into a broadcast view", False, "no error"
+    except nb.UnsupportedError as e:
+        yield "write into a broadcast view", "read-only" in str(e) and x.tolist() == [1, 2], str(e)
+    leaf = nb.tensor([[1.0, 2.0], [3.0, 4.0]], device="cuda", requires_grad=True)
+    try:
+        leaf[1].mul_(2.0)
+        yield "write through a view of a leaf", False, "no error"
+    except nb.GradientError as e:
+        yield "write through a view of a leaf", "leaf" in str(e), str(e)
+    try:
+        nb.split(leaf * 1.0, 2, axis=1)[0].mul_(2.0)
+        yield "write through a split view", False, "no error"
+    except nb.UnsupportedError as e:
+        yield "write through a split view", "split view" in str(e), str(e)
+    try:
         nb.tensor([1.0], device="cuda:1")
         yield "one GPU", False, "no error"
     except nb.UnsupportedError as e:
@@ -638,7 +709,7 @@ def main():
     covered, results = set(), []
     start = time.time()
     families = (elementwise_cases, structured_cases, index_cases, conv_cases, loss_cases)
-    families += (optimizer_cases, gradient_cases)
+    families += (optimizer_cases, gradient_cases, view_write_cases)
     for family in families:
         for name, what, fn, arrays in family():
             tol = max(TOLERANCE.get(np.dtype(a.dtype), 0) for a in arrays) or 1e-5
