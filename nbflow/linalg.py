@@ -20,7 +20,7 @@ from .ops.elementwise import astype, sqrt, where
 from .ops.index import tril, triu
 from .ops.linalg import matmul, matrix_transpose
 from .ops.products import cross as _cross
-from .ops.products import matrix_power as _matrix_power
+from .ops.products import matrix_power
 from .ops.reduce import max as max_
 from .ops.reduce import min as min_
 from .ops.reduce import norm as _vector_norm
@@ -243,13 +243,6 @@ def cross(input, other, dim=-1):
 def diagonal(A, offset=0, dim1=-2, dim2=-1):
     """The `offset`-th diagonal of the matrices in the last two dims."""
     return _diagonal(A, offset, dim1, dim2)
-
-
-def matrix_power(A, n):
-    """A to the integer power n (n < 0: of inv(A))."""
-    if isinstance(n, (int, np.integer)) and not isinstance(n, bool) and n < 0:
-        return _matrix_power(inv(A), -int(n))
-    return _matrix_power(A, n)
 
 
 def vecdot(x, y, dim=-1):

@@ -4,8 +4,9 @@ composed from matmul and elementwise ops."""
 import numpy as np
 
 from ..core import UNKNOWN
-from ..errors import AttrError, ShapeError, UnsupportedError
+from ..errors import AttrError, ShapeError
 from .creation import eye
+from .decomp import inv
 from .elementwise import div, mul
 from .index import getitem
 from .linalg import bmm, dot, matmul, outer
@@ -131,15 +132,15 @@ def addcdiv_(input, tensor1, tensor2, value=1):
 
 
 def matrix_power(x, n):
-    """x multiplied by itself n times (square matrices in the last two dims; n >= 0, by
-    repeated squaring; n = 0 gives the identity)."""
+    """x multiplied by itself n times (square matrices in the last two dims, by repeated
+    squaring; n = 0 gives the identity, n < 0 the power -n of inv(x))."""
     if x.ndim < 2 or x.shape[-1] != x.shape[-2] or UNKNOWN in x.shape[-2:]:
         raise ShapeError(f"matrix_power needs square matrices in the last 2 dims, got {x.shape}")
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
         raise AttrError(f"matrix_power: n must be an int, got {n!r}")
-    if n < 0:
-        raise UnsupportedError("matrix_power: negative n needs a matrix inverse (not in nbflow)")
     result, square, n = None, x, int(n)
+    if n < 0:
+        square, n = inv(x), -n
     while n:
         if n & 1:
             result = square if result is None else matmul(result, square)
