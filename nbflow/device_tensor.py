@@ -15,7 +15,7 @@ from . import device as devices
 from . import dtypes as dt
 from .core import STATE, Op, Spec
 from .device import DeviceError
-from .errors import NbflowError, UnsupportedError
+from .errors import NbflowError
 from .tensor import (
     DEVICE_TENSORS,
     Tensor,
@@ -93,23 +93,35 @@ def wrap(data, *args, **kwargs) -> Tensor:
 
 
 def move(t: Tensor, device) -> Tensor:
-    """`t` on `device` (t itself when it is there already): a copy that keeps requires_grad
-    for a leaf. Moving a computed tensor is not recorded for autograd yet."""
+    """`t` on `device` (t itself when it is there already). A leaf keeps requires_grad (the
+    copy is a leaf too: `nb.tensor(x, requires_grad=True).cuda()` is a parameter on the GPU);
+    a computed tensor's move is recorded, so its gradient moves back (as PyTorch's `to`)."""
     target = devices.parse(device)
     if t.device == target:
         return t
-    if t._node is not None:
-        raise UnsupportedError(
-            f"moving a tensor with gradient history from {t.device} to {target} is not "
-            "recorded for autograd yet: detach() it first, or create it on the device"
-        )
     if target == devices.CPU:
         out = Tensor(np.array(devices.to_host(t.data)))
     else:
         host = t.data if type(t.data) is np.ndarray else devices.to_host(t.data)
         out = CudaTensor(devices.to_device(host, target))
-    out.requires_grad = t.requires_grad
+    if t._node is None:
+        out.requires_grad = t.requires_grad
+    elif STATE.grad_enabled:
+        STATE.trace.record(_Move(t.device), [t], {}, [out])
     return out
+
+
+class _Move:
+    """The op of a recorded device move (duck-typed, like a jit call's: the backward driver
+    needs `name`, `inplace` and `grad`): the gradient is the output's, moved back."""
+
+    inplace: dict = {}
+
+    def __init__(self, source: str):
+        self.name, self.source = f"to({source})", source
+
+    def grad(self, g, out, x):
+        return (move(g, self.source),)
 
 
 # ---------------------------------------------------------------- running ops

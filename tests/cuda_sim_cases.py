@@ -693,6 +693,22 @@ def device_checks():
         yield "write through a split view", False, "no error"
     except nb.UnsupportedError as e:
         yield "write through a split view", "split view" in str(e), str(e)
+    a = nb.tensor([[0.5, -1.0], [2.0, 0.1]], requires_grad=True)
+    (g,) = nb.grad(nb.sum(nb.square((a * 2.0).cuda())), [a])  # the move is on the tape
+    yield "gradient through a move", g.device == "cpu" and np.allclose(g.numpy(), 8 * a.numpy()), ""
+    b = nb.tensor([[0.5, -1.0], [2.0, 0.1]], device="cuda", requires_grad=True)
+    (g,) = nb.grad(nb.sum(nb.square(nb.tanh(b).cpu())), [b], create_graph=True)
+    (gg,) = nb.grad(nb.sum(g), [b])  # through the moves back and forth again
+    t = np.tanh(b.numpy())
+    ok = np.allclose(g.numpy(), 2 * t * (1 - t * t)) and g.device == gg.device == "cuda:0"
+    yield (
+        "second order through a move",
+        ok and np.allclose(gg.numpy(), (2 - 6 * t * t) * (1 - t * t)),
+        "",
+    )
+    with nb.no_grad():
+        moved = (a * 1.0).cuda()
+    yield "a move without grad", not moved.requires_grad and moved._node is None, ""
     try:
         nb.tensor([1.0], device="cuda:1")
         yield "one GPU", False, "no error"
