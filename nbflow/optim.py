@@ -1,11 +1,13 @@
 """Optimizers, gradient clipping and learning-rate schedules (PyTorch's semantics and defaults).
 
-An update is one in-place op per parameter (`sgd_update_`, `adam_update_`, `rmsprop_update_`):
-`step()` runs it eagerly (under no_grad); `minimize(loss)` appends backward plus the update ops
-to the loss's Program, with the optimizer state as persistable vars (`w@EXP_AVG`, `w@STEP`,
-...) zero-initialised by the startup program of the current program_guard. The step counter of
-Adam is an int64 0-d tensor (a persistable var in graph mode) that the update op increments in
-place, so bias correction stays right across runs and after a checkpoint is restored.
+An update is one in-place op per parameter (`sgd_update_`, `adam_update_`, `rmsprop_update_`),
+or for Adamax, NAdam, RAdam, Adadelta, Rprop and ASGD a composition of tensor ops (see
+"composed updates" below): `step()` runs it eagerly (under no_grad); `minimize(loss)` appends
+backward plus the updates to the loss's Program, with the optimizer state as persistable vars
+(`w@EXP_AVG`, `w@STEP`, ...) initialised by the startup program of the current program_guard.
+The step counter of Adam is an int64 0-d tensor (a persistable var in graph mode) that the
+update op increments in place, so bias correction stays right across runs and after a
+checkpoint is restored.
 
 Parameter groups are PyTorch's: `SGD([{"params": [w]}, {"params": [b], "lr": 0.1}], lr=0.01)`
 gives each group its own hyperparameters (the constructor's where a group sets none);
@@ -13,8 +15,9 @@ gives each group its own hyperparameters (the constructor's where a group sets n
 next `step()`; `optimizer.lr` is the first group's (setting it sets every group's). In graph
 mode the lr is an attribute of the update ops: writing a group's hyperparameter (a
 `ParamGroup`, a dict) rewrites that attribute in the ops this optimizer appended with
-`minimize` for the group's parameters, so a scheduler, or a loop over param_groups, works the
-same way in both modes (a Program saved afterwards records the current lr).
+`minimize` for the group's parameters (a composed update reads the group's 0-d hyperparameter
+tensors, which the write fills), so a scheduler, or a loop over param_groups, works the same
+way in both modes (a Program saved afterwards records the current lr).
 
 Optimizer state: eager `state_dict()` / `load_state_dict()` (state tensors by parameter index,
 hyperparameters, step counters), storable with `nbflow.save_state`. In graph mode the state
@@ -71,6 +74,7 @@ class Optimizer:
 
     op = None
     state_names: tuple[str, ...] = ()
+    host_states: tuple[str, ...] = ()  # states that stay on the CPU (read as Python numbers)
     var_suffix: dict[str, str] = {}  # graph var name suffix per state (default: NAME.upper())
 
     def __init__(self, params, hyper: dict):
@@ -186,9 +190,10 @@ class Optimizer:
         state = self.state.setdefault(i, {})
         for name in self.used_states():
             if name not in state:
-                state[name] = _zeros(name, p.shape, p.dtype)
-                if p.device != "cpu":  # state lives with its parameter
-                    state[name] = state[name].to(p.device)
+                shape, dtype, value = self.state_spec(name, p)
+                state[name] = Tensor(np.full(shape, value, dtype))  # (no op: minimize traces)
+                if p.device != "cpu" and name not in self.host_states:
+                    state[name] = state[name].to(p.device)  # state lives with its parameter
         return state
 
     # -------------------------------------------------------------- graph mode
@@ -227,19 +232,27 @@ class Optimizer:
                     states = {name: trace.capture(state[name]) for name in self.used_states()}
                 else:
                     states = {name: self._state_var(p, name) for name in self.used_states()}
-                self.op(*self.inputs(p, g, states), **self.attrs())
-                self._graph_nodes.append((p._node, self.hyper))  # p: the update's output 0
+                self._append_update(trace, p, g, states)
                 self.hyper = self.param_groups[0]
         finally:
             self.hyper = self.param_groups[0]
         return pairs
+
+    def _append_update(self, trace: GraphTrace, p: Var, g: Var, states: dict):
+        """Append p's update op (minimize), its attrs the current group's hyperparameters."""
+        self.op(*self.inputs(p, g, states), **self.attrs())
+        self._graph_nodes.append((p._node, self.hyper))  # p: the update's output 0
+
+    def state_spec(self, name: str, p) -> tuple:
+        """(shape, dtype, initial value) of state `name` for parameter p."""
+        return ((), dt.int64, 0) if name == "step" else (p.shape, p.dtype, 0.0)
 
     def _state_var(self, p: Var, state: str) -> Var:
         block = p.block
         name = f"{p.name}@{self.var_suffix.get(state, state.upper())}"
         if name in block.vars:
             return block.vars[name]
-        shape, dtype = ((), dt.int64) if state == "step" else (p.shape, p.dtype)
+        shape, dtype, value = self.state_spec(state, p)
         v = block.create_var(name, shape, dtype, persistable=True, stop_gradient=True)
         startup = _startup[0]
         if startup is None:
@@ -248,7 +261,7 @@ class Optimizer:
             )
         target = startup.global_block().create_var(name, shape, dtype, persistable=True)
         full = ops.REGISTRY["full"]
-        attrs = full.check_attrs({"shape": shape, "value": 0, "dtype": dtype})
+        attrs = full.check_attrs({"shape": shape, "value": value, "dtype": dtype})
         startup.global_block().append(full, [], attrs, [target])
         return v
 
@@ -329,24 +342,29 @@ class Optimizer:
 
 class ParamGroup(dict):
     """A parameter group: a dict, as PyTorch's, whose hyperparameter writes
-    (`group["lr"] = 0.01`) also rewrite that attribute of the update ops minimize() appended
-    for the group's parameters, so graph mode follows them as eager mode does."""
+    (`group["lr"] = 0.01`) also reach the programs minimize() appended updates to (the
+    attribute of an update op, or the 0-d tensor a composed update reads), so graph mode
+    follows them as eager mode does."""
 
     def __init__(self, optimizer: Optimizer, entries: dict):
         super().__init__(entries)
         self.optimizer = optimizer
+        self.tensors: dict[str, Tensor] = {}  # hyperparameter -> its 0-d tensor (composed)
 
     def __setitem__(self, key, value):
         super().__setitem__(key, value)
         for node, group in self.optimizer._graph_nodes:
             if group is self and key in node.attrs:
                 node.attrs[key] = value
+        if key in self.tensors:
+            with no_grad():
+                ops.fill_(self.tensors[key], value)
 
-
-def _zeros(name: str, shape, dtype) -> Tensor:
-    if name == "step":
-        return Tensor(np.zeros((), dt.int64))
-    return Tensor(np.zeros(shape, dtype))
+    def tensor(self, key: str) -> Tensor:
+        """Hyperparameter `key` as a 0-d float64 tensor that writes to it keep current."""
+        if key not in self.tensors:
+            self.tensors[key] = Tensor(np.array(self[key], np.float64))
+        return self.tensors[key]
 
 
 def _count(indices) -> str:
@@ -552,20 +570,72 @@ class Adagrad(Optimizer):
 # ---------------------------------------------------------------- composed updates
 #
 # The optimizers below have no update op of their own: each step is written with nbflow's
-# tensor ops and in-place ops (mul_, add_, copy_, clip_), so it runs eagerly on the CPU and,
-# unchanged, on the GPU. Scalar state (the step count, NAdam's mu_product, ASGD's eta and mu)
-# stays in 0-d CPU tensors read as Python numbers, as PyTorch's non-capturable optimizers do.
+# tensor ops and in-place ops (mul_, add_, copy_), so it runs eagerly on the CPU and,
+# unchanged, on the GPU, and minimize() appends the same ops to a program. The coefficients
+# come from the step count, 0-d states (NAdam's mu_product, ASGD's eta and mu) and the
+# hyperparameters: in eager mode Python numbers (each 0-d state read once, as PyTorch's
+# non-capturable optimizers do), in a program 0-d float64 values (the states persistable vars,
+# the float hyperparameters captured tensors that writes to the group fill). The helpers
+# below take either; what shapes the update (maximize, weight decay on or off) is read from
+# the group as it is when the update is built.
+
+
+def _is_number(v) -> bool:
+    return isinstance(v, (int, float, np.number))
+
+
+def _number(state):
+    """A 0-d state as a coefficient: its Python value in eager mode, else (a program's var)
+    the value as float64."""
+    if isinstance(state, Tensor):
+        return state.item()
+    return state if state.dtype == dt.float64 else ops.cast(state, dtype=dt.float64)
+
+
+def _coef(c, like):
+    """Coefficient c for an op with the tensor `like`: a number as it is (weak), a program's
+    0-d value cast to like's dtype (a float64 one would promote the update)."""
+    return c if _is_number(c) else ops.cast(c, dtype=like.dtype)
+
+
+def _full(like, c):
+    """c as a tensor of like's dtype, for where(): a Python number would make it float32."""
+    return ops.full_like(like, c) if _is_number(c) else ops.cast(c, dtype=like.dtype)
+
+
+def _select(cond, if_true, if_false):
+    """if_true() where cond holds, else if_false(): a Python branch on a number, where() of
+    both in a program."""
+    if isinstance(cond, (bool, np.bool_)):
+        return if_true() if cond else if_false()
+    return ops.where(cond, if_true(), if_false())
+
+
+def _maximum(a, b):
+    return max(a, b) if _is_number(a) and _is_number(b) else ops.maximum(a, b)
+
+
+def _sqrt(c):
+    return math.sqrt(c) if _is_number(c) else ops.sqrt(c)
+
+
+def _fill_(state, value):
+    """state = value, for a 0-d state: fill_ with a number, copy_ of a program's value."""
+    if _is_number(value):
+        ops.fill_(state, value)
+    else:
+        ops.copy_(state, ops.cast(value, dtype=state.dtype))
 
 
 class ComposedOptimizer(Optimizer):
-    """Base of the optimizers whose update is a composition of tensor ops (eager mode only:
-    minimize() raises UnsupportedError). `scalar_states` maps a state to its (dtype, initial
-    value) as a 0-d CPU tensor; the other states are tensors shaped like the parameter,
-    filled with `initial(name, group)` (zero by default)."""
+    """Base of the optimizers whose update is a composition of tensor ops (see above).
+    `scalar_states` maps a state to its (dtype, initial value) as a 0-d tensor; the other
+    states are tensors shaped like the parameter, filled with `initial(name)` (zero by
+    default). `update(p, g, s, h)` takes the hyperparameters' values as `h`."""
 
     scalar_states: dict = {"step": (dt.int64, 0)}
 
-    def update(self, p: Tensor, g: Tensor, state: dict) -> None:
+    def update(self, p: Tensor, g: Tensor, state: dict, h: dict) -> None:
         raise NotImplementedError
 
     def initial(self, name: str) -> float:
@@ -577,19 +647,26 @@ class ComposedOptimizer(Optimizer):
             for group, indices in self._groups():
                 for i, p in zip(indices, group["params"]):
                     if p.grad is not None:
-                        self.update(p, p.grad, self._eager_state(i, p))
+                        self.update(p, p.grad, self._eager_state(i, p), group)
 
-    def _eager_state(self, i: int, p: Tensor) -> dict:
-        state = self.state.setdefault(i, {})
-        for name in self.used_states():
-            if name in state:
-                continue
-            if name in self.scalar_states:
-                dtype, value = self.scalar_states[name]
-                state[name] = Tensor(np.array(value, dtype))
-            else:
-                state[name] = ops.full_like(p, self.initial(name))
-        return state
+    @property
+    def host_states(self) -> tuple[str, ...]:
+        return tuple(self.scalar_states)
+
+    def state_spec(self, name: str, p) -> tuple:
+        if name in self.scalar_states:
+            dtype, value = self.scalar_states[name]
+            return (), dtype, self.hyper["lr"] if value is None else value
+        return p.shape, p.dtype, self.initial(name)
+
+    def _append_update(self, trace: GraphTrace, p: Var, g: Var, states: dict):
+        """The update's ops appended to the program, the float hyperparameters read from the
+        group's 0-d tensors (captured: a schedule's writes reach the program)."""
+        group = self.hyper
+        h = {k: trace.capture(group.tensor(k)) if type(v) is float else v for k, v in group.items()}
+        self.update(p, g, states, h)
+        # a run that updates p updates the states (the next step reads them), fetched or not
+        ops.depend_(p, *states.values())
 
     def _restored(self, i: int, p: Tensor, name: str, value) -> Tensor:
         if name not in self.scalar_states:
@@ -603,26 +680,24 @@ class ComposedOptimizer(Optimizer):
             )
         return Tensor(np.array(a, dtype=self.scalar_states[name][0]))
 
-    def minimize(self, loss, parameter_list=None, no_grad_set=None, max_grad_norm=None):
-        raise UnsupportedError(
-            f"{type(self).__name__} runs in eager mode only (its update is composed of several "
-            "ops, not one update op): call loss.backward() and step(), or use SGD, Adam, AdamW, "
-            "RMSprop or Adagrad in graph mode"
-        )
-
-    def grad_of(self, p: Tensor, g: Tensor) -> Tensor:
+    def grad_of(self, p: Tensor, g: Tensor, h: dict) -> Tensor:
         """The gradient as the update uses it: negated to maximize, with L2 weight decay."""
         if self.hyper.get("maximize"):
             g = -g
-        weight_decay = self.hyper.get("weight_decay", 0.0)
-        if weight_decay and not self.hyper.get("decoupled_weight_decay"):
-            g = g + p * weight_decay
+        if self.hyper.get("weight_decay") and not self.hyper.get("decoupled_weight_decay"):
+            g = g + p * _coef(h["weight_decay"], p)
         return g
 
+    def decay(self, p: Tensor, h: dict) -> None:
+        """Decoupled weight decay (AdamW's): p *= 1 - lr * weight_decay."""
+        if self.hyper.get("decoupled_weight_decay") and self.hyper["weight_decay"]:
+            ops.mul_(p, _coef(1 - h["lr"] * h["weight_decay"], p))
 
-def _count_step(state: dict) -> int:
+
+def _count_step(state: dict):
+    """Count this step; its number (a Python int, or a program's float64 value)."""
     ops.add_(state["step"], 1)
-    return int(state["step"].item())
+    return _number(state["step"])
 
 
 def _betas(betas) -> tuple[float, float]:
@@ -632,16 +707,10 @@ def _betas(betas) -> tuple[float, float]:
     return float(beta1), float(beta2)
 
 
-def _decay(p: Tensor, hyper: dict) -> None:
-    """Decoupled weight decay (AdamW's): p *= 1 - lr * weight_decay."""
-    if hyper.get("decoupled_weight_decay") and hyper["weight_decay"]:
-        ops.mul_(p, 1 - hyper["lr"] * hyper["weight_decay"])
-
-
-def _average(avg: Tensor, value: Tensor, beta: float) -> None:
+def _average(avg: Tensor, value: Tensor, beta) -> None:
     """avg = beta * avg + (1 - beta) * value, in place."""
-    ops.mul_(avg, beta)
-    ops.add_(avg, value * (1 - beta))
+    ops.mul_(avg, _coef(beta, avg))
+    ops.add_(avg, value * _coef(1 - beta, avg))
 
 
 class Adamax(ComposedOptimizer):
@@ -672,14 +741,14 @@ class Adamax(ComposedOptimizer):
         }
         super().__init__(params, hyper)
 
-    def update(self, p, g, s):
-        h = self.hyper
+    def update(self, p, g, s, h):
         t = _count_step(s)
-        g = self.grad_of(p, g)
+        g = self.grad_of(p, g, h)
         _average(s["exp_avg"], g, h["beta1"])
-        ops.copy_(s["exp_inf"], ops.maximum(s["exp_inf"] * h["beta2"], ops.abs(g) + h["eps"]))
+        inf = ops.maximum(s["exp_inf"] * _coef(h["beta2"], p), ops.abs(g) + _coef(h["eps"], p))
+        ops.copy_(s["exp_inf"], inf)
         clr = h["lr"] / (1 - h["beta1"] ** t)
-        ops.sub_(p, s["exp_avg"] / s["exp_inf"] * clr)
+        ops.sub_(p, s["exp_avg"] / s["exp_inf"] * _coef(clr, p))
 
 
 class NAdam(ComposedOptimizer):
@@ -716,21 +785,21 @@ class NAdam(ComposedOptimizer):
         }
         super().__init__(params, hyper)
 
-    def update(self, p, g, s):
-        h = self.hyper
+    def update(self, p, g, s, h):
         lr, beta1, beta2 = h["lr"], h["beta1"], h["beta2"]
         t = _count_step(s)
-        g = self.grad_of(p, g)
-        _decay(p, h)
+        g = self.grad_of(p, g, h)
+        self.decay(p, h)
         mu = beta1 * (1.0 - 0.5 * 0.96 ** (t * h["momentum_decay"]))
         mu_next = beta1 * (1.0 - 0.5 * 0.96 ** ((t + 1) * h["momentum_decay"]))
         ops.mul_(s["mu_product"], mu)
-        mu_product = float(s["mu_product"].item())
+        mu_product = _number(s["mu_product"])
         _average(s["exp_avg"], g, beta1)
         _average(s["exp_avg_sq"], g * g, beta2)
-        denom = ops.sqrt(s["exp_avg_sq"] / (1 - beta2**t)) + h["eps"]
-        ops.add_(p, g / denom * (-lr * (1.0 - mu) / (1.0 - mu_product)))
-        ops.add_(p, s["exp_avg"] / denom * (-lr * mu_next / (1.0 - mu_product * mu_next)))
+        denom = ops.sqrt(s["exp_avg_sq"] / _coef(1 - beta2**t, p)) + _coef(h["eps"], p)
+        ops.add_(p, g / denom * _coef(-lr * (1.0 - mu) / (1.0 - mu_product), p))
+        step = -lr * mu_next / (1.0 - mu_product * mu_next)
+        ops.add_(p, s["exp_avg"] / denom * _coef(step, p))
 
 
 class RAdam(ComposedOptimizer):
@@ -764,25 +833,30 @@ class RAdam(ComposedOptimizer):
         }
         super().__init__(params, hyper)
 
-    def update(self, p, g, s):
-        h = self.hyper
+    def update(self, p, g, s, h):
         lr, beta1, beta2 = h["lr"], h["beta1"], h["beta2"]
         t = _count_step(s)
-        g = self.grad_of(p, g)
-        _decay(p, h)
+        g = self.grad_of(p, g, h)
+        self.decay(p, h)
         _average(s["exp_avg"], g, beta1)
         _average(s["exp_avg_sq"], g * g, beta2)
         bias_correction2 = 1 - beta2**t
-        step = s["exp_avg"] * (lr / (1 - beta1**t))
+        step = s["exp_avg"] * _coef(lr / (1 - beta1**t), p)
         rho_inf = 2 / (1 - beta2) - 1
         rho_t = rho_inf - 2 * t * beta2**t / bias_correction2
-        if rho_t > 5.0:  # the variance is tractable: rectify the adaptive lr
-            rect = math.sqrt(
-                (rho_t - 4) * (rho_t - 2) * rho_inf / ((rho_inf - 4) * (rho_inf - 2) * rho_t)
+
+        def rectified():  # the variance is tractable: rectify the adaptive lr
+            # (at most 0 before the square root: a program computes both branches)
+            rect = _sqrt(
+                _maximum(
+                    (rho_t - 4) * (rho_t - 2) * rho_inf / ((rho_inf - 4) * (rho_inf - 2) * rho_t),
+                    0.0,
+                )
             )
-            adaptive = math.sqrt(bias_correction2) / (ops.sqrt(s["exp_avg_sq"]) + h["eps"])
-            step = step * adaptive * rect
-        ops.sub_(p, step)
+            denom = ops.sqrt(s["exp_avg_sq"]) + _coef(h["eps"], p)
+            return step * (_coef(_sqrt(bias_correction2), p) / denom) * _coef(rect, p)
+
+        ops.sub_(p, _select(rho_t > 5.0, rectified, lambda: step))
 
 
 class Adadelta(ComposedOptimizer):
@@ -804,15 +878,15 @@ class Adadelta(ComposedOptimizer):
         }
         super().__init__(params, hyper)
 
-    def update(self, p, g, s):
-        h = self.hyper
+    def update(self, p, g, s, h):
         _count_step(s)
-        g = self.grad_of(p, g)
+        g = self.grad_of(p, g, h)
+        eps = _coef(h["eps"], p)
         _average(s["square_avg"], g * g, h["rho"])
-        std = ops.sqrt(s["square_avg"] + h["eps"])
-        delta = ops.sqrt(s["acc_delta"] + h["eps"]) / std * g
+        std = ops.sqrt(s["square_avg"] + eps)
+        delta = ops.sqrt(s["acc_delta"] + eps) / std * g
         _average(s["acc_delta"], delta * delta, h["rho"])
-        ops.sub_(p, delta * h["lr"])
+        ops.sub_(p, delta * _coef(h["lr"], p))
 
 
 class Rprop(ComposedOptimizer):
@@ -846,19 +920,18 @@ class Rprop(ComposedOptimizer):
     def initial(self, name):
         return self.hyper["lr"] if name == "step_size" else 0.0
 
-    def update(self, p, g, s):
-        h = self.hyper
+    def update(self, p, g, s, h):
         _count_step(s)
-        g = -g if h["maximize"] else g
+        g = -g if self.hyper["maximize"] else g
         sign = ops.sign(g * s["prev"])
-        # typed tensors, not Python scalars: where() would make those float32
         factor = ops.where(
             sign > 0,
-            ops.full_like(g, h["etaplus"]),
-            ops.where(sign < 0, ops.full_like(g, h["etaminus"]), ops.full_like(g, 1.0)),
+            _full(g, h["etaplus"]),
+            ops.where(sign < 0, _full(g, h["etaminus"]), ops.full_like(g, 1.0)),
         )
         ops.mul_(s["step_size"], factor)
-        ops.clip_(s["step_size"], h["step_size_min"], h["step_size_max"])
+        size = ops.maximum(s["step_size"], _full(g, h["step_size_min"]))
+        ops.copy_(s["step_size"], ops.minimum(size, _full(g, h["step_size_max"])))
         g = ops.where(sign < 0, ops.zeros_like(g), g)  # a flipped sign: no step this time
         ops.sub_(p, ops.sign(g) * s["step_size"])
         ops.copy_(s["prev"], g)
@@ -893,25 +966,16 @@ class ASGD(ComposedOptimizer):
         }
         super().__init__(params, hyper)
 
-    def _eager_state(self, i, p):
-        state = self.state.get(i)
-        if state is None or "eta" not in state:  # eta starts at the lr
-            self.state.setdefault(i, {})["eta"] = Tensor(np.array(self.hyper["lr"]))
-        return super()._eager_state(i, p)
-
-    def update(self, p, g, s):
-        h = self.hyper
+    def update(self, p, g, s, h):
         t = _count_step(s)
-        g = self.grad_of(p, g)
-        eta, mu = float(s["eta"].item()), float(s["mu"].item())
-        ops.mul_(p, 1 - h["lambd"] * eta)
-        ops.sub_(p, g * eta)
-        if mu != 1:
-            ops.add_(s["ax"], (p - s["ax"]) * mu)
-        else:
-            ops.copy_(s["ax"], p)
-        ops.fill_(s["eta"], h["lr"] / (1 + h["lambd"] * h["lr"] * t) ** h["alpha"])
-        ops.fill_(s["mu"], 1 / max(1, t - h["t0"]))
+        g = self.grad_of(p, g, h)
+        eta, mu = _number(s["eta"]), _number(s["mu"])
+        ops.mul_(p, _coef(1 - h["lambd"] * eta, p))
+        ops.sub_(p, g * _coef(eta, p))
+        average = _select(mu != 1, lambda: s["ax"] + (p - s["ax"]) * _coef(mu, p), lambda: p)
+        ops.copy_(s["ax"], average)
+        _fill_(s["eta"], h["lr"] / (1 + h["lambd"] * h["lr"] * t) ** h["alpha"])
+        _fill_(s["mu"], 1 / _maximum(t - h["t0"], 1))
 
 
 # ---------------------------------------------------------------- gradient clipping

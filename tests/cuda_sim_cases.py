@@ -211,6 +211,7 @@ def structured_cases():
     yield "fill_", "f32", (lambda x: fill_(x, value=3.0)), [x3]
     yield "copy_", "f32<-i64", (lambda x, s: ops.copy_(x, s)), [x3, xi[:1]]
     yield "add_n", "f32", ops.add_n, [x3, x3[:1], values((4,), dt.float32)]
+    yield "depend_", "f32, i64", (lambda x, d: REGISTRY["depend_"](x, d)), [x3, xi[:1]]
     yield "concat", "axis1", (lambda p, q: ops.concat(p, q, axis=1)), [x3, x3[:, :2]]
     yield "stack", "axis0", (lambda p, q: ops.stack(p, q, axis=2)), [x3, x3 * 2]
     yield "reshape", "f32", (lambda x: ops.reshape(x, 4, -1)), [x3]

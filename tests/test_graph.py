@@ -92,6 +92,26 @@ def test_pruning_runs_only_what_the_target_needs():
     assert len(pruned.global_block().ops) == 4 < len(block.ops)
 
 
+@pytest.mark.parametrize("tied", [False, True])
+def test_depend_keeps_a_write_that_nothing_reads_in_this_run(tied):
+    # a composed optimizer's state: written by this step, read by the next one
+    main = nb.Program()
+    with nb.program_guard(main):
+        x = nb.static.data("x", [3])
+        block = main.global_block()
+        count = block.create_var("count", [], "int64", persistable=True, stop_gradient=True)
+        nb.ops.add_(count, 1)
+        y = x * 2.0
+        if tied:
+            nb.ops.depend_(y, count)
+    scope = nb.Scope({"count": nb.tensor(np.array(0))})
+    exe = nb.Executor()
+    for _ in range(3):
+        (got,) = exe.run(main, {"x": np.ones(3, np.float32)}, [y], scope)
+        np.testing.assert_array_equal(got, [2.0, 2.0, 2.0])  # depend_ changes nothing
+    assert scope["count"].item() == (3 if tied else 0)
+
+
 @pytest.mark.parametrize("on", [False, True])
 def test_an_in_place_write_through_a_view_is_kept_for_its_base(on):
     # mul_ writes u through a reshape: fetching u (or reading it after) needs the write, as in

@@ -1,6 +1,7 @@
 """Adamax, NAdam, RAdam, Adadelta, Rprop and ASGD: several steps on a small least-squares model
-against numpy references of their update rules and against PyTorch (float64, 1e-10); state
-round trips, bad options, and graph mode's clear refusal."""
+against numpy references of their update rules and against PyTorch (float64, 1e-10); the same
+updates appended to programs by minimize() (static and under @jit, with the state shared with
+eager mode and an lr set between steps) against eager mode; state round trips, bad options."""
 
 import math
 
@@ -184,15 +185,93 @@ def test_load_state_dict_refuses_a_bad_scalar_state():
         opt.load_state_dict(saved)
 
 
-@pytest.mark.parametrize("name", sorted(REFERENCES))
-def test_minimize_in_graph_mode_raises_clearly(name):
+GRAPH_CASES = [(name, options) for name, options in TORCH_CASES if options] + [
+    ("Rprop", {"lr": 0.05, "maximize": True}),
+]
+
+
+@pytest.mark.parametrize("name,options", GRAPH_CASES)
+def test_minimize_in_a_static_program_trains_as_eager_mode(name, options):
     main, startup = nb.Program(), nb.Program()
     with nb.program_guard(main, startup):
         x = nb.static.data("x", [-1, 4], nb.float64)
-        w = nb.static.create_parameter("w", [4, 1], nb.float64)
-        loss = (x @ w).mean()
-        with pytest.raises(nb.UnsupportedError, match="eager mode only"):
-            getattr(optim, name)(lr=0.1).minimize(loss)
+        y = nb.static.data("y", [-1, 3], nb.float64)
+        w = nb.static.create_parameter("w", [3, 4], nb.float64)
+        b = nb.static.create_parameter("b", [3], nb.float64)
+        loss = ((x @ w.T + b - y) ** 2).mean()
+        getattr(optim, name)(**options).minimize(loss)
+    exe, scope = nb.Executor(), nb.Scope()
+    exe.run(startup, scope=scope)
+    scope["w"], scope["b"] = nb.tensor(W0), nb.tensor(B0)
+    for _ in range(STEPS):
+        exe.run(main, {"x": X, "y": Y}, [loss.name, "w", "b"], scope)  # (updates kept)
+    _, want_w, want_b = _train_nbflow(name, options)
+    np.testing.assert_allclose(scope["w"].numpy(), want_w, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(scope["b"].numpy(), want_b, rtol=1e-10, atol=1e-12)
+    assert scope["w@STEP"].item() == STEPS
+
+
+def _train_jit(name, options, steps=STEPS, lr_at=None):
+    w = nb.tensor(W0, dtype=nb.float64, requires_grad=True)
+    b = nb.tensor(B0, dtype=nb.float64, requires_grad=True)
+    opt = getattr(optim, name)([w, b], **options)
+
+    @nb.jit
+    def train(x, y):
+        loss = ((x @ w.T + b - y) ** 2).mean()
+        opt.minimize(loss)
+        return loss
+
+    x, y = nb.tensor(X, dtype=nb.float64), nb.tensor(Y, dtype=nb.float64)
+    with nb.no_grad():  # the program computes its own gradients
+        for i in range(steps):
+            if lr_at is not None and i == lr_at[0]:
+                opt.param_groups[0]["lr"] = lr_at[1]
+            train(x, y)
+    return opt, w.numpy(), b.numpy()
+
+
+@pytest.mark.parametrize("name,options", GRAPH_CASES)
+def test_minimize_under_jit_trains_as_eager_mode_and_shares_its_state(name, options):
+    opt, w, b = _train_jit(name, options, steps=STEPS // 2)
+    eager, want_w, want_b = _train_nbflow(name, options, steps=STEPS // 2)
+    np.testing.assert_allclose(w, want_w, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(b, want_b, rtol=1e-10, atol=1e-12)
+    for i in (0, 1):  # the program's updates wrote the optimizer's own state tensors
+        for k, v in eager.state[i].items():
+            np.testing.assert_allclose(opt.state[i][k].numpy(), v.numpy(), rtol=1e-10, err_msg=k)
+    x, y = nb.tensor(X, dtype=nb.float64), nb.tensor(Y, dtype=nb.float64)
+    for _ in range(STEPS - STEPS // 2):  # eager steps go on from the program's
+        opt.zero_grad()
+        ((x @ opt.params[0].T + opt.params[1] - y) ** 2).mean().backward()
+        opt.step()
+    _, want_w, _ = _train_nbflow(name, options)
+    np.testing.assert_allclose(opt.params[0].numpy(), want_w, rtol=1e-10, atol=1e-12)
+
+
+def _train_eager_lr_at(name, options, lr_at):
+    w = nb.tensor(W0, dtype=nb.float64, requires_grad=True)
+    b = nb.tensor(B0, dtype=nb.float64, requires_grad=True)
+    opt = getattr(optim, name)([w, b], **options)
+    x, y = nb.tensor(X, dtype=nb.float64), nb.tensor(Y, dtype=nb.float64)
+    for i in range(STEPS):
+        if i == lr_at[0]:
+            opt.param_groups[0]["lr"] = lr_at[1]
+        opt.zero_grad()
+        ((x @ w.T + b - y) ** 2).mean().backward()
+        opt.step()
+    return w.numpy()
+
+
+# (Rprop reads its lr only for the first step sizes, as PyTorch's)
+@pytest.mark.parametrize("name", sorted(set(REFERENCES) - {"Rprop"}))
+def test_an_lr_set_between_steps_reaches_the_jitted_program(name):
+    _, options = REFERENCES[name]
+    lr_at = (4, options["lr"] * 3)
+    _, w, _ = _train_jit(name, options, lr_at=lr_at)
+    want = _train_eager_lr_at(name, options, lr_at)
+    np.testing.assert_allclose(w, want, rtol=1e-10, atol=1e-12)
+    assert np.abs(want - _train_nbflow(name, options)[1]).max() > 1e-6  # the lr mattered
 
 
 @pytest.mark.parametrize(

@@ -527,8 +527,37 @@ adagrad_update_ = Op(
     "squared gradients' sum alone (the initial value is added where it is read).",
 )
 
+# ---------------------------------------------------------------- ordering
+
+
+def _depend_spec(x, *deps):
+    return Spec(x.shape, x.dtype)
+
+
+def _nothing(*arrays):
+    """depend_'s kernel, on any device: the value is already there."""
+
+
+depend_ = Op(
+    name="depend_",
+    inputs=("x", "*deps"),
+    outputs=("out",),
+    spec=_depend_spec,
+    kernels={"cpu": _nothing, "cuda": _nothing},
+    dtypes=dt.ALL,
+    ref=lambda x, *deps: x,
+    differentiable=False,
+    inplace={0: 0},
+    promote=(0,),
+    doc="x unchanged, once the deps are written: in a program, a run that needs x keeps the "
+    "in-place writes to the deps too, which target-driven pruning would drop where nothing "
+    "reads them in this run (a composed optimizer's state, read by the next step).",
+)
+
+
 __all__ = [
     "adagrad_update_",
+    "depend_",
     "adam_update_",
     "rmsprop_update_",
     "sgd_matmul_update_",
