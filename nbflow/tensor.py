@@ -337,8 +337,12 @@ class Plan:
         self.scalars = tuple(
             (i, compute if i in promoted else s.dtype) for i, s in enumerate(specs) if s.weak
         )
+        # (an input left out of promotion in a dtype numba cannot compute, float16: in its
+        # compute dtype too, such as where's condition)
         self.casts = tuple(
-            (i, compute) for i in promoted if specs[i].dtype != compute and not specs[i].weak
+            (i, compute if i in promoted else dt.CPU_COMPUTE[s.dtype])
+            for i, s in enumerate(specs)
+            if not s.weak and (s.dtype != compute if i in promoted else s.dtype in dt.CPU_COMPUTE)
         )
         # outputs are allocated in the CPU compute dtype and cast back (float16)
         self.allocs = tuple((s.shape, dt.CPU_COMPUTE.get(s.dtype, s.dtype)) for s in self.specs)

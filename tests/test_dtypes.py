@@ -50,3 +50,22 @@ def test_tensor_constructor_defaults():
 def test_integer_inputs_to_float_ops():
     assert nb.exp(nb.tensor([0, 1])).dtype == F32
     assert nb.div(nb.tensor([1, 2]), nb.tensor([2, 2])).numpy().tolist() == [0.5, 1.0]
+
+
+def test_float16_inputs_outside_promotion_compute_in_float32():
+    # numba has no CPU float16: an input the op does not promote (where's condition, copy_'s
+    # source, index_put_'s value) is computed in float32 as well
+    c = np.array([0, 1, 2], np.float16)
+    x = np.array([1.0, 2.0, 3.0], np.float32)
+    got = nb.where(nb.tensor(c), nb.tensor(x), nb.tensor(np.array(5.0, np.float32)))
+    assert got.dtype == np.float32
+    np.testing.assert_array_equal(got.numpy(), np.where(c, x, 5.0))
+    half = nb.where(nb.tensor(c), nb.tensor(c), nb.tensor(np.array(7, np.int64)))
+    assert half.dtype == np.float16  # (a float16 tensor with an int64 one: float16)
+    np.testing.assert_array_equal(half.numpy(), np.where(c, c, 7).astype(np.float16))
+    t = nb.zeros(3)
+    t.copy_(nb.tensor(c))
+    np.testing.assert_array_equal(t.numpy(), c.astype(np.float32))
+    t = nb.zeros(3, dtype="float64")
+    t[1:] = nb.tensor(c[1:])
+    np.testing.assert_array_equal(t.numpy(), [0.0, 1.0, 2.0])
