@@ -92,6 +92,19 @@ def test_pruning_runs_only_what_the_target_needs():
     assert len(pruned.global_block().ops) == 4 < len(block.ops)
 
 
+def test_a_program_writing_a_data_var_in_place_leaves_the_fed_value_alone():
+    main = nb.Program()
+    with nb.program_guard(main):
+        x = nb.static.data("x", [2, 3])
+        nb.mul_(nb.reshape(x, -1)[1:], 2.0)  # through a view of it, too
+        y = x + 0.0
+    want = np.array([[1, 2, 2], [2, 2, 2]], np.float32)
+    for fed in (np.ones((2, 3), np.float32), nb.ones(2, 3)):
+        (got,) = nb.Executor().run(main, {"x": fed}, [y], nb.Scope())
+        np.testing.assert_array_equal(got, want)
+        np.testing.assert_array_equal(np.asarray(fed), np.ones((2, 3)))  # the caller's value
+
+
 @pytest.mark.parametrize("tied", [False, True])
 def test_depend_keeps_a_write_that_nothing_reads_in_this_run(tied):
     # a composed optimizer's state: written by this step, read by the next one

@@ -218,6 +218,27 @@ def test_second_order_gradient_of_inv():
     assert g.shape == (3, 3)
 
 
+@pytest.mark.parametrize("shape", [(0, 3), (3, 0), (0, 0), (2, 0, 3), (2, 3, 0)])
+def test_empty_matrices_decompose_as_numpy(shape):
+    # LAPACK refuses empty matrices: their factors are empty (full bases the identity)
+    a = np.ones(shape)
+    pairs = [(L.qr(nb.tensor(a)), np.linalg.qr(a))]
+    for full in (False, True):
+        pairs.append((L.svd(nb.tensor(a), full_matrices=full), np.linalg.svd(a, full)))
+    if shape[-1] == shape[-2]:
+        pairs += [(L.inv(nb.tensor(a)), np.linalg.inv(a)), (L.det(nb.tensor(a)), np.linalg.det(a))]
+    for got, want in pairs:
+        got = got if isinstance(got, tuple) else (got,)
+        want = tuple(want) if isinstance(want, tuple) else (want,)
+        for g, w in zip(got, want):
+            assert g.shape == w.shape
+            np.testing.assert_array_equal(g.numpy(), w)
+    t = leaf(a)
+    q, r = L.qr(t)
+    (q.sum() + r.sum()).backward()
+    assert t.grad.shape == shape
+
+
 # ---------------------------------------------------------------- errors
 
 

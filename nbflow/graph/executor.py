@@ -16,7 +16,8 @@ import numpy as np
 
 from .. import device as devices
 from .. import dtypes as dt
-from ..core import STATE, Node
+from .. import ops
+from ..core import STATE, Node, no_grad
 from ..errors import (
     DTypeError,
     NbflowError,
@@ -136,6 +137,7 @@ class Executor:
         self.reuse_memory = _flag("NBFLOW_MEMORY_REUSE", reuse_memory) and not self.on_gpu
         self.poison_freed = poison_default() if poison_freed is None else bool(poison_freed)
         self._plans = weakref.WeakKeyDictionary()  # program -> {(version, feeds, targets): ops}
+        self._written = weakref.WeakKeyDictionary()  # program -> (version, written data vars)
         self._arenas: dict = {}  # (id(plan), feed signature) -> (plan, its Arena)
         self._arena_space = ArenaSpace()  # the one buffer the arenas place into
 
@@ -147,7 +149,10 @@ class Executor:
         block = program.global_block()
         targets = [self._target(block, t) for t in fetch_list]
         scope.update(self._captured(program))  # the eager tensors the program was built around
-        env = {name: self._feed(block, name, value) for name, value in feed.items()}
+        written = self._written_feeds(program)
+        env = {
+            name: self._feed(block, name, value, name in written) for name, value in feed.items()
+        }
         check = nan_inf_checking() if self.check_nan_inf is None else self.check_nan_inf
         self.checking = check  # read by control flow ops running their sub-blocks
         ops = self._plan(program, tuple(sorted(feed)), targets, check)
@@ -234,7 +239,28 @@ class Executor:
             error = ProgramError(f"fetch: the program has no var named '{t}'")
             raise locate(error, user_location()) from None  # the run call
 
-    def _feed(self, block, name, value) -> Tensor:
+    def _written_feeds(self, program) -> frozenset:
+        """The data vars the program writes in place (through views too): their feeds are
+        copied, so that a run never writes into the caller's array or tensor."""
+        held = self._written.get(program)
+        if held is None or held[0] != program.version:
+            block = program.global_block()
+            storage = Storages(block.ops).find
+            written = {storage(id(n.inputs[j])) for n in block.ops for j in n.op.inplace.values()}
+            names = frozenset(
+                name for name, v in block.vars.items() if v.is_data and storage(id(v)) in written
+            )
+            held = self._written[program] = (program.version, names)
+        return held[1]
+
+    def _feed(self, block, name, value, written=False) -> Tensor:
+        t = self._feed_value(block, name, value)
+        if written:
+            with no_grad():
+                t = ops.clone(t)
+        return t
+
+    def _feed_value(self, block, name, value) -> Tensor:
         try:
             v = block.var(name)
         except KeyError:

@@ -10,19 +10,22 @@ higher-order gradients follow. eigh and cholesky read only the lower triangle, a
 PyTorch, their gradient is the symmetric one (correct for symmetric inputs).
 """
 
+import math
+
 import numpy as np
 from numba import njit
 
 from .. import dtypes as dt
 from ..core import UNKNOWN, Attr, Op, Spec, broadcast_shapes, needs_grad
-from ..errors import LinAlgError, ShapeError, UnsupportedError
+from ..errors import LinAlgError, ShapeError
 from ..kernels.cpu import JIT
 from ..kernels.cuda import not_supported
+from .creation import zeros_like
 from .elementwise import log
 from .index import tril, triu
 from .linalg import matmul, matrix_transpose
 from .select import diag_embed, diagonal, narrow
-from .shape import unsqueeze
+from .shape import concat, unsqueeze
 
 FLOATS = (dt.float32, dt.float64)
 
@@ -55,7 +58,9 @@ def _float(a):
 
 def _rows(x, ndim_tail):
     """x as a C-contiguous array with one leading batch dim: (batch, *tail)."""
-    return np.ascontiguousarray(x).reshape((-1,) + x.shape[x.ndim - ndim_tail :])
+    tail = x.shape[x.ndim - ndim_tail :]
+    # (the batch size spelled out: -1 is ambiguous for an empty tail)
+    return np.ascontiguousarray(x).reshape((math.prod(x.shape[: x.ndim - ndim_tail]),) + tail)
 
 
 def _lapack(name, kernel, *args):
@@ -354,6 +359,8 @@ def _qr_cpu(a, q_out, r_out):
     x = _rows(a, 2)
     m, n = x.shape[1:]
     k = min(m, n)
+    if k == 0:  # LAPACK refuses an empty matrix; its reduced factors are empty too
+        return
     q, r = np.empty((x.shape[0], m, k), x.dtype), np.empty((x.shape[0], k, n), x.dtype)
     _lapack("qr", _qr_rows, x, q, r)
     _fill((q_out, r_out), (q, r))
@@ -369,7 +376,7 @@ qr = Op(
     ref=lambda a: np.linalg.qr(a, mode="reduced"),
     doc="torch.linalg.qr with mode='reduced': Q (..., m, k) with orthonormal columns and R "
     "(..., k, n) upper triangular, k = min(m, n), A = Q R (LAPACK's signs). The gradient "
-    "needs m >= n and R invertible.",
+    "needs R's leading k x k block invertible.",
 )
 
 
@@ -377,9 +384,24 @@ qr = Op(
 def _qr_grad(g, out, a):
     g_q, g_r = _grads(g, out)
     q, r = out
-    if a.shape[-2] < a.shape[-1]:
-        raise UnsupportedError("qr: the gradient of a wide matrix (m < n) is not implemented")
-    # PyTorch's rule for m >= n: M = gR R^T - Q^T gQ; gA = (gQ + Q copyltu(triu(M))) R^-T
+    m, n = a.shape[-2:]
+    if m >= n:
+        return (_qr_grad_tall(g_q, g_r, q, r),)
+    # PyTorch's rule for m < n: A = [X | Y] with X = Q R1 square and Y = Q R2; then
+    # gX is the square rule for (gQ + Y gR2^T, gR1) and gY = Q gR2
+    y = narrow(a, -1, m, n - m)
+    g_y = zeros_like(y)
+    if g_r is not None:
+        g_r2 = narrow(g_r, -1, m, n - m)
+        g_y = matmul(q, g_r2)
+        g_q = matmul(y, _mT(g_r2)) if g_q is None else g_q + matmul(y, _mT(g_r2))
+        g_r = narrow(g_r, -1, 0, m)
+    g_x = _qr_grad_tall(g_q, g_r, q, narrow(r, -1, 0, m))
+    return (concat(g_x, g_y, axis=-1),)
+
+
+def _qr_grad_tall(g_q, g_r, q, r):
+    """PyTorch's rule for m >= n: M = gR R^T - Q^T gQ; gA = (gQ + Q copyltu(triu(M))) R^-T."""
     m = None
     if g_r is not None:
         m = matmul(g_r, _mT(r))
@@ -389,7 +411,7 @@ def _qr_grad(g, out, a):
     ga = matmul(q, x + _mT(triu(x, 1)))
     if g_q is not None:
         ga = ga + g_q
-    return (matmul(ga, _mT(inv(r))),)
+    return matmul(ga, _mT(inv(r)))
 
 
 # ---------------------------------------------------------------- eigh
@@ -483,6 +505,10 @@ def _svd_cpu(a, u_out, s_out, vh_out, full_matrices):
     b, m, n = x.shape
     k = min(m, n)
     u_cols, vh_rows = (m, n) if full_matrices else (k, k)
+    if k == 0:  # LAPACK refuses an empty matrix: no singular values, the bases the identity
+        u_out[...] = np.eye(m, u_cols, dtype=x.dtype)
+        vh_out[...] = np.eye(vh_rows, n, dtype=x.dtype)
+        return
     u, s = np.empty((b, m, u_cols), x.dtype), np.empty((b, k), x.dtype)
     vh = np.empty((b, vh_rows, n), x.dtype)
     _lapack("svd", _svd_rows, x, u, s, vh, full_matrices)
