@@ -85,3 +85,19 @@ def test_bad_creation_arguments():
         nb.uniform(3, generator=np.random.default_rng(0))
     with pytest.raises(nb.KernelNotFoundError):
         nb.uniform(3, dtype="int32")
+
+
+@pytest.mark.parametrize(
+    "name, attrs, message",
+    [
+        ("randint", {"low": 5, "high": 5}, "high must be greater than low"),
+        ("randint", {"low": 100, "high": -5}, "high must be greater than low"),
+        ("randint", {"low": 0, "high": 2**40, "dtype": "int32"}, r"does not fit int32"),
+        ("uniform", {"low": 1.0, "high": 0.0}, "low <= high"),
+        ("uniform", {"low": float("nan")}, "low <= high"),
+        ("normal", {"std": -1.0}, "std >= 0"),
+    ],
+)
+def test_random_parameters_a_draw_cannot_take_raise_domain_error(name, attrs, message):
+    with pytest.raises(nb.DomainError, match=message):
+        REGISTRY[name](shape=(2,), **attrs)

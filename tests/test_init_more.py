@@ -137,3 +137,17 @@ def test_errors_match_pytorch():
         with pytest.raises(ValueError) as reference:
             theirs()
         assert str(mine.value) == str(reference.value)
+
+
+def test_fan_based_initialisers_leave_empty_tensors_alone_with_a_warning():
+    # PyTorch's rule: its fan may be 0 (nn.Linear(0, 3) is a valid layer)
+    fns = (init.kaiming_uniform_, init.kaiming_normal_, init.xavier_uniform_, init.xavier_normal_)
+    for shape in ((0, 3), (3, 0), (0, 0)):
+        for fn in fns:
+            with pytest.warns(UserWarning, match="zero-element"):
+                assert fn(nb.zeros(*shape)).shape == shape
+    with pytest.warns(UserWarning):
+        layer = nb.nn.Linear(0, 3)
+    np.testing.assert_array_equal(
+        layer(nb.zeros(2, 0)).numpy(), np.broadcast_to(layer.bias.numpy(), (2, 3))
+    )

@@ -80,7 +80,7 @@ def create_parameter(name: str, shape, dtype=dt.float32, initializer=None, train
 
 def _initializer(spec, shape, dtype):
     if spec is None:
-        bound = 1.0 / np.sqrt(shape[0]) if shape else 1.0
+        bound = 1.0 / np.sqrt(shape[0]) if shape and shape[0] > 0 else 1.0  # (empty: any)
         spec = ("uniform", -bound, bound)
     kind, *args = spec
     if kind == "uniform":

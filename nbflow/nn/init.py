@@ -5,6 +5,7 @@ reseeded by nbflow.manual_seed)."""
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 
@@ -94,14 +95,27 @@ def _fan(shape, mode: str) -> int:
     return fan_in if mode == "fan_in" else fan_out
 
 
+def _no_elements(t: Tensor) -> bool:
+    """Whether t is empty: then a fan-based initialiser does nothing (PyTorch warns, as here;
+    its fan may be 0)."""
+    if 0 not in t.shape:
+        return False
+    warnings.warn("Initializing zero-element tensors is a no-op", stacklevel=3)
+    return True
+
+
 def xavier_uniform_(t: Tensor, gain: float = 1.0, generator=None) -> Tensor:
     """Glorot: uniform(-b, b) with b = gain * sqrt(6 / (fan_in + fan_out))."""
+    if _no_elements(t):
+        return t
     fan_in, fan_out = fan_in_and_fan_out(t.shape)
     bound = gain * math.sqrt(6.0 / (fan_in + fan_out))
     return uniform_(t, -bound, bound, generator)
 
 
 def xavier_normal_(t: Tensor, gain: float = 1.0, generator=None) -> Tensor:
+    if _no_elements(t):
+        return t
     fan_in, fan_out = fan_in_and_fan_out(t.shape)
     return normal_(t, 0.0, gain * math.sqrt(2.0 / (fan_in + fan_out)), generator)
 
@@ -115,6 +129,8 @@ def kaiming_uniform_(
 ) -> Tensor:
     """He: uniform(-b, b) with b = gain * sqrt(3 / fan). With a=sqrt(5) (PyTorch's default for
     Linear and Conv weights) b = 1 / sqrt(fan_in)."""
+    if _no_elements(t):
+        return t
     gain = calculate_gain(nonlinearity, a)
     bound = gain * math.sqrt(3.0 / _fan(t.shape, mode))
     return uniform_(t, -bound, bound, generator)
@@ -127,6 +143,8 @@ def kaiming_normal_(
     nonlinearity: str = "leaky_relu",
     generator=None,
 ) -> Tensor:
+    if _no_elements(t):
+        return t
     gain = calculate_gain(nonlinearity, a)
     return normal_(t, 0.0, gain / math.sqrt(_fan(t.shape, mode)), generator)
 

@@ -4,12 +4,14 @@ The ops in REGISTRY take their shape and dtype as attrs; the functions exported 
 PyTorch-style signatures (`zeros(2, 3)` or `zeros((2, 3))`, `dtype=` defaulting to float32).
 """
 
+import math
+
 import numpy as np
 from numba import njit
 
 from .. import dtypes as dt
 from ..core import Attr, Op, Spec
-from ..errors import AttrError, ShapeError, UnsupportedError
+from ..errors import AttrError, DomainError, ShapeError, UnsupportedError
 from ..kernels.cpu import JIT
 
 # ---------------------------------------------------------------- kernels
@@ -215,9 +217,10 @@ def manual_seed(seed: int) -> Generator:
     return default_generator.manual_seed(seed)
 
 
-def _random_op(name, kernel, sample, bounds, dtypes, default_dtype, doc):
+def _random_op(name, kernel, sample, bounds, check, dtypes, default_dtype, doc):
     """A random op: `kernel(gen, out, lo, hi)` draws in order; `sample(gen, n, lo, hi)` is the
-    numpy reference drawing the same stream (numba's Generator support shares numpy's)."""
+    numpy reference drawing the same stream (numba's Generator support shares numpy's);
+    `check(lo, hi, dtype)` raises DomainError for parameters the draw cannot take."""
     (lo_name, lo), (hi_name, hi) = bounds.items()
 
     def launch(out, shape, dtype, generator, **kw):
@@ -232,6 +235,7 @@ def _random_op(name, kernel, sample, bounds, dtypes, default_dtype, doc):
     def spec(shape, dtype, generator, **kw):
         if generator is not None and not isinstance(generator, Generator):
             raise AttrError(f"{name}: generator must be an nbflow.Generator")
+        check(kw[lo_name], kw[hi_name], dtype)
         return Spec(_check_shape(shape), dtype)
 
     attrs = {
@@ -244,11 +248,30 @@ def _random_op(name, kernel, sample, bounds, dtypes, default_dtype, doc):
     return _declare(name, spec, launch, ref, attrs, dtypes=dtypes, doc=doc)
 
 
+def _check_uniform(low, high, dtype):
+    if not (math.isfinite(low) and math.isfinite(high) and low <= high):
+        raise DomainError(f"needs finite low <= high, got low={low}, high={high}")
+
+
+def _check_normal(mean, std, dtype):
+    if not (math.isfinite(mean) and std >= 0 and math.isfinite(std)):
+        raise DomainError(f"needs a finite mean and std >= 0, got mean={mean}, std={std}")
+
+
+def _check_randint(low, high, dtype):
+    info = np.iinfo(dtype)
+    if not low < high:
+        raise DomainError(f"high must be greater than low, got low={low}, high={high}")
+    if low < info.min or high - 1 > info.max:
+        raise DomainError(f"[{low}, {high}) does not fit {np.dtype(dtype).name}")
+
+
 uniform_op = _random_op(
     "uniform",
     _uniform_cpu,
     lambda g, n, low, high: low + (high - low) * g.random(n),
     {"low": Attr("float", 0.0), "high": Attr("float", 1.0)},
+    _check_uniform,
     dt.FLOATS,
     dt.DEFAULT_FLOAT,
     "Uniform samples in [low, high).",
@@ -258,6 +281,7 @@ normal_op = _random_op(
     _normal_cpu,
     lambda g, n, mean, std: mean + std * g.standard_normal(n),
     {"mean": Attr("float", 0.0), "std": Attr("float", 1.0)},
+    _check_normal,
     dt.FLOATS,
     dt.DEFAULT_FLOAT,
     "Normal samples with the given mean and standard deviation.",
@@ -267,6 +291,7 @@ randint_op = _random_op(
     _randint_cpu,
     lambda g, n, low, high: [g.integers(low, high) for _ in range(n)],
     {"low": Attr("int", 0), "high": Attr("int")},
+    _check_randint,
     dt.INTS,
     dt.DEFAULT_INT,
     "Integer samples in [low, high).",
