@@ -31,6 +31,7 @@ from .core import (
 )
 from .dtypes import bool_, float16, float32, float64, int32, int64
 from .errors import (
+    ArgumentError,
     AttrError,
     DomainError,
     DTypeError,

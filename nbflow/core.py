@@ -7,6 +7,8 @@ provide a trace whose `apply(op, args, attrs)` bind() calls. Nothing else branch
 
 from __future__ import annotations
 
+import functools
+import inspect
 from collections.abc import Callable, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -16,6 +18,7 @@ import numpy as np
 
 from . import dtypes as dt
 from .errors import (
+    ArgumentError,
     AttrError,
     KernelNotFoundError,
     NbflowError,
@@ -138,6 +141,67 @@ def nbflow_names(callee: str, names, kwargs: dict) -> dict:
                 )
             out[alias] = out.pop(given[0])
     return out
+
+
+AXIS_NAMES = {name for names in PYTORCH_NAMES.values() for name in names}
+_ALL_NAMES = AXIS_NAMES | PYTORCH_NAMES.keys()
+_MISSING = object()
+
+
+def public(fn):
+    """fn as users call it (the ops' families, nn.functional, linalg export it so): taking
+    PyTorch's names for axis-like arguments (`concat(xs, dim=1)`) and numpy's for one written
+    with PyTorch's (`narrow(x, axis=0, ...)`), and raising ArgumentError, naming fn and the
+    argument, where a non-tensor came for a tensor: a composite reads `x.ndim` or `x.shape`
+    before anything converts its inputs, and Python's AttributeError would not say which."""
+    if isinstance(fn, Op) or not inspect.isfunction(fn):
+        return fn
+    signature = inspect.signature(fn)
+    names = signature.parameters
+    renames = not (AXIS_NAMES.isdisjoint(names) and PYTORCH_NAMES.keys().isdisjoint(names))
+
+    @functools.wraps(fn)
+    def call(*args, **kwargs):
+        if renames and kwargs and not _ALL_NAMES.isdisjoint(kwargs):
+            kwargs = nbflow_names(fn.__name__, names, kwargs)
+        try:
+            return fn(*args, **kwargs)
+        except NbflowError as e:  # raised by the function itself (bind() locates the ops')
+            if e.location is None:
+                locate(e, user_location())
+            raise
+        except AttributeError as e:
+            param = _argument_of(signature, args, kwargs, getattr(e, "obj", _MISSING))
+            if param is None:
+                raise  # an attribute missing from something else: a bug, shown as it is
+            value = repr(e.obj)
+            value = value if len(value) <= 60 else value[:57] + "..."
+            error = ArgumentError(
+                f"{fn.__name__}: argument '{param}' must be a tensor, got "
+                f"{type(e.obj).__name__} {value}"
+            )
+            raise locate(error, user_location()) from None
+
+    return call
+
+
+def _argument_of(signature, args, kwargs, value):
+    """The name of the argument that is `value` itself (not an nbflow value), or None."""
+    if value is _MISSING or type(value).__module__.startswith("nbflow"):
+        return None
+    try:
+        bound = signature.bind(*args, **kwargs).arguments
+    except TypeError:
+        return None
+    for name, given in bound.items():
+        kind = signature.parameters[name].kind
+        if kind is inspect.Parameter.VAR_KEYWORD:
+            given = tuple(given.values())
+        elif kind is not inspect.Parameter.VAR_POSITIONAL:
+            given = (given,)
+        if any(item is value for item in given):
+            return name
+    return None
 
 
 @dataclass(eq=False)
@@ -480,6 +544,8 @@ def broadcast_shapes(*shapes: tuple[int, ...]) -> tuple[int, ...]:
 
 def normalize_axis(axis: int, ndim: int) -> int:
     """axis in [0, ndim); a 0-d tensor takes axis 0 or -1, as in PyTorch."""
+    if type(axis) is not int and (isinstance(axis, bool) or not isinstance(axis, np.integer)):
+        raise AttrError(f"an axis must be an int, got {type(axis).__name__} {axis!r}"[:120])
     size = max(ndim, 1)
     if not -size <= axis < size:
         raise ShapeError(f"axis {axis} is out of range for {ndim} dims")

@@ -27,6 +27,10 @@ class AttrError(NbflowError, TypeError):
     """An attribute of the wrong type or out of range."""
 
 
+class ArgumentError(NbflowError, TypeError):
+    """An argument of the wrong kind: a non-tensor where a function takes a tensor."""
+
+
 class OutOfRangeError(NbflowError, IndexError):
     """An index outside its axis (checked before a kernel runs: numba does not bounds-check)."""
 

@@ -11,6 +11,7 @@ from collections import namedtuple
 import numpy as np
 
 from . import dtypes as dt
+from .core import public
 from .errors import ShapeError, UnsupportedError
 from .ops import decomp
 from .ops.creation import eye
@@ -106,6 +107,8 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False):
     1, -1 (column sums), inf, -inf (row sums) of |A|."""
     if A.ndim < 2:
         raise ShapeError(f"matrix_norm needs at least 2 dims, got {A.shape}")
+    if isinstance(dim, int) or len(dim) != 2:
+        raise ShapeError(f"matrix_norm: dim must name two dims, got {dim}")
     rows, cols = (d % A.ndim for d in dim)
     if rows == cols:
         raise ShapeError(f"matrix_norm: dim must name two different dims, got {dim}")
@@ -276,3 +279,6 @@ __all__ = [
     "vecdot",
     "vector_norm",
 ]
+
+# as users call them: PyTorch's argument names, and a clear error for a non-tensor input
+globals().update({name: public(globals()[name]) for name in __all__})

@@ -35,6 +35,65 @@ def test_inplace_cannot_broadcast_the_target():
         x.add_(nb.zeros(2, 3))
 
 
+def test_inplace_copy_cannot_broadcast_the_target():
+    x = nb.ones(1, 1)
+    with pytest.raises(nb.ShapeError, match=r"copy_.*\(3, 1\) does not broadcast"):
+        x.copy_(nb.zeros(3, 1))
+    with pytest.raises(nb.ShapeError, match="does not broadcast"):  # (addcdiv_ is copy_ of it)
+        nb.addcdiv_(x, nb.ones(3, 1), nb.ones(1))
+    assert x.numpy().tolist() == [[1.0]]
+
+
+@pytest.mark.parametrize(
+    "call, function, argument, kind",
+    [
+        (lambda: nb.diagonal("sum"), "diagonal", "x", "str"),
+        (lambda: nb.mm(0.5, nb.ones(2, 2)), "mm", "a", "float"),
+        (lambda: nb.rot90(None), "rot90", "x", "NoneType"),
+        (lambda: nb.norm((1, 2)), "norm", "x", "tuple"),
+        (lambda: nb.nn.functional.dropout2d(3), "dropout2d", "input", "int"),
+        (
+            lambda: nb.nn.functional.local_response_norm([1.0], 2),
+            "local_response_norm",
+            "input",
+            "list",
+        ),
+        (lambda: nb.linalg.matrix_norm([[1.0]]), "matrix_norm", "A", "list"),
+    ],
+)
+def test_a_non_tensor_for_a_tensor_argument_names_the_function_and_argument(
+    call, function, argument, kind
+):
+    with pytest.raises(nb.ArgumentError, match=f"{function}: argument '{argument}' must be a "):
+        call()
+    with pytest.raises(TypeError, match=f"got {kind}"):  # (ArgumentError is a TypeError)
+        call()
+
+
+def test_errors_raised_by_composites_name_the_users_line():
+    with pytest.raises(nb.ShapeError, match=r"unbind needs.*defined at test_errors.py:\d+"):
+        nb.unbind(nb.tensor(1.0))
+
+
+@pytest.mark.parametrize(
+    "call, error, message",
+    [
+        (lambda: nb.sum(nb.ones(2, 3), axis=0.5), nb.AttrError, "axis"),
+        (lambda: nb.diag_embed(nb.ones(3), 0, nb.tensor(0.5)), nb.AttrError, "must be an int"),
+        (lambda: nb.einsum(nb.ones(2), nb.ones(2)), nb.AttrError, "equation must be a str"),
+        (lambda: nb.linalg.matrix_norm(nb.ones(2, 2), dim=(1,)), nb.ShapeError, "two dims"),
+        (
+            lambda: nb.nn.functional.scaled_dot_product_attention(nb.ones(()), nb.ones(3), 1),
+            nb.ShapeError,
+            r"\(\.\.\., L, E\)",
+        ),
+    ],
+)
+def test_bad_arguments_of_composites_raise_typed_errors(call, error, message):
+    with pytest.raises(error, match=message):
+        call()
+
+
 def test_bad_attributes():
     with pytest.raises(nb.AttrError, match="negative_slope"):
         nb.leaky_relu(nb.zeros(2), negative_slope="big")

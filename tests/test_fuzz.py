@@ -81,7 +81,7 @@ SEEDS = {
     "written_twice.json": (P, "output %t0 is written twice"),
     "wrong_declared_shape.json": (P, "%t0 is declared f32[-1,9], the op's shape rule gives"),
     "wrong_format.json": (P, "not an nbflow program: format is 'onnx'"),
-    "wrong_version.json": (P, "program format version 2 is not supported"),
+    "wrong_version.json": (P, "program format version 3 is not supported"),
     # parameter files (the document beside each records the damaged file's digest)
     "npz_compressed.json": (P, "member 'w1.npy' is compressed"),
     "npz_huge_declared_size.json": (P, "%w1 is stored as float32[1099511627776, 8]"),

@@ -15,6 +15,7 @@ import warnings
 import numpy as np
 
 from .. import ops
+from ..core import public
 from ..errors import AttrError, DomainError, ShapeError, UnsupportedError
 from ..tensor import tensor as new_tensor  # (one_hot has a parameter named tensor)
 from . import spatial as _spatial
@@ -123,6 +124,10 @@ def scaled_dot_product_attention(
 
 def attention_weights(query, key, attn_mask=None, is_causal=False, scale=None):
     """The softmax of the masked, scaled scores (scaled_dot_product_attention's weights)."""
+    if query.ndim < 2 or key.ndim < 2:
+        raise ShapeError(
+            f"attention: query and key need (..., L, E) shapes, got {query.shape} and {key.shape}"
+        )
     scale = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
     scores = ops.matmul(query, ops.matrix_transpose(key)) * scale
     if is_causal:
@@ -929,3 +934,6 @@ __all__ += [
     "threshold_",
     "triplet_margin_loss",
 ]
+
+# as users call them: PyTorch's argument names, and a clear error for a non-tensor input
+globals().update({name: public(globals()[name]) for name in __all__})

@@ -7,7 +7,7 @@ summed, right)), so BLAS does the work and the gradient, graph mode and the GPU 
 ops. `...` stands for the leading dims each operand does not name (broadcast right-aligned);
 without `->` the output is the letters used once, in alphabetical order."""
 
-from ..errors import ShapeError
+from ..errors import AttrError, ShapeError
 from .creation import eye
 from .elementwise import where
 from .linalg import matmul
@@ -43,6 +43,8 @@ def einsum(equation: str, *operands):
 
 def _parse(equation: str, operands):
     """([letters of each operand], output letters), `...` replaced by spare letters."""
+    if not isinstance(equation, str):
+        raise AttrError(f"einsum: the equation must be a str, got {type(equation).__name__}")
     eq = equation.replace(" ", "")
     lhs, arrow, rhs = eq.partition("->")
     inputs = lhs.split(",")

@@ -1146,9 +1146,9 @@ def astype(x, dtype):
 
 
 def _copy_spec(x, src):
-    broadcast_shapes(x.shape, src.shape)
-    if len(src.shape) > len(x.shape):
-        raise ShapeError("src has more dims than the target")
+    shape = broadcast_shapes(x.shape, src.shape)
+    if len(src.shape) > len(x.shape) or (shape != tuple(x.shape) and -1 not in x.shape):
+        raise ShapeError(f"src of shape {src.shape} does not broadcast to the target's {x.shape}")
     return Spec(x.shape, x.dtype)
 
 

@@ -242,6 +242,8 @@ def narrow(x, dim, start, length):
 
 def unbind(x, dim=0):
     """The slices of x along `dim`, that dim removed (a tuple)."""
+    if x.ndim == 0:
+        raise ShapeError("unbind needs at least one dim, got a 0-d tensor")
     a = axis_of(dim, x.ndim)
     n = _known("unbind", x, a)
     return tuple(getitem(x, _along(a) + (i,)) for i in range(n))
