@@ -874,8 +874,20 @@ def tensor(data, dtype=None, requires_grad: bool = False, device=None) -> Tensor
 def allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False) -> bool:
     """Whether a and b (tensors, arrays or numbers) are close elementwise, by numpy's rule
     |a - b| <= atol + rtol |b| (PyTorch's allclose)."""
-    a, b = np.asarray(a), np.asarray(b)
+    a, b = _numeric("allclose", a), _numeric("allclose", b)
+    rtol, atol = float(rtol), float(atol)
+    try:
+        np.broadcast_shapes(a.shape, b.shape)
+    except ValueError:
+        raise ShapeError(f"allclose: shapes {a.shape} and {b.shape} do not broadcast") from None
     return bool(np.allclose(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan))
+
+
+def _numeric(name: str, x) -> np.ndarray:
+    a = np.asarray(x)
+    if a.dtype.kind not in "biuf":
+        raise DTypeError(f"{name}: needs numbers, got an array of {a.dtype}")
+    return a
 
 
 def equal(a, b) -> bool:

@@ -94,6 +94,21 @@ def test_bad_arguments_of_composites_raise_typed_errors(call, error, message):
         call()
 
 
+@pytest.mark.parametrize(
+    "call, error, message",
+    [
+        (lambda: nb.allclose(nb.ones(0), nb.ones(2)), nb.ShapeError, "do not broadcast"),
+        (lambda: nb.allclose(nb.ones(2), "x"), nb.DTypeError, "needs numbers"),
+        (lambda: nb.allclose(nb.ones(2), 1.0, "x"), ValueError, "could not convert"),
+        (lambda: nb.nn.functional.rms_norm(nb.tensor([1, 2]), 2), nb.DTypeError, "floating"),
+        (lambda: nb.ones(3)[nb.tensor(True)], nb.UnsupportedError, "0-d boolean index"),
+    ],
+)
+def test_more_bad_arguments_raise_typed_errors(call, error, message):
+    with pytest.raises(error, match=message):
+        call()
+
+
 def test_bad_attributes():
     with pytest.raises(nb.AttrError, match="negative_slope"):
         nb.leaky_relu(nb.zeros(2), negative_slope="big")

@@ -125,6 +125,16 @@ def test_depend_keeps_a_write_that_nothing_reads_in_this_run(tied):
     assert scope["count"].item() == (3 if tied else 0)
 
 
+def test_depend_changes_nothing_in_any_dtype():
+    # (a float16 target is computed through a float32 copy on the CPU: the copy is filled)
+    for dtype in ("float16", "float32", "int64", "bool"):
+        x = nb.tensor(np.array([1.5, -2.0, 0.0]).astype(dtype))
+        before = x.numpy().copy()
+        out = nb.ops.depend_(x, nb.ones(2))
+        assert out is x
+        np.testing.assert_array_equal(x.numpy(), before)
+
+
 @pytest.mark.parametrize("on", [False, True])
 def test_an_in_place_write_through_a_view_is_kept_for_its_base(on):
     # mul_ writes u through a reshape: fetching u (or reading it after) needs the write, as in

@@ -16,7 +16,7 @@ import numpy as np
 
 from .. import ops
 from ..core import public
-from ..errors import AttrError, DomainError, ShapeError, UnsupportedError
+from ..errors import AttrError, DomainError, DTypeError, ShapeError, UnsupportedError
 from ..tensor import tensor as new_tensor  # (one_hot has a parameter named tensor)
 from . import spatial as _spatial
 from .embedding_bag import embedding_bag
@@ -696,6 +696,8 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
         raise ShapeError(
             f"rms_norm: normalized_shape {shape} does not end input shape {tuple(input.shape)}"
         )
+    if np.dtype(input.dtype).kind != "f":
+        raise DTypeError(f"rms_norm: needs a floating-point input, got {input.dtype}")
     if eps is None:
         eps = float(np.finfo(input.dtype).eps)
     axes = tuple(range(-len(shape), 0))

@@ -303,6 +303,11 @@ def _index_items(key, x_shape):
         if kind == "ellipsis":
             axis += len(x_shape) - used
         elif kind == "mask":
+            if v.ndim == 0:  # (numpy's and PyTorch's new axis of length 1 or 0)
+                raise UnsupportedError(
+                    "a 0-d boolean index (x[True]) is not supported: use x[None] for True, "
+                    "x[None][:0] for False"
+                )
             covered = tuple(x_shape[axis : axis + v.ndim])
             if covered != v.shape:
                 raise OutOfRangeError(

@@ -534,8 +534,12 @@ def _depend_spec(x, *deps):
     return Spec(x.shape, x.dtype)
 
 
-def _nothing(*arrays):
-    """depend_'s kernel, on any device: the value is already there."""
+def _depend_kernel(x, *rest):
+    """depend_'s kernel, on any device: the value is there already, unless the output is a
+    compute-dtype copy of it (float16 on the CPU)."""
+    out = rest[-1]
+    if out is not x:
+        out[...] = x
 
 
 depend_ = Op(
@@ -543,7 +547,7 @@ depend_ = Op(
     inputs=("x", "*deps"),
     outputs=("out",),
     spec=_depend_spec,
-    kernels={"cpu": _nothing, "cuda": _nothing},
+    kernels={"cpu": _depend_kernel, "cuda": _depend_kernel},
     dtypes=dt.ALL,
     ref=lambda x, *deps: x,
     differentiable=False,
