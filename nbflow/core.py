@@ -62,6 +62,11 @@ class Attr:
     choices: tuple = ()
 
 
+def is_int(v) -> bool:
+    """Whether v is a Python or numpy integer (a bool is not)."""
+    return isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
+
+
 def _to_int(v):
     if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
         raise TypeError

@@ -102,6 +102,11 @@ def test_bad_arguments_of_composites_raise_typed_errors(call, error, message):
         (lambda: nb.allclose(nb.ones(2), 1.0, "x"), ValueError, "could not convert"),
         (lambda: nb.nn.functional.rms_norm(nb.tensor([1, 2]), 2), nb.DTypeError, "floating"),
         (lambda: nb.ones(3)[nb.tensor(True)], nb.UnsupportedError, "0-d boolean index"),
+        (lambda: nb.nn.MultiheadAttention(2, 0.5), ValueError, "must be greater than 0"),
+        (lambda: nb.nn.GroupNorm(0, 4), ValueError, "positive ints"),
+        (lambda: nb.nn.Upsample(0)(nb.ones(1, 1, 2, 2)), ValueError, "output size"),
+        (lambda: nb.nn.Upsample(scale_factor=0)(nb.ones(1, 1, 2, 2)), ValueError, "scale_factor"),
+        (lambda: nb.nn.ModuleList()(nb.ones(2)), nb.UnsupportedError, "container"),
     ],
 )
 def test_more_bad_arguments_raise_typed_errors(call, error, message):

@@ -12,6 +12,7 @@ import math
 import nbflow as nb
 
 from .. import dtypes as dt
+from ..core import is_int
 from ..dtypes import float32
 from ..errors import DTypeError, ShapeError
 from . import functional as F
@@ -40,7 +41,7 @@ class MultiheadAttention(Module):
         generator=None,
     ):
         super().__init__()
-        if embed_dim <= 0 or num_heads <= 0:
+        if not all(is_int(v) for v in (embed_dim, num_heads)) or embed_dim <= 0 or num_heads <= 0:
             raise ValueError(
                 f"MultiheadAttention: embed_dim and num_heads must be greater than 0, got "
                 f"embed_dim={embed_dim} and num_heads={num_heads}"

@@ -15,7 +15,7 @@ import warnings
 import numpy as np
 
 from .. import ops
-from ..core import public
+from ..core import is_int, public
 from ..errors import AttrError, DomainError, DTypeError, ShapeError, UnsupportedError
 from ..tensor import tensor as new_tensor  # (one_hot has a parameter named tensor)
 from . import spatial as _spatial
@@ -158,14 +158,20 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     ins = input.shape[2:]
     if size is not None:
         outs = (size,) * spatial if isinstance(size, int) else tuple(size)
+        if len(outs) != spatial or not all(is_int(n) and n >= 1 for n in outs):
+            raise ValueError(f"interpolate: output size {outs} for {spatial} spatial dims")
         ratios = [n / m for n, m in zip(ins, outs)]
     else:  # as PyTorch: the source position of output i uses 1 / scale_factor itself
         factors = scale_factor if isinstance(scale_factor, (tuple, list)) else (scale_factor,)
         factors = factors * spatial if len(factors) == 1 else factors
+        if len(factors) != spatial or not all(
+            isinstance(f, (int, float)) and not isinstance(f, bool) and f > 0 for f in factors
+        ):
+            raise ValueError(f"interpolate: scale_factor {scale_factor!r} for {spatial} dims")
         outs = tuple(int(math.floor(n * f)) for n, f in zip(ins, factors))
         ratios = [1.0 / f for f in factors]
-    if len(outs) != spatial or min(outs) < 1:
-        raise ValueError(f"interpolate: output size {outs} for {spatial} spatial dims")
+        if min(outs) < 1:
+            raise ValueError(f"interpolate: output size {outs} for {spatial} spatial dims")
     x = input
     for d, (n_in, n_out, ratio) in enumerate(zip(ins, outs, ratios)):
         x = _resize_axis(x, 2 + d, n_in, n_out, ratio, mode, bool(align_corners))

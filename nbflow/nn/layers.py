@@ -13,7 +13,9 @@ from collections import OrderedDict
 
 import nbflow as nb
 
+from ..core import is_int
 from ..dtypes import float32
+from ..errors import UnsupportedError
 from . import functional as F
 from . import init
 from . import spatial as _spatial
@@ -552,6 +554,11 @@ class GroupNorm(Module):
 
     def __init__(self, num_groups, num_channels, eps=1e-5, affine=True, dtype=float32):
         super().__init__()
+        if not all(is_int(v) and v > 0 for v in (num_groups, num_channels)):
+            raise ValueError(
+                f"GroupNorm: num_groups and num_channels must be positive ints, got "
+                f"{num_groups!r} and {num_channels!r}"
+            )
         if num_channels % num_groups:
             raise ValueError(f"{num_channels} channels do not split into {num_groups} groups")
         self.num_groups, self.num_channels = int(num_groups), int(num_channels)
@@ -1581,7 +1588,7 @@ class ParameterList(Module):
         return iter(self._parameters.values())
 
     def forward(self, *args, **kwargs):
-        raise NotImplementedError("ParameterList is a container: use its parameters in forward()")
+        raise UnsupportedError("ParameterList is a container: use its parameters in forward()")
 
     def extra_repr(self) -> str:
         return "\n".join(
@@ -1630,7 +1637,7 @@ class ParameterDict(Module):
             self[key] = value
 
     def forward(self, *args, **kwargs):
-        raise NotImplementedError("ParameterDict is a container: use its parameters in forward()")
+        raise UnsupportedError("ParameterDict is a container: use its parameters in forward()")
 
     def extra_repr(self) -> str:
         return "\n".join(

@@ -361,7 +361,7 @@ class Module:
     # -------------------------------------------------------------- calling and printing
 
     def forward(self, *args, **kwargs):
-        raise NotImplementedError(f"{type(self).__name__} does not define forward()")
+        raise UnsupportedError(f"{type(self).__name__} does not define forward()")
 
     def __call__(self, *args, **kwargs):
         if not self._has_hooks():
@@ -672,7 +672,7 @@ class ModuleList(Module):
         return iter(self._modules.values())
 
     def forward(self, *args, **kwargs):
-        raise NotImplementedError(
+        raise UnsupportedError(
             f"{type(self).__name__} is a container: iterate over it in the parent's forward()"
         )
 
