@@ -68,7 +68,7 @@ def is_int(v) -> bool:
 
 
 def _to_int(v):
-    if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
+    if not is_int(v):
         raise TypeError
     return int(v)
 
@@ -549,7 +549,7 @@ def broadcast_shapes(*shapes: tuple[int, ...]) -> tuple[int, ...]:
 
 def normalize_axis(axis: int, ndim: int) -> int:
     """axis in [0, ndim); a 0-d tensor takes axis 0 or -1, as in PyTorch."""
-    if type(axis) is not int and (isinstance(axis, bool) or not isinstance(axis, np.integer)):
+    if type(axis) is not int and not is_int(axis):  # (the common case checked first)
         raise AttrError(f"an axis must be an int, got {type(axis).__name__} {axis!r}"[:120])
     size = max(ndim, 1)
     if not -size <= axis < size:

@@ -329,10 +329,13 @@ class Optimizer:
         if name not in self.state_names:
             raise ValueError(f"{where} is not a state of {type(self).__name__}")
         a = value.numpy() if isinstance(value, Tensor) else np.asarray(value)
-        shape, dtype = ((), dt.int64) if name == "step" else (p.shape, p.dtype)
-        if a.shape != tuple(shape) or a.dtype.kind not in ("iu" if name == "step" else "f"):
+        shape, dtype, _ = self.state_spec(name, p)
+        if a.shape != tuple(shape) or a.dtype.kind not in ("iu" if dtype in dt.INTS else "f"):
             raise ValueError(f"{where} has shape {a.shape} and dtype {a.dtype}, expected {shape}")
-        return Tensor(np.array(a, dtype=dtype, order="C"))  # a copy the updates may write
+        restored = Tensor(np.array(a, dtype=dtype, order="C"))  # a copy the updates may write
+        if p.device != "cpu" and name not in self.host_states:
+            restored = restored.to(p.device)  # state lives with its parameter (_eager_state)
+        return restored
 
     def __repr__(self) -> str:
         hyper = ", ".join(f"{k}={v}" for k, v in self.hyper.items() if k in self.defaults)
@@ -667,18 +670,6 @@ class ComposedOptimizer(Optimizer):
         self.update(p, g, states, h)
         # a run that updates p updates the states (the next step reads them), fetched or not
         ops.depend_(p, *states.values())
-
-    def _restored(self, i: int, p: Tensor, name: str, value) -> Tensor:
-        if name not in self.scalar_states:
-            restored = super()._restored(i, p, name, value)
-            return restored if p.device == "cpu" else restored.to(p.device)
-        a = value.numpy() if isinstance(value, Tensor) else np.asarray(value)
-        if a.shape != ():
-            raise ValueError(
-                f"{type(self).__name__}.load_state_dict: state '{name}' of parameter {i} "
-                f"has shape {a.shape}, expected ()"
-            )
-        return Tensor(np.array(a, dtype=self.scalar_states[name][0]))
 
     def grad_of(self, p: Tensor, g: Tensor, h: dict) -> Tensor:
         """The gradient as the update uses it: negated to maximize, with L2 weight decay."""
