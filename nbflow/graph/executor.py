@@ -131,7 +131,8 @@ class Executor:
         self.check_nan_inf = check_nan_inf
         self.checking = False
         self.eager = EagerTrace()
-        self._uploaded: dict = {}  # captured tensor id -> (tensor, version, its GPU copy)
+        # captured tensor id -> (tensor, its version, its GPU copy, the copy's version)
+        self._uploaded: dict = {}
         # the passes generate CPU kernels and manage host buffers: the GPU runs the plain plan
         self.fuse = _flag("NBFLOW_FUSION", fuse) and not self.on_gpu
         self.reuse_memory = _flag("NBFLOW_MEMORY_REUSE", reuse_memory) and not self.on_gpu
@@ -181,6 +182,8 @@ class Executor:
             STATE.trace, STATE.grad_enabled = trace, grad_enabled
             if arena is not None:
                 arena.end(completed)
+            if self.on_gpu:
+                self._download(program)
         results = [self._lookup(t, env, scope) for t in targets if isinstance(t, Var)]
         return [r.numpy() for r in results] if return_numpy else results
 
@@ -226,9 +229,23 @@ class Executor:
                 continue
             held = self._uploaded.get(id(t))
             if held is None or held[0] is not t or held[1] != t.version:
-                held = self._uploaded[id(t)] = (t, t.version, t.detach().to(self.device))
+                copy = t.detach().to(self.device)
+                held = self._uploaded[id(t)] = (t, t.version, copy, copy.version)
             values[name] = held[2]
         return values
+
+    def _download(self, program):
+        """Writes the run made into GPU copies of captured CPU tensors go back to them, as a
+        CPU run writes them: an optimizer's scalar states (Adamax's step, ASGD's eta) stay
+        on the CPU, where eager steps read them as numbers, and a CPU model's parameters
+        trained by a GPU run are the model's."""
+        for t in program.captured.values():
+            held = self._uploaded.get(id(t))
+            if held is None or held[0] is not t or held[2].version == held[3]:
+                continue
+            with no_grad():
+                ops.copy_(t, held[2].cpu())
+            self._uploaded[id(t)] = (t, t.version, held[2], held[2].version)
 
     def _target(self, block, t):
         if isinstance(t, (Var, Node)):

@@ -416,13 +416,16 @@ class JitFunction:
         # a captured tensor that started or stopped requiring grad needs other gradient ops
         if traced is None or traced.grad_flags != _grad_flags(traced.program):
             traced = self.cache[key] = _trace(self.fn, self.signature, arguments)
-            traced.executor = self.executor_for(arguments)
+            traced.executor = self.executor_for(arguments, traced.program.captured.values())
         return traced
 
-    def executor_for(self, arguments: dict) -> Executor:
-        """The Executor on the device of the tensor arguments (the CPU when there are none)."""
+    def executor_for(self, arguments: dict, captured=()) -> Executor:
+        """The Executor on the device of the tensor arguments, else on that of the captured
+        tensors (a function of no arguments training a GPU model), else the CPU."""
         tensors = [t for name, v in arguments.items() for _, t in _tensors(v, name, [])]
-        device = next((t.device for t in tensors if t.device != "cpu"), "cpu")
+        device = next((t.device for t in tensors if t.device != "cpu"), None)
+        if device is None:
+            device = next((t.device for t in captured if t.device != "cpu"), "cpu")
         if device not in self.executors:
             self.executors[device] = Executor(device)
         return self.executors[device]

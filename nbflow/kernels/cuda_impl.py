@@ -873,20 +873,26 @@ def _rmsprop(
             p_out[i] = p[i] - lr * gi / avg
 
 
-def _flat_all(name, arrays):
-    if not all(a.is_c_contiguous() for a in arrays):
+def _flat_all(name, inputs, outputs):
+    """The flat arrays of an update kernel: the inputs copied when strided (a program's
+    gradient of `x @ w.T` is a transposed view), the written state required contiguous."""
+    if not all(a.is_c_contiguous() for a in outputs):
         raise UnsupportedError(f"{name}: parameters and their state must be contiguous")
-    return [_ravel(a) for a in arrays]
+    return [_ravel(contiguous(a)) for a in inputs] + [_ravel(a) for a in outputs]
 
 
 def sgd(p, g, v, p_out, v_out, lr, momentum, dampening, weight_decay, nesterov):
-    flat = _flat_all("sgd_update_", (p, g, v, p_out, v_out))
+    if not momentum:  # the velocity is neither read nor written (it may be the gradient)
+        if v_out is not v:
+            copy_into(v, v_out)
+        v = v_out = p_out  # (stand-ins the kernel does not touch)
+    flat = _flat_all("sgd_update_", (p, g, v), (p_out, v_out))
     if p.size:
         _sgd[blocks_for(p.size), TPB](*flat, lr, momentum, dampening, weight_decay, nesterov)
 
 
 def adam(p, g, m, v, vmax, step, p_out, m_out, v_out, vmax_out, step_out, **attrs):
-    flat = _flat_all("adam_update_", (p, g, m, v, vmax, p_out, m_out, v_out, vmax_out))
+    flat = _flat_all("adam_update_", (p, g, m, v, vmax), (p_out, m_out, v_out, vmax_out))
     step1, step_out1 = step.reshape(1), step_out.reshape(1)
     names = ("lr", "beta1", "beta2", "eps", "weight_decay", "decoupled_weight_decay")
     options = [attrs[n] for n in names] + [attrs["amsgrad"], attrs["maximize"]]
@@ -896,7 +902,7 @@ def adam(p, g, m, v, vmax, step, p_out, m_out, v_out, vmax_out, step_out, **attr
 
 
 def adagrad(p, g, s, step, p_out, s_out, step_out, **attrs):
-    flat = _flat_all("adagrad_update_", (p, g, s, p_out, s_out))
+    flat = _flat_all("adagrad_update_", (p, g, s), (p_out, s_out))
     step1, step_out1 = step.reshape(1), step_out.reshape(1)
     names = ("lr", "lr_decay", "weight_decay", "eps", "initial_accumulator_value", "maximize")
     if p.size:
@@ -905,7 +911,7 @@ def adagrad(p, g, s, step, p_out, s_out, step_out, **attrs):
 
 
 def rmsprop(p, g, sq, ga, buf, p_out, sq_out, ga_out, buf_out, **attrs):
-    flat = _flat_all("rmsprop_update_", (p, g, sq, ga, buf, p_out, sq_out, ga_out, buf_out))
+    flat = _flat_all("rmsprop_update_", (p, g, sq, ga, buf), (p_out, sq_out, ga_out, buf_out))
     names = ("lr", "alpha", "eps", "weight_decay", "momentum", "centered", "maximize")
     if p.size:
         _rmsprop[blocks_for(p.size), TPB](*flat, *(attrs[n] for n in names))
