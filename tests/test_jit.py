@@ -242,11 +242,67 @@ def test_a_parameter_changed_before_backward_is_caught():
         loss.backward()
 
 
-def test_create_graph_through_jit_is_refused():
+def _critic_and_penalty():
+    rng = np.random.default_rng(3)
+    w1 = nb.tensor(rng.standard_normal((3, 5)), requires_grad=True)
+    w2 = nb.tensor(rng.standard_normal((5, 1)), requires_grad=True)
+    x = nb.tensor(rng.standard_normal((4, 3)), requires_grad=True)
+
+    def critic(x, generator=None):
+        h = nb.tanh(x @ w1)
+        if generator is not None:
+            h = nb.dropout(h, 0.3, generator=generator)
+        return nb.sum(nb.softplus(h @ w2))
+
+    def penalty(f, generator=None):  # WGAN-GP's: the input gradient's norm, trained
+        (gx,) = nb.grad(f(x, generator), [x], create_graph=True)
+        return nb.sum((nb.sqrt(nb.sum(gx * gx, axis=1)) - 1.0) ** 2)
+
+    return critic, penalty, (w1, w2, x)
+
+
+@pytest.mark.parametrize("dropout", [False, True])
+def test_create_graph_through_jit_differentiates_again_as_eager_mode(dropout):
+    critic, penalty, leaves = _critic_and_penalty()
+    # (the jitted forward and the eager one draw the same dropout mask from equal generators)
+    want = nb.grad(penalty(critic, nb.Generator(5) if dropout else None), leaves)
+    got = nb.grad(penalty(jit(critic), nb.Generator(5) if dropout else None), leaves)
+    for a, b in zip(got, want):
+        nt.assert_close(a.numpy(), b.numpy(), rtol=1e-10, atol=1e-12)
+
+
+def test_create_graph_through_jit_to_third_order():
+    x = nb.tensor([0.3, -0.5, 1.2], dtype=nb.float64, requires_grad=True)
+    f = jit(lambda x: nb.sum(nb.tanh(x) ** 2))
+    (g,) = nb.grad(f(x), [x], create_graph=True)
+    (gg,) = nb.grad(nb.sum(g), [x], create_graph=True)
+    (ggg,) = nb.grad(nb.sum(gg), [x])
+    t = np.tanh(x.numpy())
+    nt.assert_close(g.numpy(), 2 * t * (1 - t * t), rtol=1e-12)
+    nt.assert_close(gg.numpy(), (2 - 6 * t * t) * (1 - t * t), rtol=1e-12)
+    nt.assert_close(
+        ggg.numpy(), (-12 * t) * (1 - t * t) ** 2 - (2 - 6 * t * t) * 2 * t * (1 - t * t)
+    )
+
+
+def test_create_graph_through_jit_refuses_what_a_replay_would_change():
     w = nb.tensor([1.0, 2.0], requires_grad=True)
-    out = jit(lambda x: (x * w * w).sum())(nb.ones(2))
-    with pytest.raises(nb.UnsupportedError, match="create_graph"):
-        nb.grad([out], [w], create_graph=True)
+    count = nb.zeros(2)
+
+    @jit
+    def counted(x):
+        count.add_(x * w)  # a write into a captured tensor, which the gradient reads
+        return (count * w).sum()
+
+    @jit
+    def branched(x):
+        return nb.cond(nb.sum(x) > 0, lambda a: a * w * w, lambda a: a * w, [x]).sum()
+
+    for f, why in ((counted, "captured tensor"), (branched, "control flow")):
+        out = f(nb.ones(2))
+        with pytest.raises(nb.UnsupportedError, match=f"create_graph.*{why}"):
+            nb.grad([out], [w], create_graph=True)
+        assert nb.grad([f(nb.ones(2))], [w])[0].shape == (2,)  # first order still works
 
 
 def test_in_place_writes_to_captured_tensors_run_every_call():

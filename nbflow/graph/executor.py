@@ -339,10 +339,7 @@ class Executor:
                 result = self.eager.apply(node.op, args, node.attrs, checked=True)
         except NbflowError as e:
             raise _explain(e, node, args) from e.__cause__
-        results = result if isinstance(result, tuple) else (result,)
-        if self.on_gpu:  # an op with no tensor input (a creation op) ran on
-            # the CPU: its result moves to the device once and stays there
-            results = [t.to(self.device) if type(t) is Tensor else t for t in results]
+        results = self.placed(result if isinstance(result, tuple) else (result,))
         for v, t in zip(node.outputs, results):
             if v.shape != t.shape and not compatible(v.shape, t.shape):
                 raise ShapeError(
@@ -351,6 +348,13 @@ class Executor:
                 )
             (scope if v.persistable else env)[v.name] = t
         return results
+
+    def placed(self, results):
+        """An op's results on this executor's device: an op with no tensor input (a creation
+        op) ran on the CPU, and its result moves to the device once and stays there."""
+        if not self.on_gpu:
+            return results
+        return [t.to(self.device) if type(t) is Tensor else t for t in results]
 
 
 def _explain(error: NbflowError, node: Node, args) -> NbflowError:

@@ -21,8 +21,10 @@ Its gradient rule runs the gradient ops that the same driver as append_backward 
 the Program (once, on first need), seeded with the output gradients it is given. The forward
 run fetches the intermediate values those ops read (as the eager tape keeps them), so
 backward() does not recompute the forward pass nor repeat its side effects. The rule runs
-Programs, not nbflow ops, so it cannot be differentiated again: create_graph=True through a
-jitted call raises UnsupportedError (call the undecorated function, `.fn`, for that).
+Programs, which record nothing on the tape; under create_graph=True it runs the forward ops it
+needs and the gradient ops again as eager ops, recorded (with the forward run's random draws),
+so that the gradients differentiate again (not through control flow or in-place writes through
+views or into captured tensors: UnsupportedError).
 """
 
 from __future__ import annotations
@@ -335,20 +337,23 @@ class Backward:
             for v in unique(v for node in ops for v in node.inputs)
             if id(v) in self.reads and not v.is_data and not v.persistable
         ]
+        # create_graph=True replays the forward and gradient ops on the tape: the forward
+        # run's random draws are kept for it (a replay drawing again would differentiate
+        # another function)
+        self.replay = needed_ops(block, [g for g in self.grads if g is not None])
+        self.drawn = [v for n in self.replay if "generator" in n.op.attrs for v in n.outputs]
+        self.saved = unique(self.saved + self.drawn)
 
     def grad(self, g, out, *ins, saved):
         """The tape's gradient rule: run the gradient ops for the inputs that want one."""
-        if is_grad_enabled():
-            raise UnsupportedError(
-                f"{self.name}: create_graph=True through a jitted call is not supported; "
-                "differentiate the undecorated function (.fn) instead"
-            )
         outs = out if isinstance(out, tuple) else (out,)
         for v, t in zip(self.wrt + self.outputs, (*ins, *outs)):
             # written in place since the call: an error only if the gradient ops read it
             if isinstance(t, _Stale) and id(v) in self.reads:
                 raise GradientError(t.message)
         fresh = [t.original if isinstance(t, _Stale) else t for t in ins]
+        if is_grad_enabled():  # create_graph=True
+            return self.replayed(g if isinstance(g, tuple) else (g,), fresh, saved)
         feed = dict(saved)
         feed.update((v.name, t) for v, t in zip(self.traced.inputs, fresh))
         feed.update((s.name, t) for s, t in zip(self.seeds, g if isinstance(g, tuple) else (g,)))
@@ -358,6 +363,42 @@ class Backward:
         values = self.executor.run(self.program, feed, wanted, self.traced.scope, False)
         by_var = dict(zip(map(id, wanted), values))
         return [by_var.get(id(g)) if g is not None else None for g in self.grads]
+
+    def replayed(self, seeds, ins, saved):
+        """The gradients as eager ops recorded on the tape, so that they differentiate again:
+        the forward ops they need and the gradient ops run again one by one (an executor's
+        run records nothing), with the forward run's random draws."""
+        effects = {id(n) for n in self.traced.effects}
+        for node in self.replay:
+            why = _not_replayable(node, effects)
+            if why:
+                raise UnsupportedError(
+                    f"{self.name}: create_graph=True through a jitted call that {why} is not "
+                    "supported; differentiate the undecorated function (.fn) instead"
+                )
+        env = {id(v): t for v, t in zip(self.wrt, ins)}
+        env.update((id(s), t) for s, t in zip(self.seeds, seeds))
+        env.update((id(v), saved[v.name]) for v in self.drawn)
+        scope = self.traced.scope
+        for node in self.replay:
+            if node.outputs and all(id(v) in env for v in node.outputs):
+                continue  # a draw of the forward run
+            args = [env[id(v)] if id(v) in env else scope[v.name] for v in node.inputs]
+            result = STATE.trace.apply(node.op, args, node.attrs, checked=True)
+            results = self.executor.placed(result if isinstance(result, tuple) else (result,))
+            env.update(zip(map(id, node.outputs), results))
+        return [env[id(g)] if g is not None else None for g in self.grads]
+
+
+def _not_replayable(node, effects) -> str | None:
+    """Why an op of a jitted call cannot run again on the tape (create_graph=True)."""
+    if getattr(node.op, "block_attrs", None):
+        return "has control flow (cond, while_loop)"
+    if node.write_back:
+        return "writes in place through a view"
+    if id(node) in effects:  # running it again would write twice
+        return "writes a captured tensor in place"
+    return None
 
 
 def _free_name(block, name: str) -> str:
