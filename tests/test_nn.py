@@ -419,6 +419,28 @@ def test_cross_entropy_matches_pytorch(reduction, label_smoothing):
     nt.assert_close(x.grad, tx.grad.numpy())
 
 
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+@pytest.mark.parametrize("shape", [(3,), (6, 3), (3, 4, 2)])
+def test_weighted_label_smoothing_matches_pytorch(reduction, shape):
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(8)
+    logits = rng.standard_normal(shape)
+    n_classes = shape[1 if len(shape) > 1 else 0]
+    labels = rng.integers(0, n_classes, shape[:1] + shape[2:] if len(shape) > 1 else ())
+    labels = np.where(rng.random(labels.shape) < 0.2, -100, labels) if labels.ndim else labels
+    weight = rng.uniform(0.2, 2.0, n_classes)
+    kw = {"reduction": reduction, "label_smoothing": 0.2}
+    x = nb.tensor(logits, requires_grad=True)
+    out = nb.nn.functional.cross_entropy(x, nb.tensor(labels), nb.tensor(weight), **kw)
+    tx = torch.tensor(logits, requires_grad=True)
+    tout = torch.nn.functional.cross_entropy(tx, torch.tensor(labels), torch.tensor(weight), **kw)
+    nt.assert_close(out, tout.detach().numpy())
+    seed = rng.standard_normal(out.shape)
+    out.backward(nb.tensor(seed))
+    tout.backward(torch.tensor(seed))
+    nt.assert_close(x.grad, tx.grad.numpy())
+
+
 @pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
 @pytest.mark.parametrize("shape", [(5,), (4, 5), (2, 5, 3)])
 @pytest.mark.parametrize("smoothing", [0.0, 0.2])

@@ -266,10 +266,23 @@ def test_functional_cross_entropy_with_class_weights():
     plain = F.cross_entropy(nb.tensor(logits), nb.tensor(labels))
     expected_plain = (lse[keep] - picked).mean()
     np.testing.assert_allclose(plain.item(), expected_plain, rtol=1e-12)
-    with pytest.raises(nb.UnsupportedError):
-        F.cross_entropy(
-            nb.tensor(logits), nb.tensor(labels), nb.tensor(weight), label_smoothing=0.1
-        )
+    # with label smoothing, PyTorch's weighted smoothing term (its mean divided as nll's)
+    log_p = logits - lse[:, None]
+    smooth = -(log_p[keep] * weight).sum() / w.sum()
+    got = F.cross_entropy(
+        nb.tensor(logits), nb.tensor(labels), nb.tensor(weight), label_smoothing=0.1
+    )
+    np.testing.assert_allclose(got.item(), 0.9 * expected + 0.1 / 3 * smooth, rtol=1e-12)
+    rows = F.cross_entropy(
+        nb.tensor(logits),
+        nb.tensor(labels),
+        nb.tensor(weight),
+        reduction="none",
+        label_smoothing=0.1,
+    ).numpy()
+    want_rows = np.zeros(6)
+    want_rows[keep] = 0.9 * w * (lse[keep] - picked) - 0.1 / 3 * (log_p[keep] * weight).sum(axis=1)
+    np.testing.assert_allclose(rows, want_rows, rtol=1e-12)
 
 
 def test_functional_one_hot_and_pad_follow_pytorch():

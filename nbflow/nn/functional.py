@@ -95,7 +95,8 @@ def cross_entropy(
     input, target, weight=None, ignore_index=-100, reduction="mean", label_smoothing=0.0
 ):
     """The fused cross_entropy op; with class weights, log_softmax and nll_loss (which weighs
-    classes as PyTorch does)."""
+    classes as PyTorch does), plus PyTorch's weighted smoothing term: (1 - s) nll + s / C
+    sum_c -w_c log p_c, a mean divided by the targets' weights as nll_loss's is."""
     if weight is None:
         return ops.cross_entropy(
             input,
@@ -104,10 +105,23 @@ def cross_entropy(
             ignore_index=ignore_index,
             label_smoothing=label_smoothing,
         )
-    if label_smoothing:
-        raise UnsupportedError("cross_entropy with class weights and label_smoothing")
-    log_probs = ops.log_softmax(input, axis=1 if input.ndim > 1 else 0)
-    return ops.nll_loss(log_probs, target, weight, ignore_index=ignore_index, reduction=reduction)
+    axis = 1 if input.ndim > 1 else 0
+    log_probs = ops.log_softmax(input, axis=axis)
+    nll = ops.nll_loss(log_probs, target, weight, ignore_index=ignore_index, reduction=reduction)
+    if not label_smoothing:
+        return nll
+    if not 0.0 <= label_smoothing <= 1.0:
+        raise AttrError(f"cross_entropy: label_smoothing must be in [0, 1], got {label_smoothing}")
+    shape = [1] * input.ndim
+    shape[axis] = -1
+    kept = ops.ne(target, ignore_index)
+    smooth = ops.where(kept, -ops.sum(log_probs * ops.reshape(weight, shape), axis=axis), 0.0)
+    if reduction == "mean":  # (an ignored target reads class 0's weight, masked out)
+        picked = ops.getitem(weight, ops.where(kept, target, 0))
+        smooth = ops.sum(smooth) / ops.sum(ops.where(kept, picked, 0.0))
+    elif reduction == "sum":
+        smooth = ops.sum(smooth)
+    return nll * (1.0 - label_smoothing) + smooth * (label_smoothing / input.shape[axis])
 
 
 def scaled_dot_product_attention(
