@@ -11,10 +11,10 @@ from collections import namedtuple
 import numpy as np
 
 from . import dtypes as dt
-from .core import public
+from .core import UNKNOWN, public
 from .errors import ShapeError, UnsupportedError
 from .ops import decomp
-from .ops.creation import eye
+from .ops.creation import eye, zeros
 from .ops.decomp import det, inv, solve
 from .ops.elementwise import abs as abs_
 from .ops.elementwise import astype, sqrt, where
@@ -26,9 +26,9 @@ from .ops.reduce import max as max_
 from .ops.reduce import min as min_
 from .ops.reduce import norm as _vector_norm
 from .ops.reduce import sum as sum_
-from .ops.select import diag_embed
+from .ops.select import diag_embed, narrow
 from .ops.select import diagonal as _diagonal
-from .ops.shape import movedim, squeeze, unsqueeze
+from .ops.shape import broadcast_to, concat, movedim, squeeze, unsqueeze
 
 SlogdetResult = namedtuple("SlogdetResult", "sign logabsdet")
 QRResult = namedtuple("QRResult", "Q R")
@@ -45,10 +45,25 @@ def cholesky(A, *, upper=False):
 
 
 def qr(A, mode="reduced"):
-    """(Q, R) with A = Q R; mode 'reduced' only."""
-    if mode != "reduced":
-        raise UnsupportedError(f"qr: mode={mode!r} is not implemented (use 'reduced')")
-    return QRResult(*decomp.qr(A))
+    """(Q, R) with A = Q R, as torch.linalg.qr: mode 'reduced' gives Q (..., m, k) and R
+    (..., k, n), k = min(m, n); 'complete' Q (..., m, m) and R (..., m, n) (Q's columns past
+    n one orthonormal completion, differentiated as computed where PyTorch refuses); 'r' R
+    alone, with an empty Q."""
+    if mode not in ("reduced", "complete", "r"):
+        raise ValueError(f"qr: mode must be 'reduced', 'complete' or 'r', got {mode!r}")
+    m, n = A.shape[-2:] if A.ndim >= 2 else (0, 0)  # (decomp.qr raises for a vector)
+    device = getattr(A, "device", None)
+    if mode != "complete" or m <= n:
+        q, r = decomp.qr(A)
+        if mode == "r":  # PyTorch's empty Q
+            q = zeros(0, dtype=q.dtype, device=device)
+        return QRResult(q, r)
+    if UNKNOWN in (m, n):
+        raise UnsupportedError("qr: mode='complete' needs the matrix dims known")
+    # the QR of [A | I]: its first n reflections are A's own, and its Q is a complete basis
+    basis = broadcast_to(eye(m, dtype=A.dtype, device=device), (*A.shape[:-2], m, m))
+    q, r = decomp.qr(concat(A, basis, axis=-1))
+    return QRResult(q, narrow(r, -1, 0, n))
 
 
 def eigh(A, UPLO="L"):

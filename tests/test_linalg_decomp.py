@@ -80,6 +80,14 @@ def test_qr_and_svd_match_numpy(dtype, batch, m, n, seed):
     check(q @ r, a, dtype)
     check(abs(r), np.abs(nr), dtype)  # R up to the signs of its rows
     check(nb.tril(r, -1), np.zeros_like(nr), dtype)
+    cq, cr = L.qr(t, mode="complete")  # an orthonormal basis of all of R^m
+    assert cq.shape == (*batch, m, m) and cr.shape == (*batch, m, n)
+    check(cq @ cr, a, dtype)
+    check(cq.mT @ cq, np.broadcast_to(np.eye(m), (*batch, m, m)), dtype)
+    check(nb.tril(cr, -1), np.zeros_like(cr.numpy()), dtype)
+    check(abs(cr), np.abs(np.linalg.qr(a, mode="complete")[1]), dtype)
+    empty, rr = L.qr(t, mode="r")
+    assert empty.shape == (0,) and np.array_equal(rr.numpy(), r.numpy())
     u, s, vh = L.svd(t, full_matrices=False)
     check(s, np.linalg.svd(a, compute_uv=False), dtype)
     check(u * s.unsqueeze(-2) @ vh, a, dtype)
@@ -184,6 +192,7 @@ GRADS = {
     "eigvalsh": (lambda a: L.eigvalsh(_sym(a)), [(3, 3)]),
     "qr_tall": (lambda a: tuple(L.qr(a)), [(2, 4, 3)]),
     "qr_square": (lambda a: tuple(L.qr(a)), [(3, 3)]),
+    "qr_complete": (lambda a: tuple(L.qr(a, mode="complete")), [(2, 4, 2)]),
     # svd: the gauge-invariant U diag(S) Vh, S, and sums of |U| and |Vh| (PyTorch's tests)
     "svd_tall": (lambda a: _svd_invariants(a), [(2, 4, 3)]),
     "svd_wide": (lambda a: _svd_invariants(a), [(3, 5)]),
