@@ -147,8 +147,18 @@ def test_conv2d_padding_strings_and_unbatched_input():
     assert nb.conv2d(nb.tensor(x), nb.tensor(w), padding="valid").shape == (2, 4, 1)
     with pytest.raises(nb.AttrError, match="stride 1"):
         nb.conv2d(nb.tensor(x), nb.tensor(w), padding="same", stride=2)
-    with pytest.raises(nb.UnsupportedError, match="asymmetric"):
-        nb.conv2d(nb.tensor(x), nb.tensor(w[:, :, :2]), padding="same")
+    # an even kernel (or dilation): PyTorch's symmetric padding plus one more after the input
+    even = nb.conv2d(nb.tensor(x), nb.tensor(w[:, :, :2, :4]), padding="same", dilation=(1, 3))
+    assert even.shape == (2, 6, 5)
+    padded = np.pad(x[None], ((0, 0), (0, 0), (0, 1), (4, 5)))
+    nt.assert_close(even, conv2d_numpy(padded, w[:, :, :2, :4], dilation=(1, 3))[0])
+    args = [nb.tensor(a[..., :4], requires_grad=True) for a in (x[None], w)]
+    nt.gradcheck(lambda x, w: nb.conv2d(x, w, padding="same"), args)
+    x1, w1 = RNG.standard_normal((2, 3, 7)), RNG.standard_normal((4, 3, 4))
+    nt.assert_close(
+        nb.conv1d(nb.tensor(x1), nb.tensor(w1), padding="same"),
+        conv2d_numpy(np.pad(x1, ((0, 0), (0, 0), (1, 2)))[:, :, None], w1[:, :, None])[:, :, 0],
+    )
 
 
 def test_conv2d_errors_are_typed_and_name_the_shapes():

@@ -22,7 +22,7 @@ from numba import njit
 
 from .. import dtypes as dt
 from ..core import UNKNOWN, Attr, Op, Spec, needs_grad
-from ..errors import AttrError, ShapeError, UnsupportedError
+from ..errors import AttrError, ShapeError
 from ..kernels.cpu import JIT
 from ..kernels.windows import adaptive_bin, avg_window, max_window
 from . import reduce as _reduce
@@ -986,12 +986,13 @@ def _batched(x, ndim, name, layout):
 
 
 def _padding(padding, kernel, dilation, stride, name):
-    """'valid' and 'same' padding as ints (PyTorch's; 'same' needs stride 1 and an even total
-    padding: nbflow pads symmetrically)."""
+    """'valid' and 'same' padding as ints, and the extra zeros 'same' puts after the input
+    where the total padding is odd (PyTorch's: symmetric, one more on the far side). 'same'
+    needs stride 1."""
     if not isinstance(padding, str):
-        return padding
+        return padding, None
     if padding == "valid":
-        return 0
+        return 0, None
     if padding != "same":
         raise AttrError(f"{name}: padding must be an int, a tuple, 'valid' or 'same'")
     strides = (stride,) if isinstance(stride, int) else tuple(stride)
@@ -999,16 +1000,16 @@ def _padding(padding, kernel, dilation, stride, name):
         raise AttrError(f"{name}: padding='same' needs stride 1, got {stride}")
     dilation = (dilation,) * len(kernel) if isinstance(dilation, int) else tuple(dilation)
     dilation = dilation * len(kernel) if len(dilation) == 1 else dilation
-    pads = []
-    for k, d in zip(kernel, dilation):
-        total = d * (k - 1)
-        if total % 2:
-            raise UnsupportedError(
-                f"{name}: padding='same' with kernel {tuple(kernel)} and dilation {dilation} "
-                "needs asymmetric padding; pad the input with nbflow.pad first"
-            )
-        pads.append(total // 2)
-    return tuple(pads)
+    totals = [d * (k - 1) for k, d in zip(kernel, dilation)]
+    extra = tuple(t % 2 for t in totals)
+    return tuple(t // 2 for t in totals), extra if any(extra) else None
+
+
+def _pad_after(x, extra):
+    """x with `extra` zeros after each of its trailing (spatial) dims."""
+    if extra is None:
+        return x
+    return _shape.pad(x, [(0, 0)] * (x.ndim - len(extra)) + [(0, e) for e in extra])
 
 
 def conv2d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
@@ -1020,7 +1021,8 @@ def conv2d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
             f"conv2d: weight of shape {tuple(weight.shape)} must be 4-D "
             "(out_channels, in_channels / groups, kH, kW)"
         )
-    padding = _padding(padding, weight.shape[2:], dilation, stride, "conv2d")
+    padding, extra = _padding(padding, weight.shape[2:], dilation, stride, "conv2d")
+    x = _pad_after(x, extra)
     if bias is not None and bias.ndim != 1:
         raise ShapeError(f"conv2d: bias of shape {tuple(bias.shape)} must be 1-D (out_channels,)")
     args = (x, weight) if bias is None else (x, weight, bias)
@@ -1037,7 +1039,8 @@ def conv1d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
             f"conv1d: weight of shape {tuple(weight.shape)} must be 3-D "
             "(out_channels, in_channels / groups, k)"
         )
-    padding = _padding(padding, weight.shape[2:], dilation, stride, "conv1d")
+    padding, extra = _padding(padding, weight.shape[2:], dilation, stride, "conv1d")
+    x = _pad_after(x, extra)
     if bias is not None and bias.ndim != 1:
         raise ShapeError(f"conv1d: bias of shape {tuple(bias.shape)} must be 1-D (out_channels,)")
     out = conv2d_op(
