@@ -67,6 +67,12 @@ def is_int(v) -> bool:
     return isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
 
 
+def is_probability(p) -> bool:
+    """Whether p is a real number in [0, 1] (a bool, a string or a NaN is not)."""
+    real = isinstance(p, (int, float, np.integer, np.floating))
+    return real and not isinstance(p, (bool, np.bool_)) and 0.0 <= p <= 1.0
+
+
 def _to_int(v):
     if not is_int(v):
         raise TypeError

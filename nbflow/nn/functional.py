@@ -15,7 +15,7 @@ import warnings
 import numpy as np
 
 from .. import ops
-from ..core import is_int, public
+from ..core import is_int, is_probability, public
 from ..errors import AttrError, DomainError, DTypeError, ShapeError, UnsupportedError
 from ..tensor import tensor as new_tensor  # (one_hot has a parameter named tensor)
 from . import spatial as _spatial
@@ -836,7 +836,7 @@ def bilinear(input1, input2, weight, bias=None):
 
 
 def _check_p(name, p):
-    if not 0.0 <= p <= 1.0:
+    if not is_probability(p):
         raise AttrError(f"{name}: dropout probability must be in [0, 1], got {p}")
 
 

@@ -13,7 +13,7 @@ from collections import OrderedDict
 
 import nbflow as nb
 
-from ..core import is_int
+from ..core import is_int, is_probability
 from ..dtypes import float32
 from ..errors import UnsupportedError
 from . import functional as F
@@ -583,7 +583,7 @@ class Dropout(Module):
 
     def __init__(self, p: float = 0.5, inplace: bool = False, generator=None):
         super().__init__()
-        if not 0.0 <= p <= 1.0:
+        if not is_probability(p):
             raise ValueError(f"dropout probability must be in [0, 1], got {p}")
         self.p, self.generator = float(p), generator
 
@@ -1459,7 +1459,7 @@ class LocalResponseNorm(Module):
 class _DropoutNd(Module):
     def __init__(self, p: float = 0.5, inplace: bool = False, generator=None):
         super().__init__()
-        if not 0.0 <= p <= 1.0:
+        if not is_probability(p):
             raise nb.AttrError(f"{type(self).__name__}: probability must be in [0, 1], got {p}")
         self.p, self.inplace, self.generator = float(p), inplace, generator
 

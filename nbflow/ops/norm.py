@@ -23,7 +23,7 @@ import numpy as np
 from numba import njit
 
 from .. import dtypes as dt
-from ..core import UNKNOWN, Attr, Op, Spec
+from ..core import UNKNOWN, Attr, Op, Spec, is_probability
 from ..errors import AttrError, DTypeError, OutOfRangeError, ShapeError
 from ..kernels.cpu import JIT, row_moments
 from . import reduce as _reduce
@@ -275,7 +275,7 @@ def embedding(indices, weight, padding_idx=None):
 
 def _dropout_mask_spec(x, p, generator):
     _float("the input", x.dtype)
-    if not 0.0 <= p <= 1.0:
+    if not is_probability(p):
         raise AttrError(f"dropout probability must be in [0, 1], got {p}")
     if generator is not None and not isinstance(generator, Generator):
         raise AttrError("generator must be an nbflow.Generator")
@@ -321,7 +321,7 @@ dropout_mask = Op(
 def dropout(x, p=0.5, training=True, generator=None):
     """PyTorch's F.dropout: in training, zero each element with probability p and scale the
     others by 1 / (1 - p); the identity when not training or p is 0."""
-    if not 0.0 <= p <= 1.0:
+    if not is_probability(p):
         raise AttrError(f"dropout probability must be in [0, 1], got {p}")
     if not training or p == 0.0:
         return x
