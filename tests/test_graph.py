@@ -51,6 +51,31 @@ def test_eager_and_graph_agree_on_values_and_gradients(name):
             assert g is None or not np.any(g.numpy()), f"{name}: graph lost a gradient"
 
 
+def _scaled_by_its_sum(a):
+    with nb.no_grad():  # a constant factor: its gradient is not taken
+        s = nb.sum(a)
+    return a * s
+
+
+def test_no_grad_in_a_program_stops_gradients_as_in_eager_mode():
+    x0 = np.array([1.0, 2.0, 3.0])
+    eager = nb.tensor(x0, requires_grad=True)
+    (want,) = nb.grad(nb.sum(_scaled_by_its_sum(eager)), [eager])
+    main = nb.Program()
+    with nb.program_guard(main):
+        x = nb.static.data("x", [3], "float64")
+        x.stop_gradient = False
+        loss = nb.sum(_scaled_by_its_sum(x))
+        ((_, g),) = nb.append_backward(loss, parameter_list=[x])
+    (got,) = nb.Executor().run(main, {"x": x0}, [g], nb.Scope())
+    nt.assert_close(got, want.numpy())  # 6 each, not 12
+    jitted = nb.jit(_scaled_by_its_sum)
+    with nb.no_grad():  # traced under no_grad, the program still serves calls with gradients
+        jitted(nb.tensor(x0))
+    (got,) = nb.grad(nb.sum(jitted(eager)), [eager])
+    nt.assert_close(got, want.numpy())
+
+
 def _mlp_program():
     main, startup = nb.Program(), nb.Program()
     with nb.program_guard(main, startup):

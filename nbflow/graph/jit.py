@@ -39,7 +39,7 @@ from types import BuiltinFunctionType, FunctionType, MethodType, ModuleType
 import numpy as np
 
 from ..autograd import backprop
-from ..core import STATE, Node, is_grad_enabled, use_trace
+from ..core import STATE, Node, is_grad_enabled, set_grad_enabled, use_trace
 from ..errors import GradientError, TracedValueError, UnsupportedError
 from ..tensor import Tensor, _Stale, tensor
 from ..views import refresh_if_stale
@@ -211,7 +211,8 @@ def _trace(fn, signature: inspect.Signature, arguments: dict) -> Traced:
     leaves = iter(inputs)  # consumed in _tensors order across the arguments
     symbolic = {name: _replace(value, leaves) for name, value in arguments.items()}
     graph = GraphTrace(block)
-    with use_trace(graph):
+    # traced with gradients on whatever the caller's mode: the Program serves every call
+    with use_trace(graph), set_grad_enabled(True):
         try:
             result = _call(fn, signature, symbolic)
         except UnsupportedError as e:

@@ -301,9 +301,11 @@ class GraphTrace(Trace):
             v if isinstance(v, Var) else self.constant(v, key if i in promoted else specs[i].dtype)
             for i, v in enumerate(values)
         ]
-        # as in eager mode: an output carries gradients when the op is differentiable and
-        # some input does
-        stop = not op.differentiable or all(v.stop_gradient for v in inputs)
+        # as in eager mode: an output carries gradients when the op is differentiable, some
+        # input does and gradients are on (a no_grad() block in a traced function)
+        stop = not (op.differentiable and STATE.grad_enabled) or all(
+            v.stop_gradient for v in inputs
+        )
         written_views = [] if stop else [inputs[j] for j in op.inplace.values() if inputs[j]._view]
         for v in written_views:
             check_write(op, v)
