@@ -517,19 +517,18 @@ prod = _reduction(
 )
 
 
-@prod.defgrad
-def _prod_grad(g, out, x, axis, keepdims):
-    # d prod / d x_i is the product of the others. Dividing out / x_i fails at zeros, so:
-    # no zero in the row: p / x_i; one zero: p at the zero and 0 elsewhere; more: 0,
-    # where p is the product of the row's nonzero elements. (Second derivatives are exact
-    # away from zeros.)
+def prod_of_others_by_division(x, axis):
+    """The product of the other elements of x's `axis` rows at each position, where some
+    reduced dim is known only at run time (prod's gradient is in ops/scans.py). Dividing
+    out / x_i fails at zeros, so: no zero in the row: p / x_i; one zero: p at the zero and 0
+    elsewhere; more: 0, where p is the product of the row's nonzero elements. Exact, but
+    its own derivative is not at zeros (the 0s are constants there)."""
     is_zero = x == 0
     nonzero = where(is_zero, 1, x)
     p = prod(nonzero, axis=axis, keepdims=True)
     zeros = sum(is_zero, axis=axis, keepdims=True)
     at_single_zero = where(logical_and(is_zero, zeros == 1), p, 0)
-    others = where(zeros == 0, p / nonzero, at_single_zero)
-    return (_expand(g, x, axis, keepdims) * others,)
+    return where(zeros == 0, p / nonzero, at_single_zero)
 
 
 # ---------------------------------------------------------------- max, min, argmax, argmin

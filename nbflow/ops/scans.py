@@ -13,6 +13,7 @@ import numpy as np
 from .. import dtypes as dt
 from ..core import UNKNOWN
 from ..errors import AttrError, DomainError, ShapeError, UnsupportedError
+from . import reduce
 from .broadcast import broadcast_to_like
 from .creation import arange, full, full_like
 from .elementwise import (
@@ -31,7 +32,7 @@ from .index import take_along_axis
 from .reduce import ValuesIndices, amax, amin
 from .reduce import any as any_
 from .reduce import sum as reduce_sum
-from .shape import axis_of, concat, pad, reshape, split, squeeze, unsqueeze
+from .shape import axis_of, concat, flip, pad, reshape, split, squeeze, unsqueeze
 from .sorting import sort
 
 MinMax = namedtuple("MinMax", ["min", "max"])
@@ -106,6 +107,32 @@ def cumprod(x, dim, dtype=None):
     if not dt.is_float(x.dtype):
         x = x.astype(dt.int64)
     return _scan(x, dim, 1, mul)
+
+
+# prod's gradient is written here, with the scans (which build on the reductions)
+@reduce.prod.defgrad
+def _prod_grad(g, out, x, axis, keepdims):
+    axes = reduce.reduced_axes(axis, x.ndim)
+    if not axes:  # (a 0-d x: prod is the identity)
+        others = full_like(x, 1)
+    elif any(x.shape[a] == UNKNOWN for a in axes):
+        others = reduce.prod_of_others_by_division(x, axis)
+    else:
+        others = _prod_of_others(x, axes)
+    return (reduce.expand_reduced(g, x, axis=axis, keepdims=keepdims) * others,)
+
+
+def _prod_of_others(x, axes):
+    """At each position, the product of the other elements over `axes`: the exclusive
+    running products from both ends along the last axis, times that of the rows' products
+    over the rest. No division, so exact at zeros and differentiable again there."""
+    a = axes[-1]
+    before = _shifted(cumprod(x, a), 1, a, 1)
+    after = flip(_shifted(cumprod(flip(x, a), a), 1, a, 1), a)
+    others = before * after
+    if len(axes) > 1:
+        others = others * _prod_of_others(reduce.prod(x, axis=a, keepdims=True), axes[:-1])
+    return others
 
 
 def _cumulative_extreme(name, x, dim, better):
