@@ -566,8 +566,27 @@ def test_divide_rounding_modes_and_polygamma():
     p = nb.polygamma(1, nb.tensor(np.abs(A) + 0.1)).numpy()
     # (PyTorch's series stops a term earlier: about 1e-9 off)
     np.testing.assert_allclose(p, torch.polygamma(1, torch.tensor(np.abs(A) + 0.1)), rtol=1e-8)
-    with pytest.raises(nb.UnsupportedError, match="polygamma"):
-        nb.polygamma(2, nb.tensor(A))
+    for n in (2, 3, 6):
+        got = nb.polygamma(n, nb.tensor(A)).numpy()
+        np.testing.assert_allclose(got, torch.polygamma(n, torch.tensor(A)), rtol=1e-9)
+    with pytest.raises(nb.DomainError, match="polygamma"):
+        nb.polygamma(-1, nb.tensor(A))
+
+
+def test_polygamma_matches_scipy_and_differentiates_to_any_order():
+    import scipy.special
+
+    x = np.array([0.05, 0.7, 2.5, 31.0, -0.5, -3.7, 1e-3])
+    for n in (2, 3, 4, 9):
+        got = nb.polygamma(n, nb.tensor(x)).numpy()
+        np.testing.assert_allclose(got, scipy.special.polygamma(n, x), rtol=1e-12)
+    poles = nb.polygamma(2, nb.tensor([0.0, -2.0, np.inf])).numpy()
+    assert poles.tolist() == [-np.inf, -np.inf, 0.0]  # the limits from the right; 0 at inf
+    t = nb.tensor(x[:4], requires_grad=True)  # digamma's third derivative through the chain
+    (g,) = nb.grad(nb.sum(nb.digamma(t)), [t], create_graph=True)
+    (gg,) = nb.grad(nb.sum(g), [t], create_graph=True)
+    (ggg,) = nb.grad(nb.sum(gg), [t])
+    np.testing.assert_allclose(ggg.numpy(), scipy.special.polygamma(3, x[:4]), rtol=1e-10)
 
 
 # ---------------------------------------------------------------- bad input

@@ -10,8 +10,8 @@ import math
 import numpy as np
 
 from .. import dtypes as dt
-from ..core import Attr, Op, Spec, broadcast_shapes, needs_grad
-from ..errors import AttrError, DomainError, ShapeError, UnsupportedError
+from ..core import Attr, Op, Spec, broadcast_shapes, is_int, needs_grad
+from ..errors import AttrError, DomainError, ShapeError
 from ..kernels import vecmath
 from ._define import elementwise, inplace_variant
 
@@ -779,10 +779,10 @@ def _trigamma_ref(x):
     return out.astype(x.dtype)
 
 
-@elementwise(dtypes=FLOATS, ref=_trigamma_ref, to_float=True, differentiable=False)
+@elementwise(dtypes=FLOATS, ref=_trigamma_ref, to_float=True)
 def trigamma(x):
     """The derivative of digamma (PyTorch's polygamma(1, x)); inf at 0 and the negative
-    integers. digamma's gradient; no gradient of its own."""
+    integers."""
     if x != x or x == math.inf:
         return 1 / x if x == math.inf else x
     if x <= -_INTEGRAL:
@@ -803,6 +803,62 @@ def trigamma(x):
         s = math.pi / math.sin(math.pi * x0)
         return s * s - acc
     return acc
+
+
+trigamma.defgrad(lambda g, out, x: (g * polygamma_op(x, n=2),))
+
+
+def _polygamma_ref(x, n=2):
+    import scipy.special  # (a dependency: numba's LAPACK needs it)
+
+    out = scipy.special.polygamma(n, x.astype(np.float64))
+    return np.where(x == -np.inf, np.nan, out).astype(x.dtype)
+
+
+# Cephes' zeta: (2j)! / B_2j, the Euler-Maclaurin coefficients
+_ZETA_A = (
+    12.0, -720.0, 30240.0, -1209600.0, 47900160.0, -1.8924375803183791606e9, 7.47242496e10,
+    -2.950130727918164224e12, 1.1646782814350067249e14, -4.5979787224074726105e15,
+    1.8152105401943546773e17, -7.1661652561756670113e18,
+)  # fmt: skip
+
+
+@elementwise(dtypes=FLOATS, ref=_polygamma_ref, to_float=True, attrs={"n": Attr("int", 2)})
+def polygamma_op(x, n):
+    """The n-th derivative of digamma (polygamma(n, x) calls it for n >= 2): (-1)^(n+1) n!
+    zeta(n + 1, x), the Hurwitz zeta summed directly until the terms reach 9 + n, then
+    Euler-Maclaurin (Cephes' zeta, whose tail converges for any n from there). A pole at 0
+    and the negative integers (the limit from the right), 0 at inf, NaN at -inf."""
+    if x != x or x == -math.inf or n < 1 or n != math.floor(n):
+        return math.nan
+    if x == math.inf:
+        return 0.0
+    s = n + 1.0
+    sign = 1.0 if s % 2 == 0 else -1.0  # (-1)^(n+1)
+    if x <= 0 and x == math.floor(x):
+        return sign * math.inf
+    total = math.pow(x, -s)
+    a, b, i = x, 0.0, 0
+    while i < 9 or a <= 9.0 + s:
+        i += 1
+        a += 1.0
+        b = math.pow(a, -s)
+        total += b
+    w = a
+    total += b * w / (s - 1.0) - 0.5 * b
+    rising, k = 1.0, 0.0
+    for bernoulli in _ZETA_A:  # Euler-Maclaurin: B_2j / (2j)! as Cephes' A[j]
+        rising *= s + k
+        b /= w
+        total += rising * b / bernoulli
+        k += 1.0
+        rising *= s + k
+        b /= w
+        k += 1.0
+    return sign * math.gamma(s) * total
+
+
+polygamma_op.defgrad(lambda g, out, x, n: (g * polygamma_op(x, n=n + 1),))
 
 
 @elementwise(dtypes=FLOATS, ref=lambda x: np.sinc(x).astype(x.dtype), to_float=True)
@@ -1243,13 +1299,14 @@ def float_power(x, y):
 
 
 def polygamma(n, x):
-    """PyTorch's polygamma for n = 0 (digamma) and n = 1 (trigamma); higher orders are not
-    written yet."""
+    """PyTorch's polygamma: the n-th derivative of digamma (n = 0: digamma itself)."""
+    if not is_int(n) or n < 0:
+        raise DomainError(f"polygamma: n must be a non-negative int, got {n!r}")
     if n == 0:
         return digamma(x)
     if n == 1:
         return trigamma(x)
-    raise UnsupportedError(f"polygamma: n={n!r}: only n = 0 and n = 1 are supported")
+    return polygamma_op(x, n=int(n))
 
 
 def divide(x, y, rounding_mode=None):
