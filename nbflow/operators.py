@@ -64,7 +64,7 @@ class Operators:
         return ops.where(mask, ops.full_like(self, value), self)
 
     def masked_fill_(self, mask, value):
-        return self.copy_(self.masked_fill(mask, value))
+        return written_back(self, Operators.masked_fill, mask, value)
 
     def type_as(self, other):
         return ops.astype(self, other.dtype)
@@ -291,11 +291,19 @@ for _name in METHODS:
     setattr(Operators, _name, _method(getattr(ops, _name)))
 
 
+def written_back(x, fn, *args, **kwargs):
+    """x.copy_(fn(x, ...)): an in-place op made of its out-of-place form. Where autograd
+    records it, fn reads a clone of x, as PyTorch keeps the original input: fn's gradient
+    may read its input, which the write then overwrites (x.relu_() after a Linear)."""
+    source = x.clone() if x.requires_grad and STATE.grad_enabled else x
+    return x.copy_(fn(source, *args, **kwargs))
+
+
 def _written_back(op, name=None):
     name = name or getattr(op, "name", None) or op.__name__
 
     def method(self, *args, **kwargs):
-        return self.copy_(op(self, *args, **kwargs))
+        return written_back(self, op, *args, **kwargs)
 
     method.__name__ = f"{name}_"
     method.__doc__ = f"{name} in place: computed, then written into this tensor by copy_."

@@ -190,6 +190,36 @@ def test_inplace_argument_of_the_new_modules():
     _close(x, X)
 
 
+@pytest.mark.parametrize("name, kwargs, ref", INPLACE, ids=[a[0] for a in INPLACE])
+def test_inplace_forms_of_a_computed_tensor_differentiate_as_the_plain_ones(name, kwargs, ref):
+    # (their gradients read the input, which the write overwrites: PyTorch keeps the original)
+    leaf = nb.tensor(X, dtype=nb.float64, requires_grad=True)
+    y = leaf * 1.0
+    assert getattr(F, name)(y, **kwargs) is y
+    (got,) = nb.grad(nb.sum(y * y), [leaf])
+    plain = getattr(F, name.rstrip("_"))(leaf, **kwargs)
+    (want,) = nb.grad(nb.sum(plain * plain), [leaf])
+    _close(got, want.numpy())
+    _close(y, ref(X))
+
+
+def test_inplace_methods_of_a_computed_tensor_differentiate():
+    x0 = np.abs(X) + 0.1
+    for method in ("sin_", "log_", "abs_", "relu_", "sqrt_", "reciprocal_"):
+        leaf = nb.tensor(x0, dtype=nb.float64, requires_grad=True)
+        y = leaf * 1.0
+        getattr(y, method)()
+        (got,) = nb.grad(nb.sum(y * y), [leaf])
+        plain = getattr(leaf * 1.0, method.rstrip("_"))()
+        (want,) = nb.grad(nb.sum(plain * plain), [leaf])
+        _close(got, want.numpy())
+    leaf = nb.tensor(x0, dtype=nb.float64, requires_grad=True)
+    y = leaf * 1.0
+    y.pow_(1.5)
+    (got,) = nb.grad(nb.sum(y), [leaf])
+    _close(got, 1.5 * x0**0.5)
+
+
 def test_inplace_write_is_seen_by_autograd():
     leaf = nb.tensor(X, requires_grad=True)
     y = leaf * 1.0

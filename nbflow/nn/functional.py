@@ -17,6 +17,7 @@ import numpy as np
 from .. import ops
 from ..core import is_int, is_probability, public
 from ..errors import AttrError, DomainError, DTypeError, ShapeError, UnsupportedError
+from ..operators import written_back
 from ..tensor import tensor as new_tensor  # (one_hot has a parameter named tensor)
 from . import spatial as _spatial
 from .embedding_bag import embedding_bag
@@ -47,35 +48,39 @@ def linear(input, weight, bias=None):
     return ops.linear(input, weight, bias)
 
 
-def _maybe_inplace(x, out, inplace: bool):
-    """PyTorch's `inplace=True`: the result written into x (through copy_, which bumps x's
-    version so that autograd refuses a stale read)."""
-    return x.copy_(out) if inplace else out
+def _maybe_inplace(x, fn, inplace: bool):
+    """fn(x), or with PyTorch's `inplace=True` written into x (by copy_, which bumps x's
+    version; fn reads a clone where autograd records it: operators.written_back)."""
+    return written_back(x, fn) if inplace else fn(x)
 
 
 def relu(input, inplace=False):
-    return _maybe_inplace(input, ops.relu(input), inplace)
+    return _maybe_inplace(input, ops.relu, inplace)
 
 
 def relu6(input, inplace=False):
-    return _maybe_inplace(input, ops.clip(input, 0.0, 6.0), inplace)
+    return _maybe_inplace(input, lambda x: ops.clip(x, 0.0, 6.0), inplace)
 
 
 def leaky_relu(input, negative_slope=0.01, inplace=False):
-    return _maybe_inplace(input, ops.leaky_relu(input, negative_slope=negative_slope), inplace)
+    return _maybe_inplace(
+        input, lambda x: ops.leaky_relu(x, negative_slope=negative_slope), inplace
+    )
 
 
 def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
-    return _maybe_inplace(input, ops.clip(input, min_val, max_val), inplace)
+    return _maybe_inplace(input, lambda x: ops.clip(x, min_val, max_val), inplace)
 
 
 def elu(input, alpha=1.0, inplace=False):
-    out = ops.where(input > 0, input, ops.expm1(ops.minimum(input, 0.0)) * alpha)
-    return _maybe_inplace(input, out, inplace)
+    def fn(x):
+        return ops.where(x > 0, x, ops.expm1(ops.minimum(x, 0.0)) * alpha)
+
+    return _maybe_inplace(input, fn, inplace)
 
 
 def silu(input, inplace=False):
-    return _maybe_inplace(input, input * ops.sigmoid(input), inplace)
+    return _maybe_inplace(input, lambda x: x * ops.sigmoid(x), inplace)
 
 
 def logsigmoid(input):
@@ -83,7 +88,7 @@ def logsigmoid(input):
 
 
 def dropout(input, p=0.5, training=True, inplace=False):
-    return _maybe_inplace(input, ops.dropout(input, p, training), inplace)
+    return _maybe_inplace(input, lambda x: ops.dropout(x, p, training), inplace)
 
 
 def normalize(input, p=2.0, dim=1, eps=1e-12):
@@ -330,26 +335,29 @@ _ALPHA_PRIME = _SELU_ALPHA * _SELU_SCALE
 
 
 def hardswish(input, inplace=False):
-    return _maybe_inplace(input, input * ops.clip(input + 3.0, 0.0, 6.0) / 6.0, inplace)
+    return _maybe_inplace(input, lambda x: x * ops.clip(x + 3.0, 0.0, 6.0) / 6.0, inplace)
 
 
 def hardsigmoid(input, inplace=False):
-    return _maybe_inplace(input, ops.clip(input + 3.0, 0.0, 6.0) / 6.0, inplace)
+    return _maybe_inplace(input, lambda x: ops.clip(x + 3.0, 0.0, 6.0) / 6.0, inplace)
 
 
 def mish(input, inplace=False):
-    return _maybe_inplace(input, input * ops.tanh(ops.softplus(input)), inplace)
+    return _maybe_inplace(input, lambda x: x * ops.tanh(ops.softplus(x)), inplace)
 
 
 def selu(input, inplace=False):
-    return _maybe_inplace(input, elu(input, _SELU_ALPHA) * _SELU_SCALE, inplace)
+    return _maybe_inplace(input, lambda x: elu(x, _SELU_ALPHA) * _SELU_SCALE, inplace)
 
 
 def celu(input, alpha=1.0, inplace=False):
     if alpha == 0:
         raise AttrError("celu: alpha must not be 0 (it divides the input)")
-    out = ops.where(input > 0, input, ops.expm1(ops.minimum(input, 0.0) / alpha) * alpha)
-    return _maybe_inplace(input, out, inplace)
+
+    def fn(x):
+        return ops.where(x > 0, x, ops.expm1(ops.minimum(x, 0.0) / alpha) * alpha)
+
+    return _maybe_inplace(input, fn, inplace)
 
 
 def softsign(input):
@@ -395,7 +403,7 @@ def hardshrink(input, lambd=0.5):
 
 
 def threshold(input, threshold, value, inplace=False):
-    return _maybe_inplace(input, ops.where(input > threshold, input, value), inplace)
+    return _maybe_inplace(input, lambda x: ops.where(x > threshold, x, value), inplace)
 
 
 def glu(input, dim=-1):
@@ -452,7 +460,7 @@ def celu_(input, alpha=1.0):
 
 
 def threshold_(input, threshold, value):
-    return _maybe_inplace(input, ops.where(input > threshold, input, value), True)
+    return _maybe_inplace(input, lambda x: ops.where(x > threshold, x, value), True)
 
 
 # ---- losses
@@ -851,7 +859,7 @@ def _feature_dropout(name, input, p, training, inplace, kept, generator=None):
     _check_p(name, p)
     if not training or p == 0.0:
         return input
-    return _maybe_inplace(input, input * _feature_mask(input, p, kept, generator), inplace)
+    return _maybe_inplace(input, lambda x: x * _feature_mask(x, p, kept, generator), inplace)
 
 
 def dropout1d(input, p=0.5, training=True, inplace=False, generator=None):
@@ -891,11 +899,14 @@ def _alpha_dropout(name, input, p, training, inplace, kept, generator):
     if not training or p == 0.0:
         return input
     if p == 1.0:
-        return _maybe_inplace(input, input * 0.0, inplace)
+        return _maybe_inplace(input, lambda x: x * 0.0, inplace)
     a = 1.0 / math.sqrt((_ALPHA_PRIME**2 * p + 1.0) * (1.0 - p))
-    kept_mask = _feature_mask(input, p, kept, generator) > 0
-    out = ops.where(kept_mask, input * a, -_ALPHA_PRIME * a) + _ALPHA_PRIME * a * p
-    return _maybe_inplace(input, out, inplace)
+
+    def fn(x):
+        kept_mask = _feature_mask(x, p, kept, generator) > 0
+        return ops.where(kept_mask, x * a, -_ALPHA_PRIME * a) + _ALPHA_PRIME * a * p
+
+    return _maybe_inplace(input, fn, inplace)
 
 
 def alpha_dropout(input, p=0.5, training=False, inplace=False, generator=None):
