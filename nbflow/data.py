@@ -151,12 +151,29 @@ class TensorDataset(Dataset):
         return tuple(a[indices] for a in self.arrays)
 
 
+def _sample_indices(indices, who) -> np.ndarray:
+    """indices as an int64 array; a float or bool index is an IndexError (an int64 cast
+    would truncate 0.9 to 0 silently)."""
+    a = np.asarray(indices)
+    if a.size and a.dtype.kind not in "iu":
+        raise IndexError(f"{who}: sample indices must be integers, got {a.dtype} values")
+    return a.astype(np.int64)
+
+
+def _batchable(dataset) -> bool:
+    """Whether the loader may take whole batches by array indexing (nbflow's own datasets of
+    arrays, not any dataset that happens to have a `batch` attribute)."""
+    if type(dataset) is Subset:
+        return _batchable(dataset.dataset)
+    return type(dataset) is TensorDataset
+
+
 class Subset(Dataset):
     """The samples of `dataset` at `indices`, in that order."""
 
     def __init__(self, dataset, indices):
         self.dataset = dataset
-        self.indices = np.asarray(indices, dtype=np.int64)
+        self.indices = _sample_indices(indices, "Subset")
         n = len(dataset)
         if self.indices.ndim != 1 or (len(self.indices) and not (
             -n <= self.indices.min() and self.indices.max() < n
@@ -459,12 +476,14 @@ def _collate_leaves(samples):
         if np.asarray(first).dtype.kind in "SUOV":
             raise TypeError(f"default_collate: cannot batch numpy arrays of {first.dtype}")
         return _as_tensor(np.stack([np.asarray(s) for s in samples]))
-    if isinstance(first, bool):
-        return _as_tensor(np.array(samples, dtype=np.bool_))
-    if isinstance(first, int):
-        return _as_tensor(np.array(samples, dtype=np.int64))
-    if isinstance(first, float):
-        return _as_tensor(np.array(samples, dtype=np.float32))
+    if isinstance(first, bool | int | float):  # the kind of them all, as torch.tensor takes
+        kinds = {bool if isinstance(s, bool) else type(s) for s in samples}
+        if not kinds <= {bool, int, float}:
+            raise TypeError(
+                f"default_collate: cannot batch numbers with {kinds - {bool, int, float}}"
+            )
+        dtype = np.float32 if float in kinds else np.int64 if int in kinds else np.bool_
+        return _as_tensor(np.array(samples, dtype=dtype))
     raise TypeError(f"default_collate: cannot batch samples of type {type(first).__name__}")
 
 
@@ -587,7 +606,7 @@ class DataLoader:
         if batch_sampler is None and batch_size is not None and not iterable:
             batch_sampler = BatchSampler(self.sampler, batch_size, self.drop_last)
         self.batch_sampler = batch_sampler
-        self._fast = collate_fn is None and hasattr(dataset, "batch")
+        self._fast = collate_fn is None and _batchable(dataset)
         self._batched = batch_size is not None or batch_sampler is not None
         self.collate_fn = collate_fn or (default_collate if self._batched else default_convert)
 
@@ -608,7 +627,7 @@ class DataLoader:
 
     def _fetch(self, indices):
         if self._fast:
-            return _collate_arrays(self.dataset.batch(np.asarray(indices, dtype=np.int64)))
+            return _collate_arrays(self.dataset.batch(_sample_indices(indices, "DataLoader")))
         return self.collate_fn([self.dataset[i] for i in indices])
 
     def _iter_stream(self):

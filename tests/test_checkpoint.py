@@ -337,3 +337,23 @@ def test_size_budget_is_checked_before_reading(tmp_path, saved):
     header = bytearray(data[:48])
     header[8:16] = (1 << 40).to_bytes(8, "little")  # a manifest length past the file
     _raises(tmp_path, bytes(header) + data[48:], "manifest length")
+
+
+def test_saved_files_get_the_mode_a_plain_write_gives(tmp_path):
+    # (the temporary file the save renames is made 0600; the result must not stay so)
+    umask = os.umask(0o027)
+    try:
+        path = tmp_path / "state.nbf"
+        nb.save_state({"w": nb.ones(2)}, path)
+        assert path.stat().st_mode & 0o777 == 0o640
+        os.chmod(path, 0o604)  # overwriting keeps the file's own mode
+        nb.save_state({"w": nb.zeros(2)}, path)
+        assert path.stat().st_mode & 0o777 == 0o604
+        program = tmp_path / "p.nbprog"
+        main = nb.Program()
+        with nb.program_guard(main):
+            nb.static.data("x", [2])
+        nb.save(main, program)
+        assert program.stat().st_mode & 0o777 == 0o640
+    finally:
+        os.umask(umask)

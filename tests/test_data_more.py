@@ -389,3 +389,40 @@ def test_training_loop_with_sampler():
             loss.backward()
             opt.step()
     assert loss.item() < 1e-3
+
+
+def test_default_collate_takes_the_kind_of_all_the_numbers():
+    from nbflow.data import default_collate
+
+    mixed = default_collate([1, 2.5])  # (the first sample's int would truncate 2.5)
+    assert mixed.dtype == nb.float32 and mixed.tolist() == [1.0, 2.5]
+    assert default_collate([True, 2]).dtype == nb.int64
+    assert default_collate([True, False]).dtype == nb.bool_
+    with pytest.raises(TypeError, match="str"):
+        default_collate([1, "a"])
+
+
+def test_only_nbflow_array_datasets_are_batched_by_indexing():
+    class WithBatch(Dataset):  # an unrelated `batch` attribute
+        batch = 4
+
+        def __len__(self):
+            return 4
+
+        def __getitem__(self, i):
+            return float(i)
+
+    batches = [b.tolist() for b in DataLoader(WithBatch(), batch_size=2)]
+    assert batches == [[0.0, 1.0], [2.0, 3.0]]
+    assert [b.tolist() for b in DataLoader(Subset(WithBatch(), [3, 1]), batch_size=2)] == [
+        [3.0, 1.0]
+    ]
+
+
+def test_float_sample_indices_are_refused_not_truncated():
+    data = TensorDataset(np.arange(5))
+    with pytest.raises(IndexError, match="integers"):
+        list(DataLoader(data, sampler=[0.9, 3.99], batch_size=2))
+    with pytest.raises(IndexError, match="integers"):
+        Subset(data, [0.5])
+    assert [b[0].tolist() for b in DataLoader(Subset(data, []), batch_size=2)] == []

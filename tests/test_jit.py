@@ -438,3 +438,14 @@ def test_assigning_an_executor_makes_later_calls_run_on_it():
     assert f.executor is exe and f.executors["cpu"] is exe
     np.testing.assert_array_equal(f(x).numpy(), [2, 2, 2])
     assert runs == [1]
+
+
+def test_detach_under_jit_stops_the_gradient_as_in_eager_mode():
+    def f(a):
+        return nb.sum(a * a.detach())
+
+    x = nb.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    (want,) = nb.grad(f(x), [x])
+    (got,) = nb.grad(jit(f)(x), [x])
+    nt.assert_close(got.numpy(), want.numpy())  # x, not 2 x
+    nt.assert_close(got.numpy(), x.numpy())

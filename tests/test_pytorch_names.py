@@ -607,3 +607,11 @@ def test_tensor_queries_and_more_methods_as_pytorch_has_them():
         return t.where(t > 0, 0.0).ravel()
 
     np.testing.assert_array_equal(masked(x).numpy(), np.where(a > 0, a, 0.0).ravel())
+
+
+def test_functional_gelu_takes_pytorchs_approximate_strings():
+    x = nb.tensor(RNG.standard_normal(5))
+    np.testing.assert_array_equal(F.gelu(x, approximate="tanh").numpy(), nb.gelu(x, True).numpy())
+    np.testing.assert_array_equal(F.gelu(x, "none").numpy(), nb.gelu(x, False).numpy())
+    with pytest.raises(nb.AttrError, match="approximate"):
+        F.gelu(x, approximate="fast")

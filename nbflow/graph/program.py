@@ -16,7 +16,8 @@ import sys
 import numpy as np
 
 from .. import dtypes as dt
-from ..core import REGISTRY, STATE, Node, Op, Spec, Trace
+from .. import ops
+from ..core import REGISTRY, STATE, Node, Op, Spec, Trace, no_grad
 from ..errors import ProgramError, TracedValueError, UnsupportedError, user_frame, user_location
 from ..operators import Operators, Size
 from ..tensor import Tensor, _Stale, stale_message, tensor
@@ -100,6 +101,12 @@ class Var(Operators):
     @property
     def requires_grad(self) -> bool:
         return not self.stop_gradient
+
+    def detach(self) -> Var:
+        """The value without its gradient (eager detach(), under jit too): a copy here,
+        where an eager detach() shares memory (the program writes neither in place)."""
+        with no_grad():
+            return ops.clone(self)
 
     @property
     def ndim(self) -> int:

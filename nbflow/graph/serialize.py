@@ -55,6 +55,7 @@ import hashlib
 import json
 import math
 import os
+import stat
 import tempfile
 import warnings
 import zipfile
@@ -451,12 +452,24 @@ def _atomic_write(path: str, write) -> str:
             os.fsync(f.fileno())
             f.seek(0)
             digest = _sha256(f)
+        os.chmod(tmp, _file_mode(path))
         os.replace(tmp, path)
     except BaseException:
         os.unlink(tmp)
         raise
     _fsync_dir(folder)  # makes the rename itself durable
     return digest
+
+
+def _file_mode(path: str) -> int:
+    """The mode of the file replaced, else what open() would give (0666 less the umask):
+    mkstemp makes its file 0600, which a plain write would not."""
+    try:
+        return stat.S_IMODE(os.stat(path).st_mode)
+    except FileNotFoundError:
+        umask = os.umask(0)  # (the only way to read it: set and put back at once)
+        os.umask(umask)
+        return 0o666 & ~umask
 
 
 def _sha256(f) -> str:

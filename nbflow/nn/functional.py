@@ -30,7 +30,6 @@ binary_cross_entropy_with_logits = ops.binary_cross_entropy_with_logits
 conv1d = ops.conv1d
 conv2d = ops.conv2d
 embedding = ops.embedding
-gelu = ops.gelu
 group_norm = ops.group_norm
 l1_loss = ops.l1_loss
 layer_norm = ops.layer_norm
@@ -81,6 +80,15 @@ def elu(input, alpha=1.0, inplace=False):
 
 def silu(input, inplace=False):
     return _maybe_inplace(input, lambda x: x * ops.sigmoid(x), inplace)
+
+
+def gelu(input, approximate="none"):
+    """PyTorch's F.gelu: approximate 'none' (the erf form) or 'tanh' (nbflow.gelu's bool)."""
+    if not isinstance(approximate, bool):
+        if approximate not in ("none", "tanh"):
+            raise AttrError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
+        approximate = approximate == "tanh"
+    return ops.gelu(input, approximate=approximate)
 
 
 def logsigmoid(input):
