@@ -40,6 +40,7 @@ import numpy as np
 
 from ..autograd import backprop
 from ..core import STATE, Node, is_grad_enabled, set_grad_enabled, use_trace
+from ..device import DeviceError
 from ..errors import GradientError, TracedValueError, UnsupportedError
 from ..tensor import Tensor, _Stale, tensor
 from ..views import refresh_if_stale
@@ -465,7 +466,13 @@ class JitFunction:
         """The Executor on the device of the tensor arguments, else on that of the captured
         tensors (a function of no arguments training a GPU model), else the CPU."""
         tensors = [t for name, v in arguments.items() for _, t in _tensors(v, name, [])]
-        device = next((t.device for t in tensors if t.device != "cpu"), None)
+        on = sorted({t.device for t in tensors})
+        if len(on) > 1:  # as an eager op on them would (a CPU leaf would get a GPU gradient)
+            raise DeviceError(
+                f"jit({getattr(self.fn, '__name__', 'fn')}): the tensor arguments are on "
+                f"{' and '.join(on)}; move them to one device"
+            )
+        device = on[0] if on and on[0] != "cpu" else None
         if device is None:
             device = next((t.device for t in captured if t.device != "cpu"), "cpu")
         if device not in self.executors:
