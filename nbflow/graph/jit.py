@@ -464,17 +464,22 @@ class JitFunction:
 
     def executor_for(self, arguments: dict, captured=()) -> Executor:
         """The Executor on the device of the tensor arguments, else on that of the captured
-        tensors (a function of no arguments training a GPU model), else the CPU."""
+        tensors (a function of no arguments training a GPU model), else the CPU. Arguments
+        on several devices, or GPU tensors read by a CPU call, raise DeviceError as an eager
+        op on them does (captured CPU tensors, such as an optimizer's scalar states, are
+        uploaded to a GPU)."""
         tensors = [t for name, v in arguments.items() for _, t in _tensors(v, name, [])]
         on = sorted({t.device for t in tensors})
-        if len(on) > 1:  # as an eager op on them would (a CPU leaf would get a GPU gradient)
+        gpu_captured = sorted({t.device for t in captured if t.device != "cpu"})
+        device = on[0] if on else (gpu_captured or ["cpu"])[0]
+        if len(on) > 1 or (device == "cpu" and gpu_captured):
+            where = (
+                " and ".join(on) if len(on) > 1 else f"cpu, reading tensors on {gpu_captured[0]}"
+            )
             raise DeviceError(
                 f"jit({getattr(self.fn, '__name__', 'fn')}): the tensor arguments are on "
-                f"{' and '.join(on)}; move them to one device"
+                f"{where}; move them to one device"
             )
-        device = on[0] if on and on[0] != "cpu" else None
-        if device is None:
-            device = next((t.device for t in captured if t.device != "cpu"), "cpu")
         if device not in self.executors:
             self.executors[device] = Executor(device)
         return self.executors[device]
