@@ -90,7 +90,7 @@ def _truth(pred, what: str) -> bool:
             raise DTypeError(f"{what}: the predicate must be a bool tensor, got {pred.dtype}")
         if pred.size != 1:
             raise ShapeError(f"{what}: the predicate must have one element, got shape {pred.shape}")
-        return bool(pred.data.reshape(()))
+        return bool(pred.numpy().reshape(()))  # (a host copy of a GPU predicate)
     return bool(pred)
 
 

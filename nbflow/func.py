@@ -22,7 +22,7 @@ from . import ops
 from .autograd import grad as _grad
 from .autograd import toposort
 from .core import enable_grad
-from .tensor import Tensor
+from .tensor import Tensor, tensor
 
 __all__ = ["grad", "grad_and_value", "vjp", "jacrev", "hessian", "vmap"]
 
@@ -227,13 +227,16 @@ def _blocks(out, xs, keep: bool) -> tuple:
     """d out / d x for every x: rows from one-hot cotangents, stacked and reshaped."""
     n = out.numel()
     if n == 0 or not out.requires_grad:
-        return tuple(ops.zeros(tuple(out.shape) + tuple(x.shape), dtype=x.dtype) for x in xs)
+        shape = tuple(out.shape)
+        return tuple(ops.zeros(shape + x.shape, dtype=x.dtype, device=x.device) for x in xs)
     rows = [[] for _ in xs]
     for k in range(n):
-        seed = np.zeros(n, dtype=out.data.dtype)
+        seed = np.zeros(n, dtype=out.dtype)
         seed[k] = 1
+        # on out's device: the backward pass combines the seed with out's graph
+        seed = tensor(seed.reshape(tuple(out.shape)), dtype=out.dtype, device=out.device)
         with enable_grad():
-            gs = _grad(out, xs, Tensor(seed.reshape(tuple(out.shape))), keep, allow_unused=True)
+            gs = _grad(out, xs, seed, keep, allow_unused=True)
         for r, g in zip(rows, _zeros_for_none(gs, xs)):
             r.append(g)
     return tuple(

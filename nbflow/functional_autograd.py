@@ -14,7 +14,7 @@ import numpy as np
 from . import ops
 from .autograd import grad as _grad
 from .core import enable_grad
-from .tensor import Tensor
+from .tensor import Tensor, tensor
 
 __all__ = ["vjp", "jvp", "jacobian", "hessian", "hvp", "vhp"]
 
@@ -197,7 +197,7 @@ def _jacobian_of(i, out, xs, create_graph, strict) -> tuple:
     for j, x in enumerate(xs):
         shape = tuple(out.shape) + tuple(x.shape)
         if n == 0:
-            blocks.append(ops.zeros(shape, dtype=x.dtype))
+            blocks.append(ops.zeros(shape, dtype=x.dtype, device=x.device))
         else:
             blocks.append(ops.stack(rows[j], axis=0).reshape(shape))
     return _finish(blocks, create_graph)
@@ -205,9 +205,10 @@ def _jacobian_of(i, out, xs, create_graph, strict) -> tuple:
 
 def _one_hot(out, k):
     """A seed shaped like `out` with a one at flat position k: picks row k of the Jacobian."""
-    seed = np.zeros(out.numel(), dtype=out.data.dtype)
+    seed = np.zeros(out.numel(), dtype=out.dtype)
     seed[k] = 1
-    return Tensor(seed.reshape(tuple(out.shape)))
+    # on out's device: the vjp combines the seed with out's gradient graph
+    return tensor(seed.reshape(tuple(out.shape)), dtype=out.dtype, device=out.device)
 
 
 def _scalar_output(func, fn: str, strict: bool):

@@ -548,6 +548,112 @@ def view_write_cases():
         )
 
 
+# ---------------------------------------------------------------- GPU-path fixes, end to end
+
+
+def _masked_write(x):
+    y = x.clone()
+    y[x > 0] = 0.0  # a mask on the tensor's device: its true positions come to the host
+    return y
+
+
+@nb.jit
+def _jit_cond(x):
+    return nb.cond(x.sum() > 0, lambda a: a, lambda a: a * 2.0, [x])  # the input returned
+
+
+@nb.jit
+def _jit_while(x):  # the condition fails at once: zero iterations return the input
+    return nb.while_loop(lambda a: a.sum() > 100.0, lambda a: a * 2.0, [x])[0]
+
+
+def _embedding_bag(idx, mode="mean", offsets=None):
+    from nbflow import nn
+
+    nb.manual_seed(0)  # the weight is made on the CPU, then moved
+    return nn.EmbeddingBag(5, 2, mode=mode).to(idx.device)(idx, offsets)
+
+
+def _packed_lstm(a, b):
+    from nbflow import nn
+    from nbflow.nn.utils import rnn
+
+    nb.manual_seed(0)
+    layer = nn.LSTM(2, 3).to(a.device)
+    out, (h, c) = layer(rnn.pack_sequence([b, a], enforce_sorted=False))
+    return [*rnn.pad_packed_sequence(out), h, c]
+
+
+def _sequences(a, b):
+    from nbflow.nn.utils import rnn
+
+    packed = rnn.pack_padded_sequence(rnn.pad_sequence([a, b]), [3, 1])
+    padded, lengths = rnn.pad_packed_sequence(packed, padding_value=-1.0)
+    return [rnn.pad_sequence([b, a], True, 9.0, "left"), packed.data, packed.batch_sizes, padded]
+
+
+def _spectral_norm(x):
+    from nbflow import nn
+    from nbflow.nn.utils import parametrizations
+
+    # one power iteration at registration, not 15 (each costs ~0.4 s in the simulator)
+    power_method = parametrizations._SpectralNorm._power_method
+    parametrizations._SpectralNorm._power_method = lambda self, mat, n: power_method(self, mat, 1)
+    try:
+        nb.manual_seed(0)
+        layer = parametrizations.spectral_norm(nn.Linear(2, 3).to(x.device))
+    finally:
+        parametrizations._SpectralNorm._power_method = power_method
+    return [layer(x), layer.parametrizations.weight[0]._u]
+
+
+def _concat_backward(p, q):
+    p, q = p.requires_grad_(), q.requires_grad_()
+    return nb.grad(nb.sum(nb.cat([p, q], -1) ** 2), [p, q])  # split_like with axis -1
+
+
+def device_fix_cases():
+    import nbflow.distributions as D
+    from nbflow import func
+    from nbflow.functional_autograd import hessian, jacobian
+
+    x, v = np.array([[1.0, -2.0], [3.0, -4.0]], np.float32), np.array([0.5, 1.0], np.float32)
+    yield "mask", "getitem", (lambda x: x[x > 0]), [x]
+    yield "mask", "setitem", _masked_write, [x]
+    cond = nb.cond
+    yield "cond", "eager", (lambda x: cond(x.sum() < 0, lambda a: a * 2, lambda a: -a, [x])), [x]
+    loop = nb.while_loop
+    yield "while_loop", "eager", (lambda v: loop(lambda a: a.sum() < 10, lambda a: a * 2, v)), [v]
+    yield "cond", "jit, an input returned", _jit_cond, [v]
+    yield "while_loop", "jit, zero iterations", _jit_while, [v]
+    yield "jacobian", "tanh", (lambda v: jacobian(nb.tanh, v)), [v]
+    yield "hessian", "sum tanh", (lambda v: hessian(lambda a: nb.sum(nb.tanh(a)), v)), [v]
+    yield "func.jacrev", "sin", (lambda v: func.jacrev(nb.sin)(v)), [v]
+    bags = np.array([[0, 1], [2, 3]], np.int64)
+    yield "EmbeddingBag", "mean", _embedding_bag, [bags]
+    fn = _embedding_bag
+    yield "EmbeddingBag", "max, 1-D", (lambda i: fn(i.reshape(-1), "max", offsets=[0, 1])), [bags]
+    seqs = [values((3, 2), dt.float32), values((1, 2), dt.float32)]
+    yield "rnn utils", "pad, pack, pad_packed", _sequences, seqs
+    yield "LSTM", "packed, unsorted", _packed_lstm, seqs
+    yield "spectral_norm", "module on the device", _spectral_norm, [v]
+    yield "Normal", "number scale", (lambda v: D.Normal(v, 1.0).log_prob(v)), [v]
+    fn = lambda v: D.Normal(v, v).log_prob(np.zeros(2, np.float32))
+    yield "Normal", "numpy value", fn, [v]
+    fn = lambda v: D.Normal(v, 1.0).rsample(generator=nb.Generator(0))
+    yield "Normal", "rsample", fn, [v]
+    fn = lambda v: D.kl_divergence(D.Normal(v, 1.0), D.Normal(v * 2, 2.0))
+    yield "kl_divergence", "number scales", fn, [v]
+    yield "Gamma", "number rate", (lambda v: D.Gamma(v, 1.0).log_prob(v)), [v]
+    yield "Categorical", "int value", (lambda v: D.Categorical(v).log_prob(1)), [v]
+    yield "split_like", "axis=-1 (cat backward)", _concat_backward, [x[:, :1], x]
+    rows = np.array([[-np.inf, -np.inf], [1.0, 2.0]], np.float32)
+    for name in ("softmax", "log_softmax"):
+        op = REGISTRY[name]
+        yield name, "an all -inf row", (lambda x, op=op: op(x, axis=1)), [rows]
+        yield name, "an all -inf row f16", (lambda x, op=op: op(x, axis=1)), [rows.astype("f2")]
+
+
 def build_mlp(sizes=(12, 16, 16, 4), lr=0.1):
     """A static-graph MLP training step: forward, append_backward, in-place SGD updates."""
     main, startup = nb.Program(), nb.Program()
@@ -690,6 +796,28 @@ def graph_checks():
     gpu, where = eager_training("cuda")
     ok = np.allclose(cpu, gpu, rtol=1e-4) and where == {"cuda:0"} and gpu[-1] < gpu[0]
     yield "eager training (Module.to, Adam)", ok, f"cpu {cpu} cuda {gpu} {where}"
+    try:
+        runs = [control_flow_program(device) for device in ("cpu", "cuda")]
+        ok = all(np.allclose(a, b) for a, b in zip(*runs)) and len(runs[1]) == 4
+        yield "cond and while_loop in an Executor on the GPU", ok, str(runs)
+    except Exception as e:  # reported, as the others
+        yield "cond and while_loop in an Executor on the GPU", False, f"{type(e).__name__}: {e}"
+
+
+def control_flow_program(device):
+    """A cond and a while_loop on a fed predicate, both branches; each runs zero times once
+    (the loop var returned as it came in)."""
+    main = nb.Program()
+    with nb.program_guard(main):
+        x = nb.static.data("x", [2])
+        flag = nb.static.data("flag", [], dtype="bool")
+        y = nb.cond(flag, lambda a: a * 2.0, lambda a: a, [x])
+        z = nb.while_loop(lambda a: nb.sum(a) < 5.0, lambda a: a * 2.0, [x])[0]
+    exe, x = nb.Executor(device), np.array([0.5, 1.0], np.float32)
+    out = []
+    for flag, scale in ((True, 1.0), (False, 10.0)):
+        out += exe.run(main, {"x": x * scale, "flag": np.bool_(flag)}, [y, z])
+    return [np.asarray(t) for t in out]
 
 
 def device_checks():
@@ -760,13 +888,22 @@ def device_checks():
         yield "bad device name", False, "no error"
     except ValueError as e:
         yield "bad device name", "gpu" in str(e), str(e)
+    errors = []
+    for device in ("cpu", "cuda"):
+        m = nb.tensor([[1.0, 2.0]], device=device)
+        try:
+            m[nb.tensor([True, False, True], device=device)]
+            errors.append("no error")
+        except nb.OutOfRangeError as e:
+            errors.append(str(e).split(" (defined at")[0])
+    yield "a wrong-shape GPU mask", errors[0] == errors[1] != "no error", str(errors)
 
 
 def main():
     covered, results = set(), []
     start = time.time()
     families = (elementwise_cases, structured_cases, index_cases, conv_cases, loss_cases)
-    families += (optimizer_cases, gradient_cases, view_write_cases)
+    families += (optimizer_cases, gradient_cases, view_write_cases, device_fix_cases)
     for family in families:
         for name, what, fn, arrays in family():
             tol = max(TOLERANCE.get(np.dtype(a.dtype), 0) for a in arrays) or 1e-5

@@ -77,7 +77,8 @@ class Bernoulli(Distribution):
         return self.logits.softplus() - self.probs * self.logits
 
     def enumerate_support(self, expand=True):
-        values = ops.arange(2, dtype=self.probs.dtype).reshape((2,) + (1,) * len(self._batch_shape))
+        values = ops.arange(2, dtype=self.probs.dtype, device=self.probs.device)
+        values = values.reshape((2,) + (1,) * len(self._batch_shape))
         return values.broadcast_to((2,) + self._batch_shape) if expand else values
 
 
@@ -131,11 +132,13 @@ class Categorical(Distribution):
     def param_shape(self):
         return self._batch_shape + (self._num_events,)
 
-    mean = property(lambda self: ops.full(self._batch_shape, float("nan"), dtype=self.probs.dtype))
-    variance = property(
-        lambda self: ops.full(self._batch_shape, float("nan"), dtype=self.probs.dtype)
-    )
+    mean = property(lambda self: self._nans())
+    variance = property(lambda self: self._nans())
     mode = property(lambda self: self.probs.argmax(-1))
+
+    def _nans(self):
+        p = self.probs
+        return ops.full(self._batch_shape, float("nan"), dtype=p.dtype, device=p.device)
 
     def sample(self, sample_shape=(), generator=None):
         """Inverse-CDF sampling: count the cumulative probabilities below one uniform draw."""
@@ -146,7 +149,7 @@ class Categorical(Distribution):
         return below.clamp(0, self._num_events - 1)
 
     def log_prob(self, value):
-        value = as_tensor(value, ops.zeros((), dtype=np.int64))
+        value = as_tensor(value, ops.zeros((), dtype=np.int64, device=self.logits.device))
         self._validate_sample(value)
         value = value.astype(np.int64).unsqueeze(-1)
         shape = np.broadcast_shapes(tuple(value.shape)[:-1], tuple(self.logits.shape)[:-1])
@@ -159,7 +162,8 @@ class Categorical(Distribution):
 
     def enumerate_support(self, expand=True):
         n = len(self._batch_shape)
-        values = ops.arange(self._num_events, dtype=np.int64).reshape((-1,) + (1,) * n)
+        values = ops.arange(self._num_events, dtype=np.int64, device=self.probs.device)
+        values = values.reshape((-1,) + (1,) * n)
         return values.broadcast_to((self._num_events,) + self._batch_shape) if expand else values
 
 
@@ -210,7 +214,7 @@ class OneHotCategorical(Distribution):
 
     def enumerate_support(self, expand=True):
         k = self._event_shape[0]
-        values = ops.eye(k, dtype=self.probs.dtype).reshape(
+        values = ops.eye(k, dtype=self.probs.dtype, device=self.probs.device).reshape(
             (k,) + (1,) * len(self._batch_shape) + (k,)
         )
         return values.broadcast_to((k,) + self._batch_shape + (k,)) if expand else values

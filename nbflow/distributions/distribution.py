@@ -16,21 +16,24 @@ from . import constraints
 
 def broadcast_all(*values):
     """Tensors of one broadcast shape: numbers take the dtype of the first floating tensor
-    among `values` (float32 when none is), as torch.distributions.utils.broadcast_all does."""
+    among `values` (float32 when none is) and the device of the first tensor, as
+    torch.distributions.utils.broadcast_all does."""
     dtype = next(
         (v.dtype for v in values if isinstance(v, Tensor) and v.dtype.kind == "f"),
         dt.DEFAULT_FLOAT,
     )
-    ts = [v if isinstance(v, Tensor) else tensor(float(v), dtype=dtype) for v in values]
+    device = next((v.device for v in values if isinstance(v, Tensor)), None)
+    ts = [v if isinstance(v, Tensor) else tensor(float(v), dtype, device=device) for v in values]
     shape = np.broadcast_shapes(*(t.shape for t in ts))
     return [t if tuple(t.shape) == shape else t.broadcast_to(shape) for t in ts]
 
 
 def as_tensor(value, like):
-    """`value` as a tensor of `like`'s dtype (numbers and arrays as sample values)."""
+    """`value` as a tensor of `like`'s dtype and device (numbers and arrays as sample
+    values)."""
     if isinstance(value, Tensor):
         return value
-    return tensor(np.asarray(value, dtype=like.dtype))
+    return tensor(np.asarray(value, dtype=like.dtype), device=like.device)
 
 
 def numpy_generator(generator):

@@ -343,13 +343,22 @@ def _as_leaves(vs):
 def _fresh(t: Tensor, args) -> Tensor:
     """A result that is one of the op's inputs gets its own buffer (a later in-place write
     to one must not change the other)."""
-    return Tensor(t.data.copy()) if any(t is a for a in args) else t
+    return _copy(t) if any(t is a for a in args) else t
+
+
+def _copy(t: Tensor) -> Tensor:
+    """t with a buffer of its own, on t's device (a numba device array has no .copy())."""
+    if type(t.data) is np.ndarray:
+        return Tensor(t.data.copy())
+    from .. import device_tensor  # (imports the GPU half only when there is a GPU value)
+
+    return device_tensor.CudaTensor(device_tensor._copy(t.data))
 
 
 def _truth(t: Tensor, where: str) -> bool:
     if t.dtype.kind != "b" or t.size != 1:
         raise ShapeError(f"{where}: the predicate is {t.dtype}{list(t.shape)}, not one bool")
-    return bool(t.data.reshape(()))
+    return bool(t.numpy().reshape(()))  # (a host copy of a GPU predicate)
 
 
 def _no_spec(*specs, **attrs):
@@ -549,7 +558,7 @@ def run_block(executor, block: Block, values, scope, outer_env) -> list[Tensor]:
     results = [executor._lookup(v, env, scope) for v in block.outputs]
     # a constant returned as is gets its own buffer: the op's output may be written in place
     kept = plan.constants.values()
-    return [Tensor(t.data.copy()) if any(t is c for c in kept) else t for t in results]
+    return [_copy(t) if any(t is c for c in kept) else t for t in results]
 
 
 def _stack(arrays, first: np.ndarray, where: str, what: str) -> Tensor:

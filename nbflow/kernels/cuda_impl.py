@@ -411,10 +411,15 @@ def _softmax_kernel(acc, mode):
                     else:
                         out[row, 0] = total
             else:
-                log_total = math.log(total)
+                # an all -inf row sums to 0: NaN, as the CPU's 0 / 0 and -inf + inf give
+                # (math.log(0) raises in the simulator). Other rows sum to >= 1 (or NaN).
+                empty = total == 0
+                log_total = acc_t(math.nan) if empty else math.log(total)
                 for j in range(tid, n, tpb):
                     z = acc_t(x[row, j]) - shift
-                    if mode == 0:
+                    if empty:
+                        out[row, j] = log_total  # (NaN in acc_t: no float64 to float16)
+                    elif mode == 0:
                         out[row, j] = math.exp(z) / total
                     else:
                         out[row, j] = z - log_total

@@ -23,14 +23,15 @@ from . import init
 from .module import Module, Parameter
 
 
-def _bags(input, offsets, include_last_offset):
-    """(flat indices (n,), the bag of each entry as an int64 tensor (n,), number of bags)."""
+def _bags(input, offsets, include_last_offset, device):
+    """(flat indices (n,), the bag of each entry as an int64 tensor (n,) on `device`, number
+    of bags)."""
     if input.ndim == 2:
         if offsets is not None:
             raise ValueError("if input is 2D, then offsets has to be None")
         bags, per_bag = input.shape
         seg = np.repeat(np.arange(bags), per_bag)
-        return nb.reshape(input, -1), nb.tensor(seg.astype(np.int64)), bags
+        return nb.reshape(input, -1), nb.tensor(seg.astype(np.int64), device=device), bags
     if input.ndim != 1 or offsets is None:
         raise ShapeError(f"input must be 2-D, or 1-D with offsets; got {tuple(input.shape)}")
     offs = np.asarray(offsets.numpy() if isinstance(offsets, Tensor) else offsets, np.int64)
@@ -41,7 +42,7 @@ def _bags(input, offsets, include_last_offset):
         raise ShapeError(f"offsets {offs.tolist()} point past the {n} indices")
     starts = offs[:-1] if include_last_offset else offs
     seg = np.searchsorted(starts, np.arange(n), side="right") - 1
-    return input, nb.tensor(seg.astype(np.int64)), len(starts)
+    return input, nb.tensor(seg.astype(np.int64), device=device), len(starts)
 
 
 def embedding_bag(
@@ -70,19 +71,23 @@ def embedding_bag(
             "embedding_bag: per_sample_weights was not None. per_sample_weights is only "
             f"supported for mode='sum' (got mode='{mode}'). Please open a feature request"
         )
-    idx, seg, bags = _bags(input, offsets, include_last_offset)
+    # what is made here goes on the weight's device (a graph value has none: the executor
+    # places it)
+    device = getattr(weight, "device", None)
+    idx, seg, bags = _bags(input, offsets, include_last_offset, device)
     rows = nb.index_select(weight, 0, idx)  # (n, dim)
     if per_sample_weights is not None:
         rows = rows * nb.reshape(per_sample_weights, (-1, 1))
-    zeros = nb.zeros((bags, weight.shape[1]), dtype=weight.dtype)
+    zeros = nb.zeros((bags, weight.shape[1]), dtype=weight.dtype, device=device)
     if padding_idx is not None:
         keep = nb.cast(idx != (padding_idx % weight.shape[0]), weight.dtype)  # (n,)
     else:
-        keep = nb.ones(idx.shape, dtype=weight.dtype)
-    count = nb.index_add(nb.zeros((bags, 1), dtype=weight.dtype), 0, seg, nb.reshape(keep, (-1, 1)))
+        keep = nb.ones(idx.shape, dtype=weight.dtype, device=device)
+    count = nb.zeros((bags, 1), dtype=weight.dtype, device=device)
+    count = nb.index_add(count, 0, seg, nb.reshape(keep, (-1, 1)))
     if mode == "max":
         rows = nb.where(nb.reshape(keep, (-1, 1)) > 0, rows, -math.inf)
-        full_seg = nb.reshape(seg, (-1, 1)) + nb.zeros(rows.shape, dtype=seg.dtype)
+        full_seg = nb.reshape(seg, (-1, 1)) + nb.zeros(rows.shape, dtype=seg.dtype, device=device)
         out = nb.scatter_reduce(zeros, 0, full_seg, rows, "amax", include_self=False)
         return nb.where(count > 0, out, 0.0)
     out = nb.index_add(zeros, 0, seg, rows * nb.reshape(keep, (-1, 1)))

@@ -88,7 +88,8 @@ class _RNNBase(Module):
         last real step, and the reverse direction starts from h0 at that step."""
         padded, lengths = pad_packed_sequence(packed)
         alive = np.arange(padded.shape[0])[:, None] < lengths.numpy()[None, :]
-        mask = nb.tensor(alive[:, :, None])  # (T, B, 1): step t of sequence b is real
+        # (T, B, 1): step t of sequence b is real; on the data's device, as it selects in it
+        mask = nb.tensor(alive[:, :, None], device=getattr(padded, "device", None))
         if self.batch_first:  # (a packed input has no batch axis to put first)
             padded = nb.transpose(padded, 0, 1)
         out, final = self._run(padded, hx, mask)

@@ -71,13 +71,15 @@ def pack_offsets(packed, offsets):
     steps = int(lengths.max()) if len(lengths) else 0
     # row b of step t is packed row offs[b] + t; past a sequence's end, any row (masked)
     rows = np.minimum(offs[:-1][None, :] + np.arange(steps)[:, None], max(offs[-1] - 1, 0))
-    padded = nb.index_select(packed, 0, nb.tensor(rows.astype(np.int64)))
-    return padded, nb.tensor(lengths)
+    device = getattr(packed, "device", None)  # (a graph value has none: placed when run)
+    padded = nb.index_select(packed, 0, nb.tensor(rows.astype(np.int64), device=device))
+    return padded, nb.tensor(lengths, device=device)  # the steps' masks compare with them
 
 
 def _lengths(lengths, inputs):
     if not isinstance(lengths, Tensor) and not hasattr(lengths, "block"):  # a list, array
-        lengths = nb.tensor(np.asarray(lengths, np.int64))
+        # on the inputs' device: the steps' masks (lengths > t) select among their values
+        lengths = nb.tensor(np.asarray(lengths, np.int64), device=getattr(inputs, "device", None))
     if lengths.ndim != 1 or lengths.dtype.kind not in "iu":
         raise ShapeError(
             f"dynamic_rnn: lengths must be 1-d ints, got {lengths.dtype}{lengths.shape}"
@@ -123,7 +125,7 @@ def _adapt(cell, inputs, initial_state):
 def _zeros(inputs, size: int):
     """Zeros (batch, size) in the inputs' dtype (the batch may be known only at run time)."""
     column = nb.zeros_like(inputs[0][:, :1])  # (batch, 1)
-    return column + nb.zeros(size, dtype=inputs.dtype)
+    return column + nb.zeros(size, dtype=inputs.dtype, device=getattr(inputs, "device", None))
 
 
 def _masked_step(step, x, t, lengths, state):

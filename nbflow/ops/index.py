@@ -19,6 +19,7 @@ from functools import lru_cache
 import numpy as np
 from numba import njit
 
+from .. import device as devices
 from .. import dtypes as dt
 from ..core import UNKNOWN, Attr, Op, Spec, broadcast_shapes
 from ..errors import AttrError, DTypeError, OutOfRangeError, ShapeError, UnsupportedError
@@ -352,6 +353,8 @@ def _item(k):
         if k.dtype != dt.bool_:
             return "array", k  # a tensor (or a graph value)
         data = getattr(k, "data", None)  # an eager tensor's buffer
+        if devices.is_device_array(data):  # a GPU mask: its true positions are found on
+            return "mask", devices.to_host(data)  # the host, as a numpy mask's are
         if not isinstance(data, np.ndarray):  # a graph value: its true positions come later
             raise UnsupportedError("boolean mask indexing needs eager mode")
         return "mask", data

@@ -414,6 +414,7 @@ def _split_like_spec(x, *likes, axis):
 
 
 def _split_like_cpu(x, *likes, axis=0):
+    axis = normalize_axis(axis, x.ndim)  # (GPU array shapes take no negative index)
     return tuple(np.split(x, np.cumsum([k.shape[axis] for k in likes[:-1]]), axis=axis))
 
 

@@ -61,8 +61,9 @@ class _SpectralNorm(Module):
         if weight.ndim > 1:
             mat = self._matrix(weight.detach())
             rows, cols = mat.shape
-            u = nb.randn(rows, dtype=weight.dtype)
-            v = nb.randn(cols, dtype=weight.dtype)
+            # on the weight's device (a module moved to the GPU before it is parametrized)
+            u = nb.randn(rows, dtype=weight.dtype, device=weight.device)
+            v = nb.randn(cols, dtype=weight.dtype, device=weight.device)
             self.register_buffer("_u", self._normalize(u))
             self.register_buffer("_v", self._normalize(v))
             self._power_method(mat, 15)

@@ -52,6 +52,12 @@ def _host_lengths(lengths) -> np.ndarray:
     return array.astype(np.int64)
 
 
+def _device(x):
+    """Where tensors made to combine with x go: x's device (a graph value has none: the
+    executor places them)."""
+    return getattr(x, "device", None)
+
+
 def _check_lengths(lengths: np.ndarray, steps: int, batch: int) -> None:
     if len(lengths) != batch:
         raise ShapeError(
@@ -82,8 +88,11 @@ def _pack(padded, batch_sizes: np.ndarray, sorted_indices, unsorted_indices) -> 
     """Pack a time-major padded batch whose batch axis is already in sorted order."""
     steps, batch = padded.shape[0], padded.shape[1]
     flat = nb.reshape(padded, (steps * batch, *padded.shape[2:]))
-    data = nb.index_select(flat, 0, nb.tensor(_packed_rows(batch_sizes, batch)))
-    return PackedSequence(data, nb.tensor(batch_sizes), sorted_indices, unsorted_indices)
+    rows = nb.tensor(_packed_rows(batch_sizes, batch), device=_device(padded))
+    # batch_sizes stay on the CPU (host data, as in PyTorch)
+    return PackedSequence(
+        nb.index_select(flat, 0, rows), nb.tensor(batch_sizes), sorted_indices, unsorted_indices
+    )
 
 
 def pack_padded_sequence(input, lengths, batch_first=False, enforce_sorted=True):
@@ -104,7 +113,8 @@ def pack_padded_sequence(input, lengths, batch_first=False, enforce_sorted=True)
         order = unsorted = None
     else:
         perm = np.argsort(-lengths, kind="stable")
-        order, unsorted = nb.tensor(perm), nb.tensor(np.argsort(perm))
+        device = _device(x)  # (PyTorch keeps the permutations on the data's device)
+        order, unsorted = nb.tensor(perm, device=device), nb.tensor(np.argsort(perm), device=device)
         x, lengths = nb.index_select(x, 1, order), lengths[perm]
     return _pack(x, _batch_sizes(lengths), order, unsorted)
 
@@ -126,14 +136,14 @@ def pad_packed_sequence(sequence, batch_first=False, padding_value=0.0, total_le
     # each padded (t, b) reads its packed row, or the padding row appended at the end
     where = np.full(steps * batch, len(_packed_rows(sizes, batch)), np.int64)
     where[_packed_rows(sizes, batch)] = np.arange(int(sizes.sum()))
-    fill = nb.full((1, *data.shape[1:]), padding_value, dtype=data.dtype)
-    rows = nb.index_select(nb.concat([data, fill]), 0, nb.tensor(where))
+    fill = nb.full((1, *data.shape[1:]), padding_value, dtype=data.dtype, device=_device(data))
+    rows = nb.index_select(nb.concat([data, fill]), 0, nb.tensor(where, device=_device(data)))
     padded = nb.reshape(rows, (steps, batch, *data.shape[1:]))
     if sequence.unsorted_indices is not None:
         padded = nb.index_select(padded, 1, sequence.unsorted_indices)
     if batch_first:
         padded = nb.transpose(padded, 0, 1)
-    return padded, nb.tensor(sequence.lengths())
+    return padded, nb.tensor(sequence.lengths())  # (on the CPU, as in PyTorch)
 
 
 def pad_sequence(sequences, batch_first=False, padding_value=0.0, padding_side="right"):
@@ -152,7 +162,8 @@ def pad_sequence(sequences, batch_first=False, padding_value=0.0, padding_side="
 def _pad_one(seq, steps: int, value, side: str):
     if seq.shape[0] == steps:
         return seq
-    fill = nb.full((steps - seq.shape[0], *seq.shape[1:]), value, dtype=seq.dtype)
+    shape = (steps - seq.shape[0], *seq.shape[1:])
+    fill = nb.full(shape, value, dtype=seq.dtype, device=_device(seq))
     return nb.concat([seq, fill] if side == "right" else [fill, seq])
 
 
