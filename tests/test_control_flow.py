@@ -474,7 +474,17 @@ def test_gradients_of_rows_read_in_a_loop_match_eager_and_finite_differences():
     assert nt.check_modes(_rows, x) == {"outputs": 1, "gradients": 1}
 
 
-@pytest.mark.parametrize("fn", ["cond", "while", "rows"])
+def _nested_while(x):
+    def inner(h):
+        return nb.while_loop(lambda j, g: j < 2, lambda j, g: (j + 1, nb.tanh(g) * g), [0, h])[1]
+
+    def body(i, h):
+        return i + 1, inner(h) * 1.5
+
+    return nb.while_loop(lambda i, h: i < 2, body, [0, x], max_iterations=4)[1]
+
+
+@pytest.mark.parametrize("fn", ["cond", "while", "rows", "nested while"])
 def test_second_order_gradients_through_control_flow(fn):
     def body(i, h):
         pred = nb.logical_xor(nb.sum(h) > 0, i == 1)
@@ -486,6 +496,8 @@ def test_second_order_gradients_through_control_flow(fn):
             return body(0, x)[1]
         if fn == "rows":
             return _rows(x)
+        if fn == "nested while":  # (the replayed inner loop keeps its history)
+            return _nested_while(x)
         return nb.while_loop(lambda i, h: i < 3, body, [0, x], max_iterations=5)[1]
 
     main, g, gg = _second_order_program(f)

@@ -504,7 +504,7 @@ class WhileOp(ControlOp):
         stacked = node.attrs["stacked"]
         n = len(bb.outputs) - stacked
         init, outer = ins[:n], ins[n:]
-        return graph_while(
+        outs = graph_while(
             lambda *a: call_block(cb, [*a, *outer])[0],
             lambda *a: call_block(bb, [*a, *outer]),
             init,
@@ -512,6 +512,12 @@ class WhileOp(ControlOp):
             self,
             stacked,
         )
+        if not node.attrs["history"]:
+            return outs
+        # the loop was differentiated: the replayed gradient ops read the replayed loop's
+        # history (a while inside a while, differentiated twice)
+        count, hists = _keep_history(outs[0]._node, n, stacked)
+        return [*outs, count, *hists]
 
 
 # ---------------------------------------------------------------- running sub-blocks
