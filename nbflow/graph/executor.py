@@ -339,7 +339,9 @@ class Executor:
                 result = self.eager.apply(node.op, args, node.attrs, checked=True)
         except NbflowError as e:
             raise _explain(e, node, args) from e.__cause__
-        results = self.placed(result if isinstance(result, tuple) else (result,))
+        results = result if isinstance(result, tuple) else (result,)
+        if self.on_gpu:  # (the CPU's per-op loop stays without the call)
+            results = self.placed(results)
         for v, t in zip(node.outputs, results):
             if v.shape != t.shape and not compatible(v.shape, t.shape):
                 raise ShapeError(

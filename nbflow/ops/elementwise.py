@@ -828,17 +828,19 @@ def polygamma_op(x, n):
     """The n-th derivative of digamma (polygamma(n, x) calls it for n >= 2): (-1)^(n+1) n!
     zeta(n + 1, x), the Hurwitz zeta summed directly until the terms reach 9 + n, then
     Euler-Maclaurin (Cephes' zeta, whose tail converges for any n from there). A pole at 0
-    and the negative integers (the limit from the right), 0 at inf, NaN at -inf."""
+    and the negative integers (the limit from the right), 0 at inf, NaN at -inf. Summed in
+    float64 whatever the dtype: the terms' powers leave float16's range (a GPU computes
+    float16 as float16)."""
     if x != x or x == -math.inf or n < 1 or n != math.floor(n):
         return math.nan
     if x == math.inf:
         return 0.0
-    s = n + 1.0
+    q, s = float(x), float(n) + 1.0
     sign = 1.0 if s % 2 == 0 else -1.0  # (-1)^(n+1)
-    if x <= 0 and x == math.floor(x):
+    if q <= 0 and q == math.floor(q):
         return sign * math.inf
-    total = math.pow(x, -s)
-    a, b, i = x, 0.0, 0
+    total = math.pow(q, -s)
+    a, b, i = q, 0.0, 0
     while i < 9 or a <= 9.0 + s:
         i += 1
         a += 1.0
