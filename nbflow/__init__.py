@@ -29,6 +29,7 @@ from .core import (
     no_grad,
     set_grad_enabled,
 )
+from .device import DeviceError
 from .dtypes import bool_, float16, float32, float64, int32, int64
 from .errors import (
     ArgumentError,

@@ -161,9 +161,9 @@ def _device_scalar(value, dtype, device):
 
 
 # Ops whose inputs from this position on may come from the CPU (copied over), as in PyTorch:
-# x[[0, 2]] indexes a GPU tensor (the index arrays are read on the host anyway), and copy_
-# copies across devices (load_state_dict into a model on the GPU).
-HOST_INDEX_INPUTS = {"index": 1, "index_put": 2, "index_put_": 2, "copy_": 1}
+# x[[0, 2]] indexes a GPU tensor (the index arrays are read on the host anyway), x[0] = a CPU
+# value writes it, and copy_ copies across devices (load_state_dict into a model on the GPU).
+HOST_INDEX_INPUTS = {"index": 1, "index_put": 1, "index_put_": 1, "copy_": 1}
 
 
 def _device_of_args(op, args) -> str:
@@ -184,6 +184,9 @@ def _device_of_args(op, args) -> str:
 
 def apply(trace, op: Op, args, attrs) -> Tensor | tuple:
     """Run `op` on arguments of which at least one is on a GPU (attrs already checked)."""
+    if op.name == "copy_" and type(args[0]) is Tensor:  # into a CPU tensor: the source comes
+        # to the host (a recorded move: its gradient goes back), as load_state_dict needs
+        return trace.apply(op, [args[0], args[1].cpu()], attrs, checked=True)
     device = _device_of_args(op, args)
     if op.name in HOST_INDEX_INPUTS:
         args = [a.to(device) if isinstance(a, Tensor) else a for a in args]

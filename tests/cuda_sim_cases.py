@@ -865,6 +865,26 @@ def device_checks():
     a = nb.tensor([[0.5, -1.0], [2.0, 0.1]], requires_grad=True)
     (g,) = nb.grad(nb.sum(nb.square((a * 2.0).cuda())), [a])  # the move is on the tape
     yield "gradient through a move", g.device == "cpu" and np.allclose(g.numpy(), 8 * a.numpy()), ""
+    from nbflow import nn
+
+    cpu_model, gpu_model = nn.Linear(3, 2), nn.Linear(3, 2).to("cuda")
+    cpu_model.load_state_dict(gpu_model.state_dict())  # copy_ from the GPU into CPU tensors
+    same = np.array_equal(cpu_model.weight.numpy(), gpu_model.weight.numpy())
+    yield "a GPU state_dict loaded into a CPU model", same and cpu_model.weight.device == "cpu", ""
+    src = nb.tensor([1.0, 2.0], device="cuda", requires_grad=True)
+    target = nb.zeros(2) * 1.0
+    target.copy_(src * 3.0)
+    (g,) = nb.grad(nb.sum(target * target), [src])
+    yield "copy_ into a CPU tensor differentiates", np.allclose(g.numpy(), [18.0, 36.0]), ""
+    y = nb.zeros(2, 2, device="cuda")
+    y[0] = nb.tensor([7.0, 8.0])  # a CPU value written into a GPU tensor
+    y[1, 1] = nb.tensor(2.0)
+    yield "CPU values assigned into a GPU tensor", y.tolist() == [[7, 8], [0, 2]], str(y.tolist())
+    try:
+        nb.jit(lambda p, q: (p * q).sum())(nb.ones(2), x)
+        yield "jit with arguments on two devices", False, "no error"
+    except nb.DeviceError as e:
+        yield "jit with arguments on two devices", "cpu and cuda:0" in str(e), str(e)
     b = nb.tensor([[0.5, -1.0], [2.0, 0.1]], device="cuda", requires_grad=True)
     (g,) = nb.grad(nb.sum(nb.square(nb.tanh(b).cpu())), [b], create_graph=True)
     (gg,) = nb.grad(nb.sum(g), [b])  # through the moves back and forth again
