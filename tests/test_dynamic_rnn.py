@@ -215,3 +215,17 @@ def test_the_input_gradient_costs_time_linear_in_the_steps(monkeypatch):
     (a per-step full-size sum would be ~16x)."""
     short, long = _elements_written(monkeypatch, 64), _elements_written(monkeypatch, 256)
     assert 3.5 < long / short < 4.5, (short, long)
+
+
+@pytest.mark.parametrize("mode", ["eager", "jit"])
+def test_no_time_steps_give_no_outputs_and_the_initial_state(mode):
+    cell = nb.nn.LSTMCell(2, 3, generator=nb.Generator(0))
+    h0, c0 = nb.ones(2, 3), nb.full((2, 3), 2.0)
+
+    def run(x):
+        return nb.nn.dynamic_rnn(cell, x, [0, 0], (h0, c0))
+
+    outputs, (h, c) = (run if mode == "eager" else nb.jit(run))(nb.zeros(0, 2, 2))
+    assert outputs.shape == (0, 2, 3)
+    nt.assert_close(h, h0.numpy())
+    nt.assert_close(c, c0.numpy())

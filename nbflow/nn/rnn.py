@@ -77,9 +77,12 @@ def pack_offsets(packed, offsets):
 
 
 def _lengths(lengths, inputs):
+    # on the inputs' device: the steps' masks (lengths > t) select among their values
+    device = getattr(inputs, "device", None)
     if not isinstance(lengths, Tensor) and not hasattr(lengths, "block"):  # a list, array
-        # on the inputs' device: the steps' masks (lengths > t) select among their values
-        lengths = nb.tensor(np.asarray(lengths, np.int64), device=getattr(inputs, "device", None))
+        lengths = nb.tensor(np.asarray(lengths, np.int64), device=device)
+    elif isinstance(lengths, Tensor) and lengths.device != device:  # (PyTorch's are host data)
+        lengths = lengths.to(device)
     if lengths.ndim != 1 or lengths.dtype.kind not in "iu":
         raise ShapeError(
             f"dynamic_rnn: lengths must be 1-d ints, got {lengths.dtype}{lengths.shape}"
@@ -124,7 +127,7 @@ def _adapt(cell, inputs, initial_state):
 
 def _zeros(inputs, size: int):
     """Zeros (batch, size) in the inputs' dtype (the batch may be known only at run time)."""
-    column = nb.zeros_like(inputs[0][:, :1])  # (batch, 1)
+    column = nb.sum(nb.zeros_like(inputs[:1, :, :1]), axis=0)  # (batch, 1), for no steps too
     return column + nb.zeros(size, dtype=inputs.dtype, device=getattr(inputs, "device", None))
 
 
@@ -147,14 +150,16 @@ def _masked_step(step, x, t, lengths, state):
 def _eager(step, inputs, lengths, state):
     # up to the longest sequence; step 0 always runs (masked), as in graph mode: its output
     # gives the output shape even when every sequence is empty
-    steps = max(int(lengths.numpy().max()) if lengths.shape[0] else 0, 1)
+    steps, time = max(int(lengths.numpy().max()) if lengths.shape[0] else 0, 1), inputs.shape[0]
     outs = []
     for t in range(steps):
-        out, state = _masked_step(step, inputs[t], t, lengths, state)
+        # (no time steps at all: a zero row gives the output shape, and no row is kept)
+        x = inputs[t] if time else nb.sum(nb.zeros_like(inputs[:1]), axis=0)
+        out, state = _masked_step(step, x, t, lengths, state)
         outs.append(out)
-    outputs = nb.stack(*outs)
-    if steps < inputs.shape[0]:  # padding past the longest sequence
-        pad = [(0, inputs.shape[0] - steps)] + [(0, 0)] * (outputs.ndim - 1)
+    outputs = nb.stack(*outs)[:time]
+    if steps < time:  # padding past the longest sequence
+        pad = [(0, time - steps)] + [(0, 0)] * (outputs.ndim - 1)
         outputs = nb.pad(outputs, pad)
     return outputs, state
 
