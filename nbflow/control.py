@@ -13,8 +13,10 @@ This module is the eager half: it imports the graph half only when a graph trace
 
 from __future__ import annotations
 
-from .core import STATE
-from .errors import DTypeError, LoopLimitError, ShapeError, user_location
+import numpy as np
+
+from .core import STATE, is_int
+from .errors import ArgumentError, DTypeError, LoopLimitError, ShapeError, user_location
 from .tensor import EagerTrace, Tensor
 
 __all__ = ["cond", "while_loop"]
@@ -50,12 +52,9 @@ def while_loop(cond_fn, body_fn, loop_vars, max_iterations=None):
     values = [loop_vars] if single else list(loop_vars)
     if not values:
         raise ShapeError("while_loop needs at least one loop var")
-    if max_iterations is not None and (
-        isinstance(max_iterations, bool)
-        or not isinstance(max_iterations, int)
-        or max_iterations < 0
-    ):
+    if max_iterations is not None and (not is_int(max_iterations) or max_iterations < 0):
         raise ValueError(f"max_iterations must be an int >= 0 or None, got {max_iterations!r}")
+    max_iterations = None if max_iterations is None else int(max_iterations)
     if _graph_mode():
         from .graph.control import graph_while
 
@@ -91,7 +90,16 @@ def _truth(pred, what: str) -> bool:
         if pred.size != 1:
             raise ShapeError(f"{what}: the predicate must have one element, got shape {pred.shape}")
         return bool(pred.numpy().reshape(()))  # (a host copy of a GPU predicate)
+    if not isinstance(pred, PYTHON_PREDICATES):
+        raise ArgumentError(
+            f"{what}: the predicate must be a bool tensor or a Python bool, got "
+            f"{type(pred).__name__}"
+        )
     return bool(pred)
+
+
+# predicates known when the call is made, in both modes (an int as JAX takes it)
+PYTHON_PREDICATES = (bool, int, np.bool_, np.integer)
 
 
 def _as_list(values, what: str) -> list:

@@ -588,3 +588,20 @@ def test_gradient_through_a_branch_that_draws_random_numbers_is_refused():
         out = nb.cond(flag, lambda x: nb.dropout(x, 0.5, True), lambda x: x * 2.0, [x])
         with pytest.raises(nb.UnsupportedError, match="draws random numbers"):
             nb.append_backward(nb.sum(out))
+
+
+@pytest.mark.parametrize("mode", ["eager", "jit"])
+def test_python_predicates_and_numpy_bounds_work_in_both_modes(mode):
+    def f(x):
+        y = nb.cond(1, lambda a: a * 2.0, lambda a: a, [x])  # known when called: no op
+        bound = np.int64(5)
+        return nb.while_loop(lambda i, h: i < 2, lambda i, h: (i + 1, h + 1.0), [0, y], bound)[1]
+
+    run = f if mode == "eager" else nb.jit(f)
+    nt.assert_close(run(nb.ones(2)), np.full(2, 4.0, np.float32))
+
+    def floating(x):
+        return nb.cond(0.5, lambda a: a, lambda a: a, [x])
+
+    with pytest.raises(nb.ArgumentError, match="predicate"):
+        (floating if mode == "eager" else nb.jit(floating))(nb.ones(2))

@@ -38,8 +38,10 @@ import numpy as np
 from .. import dtypes as dt
 from .. import ops
 from ..autograd import backprop
+from ..control import PYTHON_PREDICATES
 from ..core import STATE, Attr, Op, bind, use_trace
 from ..errors import (
+    ArgumentError,
     DTypeError,
     GradientError,
     LoopLimitError,
@@ -138,7 +140,10 @@ def _union(*lists) -> list[Var]:
 
 def _check_pred(pred, what: str):
     if not isinstance(pred, Var):
-        raise TypeError(f"{what}: the predicate must be a bool tensor, got {type(pred).__name__}")
+        raise ArgumentError(
+            f"{what}: the predicate must be a bool tensor or a Python bool, got "
+            f"{type(pred).__name__}"
+        )
     if pred.dtype != dt.bool_:
         raise DTypeError(f"{what}: the predicate must be a bool tensor, got {pred.dtype}")
     if any(n not in (1, -1) for n in pred.shape):
@@ -150,7 +155,7 @@ def _check_pred(pred, what: str):
 
 def graph_cond(pred, true_fn, false_fn, operands):
     """nbflow.cond under a graph trace (see nbflow/control.py)."""
-    if isinstance(pred, (bool, np.bool_)):  # known while building: no op needed
+    if isinstance(pred, PYTHON_PREDICATES):  # known while building: no op needed
         return (true_fn if pred else false_fn)(*operands)
     outputs, single = _cond(pred, true_fn, false_fn, operands)
     return outputs[0] if single else tuple(outputs)
