@@ -22,6 +22,7 @@ from . import ops
 from .autograd import grad as _grad
 from .autograd import toposort
 from .core import enable_grad
+from .errors import UnsupportedError
 from .tensor import Tensor, tensor
 
 __all__ = ["grad", "grad_and_value", "vjp", "jacrev", "hessian", "vmap"]
@@ -255,16 +256,45 @@ def vmap(func, in_dims=0, out_dims=0, randomness: str = "error", *, chunk_size=N
     values, and it composes with grad (per-sample gradients).
 
     in_dims: an int or None for every argument, or a tuple with one per argument; None
-    passes the argument unchanged to every call. out_dims: an int, or a tuple per output."""
+    passes the argument unchanged to every call. out_dims: an int, or a tuple per output.
+    randomness, for draws from the default generator (nbflow.manual_seed's): 'error' (func
+    may not draw), 'different' (each slice its own draws) or 'same' (every slice the draws
+    the first one gets)."""
+    if randomness not in ("error", "different", "same"):
+        raise ValueError(
+            f"vmap: randomness must be 'error', 'different' or 'same', got {randomness!r}"
+        )
 
     @functools.wraps(func)
     def wrapper(*args, **kwargs):
         dims = _in_dims(in_dims, args)
         size = _batch_size(args, dims)
-        results = [func(*_slice(args, dims, b), **kwargs) for b in range(size)]
+        if size == 0:  # (a batching transform would know the outputs' shapes; a loop does not)
+            raise UnsupportedError(
+                "vmap: the mapped dimension has size 0; nbflow's vmap calls func once per "
+                "slice, so it cannot tell the shapes of no results"
+            )
+        start, results = _random_state(), []
+        for b in range(size):
+            if randomness == "same":
+                _set_random_state(start)
+            results.append(func(*_slice(args, dims, b), **kwargs))
+            if randomness == "error" and _random_state() != start:
+                raise UnsupportedError(
+                    "vmap: func draws random numbers, which randomness='error' refuses; pass "
+                    "randomness='different' (each slice its own draws) or 'same'"
+                )
         return _stack(results, out_dims)
 
     return wrapper
+
+
+def _random_state() -> dict:
+    return ops.creation.default_generator.numpy.bit_generator.state
+
+
+def _set_random_state(state: dict):
+    ops.creation.default_generator.numpy.bit_generator.state = state
 
 
 def _in_dims(in_dims, args) -> tuple:

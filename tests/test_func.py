@@ -152,6 +152,27 @@ def test_vmap_errors():
         F.vmap(lambda a, b: a * b)(t64(np.ones(2)), 2.0)
     with pytest.raises(ValueError, match="dimensionality"):
         F.vmap(lambda a: a, in_dims=2)(t64(np.ones((2, 2))))
+    with pytest.raises(nb.UnsupportedError, match="size 0"):
+        F.vmap(lambda a: a * 2)(t64(np.zeros((0, 3))))
+    with pytest.raises(ValueError, match="randomness"):
+        F.vmap(lambda a: a, randomness="bogus")
+
+
+def test_vmap_randomness_modes():
+    rows = t64(np.zeros((3, 2)))
+
+    def noisy(row):
+        return row + nb.rand(2, dtype="float64")
+
+    with pytest.raises(nb.UnsupportedError, match="randomness='error'"):
+        F.vmap(noisy)(rows)
+    nb.manual_seed(3)
+    same = F.vmap(noisy, randomness="same")(rows).numpy()
+    nb.manual_seed(3)
+    first = noisy(rows[0]).numpy()
+    assert all(np.array_equal(r, first) for r in same)  # every slice the first one's draws
+    different = F.vmap(noisy, randomness="different")(rows).numpy()
+    assert len({tuple(r) for r in different}) == 3
 
 
 # against PyTorch -----------------------------------------------------------------------------
