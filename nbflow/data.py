@@ -120,13 +120,15 @@ class IterableDataset(Dataset):
 
 class TensorDataset(Dataset):
     """Samples are rows of equally long tensors or arrays: `dataset[i]` is `(a[i], b[i], ...)`
-    as Tensors (copies). `batch(indices)` gives whole batches as numpy arrays (the
-    DataLoader's fast path: one gather per array instead of one row per sample)."""
+    as Tensors (copies, on each tensor's device). `batch(indices)` gives whole batches as
+    numpy arrays (the DataLoader's fast path: one gather per array instead of one row per
+    sample; the rows are kept on the host and batches go to `devices`)."""
 
     def __init__(self, *tensors):
         if not tensors:
             raise ValueError("TensorDataset needs at least one tensor")
         arrays = [t.numpy() if isinstance(t, Tensor) else np.asarray(t) for t in tensors]
+        self.devices = tuple(t.device if isinstance(t, Tensor) else "cpu" for t in tensors)
         if any(a.ndim == 0 for a in arrays):
             raise ValueError("TensorDataset: every tensor needs a first (sample) dimension")
         n = len(arrays[0])
@@ -138,11 +140,12 @@ class TensorDataset(Dataset):
     @property
     def tensors(self) -> tuple[Tensor, ...]:
         return tuple(
-            from_numpy(a) if a.dtype == dt.widen(a.dtype) else tensor(a) for a in self.arrays
+            (from_numpy(a) if a.dtype == dt.widen(a.dtype) else tensor(a)).to(d)
+            for a, d in zip(self.arrays, self.devices)
         )
 
     def __getitem__(self, index):
-        return tuple(tensor(a[index]) for a in self.arrays)
+        return tuple(tensor(a[index], device=d) for a, d in zip(self.arrays, self.devices))
 
     def __len__(self) -> int:
         return len(self.arrays[0])
@@ -188,6 +191,10 @@ class Subset(Dataset):
 
     def batch(self, indices):
         return self.dataset.batch(self.indices[indices])
+
+    @property
+    def devices(self) -> tuple[str, ...]:
+        return self.dataset.devices
 
 
 class ConcatDataset(Dataset):
@@ -502,10 +509,6 @@ def default_collate(samples):
     return _collate_leaves(samples)
 
 
-def _collate_arrays(batch):
-    return [_as_tensor(np.ascontiguousarray(a)) for a in batch]
-
-
 def _check_single_process(num_workers, timeout, multiprocessing_context, prefetch, persistent):
     """nbflow loads in the calling process: the worker options are refused with the reason,
     rather than silently ignored."""
@@ -607,6 +610,7 @@ class DataLoader:
             batch_sampler = BatchSampler(self.sampler, batch_size, self.drop_last)
         self.batch_sampler = batch_sampler
         self._fast = collate_fn is None and _batchable(dataset)
+        self._devices = dataset.devices if self._fast else None
         self._batched = batch_size is not None or batch_sampler is not None
         self.collate_fn = collate_fn or (default_collate if self._batched else default_convert)
 
@@ -627,7 +631,10 @@ class DataLoader:
 
     def _fetch(self, indices):
         if self._fast:
-            return _collate_arrays(self.dataset.batch(_sample_indices(indices, "DataLoader")))
+            arrays = self.dataset.batch(_sample_indices(indices, "DataLoader"))
+            return [
+                _as_tensor(np.ascontiguousarray(a)).to(d) for a, d in zip(arrays, self._devices)
+            ]
         return self.collate_fn([self.dataset[i] for i in indices])
 
     def _iter_stream(self):

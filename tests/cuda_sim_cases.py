@@ -880,6 +880,14 @@ def device_checks():
     y[0] = nb.tensor([7.0, 8.0])  # a CPU value written into a GPU tensor
     y[1, 1] = nb.tensor(2.0)
     yield "CPU values assigned into a GPU tensor", y.tolist() == [[7, 8], [0, 2]], str(y.tolist())
+    data = nb.data.TensorDataset(nb.ones(4, 2, device="cuda"), nb.tensor([0, 1, 2, 3]))
+    (xb, yb), *_ = nb.data.DataLoader(data, batch_size=2)
+    where = (data[0][0].device, xb.device, yb.device)
+    yield (
+        "a dataset of GPU tensors gives GPU batches",
+        where == ("cuda:0",) * 2 + ("cpu",),
+        str(where),
+    )
     try:
         nb.jit(lambda p, q: (p * q).sum())(nb.ones(2), x)
         yield "jit with arguments on two devices", False, "no error"
