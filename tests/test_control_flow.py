@@ -605,3 +605,15 @@ def test_python_predicates_and_numpy_bounds_work_in_both_modes(mode):
 
     with pytest.raises(nb.ArgumentError, match="predicate"):
         (floating if mode == "eager" else nb.jit(floating))(nb.ones(2))
+
+
+def test_a_python_number_loop_var_takes_the_bodys_dtype_under_jit_as_eagerly():
+    def f(x):  # 0.0 would be float32, and the body adds a float64 sum
+        return nb.while_loop(lambda i, h: i < 3, lambda i, h: (i + 1, h + nb.sum(x)), [0, 0.0])[1]
+
+    x = nb.ones(2, dtype=nb.float64)
+    eager, jitted = f(x), nb.jit(f)(x)
+    assert eager.dtype == jitted.dtype == nb.float64
+    nt.assert_close(jitted, eager.numpy())
+    with pytest.raises(nb.DTypeError, match="loop var 0"):  # a tensor keeps its dtype
+        nb.jit(lambda x: nb.while_loop(lambda h: nb.sum(h) < 5, lambda h: h + x, nb.ones(2)))(x)

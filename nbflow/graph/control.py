@@ -209,6 +209,7 @@ def graph_while(cond_fn, body_fn, values, max_iterations, op=None, stacked=0):
     parent = trace.block
     program = parent.program
     init = [_loop_init(trace, v) for v in values]
+    weak = [not hasattr(v, "dtype") for v in values]  # Python numbers (JAX's weak types)
     specs = [(v.shape, v.dtype) for v in init]
     stops = [v.stop_gradient for v in init]
     while True:  # retrace until the loop vars' types are a fixed point (only ever relaxed)
@@ -226,6 +227,9 @@ def graph_while(cond_fn, body_fn, values, max_iterations, op=None, stacked=0):
             )
         new_specs, new_stops = [], []
         for k, (r, (shape, dtype), stop) in enumerate(zip(results, specs, stops)):
+            if r.dtype != dtype and weak[k] and np.can_cast(dtype, r.dtype):
+                dtype = r.dtype  # a Python number starts the loop var in the body's dtype
+                init[k] = trace.constant(values[k], dtype)
             if r.dtype != dtype:
                 raise DTypeError(f"while_loop: loop var {k} is {dtype}, the body returns {r.dtype}")
             if r.ndim != len(shape):
