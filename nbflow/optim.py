@@ -1182,13 +1182,17 @@ class MultiplicativeLR(LRScheduler):
         if not callable(lr_lambda):
             raise TypeError(f"lr_lambda must be callable, got {type(lr_lambda).__name__}")
         self.lr_lambda = lr_lambda
+        self._product = (0, 1.0)  # (epoch, the factors' product up to it)
         super().__init__(optimizer, last_epoch)
 
     def lr_at(self, epoch, base_lr):
-        lr = base_lr
-        for k in range(1, epoch + 1):  # the product written out: resuming needs last_epoch only
-            lr *= float(self.lr_lambda(k))
-        return lr
+        # the product of the factors up to epoch, kept as the epochs go (one lr_lambda call
+        # per step); an epoch before the one kept (a resume) recomputes it from 1
+        done, product = self._product if epoch >= self._product[0] else (0, 1.0)
+        for k in range(done + 1, epoch + 1):
+            product *= float(self.lr_lambda(k))
+        self._product = (epoch, product)
+        return base_lr * product
 
 
 class CosineAnnealingWarmRestarts(LRScheduler):
@@ -1521,7 +1525,8 @@ class ChainedScheduler(LRScheduler):
         lrs = []
         for i, lr in enumerate(self.base_lrs):
             for s in self._schedulers:
-                lr *= s.lr_at(s.last_epoch, s.base_lrs[i]) / s.base_lrs[i]
+                if s.base_lrs[i]:  # (a group at lr 0, frozen, stays there)
+                    lr *= s.lr_at(s.last_epoch, s.base_lrs[i]) / s.base_lrs[i]
             lrs.append(lr)
         return lrs
 

@@ -250,3 +250,33 @@ def test_bad_arguments_raise_value_error(make):
 def test_multiplicative_needs_a_callable():
     with pytest.raises(TypeError):
         sched.MultiplicativeLR(_sgd(), lr_lambda=0.9)
+
+
+def test_multiplicative_calls_its_factor_once_per_step_and_resumes():
+    calls = []
+
+    def factor(epoch):
+        calls.append(epoch)
+        return 0.9
+
+    opt = optim.SGD([nb.tensor([1.0], requires_grad=True)], lr=1.0)
+    s = sched.MultiplicativeLR(opt, factor)
+    for _ in range(50):
+        s.step()
+    assert calls == list(range(1, 51))  # (the product was recomputed from 1 at every step)
+    assert math.isclose(s.get_last_lr()[0], 0.9**50)
+    again = sched.MultiplicativeLR(
+        optim.SGD([nb.tensor([1.0], requires_grad=True)], lr=1.0), factor
+    )
+    again.load_state_dict(s.state_dict())
+    assert math.isclose(again.get_last_lr()[0], 0.9**50)
+
+
+def test_chained_scheduler_keeps_a_frozen_group_at_zero():
+    groups = [{"params": [nb.tensor([1.0], requires_grad=True)], "lr": 0.1}]
+    groups.append({"params": [nb.tensor([2.0], requires_grad=True)], "lr": 0.0})
+    opt = optim.SGD(groups)
+    chained = sched.ChainedScheduler([sched.ExponentialLR(opt, 0.9), sched.StepLR(opt, 2)])
+    chained.step()
+    lrs = chained.get_last_lr()
+    assert math.isclose(lrs[0], 0.09) and lrs[1] == 0.0

@@ -185,6 +185,9 @@ def test_clip_grad_norm_options():
     p.grad = nb.tensor([np.inf, 1.0, 0.0], dtype=nb.float64)
     with pytest.raises(RuntimeError, match="non-finite"):
         nb.nn.utils.clip_grad_norm_(p, 1.0, error_if_nonfinite=True)
+    p.grad = nb.tensor([3.0, 4.0, 0.0], dtype=nb.float64)  # parameters given as a generator
+    nb.nn.utils.clip_grad_norm_((t for t in [p]), 1.0, error_if_nonfinite=True)
+    _close(p.grad, np.array([3.0, 4.0, 0.0]) / (5.0 + 1e-6))
     q = nb.nn.Parameter(nb.zeros(2, dtype=nb.float64))
     q.grad = nb.tensor([6.0, 8.0], dtype=nb.float64)
     nb.nn.utils.clip_grads_with_norm_([q], 5.0, nb.tensor(10.0, dtype=nb.float64))

@@ -916,6 +916,15 @@ def adagrad(p, g, s, step, p_out, s_out, step_out, **attrs):
 
 
 def rmsprop(p, g, sq, ga, buf, p_out, sq_out, ga_out, buf_out, **attrs):
+    # an unused state is neither read nor written (its stand-in may be the gradient)
+    if not attrs["centered"]:
+        if ga_out is not ga:
+            copy_into(ga, ga_out)
+        ga = ga_out = sq_out
+    if not attrs["momentum"] > 0:
+        if buf_out is not buf:
+            copy_into(buf, buf_out)
+        buf = buf_out = sq_out
     flat = _flat_all("rmsprop_update_", (p, g, sq, ga, buf), (p_out, sq_out, ga_out, buf_out))
     names = ("lr", "alpha", "eps", "weight_decay", "momentum", "centered", "maximize")
     if p.size:

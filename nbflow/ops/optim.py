@@ -391,10 +391,11 @@ def _rmsprop_spec(p, g, sq, ga, buf, **attrs):
 
 def _rmsprop_cpu(p, g, sq, ga, buf, p_out, sq_out, ga_out, buf_out, **attrs):
     outs = (p_out, sq_out, ga_out, buf_out)
-    if not all(a.flags.c_contiguous for a in outs):
-        raise UnsupportedError("rmsprop_update_: parameters and their state must be contiguous")
     centered, momentum = attrs["centered"], attrs["momentum"] > 0
     written = [p_out, sq_out] + [ga_out] * centered + [buf_out] * momentum
+    # (an unused state's stand-in may be the gradient, a strided view under minimize)
+    if not all(a.flags.c_contiguous for a in written):
+        raise UnsupportedError("rmsprop_update_: parameters and their state must be contiguous")
     g = _readable(g, *written)
     for src, dst in zip((p, sq, ga, buf), outs):
         if dst is not src:  # (an unused stand-in keeps its value through this copy)

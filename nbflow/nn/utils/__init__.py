@@ -62,6 +62,7 @@ def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=Fals
     """PyTorch's: clip the .grad of `parameters` in place so that their total norm is at most
     max_norm; returns the total norm before clipping. With error_if_nonfinite a nan or inf
     total raises GradientError (a RuntimeError, as PyTorch's) before any gradient changes."""
+    parameters = _as_list(parameters)  # (a generator would be spent by the first pass)
     grads = _grads(parameters)
     if not error_if_nonfinite:
         return clip_grads_by_norm_(grads, max_norm, norm_type)
