@@ -162,6 +162,25 @@ class Optimizer:
         """The states the current options need (others are passed as stand-ins)."""
         return self.state_names
 
+    def _check_states_kept(self, group: dict, key: str, value):
+        """Refuse a hyperparameter write that needs a state the updates minimize() appended
+        for this group were built without (momentum turned on: the program has no velocity
+        to keep, and would go on without momentum)."""
+        current = self.hyper
+        try:
+            self.hyper = group
+            before = set(self.used_states())
+            self.hyper = {**group, key: value}
+            missing = set(self.used_states()) - before
+        finally:
+            self.hyper = current
+        if missing:
+            raise UnsupportedError(
+                f"{type(self).__name__}: {key}={value!r} needs the state {sorted(missing)}, "
+                "which the program minimize() appended was built without; give the option "
+                "its non-zero value when minimize() is called"
+            )
+
     def inputs(self, p, g, states: dict) -> list:
         """The update op's inputs for one parameter."""
         raise NotImplementedError
@@ -355,10 +374,12 @@ class ParamGroup(dict):
         self.tensors: dict[str, Tensor] = {}  # hyperparameter -> its 0-d tensor (composed)
 
     def __setitem__(self, key, value):
+        nodes = [n for n, group in self.optimizer._graph_nodes if group is self and key in n.attrs]
+        if nodes:
+            self.optimizer._check_states_kept(self, key, value)
         super().__setitem__(key, value)
-        for node, group in self.optimizer._graph_nodes:
-            if group is self and key in node.attrs:
-                node.attrs[key] = value
+        for node in nodes:
+            node.attrs[key] = value
         if key in self.tensors:
             with no_grad():
                 ops.fill_(self.tensors[key], value)
@@ -409,6 +430,30 @@ class SGD(Optimizer):
 
     def inputs(self, p, g, states):
         return [p, g, states.get("momentum_buffer", g)]  # the gradient stands in without momentum
+
+    def step(self):
+        # PyTorch's first momentum step takes the buffer as d = g + weight_decay p itself, not
+        # dampened: a new buffer starts where one dampened step gives d (dampening d / momentum)
+        with no_grad():
+            for group, indices in self._groups():
+                momentum, dampening = group["momentum"], group["dampening"]
+                if not (momentum and dampening):
+                    continue
+                for i, p in zip(indices, group["params"]):
+                    if p.grad is not None and "momentum_buffer" not in self.state.get(i, {}):
+                        d = p.grad + p * group["weight_decay"]
+                        buffer = self._eager_state(i, p)["momentum_buffer"]
+                        ops.copy_(buffer, d * (dampening / momentum))
+        super().step()
+
+    def minimize(self, loss, *args, **kwargs):
+        if any(group["momentum"] and group["dampening"] for group in self.param_groups):
+            raise UnsupportedError(  # (before anything is appended)
+                "SGD with momentum and dampening under minimize: its first step takes the "
+                "gradient itself as the buffer (PyTorch's), which the program's update cannot "
+                "tell from a later one; use dampening=0, or step() in eager mode"
+            )
+        return super().minimize(loss, *args, **kwargs)
 
 
 class Adam(Optimizer):

@@ -69,7 +69,32 @@ def test_sgd_matmul_update_matches_reference(dtype, weight_decay):
     assert tp.version == 1  # refused before anything was written
 
 
-@pytest.mark.parametrize("hyper", SETTINGS)
+def test_sgd_dampening_starts_the_buffer_at_the_gradient_as_pytorch():
+    # PyTorch: buf = d on the first step, then buf = m buf + (1 - dampening) d; d = g + wd w
+    rng = np.random.default_rng(4)
+    w0, m, damp, wd, lr = rng.standard_normal(5), 0.9, 0.4, 0.1, 0.05
+    w = nb.tensor(w0, requires_grad=True)
+    opt = nb.optim.SGD([w], lr=lr, momentum=m, dampening=damp, weight_decay=wd)
+    want, buf = w0.copy(), None
+    for _ in range(5):
+        opt.zero_grad()
+        nb.sum(w * w * w).backward()
+        opt.step()
+        d = 3 * want**2 + wd * want
+        buf = d if buf is None else m * buf + (1 - damp) * d
+        want = want - lr * buf
+    np.testing.assert_allclose(w.numpy(), want, rtol=1e-10)
+    main, startup = nb.Program(), nb.Program()
+    with nb.program_guard(main, startup):
+        v = nb.static.create_parameter("v", [3])
+        loss = nb.sum(v * v)
+        ops = len(main.global_block().ops)
+        with pytest.raises(nb.UnsupportedError, match="dampening"):  # (it cannot tell)
+            nb.optim.SGD(lr=0.1, momentum=0.9, dampening=0.5).minimize(loss)
+        assert len(main.global_block().ops) == ops  # refused before anything was appended
+
+
+@pytest.mark.parametrize("hyper", [h for h in SETTINGS if not h.get("dampening")])
 def test_eager_step_equals_graph_minimize(hyper):
     rng = np.random.default_rng(1)
     x = rng.standard_normal((16, 4)).astype(np.float32)

@@ -222,3 +222,17 @@ def test_writing_a_groups_lr_reaches_the_traced_update_ops():
         ew, eb = ew - 0.2 * gw, eb - (0.4 if step == 0 else 0.0) * gb
     np.testing.assert_allclose(w.numpy(), ew, rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(b.numpy(), eb, rtol=1e-12, atol=1e-12)
+
+
+def test_a_write_needing_a_state_the_program_lacks_is_refused():
+    main, startup = nb.Program(), nb.Program()
+    with nb.program_guard(main, startup):
+        b = nb.static.create_parameter("b", [2])
+        opt = nb.optim.SGD(lr=0.1)
+        opt.minimize(nb.sum(b * b))
+    with pytest.raises(nb.UnsupportedError, match="momentum_buffer"):
+        opt.param_groups[0]["momentum"] = 0.9  # (the program has no velocity: it would ignore it)
+    assert opt.param_groups[0]["momentum"] == 0.0  # nothing written
+    opt.param_groups[0]["lr"] = 0.2  # a write the program follows
+    rms = nb.optim.RMSprop([nb.tensor([1.0], requires_grad=True)], lr=0.1)
+    rms.param_groups[0]["centered"] = True  # eager mode makes the state when it needs it
