@@ -36,7 +36,7 @@ import numpy as np
 
 from . import dtypes as dt
 from . import ops
-from .core import no_grad
+from .core import enable_grad, no_grad
 from .errors import ProgramError, UnsupportedError
 from .graph import GraphTrace, Var, append_backward
 from .graph.static import _startup
@@ -196,14 +196,18 @@ class Optimizer:
                 with no_grad():
                     ops.zero_(p.grad)
 
-    def step(self):
-        """Eager mode: update every parameter that has a gradient, in place."""
+    def step(self, closure=None):
+        """Eager mode: update every parameter that has a gradient, in place. `closure`, if
+        given, is called first with gradients on (it recomputes the loss and its gradients)
+        and its loss returned, as in PyTorch."""
+        loss = _evaluate(closure)
         with no_grad():
             for group, indices in self._groups():
                 for i, p in zip(indices, group["params"]):
                     if p.grad is not None:
                         state = self._eager_state(i, p)
                         self.op(*self.inputs(p, p.grad, state), **self.attrs())
+        return loss
 
     def _eager_state(self, i: int, p: Tensor) -> dict:
         state = self.state.setdefault(i, {})
@@ -362,6 +366,14 @@ class Optimizer:
         return f"{type(self).__name__}({hyper}{groups})"
 
 
+def _evaluate(closure):
+    """A step's closure called with gradients on (PyTorch's step(closure)); its loss."""
+    if closure is None:
+        return None
+    with enable_grad():
+        return closure()
+
+
 class ParamGroup(dict):
     """A parameter group: a dict, as PyTorch's, whose hyperparameter writes
     (`group["lr"] = 0.01`) also reach the programs minimize() appended updates to (the
@@ -431,9 +443,10 @@ class SGD(Optimizer):
     def inputs(self, p, g, states):
         return [p, g, states.get("momentum_buffer", g)]  # the gradient stands in without momentum
 
-    def step(self):
+    def step(self, closure=None):
         # PyTorch's first momentum step takes the buffer as d = g + weight_decay p itself, not
         # dampened: a new buffer starts where one dampened step gives d (dampening d / momentum)
+        loss = _evaluate(closure)
         with no_grad():
             for group, indices in self._groups():
                 momentum, dampening = group["momentum"], group["dampening"]
@@ -445,6 +458,7 @@ class SGD(Optimizer):
                         buffer = self._eager_state(i, p)["momentum_buffer"]
                         ops.copy_(buffer, d * (dampening / momentum))
         super().step()
+        return loss
 
     def minimize(self, loss, *args, **kwargs):
         if any(group["momentum"] and group["dampening"] for group in self.param_groups):
@@ -689,13 +703,16 @@ class ComposedOptimizer(Optimizer):
     def initial(self, name: str) -> float:
         return 0.0
 
-    def step(self):
-        """Eager mode: update every parameter that has a gradient, in place."""
+    def step(self, closure=None):
+        """Eager mode: update every parameter that has a gradient, in place (`closure` as in
+        Optimizer.step)."""
+        loss = _evaluate(closure)
         with no_grad():
             for group, indices in self._groups():
                 for i, p in zip(indices, group["params"]):
                     if p.grad is not None:
                         self.update(p, p.grad, self._eager_state(i, p), group)
+        return loss
 
     @property
     def host_states(self) -> tuple[str, ...]:

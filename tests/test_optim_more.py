@@ -322,3 +322,26 @@ def test_skips_parameters_without_gradient_and_keeps_the_lr_setter():
     assert b.numpy().tolist() == [3.0] and 1 not in opt.state
     opt.lr = 0.5
     assert opt.param_groups[0]["lr"] == 0.5
+
+
+@pytest.mark.parametrize("name", ["SGD", "Adam", "RMSprop", "Adamax", "Rprop"])
+def test_step_takes_a_closure_as_pytorch(name):
+    w = nb.tensor(W0, dtype=nb.float64, requires_grad=True)
+    b = nb.tensor(B0, dtype=nb.float64, requires_grad=True)
+    opt = getattr(optim, name)([w, b], lr=0.05)
+    x, y = nb.tensor(X, dtype=nb.float64), nb.tensor(Y, dtype=nb.float64)
+
+    def closure():
+        opt.zero_grad()
+        loss = ((x @ w.T + b - y) ** 2).mean()
+        loss.backward()
+        return loss
+
+    losses = []
+    with nb.no_grad():  # the closure runs with gradients on all the same
+        for _ in range(STEPS):
+            losses.append(opt.step(closure).item())
+    _, want_w, _ = _train_nbflow(name, {"lr": 0.05})
+    np.testing.assert_allclose(w.numpy(), want_w, rtol=1e-12)
+    assert losses[-1] < losses[0]
+    assert opt.step() is None  # without a closure
