@@ -104,6 +104,7 @@ class Optimizer:
             raise TypeError(f"{name}: a parameter group is a dict with a 'params' entry")
         params = group["params"]
         params = [params] if isinstance(params, Tensor) else list(params)
+        group = _split_pairs(group, self.defaults)
         unknown = set(group) - set(self.defaults) - {"params", "initial_lr"}
         if unknown:
             raise ValueError(f"{name}: unknown hyperparameters {sorted(unknown)} in a group")
@@ -374,6 +375,23 @@ def _evaluate(closure):
         return closure()
 
 
+# PyTorch's pair-valued hyperparameters, which nbflow keeps as two numbers each
+PAIRS = {
+    "betas": ("beta1", "beta2"),
+    "etas": ("etaminus", "etaplus"),
+    "step_sizes": ("step_size_min", "step_size_max"),
+}
+
+
+def _split_pairs(group: dict, defaults: dict) -> dict:
+    """A group dict with PyTorch's pairs ({"betas": (0.5, 0.9)}) as nbflow's two entries."""
+    out = dict(group)
+    for key, (a, b) in PAIRS.items():
+        if key in out and a in defaults:
+            out[a], out[b] = (float(v) for v in out.pop(key))
+    return out
+
+
 class ParamGroup(dict):
     """A parameter group: a dict, as PyTorch's, whose hyperparameter writes
     (`group["lr"] = 0.01`) also reach the programs minimize() appended updates to (the
@@ -385,7 +403,22 @@ class ParamGroup(dict):
         self.optimizer = optimizer
         self.tensors: dict[str, Tensor] = {}  # hyperparameter -> its 0-d tensor (composed)
 
+    def __getitem__(self, key):
+        pair = PAIRS.get(key)
+        if pair is not None and pair[0] in self:  # PyTorch's name for two entries
+            return (super().__getitem__(pair[0]), super().__getitem__(pair[1]))
+        return super().__getitem__(key)
+
+    def __contains__(self, key):
+        pair = PAIRS.get(key)
+        return super().__contains__(pair[0] if pair is not None else key)
+
     def __setitem__(self, key, value):
+        pair = PAIRS.get(key)
+        if pair is not None and pair[0] in self:
+            first, second = value
+            self[pair[0]], self[pair[1]] = float(first), float(second)
+            return
         nodes = [n for n, group in self.optimizer._graph_nodes if group is self and key in n.attrs]
         if nodes:
             self.optimizer._check_states_kept(self, key, value)

@@ -236,3 +236,17 @@ def test_a_write_needing_a_state_the_program_lacks_is_refused():
     opt.param_groups[0]["lr"] = 0.2  # a write the program follows
     rms = nb.optim.RMSprop([nb.tensor([1.0], requires_grad=True)], lr=0.1)
     rms.param_groups[0]["centered"] = True  # eager mode makes the state when it needs it
+
+
+def test_pytorchs_pair_hyperparameters_read_and_write_as_pairs():
+    w, v = (nb.tensor([x], dtype=nb.float64, requires_grad=True) for x in (1.0, 2.0))
+    opt = nb.optim.Adam([{"params": [w], "betas": (0.5, 0.9)}, {"params": [v]}], lr=0.1)
+    first, second = opt.param_groups
+    assert first["betas"] == (0.5, 0.9) and first["beta1"] == 0.5 and "betas" in first
+    assert second["betas"] == (0.9, 0.999)
+    second["betas"] = (0.8, 0.95)  # what a momentum-cycling schedule writes
+    assert (second["beta1"], second["beta2"]) == (0.8, 0.95)
+    rprop = nb.optim.Rprop([{"params": [w], "etas": (0.4, 1.3), "step_sizes": (1e-5, 10)}])
+    assert rprop.param_groups[0]["etas"] == (0.4, 1.3)
+    assert rprop.param_groups[0]["step_sizes"] == (1e-5, 10.0)
+    assert "betas" not in nb.optim.SGD([w], lr=0.1).param_groups[0]
