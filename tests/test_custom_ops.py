@@ -306,3 +306,11 @@ def test_user_elementwise_op_fuses_with_builtin_ops():
     fused_lines = [line for line in text.splitlines() if "fused #0" in line]
     assert any("user_swish(" in line for line in fused_lines), text
     assert "user_swish" in fused_lines[0].split("fused #0")[1], text
+
+
+def test_gradcheck_counts_every_float_output():
+    x = nb.tensor(np.array([0.5, -1.0]), requires_grad=True)
+    nt.gradgradcheck(lambda a: a * 2.0, [x])  # a constant first gradient: zero second
+    with pytest.raises(nt.GradcheckError, match="mismatch"):  # an output that lost its graph
+        nt.gradcheck(lambda a: (a * 2.0, nb.tensor(a.numpy() ** 2)), [x])
+    nt.gradcheck(lambda a: (a * 2.0, nb.argmax(a)), [x])  # an integer output has no gradient
