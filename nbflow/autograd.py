@@ -170,8 +170,11 @@ def backward(outputs: Sequence[Tensor], grad_outputs=None, create_graph: bool = 
     for leaf, g in leaf_grads.values():
         if not create_graph:
             # a plain, contiguous buffer (a gradient can be a transposed view): optimizers
-            # update parameters from it in place
-            g = Tensor(np.ascontiguousarray(g.data)) if type(g) is Tensor else g.plain()
+            # update parameters from it in place (reshaped: ascontiguousarray makes 0-d 1-d)
+            if type(g) is Tensor:
+                g = Tensor(np.ascontiguousarray(g.data).reshape(g.data.shape))
+            else:
+                g = g.plain()
         leaf.grad = g if leaf.grad is None else _add_no_record(leaf.grad, g, create_graph)
         if hooked:
             hooks.run_post_accumulate_hooks(leaf)

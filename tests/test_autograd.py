@@ -229,3 +229,11 @@ def test_rules_skip_the_gradient_of_an_input_that_needs_none(op):
         "matmul": x.numpy().T @ np.ones((4, 4)),
     }[op]
     np.testing.assert_allclose(w.grad.numpy(), reference, rtol=1e-12)
+
+
+def test_a_0d_leaf_gets_a_0d_gradient_and_trains():
+    p = nb.nn.Parameter(nb.tensor(2.0))
+    (p * p).backward()
+    assert p.grad.shape == ()  # (np.ascontiguousarray made it (1,))
+    nb.optim.SGD([p], lr=0.1).step()
+    assert p.shape == () and abs(p.item() - 1.6) < 1e-6

@@ -100,8 +100,10 @@ class Sequential(Module):
             if fused:  # this ReLU ran inside the Linear before it
                 fused = False
                 continue
-            # a Linear followed by a ReLU is one op: the ReLU rides the bias's pass
+            # a Linear followed by a ReLU is one op: the ReLU rides the bias's pass (unless a
+            # hook wants to see either module run)
             fused = type(m) is Linear and type(after) is ReLU
+            fused = fused and not (m._has_hooks() or after._has_hooks())
             x = nb.linear(x, m.weight, m.bias, activation="relu") if fused else m(x)
         return x
 
@@ -635,7 +637,7 @@ class Embedding(Module):
                 self.weight[self.padding_idx] = 0.0
 
     def forward(self, indices):
-        return nb.embedding(indices, self.weight)
+        return nb.embedding(indices, self.weight, self.padding_idx)  # (no gradient to that row)
 
     def extra_repr(self) -> str:
         s = f"{self.num_embeddings}, {self.embedding_dim}"

@@ -101,14 +101,14 @@ class Module:
             )
         params, buffers, modules = d["_parameters"], d["_buffers"], d["_modules"]
         if isinstance(value, Module):
-            self._forget(name)
+            self._forget(name, "_modules")
             modules[name] = value
         elif name in params and (value is None or isinstance(value, Tensor)):
             params[name] = value  # stays a parameter (also when frozen: requires_grad False)
         elif name in buffers and (value is None or isinstance(value, Tensor)):
             buffers[name] = value
         elif _is_parameter(value):
-            self._forget(name)
+            self._forget(name, "_parameters")
             params[name] = value
         else:
             self._forget(name)
@@ -119,12 +119,14 @@ class Module:
         self._forget(name)
         object.__delattr__(self, name)
 
-    def _forget(self, name: str) -> None:
+    def _forget(self, name: str, keep: str | None = None) -> None:
+        """Drop `name` from the registries other than `keep`: one assigned again in its own
+        registry keeps its place there (the order of children and of state_dict, as PyTorch)."""
         d = self.__dict__
-        d["_parameters"].pop(name, None)
-        d["_buffers"].pop(name, None)
+        for registry in ("_parameters", "_buffers", "_modules"):
+            if registry != keep:
+                d[registry].pop(name, None)
         d["_non_persistent"].discard(name)
-        d["_modules"].pop(name, None)
 
     def _check_name(self, name: str, kind: str) -> None:
         if not isinstance(name, str) or not name or "." in name:
@@ -139,7 +141,7 @@ class Module:
             if not isinstance(param, Tensor) or not param.is_leaf:
                 raise TypeError(f"parameter {name!r} must be a leaf Tensor or None")
             param.requires_grad_(True)
-        self._forget(name)
+        self._forget(name, "_parameters")
         self.__dict__["_parameters"][name] = param
         object.__setattr__(self, name, param)
 
@@ -149,7 +151,7 @@ class Module:
         self._check_name(name, "buffer")
         if value is not None and not isinstance(value, Tensor):
             raise TypeError(f"buffer {name!r} must be a Tensor or None")
-        self._forget(name)
+        self._forget(name, "_buffers")
         self.__dict__["_buffers"][name] = value
         if not persistent:
             self.__dict__["_non_persistent"].add(name)
@@ -159,7 +161,7 @@ class Module:
         if module is not None and not isinstance(module, Module):
             raise TypeError(f"{name!r}: {type(module).__name__} is not a Module")
         _EPOCH[0] += 1
-        self._forget(name)
+        self._forget(name, "_modules")
         self.__dict__["_modules"][name] = module
         object.__setattr__(self, name, module)
 
@@ -315,15 +317,21 @@ class Module:
         the tensors themselves), as in PyTorch: later training changes the values. Use
         `{k: v.numpy().copy() for k, v in sd.items()}` (or save it) for a snapshot."""
         out = OrderedDict()
-        for module_prefix, module in self.named_modules(prefix):
-            dot = f"{module_prefix}." if module_prefix else ""
-            for name, p in module._parameters.items():
-                if p is not None:
-                    out[dot + name] = p if keep_vars else p.detach()
-            for name, b in module._buffers.items():
-                if b is not None and name not in module._non_persistent:
-                    out[dot + name] = b if keep_vars else b.detach()
+        self._save_to(out, prefix, keep_vars)
         return out
+
+    def _save_to(self, out: OrderedDict, prefix: str, keep_vars: bool) -> None:
+        """Into `out`, under `prefix` as given (PyTorch's): this module's entries, then each
+        child's, a child registered under two names under both (PyTorch's keys)."""
+        for name, p in self._parameters.items():
+            if p is not None:
+                out[prefix + name] = p if keep_vars else p.detach()
+        for name, b in self._buffers.items():
+            if b is not None and name not in self._non_persistent:
+                out[prefix + name] = b if keep_vars else b.detach()
+        for name, child in self._modules.items():
+            if child is not None:
+                child._save_to(out, f"{prefix}{name}.", keep_vars)
 
     def load_state_dict(self, state, strict: bool = True) -> IncompatibleKeys:
         """Copy `state` (name -> Tensor or numpy array) into the parameters and buffers, in

@@ -18,7 +18,7 @@ from ..errors import DTypeError, NbflowError, OutOfRangeError, ShapeError
 from ..kernels.cpu import JIT
 from . import reduce as _reduce
 from . import shape as _shape
-from .elementwise import sigmoid, sign, softplus
+from .elementwise import sigmoid, sign, softplus, where
 from .nn import one_hot, pointwise_loss_spec
 
 FLOATS = dt.FLOATS
@@ -351,8 +351,11 @@ def _nll_grad(g, out, x, t, w, reduction, ignore_index):
     weighted = picked * wb  # weight[t] at the target's position, 0 elsewhere
     if reduction == "none":
         g = _shape.unsqueeze(g, axis=cls) if x.ndim >= 2 else g
-    elif reduction == "mean":
-        g = g / _reduce.sum(weighted)
+    elif reduction == "mean":  # (no weight at all, every target ignored: a zero gradient)
+        total = _reduce.sum(weighted)
+        empty = total == 0
+        g = g / where(empty, 1, total)
+        out = where(empty, 0, out)  # (the loss is 0 / 0 there)
     dw = None
     if _wants_grad(w):
         # sum and none: d loss / d w[c] = -x[t] where t == c; mean: (-x[t] - loss) / sum(w[t])
