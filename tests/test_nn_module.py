@@ -461,7 +461,11 @@ def test_batch_norm(shape):
     layer = (nn.BatchNorm2d if len(shape) == 4 else nn.BatchNorm1d)(
         3, momentum=0.2, dtype="float64"
     )
-    assert [n for n, _ in layer.named_buffers()] == ["running_mean", "running_var"]
+    assert [n for n, _ in layer.named_buffers()] == [
+        "running_mean",
+        "running_var",
+        "num_batches_tracked",
+    ]
     axes = tuple(i for i in range(len(shape)) if i != 1)
     with nb.no_grad():
         layer.weight.copy_(nb.tensor([1.0, 2.0, 0.5], dtype="float64"))
@@ -688,3 +692,16 @@ def test_nll_loss_with_every_target_ignored_has_a_zero_gradient():
     x = nb.tensor(np.ones((2, 3)), requires_grad=True)
     nb.nn.functional.nll_loss(x, nb.tensor([-100, -100])).backward()
     assert np.array_equal(x.grad.numpy(), np.zeros((2, 3)))  # (0 / 0 gave NaN)
+
+
+def test_batch_norm_counts_batches_and_averages_with_momentum_none():
+    layer = nn.BatchNorm1d(3, momentum=None, dtype="float64")
+    rng = np.random.default_rng(0)
+    batches = [rng.standard_normal((8, 3)) + k for k in range(3)]
+    for b in batches:
+        layer(nb.tensor(b))
+    assert layer.num_batches_tracked.item() == 3
+    # PyTorch's cumulative average: the running mean is the mean of the batch means
+    nt.assert_close(layer.running_mean, np.mean([b.mean(axis=0) for b in batches], axis=0))
+    older = {k: v for k, v in layer.state_dict().items() if k != "num_batches_tracked"}
+    nn.BatchNorm1d(3, dtype="float64").load_state_dict(older)  # a state_dict without it loads

@@ -13,9 +13,10 @@ from collections import OrderedDict
 
 import nbflow as nb
 
-from ..core import is_int, is_probability
+from ..core import STATE, is_int, is_probability
 from ..dtypes import float32
 from ..errors import UnsupportedError
+from ..tensor import EagerTrace
 from . import functional as F
 from . import init
 from . import spatial as _spatial
@@ -465,14 +466,20 @@ class _BatchNorm(Module):
         if track_running_stats:
             self.register_buffer("running_mean", nb.zeros(self.num_features, dtype=dtype))
             self.register_buffer("running_var", nb.ones(self.num_features, dtype=dtype))
+            # the training batches seen (PyTorch's buffer; momentum=None averages over them)
+            self.register_buffer("num_batches_tracked", nb.zeros((), dtype="int64"))
         else:
-            self.register_buffer("running_mean", None)
-            self.register_buffer("running_var", None)
+            for name in ("running_mean", "running_var", "num_batches_tracked"):
+                self.register_buffer(name, None)
+
+    # a state_dict from before the counter (older nbflow) still loads: it starts at 0
+    optional_state = ("num_batches_tracked",)
 
     def reset_running_stats(self) -> None:
         if self.track_running_stats:
             init.zeros_(self.running_mean)
             init.ones_(self.running_var)
+            init.zeros_(self.num_batches_tracked)
 
     def reset_parameters(self) -> None:
         self.reset_running_stats()
@@ -488,6 +495,17 @@ class _BatchNorm(Module):
             )
         # batch statistics while training, and whenever there are no running statistics
         use_batch = self.training or self.running_mean is None
+        momentum = self.momentum
+        if self.training and self.running_mean is not None:
+            with nb.no_grad():
+                self.num_batches_tracked.add_(1)
+            if momentum is None:  # PyTorch's cumulative average: 1 / the batches seen
+                if not isinstance(STATE.trace, EagerTrace):
+                    raise nb.UnsupportedError(
+                        f"{type(self).__name__}(momentum=None) under a graph trace: its factor "
+                        "1 / num_batches_tracked would be baked in; give a momentum"
+                    )
+                momentum = 1.0 / self.num_batches_tracked.item()
         return nb.batch_norm(
             x,
             self.running_mean,
@@ -495,7 +513,7 @@ class _BatchNorm(Module):
             self.weight,
             self.bias,
             use_batch,
-            self.momentum,
+            momentum,
             self.eps,
         )
 

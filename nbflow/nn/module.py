@@ -176,17 +176,25 @@ class Module:
         if dtype is None and device is not None and not isinstance(device, str):
             device, dtype = None, device
 
+        done = {}  # id(tensor) -> its moved tensor: tied weights stay one tensor
+
         def moved(t):
-            cast = dtype if dtype is not None and dt.is_float(t.dtype) else None
-            return t.detach().to(device, cast)
+            if id(t) not in done:
+                cast = dtype if dtype is not None and dt.is_float(t.dtype) else None
+                new = t.detach().to(device, cast)
+                if new.data is t.data:  # nothing to move or cast: the tensor itself stays
+                    new = t
+                elif t.requires_grad:  # a parameter: its gradient goes along, as PyTorch's
+                    new.requires_grad_(True)
+                    new.grad = None if t.grad is None else t.grad.to(device, cast)
+                done[id(t)] = new
+            return done[id(t)]
 
         for module in dict(self.named_modules()).values():
-            for name, value in list(module._parameters.items()):
-                if value is not None:
-                    setattr(module, name, moved(value).requires_grad_(value.requires_grad))
-            for name, value in list(module._buffers.items()):
-                if value is not None:
-                    setattr(module, name, moved(value))
+            for registry in (module._parameters, module._buffers):
+                for name, value in list(registry.items()):
+                    if value is not None:
+                        setattr(module, name, moved(value))
         return self
 
     def float(self) -> Module:
@@ -304,9 +312,9 @@ class Module:
                 continue
             if set_to_none:
                 p.grad = None
-            else:
+            else:  # in place, as PyTorch (a reference to the old .grad sees the zeros)
                 with no_grad():
-                    p.grad = p.grad.detach().zeros_like()
+                    ops.zero_(p.grad)
 
     # -------------------------------------------------------------- state
 
@@ -319,6 +327,16 @@ class Module:
         out = OrderedDict()
         self._save_to(out, prefix, keep_vars)
         return out
+
+    # entries a state_dict from an older nbflow may lack (they keep their value when loading)
+    optional_state: tuple[str, ...] = ()
+
+    def _optional_keys(self, prefix: str = "") -> set[str]:
+        keys = {prefix + name for name in self.optional_state}
+        for name, child in self._modules.items():
+            if child is not None:
+                keys |= child._optional_keys(f"{prefix}{name}.")
+        return keys
 
     def _save_to(self, out: OrderedDict, prefix: str, keep_vars: bool) -> None:
         """Into `out`, under `prefix` as given (PyTorch's): this module's entries, then each
@@ -345,7 +363,8 @@ class Module:
         if not hasattr(state, "keys"):
             raise TypeError(f"load_state_dict expects a mapping, got {type(state).__name__}")
         targets = self.state_dict(keep_vars=True)
-        missing = [k for k in targets if k not in state]
+        optional = self._optional_keys()
+        missing = [k for k in targets if k not in state and k not in optional]
         unexpected = [k for k in state if k not in targets]
         if strict and (missing or unexpected):
             parts = []
