@@ -9,6 +9,7 @@ import pytest
 import nbflow as nb
 from nbflow import nn
 from nbflow import testing as nt
+from nbflow.nn import functional as F
 
 RNG = np.random.default_rng(0)
 
@@ -705,3 +706,26 @@ def test_batch_norm_counts_batches_and_averages_with_momentum_none():
     nt.assert_close(layer.running_mean, np.mean([b.mean(axis=0) for b in batches], axis=0))
     older = {k: v for k, v in layer.state_dict().items() if k != "num_batches_tracked"}
     nn.BatchNorm1d(3, dtype="float64").load_state_dict(older)  # a state_dict without it loads
+
+
+def test_pool_modules_take_pytorchs_options():
+    x = np.random.default_rng(0).standard_normal((2, 3, 7, 6))
+    t = nb.tensor(x)
+    nt.assert_close(nn.MaxPool2d(2, ceil_mode=True)(t), F.max_pool2d(t, 2, ceil_mode=True))
+    out, idx = nn.MaxPool2d(3, 1, 1, dilation=1, return_indices=True)(t)
+    nt.assert_close(out, F.max_pool2d(t, 3, 1, 1))
+    assert idx.dtype == nb.int64
+    pool = nn.AvgPool2d(3, padding=1, count_include_pad=False, divisor_override=None)
+    nt.assert_close(pool(t), F.avg_pool2d(t, 3, padding=1, count_include_pad=False))
+    nt.assert_close(nn.AdaptiveAvgPool2d((2, None))(t), F.adaptive_avg_pool2d(t, (2, None)))
+    assert nn.AdaptiveAvgPool2d((2, None))(t).shape == (2, 3, 2, 6)
+
+
+def test_softmax_module_without_dim_takes_pytorchs_implicit_dim():
+    x = np.random.default_rng(1).standard_normal((2, 3, 4))
+    with pytest.warns(UserWarning, match="Implicit dimension"):
+        out = nn.Softmax()(nb.tensor(x))
+    nt.assert_close(out, np.exp(x) / np.exp(x).sum(axis=0))  # dim 0 for a 3-D input
+    nt.assert_close(
+        nn.LogSoftmax(dim=-1)(nb.tensor(x)), x - np.log(np.exp(x).sum(-1, keepdims=True))
+    )

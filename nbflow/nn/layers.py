@@ -180,12 +180,20 @@ class Sigmoid(Module):
 
 
 class Softmax(Module):
-    def __init__(self, dim: int = -1):
+    """softmax over `dim`; dim=None picks PyTorch's implicit dim (0 for 0-, 1- and 3-D
+    inputs, else 1) with its deprecation warning."""
+
+    def __init__(self, dim: int | None = None):
         super().__init__()
         self.dim = dim
 
+    def _dim(self, x) -> int:
+        return (
+            F._legacy_softmax_dim(type(self).__name__, x.ndim, 5) if self.dim is None else self.dim
+        )
+
     def forward(self, x):
-        return nb.softmax(x, axis=self.dim)
+        return nb.softmax(x, axis=self._dim(x))
 
     def extra_repr(self) -> str:
         return f"dim={self.dim}"
@@ -193,7 +201,7 @@ class Softmax(Module):
 
 class LogSoftmax(Softmax):
     def forward(self, x):
-        return nb.log_softmax(x, axis=self.dim)
+        return nb.log_softmax(x, axis=self._dim(x))
 
 
 class SiLU(Module):
@@ -403,34 +411,60 @@ class Conv1d(_ConvNd):
 
 
 class _Pool2d(Module):
-    def __init__(self, kernel_size, stride=None, padding=0):
+    def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False):
         super().__init__()
         self.kernel_size = _tuple(kernel_size, 2)
         self.stride = self.kernel_size if stride is None else _tuple(stride, 2)
         self.padding = _tuple(padding, 2)
+        self.ceil_mode = bool(ceil_mode)
 
     def extra_repr(self) -> str:
         return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
 
 
 class MaxPool2d(_Pool2d):
-    """Max over kernel_size windows (stride defaults to kernel_size; padding counts as -inf)."""
+    """Max over kernel_size windows (stride defaults to kernel_size; padding counts as -inf),
+    PyTorch's options: dilation, return_indices, ceil_mode."""
+
+    def __init__(
+        self, kernel_size, stride=None, padding=0, dilation=1, return_indices=False,
+        ceil_mode=False,
+    ):  # fmt: skip
+        super().__init__(kernel_size, stride, padding, ceil_mode)
+        self.dilation, self.return_indices = _tuple(dilation, 2), bool(return_indices)
 
     def forward(self, x):
-        return nb.max_pool2d(x, self.kernel_size, self.stride, self.padding)
+        return F.max_pool2d(
+            x, self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode,
+            self.return_indices,
+        )  # fmt: skip
 
 
 class AvgPool2d(_Pool2d):
-    """Mean over kernel_size windows (stride defaults to kernel_size)."""
+    """Mean over kernel_size windows (stride defaults to kernel_size), PyTorch's options:
+    ceil_mode, count_include_pad, divisor_override."""
+
+    def __init__(
+        self, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
+        divisor_override=None,
+    ):  # fmt: skip
+        super().__init__(kernel_size, stride, padding, ceil_mode)
+        self.count_include_pad, self.divisor_override = count_include_pad, divisor_override
 
     def forward(self, x):
-        return nb.avg_pool2d(x, self.kernel_size, self.stride, self.padding)
+        return F.avg_pool2d(
+            x, self.kernel_size, self.stride, self.padding, self.ceil_mode,
+            self.count_include_pad, self.divisor_override,
+        )  # fmt: skip
 
 
 class AdaptiveAvgPool2d(Module):
     def __init__(self, output_size):
         super().__init__()
-        self.output_size = _tuple(output_size, 2)
+        # (None keeps the input's size, as PyTorch's: F.adaptive_avg_pool2d reads it)
+        self.output_size = (
+            output_size if isinstance(output_size, (tuple, list)) else (_tuple(output_size, 2))
+        )
 
     def forward(self, x):
         return nb.adaptive_avg_pool2d(x, self.output_size)
