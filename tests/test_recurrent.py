@@ -133,3 +133,18 @@ def test_errors():
         nn.RNN(3, 4, nonlinearity="sigmoid")
     with pytest.raises(ValueError):
         nn.GRU(3, 4, num_layers=0)
+
+
+def test_states_of_the_wrong_kind_or_shape_are_refused():
+    x, h = nb.ones(2, 4), nb.ones(2, 3)
+    with pytest.raises(nb.ArgumentError, match=r"tuple \(h, c\)"):
+        nb.nn.LSTMCell(4, 3)(x, h)  # (its rows were taken as h and c)
+    with pytest.raises(nb.ArgumentError, match="must be a tensor"):
+        nb.nn.GRUCell(4, 3)(x, (h,))
+    with pytest.raises(nb.ShapeError, match="expected"):
+        nb.nn.GRUCell(4, 3)(x, nb.ones(1, 3))  # (it broadcast over the batch)
+    with pytest.raises(nb.ArgumentError, match="must be a tensor"):
+        nb.nn.GRU(4, 3)(nb.ones(5, 2, 4), (nb.ones(1, 2, 3),))
+    with pytest.raises(nb.ArgumentError, match=r"tuple \(h_0, c_0\)"):
+        nb.nn.LSTM(4, 3)(nb.ones(5, 2, 4), (nb.ones(1, 2, 3),))
+    assert nb.nn.GRUCell(4, 3)(nb.ones(4), nb.ones(3)).shape == (3,)  # unbatched

@@ -13,9 +13,10 @@ from collections import OrderedDict
 
 import nbflow as nb
 
-from ..core import STATE, is_int, is_probability
+from ..core import STATE, UNKNOWN, is_int, is_probability
 from ..dtypes import float32
 from ..errors import UnsupportedError
+from ..operators import Operators
 from ..tensor import EagerTrace
 from . import functional as F
 from . import init
@@ -735,12 +736,29 @@ class _RNNCellBase(Module):
             return self.bias_hh
         return self._affine(h, self.weight_hh, self.bias_hh)
 
-    def _check(self, x):
+    def _check(self, x, *states):
+        """Whether x is unbatched; each state given must be a tensor of shape (batch,
+        hidden_size), or (hidden_size,) for an unbatched x (PyTorch raises where
+        broadcasting would hide the mistake)."""
+        name = type(self).__name__
         if x.ndim not in (1, 2):
             raise nb.ShapeError(
-                f"{type(self).__name__}: input must be (batch, {self.input_size}) or "
+                f"{name}: input must be (batch, {self.input_size}) or "
                 f"({self.input_size},), got shape {tuple(x.shape)}"
             )
+        want = (x.shape[0], self.hidden_size) if x.ndim == 2 else (self.hidden_size,)
+        for h in states:
+            if h is None:
+                continue
+            if not isinstance(h, Operators):
+                raise nb.ArgumentError(f"{name}: a state must be a tensor, got {type(h).__name__}")
+            if len(h.shape) != len(want) or not all(
+                a == b or UNKNOWN in (a, b) for a, b in zip(h.shape, want)
+            ):
+                raise nb.ShapeError(
+                    f"{name}: state of shape {tuple(h.shape)} for input of shape "
+                    f"{tuple(x.shape)}; expected {want}"
+                )
         return x.ndim == 1
 
     def extra_repr(self) -> str:
@@ -799,7 +817,7 @@ class RNNCell(_RNNCellBase):
         self.nonlinearity = nonlinearity
 
     def forward(self, x, h=None):
-        unbatched = self._check(x)
+        unbatched = self._check(x, h)
         x, h = _batched(x, unbatched), _batched(h, unbatched)
         pre = self._ih(x)
         hh = self._hh(h)
@@ -821,8 +839,11 @@ class LSTMCell(_RNNCellBase):
     gates = 4
 
     def forward(self, x, state=None):
-        unbatched = self._check(x)
+        if state is not None and not (isinstance(state, (tuple, list)) and len(state) == 2):
+            got = type(state).__name__ + (f" of {len(state)}" if isinstance(state, tuple) else "")
+            raise nb.ArgumentError(f"LSTMCell: the state must be a tuple (h, c), got a {got}")
         h, c = (None, None) if state is None else state
+        unbatched = self._check(x, h, c)
         x, h, c = (_batched(t, unbatched) for t in (x, h, c))
         pre = self._ih(x)
         hh = self._hh(h)
@@ -840,7 +861,7 @@ class GRUCell(_RNNCellBase):
     gates = 3
 
     def forward(self, x, h=None):
-        unbatched = self._check(x)
+        unbatched = self._check(x, h)
         x, h = _batched(x, unbatched), _batched(h, unbatched)
         return _unbatched(gru_gates(self._ih(x), self._hh(h), h, self.hidden_size), unbatched)
 

@@ -16,6 +16,7 @@ import numpy as np
 import nbflow as nb
 
 from ..dtypes import float32
+from ..operators import Operators
 from . import init
 from .layers import gru_gates, lstm_gates
 from .module import Module, Parameter
@@ -132,12 +133,20 @@ class _RNNBase(Module):
         """The initial states, each (layers * directions, B, hidden_size)."""
         count = self.num_layers * (2 if self.bidirectional else 1)
         shape = (count, x.shape[1], self.hidden_size)
+        name = type(self).__name__
         if self.states == 1:
             parts = [hx]
+        elif hx is None:
+            parts = [None] * self.states
+        elif isinstance(hx, (tuple, list)) and len(hx) == self.states:
+            parts = list(hx)
         else:
-            parts = list(hx) if hx is not None else [None] * self.states
+            got = type(hx).__name__ + (f" of {len(hx)}" if isinstance(hx, tuple) else "")
+            raise nb.ArgumentError(f"{name}: the state must be a tuple (h_0, c_0), got a {got}")
         states = []
         for h in parts:
+            if h is not None and not isinstance(h, Operators):  # (a Tensor or a graph Var)
+                raise nb.ArgumentError(f"{name}: a state must be a tensor, got {type(h).__name__}")
             if h is None:
                 device = getattr(x, "device", None)  # (graph values: placed by the executor)
                 states.append(nb.zeros(shape, dtype=x.dtype, device=device))
