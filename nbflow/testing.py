@@ -157,15 +157,27 @@ def elements(dtype, low=-3.0, high=3.0):
         return st.booleans()
     if dtype.kind in "iu":
         return st.integers(int(np.ceil(low)), int(np.floor(high)))
-    # round to the dtype (bounds like 0.1 are not representable in float16)
+    # round to the dtype (bounds like 0.1 are not representable in float16), then keep the
+    # rounded value inside the bounds (0.1 rounds to 0.09998 in float16)
+    lo, hi = _inside(dtype, low, 1), _inside(dtype, high, -1)
     return st.floats(low, high, allow_nan=False, allow_infinity=False).map(
-        lambda v: float(dtype.type(v))
+        lambda v: float(min(max(dtype.type(v), lo), hi))
     )
+
+
+def _inside(dtype, bound: float, direction: int):
+    """The dtype's value nearest `bound` on the inside (direction 1: at or above it)."""
+    v = dtype.type(bound)
+    # compared in float64 (numpy compares a float16 with a Python float in float16)
+    if (float(v) < bound) if direction > 0 else (float(v) > bound):
+        v = np.nextafter(v, dtype.type(np.inf * direction))
+    return v
 
 
 def arrays(dtype, shape, low=-3.0, high=3.0, noncontiguous=None):
     """numpy arrays of `dtype` and `shape`; some are non-contiguous views (strided or
-    transposed) when `noncontiguous` is None (drawn) or True."""
+    transposed) when `noncontiguous` is None (drawn), all of them when True (but a 0-d
+    array, and one of a size numpy calls contiguous in any layout)."""
     from hypothesis import strategies as st
     from hypothesis.extra import numpy as hnp
 
@@ -188,6 +200,8 @@ def _relayout(a: np.ndarray, layout: str) -> np.ndarray:
         return big[..., ::2]
     if layout == "transposed" and a.ndim > 1:
         return np.ascontiguousarray(a.T).T
+    if layout == "transposed" and a.ndim == 1:  # (a vector has no transpose: strided)
+        return _relayout(a, "strided")
     return a
 
 

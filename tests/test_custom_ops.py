@@ -10,6 +10,7 @@ import textwrap
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
 from numba import njit
 
 import nbflow as nb
@@ -314,3 +315,14 @@ def test_gradcheck_counts_every_float_output():
     with pytest.raises(nt.GradcheckError, match="mismatch"):  # an output that lost its graph
         nt.gradcheck(lambda a: (a * 2.0, nb.tensor(a.numpy() ** 2)), [x])
     nt.gradcheck(lambda a: (a * 2.0, nb.argmax(a)), [x])  # an integer output has no gradient
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    v16=nt.elements("float16", 0.1, 0.3),
+    v32=nt.elements("float32", 0.1, 0.3),
+    vector=nt.arrays("float32", (5,), noncontiguous=True),
+)
+def test_strategies_keep_their_bounds_and_layouts(v16, v32, vector):
+    assert 0.1 <= v16 <= 0.3 and 0.1 <= v32 <= 0.3  # (rounding to the dtype left them)
+    assert not vector.flags.c_contiguous  # (a vector's "transposed" layout was contiguous)
