@@ -1289,6 +1289,15 @@ class MultiplicativeLR(LRScheduler):
         self._product = (epoch, product)
         return base_lr * product
 
+    def state_dict(self) -> dict:
+        state = super().state_dict()
+        del state["_product"]  # (a cache: a resume recomputes it, and older states lack it)
+        return state
+
+    def load_state_dict(self, state_dict: dict):
+        self._product = (0, 1.0)
+        super().load_state_dict(state_dict)
+
 
 class CosineAnnealingWarmRestarts(LRScheduler):
     """Cosine annealing from base_lr to eta_min over T_0 epochs, restarting, each period
