@@ -160,17 +160,18 @@ def _device_scalar(value, dtype, device):
     return a
 
 
-# Ops whose inputs from this position on may come from the CPU (copied over), as in PyTorch:
-# x[[0, 2]] indexes a GPU tensor (the index arrays are read on the host anyway), x[0] = a CPU
-# value writes it, and copy_ copies across devices (load_state_dict into a model on the GPU).
+# Ops whose inputs from this position on may come from another device (moved over), as in
+# PyTorch: x[[0, 2]] indexes a GPU tensor (the index arrays are read on the host anyway), x[0] =
+# a CPU value writes it, and copy_ copies across devices either way (load_state_dict of a GPU
+# state into a CPU model, or of a CPU state into a GPU model). The op runs on the device of the
+# inputs before that position (the tensor indexed or written).
 HOST_INDEX_INPUTS = {"index": 1, "index_put": 1, "index_put_": 1, "copy_": 1}
 
 
 def _device_of_args(op, args) -> str:
     device = None
-    first_index = HOST_INDEX_INPUTS.get(op.name, len(args))
-    for i, v in enumerate(args):
-        if isinstance(v, Tensor) and not (i >= first_index and v.device == devices.CPU):
+    for v in args[: HOST_INDEX_INPUTS.get(op.name, len(args))]:
+        if isinstance(v, Tensor):
             d = v.device
             if device is None:
                 device = d
@@ -184,12 +185,11 @@ def _device_of_args(op, args) -> str:
 
 def apply(trace, op: Op, args, attrs) -> Tensor | tuple:
     """Run `op` on arguments of which at least one is on a GPU (attrs already checked)."""
-    if op.name == "copy_" and type(args[0]) is Tensor:  # into a CPU tensor: the source comes
-        # to the host (a recorded move: its gradient goes back), as load_state_dict needs
-        return trace.apply(op, [args[0], args[1].cpu()], attrs, checked=True)
     device = _device_of_args(op, args)
-    if op.name in HOST_INDEX_INPUTS:
+    if op.name in HOST_INDEX_INPUTS:  # (a recorded move: the gradient goes back)
         args = [a.to(device) if isinstance(a, Tensor) else a for a in args]
+        if device == devices.CPU:  # written or indexed on the CPU: the CPU path runs it
+            return trace.apply(op, args, attrs, checked=True)
     specs = [
         Spec(tuple(v.data.shape), v.data.dtype)
         if isinstance(v, Tensor)

@@ -352,16 +352,7 @@ def _as_leaves(vs):
 def _fresh(t: Tensor, args) -> Tensor:
     """A result that is one of the op's inputs gets its own buffer (a later in-place write
     to one must not change the other)."""
-    return _copy(t) if any(t is a for a in args) else t
-
-
-def _copy(t: Tensor) -> Tensor:
-    """t with a buffer of its own, on t's device (a numba device array has no .copy())."""
-    if type(t.data) is np.ndarray:
-        return Tensor(t.data.copy())
-    from .. import device_tensor  # (imports the GPU half only when there is a GPU value)
-
-    return device_tensor.CudaTensor(device_tensor._copy(t.data))
+    return ops.clone(t) if any(t is a for a in args) else t  # (on t's device)
 
 
 def _truth(t: Tensor, where: str) -> bool:
@@ -573,7 +564,7 @@ def run_block(executor, block: Block, values, scope, outer_env) -> list[Tensor]:
     results = [executor._lookup(v, env, scope) for v in block.outputs]
     # a constant returned as is gets its own buffer: the op's output may be written in place
     kept = plan.constants.values()
-    return [_copy(t) if any(t is c for c in kept) else t for t in results]
+    return [ops.clone(t) if any(t is c for c in kept) else t for t in results]
 
 
 def _stack(arrays, first: np.ndarray, where: str, what: str) -> Tensor:
