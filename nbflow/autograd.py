@@ -172,7 +172,7 @@ def backward(outputs: Sequence[Tensor], grad_outputs=None, create_graph: bool = 
             # a plain, contiguous buffer (a gradient can be a transposed view): optimizers
             # update parameters from it in place (reshaped: ascontiguousarray makes 0-d 1-d)
             if type(g) is Tensor:
-                g = Tensor(np.ascontiguousarray(g.data).reshape(g.data.shape))
+                g = Tensor(np.ascontiguousarray(g._data).reshape(g._data.shape))
             else:
                 g = g.plain()
         leaf.grad = g if leaf.grad is None else _add_no_record(leaf.grad, g, create_graph)

@@ -34,19 +34,30 @@ class CudaTensor(Tensor):
     __slots__ = ()
 
     @property
+    def data(self):
+        """The numba device array itself (GPU tensors take no cached signature)."""
+        return self._data
+
+    @data.setter
+    def data(self, array):
+        if not devices.is_device_array(array):
+            raise TypeError(f"a GPU tensor's data is a device array, got {type(array).__name__}")
+        self._data = array
+
+    @property
     def device(self) -> str:
-        return devices.device_of(self.data)
+        return devices.device_of(self._data)
 
     def numpy(self) -> np.ndarray:
         """A host copy (the GPU buffer cannot be shared with numpy)."""
-        return devices.to_host(self.data)
+        return devices.to_host(self._data)
 
     def __array__(self, dtype=None, copy=None):
         a = self.numpy()
         return a if dtype is None or a.dtype == dtype else a.astype(dtype)
 
     def item(self):
-        if self.data.size != 1:
+        if self._data.size != 1:
             raise ValueError(f"item() needs a tensor with one element, got shape {self.shape}")
         return self.numpy().reshape(()).item()
 
@@ -54,7 +65,7 @@ class CudaTensor(Tensor):
         return self.numpy().tolist()
 
     def __bool__(self) -> bool:
-        if self.data.size != 1:
+        if self._data.size != 1:
             raise ValueError(
                 f"the truth value of a tensor with shape {self.shape} is ambiguous; "
                 "use .any() or .all()"
@@ -63,13 +74,13 @@ class CudaTensor(Tensor):
 
     @property
     def shape(self) -> tuple[int, ...]:
-        return tuple(self.data.shape)
+        return tuple(self._data.shape)
 
     def plain(self) -> CudaTensor:
         """A leaf with a C-contiguous buffer (this buffer when it is one already)."""
         from .kernels.cuda import impl
 
-        return CudaTensor(impl().contiguous(self.data))
+        return CudaTensor(impl().contiguous(self._data))
 
     def __repr__(self) -> str:
         body = np.array2string(self.numpy(), separator=", ", prefix="tensor(")
@@ -100,9 +111,9 @@ def move(t: Tensor, device) -> Tensor:
     if t.device == target:
         return t
     if target == devices.CPU:
-        out = Tensor(np.array(devices.to_host(t.data)))
+        out = Tensor(np.array(devices.to_host(t._data)))
     else:
-        host = t.data if type(t.data) is np.ndarray else devices.to_host(t.data)
+        host = t._data if type(t._data) is np.ndarray else devices.to_host(t._data)
         out = CudaTensor(devices.to_device(host, target))
     if t._node is None:
         out.requires_grad = t.requires_grad
@@ -191,7 +202,7 @@ def apply(trace, op: Op, args, attrs) -> Tensor | tuple:
         if device == devices.CPU:  # written or indexed on the CPU: the CPU path runs it
             return trace.apply(op, args, attrs, checked=True)
     specs = [
-        Spec(tuple(v.data.shape), v.data.dtype)
+        Spec(tuple(v._data.shape), v._data.dtype)
         if isinstance(v, Tensor)
         else Spec((), dt.scalar_dtype(v), weak=True)
         for v in args
@@ -213,7 +224,7 @@ def apply(trace, op: Op, args, attrs) -> Tensor | tuple:
         for t in tensors:
             refresh_if_stale(t)  # a view whose base was written since (nbflow/views.py)
             record = record or t.requires_grad
-    arrays = [t.data for t in tensors]
+    arrays = [t._data for t in tensors]
     if plan.casts:
         from .kernels.cuda import impl
 
@@ -244,7 +255,7 @@ def apply(trace, op: Op, args, attrs) -> Tensor | tuple:
 def _run_view(op, plan, tensors, arrays, attrs):
     results = plan.launcher(*arrays, **attrs)
     results = results if isinstance(results, tuple) else (results,)
-    copied = op.name in RESHAPES and not devices.shares_memory(results[0], tensors[0].data)
+    copied = op.name in RESHAPES and not devices.shares_memory(results[0], tensors[0]._data)
     return view_outputs(op, tensors[0], attrs, results, copied)
 
 
@@ -261,13 +272,13 @@ def _save_targets(op, tensors):
     saved = list(tensors)
     for j in op.inplace.values():
         t = tensors[j]
-        saved[j] = CudaTensor(_copy(t.data), t.requires_grad, t._node, t._index)
+        saved[j] = CudaTensor(_copy(t._data), t.requires_grad, t._node, t._index)
     return saved
 
 
 def _run_inplace(op, plan, tensors, arrays, attrs, record):
     for j in op.inplace.values():  # a broadcast view's threads would race on one element
-        if devices.repeats_elements(tensors[j].data):
+        if devices.repeats_elements(tensors[j]._data):
             raise read_only(op)
     if record:
         check_recorded_writes(op, tensors)
@@ -277,12 +288,12 @@ def _run_inplace(op, plan, tensors, arrays, attrs, record):
     shared = [(tensors[j], version_counter(tensors[j])) for j in op.inplace.values()]
     arrays = [
         _copy(a)
-        if any(t._version is c and devices.overlaps_partly(a, b.data) for b, c in shared)
+        if any(t._version is c and devices.overlaps_partly(a, b._data) for b, c in shared)
         else a
         for t, a in zip(tensors, arrays)
     ]
     # the GPU computes float16 natively: kernels write the targets themselves
-    bufs = [tensors[op.inplace[i]].data for i in range(len(plan.specs))]
+    bufs = [tensors[op.inplace[i]]._data for i in range(len(plan.specs))]
     plan.launcher(*arrays, *bufs, **attrs)
     outs = []
     for i in range(len(bufs)):

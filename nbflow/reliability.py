@@ -53,7 +53,7 @@ class CheckingTrace(EagerTrace):
         out = super().apply(op, args, attrs, checked)
         for i, t in enumerate(out if isinstance(out, tuple) else (out,)):
             if type(t) is Tensor:
-                check_finite(t.data, op.name, op.outputs[min(i, len(op.outputs) - 1)], None)
+                check_finite(t._data, op.name, op.outputs[min(i, len(op.outputs) - 1)], None)
         return out
 
     def record(self, op, inputs, attrs, outs):
@@ -117,7 +117,7 @@ def check_node(node: Node, values) -> None:
     """The Executor's check of a Program op's outputs (`values` its results, in order)."""
     forward = node.grad_of
     for v, t in zip(node.outputs, values):
-        a = t.data
+        a = t._data
         if is_finite(a):
             continue
         outer, STATE.differentiating = STATE.differentiating, forward

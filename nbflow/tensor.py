@@ -30,8 +30,14 @@ from .views import RESHAPES, ViewOf, check_write, refresh_if_stale, restamp, wri
 
 
 class Tensor(Operators):
+    """An eager tensor: a numpy array and its autograd history. `Tensor(array)` adopts the
+    array as it is (nbflow.tensor() copies, from_numpy() shares the memory); what a tensor
+    hands out (`data`, numpy()) are views, as the plan caches key a tensor by a signature of
+    its shape and dtype made once (Sig)."""
+
     __slots__ = (
-        "data",
+        "_data",
+        "_sig",
         "requires_grad",
         "grad",
         "_node",
@@ -46,7 +52,8 @@ class Tensor(Operators):
 
     # (_plain() below sets the same fields for the operators' hot path)
     def __init__(self, data, requires_grad=False, _node=None, _index=0, _version=None, _base=None):
-        self.data = data
+        self._data = data  # the array, its own: what it hands out are views (see `data`)
+        self._sig = None  # its Sig, made on first need (signature_of)
         self.requires_grad = requires_grad
         self.grad = None
         self._node = _node
@@ -58,21 +65,38 @@ class Tensor(Operators):
     # -------------------------------------------------------------- properties
 
     @property
+    def data(self) -> np.ndarray:
+        """The tensor's memory as a numpy array (a view: no copy). Its shape or dtype set in
+        place would change only that view, as the tensor's cached signature requires."""
+        return self._data.view()
+
+    @data.setter
+    def data(self, array):
+        """PyTorch's `x.data = y`: x holds y's memory from then on (y a tensor or array)."""
+        if isinstance(array, Tensor) and array.device == "cpu":
+            array = array._data
+        if not isinstance(array, np.ndarray):
+            raise TypeError(f"Tensor.data takes a numpy array, got {type(array).__name__}")
+        dt.as_dtype(array.dtype)  # raises DTypeError for dtypes nbflow does not hold
+        self._data = array.view(np.ndarray)  # (the caller's array may be reshaped)
+        self._sig = None
+
+    @property
     def shape(self) -> tuple[int, ...]:
-        return self.data.shape
+        return self._data.shape
 
     @property
     def dtype(self) -> np.dtype:
-        return self.data.dtype
+        return self._data.dtype
 
     @property
     def ndim(self) -> int:
-        return self.data.ndim
+        return self._data.ndim
 
     @property
     def size(self) -> Size:
         """The element count, an int; `size()` and `size(axis)` give PyTorch's answers."""
-        return Size(self.data.shape)
+        return Size(self._data.shape)
 
     @property
     def device(self) -> str:
@@ -89,40 +113,41 @@ class Tensor(Operators):
 
     @property
     def spec(self) -> Spec:
-        return Spec(self.data.shape, self.data.dtype)
+        return Spec(self._data.shape, self._data.dtype)
 
     def __len__(self) -> int:
         if self.ndim == 0:
             raise TypeError("len() of a 0-d tensor")
-        return self.data.shape[0]
+        return self._data.shape[0]
 
     # -------------------------------------------------------------- conversion
 
     def numpy(self) -> np.ndarray:
-        """The buffer itself (no copy); writing to it bypasses version checks."""
-        return self.data
+        """A view of the buffer (no copy, as PyTorch's numpy()); writing to it bypasses
+        version checks."""
+        return self._data.view()
 
     def __array__(self, dtype=None, copy=None):
-        a = self.data
+        a = self._data
         if dtype is not None and a.dtype != dtype:
             return a.astype(dtype)
-        return a.copy() if copy else a
+        return a.copy() if copy else a.view()
 
     def item(self):
-        if self.data.size != 1:
+        if self._data.size != 1:
             raise ValueError(f"item() needs a tensor with one element, got shape {self.shape}")
-        return self.data.reshape(()).item()
+        return self._data.reshape(()).item()
 
     def tolist(self):
-        return self.data.tolist()
+        return self._data.tolist()
 
     def __bool__(self) -> bool:
-        if self.data.size != 1:
+        if self._data.size != 1:
             raise ValueError(
                 f"the truth value of a tensor with shape {self.shape} is ambiguous; "
                 "use .any() or .all()"
             )
-        return bool(self.data.reshape(()))
+        return bool(self._data.reshape(()))
 
     def __float__(self) -> float:
         return float(self.item())
@@ -131,12 +156,12 @@ class Tensor(Operators):
         return int(self.item())
 
     def __index__(self) -> int:
-        if self.dtype.kind not in "iu" or self.data.size != 1:
+        if self.dtype.kind not in "iu" or self._data.size != 1:
             raise TypeError("only integer tensors with one element can be used as an index")
         return int(self.item())
 
     def __repr__(self) -> str:
-        body = np.array2string(self.data, separator=", ", prefix="tensor(")
+        body = np.array2string(self._data, separator=", ", prefix="tensor(")
         extra = f", dtype={self.dtype}" if self.dtype != dt.float32 else ""
         if self._node is not None:
             extra += f", grad_fn={self._node.op.name}"
@@ -149,7 +174,7 @@ class Tensor(Operators):
     def detach(self) -> Tensor:
         """The same buffer, cut from the graph (shares the version counter)."""
         base = self if self._base is None else self._base
-        return type(self)(self.data, _version=version_counter(self), _base=base)
+        return type(self)(self._data, _version=version_counter(self), _base=base)
 
     def _adopt_history(self, other: Tensor):
         """Take other's history (a view re-taken from its base: nbflow/views.py)."""
@@ -220,7 +245,7 @@ class Tensor(Operators):
 
     def contiguous(self) -> Tensor:
         """Itself, or a copy when its buffer is strided (a transposed view)."""
-        data = self.data
+        data = self._data
         if isinstance(data, np.ndarray) and not data.flags.c_contiguous:
             return self.clone()
         return self
@@ -297,6 +322,48 @@ _PY_SCALARS = (float, int, bool)
 _NO_ATTRS = MappingProxyType({})  # the attrs of recorded binary ops: shared, so read-only
 
 
+class Sig:
+    """A CPU tensor's shape and dtype, interned (one object per pair): the plan caches' keys
+    for tensors hash and compare it by identity. Reading shape and dtype from the arrays and
+    building, hashing and comparing tuples of them on every op was a fifth of a 1-element
+    add's instructions (bench/, P1)."""
+
+    __slots__ = ("shape", "dtype")
+
+    def __reduce__(self):  # a copied or unpickled tensor keys the same plans
+        return interned, (self.shape, self.dtype)
+
+    def __copy__(self) -> Sig:
+        return self
+
+    def __deepcopy__(self, memo) -> Sig:
+        return self
+
+
+_SIGS: dict = {}  # (shape, dtype) -> its Sig
+SIG_CACHE_SIZE = 1 << 16
+
+
+def signature_of(t: Tensor) -> Sig:
+    """t's Sig, kept on t (`t.data = ...` clears it; the array itself is never handed out,
+    so its shape cannot change under the tensor)."""
+    a = t._data
+    sig = _SIGS.get((a.shape, a.dtype)) or interned(a.shape, a.dtype)
+    t._sig = sig
+    return sig
+
+
+def interned(shape, dtype) -> Sig:
+    key = (tuple(shape), np.dtype(dtype))
+    sig = _SIGS.get(key)
+    if sig is None:
+        if len(_SIGS) >= SIG_CACHE_SIZE:  # ever new shapes: start afresh (the plans keyed by
+            _SIGS.clear()  # the old Sigs stay right, only no longer shared with new tensors)
+        sig = _SIGS[key] = Sig()
+        sig.shape, sig.dtype = key
+    return sig
+
+
 class Plan:
     """What running an op on one input signature needs, worked out once and cached on the op:
     output specs, the kernel, which inputs to cast, what to allocate."""
@@ -317,11 +384,12 @@ class Plan:
         "out_dtype",
         "alloc",
         "scalar_loop",
+        "out_sig",
     )
 
     def __init__(self, op: Op, values, attrs):
         specs = [
-            Spec(v.data.shape, v.data.dtype)
+            Spec(v._data.shape, v._data.dtype)
             if type(v) is Tensor
             else Spec((), dt.scalar_dtype(v), weak=True)
             for v in values
@@ -376,6 +444,10 @@ class Plan:
         nbytes = [math.prod(shape) * np.dtype(d).itemsize for shape, d in self.allocs]
         self.alloc = buffers.empty if max(nbytes, default=0) >= buffers.MIN_BYTES else np.empty
         self.float_out = self.out_dtype is not None and np.dtype(self.out_dtype).kind == "f"
+        # the one output's Sig, given to it as it is made (the next op's key costs nothing)
+        self.out_sig = None
+        if self.single and self.finals is None:
+            self.out_sig = interned(self.out_shape, self.out_dtype)
         # nothing to cast, convert or check: what the operators' shortest path unpacks
         self.fast = None
         if (
@@ -386,7 +458,14 @@ class Plan:
             and not self.casts
             and self.finals is None
         ):
-            self.fast = (self.alloc, self.out_shape, self.out_dtype, self.launcher, self.float_out)
+            self.fast = (
+                self.alloc,
+                self.out_shape,
+                self.out_dtype,
+                self.launcher,
+                self.float_out,
+                self.out_sig,
+            )
 
     def launch_specs(self, specs) -> list[Spec]:
         """What the launcher receives: the inputs as cast (and scalars as made into arrays),
@@ -419,11 +498,13 @@ class EagerTrace(Trace):
         # the plan cache key; written out for one and two tensors, the hot path
         n = len(args)
         if n == 2 and type(args[0]) is Tensor and type(args[1]) is Tensor:
-            x, y = arrays = (args[0].data, args[1].data)
-            sig = (x.shape, x.dtype, y.shape, y.dtype)
+            a, b = args
+            arrays = (a._data, b._data)
+            sig = (a._sig or signature_of(a), b._sig or signature_of(b))
         elif n == 1 and type(args[0]) is Tensor:
-            arrays = (args[0].data,)
-            sig = (arrays[0].shape, arrays[0].dtype)
+            a = args[0]
+            arrays = (a._data,)
+            sig = a._sig or signature_of(a)
         else:
             arrays = None
             args = [as_tensor_value(a) for a in args]
@@ -473,7 +554,7 @@ class EagerTrace(Trace):
             return outs[0] if len(outs) == 1 else tuple(outs)
         else:
             if arrays is None or plan.scalars or plan.casts:
-                arrays = [t.data for t in tensors]
+                arrays = [t._data for t in tensors]
                 for i, d in plan.casts:
                     arrays[i] = arrays[i].astype(d)
             if plan.single:  # the hot path, written out: no lists, no extra frame
@@ -484,6 +565,7 @@ class EagerTrace(Trace):
                 except NbflowError as e:
                     raise _in_op(op, e) from None
                 out = Tensor(buf if plan.finals is None else buf.astype(plan.finals[0]))
+                out._sig = plan.out_sig
                 if record:
                     self.record(op, tensors, attrs, (out,))
                 return out
@@ -556,11 +638,11 @@ class EagerTrace(Trace):
                 if inputs[j] is outs[i]:  # the rule needs the value from before the write
                     versions[j] -= 1
         for i, o in enumerate(outs):
-            if o.data.dtype.kind == "f":
+            if o._data.dtype.kind == "f":
                 o.requires_grad, o._node, o._index = True, node, i
             # the buffer, not the Tensor: no cycle, and backward rebuilds an equivalent Tensor
             version = version_counter(o)
-            node.outputs.append((o.data, version, version[0]))
+            node.outputs.append((o._data, version, version[0]))
 
     def save_targets(self, op, tensors):
         """Inputs with each in-place target replaced by a copy of its current value (same
@@ -568,7 +650,7 @@ class EagerTrace(Trace):
         saved = list(tensors)
         for j in op.inplace.values():
             t = tensors[j]
-            saved[j] = Tensor(t.data.copy(), t.requires_grad, t._node, t._index)
+            saved[j] = Tensor(t._data.copy(), t.requires_grad, t._node, t._index)
         return saved
 
     def run_inplace(self, op, plan, tensors, attrs, record):
@@ -582,9 +664,9 @@ class EagerTrace(Trace):
         shared = [(b, version_counter(b)) for b in targets]
         arrays = []
         for t in tensors:
-            a = t.data
+            a = t._data
             for b, counter in shared:
-                if t._version is counter and t is not b and overlaps_partly(a, b.data):
+                if t._version is counter and t is not b and overlaps_partly(a, b._data):
                     a = a.copy()
                     break
             arrays.append(a)
@@ -592,7 +674,7 @@ class EagerTrace(Trace):
             arrays[i] = arrays[i].astype(d)
         bufs = []
         for i, (shape, d) in enumerate(plan.allocs):
-            target = tensors[op.inplace[i]].data
+            target = tensors[op.inplace[i]]._data
             bufs.append(target if target.dtype == d else np.empty(shape, d))
         try:
             plan.launcher(*arrays, *bufs, **attrs)
@@ -601,8 +683,8 @@ class EagerTrace(Trace):
         outs = []
         for i, b in enumerate(bufs):
             t = tensors[op.inplace[i]]
-            if b is not t.data:
-                np.copyto(t.data, b, casting="unsafe")
+            if b is not t._data:
+                np.copyto(t._data, b, casting="unsafe")
             version_counter(t)[0] += 1
             outs.append(t)
         return outs
@@ -611,7 +693,7 @@ class EagerTrace(Trace):
         """Refuse, before anything is written, writes to read-only memory and in-place writes
         autograd cannot follow."""
         for j in op.inplace.values():
-            if not tensors[j].data.flags.writeable:
+            if not tensors[j]._data.flags.writeable:
                 raise read_only(op)
         if record:
             check_recorded_writes(op, tensors)
@@ -619,11 +701,11 @@ class EagerTrace(Trace):
     def run_view(self, op, plan, tensors, attrs):
         """A view op: the outputs share the input's buffer and version counter."""
         try:
-            results = plan.launcher(*[t.data for t in tensors], **attrs)
+            results = plan.launcher(*[t._data for t in tensors], **attrs)
         except NbflowError as e:
             raise _in_op(op, e) from None
         results = results if isinstance(results, tuple) else (results,)
-        copied = op.name in RESHAPES and not np.may_share_memory(results[0], tensors[0].data)
+        copied = op.name in RESHAPES and not np.may_share_memory(results[0], tensors[0]._data)
         return view_outputs(op, tensors[0], attrs, results, copied)
 
     def write_back(self, view: Tensor):
@@ -632,8 +714,8 @@ class EagerTrace(Trace):
         op, (parent, source), attrs = write_back(view)
         # the write-back's rule reads no values, only shapes: aliases with their own version
         # counters, so that later writes into the memory do not make them stale
-        old = type(parent)(parent.data, parent.requires_grad, parent._node, parent._index)
-        new = type(source)(source.data, source.requires_grad, source._node, source._index)
+        old = type(parent)(parent._data, parent.requires_grad, parent._node, parent._index)
+        new = type(source)(source._data, source.requires_grad, source._node, source._index)
         self.record(op, [old, new], attrs, [parent])
         if parent._view is not None:
             self.write_back(parent)
@@ -711,7 +793,7 @@ def signature(values) -> tuple:
     sig = []
     for v in values:
         if type(v) is Tensor:
-            sig += (v.data.shape, v.data.dtype)
+            sig += (v._data.shape, v._data.dtype)
         else:
             sig.append(type(v))
     return tuple(sig)
@@ -744,22 +826,21 @@ def _operator(op: Op, reflected=False):
             return STATE.trace.binary(op, a, b)
         if type(a) is Tensor:
             if type(b) is Tensor:
-                x = a.data
-                y = b.data
-                plan = cached((x.shape, x.dtype, y.shape, y.dtype))
+                plan = cached((a._sig or signature_of(a), b._sig or signature_of(b)))
                 fast = plan is not None and plan.fast is not None
                 # (a view goes through bind(): it may need its history re-taken)
                 if fast and a._view is None and b._view is None:
-                    alloc, shape, dtype, launch, float_out = plan.fast
+                    alloc, shape, dtype, launch, float_out, sig = plan.fast
                     buf = alloc(shape, dtype)
                     try:
-                        launch(x, y, buf)
+                        launch(a._data, b._data, buf)
                     except NbflowError:  # a value check (x ** -1 on integers): run it again
                         return bind(op, a, b)  # through bind(), which says where the call was
                     if (a.requires_grad or b.requires_grad) and float_out and STATE.grad_enabled:
-                        return _recorded(op, a, b, buf)
+                        return _recorded(op, a, b, buf, sig)
                     t = _new(Tensor)  # _plain(buf) written out: its call is ~40 ns of ~1.3 us
-                    t.data = buf
+                    t._data = buf
+                    t._sig = sig
                     t.requires_grad = False
                     t.grad = t._node = t._version = t._base = t._view = None
                     t._index = 0
@@ -775,11 +856,12 @@ def _operator(op: Op, reflected=False):
     return forward
 
 
-def _plain(buf, requires_grad=False, node=None, version=None) -> Tensor:
+def _plain(buf, requires_grad=False, node=None, version=None, sig=None) -> Tensor:
     """`Tensor(buf, ...)` without the type call's trip through `__init__` and its defaults (45
     ns of a 1-element add's 1.25 us): the same fields as `Tensor.__init__` sets."""
     t = _new(Tensor)
-    t.data = buf
+    t._data = buf
+    t._sig = sig
     t.requires_grad = requires_grad
     t._node = node
     t._version = version
@@ -791,7 +873,7 @@ def _plain(buf, requires_grad=False, node=None, version=None) -> Tensor:
 _new = object.__new__
 
 
-def _recorded(op: Op, a: Tensor, b: Tensor, buf) -> Tensor:
+def _recorded(op: Op, a: Tensor, b: Tensor, buf, sig) -> Tensor:
     """The output of `a op b` with its tape node: EagerTrace.record() written out for two
     inputs and one output."""
     version = [0]
@@ -802,13 +884,13 @@ def _recorded(op: Op, a: Tensor, b: Tensor, buf) -> Tensor:
     va, vb = a._version, b._version  # (Tensor.version written out: a property call costs here)
     versions = (0 if va is None else va[0], 0 if vb is None else vb[0])
     node = Node(op, (a, b), _NO_ATTRS, ((buf, version, 0),), versions, edges)
-    return _plain(buf, True, node, version)
+    return _plain(buf, True, node, version, sig)
 
 
 def _with_scalar(op, a, b, t, value, i):
     """`a op b` where input i is a Python scalar and the other the tensor t: a cached plan
     with a scalar loop runs it (no 0-d array, no broadcasting logic); else bind()."""
-    x = t.data
+    x = t._data
     sig = (x.shape, x.dtype, type(value)) if i else (type(value), x.shape, x.dtype)
     plan = op.cache.get(sig)
     if plan is None or plan.scalar_loop is None or not x.flags.c_contiguous or t._view is not None:
@@ -822,7 +904,7 @@ def _with_scalar(op, a, b, t, value, i):
             plan.scalar_loop(s, x.reshape(-1), buf.reshape(-1))
     except NbflowError:  # a scalar the dtype cannot hold: bind() says where the call was
         return bind(op, a, b)
-    out = _plain(buf)
+    out = _plain(buf, sig=plan.out_sig)
     if t.requires_grad and plan.float_out and STATE.grad_enabled:
         inputs = [t, Tensor(np.asarray(s))]
         STATE.trace.record(op, inputs if i else inputs[::-1], {}, (out,))
@@ -976,7 +1058,7 @@ def from_numpy(array: np.ndarray, requires_grad: bool = False) -> Tensor:
     if not isinstance(array, np.ndarray):
         raise TypeError(f"from_numpy expects a numpy array, got {type(array).__name__}")
     dt.as_dtype(array.dtype)  # raises DTypeError for dtypes nbflow does not hold
-    t = Tensor(array)
+    t = Tensor(array.view(np.ndarray))  # (a view: the caller's array may be reshaped)
     if requires_grad:
         t.requires_grad_(True)
     return t

@@ -22,8 +22,8 @@ TOLERANCE = {
 
 def assert_close(actual, expected, rtol=None, atol=None, check_dtype=True, msg=""):
     """Shapes equal, dtypes equal (optional), values close; NaNs and infs must match."""
-    a = np.asarray(actual.data if isinstance(actual, Tensor) else actual)
-    e = np.asarray(expected.data if isinstance(expected, Tensor) else expected)
+    a = np.asarray(actual._data if isinstance(actual, Tensor) else actual)
+    e = np.asarray(expected._data if isinstance(expected, Tensor) else expected)
     assert a.shape == e.shape, f"{msg} shape {a.shape} != expected {e.shape}"
     if check_dtype:
         assert a.dtype == e.dtype, f"{msg} dtype {a.dtype} != expected {e.dtype}"
@@ -49,7 +49,7 @@ class GradcheckError(AssertionError):
 def _evaluate(fn, inputs):
     out = fn(*inputs)  # with grad enabled: fn may itself take gradients (gradgradcheck)
     outs = out if isinstance(out, (tuple, list)) else (out,)
-    return [np.asarray(o.data, dtype=np.float64) for o in outs]
+    return [np.asarray(o._data, dtype=np.float64) for o in outs]
 
 
 def gradcheck(fn, inputs, eps=1e-6, rtol=1e-5, atol=1e-7, directions=3, seed=0):
@@ -77,7 +77,7 @@ def gradcheck(fn, inputs, eps=1e-6, rtol=1e-5, atol=1e-7, directions=3, seed=0):
     for _ in range(directions):
         vs = [rng.standard_normal(x.shape) for x in diff]
         analytic = sum(
-            float(np.sum(np.asarray(g.data, np.float64) * v))
+            float(np.sum(np.asarray(g._data, np.float64) * v))
             for g, v in zip(grads, vs)
             if g is not None
         )
@@ -87,11 +87,11 @@ def gradcheck(fn, inputs, eps=1e-6, rtol=1e-5, atol=1e-7, directions=3, seed=0):
             k = 0
             for i, x in enumerate(inputs):
                 if isinstance(x, Tensor) and x.requires_grad:
-                    moved[i] = tensor(x.data + sign * eps * vs[k], x.dtype, requires_grad=True)
+                    moved[i] = tensor(x._data + sign * eps * vs[k], x.dtype, requires_grad=True)
                     k += 1
             res = _evaluate(fn, moved)
             return sum(
-                float(np.sum(r * np.asarray(u.data, np.float64)))
+                float(np.sum(r * np.asarray(u._data, np.float64)))
                 for r, u, o in zip(res, cots, outs)
                 if o.dtype.kind == "f"
             )

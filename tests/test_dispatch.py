@@ -71,7 +71,7 @@ def test_short_operands_through_the_compiled_entry_point_keep_numpy_results():
                     np.testing.assert_array_equal(nb.maximum(ta, tb).numpy(), np.maximum(a, b))
         x32 = nb.tensor(np.ones(n, np.float32))
         x32 + x32
-        plan = next(p for k, p in nb.ops.add.cache.items() if k[0] == (n,) and k[1] == np.float32)
+        plan = nb.ops.add.cache[(x32._sig, x32._sig)]  # (keyed by the tensors' Sigs)
         assert isinstance(plan.launcher, Dispatcher) == (n > SMALL_SIZE)
 
 
@@ -103,3 +103,45 @@ def test_tensor_and_python_scalar_shortcut_matches_the_general_path():
     nt.assert_close(g, -6 * (2 - 3 * x0))
     (gg,) = nb.grad(nb.sum(g), [w])
     nt.assert_close(gg, np.full_like(x0, 18.0))
+
+
+def test_a_tensor_keeps_its_shape_when_what_it_handed_out_is_reshaped():
+    # plans are keyed by a signature made once per tensor (tensor.Sig): the array itself is
+    # never handed out, so reshaping what numpy(), data, __array__ or from_numpy's caller
+    # holds cannot change the tensor under its cached key
+    a = np.arange(6.0, dtype=np.float32).reshape(2, 3)
+    t = nb.from_numpy(a)
+    u = t + t  # (t's signature is cached from here on)
+    a.shape = (3, 2)
+    for handed in (t.numpy(), t.data, np.asarray(t)):
+        handed.shape = (6,)
+    assert t.shape == (2, 3) and (t + t).shape == (2, 3)
+    np.testing.assert_array_equal((t + t).numpy(), u.numpy())
+    assert np.shares_memory(t.numpy(), a)  # still no copy
+
+
+def test_assigning_data_gives_the_tensor_the_new_shape_and_memory():
+    t = nb.ones(2, 3)
+    t + t
+    t.data = np.arange(4.0, dtype=np.float32)
+    np.testing.assert_array_equal((t + t).numpy(), [0.0, 2.0, 4.0, 6.0])
+    other = nb.tensor([[1.0], [2.0]])
+    t.data = other  # PyTorch's x.data = y: x holds y's memory
+    assert t.shape == (2, 1) and np.shares_memory(t.numpy(), other.numpy())
+    np.testing.assert_array_equal((t * t).numpy(), [[1.0], [4.0]])
+    with pytest.raises(TypeError, match="numpy array"):
+        t.data = [1.0, 2.0]
+    with pytest.raises(nb.DTypeError):
+        t.data = np.ones(2, np.complex64)
+    assert t.shape == (2, 1)  # a refused assignment changes nothing
+
+
+def test_copied_and_unpickled_tensors_share_the_plans_of_the_original():
+    import copy
+    import pickle
+
+    t = nb.tensor([1.0, 2.0])
+    t + t
+    for c in (copy.copy(t), copy.deepcopy(t), pickle.loads(pickle.dumps(t))):
+        assert c._sig is t._sig
+        np.testing.assert_array_equal((c + t).numpy(), [2.0, 4.0])

@@ -137,7 +137,7 @@ def test_parameter_helper_and_errors():
     p = nn.Parameter(np.arange(3.0))
     assert p.requires_grad and p.dtype == np.float64
     base = nb.zeros(2)
-    assert nn.Parameter(base).numpy() is base.numpy()  # shares the buffer
+    assert np.shares_memory(nn.Parameter(base).numpy(), base.numpy())  # shares the buffer
     with pytest.raises(nb.DTypeError):
         nn.Parameter(np.arange(3))
 

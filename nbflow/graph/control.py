@@ -484,11 +484,11 @@ class WhileOp(ControlOp):
                 raise LoopLimitError(f"{where} still runs after max_iterations={limit}")
             if history:
                 for k, t in enumerate(values):
-                    kept[k].append(t.data)
+                    kept[k].append(t._data)
             new = run_block(executor, bb, values + outer, scope, env)
             values = new[:n]
             for k, y in enumerate(new[n:]):
-                ys[k].append(y.data)
+                ys[k].append(y._data)
             count += 1
         results = [_fresh(t, args) for t in values]
         for k, y in enumerate(bb.outputs[n:]):
@@ -496,7 +496,7 @@ class WhileOp(ControlOp):
             results.append(_stack(ys[k], empty, where, f"stacked value {k}"))
         if history:
             results.append(Tensor(np.array(count, np.int64)))
-            results += [_stack(kept[k], args[k].data, where, f"loop var {k}") for k in range(n)]
+            results += [_stack(kept[k], args[k]._data, where, f"loop var {k}") for k in range(n)]
         return tuple(results)
 
     def replay(self, node, ins):

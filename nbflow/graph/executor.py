@@ -284,7 +284,7 @@ class Executor:
             error = ProgramError(f"feed: the program has no var named '{name}'")
             raise locate(error, user_location()) from None  # the run call
         if type(value) is Tensor and not self.on_gpu:  # the common case, written out
-            a = value.data
+            a = value._data
             if a.dtype == v.dtype and a.flags.c_contiguous and compatible(v.shape, a.shape):
                 return Tensor(a)
         if isinstance(value, Tensor) and value.device != devices.CPU:

@@ -314,7 +314,7 @@ class FusedGroup:
 
     def run(self, executor, env, scope):
         tensors = [executor._lookup(v, env, scope) for v in self.inputs]
-        arrays = [t.data for t in tensors]
+        arrays = [t._data for t in tensors]
         shapes = tuple(a.shape for a in arrays)
         shape = self.checked.get(shapes, False)
         if shape is False:

@@ -76,7 +76,7 @@ def _tensors(value, name: str, out: list):
 def _key(value):
     """A hashable description of `value`: specs for tensors, the values of the rest."""
     if type(value) is Tensor:  # the common case, written out
-        return ("tensor", value.data.shape, value.data.dtype, "cpu")
+        return ("tensor", value._data.shape, value._data.dtype, "cpu")
     if _is_tensor(value):
         device = value.device if isinstance(value, Tensor) else "cpu"  # a trace per device
         return ("tensor", tuple(value.shape), np.dtype(value.dtype), device)

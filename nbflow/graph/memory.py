@@ -244,11 +244,11 @@ class Release:
         for name in self.give:
             t = env.get(name)
             if t is not None:
-                _give_back(env, t.data, self.poison)
+                _give_back(env, t._data, self.poison)
         for name in self.poison_only:
             t = env.get(name)
-            if t is not None and t.data.flags.writeable:
-                t.data.fill(_poison_value(t.data.dtype))
+            if t is not None and t._data.flags.writeable:
+                t._data.fill(_poison_value(t._data.dtype))
         for name in self.pop:
             env.pop(name, None)
 
@@ -257,11 +257,11 @@ class Release:
         for name in self.give:
             t = env.get(name)
             if t is not None:
-                arena.released(t.data, dropped=False)
+                arena.released(t._data, dropped=False)
         for name in self.dropped:
             t = env.get(name)
             if t is not None:
-                arena.released(t.data, dropped=True)
+                arena.released(t._data, dropped=True)
         if self.pop:
             # a step boundary: outputs taken from here on may reuse what was released. A
             # lend (no pop) comes before the step that still reads what it lends.
@@ -326,7 +326,7 @@ class IntoBuffer(NodeStep):
             executor._run_op(self.node, env, scope)
             return
         launcher, casts, shape, dtype, size = ready
-        arrays = [t.data for t in args]
+        arrays = [t._data for t in args]
         for i, d in casts:
             arrays[i] = arrays[i].astype(d)
         buf = take(env, shape, dtype, size)

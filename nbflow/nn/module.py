@@ -57,7 +57,7 @@ def Parameter(data, dtype=None) -> Tensor:  # a function named like PyTorch's cl
     A Tensor's buffer is shared (no copy, like torch.nn.Parameter); array data and nested lists
     are copied (float32 by default for Python floats). Integer data raises DTypeError."""
     if isinstance(data, Tensor) and (dtype is None or dt.as_dtype(dtype) == data.dtype):
-        t = type(data)(data.data)  # (a GPU tensor stays one)
+        t = type(data)(data._data)  # (a GPU tensor stays one)
     else:
         t = tensor(data, dtype=dtype)
     return t.requires_grad_(True)
@@ -182,7 +182,7 @@ class Module:
             if id(t) not in done:
                 cast = dtype if dtype is not None and dt.is_float(t.dtype) else None
                 new = t.detach().to(device, cast)
-                if new.data is t.data:  # nothing to move or cast: the tensor itself stays
+                if new._data is t._data:  # nothing to move or cast: the tensor itself stays
                     new = t
                 elif t.requires_grad:  # a parameter: its gradient goes along, as PyTorch's
                     new.requires_grad_(True)
@@ -636,7 +636,7 @@ def _call_backward_hooks(state, grad_input):
 def _source(key: str, value, target: Tensor) -> Tensor:
     """`value` as a Tensor ready to copy into `target`, or a typed error naming the key."""
     if isinstance(value, Tensor):
-        array = value.data
+        array = value._data
     elif isinstance(value, np.ndarray):
         array = value
     else:
