@@ -352,7 +352,7 @@ def _item(k):
     if hasattr(k, "shape") and hasattr(k, "dtype") and not isinstance(k, np.ndarray):
         if k.dtype != dt.bool_:
             return "array", k  # a tensor (or a graph value)
-        data = getattr(k, "data", None)  # an eager tensor's buffer
+        data = getattr(k, "_data", None)  # an eager tensor's buffer
         if devices.is_device_array(data):  # a GPU mask: its true positions are found on
             return "mask", devices.to_host(data)  # the host, as a numpy mask's are
         if not isinstance(data, np.ndarray):  # a graph value: its true positions come later

@@ -147,7 +147,7 @@ def _matmul_grad(g, out, a, b):
 
 def _transposed(x) -> bool:
     """Whether x is an eager 2-D value stored transposed (a graph Var has no layout)."""
-    data = getattr(x, "data", None)
+    data = getattr(x, "_data", None)
     return (
         isinstance(data, np.ndarray)
         and data.ndim == 2
