@@ -929,7 +929,7 @@ def _infer_dtype(data) -> np.dtype:
         return dt.DEFAULT_INT
     if a.dtype.kind not in "biuf":
         raise DTypeError(f"cannot make a tensor from data of dtype {a.dtype}")
-    return dt.widen(a.dtype)
+    return dt.widen(a.dtype.newbyteorder("="))  # (a big-endian array's values, held natively)
 
 
 def tensor(data, dtype=None, requires_grad: bool = False, device=None) -> Tensor:
@@ -1057,6 +1057,11 @@ def from_numpy(array: np.ndarray, requires_grad: bool = False) -> Tensor:
     """A tensor sharing `array`'s memory (no copy)."""
     if not isinstance(array, np.ndarray):
         raise TypeError(f"from_numpy expects a numpy array, got {type(array).__name__}")
+    if not array.dtype.isnative:
+        raise DTypeError(
+            f"from_numpy: dtype {array.dtype} is not in this machine's byte order, so its "
+            "memory cannot be shared; nbflow.tensor(array) copies it"
+        )
     dt.as_dtype(array.dtype)  # raises DTypeError for dtypes nbflow does not hold
     t = Tensor(array.view(np.ndarray))  # (a view: the caller's array may be reshaped)
     if requires_grad:

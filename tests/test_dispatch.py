@@ -145,3 +145,13 @@ def test_copied_and_unpickled_tensors_share_the_plans_of_the_original():
     for c in (copy.copy(t), copy.deepcopy(t), pickle.loads(pickle.dumps(t))):
         assert c._sig is t._sig
         np.testing.assert_array_equal((c + t).numpy(), [2.0, 4.0])
+
+
+def test_big_endian_arrays_become_native_tensors_or_a_typed_error():
+    big = np.arange(3, dtype=">f4")
+    t = nb.tensor(big)  # a copy, in this machine's byte order
+    assert t.dtype == np.float32 and t.numpy().dtype.isnative
+    np.testing.assert_array_equal((t + t).numpy(), [0.0, 2.0, 4.0])
+    assert nb.tensor(np.arange(2, dtype=">i8")).dtype == np.int64
+    with pytest.raises(nb.DTypeError, match="byte order"):
+        nb.from_numpy(big)  # sharing its memory cannot fix the order
