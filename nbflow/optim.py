@@ -159,6 +159,9 @@ class Optimizer:
         finally:
             self.hyper = self.param_groups[0]
 
+    fixed_by_minimize: tuple[str, ...] = ()  # hyperparameters minimize() builds in
+    newer_options: tuple[str, ...] = ()  # hyperparameters a saved state may lack
+
     def used_states(self) -> tuple[str, ...]:
         """The states the current options need (others are passed as stand-ins)."""
         return self.state_names
@@ -324,6 +327,8 @@ class Optimizer:
         options = []
         for group in groups:
             group = {k: v for k, v in group.items() if k != "params"}
+            for key in self.newer_options:  # (a state saved before the option existed)
+                group.setdefault(key, self.defaults[key])
             if set(group) - {"initial_lr"} != set(self.defaults):
                 raise ValueError(
                     f"{name}.load_state_dict: hyperparameters {sorted(group)} do not match "
@@ -419,7 +424,13 @@ class ParamGroup(dict):
             first, second = value
             self[pair[0]], self[pair[1]] = float(first), float(second)
             return
-        nodes = [n for n, group in self.optimizer._graph_nodes if group is self and key in n.attrs]
+        nodes = [n for n, group in self.optimizer._graph_nodes if group is self]
+        if nodes and key in self.optimizer.fixed_by_minimize and value != self.get(key):
+            raise UnsupportedError(
+                f"{type(self.optimizer).__name__}: {key} is built into the updates minimize() "
+                "appended; give it its value when minimize() is called"
+            )
+        nodes = [n for n in nodes if key in n.attrs]
         if nodes:
             self.optimizer._check_states_kept(self, key, value)
         super().__setitem__(key, value)
@@ -447,15 +458,24 @@ def _check(**values):
 
 
 class SGD(Optimizer):
-    """Stochastic gradient descent with optional momentum, dampening, Nesterov momentum and
-    weight decay (PyTorch's semantics)."""
+    """Stochastic gradient descent with optional momentum, dampening, Nesterov momentum,
+    weight decay and maximize (PyTorch's semantics)."""
 
     op = ops.sgd_update_
     state_names = ("momentum_buffer",)
     var_suffix = {"momentum_buffer": "VELOCITY"}
+    fixed_by_minimize = newer_options = ("maximize",)  # (it negates the update's input)
 
     def __init__(
-        self, params=None, lr=0.01, momentum=0.0, dampening=0.0, weight_decay=0.0, nesterov=False
+        self,
+        params=None,
+        lr=0.01,
+        momentum=0.0,
+        dampening=0.0,
+        weight_decay=0.0,
+        nesterov=False,
+        *,
+        maximize=False,
     ):
         if lr < 0 or momentum < 0 or weight_decay < 0:
             raise ValueError("lr, momentum and weight_decay must be >= 0")
@@ -467,13 +487,20 @@ class SGD(Optimizer):
             "dampening": float(dampening),
             "weight_decay": float(weight_decay),
             "nesterov": bool(nesterov),
+            "maximize": bool(maximize),
         }
         super().__init__(params, hyper)
 
     def used_states(self):
         return self.state_names if self.hyper["momentum"] else ()
 
+    def attrs(self) -> dict:
+        attrs = super().attrs()
+        del attrs["maximize"]  # (inputs() negates the gradient instead)
+        return attrs
+
     def inputs(self, p, g, states):
+        g = -g if self.hyper["maximize"] else g  # PyTorch's maximize: ascend the gradient
         return [p, g, states.get("momentum_buffer", g)]  # the gradient stands in without momentum
 
     def step(self, closure=None):
@@ -487,7 +514,8 @@ class SGD(Optimizer):
                     continue
                 for i, p in zip(indices, group["params"]):
                     if p.grad is not None and "momentum_buffer" not in self.state.get(i, {}):
-                        d = p.grad + p * group["weight_decay"]
+                        g = -p.grad if group["maximize"] else p.grad
+                        d = g + p * group["weight_decay"]
                         buffer = self._eager_state(i, p)["momentum_buffer"]
                         ops.copy_(buffer, d * (dampening / momentum))
         super().step()

@@ -502,3 +502,46 @@ def test_update_ops_check_shapes():
         nb.adam_update_(z, z, nb.zeros(3), nb.zeros(3), nb.zeros(3), nb.zeros(()), lr=0.1)
     with pytest.raises(nb.ShapeError):
         nb.rmsprop_update_(z, z, nb.zeros(4), z, z, lr=0.1)
+
+
+def test_sgd_maximize_ascends_as_pytorch_in_both_modes():
+    # PyTorch: d = -g + wd w (maximize), buf = m buf + d, d = g' + m buf (nesterov)
+    rng = np.random.default_rng(5)
+    w0, m, wd, lr = rng.standard_normal(4), 0.9, 0.1, 0.05
+    hyper = {"lr": lr, "momentum": m, "weight_decay": wd, "nesterov": True, "maximize": True}
+    w = nb.tensor(w0, requires_grad=True)
+    opt = nb.optim.SGD([w], **hyper)
+    want, buf = w0.copy(), None
+    for _ in range(4):
+        opt.zero_grad()
+        nb.sum(nb.sin(w)).backward()
+        opt.step()
+        d = -np.cos(want) + wd * want
+        buf = d if buf is None else m * buf + d
+        want = want - lr * (d + m * buf)
+    np.testing.assert_allclose(w.numpy(), want, rtol=1e-10)
+
+    main, startup = nb.Program(), nb.Program()
+    with nb.program_guard(main, startup):
+        v = nb.static.create_parameter("v", [4], "float64")
+        graph_opt = nb.optim.SGD(**hyper)
+        graph_opt.minimize(nb.sum(nb.sin(v)))
+    exe, scope = nb.Executor(), nb.Scope()
+    exe.run(startup, scope=scope)
+    scope["v"] = nb.tensor(w0)
+    for _ in range(4):
+        exe.run(main, scope=scope)
+    nt.assert_close(scope["v"], want, rtol=1e-10)
+    with pytest.raises(nb.UnsupportedError, match="maximize"):
+        graph_opt.param_groups[0]["maximize"] = False  # the program negates the gradient
+    graph_opt.param_groups[0]["maximize"] = True  # (the same value: nothing to follow)
+
+
+def test_an_sgd_state_saved_before_maximize_loads():
+    w = nb.tensor([1.0, 2.0], requires_grad=True)
+    opt = nb.optim.SGD([w], lr=0.1, momentum=0.9)
+    saved = opt.state_dict()
+    del saved["param_groups"][0]["maximize"]
+    fresh = nb.optim.SGD([w], lr=0.5)
+    fresh.load_state_dict(saved)
+    assert fresh.param_groups[0]["lr"] == 0.1 and fresh.param_groups[0]["maximize"] is False
