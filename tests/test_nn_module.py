@@ -729,3 +729,35 @@ def test_softmax_module_without_dim_takes_pytorchs_implicit_dim():
     nt.assert_close(
         nn.LogSoftmax(dim=-1)(nb.tensor(x)), x - np.log(np.exp(x).sum(-1, keepdims=True))
     )
+
+
+def _children(m):
+    return [(name, type(child).__name__) for name, child in m._modules.items()]
+
+
+def test_container_insert_pop_and_del_renumber_as_pytorch():
+    s = nn.Sequential(nn.Linear(2, 3), nn.ReLU(), nn.Linear(3, 1))
+    s.insert(1, nn.Tanh())
+    s.append(nn.Sigmoid())
+    assert isinstance(s.pop(0), nn.Linear)
+    del s[-1]
+    s.extend([nn.ReLU()])
+    s[0] = nn.Identity()  # (the name keeps its place)
+    assert _children(s) == [("0", "Identity"), ("1", "ReLU"), ("2", "Linear"), ("3", "ReLU")]
+    assert s[2] is getattr(s, "2")  # attribute names follow
+    assert not hasattr(s, "4") and list(s.state_dict()) == ["2.weight", "2.bias"]
+    x = nb.tensor(np.ones((1, 3), np.float32))
+    expected = np.maximum(x.numpy() @ s[2].weight.numpy().T + s[2].bias.numpy(), 0)
+    np.testing.assert_allclose(s(x).numpy(), expected, rtol=1e-6)
+
+    ml = nn.ModuleList([nn.ReLU(), nn.Tanh()])
+    ml.insert(0, nn.Sigmoid())
+    assert isinstance(ml.pop(1), nn.ReLU)
+    del ml[0]
+    ml.insert(1, nn.Identity())
+    assert _children(ml) == [("0", "Tanh"), ("1", "Identity")]
+    with pytest.raises(IndexError):
+        ml.insert(5, nn.ReLU())
+    with pytest.raises(IndexError):
+        ml.pop(2)
+    assert _children(ml) == [("0", "Tanh"), ("1", "Identity")]  # refused: nothing changed

@@ -21,7 +21,7 @@ from ..tensor import EagerTrace
 from . import functional as F
 from . import init
 from . import spatial as _spatial
-from .module import Module, Parameter
+from .module import Module, Parameter, insertion_index, renumber
 
 __all__ = [
     "AdaptiveAvgPool2d",
@@ -113,11 +113,38 @@ class Sequential(Module):
         self.add_module(str(len(self._modules)), module)
         return self
 
+    def extend(self, modules) -> Sequential:
+        for m in modules:
+            self.append(m)
+        return self
+
+    def insert(self, index: int, module: Module) -> Sequential:
+        if not isinstance(module, Module):
+            raise TypeError(f"Sequential.insert: {type(module).__name__} is not a Module")
+        modules = list(self._modules.values())
+        modules.insert(insertion_index(self, index), module)
+        renumber(self, modules)
+        return self
+
+    def pop(self, index=-1) -> Module:
+        module = self[index]
+        del self[index]
+        return module
+
     def __getitem__(self, i):
         items = list(self._modules.items())
         if isinstance(i, slice):
             return Sequential(OrderedDict(items[i]))
         return items[i][1]
+
+    def __setitem__(self, i: int, module: Module) -> None:
+        name = list(self._modules)[i]  # (the name keeps its place)
+        self.add_module(name, module)
+
+    def __delitem__(self, i) -> None:
+        modules = list(self._modules.values())
+        del modules[i]
+        renumber(self, modules)  # (PyTorch numbers the rest again, names included)
 
     def __len__(self) -> int:
         return len(self._modules)

@@ -661,6 +661,22 @@ def _source(key: str, value, target: Tensor) -> Tensor:
     return from_numpy(np.ascontiguousarray(array).reshape(array.shape))
 
 
+def renumber(container: Module, modules) -> None:
+    """Make `modules` the container's children, named "0", "1", ... in order (PyTorch's
+    numbering after an insertion or a deletion)."""
+    for name in list(container._modules):
+        delattr(container, name)
+    for i, m in enumerate(modules):
+        container.add_module(str(i), m)
+
+
+def insertion_index(container: Module, index: int) -> int:
+    n = len(container._modules)
+    if not -n <= index <= n:
+        raise IndexError(f"index {index} out of range for inserting into {n} modules")
+    return index + n if index < 0 else index
+
+
 class ModuleList(Module):
     """A list of modules, registered as children "0", "1", ..."""
 
@@ -691,6 +707,21 @@ class ModuleList(Module):
 
     def __setitem__(self, i: int, module: Module) -> None:
         self.add_module(str(self._index(i)), module)
+
+    def __delitem__(self, i) -> None:
+        modules = list(self._modules.values())
+        del modules[i if isinstance(i, slice) else self._index(i)]
+        renumber(self, modules)
+
+    def insert(self, index: int, module: Module) -> None:
+        modules = list(self._modules.values())
+        modules.insert(insertion_index(self, index), module)
+        renumber(self, modules)
+
+    def pop(self, index: int = -1) -> Module:
+        module = self[index]
+        del self[index]
+        return module
 
     def __len__(self) -> int:
         return len(self._modules)
