@@ -761,3 +761,34 @@ def test_container_insert_pop_and_del_renumber_as_pytorch():
     with pytest.raises(IndexError):
         ml.pop(2)
     assert _children(ml) == [("0", "Tanh"), ("1", "Identity")]  # refused: nothing changed
+
+
+NUMPY_PAD = {"reflect": "reflect", "replicate": "edge", "circular": "wrap"}
+
+
+@needs("conv2d")
+@pytest.mark.parametrize("mode", sorted(NUMPY_PAD))
+def test_conv_padding_modes_pad_the_input_as_numpy_pads(mode):
+    def padded(x, pads):  # pads: (before, after) per spatial dim
+        return np.pad(x, ((0, 0), (0, 0), *pads), mode=NUMPY_PAD[mode])
+
+    layer = nn.Conv2d(2, 3, 3, stride=2, padding=(1, 2), padding_mode=mode, dtype="float64")
+    assert f"padding_mode={mode}" in repr(layer)
+    ref = lambda x, w, b: conv2d_ref(padded(x, [(1, 1), (2, 2)]), w, b, 2, 0)
+    check_layer(layer, [f64(2, 2, 5, 6)], ref, ["weight", "bias"])
+    # "same" with an even kernel width: the extra column after, as PyTorch
+    layer = nn.Conv2d(2, 3, (3, 2), padding="same", padding_mode=mode, dtype="float64")
+    ref = lambda x, w, b: conv2d_ref(padded(x, [(1, 1), (0, 1)]), w, b, 1, 0)
+    check_layer(layer, [f64(2, 2, 5, 6)], ref, ["weight", "bias"])
+    layer = nn.Conv1d(2, 3, 3, padding=2, padding_mode=mode, dtype="float64")
+
+    def ref1(x, w, b):
+        x = padded(x[:, :, None, :], [(0, 0), (2, 2)])
+        return conv2d_ref(x, w[:, :, None, :], b, 1, 0)[:, :, 0, :]
+
+    check_layer(layer, [f64(2, 2, 6)], ref1, ["weight", "bias"])
+
+
+def test_conv_refuses_an_unknown_padding_mode():
+    with pytest.raises(ValueError, match="padding_mode"):
+        nn.Conv2d(1, 1, 3, padding_mode="mirror")

@@ -356,6 +356,9 @@ class Linear(Module):
         )
 
 
+PADDING_MODES = ("zeros", "reflect", "replicate", "circular")
+
+
 class _ConvNd(Module):
     dims = 2
 
@@ -369,11 +372,15 @@ class _ConvNd(Module):
         dilation=1,
         groups=1,
         bias=True,
+        padding_mode="zeros",
         dtype=float32,
         generator=None,
     ):
         super().__init__()
         n = self.dims
+        if padding_mode not in PADDING_MODES:
+            raise ValueError(f"padding_mode must be one of {PADDING_MODES}, got {padding_mode!r}")
+        self.padding_mode = padding_mode
         if in_channels % groups or out_channels % groups:
             raise ValueError(
                 f"in_channels ({in_channels}) and out_channels ({out_channels}) must be "
@@ -397,11 +404,25 @@ class _ConvNd(Module):
         fan_in = self.in_channels // self.groups * math.prod(self.kernel_size)
         _default_init(self.weight, self.bias, fan_in, generator)
 
-    def _args(self):
+    def _args(self, padding):
         if self.dims == 1:  # conv1d takes ints
-            padding = self.padding if isinstance(self.padding, str) else self.padding[0]
+            padding = padding if isinstance(padding, (str, int)) else padding[0]
             return self.stride[0], padding, self.dilation[0], self.groups
-        return self.stride, self.padding, self.dilation, self.groups
+        return self.stride, padding, self.dilation, self.groups
+
+    def _padded(self, x):
+        """(input, padding) of the convolution: a padding_mode other than zeros pads the input
+        by F.pad, and the convolution then pads nothing (PyTorch's way)."""
+        if self.padding_mode == "zeros":
+            return x, self.padding
+        pads = []  # (before, after) from the last dim backwards
+        for i in reversed(range(self.dims)):
+            if self.padding == "same":
+                total = self.dilation[i] * (self.kernel_size[i] - 1)
+                pads += [total // 2, total - total // 2]
+            else:
+                pads += [0, 0] if self.padding == "valid" else [self.padding[i]] * 2
+        return F.pad(x, pads, mode=self.padding_mode), 0
 
     def extra_repr(self) -> str:
         s = (
@@ -414,6 +435,8 @@ class _ConvNd(Module):
             s += f", dilation={self.dilation}"
         if self.groups != 1:
             s += f", groups={self.groups}"
+        if self.padding_mode != "zeros":
+            s += f", padding_mode={self.padding_mode}"
         return s + ("" if self.bias is not None else ", bias=False")
 
 
@@ -423,7 +446,8 @@ class Conv2d(_ConvNd):
     dims = 2
 
     def forward(self, x):
-        return nb.conv2d(x, self.weight, self.bias, *self._args())
+        x, padding = self._padded(x)
+        return nb.conv2d(x, self.weight, self.bias, *self._args(padding))
 
 
 class Conv1d(_ConvNd):
@@ -432,7 +456,8 @@ class Conv1d(_ConvNd):
     dims = 1
 
     def forward(self, x):
-        return nb.conv1d(x, self.weight, self.bias, *self._args())
+        x, padding = self._padded(x)
+        return nb.conv1d(x, self.weight, self.bias, *self._args(padding))
 
 
 # ---------------------------------------------------------------- pooling
