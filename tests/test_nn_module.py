@@ -792,3 +792,23 @@ def test_conv_padding_modes_pad_the_input_as_numpy_pads(mode):
 def test_conv_refuses_an_unknown_padding_mode():
     with pytest.raises(ValueError, match="padding_mode"):
         nn.Conv2d(1, 1, 3, padding_mode="mirror")
+
+
+def test_load_state_dict_assign_takes_the_states_tensors():
+    model = nn.Sequential(nn.Linear(3, 2), nn.BatchNorm1d(2))
+    model[0].bias.requires_grad_(False)  # (a frozen parameter stays frozen)
+    state = {k: nb.tensor(np.full(v.shape, i + 1.0, np.float32)) for i, (k, v) in
+             enumerate(model.state_dict().items()) if v.dtype == np.float32}  # fmt: skip
+    state["1.num_batches_tracked"] = nb.tensor(7)
+    model.load_state_dict(state, assign=True)
+    w = model[0].weight
+    assert np.shares_memory(w.numpy(), state["0.weight"].numpy()) and w.is_leaf
+    assert w.requires_grad and not model[0].bias.requires_grad
+    assert [n for n, _ in model.named_parameters()] == ["0.weight", "0.bias", "1.weight", "1.bias"]
+    assert np.shares_memory(model[1].running_mean.numpy(), state["1.running_mean"].numpy())
+    assert model[1].num_batches_tracked.item() == 7
+    nb.sum(model(nb.ones(4, 3))).backward()
+    assert w.grad is not None and state["0.weight"].grad is None  # the module's own leaf
+    with pytest.raises(nb.ShapeError):
+        model.load_state_dict({**state, "0.weight": nb.ones(3, 3)}, assign=True)
+    assert model[0].weight is w  # refused before anything was assigned

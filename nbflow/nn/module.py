@@ -351,9 +351,11 @@ class Module:
             if child is not None:
                 child._save_to(out, f"{prefix}{name}.", keep_vars)
 
-    def load_state_dict(self, state, strict: bool = True) -> IncompatibleKeys:
+    def load_state_dict(self, state, strict: bool = True, assign: bool = False) -> IncompatibleKeys:
         """Copy `state` (name -> Tensor or numpy array) into the parameters and buffers, in
         place and under no_grad, so optimizers and jitted functions holding them keep working.
+        assign=True (PyTorch's) makes the state's tensors the module's instead, sharing their
+        memory (a parameter keeps the module's requires_grad); create optimizers after it.
 
         Every value is checked before anything is written (a failed load changes nothing):
         a shape mismatch raises ShapeError and a dtype mismatch DTypeError, naming the key
@@ -379,11 +381,22 @@ class Module:
         sources = []
         for key, target in targets.items():
             if key in state:
-                sources.append((target, _source(key, state[key], target)))
+                sources.append((key, target, _source(key, state[key], target)))
         with no_grad():
-            for target, source in sources:
-                target.copy_(source)
+            for key, target, source in sources:
+                if assign:
+                    self._assign(key, target, source)
+                else:
+                    target.copy_(source)
         return IncompatibleKeys(missing, unexpected)
+
+    def _assign(self, key: str, target: Tensor, source: Tensor) -> None:
+        """load_state_dict(assign=True) of one entry: a new leaf on the source's memory."""
+        path, _, name = key.rpartition(".")
+        new = type(source)(source._data)
+        if target.requires_grad:
+            new.requires_grad_(True)
+        setattr(self.get_submodule(path), name, new)  # (a parameter or buffer stays one)
 
     # -------------------------------------------------------------- calling and printing
 
