@@ -812,3 +812,28 @@ def test_load_state_dict_assign_takes_the_states_tensors():
     with pytest.raises(nb.ShapeError):
         model.load_state_dict({**state, "0.weight": nb.ones(3, 3)}, assign=True)
     assert model[0].weight is w  # refused before anything was assigned
+
+
+@pytest.mark.parametrize("norm_type", [2.0, 1.0])
+def test_embedding_max_norm_renormalises_the_rows_looked_up(norm_type):
+    rng = np.random.default_rng(3)
+    w0 = rng.standard_normal((6, 3)) * 2
+    layer = nn.Embedding(6, 3, max_norm=1.5, norm_type=norm_type, dtype="float64")
+    layer.weight.data = w0.copy()
+    idx = np.array([[1, 2, 1], [5, 0, 1]])
+    out = layer(nb.tensor(idx))
+    norms = np.linalg.norm(w0, ord=norm_type, axis=1, keepdims=True)
+    want = np.where(norms > 1.5, w0 * 1.5 / (norms + 1e-7), w0)
+    looked_up = np.isin(np.arange(6), idx)[:, None]
+    np.testing.assert_allclose(layer.weight.numpy(), np.where(looked_up, want, w0), rtol=1e-12)
+    np.testing.assert_allclose(out.numpy(), want[idx], rtol=1e-12)
+    nb.sum(out).backward()  # the renormalisation has no gradient: the lookup's counts
+    np.testing.assert_array_equal(
+        layer.weight.grad.numpy()[:, 0], np.bincount(idx.ravel(), None, 6)
+    )
+    before = layer.weight.numpy().copy()
+    with pytest.raises(IndexError):
+        layer(nb.tensor([0, 6]))
+    np.testing.assert_array_equal(layer.weight.numpy(), before)  # nothing written
+    with pytest.raises(nb.UnsupportedError, match="sparse"):
+        nn.Embedding(6, 3, sparse=True)

@@ -15,7 +15,7 @@ import warnings
 import numpy as np
 
 from .. import ops
-from ..core import is_int, is_probability, public
+from ..core import is_int, is_probability, no_grad, public
 from ..errors import AttrError, DomainError, DTypeError, ShapeError, UnsupportedError
 from ..operators import written_back
 from ..tensor import tensor as new_tensor  # (one_hot has a parameter named tensor)
@@ -29,7 +29,40 @@ batch_norm = ops.batch_norm
 binary_cross_entropy_with_logits = ops.binary_cross_entropy_with_logits
 conv1d = ops.conv1d
 conv2d = ops.conv2d
-embedding = ops.embedding
+
+
+def embedding(
+    input,
+    weight,
+    padding_idx=None,
+    max_norm=None,
+    norm_type=2.0,
+    scale_grad_by_freq=False,
+    sparse=False,
+):
+    """PyTorch's F.embedding: rows of weight picked by the integer `input`. With max_norm,
+    each looked-up row whose norm_type-norm exceeds it is first scaled to max_norm, in place
+    and without gradient, as PyTorch does (so the weight's version moves)."""
+    if scale_grad_by_freq or sparse:
+        raise UnsupportedError(
+            "embedding: scale_grad_by_freq and sparse gradients are not supported"
+        )
+    if max_norm is not None:
+        _renorm_rows(weight, input, float(max_norm), float(norm_type))
+    return ops.embedding(input, weight, padding_idx)
+
+
+def _renorm_rows(weight, indices, max_norm: float, norm_type: float):
+    """PyTorch's embedding_renorm_: row i *= max_norm / (norm + 1e-7) where norm > max_norm
+    (a row looked up twice gets the same new value twice)."""
+    with no_grad():
+        index = ops.reshape(indices, -1)
+        rows = ops.index_select(weight, 0, index)  # (an index out of range: before any write)
+        norms = ops.norm(rows, norm_type, axis=1, keepdims=True)
+        scale = ops.where(norms > max_norm, max_norm / (norms + 1e-7), ops.ones_like(norms))
+        ops.index_put_(weight, (index,), rows * scale)
+
+
 group_norm = ops.group_norm
 l1_loss = ops.l1_loss
 layer_norm = ops.layer_norm

@@ -708,12 +708,27 @@ class Dropout(Module):
 
 class Embedding(Module):
     """A lookup table: weight (num_embeddings, embedding_dim), initialised normal(0, 1);
-    the row padding_idx, when given, starts at zero."""
+    the row padding_idx, when given, starts at zero; max_norm renormalises the rows looked
+    up (F.embedding)."""
 
     def __init__(
-        self, num_embeddings, embedding_dim, padding_idx=None, dtype=float32, generator=None
+        self,
+        num_embeddings,
+        embedding_dim,
+        padding_idx=None,
+        max_norm=None,
+        norm_type=2.0,
+        scale_grad_by_freq=False,
+        sparse=False,
+        dtype=float32,
+        generator=None,
     ):
         super().__init__()
+        if scale_grad_by_freq or sparse:
+            raise UnsupportedError(
+                "Embedding: scale_grad_by_freq and sparse gradients are not supported"
+            )
+        self.max_norm, self.norm_type = max_norm, float(norm_type)
         self.num_embeddings, self.embedding_dim = int(num_embeddings), int(embedding_dim)
         if padding_idx is not None:
             if not -self.num_embeddings <= padding_idx < self.num_embeddings:
@@ -741,12 +756,14 @@ class Embedding(Module):
             with nb.no_grad():
                 self.weight[self.padding_idx] = 0.0
 
-    def forward(self, indices):
-        return nb.embedding(indices, self.weight, self.padding_idx)  # (no gradient to that row)
+    def forward(self, indices):  # (no gradient to the padding row)
+        return F.embedding(indices, self.weight, self.padding_idx, self.max_norm, self.norm_type)
 
     def extra_repr(self) -> str:
         s = f"{self.num_embeddings}, {self.embedding_dim}"
-        return s if self.padding_idx is None else s + f", padding_idx={self.padding_idx}"
+        if self.padding_idx is not None:
+            s += f", padding_idx={self.padding_idx}"
+        return s if self.max_norm is None else s + f", max_norm={self.max_norm}"
 
 
 # ---------------------------------------------------------------- recurrent cells
