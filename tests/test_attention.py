@@ -154,3 +154,22 @@ def test_transformer_encoder_matches_pytorch():
     got = ours(nb.tensor(x), src_key_padding_mask=nb.tensor(padding)).numpy()
     expected = theirs(torch.from_numpy(x), src_key_padding_mask=torch.from_numpy(padding))
     np.testing.assert_allclose(got, expected.detach().numpy(), rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("kind", ["bool", "float"])
+def test_a_query_the_mask_leaves_nothing_attends_to_nothing(kind):
+    # PyTorch's safe softmax: an empty row's weights are 0, its output 0, and no NaN reaches
+    # the gradients of the other rows or of its own inputs
+    q, k, v = (RNG.standard_normal((2, 3, 4)) for _ in range(3))
+    allowed = RNG.random((3, 3)) > 0.3
+    allowed[0], allowed[1:, 1] = False, True  # query 0 sees nothing
+    mask = allowed if kind == "bool" else np.where(allowed, 0.0, -np.inf)
+    with np.errstate(invalid="ignore"):  # (the reference's empty row: NaN, then set)
+        want = _sdpa(q, k, v, allowed)
+    want[:, 0] = 0.0
+    args = [nb.tensor(a, requires_grad=True) for a in (q, k, v)]
+    got = F.scaled_dot_product_attention(*args, attn_mask=nb.tensor(mask))
+    np.testing.assert_allclose(got.numpy(), want, rtol=1e-10, atol=1e-12)
+    nt.gradcheck(lambda *a: F.scaled_dot_product_attention(*a, attn_mask=nb.tensor(mask)), args)
+    gq = nb.grad([nb.sum(got * got)], [args[0]])[0].numpy()
+    assert np.all(gq[:, 0] == 0) and np.isfinite(gq).all()

@@ -194,12 +194,17 @@ def attention_weights(query, key, attn_mask=None, is_causal=False, scale=None):
         device = getattr(query, "device", None)
         seen = ops.tril(ops.ones(query.shape[-2], key.shape[-2], dtype="bool", device=device))
         scores = ops.where(seen, scores, -math.inf)
-    if attn_mask is not None:
-        if attn_mask.dtype == bool:
-            scores = ops.where(attn_mask, scores, -math.inf)
-        else:
-            scores = scores + attn_mask
-    return ops.softmax(scores, axis=-1)
+    if attn_mask is None:
+        return ops.softmax(scores, axis=-1)
+    if attn_mask.dtype == bool:
+        scores = ops.where(attn_mask, scores, -math.inf)
+    else:
+        scores = scores + attn_mask
+    # a row the mask leaves empty attends to nothing: weights 0 (PyTorch's safe softmax), its
+    # scores replaced first so that no NaN reaches the softmax or its gradient
+    empty = ops.all(scores == -math.inf, axis=-1, keepdims=True)
+    weights = ops.softmax(ops.where(empty, 0.0, scores), axis=-1)
+    return ops.where(empty, 0.0, weights)
 
 
 def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None):
