@@ -284,6 +284,8 @@ def index_cases():
     yield "take_along_axis", "axis=1", (lambda x, i: ops.take_along_axis(x, i, 1)), [x, idx]
     idx_b = RNG.integers(0, 4, (2, 1, 3))
     yield "take_along_axis", "broadcast", (lambda x, i: ops.take_along_axis(x, i, 0)), [x, idx_b]
+    checked = lambda i: ops.checked_range(i, low=0, high=3, what="i")
+    yield "checked_range", "i64", checked, [idx_b]
     scatter = REGISTRY["scatter_add"]
     src = values((4, 2, 3), dt.float32)
     yield "scatter_add", "axis=1", (lambda x, i, s: scatter(x, i, s, axis=1)), [x, idx, src]
@@ -925,6 +927,14 @@ def device_checks():
         except nb.OutOfRangeError as e:
             errors.append(str(e).split(" (defined at")[0])
     yield "a wrong-shape GPU mask", errors[0] == errors[1] != "no error", str(errors)
+    errors = []
+    for device in ("cpu", "cuda"):
+        try:
+            nb.checked_range(nb.tensor([0, 5], device=device), low=0, high=3, what="i")
+            errors.append("no error")
+        except nb.OutOfRangeError as e:
+            errors.append(str(e).split(" (defined at")[0])
+    yield "checked_range out of range", errors[0] == errors[1] != "no error", str(errors)
 
 
 def main():

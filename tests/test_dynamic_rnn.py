@@ -151,6 +151,33 @@ def test_bad_lengths_and_cells_are_typed_errors():
         nb.nn.dynamic_rnn(lambda x, h: (x, h), x, [1, 1, 1])
 
 
+@pytest.mark.parametrize("bad", [[-1, 2, 1], [6, 2, 1]])
+def test_lengths_given_to_a_program_are_checked_when_it_runs(bad):
+    # under @jit the lengths are a graph value: checked_range raises when the program runs
+    # (before, -1 acted as 0 and 6 hit the loop's limit)
+    cell = _cell("rnn")
+    f = nb.jit(lambda x, n: nb.nn.dynamic_rnn(cell, x, n)[0])
+    x = nb.tensor(np.ones((5, 3, 4)))
+    good = f(x, nb.tensor([5, 2, 1])).numpy()
+    np.testing.assert_array_equal(good[2:, 1], 0)  # past its length: zeros
+    with pytest.raises(nb.OutOfRangeError, match=r"dynamic_rnn: lengths must be in \[0, 5\]"):
+        f(x, nb.tensor(bad))
+
+
+def test_checked_range_in_a_static_program():
+    main = nb.Program()
+    with nb.program_guard(main, nb.Program()):
+        i = nb.static.data("i", [-1], "int64")
+        out = nb.checked_range(i, low=0, high=9, what="an index") * 2
+    exe = nb.Executor()
+    (got,) = exe.run(main, {"i": np.array([0, 9, 4])}, [out])
+    np.testing.assert_array_equal(got, [0, 18, 8])
+    with pytest.raises(nb.OutOfRangeError, match=r"an index must be in \[0, 9\], got 10"):
+        exe.run(main, {"i": np.array([1, 10])}, [out])
+    with pytest.raises(nb.DTypeError, match="int32 or int64"):
+        nb.checked_range(nb.tensor([1.0]), low=0, high=1, what="x")
+
+
 def test_the_graph_loop_keeps_memory_linear_in_time():
     """The outputs are stacked by the while op, not carried through it: what the gradient
     keeps per iteration is the state (batch, hidden), never a (time, batch, hidden) buffer."""

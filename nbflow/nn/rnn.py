@@ -92,6 +92,11 @@ def _lengths(lengths, inputs):
         raise ShapeError(f"dynamic_rnn: {lengths.shape[0]} lengths for a batch of {batch}")
     if isinstance(lengths, Tensor) and np.any((lengths.numpy() < 0) | (lengths.numpy() > steps)):
         raise ShapeError(f"dynamic_rnn: lengths must be in [0, {steps}], got {lengths.tolist()}")
+    if not isinstance(lengths, Tensor):  # a graph value: checked when the program runs
+        # (a time known only at run time bounds nothing here: a length past it meets the
+        # loop's limit, a LoopLimitError)
+        high = steps if steps >= 0 else np.iinfo(np.int64).max
+        lengths = nb.checked_range(lengths, low=0, high=high, what="dynamic_rnn: lengths")
     return lengths
 
 

@@ -267,6 +267,11 @@ def _index_select(x, idx, out, axis):
     impl().gather_rows(src, impl().upload(lin, x), out.reshape(o, lin.size, i))
 
 
+def _checked_range(x, out, low, high, what):
+    index.check_in_range(devices.to_host(x), low, high, what)
+    impl().copy_into(x, out)
+
+
 def _take_along_axis(x, idx, out, axis):
     a = axis % x.ndim
     shape = tuple(out.shape)
@@ -521,6 +526,7 @@ KERNELS = {
     "index_put": _index_put,
     "index_select": _index_select,
     "take_along_axis": _take_along_axis,
+    "checked_range": _checked_range,
     "scatter_add": _scatter_add,
     "embedding": _embedding,
     "embedding_backward": _embedding_backward,

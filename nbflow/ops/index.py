@@ -714,6 +714,46 @@ def index_select(x, axis, index):
     return index_select_op(x, index, axis=axis)
 
 
+# ---------------------------------------------------------------- checked_range
+
+
+def _checked_range_spec(x, low, high, what):
+    if x.dtype not in dt.INTS:
+        raise DTypeError(f"{what} must be int32 or int64, got {x.dtype}")
+    return Spec(x.shape, x.dtype)
+
+
+def check_in_range(x: np.ndarray, low: int, high: int, what: str):
+    """OutOfRangeError naming `what`, the first value outside [low, high] and its position."""
+    bad = np.flatnonzero((x < low) | (x > high))
+    if bad.size:
+        where = tuple(int(i) for i in np.unravel_index(bad[0], x.shape))
+        raise OutOfRangeError(
+            f"{what} must be in [{low}, {high}], got {int(x.flat[bad[0]])} at position {where}"
+        )
+
+
+def _checked_range_cpu(x, out, low, high, what):
+    check_in_range(x, low, high, what)
+    out[...] = x
+
+
+checked_range = Op(
+    name="checked_range",
+    inputs=("x",),
+    outputs=("out",),
+    spec=_checked_range_spec,
+    kernels={"cpu": _checked_range_cpu, "cuda": None},
+    dtypes=dt.INTS,
+    ref=lambda x, low, high, what: x.copy(),
+    differentiable=False,
+    attrs={"low": Attr("int"), "high": Attr("int"), "what": Attr("str")},
+    doc="x itself, checked when the op runs to lie in [low, high] (an OutOfRangeError naming "
+    "`what` otherwise): a program's check of integers known only at run time, such as the "
+    "lengths of dynamic_rnn. The check runs because the op's output is used.",
+)
+
+
 # ---------------------------------------------------------------- scatter_add
 
 
@@ -847,4 +887,5 @@ __all__ = [
     "gather",
     "index_select",
     "scatter_add",
+    "checked_range",
 ]
