@@ -1154,11 +1154,12 @@ class LRScheduler:
         self.last_epoch = last_epoch
         self.step()
 
-    def lr_at(self, epoch, base_lr: float) -> float:
+    def lr_at(self, epoch, base_lr: float, group: int = 0) -> float:
+        """The lr of parameter group number `group`, whose base lr is base_lr, at `epoch`."""
         raise NotImplementedError
 
     def get_lr(self) -> list[float]:
-        return [self.lr_at(self.last_epoch, base) for base in self.base_lrs]
+        return [self.lr_at(self.last_epoch, base, i) for i, base in enumerate(self.base_lrs)]
 
     def step(self):
         self.last_epoch += 1
@@ -1172,8 +1173,8 @@ class LRScheduler:
         return [group["lr"] for group in self.optimizer.param_groups]
 
     def state_dict(self) -> dict:
-        # (a function, as LambdaLR's lr_lambda, is code: not saved, as in PyTorch)
-        return {k: v for k, v in vars(self).items() if k != "optimizer" and not callable(v)}
+        # (functions, as LambdaLR's lr_lambdas, are code: not saved, as in PyTorch)
+        return {k: v for k, v in vars(self).items() if k not in ("optimizer", "lr_lambdas")}
 
     def load_state_dict(self, state_dict: dict):
         own = self.state_dict()
@@ -1192,7 +1193,7 @@ class StepLR(LRScheduler):
         self.step_size, self.gamma = int(step_size), float(gamma)
         super().__init__(optimizer, last_epoch)
 
-    def lr_at(self, epoch, base_lr):
+    def lr_at(self, epoch, base_lr, group=0):
         return base_lr * self.gamma ** (epoch // self.step_size)
 
 
@@ -1203,7 +1204,7 @@ class MultiStepLR(LRScheduler):
         self.milestones, self.gamma = sorted(int(m) for m in milestones), float(gamma)
         super().__init__(optimizer, last_epoch)
 
-    def lr_at(self, epoch, base_lr):
+    def lr_at(self, epoch, base_lr, group=0):
         return base_lr * self.gamma ** sum(1 for m in self.milestones if m <= epoch)
 
 
@@ -1214,21 +1215,29 @@ class ExponentialLR(LRScheduler):
         self.gamma = float(gamma)
         super().__init__(optimizer, last_epoch)
 
-    def lr_at(self, epoch, base_lr):
+    def lr_at(self, epoch, base_lr, group=0):
         return base_lr * self.gamma**epoch
 
 
+def _lambdas(lr_lambda, optimizer) -> list:
+    """One lr_lambda per parameter group: the function for every group, or their list."""
+    fns = _per_group(lr_lambda, optimizer.param_groups, "lr_lambda")
+    for f in fns:
+        if not callable(f):
+            raise TypeError(f"lr_lambda must be callable, got {type(f).__name__}")
+    return fns
+
+
 class LambdaLR(LRScheduler):
-    """lr = base_lr * lr_lambda(epoch) (the function is not part of state_dict)."""
+    """lr = base_lr * lr_lambda(epoch); lr_lambda is one function or a list of one per
+    parameter group (functions are not part of state_dict)."""
 
     def __init__(self, optimizer, lr_lambda, last_epoch: int = -1):
-        if not callable(lr_lambda):
-            raise TypeError(f"lr_lambda must be callable, got {type(lr_lambda).__name__}")
-        self.lr_lambda = lr_lambda
+        self.lr_lambdas = _lambdas(lr_lambda, optimizer)
         super().__init__(optimizer, last_epoch)
 
-    def lr_at(self, epoch, base_lr):
-        return base_lr * float(self.lr_lambda(epoch))
+    def lr_at(self, epoch, base_lr, group=0):
+        return base_lr * float(self.lr_lambdas[group](epoch))
 
 
 class CosineAnnealingLR(LRScheduler):
@@ -1241,7 +1250,7 @@ class CosineAnnealingLR(LRScheduler):
         self.T_max, self.eta_min = int(T_max), float(eta_min)
         super().__init__(optimizer, last_epoch)
 
-    def lr_at(self, epoch, base_lr):
+    def lr_at(self, epoch, base_lr, group=0):
         cos = (1 + math.cos(math.pi * epoch / self.T_max)) / 2
         return self.eta_min + (base_lr - self.eta_min) * cos
 
@@ -1267,7 +1276,7 @@ class LinearLR(LRScheduler):
         self.total_iters = int(total_iters)
         super().__init__(optimizer, last_epoch)
 
-    def lr_at(self, epoch, base_lr):
+    def lr_at(self, epoch, base_lr, group=0):
         done = min(epoch, self.total_iters) / self.total_iters if self.total_iters else 1.0
         return base_lr * (self.start_factor + (self.end_factor - self.start_factor) * done)
 
@@ -1281,7 +1290,7 @@ class ConstantLR(LRScheduler):
         self.factor, self.total_iters = float(factor), int(total_iters)
         super().__init__(optimizer, last_epoch)
 
-    def lr_at(self, epoch, base_lr):
+    def lr_at(self, epoch, base_lr, group=0):
         return base_lr * (self.factor if epoch < self.total_iters else 1.0)
 
 
@@ -1294,36 +1303,37 @@ class PolynomialLR(LRScheduler):
         self.total_iters, self.power = int(total_iters), float(power)
         super().__init__(optimizer, last_epoch)
 
-    def lr_at(self, epoch, base_lr):
+    def lr_at(self, epoch, base_lr, group=0):
         return base_lr * (1 - min(epoch, self.total_iters) / self.total_iters) ** self.power
 
 
 class MultiplicativeLR(LRScheduler):
-    """lr = the previous epoch's lr * lr_lambda(epoch) (from epoch 1 on)."""
+    """lr = the previous epoch's lr * lr_lambda(epoch) (from epoch 1 on); lr_lambda is one
+    function or a list of one per parameter group."""
 
     def __init__(self, optimizer, lr_lambda, last_epoch: int = -1):
-        if not callable(lr_lambda):
-            raise TypeError(f"lr_lambda must be callable, got {type(lr_lambda).__name__}")
-        self.lr_lambda = lr_lambda
-        self._product = (0, 1.0)  # (epoch, the factors' product up to it)
+        self.lr_lambdas = _lambdas(lr_lambda, optimizer)
+        self._products = {}  # group -> (epoch, the factors' product up to it)
         super().__init__(optimizer, last_epoch)
 
-    def lr_at(self, epoch, base_lr):
+    def lr_at(self, epoch, base_lr, group=0):
         # the product of the factors up to epoch, kept as the epochs go (one lr_lambda call
         # per step); an epoch before the one kept (a resume) recomputes it from 1
-        done, product = self._product if epoch >= self._product[0] else (0, 1.0)
+        done, product = self._products.get(group, (0, 1.0))
+        if epoch < done:
+            done, product = 0, 1.0
         for k in range(done + 1, epoch + 1):
-            product *= float(self.lr_lambda(k))
-        self._product = (epoch, product)
+            product *= float(self.lr_lambdas[group](k))
+        self._products[group] = (epoch, product)
         return base_lr * product
 
     def state_dict(self) -> dict:
         state = super().state_dict()
-        del state["_product"]  # (a cache: a resume recomputes it, and older states lack it)
+        del state["_products"]  # (a cache: a resume recomputes it, and older states lack it)
         return state
 
     def load_state_dict(self, state_dict: dict):
-        self._product = (0, 1.0)
+        self._products = {}
         super().load_state_dict(state_dict)
 
 
@@ -1356,7 +1366,7 @@ class CosineAnnealingWarmRestarts(LRScheduler):
             self.T_0 * self.T_mult**n,
         )
 
-    def lr_at(self, epoch, base_lr):
+    def lr_at(self, epoch, base_lr, group=0):
         t, period = self._position(epoch)
         return self.eta_min + (base_lr - self.eta_min) * (1 + math.cos(math.pi * t / period)) / 2
 
@@ -1368,7 +1378,7 @@ class CosineAnnealingWarmRestarts(LRScheduler):
         else:
             self.last_epoch = math.floor(epoch)
         epoch = self.last_epoch if epoch is None else epoch
-        self._apply([self.lr_at(epoch, base) for base in self.base_lrs])
+        self._apply([self.lr_at(epoch, base, i) for i, base in enumerate(self.base_lrs)])
 
 
 # ---------------------------------------------------------------- cyclic schedules
@@ -1459,7 +1469,7 @@ class OneCycleLR(LRScheduler):
             start_step = end_step
         raise AssertionError("unreachable")
 
-    def lr_at(self, epoch, base_lr):
+    def lr_at(self, epoch, base_lr, group=0):
         return self._values(epoch)[0]
 
     def step(self):
@@ -1564,7 +1574,7 @@ class CyclicLR(LRScheduler):
         momentum = self.max_momentum - (self.max_momentum - self.base_momentum) * factor * scale
         return lr, momentum
 
-    def lr_at(self, epoch, base_lr):
+    def lr_at(self, epoch, base_lr, group=0):
         return self._values(epoch)[0]
 
     def step(self):
@@ -1607,9 +1617,9 @@ class SequentialLR(LRScheduler):
         i = bisect.bisect_right(self._milestones, epoch)
         return self._schedulers[i], epoch - (self._milestones[i - 1] if i else 0)
 
-    def lr_at(self, epoch, base_lr):
+    def lr_at(self, epoch, base_lr, group=0):
         scheduler, local = self._current(epoch)
-        return scheduler.lr_at(local, base_lr)
+        return scheduler.lr_at(local, base_lr, group)
 
     def step(self):
         self.last_epoch += 1
@@ -1658,7 +1668,7 @@ class ChainedScheduler(LRScheduler):
         for i, lr in enumerate(self.base_lrs):
             for s in self._schedulers:
                 if s.base_lrs[i]:  # (a group at lr 0, frozen, stays there)
-                    lr *= s.lr_at(s.last_epoch, s.base_lrs[i]) / s.base_lrs[i]
+                    lr *= s.lr_at(s.last_epoch, s.base_lrs[i], i) / s.base_lrs[i]
             lrs.append(lr)
         return lrs
 

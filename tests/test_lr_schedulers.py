@@ -280,3 +280,28 @@ def test_chained_scheduler_keeps_a_frozen_group_at_zero():
     chained.step()
     lrs = chained.get_last_lr()
     assert math.isclose(lrs[0], 0.09) and lrs[1] == 0.0
+
+
+@pytest.mark.parametrize("name", ["LambdaLR", "MultiplicativeLR"])
+def test_lambda_schedules_take_one_function_per_group(name):
+    w, b = (nb.tensor([1.0], requires_grad=True) for _ in range(2))
+    opt = optim.SGD([{"params": [w]}, {"params": [b], "lr": 0.5}], lr=0.1)
+    fns = [lambda e: 0.9**e, lambda e: 1.0 / (1 + e)]
+    scheduler = getattr(sched, name)(opt, lr_lambda=fns)
+    got = []
+    for _ in range(6):
+        got.append([g["lr"] for g in opt.param_groups])
+        scheduler.step()
+    for e, (lr_w, lr_b) in enumerate(got):
+        if name == "LambdaLR":
+            want = [0.1 * fns[0](e), 0.5 * fns[1](e)]
+        else:  # the product of the factors of epochs 1..e
+            want = [base * math.prod(f(k) for k in range(1, e + 1)) for base, f in
+                    zip((0.1, 0.5), fns)]  # fmt: skip
+        assert [lr_w, lr_b] == pytest.approx(want, rel=1e-12)
+    state = scheduler.state_dict()
+    assert "lr_lambdas" not in state  # (code, as PyTorch leaves it out)
+    with pytest.raises(ValueError, match="expected 2 values for lr_lambda"):
+        getattr(sched, name)(opt, lr_lambda=fns[:1])
+    with pytest.raises(TypeError, match="callable"):
+        getattr(sched, name)(opt, lr_lambda=[fns[0], 0.5])
