@@ -1173,8 +1173,13 @@ class LRScheduler:
         return [group["lr"] for group in self.optimizer.param_groups]
 
     def state_dict(self) -> dict:
-        # (functions, as LambdaLR's lr_lambdas, are code: not saved, as in PyTorch)
-        return {k: v for k, v in vars(self).items() if k not in ("optimizer", "lr_lambdas")}
+        # (functions, as LambdaLR's lr_lambdas and CyclicLR's scale_fn, are code: not saved,
+        # as in PyTorch)
+        return {
+            k: v
+            for k, v in vars(self).items()
+            if k not in ("optimizer", "lr_lambdas") and not callable(v)
+        }
 
     def load_state_dict(self, state_dict: dict):
         own = self.state_dict()

@@ -347,13 +347,12 @@ SIG_CACHE_SIZE = 1 << 16
 def signature_of(t: Tensor) -> Sig:
     """t's Sig, kept on t (`t.data = ...` clears it; the array itself is never handed out,
     so its shape cannot change under the tensor)."""
-    a = t._data
-    sig = _SIGS.get((a.shape, a.dtype)) or interned(a.shape, a.dtype)
-    t._sig = sig
+    sig = t._sig = interned(t._data.shape, t._data.dtype)
     return sig
 
 
 def interned(shape, dtype) -> Sig:
+    """The one Sig of (shape, dtype)."""
     key = (tuple(shape), np.dtype(dtype))
     sig = _SIGS.get(key)
     if sig is None:
