@@ -760,6 +760,8 @@ def test_container_insert_pop_and_del_renumber_as_pytorch():
         ml.insert(5, nn.ReLU())
     with pytest.raises(IndexError):
         ml.pop(2)
+    with pytest.raises(TypeError, match="not a Module"):
+        ml.insert(0, "relu")
     assert _children(ml) == [("0", "Tanh"), ("1", "Identity")]  # refused: nothing changed
 
 

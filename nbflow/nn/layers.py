@@ -119,8 +119,6 @@ class Sequential(Module):
         return self
 
     def insert(self, index: int, module: Module) -> Sequential:
-        if not isinstance(module, Module):
-            raise TypeError(f"Sequential.insert: {type(module).__name__} is not a Module")
         modules = list(self._modules.values())
         modules.insert(insertion_index(self, index), module)
         renumber(self, modules)

@@ -676,7 +676,10 @@ def _source(key: str, value, target: Tensor) -> Tensor:
 
 def renumber(container: Module, modules) -> None:
     """Make `modules` the container's children, named "0", "1", ... in order (PyTorch's
-    numbering after an insertion or a deletion)."""
+    numbering after an insertion or a deletion); a non-Module among them changes nothing."""
+    for m in modules:
+        if not isinstance(m, Module):
+            raise TypeError(f"{type(container).__name__}: {type(m).__name__} is not a Module")
     for name in list(container._modules):
         delattr(container, name)
     for i, m in enumerate(modules):
