@@ -1400,13 +1400,6 @@ def _momentum_name(optimizer) -> str:
     )
 
 
-def _set_hyper(optimizer, name: str, value: float) -> None:
-    """A hyperparameter of every group for the next step(), and in the update ops
-    minimize() appended."""
-    for group in optimizer.param_groups:
-        optimizer.set_hyper(group, name, value)
-
-
 class OneCycleLR(LRScheduler):
     """The 1cycle policy, stepped once per batch: the lr rises from max_lr / div_factor to
     max_lr over pct_start of total_steps and anneals to initial_lr / final_div_factor
@@ -1438,18 +1431,20 @@ class OneCycleLR(LRScheduler):
                 f"anneal_strategy must be one of 'cos' or 'linear', instead got {anneal_strategy}"
             )
         self.anneal_strategy = anneal_strategy
-        self.max_lr = float(max_lr)
-        self.initial = self.max_lr / div_factor
-        self.min_lr = self.initial / final_div_factor
+        groups = optimizer.param_groups  # (each value: one for all groups, or one per group)
+        self.max_lr = _floats(max_lr, groups, "max_lr")
+        self.initial = [m / div_factor for m in self.max_lr]
+        self.min_lr = [i / final_div_factor for i in self.initial]
         self.cycle_momentum = bool(cycle_momentum)
-        self.base_momentum, self.max_momentum = float(base_momentum), float(max_momentum)
+        self.base_momentum = _floats(base_momentum, groups, "base_momentum")
+        self.max_momentum = _floats(max_momentum, groups, "max_momentum")
         self.phases = _one_cycle_phases(self.total_steps, float(pct_start), three_phase)
         self.momentum_name = _momentum_name(optimizer) if cycle_momentum else None
         if last_epoch == -1:
-            for group in optimizer.param_groups:
-                group["initial_lr"] = self.initial
-            if cycle_momentum:
-                _set_hyper(optimizer, self.momentum_name, self.max_momentum)
+            for i, group in enumerate(groups):
+                group["initial_lr"] = self.initial[i]
+                if cycle_momentum:
+                    optimizer.set_hyper(group, self.momentum_name, self.max_momentum[i])
         super().__init__(optimizer, last_epoch)
 
     def _anneal(self, start, end, pct):
@@ -1457,7 +1452,8 @@ class OneCycleLR(LRScheduler):
             return end + (start - end) / 2.0 * (math.cos(math.pi * pct) + 1)
         return (end - start) * pct + start
 
-    def _values(self, step: int) -> tuple[float, float]:
+    def _values(self, step: int, group: int) -> tuple[float, float]:
+        """(lr, momentum) of parameter group number `group` at `step`."""
         if step > self.total_steps:
             raise ValueError(
                 f"Tried to step {step} times. The specified number of total steps is "
@@ -1469,22 +1465,26 @@ class OneCycleLR(LRScheduler):
         for i, (end_step, lrs, moms) in enumerate(self.phases):
             if step <= end_step or i == len(self.phases) - 1:
                 pct = (step - start_step) / (end_step - start_step)
-                lr = self._anneal(values[lrs[0]], values[lrs[1]], pct)
-                return lr, self._anneal(momenta[moms[0]], momenta[moms[1]], pct)
+                lr = self._anneal(values[lrs[0]][group], values[lrs[1]][group], pct)
+                return lr, self._anneal(momenta[moms[0]][group], momenta[moms[1]][group], pct)
             start_step = end_step
         raise AssertionError("unreachable")
 
     def lr_at(self, epoch, base_lr, group=0):
-        return self._values(epoch)[0]
+        return self._values(epoch, group)[0]
 
     def step(self):
         self.last_epoch += 1
-        lr, momentum = self._values(self.last_epoch)
-        # the allowed step past the end (step total_steps) overshoots a linear anneal below
-        # zero: PyTorch sets that negative lr, nbflow's optimizers refuse one
-        self.optimizer.lr = max(lr, 0.0)
-        if self.cycle_momentum:
-            _set_hyper(self.optimizer, self.momentum_name, momentum)
+        for i, group in enumerate(self.optimizer.param_groups):
+            lr, momentum = self._values(self.last_epoch, i)
+            # the allowed step past the end (step total_steps) overshoots a linear anneal
+            # below zero: PyTorch sets that negative lr, nbflow's optimizers refuse one
+            self.optimizer.set_hyper(group, "lr", max(lr, 0.0))
+            if self.cycle_momentum:
+                self.optimizer.set_hyper(group, self.momentum_name, momentum)
+
+    def load_state_dict(self, state_dict: dict):
+        super().load_state_dict(_as_lists(state_dict, self, _ONE_CYCLE_LISTS))
 
 
 def _total_steps(total_steps, epochs, steps_per_epoch) -> int:
@@ -1499,6 +1499,21 @@ def _total_steps(total_steps, epochs, steps_per_epoch) -> int:
     if not isinstance(steps_per_epoch, int) or steps_per_epoch <= 0:
         raise ValueError(f"Expected positive integer steps_per_epoch, but got {steps_per_epoch}")
     return epochs * steps_per_epoch
+
+
+def _floats(value, groups, name: str) -> list[float]:
+    return [float(v) for v in _per_group(value, groups, name)]
+
+
+_ONE_CYCLE_LISTS = ("max_lr", "initial", "min_lr", "base_momentum", "max_momentum")
+_CYCLIC_LISTS = ("min_lr", "max_lr", "base_momentum", "max_momentum")
+
+
+def _as_lists(state: dict, scheduler, names) -> dict:
+    """A cyclic schedule's state, its per-group values lists (a state saved when they were
+    one number for every group loads too)."""
+    n = len(scheduler.optimizer.param_groups)
+    return {k: [v] * n if k in names and not isinstance(v, list) else v for k, v in state.items()}
 
 
 def _one_cycle_phases(total: int, pct_start: float, three_phase: bool) -> list:
@@ -1544,18 +1559,24 @@ class CyclicLR(LRScheduler):
         up = float(step_size_up)
         down = float(step_size_down) if step_size_down is not None else up
         self.total_size, self.step_ratio = up + down, up / (up + down)
-        self.min_lr, self.max_lr = float(base_lr), float(max_lr)
+        groups = optimizer.param_groups  # (each value: one for all groups, or one per group)
+        self.min_lr, self.max_lr = (
+            _floats(base_lr, groups, "base_lr"),
+            _floats(max_lr, groups, "max_lr"),
+        )
         self.mode, self.gamma = mode, float(gamma)
         self.scale_fn, self.scale_mode = scale_fn, scale_mode
         if scale_fn is None:
             self.scale_mode = "iterations" if mode == "exp_range" else "cycle"
         self.cycle_momentum = bool(cycle_momentum)
-        self.base_momentum, self.max_momentum = float(base_momentum), float(max_momentum)
+        self.base_momentum = _floats(base_momentum, groups, "base_momentum")
+        self.max_momentum = _floats(max_momentum, groups, "max_momentum")
         self.momentum_name = _momentum_name(optimizer) if cycle_momentum else None
         if last_epoch == -1:
-            optimizer.lr = self.min_lr
-            if cycle_momentum:
-                _set_hyper(optimizer, self.momentum_name, self.max_momentum)
+            for i, group in enumerate(groups):
+                optimizer.set_hyper(group, "lr", self.min_lr[i])
+                if cycle_momentum:
+                    optimizer.set_hyper(group, self.momentum_name, self.max_momentum[i])
         super().__init__(optimizer, last_epoch)
 
     def _scale(self, x: float) -> float:
@@ -1567,7 +1588,8 @@ class CyclicLR(LRScheduler):
             return 1 / (2.0 ** (x - 1))
         return self.gamma**x
 
-    def _values(self, epoch: int) -> tuple[float, float]:
+    def _values(self, epoch: int, group: int) -> tuple[float, float]:
+        """(lr, momentum) of parameter group number `group` at `epoch`."""
         cycle = math.floor(1 + epoch / self.total_size)
         x = 1.0 + epoch / self.total_size - cycle
         if x <= self.step_ratio:
@@ -1575,19 +1597,24 @@ class CyclicLR(LRScheduler):
         else:
             factor = (x - 1) / (self.step_ratio - 1)
         scale = self._scale(cycle if self.scale_mode == "cycle" else epoch)
-        lr = self.min_lr + (self.max_lr - self.min_lr) * factor * scale
-        momentum = self.max_momentum - (self.max_momentum - self.base_momentum) * factor * scale
-        return lr, momentum
+        low, high = self.min_lr[group], self.max_lr[group]
+        lr = low + (high - low) * factor * scale
+        top, bottom = self.max_momentum[group], self.base_momentum[group]
+        return lr, top - (top - bottom) * factor * scale
 
     def lr_at(self, epoch, base_lr, group=0):
-        return self._values(epoch)[0]
+        return self._values(epoch, group)[0]
 
     def step(self):
         self.last_epoch += 1
-        lr, momentum = self._values(self.last_epoch)
-        self.optimizer.lr = lr
-        if self.cycle_momentum:
-            _set_hyper(self.optimizer, self.momentum_name, momentum)
+        for i, group in enumerate(self.optimizer.param_groups):
+            lr, momentum = self._values(self.last_epoch, i)
+            self.optimizer.set_hyper(group, "lr", lr)
+            if self.cycle_momentum:
+                self.optimizer.set_hyper(group, self.momentum_name, momentum)
+
+    def load_state_dict(self, state_dict: dict):
+        super().load_state_dict(_as_lists(state_dict, self, _CYCLIC_LISTS))
 
 
 # ---------------------------------------------------------------- schedules of schedules

@@ -305,3 +305,66 @@ def test_lambda_schedules_take_one_function_per_group(name):
         getattr(sched, name)(opt, lr_lambda=fns[:1])
     with pytest.raises(TypeError, match="callable"):
         getattr(sched, name)(opt, lr_lambda=[fns[0], 0.5])
+
+
+PER_GROUP = {
+    "one cycle": lambda o, m, v: m.OneCycleLR(
+        o, max_lr=v["max_lr"], total_steps=30, base_momentum=v["base"], max_momentum=v["max"]
+    ),
+    "cyclic": lambda o, m, v: m.CyclicLR(
+        o, v["base_lr"], v["max_lr"], step_size_up=4, base_momentum=v["base"], max_momentum=v["max"]
+    ),
+}
+VALUES = {"max_lr": [0.5, 0.1], "base_lr": [0.01, 0.002], "base": [0.8, 0.7], "max": [0.9, 0.95]}
+
+
+def _two_groups(lib):
+    if lib == "nbflow":
+        w, b = (nb.tensor([1.0], requires_grad=True) for _ in range(2))
+        return optim.SGD([{"params": [w]}, {"params": [b], "lr": 0.5}], lr=0.1, momentum=0.9)
+    torch = pytest.importorskip("torch")
+    w, b = (torch.nn.Parameter(torch.ones(1)) for _ in range(2))
+    return torch.optim.SGD([{"params": [w]}, {"params": [b], "lr": 0.5}], lr=0.1, momentum=0.9)
+
+
+def _trace(opt, scheduler, steps=25):
+    out = []
+    for _ in range(steps):
+        out.append([(g["lr"], g["momentum"]) for g in opt.param_groups])
+        if hasattr(opt, "_groups"):  # (PyTorch warns when its scheduler steps first)
+            scheduler.step()
+        else:
+            opt.step()
+            scheduler.step()
+    return out
+
+
+@pytest.mark.parametrize("name", sorted(PER_GROUP))
+def test_cyclic_schedules_take_values_per_group(name):
+    opt = _two_groups("nbflow")
+    got = _trace(opt, PER_GROUP[name](opt, sched, VALUES))
+    for g in range(2):  # each group follows the one-group schedule of its own values
+        single = _sgd(momentum=0.9)
+        values = {k: v[g] for k, v in VALUES.items()}
+        alone = _trace(single, PER_GROUP[name](single, sched, values))
+        assert [row[g] for row in got] == pytest.approx([row[0] for row in alone], rel=1e-12)
+    opt = _two_groups("nbflow")
+    scheduler = PER_GROUP[name](opt, sched, VALUES)
+    per_group = {"max_lr", "initial", "min_lr", "base_momentum", "max_momentum"}
+    old = {k: v[0] if k in per_group else v for k, v in scheduler.state_dict().items()}
+    scheduler.load_state_dict(old)  # a state saved when the values were one number
+    assert scheduler.max_lr == [VALUES["max_lr"][0]] * 2
+    with pytest.raises(ValueError, match="expected 2 values for max_lr"):
+        PER_GROUP[name](_two_groups("nbflow"), sched, {**VALUES, "max_lr": [0.5]})
+
+
+@pytest.mark.parametrize("name", sorted(PER_GROUP))
+def test_cyclic_schedules_per_group_match_pytorch(name):
+    torch = pytest.importorskip("torch")
+    topt = _two_groups("torch")
+    want = _trace(topt, PER_GROUP[name](topt, torch.optim.lr_scheduler, VALUES))
+    opt = _two_groups("nbflow")
+    got = _trace(opt, PER_GROUP[name](opt, sched, VALUES))
+    assert [x for row in got for g in row for x in g] == pytest.approx(
+        [x for row in want for g in row for x in g], rel=1e-12, abs=1e-15
+    )
