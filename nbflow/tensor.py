@@ -347,7 +347,8 @@ SIG_CACHE_SIZE = 1 << 16
 def signature_of(t: Tensor) -> Sig:
     """t's Sig, kept on t (`t.data = ...` clears it; the array itself is never handed out,
     so its shape cannot change under the tensor)."""
-    sig = t._sig = interned(t._data.shape, t._data.dtype)
+    a = t._data
+    sig = t._sig = _SIGS.get((a.shape, a.dtype)) or interned(a.shape, a.dtype)  # (a hit: one get)
     return sig
 
 
@@ -788,14 +789,8 @@ def grad_edge(t: Tensor):
 
 
 def signature(values) -> tuple:
-    """Shape and dtype of each tensor, the type of each Python scalar, flattened."""
-    sig = []
-    for v in values:
-        if type(v) is Tensor:
-            sig += (v._data.shape, v._data.dtype)
-        else:
-            sig.append(type(v))
-    return tuple(sig)
+    """The plan cache key of any inputs: each tensor's Sig, each Python scalar's type."""
+    return tuple((v._sig or signature_of(v)) if type(v) is Tensor else type(v) for v in values)
 
 
 def _in_op(op: Op, error: NbflowError) -> NbflowError:
@@ -890,8 +885,8 @@ def _with_scalar(op, a, b, t, value, i):
     """`a op b` where input i is a Python scalar and the other the tensor t: a cached plan
     with a scalar loop runs it (no 0-d array, no broadcasting logic); else bind()."""
     x = t._data
-    sig = (x.shape, x.dtype, type(value)) if i else (type(value), x.shape, x.dtype)
-    plan = op.cache.get(sig)
+    key = t._sig or signature_of(t)
+    plan = op.cache.get((key, type(value)) if i else (type(value), key))  # (signature()'s key)
     if plan is None or plan.scalar_loop is None or not x.flags.c_contiguous or t._view is not None:
         return bind(op, a, b)
     try:
