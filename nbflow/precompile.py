@@ -22,7 +22,7 @@ import numpy as np
 
 import nbflow as nb
 from nbflow import nn
-from nbflow.core import REGISTRY
+from nbflow.core import REGISTRY, REQUIRED
 from nbflow.errors import NbflowError
 from nbflow.kernels import codegen
 
@@ -34,7 +34,7 @@ def _elementwise_task(op, dtype):
         rows = [nb.tensor(np.full((2, 3), 0.5, dtype))] + [
             nb.tensor(np.full(3, 0.5, dtype)) for _ in range(n - 1)
         ]
-        attrs = {"dtype": dtype} if op.name == "cast" else {}
+        attrs = _required_attrs(op, dtype)
         with nb.no_grad():
             op(*flat, **attrs)  # the flat loop
             op(*rows, **attrs)  # the broadcasting (strided) loop
@@ -42,6 +42,16 @@ def _elementwise_task(op, dtype):
                 op(flat[0], nb.tensor(np.asarray(0.5, dtype)), **attrs)  # a scalar operand
 
     return run
+
+
+def _required_attrs(op, dtype) -> dict:
+    """A value for each attr the op requires (cast's dtype, nan_to_num's posinf and neginf)."""
+    samples = {"dtype": dtype, "float": 1.0, "int": 1, "bool": False}
+    return {
+        name: samples[attr.kind]
+        for name, attr in op.attrs.items()
+        if attr.default is REQUIRED and attr.kind in samples
+    }
 
 
 def _reductions_task(dtype):

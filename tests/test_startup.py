@@ -1,6 +1,7 @@
 """Start-up: `import nbflow` compiles nothing, a long first compile prints one line, and
 `python -m nbflow.precompile` warms the kernels it lists."""
 
+import json
 import os
 import subprocess
 import sys
@@ -8,7 +9,7 @@ import sys
 import numpy as np
 
 from nbflow import precompile
-from nbflow.core import REGISTRY
+from nbflow.core import REGISTRY, REQUIRED
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -50,6 +51,62 @@ def test_import_compiles_and_loads_no_kernel(tmp_path):
     assert compiled == 0 and loaded == 0  # ... and none was compiled or read from the cache
 
 
+_WARM_SCRIPT = """
+import json, sys
+import numpy as np
+import nbflow as nb
+from numba.core import event
+
+compiles = []
+
+class Count(event.Listener):
+    def on_start(self, ev):
+        compiles.append(ev.data["dispatcher"])
+
+    def on_end(self, ev):
+        pass
+
+event.register("numba:compile", Count())
+rng = np.random.default_rng(0)
+a = rng.standard_normal((3, 4)).astype(np.float32)
+x = nb.tensor(a, requires_grad=True)
+loss = nb.cross_entropy(nb.softmax(nb.tanh(x), axis=1) @ nb.tensor(a.T), nb.tensor([0, 2, 1]))
+loss.backward()
+img = nb.tensor(rng.standard_normal((2, 1, 5, 5)))
+big = nb.tensor(rng.standard_normal(1 << 18).astype(np.float32))
+fused = nb.jit(lambda t: nb.tanh(t * 0.5 + 1.0) * t)(big)  # a parallel fused kernel
+b = big.numpy().astype(np.float64)
+try:
+    nb.linalg.inv(nb.tensor(np.ones((2, 2))))  # LAPACK, raising inside the kernel
+    singular = "no error"
+except nb.errors.LinAlgError as e:
+    singular = type(e).__name__
+spd = a[:, :3].T @ a[:, :3] + 3 * np.eye(3, dtype=np.float32)
+print(json.dumps({
+    "loss": loss.item(), "grad": x.grad.numpy().tolist(),
+    "conv": nb.nn.functional.conv2d(img, nb.ones(1, 1, 3, 3, dtype="float64")).numpy().tolist(),
+    "fused": [float(fused.numpy().sum()), float(np.sum(np.tanh(b * 0.5 + 1) * b))],
+    "chol": [nb.linalg.cholesky(nb.tensor(spd)).numpy().tolist(), np.linalg.cholesky(spd).tolist()],
+    "sort": nb.sort(nb.tensor(a), axis=1)[0].numpy().tolist(),
+    "singular": singular, "compiles": len(compiles),
+    "registries": "numba.np.arraymath" in sys.modules,
+}))
+"""
+
+
+def test_a_warm_process_loads_its_kernels_without_numbas_compile_set_up(tmp_path):
+    """The second process loads every kernel from the disk cache without refreshing numba's
+    target (kernels/jit.py): no compile, numba's lowering registries never imported, and the
+    same answers, including a parallel kernel, LAPACK and an error raised inside a kernel."""
+    cold, warm = (json.loads(_run(_WARM_SCRIPT, tmp_path).stdout) for _ in range(2))
+    assert cold["compiles"] > 0 and cold["registries"]
+    assert warm["compiles"] == 0 and not warm["registries"]
+    assert warm == dict(cold, compiles=0, registries=False)
+    assert warm["singular"] == "LinAlgError"
+    np.testing.assert_allclose(*warm["fused"], rtol=1e-5)
+    np.testing.assert_allclose(*warm["chol"], rtol=1e-5)
+
+
 def test_a_long_first_compile_prints_one_line(tmp_path):
     script = "import nbflow as nb\nnb.tanh(nb.ones(3)) + nb.exp(nb.ones(2, 3))\n"
     cold = _run(script, tmp_path, NBFLOW_COMPILE_NOTICE="0.001").stderr
@@ -66,6 +123,10 @@ def test_precompile_lists_every_elementwise_op_and_runs(capsys):
         if hasattr(op, "scalar_body") and np.dtype("float32") in op.dtypes:
             assert f"{name} float32" in labels
     assert "mlp training step, jit, float32" in labels
+    for op in REGISTRY.values():  # each op's required attrs get a value (nan_to_num's posinf)
+        if hasattr(op, "scalar_body"):
+            given = precompile._required_attrs(op, np.dtype("float32"))
+            assert all(a.default is not REQUIRED or n in given for n, a in op.attrs.items())
     assert precompile.main(["--dtypes", "float32", "--only", "tanh"]) == 0
     out = capsys.readouterr().out
     assert "[1/1] tanh float32" in out and "done in" in out

@@ -18,12 +18,12 @@ and 'valid' padding, unbatched inputs, and conv1d as a conv2d of height 1.
 """
 
 import numpy as np
-from numba import njit
 
 from .. import dtypes as dt
 from ..core import UNKNOWN, Attr, Op, Spec, needs_grad
 from ..errors import AttrError, ShapeError
 from ..kernels.cpu import JIT
+from ..kernels.jit import njit
 from ..kernels.windows import adaptive_bin, avg_window, max_window
 from . import reduce as _reduce
 from . import shape as _shape

@@ -7,12 +7,12 @@ PyTorch-style signatures (`zeros(2, 3)` or `zeros((2, 3))`, `dtype=` defaulting 
 import math
 
 import numpy as np
-from numba import njit
 
 from .. import dtypes as dt
 from ..core import Attr, Op, Spec
 from ..errors import AttrError, DomainError, ShapeError, UnsupportedError
 from ..kernels.cpu import JIT
+from ..kernels.jit import njit
 
 # ---------------------------------------------------------------- kernels
 

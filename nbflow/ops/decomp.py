@@ -13,13 +13,13 @@ PyTorch, their gradient is the symmetric one (correct for symmetric inputs).
 import math
 
 import numpy as np
-from numba import njit
 
 from .. import dtypes as dt
 from ..core import UNKNOWN, Attr, Op, Spec, broadcast_shapes, needs_grad
 from ..errors import LinAlgError, ShapeError
 from ..kernels.cpu import JIT
 from ..kernels.cuda import not_supported
+from ..kernels.jit import njit
 from .creation import zeros_like
 from .elementwise import log
 from .index import tril, triu

@@ -17,13 +17,13 @@ import operator
 from functools import lru_cache
 
 import numpy as np
-from numba import njit
 
 from .. import device as devices
 from .. import dtypes as dt
 from ..core import UNKNOWN, Attr, Op, Spec, broadcast_shapes
 from ..errors import AttrError, DTypeError, OutOfRangeError, ShapeError, UnsupportedError
 from ..kernels.cpu import JIT
+from ..kernels.jit import njit
 from ._define import inplace_variant
 from .broadcast import broadcast_to_like
 from .creation import arange, eye, zeros_like

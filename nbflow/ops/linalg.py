@@ -7,7 +7,6 @@ and float64 (float16 is computed in float32); integers use numpy's own loop.
 """
 
 import numpy as np
-from numba import njit
 
 from .. import dtypes as dt
 from ..core import UNKNOWN, Attr, Op, Spec, broadcast_shapes, needs_grad
@@ -15,6 +14,7 @@ from ..errors import ShapeError
 from ..kernels import blas, threads
 from ..kernels.cpu import BODIES, JIT
 from ..kernels.cuda import not_supported
+from ..kernels.jit import njit
 from ._define import inplace_variant
 from .broadcast import broadcast_to_like
 from .elementwise import relu, relu_grad

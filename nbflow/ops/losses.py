@@ -10,12 +10,12 @@ signature in both modes. Gradient rules are written with nbflow ops.
 import math
 
 import numpy as np
-from numba import njit
 
 from .. import dtypes as dt
 from ..core import UNKNOWN, Attr, Op, Spec, broadcast_shapes
 from ..errors import DTypeError, NbflowError, OutOfRangeError, ShapeError
 from ..kernels.cpu import JIT
+from ..kernels.jit import njit
 from . import reduce as _reduce
 from . import shape as _shape
 from .elementwise import sigmoid, sign, softplus, where

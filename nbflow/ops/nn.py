@@ -12,13 +12,13 @@ import sys
 import warnings
 
 import numpy as np
-from numba import njit
 
 from .. import dtypes as dt
 from ..core import UNKNOWN, Attr, Op, Spec, broadcast_shapes, normalize_axis
 from ..errors import AttrError, DTypeError, OutOfRangeError, ShapeError
 from ..kernels import vecmath
 from ..kernels.cpu import JIT, axis_rows, sum64, write_axis_rows
+from ..kernels.jit import njit
 from . import reduce as _reduce
 from . import shape as _shape
 from .elementwise import exp

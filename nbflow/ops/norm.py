@@ -20,12 +20,12 @@
 import math
 
 import numpy as np
-from numba import njit
 
 from .. import dtypes as dt
 from ..core import UNKNOWN, Attr, Op, Spec, is_probability
 from ..errors import AttrError, DTypeError, OutOfRangeError, ShapeError
 from ..kernels.cpu import JIT, row_moments
+from ..kernels.jit import njit
 from . import reduce as _reduce
 from . import shape as _shape
 from .creation import Generator, default_generator

@@ -13,13 +13,13 @@ back the value it read, so the stand-in is unchanged (also through float16's flo
 """
 
 import numpy as np
-from numba import njit
 
 from .. import dtypes as dt
 from ..core import UNKNOWN, Attr, Op, Spec
 from ..errors import ShapeError, UnsupportedError
 from ..kernels.cpu import JIT
 from ..kernels.cuda import not_supported
+from ..kernels.jit import njit
 from . import linalg
 
 # The kernels update their arrays in place, each taking the array it writes once: given a

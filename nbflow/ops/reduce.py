@@ -29,7 +29,6 @@ import warnings
 from collections import namedtuple
 
 import numpy as np
-from numba import njit
 from numba.extending import register_jitable
 
 from .. import dtypes as dt
@@ -48,6 +47,7 @@ from ..kernels.cpu import (
     write_axis_rows,
     zero_acc,
 )
+from ..kernels.jit import njit
 from . import elementwise as _ew
 from .elementwise import exp, logical_and, maximum, where
 from .index import take_along_axis_op

@@ -6,12 +6,12 @@ the GPU kernel): ascending puts NaN last, descending puts NaN first, and equal v
 their order. The values' gradient goes back to the positions they came from."""
 
 import numpy as np
-from numba import njit
 
 from .. import dtypes as dt
 from ..core import UNKNOWN, Attr, Op, Spec
 from ..errors import AttrError, OutOfRangeError, ShapeError
 from ..kernels.cpu import JIT, axis_rows, write_axis_rows
+from ..kernels.jit import njit
 from ..kernels.sorting import sort_row
 from .creation import on_device, uniform_op, zeros_like
 from .elementwise import isnan, where
