@@ -238,6 +238,7 @@ ELEMENTWISE_DOMAIN = {
     "acosh": (1.1, 3),
     "atanh": (-0.9, 0.9),
     "logit": (0.1, 0.9),
+    "binary_cross_entropy_pointwise": (0.1, 0.9),
     "erfinv": (-0.9, 0.9),
     "copysign": (-2, 2),
     "nan_to_num": (-2, 2),

@@ -36,6 +36,7 @@ DOMAIN = {
     "acosh": (1.1, 5),
     "atanh": (-0.9, 0.9),
     "logit": (0.05, 0.95),
+    "binary_cross_entropy_pointwise": (0.0, 1.0),
     "xlogy": (0.1, 5),
     "erfinv": (-0.95, 0.95),
     "lgamma": (0.1, 5),

@@ -123,6 +123,41 @@ def test_activation_values_and_gradients_match_torch(name, kwargs, ref):
     )
 
 
+KINKS = np.array([-4.0, -3.0, -1.0, -0.5, 0.0, 0.5, 1.0, 3.0, 6.0, 7.0])
+
+
+@pytest.mark.parametrize(
+    "name, kwargs",
+    [
+        ("hardtanh", {}),
+        ("hardtanh", {"min_val": -0.5, "max_val": 3.0}),
+        ("relu6", {}),
+        ("hardswish", {}),
+        ("hardsigmoid", {}),
+        ("relu", {}),
+    ],
+)
+def test_activation_gradients_at_their_kinks_match_torch(name, kwargs):
+    """At the bounds themselves: hardtanh and relu6 pass no gradient there (clip does)."""
+    TF = _torch().nn.functional
+    _against_torch(
+        lambda t: getattr(F, name)(t, **kwargs),
+        lambda t: getattr(TF, name)(t, **kwargs),
+        [KINKS],
+        grad_rtol=1e-6,
+    )
+
+
+def test_clip_passes_the_gradient_at_its_bounds_as_torch_clamp_does():
+    torch = _torch()
+    _against_torch(lambda t: nb.clip(t, -1.0, 3.0), lambda t: torch.clamp(t, -1.0, 3.0), [KINKS])
+
+
+def test_hardtanh_refuses_bounds_in_the_wrong_order():
+    with pytest.raises(nb.errors.AttrError, match="min_val"):
+        F.hardtanh(nb.tensor(KINKS), 1.0, -1.0)
+
+
 @pytest.mark.parametrize("count", [1, 4])
 def test_prelu_matches_numpy_and_torch(count):
     w = W4[:count]
@@ -447,18 +482,38 @@ def test_kl_div_batchmean():
 
 
 def test_binary_cross_entropy_clamps_the_log_at_minus_100():
-    p = np.array([0.0, 1.0, 0.5, 1e-50])
-    y = np.array([1.0, 0.0, 0.5, 1.0])
+    p = np.array([0.0, 1.0, 0.5, 1e-50, 0.3, 1.0])
+    y = np.array([1.0, 0.0, 0.5, 1.0, 0.2, 1.0])
     out = F.binary_cross_entropy(nb.tensor(p), nb.tensor(y), reduction="none")
-    _close(out, [100.0, 100.0, math.log(2), 100.0])
-    x = nb.tensor(p, requires_grad=True)
-    nb.sum(F.binary_cross_entropy(x, nb.tensor(y), reduction="none")).backward()
-    assert np.isfinite(x.grad.numpy()).all()  # no 0 * inf where the log is clamped
-    torch = _torch()
-    expected = torch.nn.functional.binary_cross_entropy(
-        torch.tensor(p), torch.tensor(y), reduction="none"
+    _close(out[:3], [100.0, 100.0, math.log(2)])
+    # the gradients too, where a log is clamped: PyTorch's (x - y) / max(x (1 - x), 1e-12)
+    _against_torch(
+        lambda a, b: F.binary_cross_entropy(a, b, reduction="none"),
+        lambda a, b: _torch().nn.functional.binary_cross_entropy(a, b, reduction="none"),
+        [p[1:], y[1:]],  # (p = 0: the target's gradient is -inf - inf there, NaN both ways)
+        grad_of=[0, 1],
+        grad_rtol=1e-7,  # (1e11-sized gradients, the division's order differs)
     )
-    _close(out, expected)
+    x = nb.tensor(p, requires_grad=True)
+    nb.sum(F.binary_cross_entropy(x, nb.tensor(y))).backward()
+    _close(x.grad[:2], [-1e12 / 6, 1e12 / 6], rtol=1e-6)
+
+
+def test_gaussian_nll_loss_clamps_the_variance_but_not_its_gradient_as_torch():
+    var = np.array([[1e-9, 0.0, 0.5], [2.0, 1e-7, 1e-6]])  # below, at and above eps
+    _against_torch(
+        lambda a, b, v: F.gaussian_nll_loss(a, b, v, reduction="none"),
+        lambda a, b, v: _torch().nn.functional.gaussian_nll_loss(a, b, v, reduction="none"),
+        [A[:2, :3] * 1e-3, B[:2, :3] * 1e-3, var],
+        grad_of=[0, 1, 2],
+        grad_rtol=1e-8,
+    )
+
+
+@pytest.mark.parametrize("bad", [1.5, -0.1, math.nan])
+def test_binary_cross_entropy_refuses_what_is_not_a_probability(bad):
+    with pytest.raises(nb.errors.DomainError, match="probability"):
+        F.binary_cross_entropy(nb.tensor([0.5, bad]), nb.tensor([1.0, 0.0]))
 
 
 def test_distances_match_numpy_and_torch():

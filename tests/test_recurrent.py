@@ -99,6 +99,46 @@ def test_sequence_layers_match_pytorch(kind):
     np.testing.assert_allclose(out.numpy(), expected.detach().numpy(), rtol=1e-10, atol=1e-12)
 
 
+@pytest.mark.parametrize("config", [{}, {"num_layers": 2, "bidirectional": True}])
+def test_an_lstm_with_a_projection_matches_pytorch(config):
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(0)
+    theirs = torch.nn.LSTM(5, 6, proj_size=3, **config).double()
+    ours = nn.LSTM(5, 6, proj_size=3, dtype="float64", **config)
+    state = theirs.state_dict()
+    assert {k: tuple(v.shape) for k, v in ours.state_dict().items()} == {
+        k: tuple(v.shape) for k, v in state.items()
+    }
+    ours.load_state_dict({k: nb.tensor(v.numpy()) for k, v in state.items()})
+    count = 4 if config else 1
+    rng = np.random.default_rng(0)
+    x, h0, c0 = (
+        rng.standard_normal((4, 2, 5)),
+        rng.standard_normal((count, 2, 3)),
+        rng.standard_normal((count, 2, 6)),
+    )
+    xs = nb.tensor(x, requires_grad=True)
+    out, (h, c) = ours(xs, (nb.tensor(h0), nb.tensor(c0)))
+    tx = torch.tensor(x, requires_grad=True)
+    t_out, (t_h, t_c) = theirs(tx, (torch.tensor(h0), torch.tensor(c0)))
+    for a, b in ((out, t_out), (h, t_h), (c, t_c)):
+        np.testing.assert_allclose(a.numpy(), b.detach().numpy(), rtol=1e-10, atol=1e-12)
+    (out.sum() + c.sum()).backward()
+    (t_out.sum() + t_c.sum()).backward()
+    np.testing.assert_allclose(xs.grad.numpy(), tx.grad.numpy(), rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(
+        ours.weight_hr_l0.grad.numpy(), theirs.weight_hr_l0.grad.numpy(), rtol=1e-9, atol=1e-12
+    )
+
+
+def test_a_projection_is_an_lstms_only_and_smaller_than_the_hidden_size():
+    with pytest.raises(ValueError, match="only supported for LSTM"):
+        nn.GRU(3, 4, proj_size=2)
+    for bad in (4, 5, -1):
+        with pytest.raises(ValueError, match="proj_size"):
+            nn.LSTM(3, 4, proj_size=bad)
+
+
 def test_unbatched_input_initial_state_and_modes():
     model = nn.GRU(3, 4, num_layers=2, dtype="float64", generator=nb.Generator(2))
     x = np.random.default_rng(3).standard_normal((5, 3))

@@ -91,7 +91,7 @@ def relu(input, inplace=False):
 
 
 def relu6(input, inplace=False):
-    return _maybe_inplace(input, lambda x: ops.clip(x, 0.0, 6.0), inplace)
+    return hardtanh(input, 0.0, 6.0, inplace)
 
 
 def leaky_relu(input, negative_slope=0.01, inplace=False):
@@ -101,7 +101,11 @@ def leaky_relu(input, negative_slope=0.01, inplace=False):
 
 
 def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
-    return _maybe_inplace(input, lambda x: ops.clip(x, min_val, max_val), inplace)
+    """x clamped into [min_val, max_val]; its gradient is 0 at the bounds (PyTorch's)."""
+    if min_val > max_val:
+        raise AttrError(f"hardtanh: min_val {min_val} is greater than max_val {max_val}")
+    bounds = {"min_val": min_val, "max_val": max_val}
+    return _maybe_inplace(input, lambda x: ops.hardtanh(x, **bounds), inplace)
 
 
 def elu(input, alpha=1.0, inplace=False):
@@ -380,12 +384,16 @@ _SELU_SCALE = 1.0507009873554804934193349852946
 _ALPHA_PRIME = _SELU_ALPHA * _SELU_SCALE
 
 
+def _relu6(x):
+    return ops.hardtanh(x, min_val=0.0, max_val=6.0)
+
+
 def hardswish(input, inplace=False):
-    return _maybe_inplace(input, lambda x: x * ops.clip(x + 3.0, 0.0, 6.0) / 6.0, inplace)
+    return _maybe_inplace(input, lambda x: x * _relu6(x + 3.0) / 6.0, inplace)
 
 
 def hardsigmoid(input, inplace=False):
-    return _maybe_inplace(input, lambda x: ops.clip(x + 3.0, 0.0, 6.0) / 6.0, inplace)
+    return _maybe_inplace(input, lambda x: _relu6(x + 3.0) / 6.0, inplace)
 
 
 def mish(input, inplace=False):
@@ -548,13 +556,6 @@ def _same_shape(name, a, b, what="target"):
         )
 
 
-def _clamped_log(x):
-    """log(x) clamped at -100 as PyTorch's binary_cross_entropy does, with a finite gradient
-    (0) where x is 0."""
-    positive = x > 0
-    return ops.where(positive, ops.maximum(ops.log(ops.where(positive, x, 1.0)), -100.0), -100.0)
-
-
 def binary_cross_entropy(
     input, target, weight=None, size_average=None, reduce=None, reduction="mean"
 ):
@@ -562,7 +563,7 @@ def binary_cross_entropy(
     rule), times weight; input holds probabilities."""
     reduction = _reduction("binary_cross_entropy", reduction, size_average, reduce)
     _same_shape("binary_cross_entropy", input, target)
-    loss = -(target * _clamped_log(input) + (1.0 - target) * _clamped_log(1.0 - input))
+    loss = ops.binary_cross_entropy_pointwise(input, target)
     if weight is not None:
         loss = loss * weight
     return _reduce(loss, reduction)
@@ -674,8 +675,9 @@ def poisson_nll_loss(
 
 
 def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"):
-    """0.5 (log(var) + (input - target)^2 / var) with var clamped at eps; var has input's
-    shape, or one dim of size 1 (or input's shape without the last dim)."""
+    """0.5 (log(var) + (input - target)^2 / var) with var clamped at eps (its gradient not:
+    PyTorch's); var has input's shape, or one dim of size 1 (or input's shape without the last
+    dim)."""
     reduction = _reduction("gaussian_nll_loss", reduction)
     if isinstance(var, (int, float)):
         if var < 0:
@@ -691,7 +693,9 @@ def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"
                 f"gaussian_nll_loss: var of shape {tuple(var.shape)} does not fit input of "
                 f"shape {tuple(input.shape)}"
             )
-    var = ops.maximum(var, eps)
+    # PyTorch clamps var in place without recording it: the value is at least eps, and the
+    # gradient reaches var as if it were not clamped
+    var = ops.where(var >= eps, var, var - var.detach() + eps)
     loss = (ops.log(var) + (input - target) ** 2 / var) * 0.5
     if full:
         loss = loss + 0.5 * math.log(2 * math.pi)

@@ -36,30 +36,39 @@ class _RNNBase(Module):
         batch_first=False,
         dropout=0.0,
         bidirectional=False,
+        proj_size=0,
         dtype=float32,
         generator=None,
     ):
         super().__init__()
         if int(num_layers) < 1:
             raise ValueError(f"num_layers must be >= 1, got {num_layers}")
+        if proj_size and self.states == 1:
+            raise ValueError("proj_size is only supported for LSTM, not RNN or GRU (as PyTorch)")
+        if not 0 <= int(proj_size) < max(int(hidden_size), 1):
+            raise ValueError(f"proj_size must be in [0, hidden_size), got {proj_size}")
         if not 0.0 <= dropout <= 1.0:
             raise ValueError(f"dropout must be in [0, 1], got {dropout}")
         self.input_size, self.hidden_size = int(input_size), int(hidden_size)
         self.num_layers, self.bias, self.batch_first = int(num_layers), bool(bias), batch_first
         self.dropout, self.bidirectional = float(dropout), bool(bidirectional)
+        self.proj_size = int(proj_size)
         self.generator = generator
         directions = 2 if bidirectional else 1
         rows = self.gates * self.hidden_size
+        out = self.proj_size or self.hidden_size  # the size of h: projected by weight_hr
         for layer in range(self.num_layers):
-            width = self.input_size if layer == 0 else self.hidden_size * directions
+            width = self.input_size if layer == 0 else out * directions
             for suffix in self._suffixes(layer):
                 self._param(f"weight_ih{suffix}", (rows, width), dtype)
-                self._param(f"weight_hh{suffix}", (rows, self.hidden_size), dtype)
+                self._param(f"weight_hh{suffix}", (rows, out), dtype)
                 for name in (f"bias_ih{suffix}", f"bias_hh{suffix}"):
                     if bias:
                         self._param(name, (rows,), dtype)
                     else:
                         self.register_parameter(name, None)
+                if self.proj_size:
+                    self._param(f"weight_hr{suffix}", (self.proj_size, self.hidden_size), dtype)
         self.reset_parameters(generator)
 
     def _param(self, name, shape, dtype):
@@ -130,9 +139,10 @@ class _RNNBase(Module):
         return x, (final[0] if len(final) == 1 else tuple(final))
 
     def _initial(self, hx, x, unbatched):
-        """The initial states, each (layers * directions, B, hidden_size)."""
+        """The initial states, each (layers * directions, B, size): h's size is proj_size when
+        the LSTM projects, c's hidden_size."""
         count = self.num_layers * (2 if self.bidirectional else 1)
-        shape = (count, x.shape[1], self.hidden_size)
+        sizes = [self.proj_size or self.hidden_size, self.hidden_size][: self.states]
         name = type(self).__name__
         if self.states == 1:
             parts = [hx]
@@ -144,7 +154,8 @@ class _RNNBase(Module):
             got = type(hx).__name__ + (f" of {len(hx)}" if isinstance(hx, tuple) else "")
             raise nb.ArgumentError(f"{name}: the state must be a tuple (h_0, c_0), got a {got}")
         states = []
-        for h in parts:
+        for h, size in zip(parts, sizes):
+            shape = (count, x.shape[1], size)
             if h is not None and not isinstance(h, Operators):  # (a Tensor or a graph Var)
                 raise nb.ArgumentError(f"{name}: a state must be a tensor, got {type(h).__name__}")
             if h is None:
@@ -162,13 +173,14 @@ class _RNNBase(Module):
         False the state is carried unchanged (packed sequences past their length)."""
         w_ih, w_hh = getattr(self, f"weight_ih{suffix}"), getattr(self, f"weight_hh{suffix}")
         b_ih, b_hh = getattr(self, f"bias_ih{suffix}"), getattr(self, f"bias_hh{suffix}")
+        w_hr = getattr(self, f"weight_hr{suffix}", None)  # the LSTM's projection, if any
         steps, batch = x.shape[0], x.shape[1]
         # the input term of every step in one GEMM: (T * B, width) @ (width, gates * H)
         xw = nb.linear(nb.reshape(x, steps * batch, x.shape[2]), w_ih, b_ih)
         xw = nb.reshape(xw, steps, batch, xw.shape[-1])
         outs = [None] * steps
         for t in reversed(range(steps)) if reverse else range(steps):
-            new = self._step(xw[t], state, w_hh, b_hh)
+            new = self._step(xw[t], state, w_hh, b_hh, w_hr)
             state = new if mask is None else [nb.where(mask[t], n, s) for n, s in zip(new, state)]
             outs[t] = state[0]
         return nb.stack(outs), state
@@ -176,7 +188,8 @@ class _RNNBase(Module):
     def extra_repr(self) -> str:
         s = f"{self.input_size}, {self.hidden_size}"
         for name, default in (("num_layers", 1), ("bias", True), ("batch_first", False),
-                              ("dropout", 0.0), ("bidirectional", False)):  # fmt: skip
+                              ("dropout", 0.0), ("bidirectional", False),
+                              ("proj_size", 0)):  # fmt: skip
             if getattr(self, name) != default:
                 s += f", {name}={getattr(self, name)}"
         return s
@@ -191,19 +204,22 @@ class RNN(_RNNBase):
         super().__init__(*args, **kwargs)
         self.nonlinearity = nonlinearity
 
-    def _step(self, xw, state, w_hh, b_hh):
+    def _step(self, xw, state, w_hh, b_hh, w_hr):
         pre = xw + nb.linear(state[0], w_hh, b_hh)
         return [nb.tanh(pre) if self.nonlinearity == "tanh" else nb.relu(pre)]
 
 
 class LSTM(_RNNBase):
-    """PyTorch's LSTM; forward(input, (h0, c0)) -> (output, (h_n, c_n))."""
+    """PyTorch's LSTM; forward(input, (h0, c0)) -> (output, (h_n, c_n)). With proj_size > 0
+    each step's h is projected by weight_hr (proj_size, hidden_size), as PyTorch's: h,
+    h_n and the output have proj_size features, c keeps hidden_size."""
 
     gates, states = 4, 2
 
-    def _step(self, xw, state, w_hh, b_hh):
+    def _step(self, xw, state, w_hh, b_hh, w_hr):
         h, c = state
-        return list(lstm_gates(xw + nb.linear(h, w_hh, b_hh), c, self.hidden_size))
+        h, c = lstm_gates(xw + nb.linear(h, w_hh, b_hh), c, self.hidden_size)
+        return [h if w_hr is None else nb.linear(h, w_hr), c]
 
 
 class GRU(_RNNBase):
@@ -211,7 +227,7 @@ class GRU(_RNNBase):
 
     gates = 3
 
-    def _step(self, xw, state, w_hh, b_hh):
+    def _step(self, xw, state, w_hh, b_hh, w_hr):
         (h,) = state
         return [gru_gates(xw, nb.linear(h, w_hh, b_hh), h, self.hidden_size)]
 

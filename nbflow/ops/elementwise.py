@@ -1077,6 +1077,49 @@ def _clip_grad(g, out, x, min, max):
 clip.defgrad(_clip_grad)
 
 
+def _hardtanh_ref(x, min_val=-1.0, max_val=1.0):
+    return np.minimum(np.maximum(x, min_val), max_val).astype(x.dtype)
+
+
+_BOUNDS = {"min_val": Attr("value", -1.0), "max_val": Attr("value", 1.0)}
+
+
+@elementwise(dtypes=NUMERIC, ref=_hardtanh_ref, attrs=_BOUNDS)
+def hardtanh(x, min_val, max_val):
+    """x clamped into [min_val, max_val], as clip; the gradient passes strictly inside the
+    bounds only (PyTorch's hardtanh, relu6, hardsigmoid and hardswish), where clip's includes
+    them."""
+    r = x
+    if r < min_val:
+        r = min_val
+    if r > max_val:
+        r = max_val
+    return r
+
+
+hardtanh.defgrad(
+    lambda g, out, x, min_val, max_val: (hardtanh_grad(x, g, min_val=min_val, max_val=max_val),)
+)
+
+
+def _hardtanh_grad_ref(x, g, min_val=-1.0, max_val=1.0):
+    return np.where((x > min_val) & (x < max_val), g, 0).astype(np.result_type(x, g))
+
+
+@elementwise(dtypes=NUMERIC, ref=_hardtanh_grad_ref, attrs=_BOUNDS)
+def hardtanh_grad(x, g, min_val, max_val):
+    """g where min_val < x < max_val, else 0: hardtanh's gradient in one pass."""
+    return g if x > min_val and x < max_val else g - g
+
+
+hardtanh_grad.defgrad(
+    lambda gg, out, x, g, min_val, max_val: (
+        None,
+        hardtanh_grad(x, gg, min_val=min_val, max_val=max_val),
+    )
+)
+
+
 @elementwise(dtypes=ALL, ref=np.where, promote=(1, 2))
 def where(cond, x, y):
     """x where cond is true, else y (cond is cast to bool)."""
@@ -1400,6 +1443,8 @@ __all__ = [
     "maximum",
     "minimum",
     "clip",
+    "hardtanh",
+    "hardtanh_grad",
     "where",
     "eq",
     "ne",

@@ -1,5 +1,7 @@
 """Losses beside nn.py's cross_entropy and mse_loss: binary_cross_entropy_with_logits,
-nll_loss and l1_loss, with PyTorch's semantics and reductions ('mean', 'sum', 'none').
+nll_loss and l1_loss, with PyTorch's semantics and reductions ('mean', 'sum', 'none'), and
+binary_cross_entropy's per-element loss (an elementwise op; F.binary_cross_entropy weighs and
+reduces it).
 
 Each is one fused op: a numba loop computes the per-element losses and their float64 sum in
 one pass. Optional tensor arguments (BCE's weight and pos_weight, nll_loss's class weight)
@@ -12,13 +14,14 @@ import math
 import numpy as np
 
 from .. import dtypes as dt
-from ..core import UNKNOWN, Attr, Op, Spec, broadcast_shapes
-from ..errors import DTypeError, NbflowError, OutOfRangeError, ShapeError
+from ..core import UNKNOWN, Attr, Op, Spec, broadcast_shapes, needs_grad
+from ..errors import DomainError, DTypeError, NbflowError, OutOfRangeError, ShapeError
 from ..kernels.cpu import JIT
 from ..kernels.jit import njit
 from . import reduce as _reduce
 from . import shape as _shape
-from .elementwise import sigmoid, sign, softplus, where
+from ._define import elementwise
+from .elementwise import log, log1p, maximum, sigmoid, sign, softplus, where
 from .nn import one_hot, pointwise_loss_spec
 
 FLOATS = dt.FLOATS
@@ -415,7 +418,39 @@ def _l1_grad(g, out, input, target, reduction):
     return gd, -gd
 
 
+# ---------------------------------------------------------------- binary_cross_entropy
+
+
+def _check_probabilities(x, y):
+    if not np.all((x >= 0) & (x <= 1)):  # (NaN too)
+        raise DomainError("every input must be a probability in [0, 1] (as PyTorch)")
+
+
+def _bce_ref(x, y):
+    with np.errstate(divide="ignore"):
+        return -(y * np.maximum(np.log(x), -100) + (1 - y) * np.maximum(np.log1p(-x), -100))
+
+
+@elementwise(dtypes=FLOATS, ref=_bce_ref, check=_check_probabilities)
+def binary_cross_entropy_pointwise(x, y):
+    """-(y log x + (1 - y) log(1 - x)) for probabilities x, each log clamped at -100
+    (PyTorch's binary_cross_entropy before its weight and reduction)."""
+    log_x = max(math.log(x), -100.0) if x > 0 else -100.0
+    log_not_x = max(math.log1p(-x), -100.0) if x < 1 else -100.0
+    return -(y * log_x + (1 - y) * log_not_x)
+
+
+@binary_cross_entropy_pointwise.defgrad
+def _bce_grad(g, out, x, y):
+    # PyTorch's rules: (x - y) / x(1 - x) with the denominator at least 1e-12, so a clamped
+    # log still passes its huge gradient; the target's, log(1 - x) - log(x), unclamped
+    gx = g * (x - y) / maximum((1 - x) * x, 1e-12) if needs_grad(x) else None
+    gy = g * (log1p(-x) - log(x)) if needs_grad(y) else None
+    return gx, gy
+
+
 __all__ = [
+    "binary_cross_entropy_pointwise",
     "binary_cross_entropy_with_logits",
     "nll_loss",
     "l1_loss",
