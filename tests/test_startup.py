@@ -13,10 +13,9 @@ from nbflow.core import REGISTRY, REQUIRED
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
-_IMPORT_SCRIPT = """
-import gc
+# a child script's first lines: `compiles` lists the kernels numba compiles (not loads)
+_COUNT_COMPILES = """
 from numba.core import event
-from numba.core.dispatcher import Dispatcher
 
 compiles = []
 
@@ -28,10 +27,19 @@ class Count(event.Listener):
         pass
 
 event.register("numba:compile", Count())
+"""
+
+_IMPORT_SCRIPT = (
+    _COUNT_COMPILES
+    + """
+import gc
+from numba.core.dispatcher import Dispatcher
+
 import nbflow
 loaded = [d for d in gc.get_objects() if isinstance(d, Dispatcher) and d.overloads]
 print(len(compiles), len(loaded), sum(isinstance(d, Dispatcher) for d in gc.get_objects()))
 """
+)
 
 
 def _run(script, tmp_path, **env):
@@ -51,22 +59,13 @@ def test_import_compiles_and_loads_no_kernel(tmp_path):
     assert compiled == 0 and loaded == 0  # ... and none was compiled or read from the cache
 
 
-_WARM_SCRIPT = """
+_WARM_SCRIPT = (
+    _COUNT_COMPILES
+    + """
 import json, sys
 import numpy as np
 import nbflow as nb
-from numba.core import event
 
-compiles = []
-
-class Count(event.Listener):
-    def on_start(self, ev):
-        compiles.append(ev.data["dispatcher"])
-
-    def on_end(self, ev):
-        pass
-
-event.register("numba:compile", Count())
 rng = np.random.default_rng(0)
 a = rng.standard_normal((3, 4)).astype(np.float32)
 x = nb.tensor(a, requires_grad=True)
@@ -92,6 +91,7 @@ print(json.dumps({
     "registries": "numba.np.arraymath" in sys.modules,
 }))
 """
+)
 
 
 def test_a_warm_process_loads_its_kernels_without_numbas_compile_set_up(tmp_path):
