@@ -1352,6 +1352,9 @@ class CosineAnnealingWarmRestarts(LRScheduler):
         if not isinstance(T_mult, int) or T_mult < 1:
             raise ValueError(f"Expected integer T_mult >= 1, but got {T_mult}")
         self.T_0, self.T_mult, self.eta_min = T_0, T_mult, float(eta_min)
+        # what step(epoch) was given beyond last_epoch = floor(epoch): later step()s go on
+        # from there, as PyTorch's T_cur does (step(0.5), step() is at 1.5)
+        self.fraction = 0.0
         super().__init__(optimizer, last_epoch)
 
     def _position(self, epoch):
@@ -1382,8 +1385,15 @@ class CosineAnnealingWarmRestarts(LRScheduler):
             self.last_epoch += 1
         else:
             self.last_epoch = math.floor(epoch)
-        epoch = self.last_epoch if epoch is None else epoch
-        self._apply([self.lr_at(epoch, base, i) for i, base in enumerate(self.base_lrs)])
+            self.fraction = epoch - self.last_epoch
+        self._apply(self.get_lr())
+
+    def get_lr(self) -> list[float]:
+        epoch = self.last_epoch + self.fraction if self.fraction else self.last_epoch
+        return [self.lr_at(epoch, base, i) for i, base in enumerate(self.base_lrs)]
+
+    def load_state_dict(self, state_dict: dict):
+        super().load_state_dict({"fraction": 0.0, **state_dict})  # (saved before it existed)
 
 
 # ---------------------------------------------------------------- cyclic schedules

@@ -210,6 +210,25 @@ def test_warm_restarts_step_with_an_epoch():
         s.step(-1)
 
 
+def test_warm_restarts_go_on_from_a_fractional_epoch_as_pytorch():
+    torch = pytest.importorskip("torch")
+    p = torch.nn.Parameter(torch.zeros(1))
+    theirs_opt = torch.optim.SGD([p], lr=LR)
+    theirs = torch.optim.lr_scheduler.CosineAnnealingWarmRestarts(theirs_opt, 2, 2, 0.1 * LR)
+    opt = _sgd()
+    ours = sched.CosineAnnealingWarmRestarts(opt, T_0=2, T_mult=2, eta_min=0.1 * LR)
+    for epoch in [0.5, None, None, None, 3.25, None, None, 7, None]:
+        for s in (theirs, ours):
+            s.step() if epoch is None else s.step(epoch)
+        assert opt.lr == pytest.approx(theirs_opt.param_groups[0]["lr"], rel=1e-12)
+    resumed = sched.CosineAnnealingWarmRestarts(_sgd(), T_0=2, T_mult=2, eta_min=0.1 * LR)
+    resumed.load_state_dict(ours.state_dict())
+    assert resumed.get_last_lr() == ours.get_last_lr()
+    older = {k: v for k, v in ours.state_dict().items() if k != "fraction"}
+    resumed.load_state_dict(older)  # a state saved before the fraction was kept
+    assert resumed.fraction == 0.0
+
+
 @pytest.mark.parametrize("case", ["polynomial", "cyclic triangular2", "sequential", "chained"])
 def test_state_dict_resumes_the_sequence(case):
     make, _ = CASES[case]
