@@ -1078,7 +1078,7 @@ clip.defgrad(_clip_grad)
 
 
 def _hardtanh_ref(x, min_val=-1.0, max_val=1.0):
-    return np.minimum(np.maximum(x, min_val), max_val).astype(x.dtype)
+    return _clip_ref(x, min_val, max_val)
 
 
 _BOUNDS = {"min_val": Attr("value", -1.0), "max_val": Attr("value", 1.0)}
