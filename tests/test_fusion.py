@@ -17,7 +17,7 @@ from nbflow import nn
 from nbflow import testing as nt
 from nbflow.core import REGISTRY
 from nbflow.errors import KernelCompileError
-from nbflow.graph.fusion import FusedGroup, fuse
+from nbflow.graph.fusion import CHUNK, FusedGroup, fuse
 from nbflow.graph.memory import NodeStep
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -671,3 +671,115 @@ def test_a_fused_group_writing_into_a_dying_input_matches_numpy(n):
         name for name in dir(mod) if name.startswith("parallel") and getattr(mod, name).signatures
     ]
     assert ran == ([f"parallel_in{h_index}"] if n > 1000 else [])
+
+
+# ---------------------------------------------------------------- trailing reductions
+
+
+def _reduced_program(red, axis, keepdims):
+    main = nb.Program()
+    with nb.program_guard(main):
+        x = nb.static.data("x", [-1, 5, 7])
+        b = nb.static.data("b", [7])
+        d = nb.tanh(x * 2.0 + b)  # a bias row: materialised for the reduction's kernel
+        r = getattr(nb, red)(d * d - x, axis=axis, keepdims=keepdims)
+    return main, d, r
+
+
+@pytest.mark.parametrize("red", ["sum", "mean"])
+@pytest.mark.parametrize(
+    "axis, keepdims",
+    [(None, False), (-1, False), ((1, 2), True), (0, False), ((0, 1), False), ((0, 1, 2), True)],
+)
+def test_a_trailing_sum_or_mean_fuses_and_equals_the_unfused_op_bit_for_bit(red, axis, keepdims):
+    main, d, r = _reduced_program(red, axis, keepdims)
+    rng = np.random.default_rng(3)
+    exe = _exe(True)
+    for batch, fetch in ((6, [r]), (6, [r, d]), (1, [r, d]), (0, [r])):  # (0: empty)
+        feed = {"x": rng.standard_normal((batch, 5, 7)), "b": rng.standard_normal(7)}
+        feed = {k: v.astype(np.float32) for k, v in feed.items()}
+        expected = _exe(False).run(main, feed, fetch, scope=nb.Scope())
+        actual = exe.run(main, feed, fetch, scope=nb.Scope())
+        for a, e in zip(actual, expected):
+            np.testing.assert_array_equal(a, e)  # the sum kernels' own order of adds
+        if batch:
+            x = feed["x"].astype(np.float64)
+            ref = getattr(np, red)(
+                np.tanh(x * 2 + feed["b"]) ** 2 - x, axis=axis, keepdims=keepdims
+            )
+            nt.assert_close(actual[0], ref.astype(np.float32), rtol=1e-5, atol=1e-5)
+    groups = [g for p in exe._plans[main].values() for g in p if isinstance(g, FusedGroup)]
+    assert groups and all(g.op_names[-1] == red and g.reduction is not None for g in groups)
+    assert f"+{red})" in nb.graph.explain(main, [r])
+
+
+@pytest.mark.parametrize("case", ["middle axis", "value fetched", "value read again", "int"])
+def test_a_reduction_stays_its_own_op_where_it_cannot_fuse(case):
+    main = nb.Program()
+    with nb.program_guard(main):
+        x = nb.static.data("x", [4, 5, 6])
+        v = nb.exp(x) * 0.5
+        if case == "int":
+            v = nb.cast(v > 1.0, "int32") * 3
+        r = nb.sum(v, axis=1 if case == "middle axis" else -1)
+        fetch = {"value fetched": [r, v], "value read again": [r, v + 1.0]}.get(case, [r])
+    feed = {"x": np.random.default_rng(4).standard_normal((4, 5, 6)).astype(np.float32)}
+    expected = _exe(False).run(main, feed, fetch, scope=nb.Scope())
+    exe = _exe(True)
+    actual = exe.run(main, feed, fetch, scope=nb.Scope())
+    for a, e in zip(actual, expected):
+        np.testing.assert_array_equal(a, e)
+    assert _groups(exe, main) and all(g.reduction is None for g in _groups(exe, main))
+    assert "sum" in _op_names(exe, main)
+
+
+def test_the_two_row_kernels_agree_bit_for_bit_on_long_rows():
+    # rows past CHUNK elements run either kernel, whichever is faster: both must give the sum
+    # op's result (a row length that is no multiple of 4 leaves a tail for the first sum)
+    cols = 2 * CHUNK + 3
+    main = nb.Program()
+    with nb.program_guard(main):
+        x = nb.static.data("x", [3, cols])
+        r = nb.sum(nb.tanh(x) * x, axis=-1)
+    x = np.random.default_rng(5).standard_normal((3, cols)).astype(np.float32)
+    exe = _exe(True)
+    exe.run(main, {"x": x}, [r], scope=nb.Scope())
+    (group,) = _groups(exe, main)
+    ((mask, mod),) = group.kernels.items()
+    assert mask == "a"
+    expected = nb.sum(nb.tanh(nb.tensor(x)) * nb.tensor(x), axis=-1).numpy()  # eager
+    for kernel in (mod.serial, mod.chunked):
+        out = np.empty(3, np.float32)
+        kernel(x.reshape(-1), out, 3, cols)
+        np.testing.assert_array_equal(out, expected)
+
+
+def _mse_training(exe, steps=3):
+    main, startup = nb.Program(), nb.Program()
+    with nb.program_guard(main, startup):
+        x = nb.static.data("x", [-1, 4])
+        y = nb.static.data("y", [-1, 1])
+        w = nb.static.create_parameter("w", [4, 1])
+        b = nb.static.create_parameter("b", [1], initializer=("constant", 0.5))
+        error = x @ w + b - y
+        loss = nb.mean(error * error)  # the difference is read again by the gradient
+        for p, g in nb.append_backward(loss):
+            nb.sub_(p, g * 0.1)
+    scope = nb.Scope()
+    nb.manual_seed(0)
+    exe.run(startup, scope=scope)
+    rng = np.random.default_rng(6)
+    feed = {"x": rng.standard_normal((16, 4)), "y": rng.standard_normal((16, 1))}
+    feed = {k: v.astype(np.float32) for k, v in feed.items()}
+    losses = [exe.run(main, feed, [loss, "w", "b"], scope)[0] for _ in range(steps)]
+    return main, losses + [scope.value("w").copy(), scope.value("b").copy()]
+
+
+def test_an_mse_training_step_fuses_its_loss_and_equals_unfused():
+    _, expected = _mse_training(_exe(False))
+    exe = _exe(True)
+    main, actual = _mse_training(exe)
+    for a, e in zip(actual, expected):
+        nt.assert_close(a, e, rtol=1e-6, atol=1e-7)
+    assert actual[2] < actual[0]  # it trains
+    assert any(g.op_names[-1] == "mean" for g in _groups(exe, main))
