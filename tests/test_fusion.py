@@ -19,6 +19,7 @@ from nbflow.core import REGISTRY
 from nbflow.errors import KernelCompileError
 from nbflow.graph.fusion import CHUNK, FusedGroup, fuse
 from nbflow.graph.memory import NodeStep
+from nbflow.kernels.cpu import SUM_BLOCK
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -733,25 +734,29 @@ def test_a_reduction_stays_its_own_op_where_it_cannot_fuse(case):
     assert "sum" in _op_names(exe, main)
 
 
-def test_the_two_row_kernels_agree_bit_for_bit_on_long_rows():
-    # rows past CHUNK elements run either kernel, whichever is faster: both must give the sum
-    # op's result (a row length that is no multiple of 4 leaves a tail for the first sum)
-    cols = 2 * CHUNK + 3
+@pytest.mark.parametrize("axis, shape", [(-1, (3, 2 * SUM_BLOCK + 3)), (0, (5, 2 * CHUNK + 3))])
+def test_the_serial_and_parallel_reductions_agree_bit_for_bit(axis, shape):
+    # large reductions run on threads or not, whichever is faster: both must give the sum
+    # op's result (long rows in several blocks and a tail; columns in several slices)
     main = nb.Program()
     with nb.program_guard(main):
-        x = nb.static.data("x", [3, cols])
-        r = nb.sum(nb.tanh(x) * x, axis=-1)
-    x = np.random.default_rng(5).standard_normal((3, cols)).astype(np.float32)
+        x = nb.static.data("x", list(shape))
+        r = nb.sum(nb.tanh(x) * x, axis=axis)
+    x = np.random.default_rng(5).standard_normal(shape).astype(np.float32)
     exe = _exe(True)
     exe.run(main, {"x": x}, [r], scope=nb.Scope())
     (group,) = _groups(exe, main)
     ((mask, mod),) = group.kernels.items()
     assert mask == "a"
-    expected = nb.sum(nb.tanh(nb.tensor(x)) * nb.tensor(x), axis=-1).numpy()  # eager
-    for kernel in (mod.serial, mod.chunked):
-        out = np.empty(3, np.float32)
-        kernel(x.reshape(-1), out, 3, cols)
+    expected = nb.sum(nb.tanh(nb.tensor(x)) * nb.tensor(x), axis=axis).numpy()  # eager
+    rows, cols = shape  # (rows: reduced along, or reduced over for columns)
+    for kernel in (mod.serial, mod.parallel):
+        out = np.empty(expected.size, np.float32)
+        kernel(x.reshape(-1), out, rows, cols)
         np.testing.assert_array_equal(out, expected)
+    x64 = x.astype(np.float64)
+    ref = np.sum(np.tanh(x64) * x64, axis=axis).astype(np.float32)
+    nt.assert_close(expected, ref, rtol=1e-5, atol=1e-4)
 
 
 def _mse_training(exe, steps=3):

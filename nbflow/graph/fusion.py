@@ -21,10 +21,10 @@ turned out to broadcast) runs its members one by one instead.
 A trailing reduction joins the group: a float `sum` or `mean` over leading or trailing axes
 (all axes included) of a group value that nothing else reads, fetches or writes. The kernel
 adds each element as it is made, in the order and float64 accumulators of the sum and mean
-kernels (kernels/cpu.py), so the result is the unfused op's bit for bit and the value is never
-stored whole (a mean of squared errors on 4M float32: 3x as fast as unfused). It runs on one
-thread (threads would change the order of adds). A value that ops outside read for its shape
-alone (a sum's gradient reads its input so) gets a stand-in without memory.
+kernels (kernels/cpu.py: a long row in blocks whose sums are added in order), so the result is
+the unfused op's bit for bit on one thread or several, and the value is never stored whole.
+A value that ops outside read for its shape alone (a sum's gradient reads its input so) gets a
+stand-in without memory.
 
 Not fused: other reductions (over middle axes, of integers, max and the rest), in-place ops
 and views.
@@ -44,7 +44,7 @@ from numba.core.errors import NumbaError
 from .. import dtypes as dt
 from ..core import Node, Spec
 from ..kernels import codegen
-from ..kernels.cpu import Elementwise, cacheable, in_place_body
+from ..kernels.cpu import SUM_BLOCK, Elementwise, cacheable, in_place_body
 from ..kernels.threads import Chooser as _Chooser
 from ..ops.reduce import reduced_axes, reduced_shape
 from . import memory
@@ -98,12 +98,12 @@ for i in {range}(rows):
 # A group ending in a reduction: `element` computes the members at one flat index (storing
 # the values read outside the group) and the reduction adds its results as the sum and mean
 # kernels add an array's (kernels/cpu.py), so the result is theirs bit for bit and the value
-# is never stored whole. Columns (leading axes reduced): sum_cols' float64 accumulators, row
-# by row, a loop over the columns that vectorises. Rows (trailing axes): sum64's four running
-# float64 sums per row, which keep the members' arithmetic scalar: `serial` adds each element
-# as it is made (best for cheap bodies: the loads overlap the adds), `chunked` first fills a
-# buffer of CHUNK elements in a loop that vectorises, then adds it (best for tanh and exp:
-# 4x faster on a sum of tanh); run() times both and keeps the faster.
+# is never stored whole. Rows (trailing axes reduced): blocked_sum, sum64's four running
+# float64 sums over each block of SUM_BLOCK elements, the block sums added in order; `serial`
+# adds each element as it is made (the loads overlap the adds), `parallel` runs the blocks on
+# threads, each first filling a buffer in a loop that vectorises (the members' arithmetic is
+# scalar in the four-sum loop: 4x slower for a sum of tanh). Columns (leading axes): sum_cols'
+# float64 accumulators, row by row; `parallel` gives each thread slices of CHUNK columns.
 CHUNK = 1024
 
 _ELEMENT = """
@@ -117,54 +117,82 @@ def element({args}, k):
 _ROWS_REDUCED = """
 
 @njit(cache={cache}, error_model="numpy", nogil=True)
-def serial({args}, red, rows, cols):
-    n4 = cols - cols % 4
-    for i in range(rows):
-        start = i * cols
-        s0 = s1 = s2 = s3 = 0.0
-        for k in range(start, start + n4, 4):
-            s0 += element({args}, k)
-            s1 += element({args}, k + 1)
-            s2 += element({args}, k + 2)
-            s3 += element({args}, k + 3)
-        for k in range(start + n4, start + cols):
-            s0 += element({args}, k)
-        red[i] = ((s0 + s1) + (s2 + s3)){scale}
+def block_direct({args}, start, count):
+    n4 = count - count % 4
+    s0 = s1 = s2 = s3 = 0.0
+    for k in range(start, start + n4, 4):
+        s0 += element({args}, k)
+        s1 += element({args}, k + 1)
+        s2 += element({args}, k + 2)
+        s3 += element({args}, k + 3)
+    for k in range(start + n4, start + count):
+        s0 += element({args}, k)
+    return (s0 + s1) + (s2 + s3)
 
 
 @njit(cache={cache}, error_model="numpy", nogil=True)
-def chunked({args}, red, rows, cols):
-    buf = np.empty(min(cols, {chunk}), {dtype})
-    n4 = cols - cols % 4
+def block_filled({args}, start, count):
+    buf = np.empty(count, {dtype})
+    for t in range(count):
+        buf[t] = element({args}, start + t)
+    n4 = count - count % 4
+    s0 = s1 = s2 = s3 = 0.0
+    for t in range(0, n4, 4):
+        s0 += buf[t]
+        s1 += buf[t + 1]
+        s2 += buf[t + 2]
+        s3 += buf[t + 3]
+    for t in range(n4, count):
+        s0 += buf[t]
+    return (s0 + s1) + (s2 + s3)
+
+
+@njit(cache={cache}, error_model="numpy", nogil=True)
+def serial({args}, red, rows, cols):
     for i in range(rows):
-        s0 = s1 = s2 = s3 = 0.0
-        for off in range(0, cols, {chunk}):  # (a multiple of 4: each element meets its sum)
-            count = min({chunk}, cols - off)
-            start = i * cols + off
-            for t in range(count):
-                buf[t] = element({args}, start + t)
-            four = max(0, min(count, n4 - off))
-            for t in range(0, four, 4):
-                s0 += buf[t]
-                s1 += buf[t + 1]
-                s2 += buf[t + 2]
-                s3 += buf[t + 3]
-            for t in range(four, count):
-                s0 += buf[t]
-        red[i] = ((s0 + s1) + (s2 + s3)){scale}
+        total = 0.0
+        for start in range(0, max(cols, 1), {block}):
+            total += block_direct({args}, i * cols + start, min({block}, cols - start))
+        red[i] = total{scale}
+
+
+@njit(cache={cache}, error_model="numpy", nogil=True, parallel=True)
+def parallel({args}, red, rows, cols):
+    blocks = max(1, -(-cols // {block}))
+    partial = np.empty(rows * blocks)
+    for task in prange(rows * blocks):
+        i = task // blocks
+        start = (task - i * blocks) * {block}
+        partial[task] = block_filled({args}, i * cols + start, min({block}, cols - start))
+    for i in range(rows):
+        total = 0.0
+        for b in range(blocks):
+            total += partial[i * blocks + b]
+        red[i] = total{scale}
 """
 
 _COLS_REDUCED = """
 
 @njit(cache={cache}, error_model="numpy", nogil=True)
-def serial({args}, red, rows, cols):
-    acc = np.zeros(cols)
+def columns({args}, red, rows, cols, lo, hi):
+    acc = np.zeros(hi - lo)
     for i in range(rows):
         start = i * cols
-        for j in range(cols):
-            acc[j] += element({args}, start + j)
-    for j in range(cols):
-        red[j] = acc[j]{scale}
+        for j in range(lo, hi):
+            acc[j - lo] += element({args}, start + j)
+    for j in range(lo, hi):
+        red[j] = acc[j - lo]{scale}
+
+
+@njit(cache={cache}, error_model="numpy", nogil=True)
+def serial({args}, red, rows, cols):
+    columns({args}, red, rows, cols, 0, cols)
+
+
+@njit(cache={cache}, error_model="numpy", nogil=True, parallel=True)
+def parallel({args}, red, rows, cols):
+    for s in prange(-(-cols // {chunk})):
+        columns({args}, red, rows, cols, s * {chunk}, min(cols, (s + 1) * {chunk}))
 """
 
 
@@ -480,7 +508,12 @@ class FusedGroup:
             scale = " / cols" if self.mode == "rows" else " / rows"
         template = _ROWS_REDUCED if self.mode == "rows" else _COLS_REDUCED
         src += template.format(
-            cache=self.cache, args=args, scale=scale, chunk=CHUNK, dtype=_np(value.dtype)
+            cache=self.cache,
+            args=args,
+            scale=scale,
+            chunk=CHUNK,
+            block=SUM_BLOCK,
+            dtype=_np(value.dtype),
         )
         return codegen.load("nbflow_fused", src, self.salt)
 
@@ -550,8 +583,8 @@ class FusedGroup:
         self._put_shaped(env, shape)
 
     def _run_reduced(self, executor, env, scope, arrays, shape, size):
-        """Run a group ending in a reduction (serial: the sum kernels' order of adds), its
-        outputs read outside full size and the reduction's last."""
+        """Run a group ending in a reduction, its outputs read outside full size and the
+        reduction's last."""
         mask, args, _ = self._layout(arrays, shape, size, rows=False)
         if mask in self.broken:
             self._unfused(executor, env, scope)
@@ -565,9 +598,9 @@ class FusedGroup:
         outs.append(memory.take(env, reduced, self.outputs[-1].dtype, math.prod(reduced)))
         mod = self._module(mask)
         kernel, chooser = mod.serial, None
-        if self.mode == "rows" and cols >= CHUNK:  # two kernels, one result: the faster
+        if size >= PARALLEL_MIN_SIZE:  # (as in run(): threads or not, measured)
             chooser = self.choosers.setdefault((mask, size), _Chooser())
-            kernel = mod.chunked if chooser.parallel() else mod.serial  # (True: chunked)
+            kernel = mod.parallel if chooser.parallel() else mod.serial
         start = time.perf_counter()
         try:
             kernel(*args, *[o.reshape(-1) for o in outs], rows, cols)
@@ -576,7 +609,7 @@ class FusedGroup:
             self._unfused(executor, env, scope)
             return
         if chooser is not None:
-            chooser.record(kernel is mod.chunked, time.perf_counter() - start)
+            chooser.record(kernel is mod.parallel, time.perf_counter() - start)
         for v, o in zip(self.outputs, outs):
             env[v.name] = memory.wrap(o)
         self._put_shaped(env, shape)

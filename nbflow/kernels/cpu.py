@@ -514,9 +514,9 @@ def _zero_acc(x):
 
 @njit(**JIT)
 def sum_rows(x, out):
-    """out[i] = sum of row i, accumulated in float64 (ints: int64) for accuracy."""
+    """out[i] = sum of row i, accumulated in float64 (ints: int64) for accuracy (blocked_sum)."""
     for i in range(x.shape[0]):
-        out[i] = sum64(x[i])
+        out[i] = blocked_sum(x[i])
 
 
 @njit(**JIT)
@@ -534,6 +534,20 @@ def sum64(a):
     for j in range(k, n):
         s0 += a[j]
     return (s0 + s1) + (s2 + s3)
+
+
+SUM_BLOCK = 4096  # elements per block of a long row's sum (blocked_sum); a multiple of 4
+
+
+@njit(**JIT)
+def blocked_sum(a):
+    """Sum of a 1-D array: sum64 of each SUM_BLOCK-element block, the block sums added in
+    order in float64 (a row of one block is sum64's). The sum and mean ops add rows so, and so
+    do fused reductions (graph/fusion.py), whose blocks run on threads with the same result."""
+    total = sum64(a[:SUM_BLOCK])
+    for start in range(SUM_BLOCK, a.size, SUM_BLOCK):
+        total += sum64(a[start : start + SUM_BLOCK])
+    return total
 
 
 @njit(**JIT)

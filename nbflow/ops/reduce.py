@@ -38,10 +38,10 @@ from ..kernels import vecmath
 from ..kernels.cpu import (
     JIT,
     axis_rows,
+    blocked_sum,
     reduce_launcher,
     reduce_rows,
     row_moments,
-    sum64,
     sum_cols,
     sum_rows,
     write_axis_rows,
@@ -133,7 +133,7 @@ def _mean_rows(x, out):
     n = x.shape[1]
     for i in range(x.shape[0]):
         # four running sums (sum64): one long chain of float64 adds took 30 us for 32k
-        out[i] = sum64(x[i]) / n  # 0 / 0 is NaN for an empty row, as numpy
+        out[i] = blocked_sum(x[i]) / n  # 0 / 0 is NaN for an empty row, as numpy
 
 
 @njit(**JIT)
