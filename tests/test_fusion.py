@@ -750,7 +750,8 @@ def test_the_serial_and_parallel_reductions_agree_bit_for_bit(axis, shape):
     assert mask == "a"
     expected = nb.sum(nb.tanh(nb.tensor(x)) * nb.tensor(x), axis=axis).numpy()  # eager
     rows, cols = shape  # (rows: reduced along, or reduced over for columns)
-    for kernel in (mod.serial, mod.parallel):
+    kernels = [mod.serial, mod.parallel] + ([mod.parallel_filled] if axis == -1 else [])
+    for kernel in kernels:
         out = np.empty(expected.size, np.float32)
         kernel(x.reshape(-1), out, rows, cols)
         np.testing.assert_array_equal(out, expected)

@@ -21,25 +21,31 @@ class Chooser:
     """Threads or not, measured: whether the parallel kernel beats the serial one depends on
     whether the cores are free (on a shared 2-core machine with one core busy, the threads
     were 4x slower than one). The first calls time each variant in turn; the faster one runs
-    after that, and both are timed again every RETRY calls, as the machine's load changes."""
+    after that, and all are timed again every RETRY calls, as the machine's load changes.
+    Variants are numbered 0 to n - 1 (`pick`, `record`); with two, `parallel()` says whether
+    variant 1, the parallel one, runs (record takes the same bool)."""
 
     TRIALS, RETRY = 3, 256
 
-    def __init__(self):
+    def __init__(self, n: int = 2):
+        self.n = n
         self.calls = 0
-        self.best = {True: float("inf"), False: float("inf")}
+        self.best = [float("inf")] * n
+
+    def pick(self) -> int:
+        phase = self.calls % self.RETRY
+        if phase < self.n * self.TRIALS:
+            return self.n - 1 - phase % self.n  # trials: the last variant first, in turn
+        return min(range(self.n - 1, -1, -1), key=self.best.__getitem__)  # (ties: the later)
 
     def parallel(self) -> bool:
-        phase = self.calls % self.RETRY
-        if phase < 2 * self.TRIALS:
-            return phase % 2 == 0  # trials: parallel, serial, parallel, ...
-        return self.best[True] <= self.best[False]
+        return self.pick() == 1
 
-    def record(self, parallel: bool, seconds: float):
+    def record(self, choice: int, seconds: float):
         if self.calls % self.RETRY == 0:
-            self.best = {True: float("inf"), False: float("inf")}
-        if self.calls % self.RETRY < 2 * self.TRIALS:
-            self.best[parallel] = min(self.best[parallel], seconds)
+            self.best = [float("inf")] * self.n
+        if self.calls % self.RETRY < self.n * self.TRIALS:
+            self.best[choice] = min(self.best[choice], seconds)
         self.calls += 1
 
 
