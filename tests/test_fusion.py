@@ -627,6 +627,26 @@ def test_threads_are_kept_only_while_they_are_faster():
     assert chooser.parallel()
 
 
+def test_of_three_kernels_the_fastest_is_kept():
+    from nbflow.graph.fusion import _Chooser
+
+    chooser, seconds = _Chooser(3), [0.004, 0.001, 0.003]  # (serial, parallel, filled)
+    picks = []
+    for _ in range(3 * _Chooser.TRIALS + 5):
+        choice = chooser.pick()
+        picks.append(choice)
+        chooser.record(choice, seconds[choice])
+    assert picks[: 3 * _Chooser.TRIALS] == [2, 1, 0] * _Chooser.TRIALS  # each tried in turn
+    assert set(picks[3 * _Chooser.TRIALS :]) == {1}
+    while chooser.calls % _Chooser.RETRY:
+        chooser.record(chooser.pick(), 0.001)
+    seconds = [0.004, 0.003, 0.001]  # timed again: now the buffered threads win
+    for _ in range(3 * _Chooser.TRIALS):
+        choice = chooser.pick()
+        chooser.record(choice, seconds[choice])
+    assert chooser.pick() == 2
+
+
 def test_a_body_numba_cannot_compile_still_raises_the_typed_error_when_fused():
     @nb.elementwise(dtypes=nb.dtypes.FLOATS, ref=None)
     def user_bad_fused_body(x, y):
