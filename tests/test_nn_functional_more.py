@@ -510,6 +510,16 @@ def test_gaussian_nll_loss_clamps_the_variance_but_not_its_gradient_as_torch():
     )
 
 
+def test_gaussian_nll_loss_refuses_a_negative_variance_tensor_in_both_modes():
+    x, var = nb.tensor(A[:2, :3]), nb.tensor(np.abs(B[:2, :3]))
+    F.gaussian_nll_loss(x, x * 0.5, var)  # non-negative: fine
+    var.numpy()[1, 2] = -1e-3
+    traced = nb.jit(lambda a, b, v: F.gaussian_nll_loss(a, b, v))
+    for call in (F.gaussian_nll_loss, traced):
+        with pytest.raises(nb.DomainError, match="negative entry"):
+            call(x, x * 0.5, var)
+
+
 @pytest.mark.parametrize("bad", [1.5, -0.1, math.nan])
 def test_binary_cross_entropy_refuses_what_is_not_a_probability(bad):
     with pytest.raises(nb.errors.DomainError, match="probability"):

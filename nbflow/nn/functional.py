@@ -693,9 +693,7 @@ def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"
                 f"gaussian_nll_loss: var of shape {tuple(var.shape)} does not fit input of "
                 f"shape {tuple(input.shape)}"
             )
-    # PyTorch clamps var in place without recording it: the value is at least eps, and the
-    # gradient reaches var as if it were not clamped
-    var = ops.where(var >= eps, var, var - var.detach() + eps)
+    var = ops.gaussian_nll_variance(var, eps=eps)  # (negative entries: a DomainError)
     loss = (ops.log(var) + (input - target) ** 2 / var) * 0.5
     if full:
         loss = loss + 0.5 * math.log(2 * math.pi)

@@ -449,8 +449,39 @@ def _bce_grad(g, out, x, y):
     return gx, gy
 
 
+# ---------------------------------------------------------------- gaussian_nll_variance
+
+
+def _check_variances(var):
+    if np.any(var < 0):  # (NaN passes, as in PyTorch)
+        raise DomainError(
+            "var has negative entry/entries (gaussian_nll_loss refuses them, as PyTorch)"
+        )
+
+
+def _gaussian_variance_ref(var, eps=1e-6):
+    return np.where(var < eps, eps, var).astype(var.dtype)
+
+
+@elementwise(
+    dtypes=FLOATS,
+    ref=_gaussian_variance_ref,
+    attrs={"eps": Attr("value", 1e-6)},
+    check=_check_variances,
+)
+def gaussian_nll_variance(var, eps):
+    """gaussian_nll_loss's variance: var clamped below at eps (NaN stays NaN), checked when the
+    op runs to have no negative entry (a DomainError, in eager and graph mode alike); its
+    gradient passes as if unclamped (PyTorch clamps in place without recording it)."""
+    return eps if var < eps else var
+
+
+gaussian_nll_variance.defgrad(lambda g, out, var, eps: (g,))
+
+
 __all__ = [
     "binary_cross_entropy_pointwise",
+    "gaussian_nll_variance",
     "binary_cross_entropy_with_logits",
     "nll_loss",
     "l1_loss",
