@@ -1142,7 +1142,17 @@ class LRScheduler:
     """Sets each parameter group's lr from the epoch count: call step() once per epoch,
     after the optimizer's steps (PyTorch's convention; constructing it sets the lr for epoch
     0). The lr is a closed-form function of the epoch and the group's lr before any schedule
-    (`lr_at(epoch, base_lr)`), so resuming only needs last_epoch (state_dict)."""
+    (`lr_at(epoch, base_lr)`), so resuming only needs last_epoch (state_dict).
+
+    Where PyTorch's schedule is chainable (`chainable`: Step, MultiStep, Exponential, Cosine,
+    Linear, Constant, Polynomial, Multiplicative) and the lr is not this schedule's closed
+    form of the last epoch (another schedule stepped on the same optimizer, a write to the
+    lr, ReduceLROnPlateau moved it), a step goes on from the lr as it is: it applies this
+    epoch's change of the closed form (its ratio; for cosine, relative to eta_min), as
+    PyTorch's recursive formulas do, so schedules stepped together compose. Otherwise the
+    closed form itself is set (no rounding drift over the epochs)."""
+
+    chainable = False
 
     def __init__(self, optimizer: Optimizer, last_epoch: int = -1):
         self.optimizer = optimizer
@@ -1151,6 +1161,7 @@ class LRScheduler:
         for group in optimizer.param_groups:
             group.setdefault("initial_lr", group["lr"])
         self.base_lrs = [group["initial_lr"] for group in optimizer.param_groups]
+        self._restarted = False
         self.last_epoch = last_epoch
         self.step()
 
@@ -1163,7 +1174,31 @@ class LRScheduler:
 
     def step(self):
         self.last_epoch += 1
-        self._apply(self.get_lr())
+        self._apply(self._next_lrs())
+
+    def _next_lrs(self) -> list[float]:
+        """The closed form, or for a chainable schedule whose lr is not its closed form of
+        the last epoch, the lr as it is, carried on by this epoch's change (the class
+        docstring)."""
+        if not self.chainable or self._restarted:
+            self._restarted = False
+            return self.get_lr()
+        lrs, epoch = [], self.last_epoch
+        for i, (group, base) in enumerate(zip(self.optimizer.param_groups, self.base_lrs)):
+            before = self.lr_at(epoch - 1, base, i) if epoch > 0 else base
+            now = self.lr_at(epoch, base, i)
+            lrs.append(now if group["lr"] == before else self.chained(group["lr"], before, now))
+        return lrs
+
+    def chained(self, lr: float, before: float, now: float) -> float:
+        """lr carried on from the last epoch, where the closed form was `before`, to this one,
+        where it is `now`: times their ratio (after a closed form of 0: the closed form)."""
+        return lr * (now / before) if before else now
+
+    def _restart(self):
+        """Make the next step set the closed form (SequentialLR at a milestone, as PyTorch's
+        step(0) there)."""
+        self._restarted = True
 
     def _apply(self, lrs):
         for group, lr in zip(self.optimizer.param_groups, lrs):
@@ -1178,7 +1213,7 @@ class LRScheduler:
         return {
             k: v
             for k, v in vars(self).items()
-            if k not in ("optimizer", "lr_lambdas") and not callable(v)
+            if k not in ("optimizer", "lr_lambdas", "_restarted") and not callable(v)
         }
 
     def load_state_dict(self, state_dict: dict):
@@ -1191,6 +1226,8 @@ class LRScheduler:
 
 class StepLR(LRScheduler):
     """lr = base_lr * gamma ** (epoch // step_size)."""
+
+    chainable = True
 
     def __init__(self, optimizer, step_size: int, gamma: float = 0.1, last_epoch: int = -1):
         if int(step_size) < 1:
@@ -1205,6 +1242,8 @@ class StepLR(LRScheduler):
 class MultiStepLR(LRScheduler):
     """lr = base_lr * gamma ** (the number of milestones <= epoch)."""
 
+    chainable = True
+
     def __init__(self, optimizer, milestones, gamma: float = 0.1, last_epoch: int = -1):
         self.milestones, self.gamma = sorted(int(m) for m in milestones), float(gamma)
         super().__init__(optimizer, last_epoch)
@@ -1215,6 +1254,8 @@ class MultiStepLR(LRScheduler):
 
 class ExponentialLR(LRScheduler):
     """lr = base_lr * gamma ** epoch."""
+
+    chainable = True
 
     def __init__(self, optimizer, gamma: float, last_epoch: int = -1):
         self.gamma = float(gamma)
@@ -1249,6 +1290,8 @@ class CosineAnnealingLR(LRScheduler):
     """lr = eta_min + (base_lr - eta_min) (1 + cos(pi epoch / T_max)) / 2: PyTorch's
     CosineAnnealingLR in its closed form (the same values, periodic past T_max)."""
 
+    chainable = True
+
     def __init__(self, optimizer, T_max: int, eta_min: float = 0.0, last_epoch: int = -1):
         if int(T_max) < 1:
             raise ValueError(f"T_max must be >= 1, got {T_max}")
@@ -1259,10 +1302,23 @@ class CosineAnnealingLR(LRScheduler):
         cos = (1 + math.cos(math.pi * epoch / self.T_max)) / 2
         return self.eta_min + (base_lr - self.eta_min) * cos
 
+    def chained(self, lr, before, now):
+        # PyTorch's recursion: the cosine's ratio relative to eta_min, and where the last
+        # epoch was at eta_min (past T_max the cosine climbs back), its rise added
+        epoch, t = self.last_epoch, self.T_max
+        if epoch == 0:
+            return lr
+        if (epoch - 1 - t) % (2 * t) == 0:
+            return lr + (now - before)
+        ratio = (1 + math.cos(math.pi * epoch / t)) / (1 + math.cos(math.pi * (epoch - 1) / t))
+        return ratio * (lr - self.eta_min) + self.eta_min
+
 
 class LinearLR(LRScheduler):
     """lr = base_lr * factor, the factor going linearly from start_factor to end_factor over
     total_iters epochs, then staying."""
+
+    chainable = True
 
     def __init__(
         self,
@@ -1289,6 +1345,8 @@ class LinearLR(LRScheduler):
 class ConstantLR(LRScheduler):
     """lr = base_lr * factor for the first total_iters epochs, base_lr after."""
 
+    chainable = True
+
     def __init__(self, optimizer, factor: float = 1.0 / 3, total_iters: int = 5, last_epoch=-1):
         if not 0 <= factor <= 1:
             raise ValueError(f"factor must be in [0, 1], got {factor}")
@@ -1301,6 +1359,8 @@ class ConstantLR(LRScheduler):
 
 class PolynomialLR(LRScheduler):
     """lr = base_lr * (1 - min(epoch, total_iters) / total_iters) ** power."""
+
+    chainable = True
 
     def __init__(self, optimizer, total_iters: int = 5, power: float = 1.0, last_epoch=-1):
         if int(total_iters) < 1:
@@ -1315,6 +1375,8 @@ class PolynomialLR(LRScheduler):
 class MultiplicativeLR(LRScheduler):
     """lr = the previous epoch's lr * lr_lambda(epoch) (from epoch 1 on); lr_lambda is one
     function or a list of one per parameter group."""
+
+    chainable = True
 
     def __init__(self, optimizer, lr_lambda, last_epoch: int = -1):
         self.lr_lambdas = _lambdas(lr_lambda, optimizer)
@@ -1667,6 +1729,8 @@ class SequentialLR(LRScheduler):
         self.last_epoch += 1
         scheduler, local = self._current(self.last_epoch)
         scheduler.last_epoch = local - 1
+        if local == 0:  # its first epoch: its closed form, not carried on from the last one's
+            scheduler._restart()
         scheduler.step()  # (its side effects too: the momentum of a cyclic schedule)
 
     def state_dict(self) -> dict:
@@ -1683,10 +1747,10 @@ class SequentialLR(LRScheduler):
 
 
 class ChainedScheduler(LRScheduler):
-    """Every scheduler steps at each step(); their factors multiply: lr = initial lr times
-    the product of each scheduler's lr / its base lr. This equals PyTorch's chaining for
-    multiplicative schedules (Step, MultiStep, Exponential, Lambda, Linear, Constant,
-    Polynomial, Multiplicative, and cosine with eta_min=0)."""
+    """Every scheduler steps at each step(), in order, each carrying on the lr the others
+    left (LRScheduler's chaining, PyTorch's). A state loaded back sets the lr to the initial
+    lr times the product of each scheduler's lr / its base lr (the chained lr of
+    multiplicative schedules)."""
 
     def __init__(self, schedulers, optimizer=None):
         schedulers = list(schedulers)
@@ -1702,8 +1766,7 @@ class ChainedScheduler(LRScheduler):
         self._schedulers = schedulers
         self.optimizer = optimizer
         self.base_lrs = [group["initial_lr"] for group in optimizer.param_groups]
-        self.last_epoch = schedulers[0].last_epoch
-        self._apply(self.get_lr())
+        self.last_epoch = schedulers[0].last_epoch  # (their constructors set epoch 0's lr)
 
     def get_lr(self):
         lrs = []
@@ -1718,7 +1781,6 @@ class ChainedScheduler(LRScheduler):
         self.last_epoch += 1
         for s in self._schedulers:
             s.step()
-        self._apply(self.get_lr())
 
     state_dict = SequentialLR.state_dict
     load_state_dict = SequentialLR.load_state_dict

@@ -29,8 +29,31 @@ def _sequence(opt, scheduler, steps=STEPS, momentum=None):
     return (lrs, moms) if momentum else lrs
 
 
+class _Together:
+    """Schedules on one optimizer, each stepped at every epoch (no ChainedScheduler)."""
+
+    def __init__(self, *schedulers):
+        self.schedulers = schedulers
+
+    def step(self):
+        for s in self.schedulers:
+            s.step()
+
+
 # each case: (nbflow's and PyTorch's constructor from an optimizer, closed form of epoch or None)
 CASES = {
+    "stepped together": (
+        lambda o, m: _Together(
+            m.LinearLR(o, start_factor=0.2, total_iters=5), m.ExponentialLR(o, gamma=0.9)
+        ),
+        lambda t: LR * (0.2 + 0.8 * min(t, 5) / 5) * 0.9**t,
+    ),
+    "cosine and step stepped together": (
+        lambda o, m: _Together(
+            m.CosineAnnealingLR(o, T_max=10, eta_min=0.001), m.StepLR(o, step_size=7, gamma=0.5)
+        ),
+        None,
+    ),
     "linear": (
         lambda o, m: m.LinearLR(o, start_factor=0.25, end_factor=0.9, total_iters=7),
         lambda t: LR * (0.25 + 0.65 * min(t, 7) / 7),
@@ -109,6 +132,12 @@ CASES = {
         ),
         lambda t: LR * (0.1 if t < 3 else 1.0) * 0.9**t,
     ),
+    "chained cosine with eta_min": (
+        lambda o, m: m.ChainedScheduler(
+            [m.CosineAnnealingLR(o, T_max=6, eta_min=0.01), m.ExponentialLR(o, gamma=0.95)]
+        ),
+        None,
+    ),
     "chained three": (
         lambda o, m: m.ChainedScheduler(
             [
@@ -145,6 +174,47 @@ def test_lr_sequence_matches_pytorch(case):
         topt.step()
         theirs_scheduler.step()
     assert ours == pytest.approx(theirs, rel=1e-12, abs=1e-15)
+
+
+def _written_midway(opt, scheduler):
+    """The lr sequence with the lr written by hand before the fourth step."""
+    lrs = []
+    for t in range(8):
+        if t == 3:
+            opt.param_groups[0]["lr"] = 0.05
+        lrs.append(opt.param_groups[0]["lr"])
+        scheduler.step()
+    return lrs
+
+
+def test_a_written_lr_is_carried_on_by_a_chainable_schedule_and_replaced_by_others():
+    opt = _sgd()
+    chained = _written_midway(opt, sched.ExponentialLR(opt, gamma=0.9))
+    assert chained == pytest.approx([LR, LR * 0.9, LR * 0.81] + [0.05 * 0.9**k for k in range(5)])
+    opt = _sgd()
+    closed = _written_midway(opt, sched.LambdaLR(opt, lambda e: 0.9**e))  # PyTorch's too
+    assert closed[4:] == pytest.approx([LR * 0.9**t for t in range(4, 8)])
+
+
+def test_a_written_lr_is_followed_as_pytorch_follows_it():
+    torch = pytest.importorskip("torch")
+    for make in (
+        lambda o, m: m.CosineAnnealingLR(o, T_max=5, eta_min=0.01),
+        lambda o, m: m.MultiStepLR(o, milestones=[2, 5], gamma=0.3),
+        lambda o, m: m.OneCycleLR(o, max_lr=1.0, total_steps=20),
+    ):
+        opt = _sgd()
+        topt = torch.optim.SGD([torch.zeros(1, requires_grad=True)], lr=LR, momentum=0.9)
+        theirs = make(topt, torch.optim.lr_scheduler)
+        expected = []
+        for t in range(8):
+            if t == 3:
+                topt.param_groups[0]["lr"] = 0.05
+            expected.append(topt.param_groups[0]["lr"])
+            topt.step()
+            theirs.step()
+        ours = _written_midway(opt, make(opt, sched))
+        assert ours == pytest.approx(expected, rel=1e-12, abs=1e-15)
 
 
 @pytest.mark.parametrize("kind", ["one cycle", "cyclic"])
