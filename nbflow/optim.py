@@ -1161,7 +1161,7 @@ class LRScheduler:
         for group in optimizer.param_groups:
             group.setdefault("initial_lr", group["lr"])
         self.base_lrs = [group["initial_lr"] for group in optimizer.param_groups]
-        self._restarted = False
+        self._restarted = last_epoch != -1  # (a resumed schedule starts at its closed form)
         self.last_epoch = last_epoch
         self.step()
 

@@ -100,9 +100,8 @@ for i in {range}(rows):
 # kernels add an array's (kernels/cpu.py), so the result is theirs bit for bit and the value
 # is never stored whole. Rows (trailing axes reduced): blocked_sum, sum64's four running
 # float64 sums over each block of SUM_BLOCK elements, the block sums added in order; `serial`
-# adds each element as it is made (the loads overlap the adds), `parallel` runs the blocks on
-# threads, each first filling a buffer in a loop that vectorises (the members' arithmetic is
-# scalar in the four-sum loop: 4x slower for a sum of tanh). Columns (leading axes): sum_cols'
+# adds each element as it is made (the loads overlap the adds), and the blocks run on threads
+# in `parallel` and `parallel_filled` (_ROWS_PARALLEL). Columns (leading axes): sum_cols'
 # float64 accumulators, row by row; `parallel` gives each thread slices of CHUNK columns.
 CHUNK = 1024
 
@@ -159,8 +158,9 @@ def serial({args}, red, rows, cols):
 {parallel}"""
 
 # the blocks of a row on threads: `parallel` adding each element as it is made, as `serial`
-# does (best for cheap bodies: a mean of squared errors 1.5x as fast), `parallel_filled`
-# filling a buffer first (a sum of tanh 4x as fast)
+# does (best for cheap bodies: a mean of squared errors 1.5x as fast as the other), and
+# `parallel_filled` filling a buffer first in a loop that vectorises (in the four-sum loop the
+# members' arithmetic stays scalar: a sum of tanh 4x as fast this way)
 _ROWS_PARALLEL = """
 
 @njit(cache={cache}, error_model="numpy", nogil=True, parallel=True)
@@ -283,7 +283,7 @@ def _value_readers(ops) -> dict[int, int]:
     return readers
 
 
-def produced_by(nodes) -> set[int]:
+def _produced(nodes) -> set[int]:
     return {id(n.outputs[0]) for n in nodes}
 
 
@@ -348,7 +348,8 @@ def _rewrite(ops, groups, targets) -> list:
     steps, fused = [], {}
     for g in groups:
         nodes = [n for _, n in g.members]
-        outside = [node for node in ops if id(node) not in {id(n) for n in nodes}]
+        inside = {id(n) for n in nodes}
+        outside = [node for node in ops if id(node) not in inside]
         read_outside = _value_readers(outside)
         outputs = [
             n.outputs[0]
@@ -361,7 +362,7 @@ def _rewrite(ops, groups, targets) -> list:
         outputs = outputs or [nodes[-1].outputs[0]]
         # values the ops outside read for their shape alone (a sum's gradient reads its
         # input so): a stand-in without memory, the value never stored
-        inner = produced_by(nodes) - {id(v) for v in outputs}
+        inner = _produced(nodes) - {id(v) for v in outputs}
         shaped = unique(v for node in outside for v in node.inputs if id(v) in inner)
         fused[id(g)] = FusedGroup(nodes, outputs, g.reduction, shaped)
     for index, node in enumerate(ops):
@@ -384,7 +385,7 @@ class FusedGroup:
         self.reduction = reduction
         self.members = nodes[:-1] if reduction is not None else nodes  # the elementwise ones
         self.shaped = list(shaped)  # values read outside for their shape only (_rewrite)
-        produced = produced_by(nodes)
+        produced = _produced(nodes)
         self.inputs = unique(v for n in nodes for v in n.inputs if id(v) not in produced)
         self.shape = self.members[-1].outputs[0].shape
         self.lines, self.salt = self._code()
