@@ -809,3 +809,19 @@ def test_an_mse_training_step_fuses_its_loss_and_equals_unfused():
         nt.assert_close(a, e, rtol=1e-6, atol=1e-7)
     assert actual[2] < actual[0]  # it trains
     assert any(g.op_names[-1] == "mean" for g in _groups(exe, main))
+
+
+def test_a_value_read_outside_for_its_shape_alone_is_not_stored():
+    main = nb.Program()
+    with nb.program_guard(main):
+        x = nb.static.data("x", [3, 4])
+        v = nb.exp(x) * 2.0  # read after the group by zeros_like alone: for its shape
+        total = nb.sum(v)
+        out = nb.zeros_like(v) + total
+    feed = {"x": np.random.default_rng(7).standard_normal((3, 4)).astype(np.float32)}
+    expected = _exe(False).run(main, feed, [out], scope=nb.Scope())
+    exe = _exe(True)
+    actual = exe.run(main, feed, [out], scope=nb.Scope())
+    np.testing.assert_array_equal(actual[0], expected[0])
+    (group,) = [g for g in _groups(exe, main) if g.reduction is not None]
+    assert [v.name for v in group.shaped] == [v.name] and len(group.outputs) == 1
