@@ -10,6 +10,8 @@ import textwrap
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from test_all_ops import SAMPLES
 
 import nbflow as nb
@@ -825,3 +827,46 @@ def test_a_value_read_outside_for_its_shape_alone_is_not_stored():
     np.testing.assert_array_equal(actual[0], expected[0])
     (group,) = [g for g in _groups(exe, main) if g.reduction is not None]
     assert [v.name for v in group.shaped] == [v.name] and len(group.outputs) == 1
+
+
+_CHAIN_OPS = {
+    "mul": lambda a, b: a * b,
+    "sub": lambda a, b: a - b,
+    "tanh": lambda a, b: nb.tanh(a) + b,
+    "exp": lambda a, b: nb.exp(a * 0.25) * b,
+    "where": lambda a, b: nb.where(a > b, a, b * 0.5),
+}
+
+
+@given(
+    shape=st.lists(st.integers(0, 5), min_size=1, max_size=3),
+    chain=st.lists(st.sampled_from(sorted(_CHAIN_OPS)), min_size=1, max_size=3),
+    red=st.sampled_from(["sum", "mean"]),
+    axis_pick=st.integers(0, 7),
+    keepdims=st.booleans(),
+    dtype=st.sampled_from(["float32", "float64"]),
+    seed=st.integers(0, 2**16),
+)
+def test_a_random_chain_and_reduction_fused_equals_unfused_bit_for_bit(
+    shape, chain, red, axis_pick, keepdims, dtype, seed
+):
+    # the reduction over any axes (leading, trailing, all or middle ones: fused or not), the
+    # chain's value also fetched or not; fused and unfused agree exactly
+    ndim = len(shape)
+    axes = [a for a in range(ndim) if axis_pick >> a & 1]
+    axis = None if axis_pick == 7 else tuple(axes)
+    main = nb.Program()
+    with nb.program_guard(main):
+        a = nb.static.data("a", shape, dtype)
+        b = nb.static.data("b", shape, dtype)
+        v = a
+        for name in chain:
+            v = _CHAIN_OPS[name](v, b)
+        r = getattr(nb, red)(v, axis=axis, keepdims=keepdims)
+    rng = np.random.default_rng(seed)
+    feed = {n: rng.standard_normal(shape).astype(dtype) for n in "ab"}
+    for fetch in ([r], [r, v]):
+        expected = _exe(False).run(main, feed, fetch, scope=nb.Scope())
+        actual = _exe(True).run(main, feed, fetch, scope=nb.Scope())
+        for got, want in zip(actual, expected):
+            np.testing.assert_array_equal(got, want)
