@@ -71,7 +71,7 @@ _HEADER = """\
 import numpy as np
 from numba import prange
 from nbflow.kernels.jit import njit
-from nbflow.kernels.cpu import BODIES, as_output, same_buffer
+from nbflow.kernels.cpu import BODIES, as_output, same_buffer, sum64
 
 {bodies}
 """
@@ -134,16 +134,7 @@ def block_filled({args}, start, count):
     buf = np.empty(count, {dtype})
     for t in range(count):
         buf[t] = element({args}, start + t)
-    n4 = count - count % 4
-    s0 = s1 = s2 = s3 = 0.0
-    for t in range(0, n4, 4):
-        s0 += buf[t]
-        s1 += buf[t + 1]
-        s2 += buf[t + 2]
-        s3 += buf[t + 3]
-    for t in range(n4, count):
-        s0 += buf[t]
-    return (s0 + s1) + (s2 + s3)
+    return sum64(buf)
 
 
 @njit(cache={cache}, error_model="numpy", nogil=True)
