@@ -37,6 +37,7 @@ DOMAIN = {
     "atanh": (-0.9, 0.9),
     "logit": (0.05, 0.95),
     "binary_cross_entropy_pointwise": (0.0, 1.0),
+    "gaussian_nll_variance": (0.1, 3),  # variances (negative ones are refused); past eps
     "xlogy": (0.1, 5),
     "erfinv": (-0.95, 0.95),
     "lgamma": (0.1, 5),
