@@ -19,7 +19,8 @@ import run as B
 nb, torch, jax = B.nbflow, B.torch, B.jax
 jnp = B.jnp if jax is not None else None
 
-# name -> (function of nbflow tensors or graph vars, numpy, torch, jax, input shape)
+# name -> (function of a module (nbflow, torch or jax.numpy) and two arrays of it, the numpy
+# version, "flat" (N elements) or "rows" (N/1024 rows of 1024))
 WORKLOADS = {
     "mean((p - y)**2)": (
         lambda m, p, y: m.mean((p - y) * (p - y)),

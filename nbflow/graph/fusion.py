@@ -44,7 +44,7 @@ from numba.core.errors import NumbaError
 from .. import dtypes as dt
 from ..core import Node, Spec
 from ..kernels import codegen
-from ..kernels.cpu import SUM_BLOCK, Elementwise, cacheable, in_place_body
+from ..kernels.cpu import SUM_BLOCK, Elementwise, cacheable, in_place_body, reduce_layout
 from ..kernels.threads import Chooser as _Chooser
 from ..ops.reduce import reduced_axes, reduced_shape
 from . import memory
@@ -100,9 +100,9 @@ for i in {range}(rows):
 # kernels add an array's (kernels/cpu.py), so the result is theirs bit for bit and the value
 # is never stored whole. Rows (trailing axes reduced): blocked_sum, sum64's four running
 # float64 sums over each block of SUM_BLOCK elements, the block sums added in order; `serial`
-# adds each element as it is made (the loads overlap the adds), and the blocks run on threads
-# in `parallel` and `parallel_filled` (_ROWS_PARALLEL). Columns (leading axes): sum_cols'
-# float64 accumulators, row by row; `parallel` gives each thread slices of CHUNK columns.
+# and `parallel` add each element as it is made, `parallel_filled` fills a buffer first
+# (_ROWS_KERNEL). Columns (leading axes): sum_cols' float64 accumulators, row by row;
+# `parallel` gives each thread slices of CHUNK columns.
 CHUNK = 1024
 
 _ELEMENT = """
@@ -137,28 +137,20 @@ def block_filled({args}, start, count):
     return sum64(buf)
 
 
-@njit(cache={cache}, error_model="numpy", nogil=True)
-def serial({args}, red, rows, cols):
-    for i in range(rows):
-        total = 0.0
-        for start in range(0, max(cols, 1), {block}):
-            total += block_direct({args}, i * cols + start, min({block}, cols - start))
-        red[i] = total{scale}
+{kernels}"""
 
+# the blocks of each row as tasks, their sums then added in order: `serial` and `parallel`
+# adding each element as it is made (best for cheap bodies: the loads overlap the adds; a
+# mean of squared errors 1.5x as fast as filled), `parallel_filled` filling a buffer first in
+# a loop that vectorises (in the four-sum loop the members' arithmetic stays scalar: a sum of
+# tanh 4x as fast filled)
+_ROWS_KERNEL = """
 
-{parallel}"""
-
-# the blocks of a row on threads: `parallel` adding each element as it is made, as `serial`
-# does (best for cheap bodies: a mean of squared errors 1.5x as fast as the other), and
-# `parallel_filled` filling a buffer first in a loop that vectorises (in the four-sum loop the
-# members' arithmetic stays scalar: a sum of tanh 4x as fast this way)
-_ROWS_PARALLEL = """
-
-@njit(cache={cache}, error_model="numpy", nogil=True, parallel=True)
+@njit(cache={cache}, error_model="numpy", nogil=True{parallel})
 def {name}({args}, red, rows, cols):
     blocks = max(1, -(-cols // {block}))
     partial = np.empty(rows * blocks)
-    for task in prange(rows * blocks):
+    for task in {range}(rows * blocks):
         i = task // blocks
         start = (task - i * blocks) * {block}
         partial[task] = {sum_block}({args}, i * cols + start, min({block}, cols - start))
@@ -283,8 +275,8 @@ REDUCIBLE = ("sum", "mean")
 
 def _reduced_group(node: Node, producer: dict, readers: dict, fetched: set) -> _Group | None:
     """The open group whose value `node` reduces, when the reduction can join it: a float sum
-    or mean over leading or trailing axes (as the reduction kernels lay them out) of a group
-    value nothing else reads or fetches."""
+    or mean over leading or trailing axes (kernels/cpu.py's reduce_layout) of a group value
+    nothing else reads or fetches."""
     if node.op.name not in REDUCIBLE:
         return None
     (v,) = node.inputs
@@ -297,23 +289,10 @@ def _reduced_group(node: Node, producer: dict, readers: dict, fetched: set) -> _
         or id(v) in fetched
         or v.dtype not in (dt.float32, dt.float64)
         or node.outputs[0].dtype != v.dtype
-        or reduce_mode(v.ndim, node.attrs["axis"]) is None
+        or reduce_layout(v.ndim, reduced_axes(node.attrs["axis"], v.ndim)) is None
     ):
         return None
     return group
-
-
-def reduce_mode(ndim: int, axis) -> str | None:
-    """How a reduction over `axis` of an ndim-array runs, as kernels/cpu.py's reduce_launcher
-    lays it out: "cols" (leading axes, some kept: column sums), "rows" (trailing axes, all
-    axes included: row sums), or None (other axes: not fused)."""
-    axes = reduced_axes(axis, ndim)
-    kept = ndim - len(axes)
-    if kept and axes == tuple(range(len(axes))):
-        return "cols"
-    if axes == tuple(range(kept, ndim)):
-        return "rows"
-    return None
 
 
 def _merge(joinable: list[_Group], groups: list[_Group], producer: dict) -> _Group:
@@ -382,7 +361,9 @@ class FusedGroup:
         self.lines, self.salt = self._code()
         self.cache = all(cacheable(n.op.scalar_body) for n in self.members)
         if reduction is not None:
-            self.mode = reduce_mode(len(self.shape), reduction.attrs["axis"])
+            ndim = len(self.shape)
+            self.mode = reduce_layout(ndim, reduced_axes(reduction.attrs["axis"], ndim))
+            self.geometry: dict = {}  # run-time shape -> (rows, cols, reduced shape)
             self.salt += f"{reduction.op.name}-{self.mode}"
         self.deps = self._dependencies()
         self.checked: dict = {}  # input shapes -> output shape, or None to run unfused
@@ -508,14 +489,15 @@ class FusedGroup:
         fill = {"cache": self.cache, "args": args, "scale": scale}
         fill.update(chunk=CHUNK, block=SUM_BLOCK)
         if self.mode == "rows":
-            threaded = [
-                _ROWS_PARALLEL.format(name=name, sum_block=block, **fill)
-                for name, block in (
-                    ("parallel", "block_direct"),
-                    ("parallel_filled", "block_filled"),
+            kernels = [
+                _ROWS_KERNEL.format(name=name, range=loop, parallel=flag, sum_block=block, **fill)
+                for name, loop, flag, block in (
+                    ("serial", "range", "", "block_direct"),
+                    ("parallel", "prange", ", parallel=True", "block_direct"),
+                    ("parallel_filled", "prange", ", parallel=True", "block_filled"),
                 )
             ]
-            src += _ROWS_REDUCED.format(dtype=_np(value.dtype), parallel="".join(threaded), **fill)
+            src += _ROWS_REDUCED.format(dtype=_np(value.dtype), kernels="".join(kernels), **fill)
         else:
             src += _COLS_REDUCED.format(**fill)
         return codegen.load("nbflow_fused", src, self.salt)
@@ -592,12 +574,11 @@ class FusedGroup:
         if mask in self.broken:
             self._unfused(executor, env, scope)
             return
-        axes = reduced_axes(self.reduction.attrs["axis"], len(shape))
-        inner = math.prod([shape[i] for i in axes])
-        outer = math.prod([n for i, n in enumerate(shape) if i not in axes])
-        rows, cols = (outer, inner) if self.mode == "rows" else (inner, outer)
+        geometry = self.geometry.get(shape)
+        if geometry is None:
+            geometry = self.geometry[shape] = self._geometry(shape)
+        rows, cols, reduced = geometry
         outs = [memory.take(env, shape, v.dtype, size) for v in self.outputs[:-1]]
-        reduced = self._reduced_shape(shape)
         outs.append(memory.take(env, reduced, self.outputs[-1].dtype, math.prod(reduced)))
         mod = self._module(mask)
         kernels = [mod.serial, mod.parallel]
@@ -631,12 +612,21 @@ class FusedGroup:
         attrs = self.reduction.attrs
         return reduced_shape(shape, reduced_axes(attrs["axis"], len(shape)), attrs["keepdims"])
 
+    def _geometry(self, shape) -> tuple:
+        """(rows, cols, the reduced shape) of the reduction kernel for a run-time shape."""
+        axes = reduced_axes(self.reduction.attrs["axis"], len(shape))
+        inner = math.prod([shape[i] for i in axes])
+        outer = math.prod([n for i, n in enumerate(shape) if i not in axes])
+        rows, cols = (outer, inner) if self.mode == "rows" else (inner, outer)
+        return rows, cols, self._reduced_shape(shape)
+
     def _unfused(self, executor, env, scope):
         for node in self.nodes:
             executor._run_op(node, env, scope)
 
     def _check(self, shapes):
-        """The output shape, when every output has the full broadcast shape; else None."""
+        """The full broadcast shape, when every output has it (a reduction's: its reduced
+        shape); else None."""
         try:
             full = np.broadcast_shapes(*shapes)
             for deps in self.deps:

@@ -477,6 +477,19 @@ def reduce_rows(kernel, x: np.ndarray, axes, out: np.ndarray, *params, cols=None
         out[...] = out1.reshape(out.shape)
 
 
+def reduce_layout(ndim: int, axes) -> str | None:
+    """How a reduction over the sorted `axes` of an ndim-array lies in memory: "cols" (leading
+    axes, some kept: a (reduced, kept) view for the column kernel), "rows" (trailing axes, all
+    axes included: a (kept, reduced) view for the row kernel), or None (a transpose first)."""
+    axes = tuple(axes)
+    kept = ndim - len(axes)
+    if kept and axes == tuple(range(len(axes))):
+        return "cols"
+    if axes == tuple(range(kept, ndim)):
+        return "rows"
+    return None
+
+
 def reduce_launcher(kernel, shape, axes, params, cols=None):
     """reduce_rows worked out once for one input shape (a plan's launcher): contiguous operands
     go straight to the row or column kernel, which saves the geometry's 3-4 us a call; others
@@ -485,9 +498,10 @@ def reduce_launcher(kernel, shape, axes, params, cols=None):
     inner = math.prod([shape[i] for i in axes])
     outer = math.prod([shape[i] for i in kept])
     axes = tuple(axes)
-    if cols is not None and kept and axes == tuple(range(len(axes))):
+    layout = reduce_layout(len(shape), axes)
+    if cols is not None and layout == "cols":
         fast, view = cols, (inner, outer)
-    elif axes == tuple(range(len(kept), len(shape))):  # trailing axes: rows as they lie
+    elif layout == "rows":  # rows as they lie
         fast, view = kernel, (outer, inner)
     else:
         fast = None

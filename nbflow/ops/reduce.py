@@ -132,7 +132,7 @@ def _acc(d):
 def _mean_rows(x, out):
     n = x.shape[1]
     for i in range(x.shape[0]):
-        # four running sums (sum64): one long chain of float64 adds took 30 us for 32k
+        # blocked_sum's four running sums: one long chain of float64 adds took 30 us for 32k
         out[i] = blocked_sum(x[i]) / n  # 0 / 0 is NaN for an empty row, as numpy
 
 
