@@ -8,7 +8,8 @@ by this plan. Released buffers go to a per-run pool keyed by (bytes, dtype), fro
 outputs of the same size are taken instead of allocating (allocation costs page faults on
 these machines); a buffer no later output can take is freed instead. Elementwise steps, whose
 kernels read each element before writing it, take the buffer of an input that dies at that
-very step: they run in place. Parameter updates (in-place ops writing a persistable var) move
+very step: they run in place; so do ops declaring the inputs they may overwrite
+(`Op.overwrites`: matmul_relu_grad over the ReLU output it masks by). Parameter updates (in-place ops writing a persistable var) move
 up to just after the last step they depend on, so each gradient dies as soon as it is applied
 instead of all of them living until the end of the backward pass.
 
@@ -485,8 +486,6 @@ def _hoist(out: list, step, storages, written: set):
 def plan_memory(steps: list, feed_names, targets, poison: bool) -> list:
     """The steps with parameter updates hoisted, Release steps after each last use, and
     pooled outputs (module doc)."""
-    from .fusion import FusedGroup, fusable
-
     steps = hoist_updates(steps)
     storages = Storages(steps)
     find = storages.find
@@ -521,13 +520,12 @@ def plan_memory(steps: list, feed_names, targets, poison: bool) -> list:
     out = []
     for index, step in enumerate(steps):
         roots = dying.get(index, [])
-        elementwise = isinstance(step, FusedGroup) or (isinstance(step, Node) and fusable(step))
-        read = {id(v) for v in _reads(step)}  # (ids: == on a Var builds an op)
+        lendable = _overwritable(step)  # (ids: == on a Var builds an op)
         early, late = [], []
         for root in roots:
             vs = members[root]
-            # in place: an input of an elementwise step that dies here and is its own storage
-            if elementwise and len(vs) == 1 and id(vs[0]) in owner and id(vs[0]) in read:
+            # in place: an input the step may overwrite that dies here and is its own storage
+            if len(vs) == 1 and id(vs[0]) in owner and id(vs[0]) in lendable:
                 early.append(vs[0])
             else:
                 late.extend(vs)
@@ -546,6 +544,18 @@ def plan_memory(steps: list, feed_names, targets, poison: bool) -> list:
             give = [v for v in owners if _wanted(v, steps[index + 1 :])]
             out.append(Release(early + late, give, poison, owners))
     return out
+
+
+def _overwritable(step) -> set[int]:
+    """The ids of the inputs whose buffer the step's output may take: any input of an
+    elementwise step (its kernels read each element before writing it), an op's `overwrites`."""
+    from .fusion import FusedGroup, fusable  # (fusion imports this module)
+
+    if isinstance(step, FusedGroup) or (isinstance(step, Node) and fusable(step)):
+        return {id(v) for v in _reads(step)}
+    if isinstance(step, Node) and step.op.overwrites:
+        return {id(step.inputs[i]) for i in step.op.overwrites if i < len(step.inputs)}
+    return set()
 
 
 def _wanted(v, later_steps) -> bool:

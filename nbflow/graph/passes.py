@@ -74,11 +74,14 @@ def _check_shapes(block, node, where: str):
             raise ProgramError(f"{where}: %{v.name} is declared {v.spec}, the shape rule says {s}")
 
 
-def explain(program: Program, fetch_list, device: str = "cpu", fuse: bool = True) -> str:
+def explain(
+    program: Program, fetch_list, device: str = "cpu", fuse: bool = True, save_memory=False
+) -> str:
     """For each op: whether it survives pruning for `fetch_list`, the first target that needs
     it, the kernel key (op, device, dtype) it will run with, and, with `fuse` on the CPU, the
     fused kernel it runs in (`fused #k`, as the Executor's fusion pass groups them) or the op a
-    rewrite folded it into (`folded into sgd_matmul_update_`: graph/rewrite.py)."""
+    rewrite folded it into (`folded into sgd_matmul_update_`: graph/rewrite.py; `save_memory`
+    as the Executor's option)."""
     block = program.global_block()
     targets = [t if not isinstance(t, str) else block.var(t) for t in fetch_list]
     needed_by = {}
@@ -89,7 +92,7 @@ def explain(program: Program, fetch_list, device: str = "cpu", fuse: bool = True
     if fuse and devices.parse(device) == devices.CPU:  # as the Executor plans (on the CPU
         # only: a GPU executor runs the plain plan): the rewrites, then fusion
         needed = needed_ops(block, targets)
-        rewritten = rewrite(needed, targets)
+        rewritten = rewrite(needed, targets, save_memory)
         group_of = _folds(needed, rewritten)
         steps = fusion.fuse(rewritten, targets)
         groups = [s for s in steps if isinstance(s, fusion.FusedGroup)]

@@ -29,9 +29,23 @@ matmul(g, w))`, where nothing else reads the product, becomes `matmul_relu_grad(
 mask is applied in the product's own step, while the product is in the cache (a separate step
 after a GEMM ran about twice as slow as the same step again: the GEMM had evicted its data and
 the interpreter's), and the product needs no buffer of its own.
+
+With `save_memory` (`Executor(save_memory=True)`), two rewrites lower a training step's peak
+at some cost in time. A weight gradient smaller than an operand that would die at it (the
+10-wide last layer's, 10 KB, against its 128 KB input h) stays unfolded: made before the next
+input gradient, it lets h die there, and `matmul_relu_grad` writes that gradient over h
+(`overwrites`: in row blocks through a scratch a quarter of its size). And
+`fold_relu_layer_updates`: the first ReLU layer's gradient g, which only its own weight and
+bias steps read, is never held whole; `sgd_relu_layer_update_` makes it half its rows at a
+time and applies each half to both parameters at once. On the MLP 784-256-256-10 at batch 128
+the peak goes 0.75 -> 0.64 of no pass, the step ~4.5% slower: the halves split the first
+layer's weight GEMM in two (another pass over the weight).
 """
 
 from __future__ import annotations
+
+import math
+from collections.abc import Mapping
 
 from .. import dtypes as dt
 from ..core import REGISTRY, UNKNOWN, Node
@@ -40,10 +54,12 @@ from .memory import Storages
 from .program import Var
 
 
-def rewrite(ops: list[Node], targets=()) -> list[Node]:
-    """The op list with every rewrite of this module applied."""
+def rewrite(ops: list[Node], targets=(), save_memory: bool = False) -> list[Node]:
+    """The op list with every rewrite of this module applied (`save_memory`: those that only
+    pay with the memory pass on, which releases dead buffers)."""
     ops = fold_activations(fold_transposes(ops, targets), targets)
-    return fold_sgd_products(fold_relu_grads(ops, targets), targets)
+    ops = fold_sgd_products(fold_relu_grads(ops, targets), targets, save_memory)
+    return fold_relu_layer_updates(ops, targets) if save_memory else ops
 
 
 def fold_transposes(ops: list[Node], targets=()) -> list[Node]:
@@ -90,13 +106,18 @@ def fold_transposes(ops: list[Node], targets=()) -> list[Node]:
     return out
 
 
-def fold_sgd_products(ops: list[Node], targets=()) -> list[Node]:
+def fold_sgd_products(ops: list[Node], targets=(), save_memory=False) -> list[Node]:
     """The op list with each foldable SGD step rewritten (module docstring), in its place:
-    a weight's into sgd_matmul_update_, a bias's into sgd_sum_update_."""
+    a weight's into sgd_matmul_update_, a bias's into sgd_sum_update_. With `save_memory`, a
+    weight gradient smaller than one of its operands is kept: the fold would hold the operand
+    until the update, which comes after the step reading the old weight (the 10-wide last
+    layer's gradient, 10 KB, would keep its 128 KB input alive past the next input gradient,
+    which can be written over that input once it dies there: `overwrites`)."""
     readers = _readers(ops)
     kept = {id(t) for t in targets}
     producer = {id(node.outputs[0]): k for k, node in enumerate(ops) if node.op.name in _SGD_FOLDS}
     storage = Storages(ops).find
+    alive = {storage(id(v)) for n in ops for v in n.inputs if v.persistable or v.is_data}
     replaced, dropped = {}, set()
     for k, node in enumerate(ops):
         # (an update that is a target, as @jit makes its updates, is still run: folded)
@@ -115,6 +136,9 @@ def fold_sgd_products(ops: list[Node], targets=()) -> list[Node]:
             continue
         folded, operands = _SGD_FOLDS[grad.op.name](grad, p)
         if folded is None or _may_write(ops[j + 1 : k], operands, storage):
+            continue
+        dying = [v for v in operands if storage(id(v)) not in alive]  # (not fed, not a parameter)
+        if save_memory and folded == "sgd_matmul_update_" and _smaller(p, dying):
             continue
         new = Node(REGISTRY[folded], [p, *operands], node.attrs, [node.outputs[0]], None, None)
         new.location = node.location
@@ -225,6 +249,74 @@ def fold_relu_grads(ops: list[Node], targets=()) -> list[Node]:
     return [replaced.get(id(node), node) for node in ops if id(node) not in dropped]
 
 
+def fold_relu_layer_updates(ops: list[Node], targets=()) -> list[Node]:
+    """The op list with each ReLU layer's folded SGD steps whose gradient nothing else reads,
+    `g = matmul_relu_grad(out, grad, next_w)`, `sgd_sum_update_(b, g)` and
+    `sgd_matmul_update_(w, matrix_transpose(g), x)`, rewritten as one
+    `sgd_relu_layer_update_(w, b, x, out, grad, next_w)` in g's place (module docstring)."""
+    readers = _readers(ops)
+    kept = {id(t) for t in targets}
+    where = {id(node): k for k, node in enumerate(ops)}
+    storage = Storages(ops).find
+    folded = REGISTRY["sgd_relu_layer_update_"]
+    replaced, dropped = {}, set()
+    for j, node in enumerate(ops):
+        if node.op.name != "matmul_relu_grad":
+            continue
+        (g,), steps = node.outputs, readers.get(id(node.outputs[0]), [])
+        by_name = {n.op.name: n for n in steps}
+        if len(steps) != 2 or by_name.keys() != {"matrix_transpose", "sgd_sum_update_"}:
+            continue
+        t, b_step = by_name["matrix_transpose"], by_name["sgd_sum_update_"]
+        if id(g) in kept or g.persistable:
+            continue
+        w_steps = readers.get(id(t.outputs[0]), [])
+        if len(w_steps) != 1 or w_steps[0].op.name != "sgd_matmul_update_":
+            continue
+        (w_step,) = w_steps
+        w, _, x = w_step.inputs
+        b = b_step.inputs[0]
+        if w_step.inputs[1] is not t.outputs[0] or b_step.inputs[1] is not g or id(x) in kept:
+            continue
+        last = max(where[id(t)], where[id(b_step)], where[id(w_step)])
+        folds = {id(t), id(b_step), id(w_step)}
+        between = [n for n in ops[j + 1 : last] if id(n) not in folds]
+        params = {storage(id(w)), storage(id(b))}
+        if (
+            any(v.dtype != g.dtype for v in (w, b, x))
+            or params & {storage(id(v)) for v in (*node.inputs, x)}
+            or _may_write(between, [x], storage)
+            or any(params & {storage(id(v)) for v in (*n.inputs, *n.outputs)} for n in between)
+        ):
+            continue
+        attrs = _LayerAttrs(w_step.attrs, b_step.attrs)
+        inputs = [w, b, x, *node.inputs]
+        new = Node(folded, inputs, attrs, [w_step.outputs[0], b_step.outputs[0]], None, None)
+        new.location = w_step.location
+        replaced[id(node)] = new
+        dropped |= folds
+    return [replaced.get(id(node), node) for node in ops if id(node) not in dropped]
+
+
+class _LayerAttrs(Mapping):
+    """sgd_relu_layer_update_'s attrs, read from the two steps it replaces when it runs (a
+    learning-rate schedule writes theirs): the weight step's as they are, the bias step's
+    with `bias_` before their names."""
+
+    def __init__(self, weight: dict, bias: dict):
+        self.weight, self.bias = weight, bias
+
+    def __getitem__(self, key):
+        return self.bias[key[5:]] if key.startswith("bias_") else self.weight[key]
+
+    def __iter__(self):
+        yield from self.weight
+        yield from ("bias_" + k for k in self.bias)
+
+    def __len__(self) -> int:
+        return len(self.weight) + len(self.bias)
+
+
 def _readers(ops: list[Node]) -> dict[int, list]:
     """id(var) -> the nodes that read it, in order (once per input)."""
     readers: dict[int, list] = {}
@@ -232,6 +324,13 @@ def _readers(ops: list[Node]) -> dict[int, list]:
         for v in node.inputs:
             readers.setdefault(id(v), []).append(node)
     return readers
+
+
+def _smaller(v: Var, others) -> bool:
+    """Whether v is known to have fewer elements than one of the others."""
+    if UNKNOWN in v.shape:
+        return False
+    return any(UNKNOWN not in u.shape and math.prod(u.shape) > math.prod(v.shape) for u in others)
 
 
 def _relu_grad_of(node: Node, v: Var) -> bool:

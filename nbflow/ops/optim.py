@@ -242,6 +242,88 @@ sgd_sum_update_ = Op(
 )
 
 
+def _sgd_relu_layer_spec(w, b, x, out, grad, next_w, **attrs):
+    def same(n, m):
+        return n == m or UNKNOWN in (n, m)
+
+    if not all(v.ndim == 2 for v in (w, x, out, grad, next_w)) or b.ndim != 1:
+        raise ShapeError("needs a 1-D bias and 2-D weight, x, out, grad and next_weight")
+    pairs = [
+        (x.shape[1], w.shape[1]),  # x (m, k), weight (n, k)
+        (out.shape[1], w.shape[0]),  # out = relu(x @ weight.T + bias): (m, n)
+        (b.shape[0], w.shape[0]),
+        (out.shape[0], x.shape[0]),
+        (grad.shape[0], x.shape[0]),  # grad (m, j) @ next_weight (j, n): out's gradient
+        (grad.shape[1], next_w.shape[0]),
+        (next_w.shape[1], w.shape[0]),
+    ]
+    if not all(same(n, m) for n, m in pairs):
+        raise ShapeError(
+            f"shapes do not chain: weight{tuple(w.shape)}, bias{tuple(b.shape)}, "
+            f"x{tuple(x.shape)}, out{tuple(out.shape)}, grad{tuple(grad.shape)}, "
+            f"next_weight{tuple(next_w.shape)}"
+        )
+    return Spec(w.shape, w.dtype), Spec(b.shape, b.dtype)
+
+
+def _sgd_relu_layer_cpu(w, b, x, out, grad, next_w, w_out, b_out, **attrs):
+    # the layer's gradient in two blocks of rows, each applied to the weight (one GEMM adding
+    # into it, as sgd_matmul_update_) and to the bias (as sgd_sum_update_) at once; the
+    # weight decay comes with the first block only
+    if attrs["momentum"] or attrs["bias_momentum"]:
+        raise UnsupportedError(
+            "sgd_relu_layer_update_: momentum needs the gradient itself (sgd_update_ keeps it)"
+        )
+    if not (w_out.flags.c_contiguous and b_out.flags.c_contiguous):
+        raise UnsupportedError("sgd_relu_layer_update_: parameters must be contiguous")
+    for src, dst in ((w, w_out), (b, b_out)):
+        if dst is not src:
+            np.copyto(dst, src)
+    lr, bias_lr = attrs["lr"], attrs["bias_lr"]
+    decay, bias_decay = attrs["weight_decay"], attrs["bias_weight_decay"]
+    rows = max(1, -(-x.shape[0] // 2))
+    g = np.empty((min(rows, x.shape[0]), w.shape[0]), w.dtype)
+    for lo in range(0, x.shape[0], rows):
+        block, part = g[: min(rows, x.shape[0] - lo)], slice(lo, lo + rows)
+        linalg.matmul_relu_grad.kernels["cpu"](out[part], grad[part], next_w, block)
+        linalg.addmm.kernels["cpu"](w_out, block.T, x[part], w_out, 1 - lr * decay, -lr)
+        _sgd_sum_kernel(b_out.reshape(-1), block, bias_lr, bias_decay)
+        decay = bias_decay = 0.0
+
+
+def _sgd_relu_layer_ref(w, b, x, out, grad, next_w, **attrs):
+    g = linalg.matmul_relu_grad.ref(out, grad, next_w)
+    step = {k: attrs.get(k, 0.0) for k in ("lr", "weight_decay")}
+    bias_step = {k: attrs.get("bias_" + k, 0.0) for k in ("lr", "weight_decay")}
+    return _sgd_matmul_ref(w, g.T, x, **step), _sgd_sum_ref(b, g, **bias_step)
+
+
+sgd_relu_layer_update_ = Op(
+    name="sgd_relu_layer_update_",
+    inputs=("weight", "bias", "x", "out", "grad", "next_weight"),
+    outputs=("weight_out", "bias_out"),
+    spec=_sgd_relu_layer_spec,
+    kernels={
+        "cpu": _sgd_relu_layer_cpu,
+        "cuda": not_supported(
+            "sgd_relu_layer_update_ is made by a CPU graph-mode rewrite; on a GPU the layer's "
+            "gradient and its updates run as separate ops"
+        ),
+    },
+    dtypes=dt.FLOATS,
+    ref=_sgd_relu_layer_ref,
+    differentiable=False,
+    attrs={**sgd_update_.attrs, **{"bias_" + k: a for k, a in sgd_update_.attrs.items()}},
+    inplace={0: 0, 1: 1},
+    doc="The SGD steps (without momentum) of a ReLU layer out = relu(x @ weight.T + bias), "
+    "whose input gradient nothing needs, from the gradient reaching out, grad @ next_weight: "
+    "g = relu_grad(out, grad @ next_weight); weight -= lr (g.T @ x + wd weight); bias -= "
+    "bias_lr (g summed over rows + bias_wd bias). g is made and applied half its rows at a "
+    "time, never whole. Graph mode's memory pass folds matmul_relu_grad, sgd_matmul_update_ "
+    "and sgd_sum_update_ into it (graph/rewrite.py); the bias_ attrs are the bias step's.",
+)
+
+
 def _same_shape(p, **states):
     for name, s in states.items():
         if s.shape != p.shape:
@@ -566,6 +648,7 @@ __all__ = [
     "adam_update_",
     "rmsprop_update_",
     "sgd_matmul_update_",
+    "sgd_relu_layer_update_",
     "sgd_sum_update_",
     "sgd_update_",
 ]
