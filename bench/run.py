@@ -380,6 +380,9 @@ def training_cases(kind) -> dict:
     makers = {
         "nbflow eager": lambda: nbflow_eager_step(kind, x, y),
         "nbflow graph": lambda: nbflow_graph_step(kind, x, y),
+        "nbflow save_memory": lambda: nbflow_graph_step(
+            kind, x, y, executor=nbflow.Executor(save_memory=True)
+        ),
         "torch": lambda: torch_step(kind, x, y),
         "jax": lambda: jax_step(kind, x, y),
     }
@@ -387,7 +390,7 @@ def training_cases(kind) -> dict:
 
 
 CHAIN_PEERS = ["nbflow eager", "nbflow graph", "numpy", "torch", "jax"]
-TRAIN_PEERS = ["nbflow eager", "nbflow graph", "torch", "jax"]
+TRAIN_PEERS = ["nbflow eager", "nbflow graph", "nbflow save_memory", "torch", "jax"]
 WORKLOADS = {"chain": chain_cases, "mlp": lambda: training_cases("mlp")}
 WORKLOADS["cnn"] = lambda: training_cases("cnn")
 MODULE_OF = {"torch": "torch", "jax": "jax"}  # what a child process imports besides nbflow
@@ -590,8 +593,10 @@ def fmt(v, unit):
         return "n/a"
     if unit == "ns":
         return f"{v:,.0f}"
-    if unit in ("GF/s", "MB"):
+    if unit == "GF/s":
         return f"{v:.1f}"
+    if unit == "MB":
+        return f"{v:.2f}"
     if unit == "s":
         return f"{v:.2f}"
     return f"{v:.0f}" if v >= 100 else f"{v:.1f}" if v >= 1 else f"{v:.3f}"  # ms
@@ -770,6 +775,11 @@ def main(argv=None):
     tab.add(f"{label}, graph", "ms", graph, ("nbflow", "torch"), ("<=", 0.8))
     tab.add(f"{label}, graph", "ms", graph, ("nbflow", "jax"), ("<=", 1.0))
     tab.add(f"{label}, eager", "ms", eager, ("nbflow", "torch"), ("<=", 1.0))
+    saving = {"nbflow": ms.get("nbflow save_memory"), "graph": ms.get("nbflow graph")}
+    ratio = (
+        ("save_memory/graph", saving["nbflow"] / saving["graph"]) if all(saving.values()) else None
+    )
+    tab.add(f"{label}, graph, save_memory", "ms", saving, ratio)
     ms, errors["P5"] = isolated("cnn", ["nbflow graph", "torch", "jax"], rounds, repeats, target)
     graph = {"nbflow": ms.get("nbflow graph"), "torch": ms.get("torch"), "jax": ms.get("jax")}
     tab.add(

@@ -112,8 +112,8 @@ class Executor:
     On the CPU the passes run once per plan: `fuse` (elementwise fusion, graph/fusion.py;
     default from NBFLOW_FUSION) and `reuse_memory` (release and reuse dead buffers,
     graph/memory.py; NBFLOW_MEMORY_REUSE); `save_memory` (off unless NBFLOW_SAVE_MEMORY=1)
-    adds the rewrites that lower the peak at some cost in time (graph/rewrite.py:
-    fold_relu_layer_updates); `poison_freed` fills released buffers with NaN
+    adds the rewrites that lower the peak at some cost in time (graph/rewrite.py; it needs
+    `reuse_memory`); `poison_freed` fills released buffers with NaN
     (NBFLOW_POISON_FREED). `check_nan_inf` checks every op's float outputs for NaN and Inf
     (None: when NBFLOW_CHECK_NAN_INF is set or inside nbflow.check_nan_inf()); a checked run
     skips the passes, so that each op's own outputs are there to check."""

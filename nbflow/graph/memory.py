@@ -9,9 +9,10 @@ outputs of the same size are taken instead of allocating (allocation costs page 
 these machines); a buffer no later output can take is freed instead. Elementwise steps, whose
 kernels read each element before writing it, take the buffer of an input that dies at that
 very step: they run in place; so do ops declaring the inputs they may overwrite
-(`Op.overwrites`: matmul_relu_grad over the ReLU output it masks by). Parameter updates (in-place ops writing a persistable var) move
-up to just after the last step they depend on, so each gradient dies as soon as it is applied
-instead of all of them living until the end of the backward pass.
+(`Op.overwrites`: matmul_relu_grad over the ReLU output it masks by). Parameter updates
+(in-place ops writing a persistable var) move up to just after the last step they depend on,
+so each gradient dies as soon as it is applied instead of all of them living until the end of
+the backward pass.
 
 Across runs, an Arena (per plan and feed signature) learns from the first run where each
 fresh buffer lives, from its first take to its last release, packs those spans into one
