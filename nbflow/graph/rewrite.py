@@ -38,7 +38,7 @@ input gradient, it lets h die there, and `matmul_relu_grad` writes that gradient
 `fold_relu_layer_updates`: the first ReLU layer's gradient g, which only its own weight and
 bias steps read, is never held whole; `sgd_relu_layer_update_` makes it half its rows at a
 time and applies each half to both parameters at once. On the MLP 784-256-256-10 at batch 128
-the peak goes 0.75 -> 0.64 of no pass, the step 3-9% slower: the halves split the first
+the peak goes 0.75 -> 0.64 of no pass, the step 3-10% slower: the halves split the first
 layer's weight GEMM in two (another pass over the weight).
 """
 
