@@ -240,8 +240,8 @@ class Op:
       overwritten in place.
     - `overwrites`: inputs whose buffer the CPU kernel may be given as its output (it reads
       each part of such an input before writing that part of the output): graph mode's memory
-      pass lets the output take the buffer of such an input that dies at this op, as it does
-      for elementwise ops.
+      pass, with `save_memory`, lets the output take the buffer of such an input that dies at
+      this op, as it does for elementwise ops.
     - `saves_target`: for an in-place op whose gradient reads the target's old value (mul_,
       clip_): when recording, eager mode keeps a copy of it, as PyTorch does.
     - `on_dim`: called instead of the op when the caller spells the axis `dim=` and PyTorch's

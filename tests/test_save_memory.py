@@ -137,8 +137,7 @@ def test_save_memory_trains_as_the_plain_executor_and_follows_both_learning_rate
     names = _names(steps)
     assert names.count("sgd_relu_layer_update_") == 1  # the first layer's two steps
     assert names.count("matmul_relu_grad") == 1  # the second layer's output gradient...
-    k = names.index("matmul_relu_grad")  # ...written over the ReLU output that dies there
-    assert isinstance(steps[k - 1], Release) and repr(steps[k - 1]).startswith("<lend")
+    assert _lent_to(steps, "matmul_relu_grad") == 1  # ...over the ReLU output that dies there
     assert names.count("sgd_update_") == 1  # the 10-wide last layer's gradient is kept
 
 
@@ -150,14 +149,27 @@ def test_without_save_memory_the_folds_are_those_of_the_default_plan():
     assert names.count("sgd_matmul_update_") == 3 and "Release" in names
 
 
+def _lent_to(steps, name):
+    """How many `name` steps write over an input lent to them just before."""
+    names = _names(steps)
+    lends = [isinstance(s, Release) and not s.pop for s in steps]  # (a lend pops nothing)
+    return sum(1 for k, n in enumerate(names) if n == name and k and lends[k - 1])
+
+
 def test_save_memory_with_momentum_keeps_every_gradient():
     _, expected = _train(nb.Executor(fuse=False, reuse_memory=False), momentum=0.9)
     exe = _saving()
     _, actual = _train(exe, momentum=0.9)
     for a, e in zip(actual, expected, strict=True):
         nt.assert_close(a, e, rtol=1e-5, atol=1e-6)
-    names = _names(_plan(exe))
+    steps = _plan(exe)
+    names = _names(steps)
     assert names.count("sgd_update_") == 6 and "sgd_relu_layer_update_" not in names
+    # each weight gradient is made before the ReLU mask: both masks write over their input
+    assert _lent_to(steps, "matmul_relu_grad") == 2
+    default = nb.Executor(reuse_memory=True)  # (slower that way: not without save_memory)
+    _train(default, steps=1, momentum=0.9)
+    assert _lent_to(_plan(default), "matmul_relu_grad") == 0
 
 
 def _peak(exe, batch=128):

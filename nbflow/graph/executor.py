@@ -207,7 +207,8 @@ class Executor:
             if self.fuse and not plain:
                 ops = fuse(rewrite(ops, targets, self.save_memory), targets)
             if self.reuse_memory and not plain:
-                ops = plan_memory(ops, set(feed_names), targets, self.poison_freed)
+                feeds = set(feed_names)
+                ops = plan_memory(ops, feeds, targets, self.poison_freed, self.save_memory)
             plans[key] = ops
         return ops
 

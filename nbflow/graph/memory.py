@@ -8,8 +8,9 @@ by this plan. Released buffers go to a per-run pool keyed by (bytes, dtype), fro
 outputs of the same size are taken instead of allocating (allocation costs page faults on
 these machines); a buffer no later output can take is freed instead. Elementwise steps, whose
 kernels read each element before writing it, take the buffer of an input that dies at that
-very step: they run in place; so do ops declaring the inputs they may overwrite
-(`Op.overwrites`: matmul_relu_grad over the ReLU output it masks by). Parameter updates
+very step: they run in place; with `save_memory`, so do ops declaring inputs they may
+overwrite at some cost in time (`Op.overwrites`: matmul_relu_grad over the ReLU output it
+masks by, through a scratch of a quarter of its rows). Parameter updates
 (in-place ops writing a persistable var) move up to just after the last step they depend on,
 so each gradient dies as soon as it is applied instead of all of them living until the end of
 the backward pass.
@@ -484,7 +485,7 @@ def _hoist(out: list, step, storages, written: set):
         out.insert(earliest, out.pop(pos))
 
 
-def plan_memory(steps: list, feed_names, targets, poison: bool) -> list:
+def plan_memory(steps: list, feed_names, targets, poison: bool, save_memory=False) -> list:
     """The steps with parameter updates hoisted, Release steps after each last use, and
     pooled outputs (module doc)."""
     steps = hoist_updates(steps)
@@ -521,7 +522,7 @@ def plan_memory(steps: list, feed_names, targets, poison: bool) -> list:
     out = []
     for index, step in enumerate(steps):
         roots = dying.get(index, [])
-        lendable = _overwritable(step)  # (ids: == on a Var builds an op)
+        lendable = _overwritable(step, save_memory)  # (ids: == on a Var builds an op)
         early, late = [], []
         for root in roots:
             vs = members[root]
@@ -547,14 +548,15 @@ def plan_memory(steps: list, feed_names, targets, poison: bool) -> list:
     return out
 
 
-def _overwritable(step) -> set[int]:
+def _overwritable(step, save_memory: bool) -> set[int]:
     """The ids of the inputs whose buffer the step's output may take: any input of an
-    elementwise step (its kernels read each element before writing it), an op's `overwrites`."""
+    elementwise step (its kernels read each element before writing it); with `save_memory`,
+    an op's `overwrites` (matmul_relu_grad's written over its input ran 1.5x as long)."""
     from .fusion import FusedGroup, fusable  # (fusion imports this module)
 
     if isinstance(step, FusedGroup) or (isinstance(step, Node) and fusable(step)):
         return {id(v) for v in _reads(step)}
-    if isinstance(step, Node) and step.op.overwrites:
+    if save_memory and isinstance(step, Node) and step.op.overwrites:
         return {id(step.inputs[i]) for i in step.op.overwrites if i < len(step.inputs)}
     return set()
 
