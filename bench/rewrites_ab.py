@@ -7,6 +7,7 @@ and in how many rounds the step with the folds was the faster.
 
     python bench/rewrites_ab.py                 # every fold off on the other side
     python bench/rewrites_ab.py --off sums relu # only these
+    python bench/rewrites_ab.py --save-memory   # the other side: Executor(save_memory=True)
 """
 
 from __future__ import annotations
@@ -59,22 +60,31 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--off", nargs="+", choices=FOLDS, default=FOLDS)
     ap.add_argument("--rounds", type=int, default=20)
+    ap.add_argument(
+        "--save-memory", action="store_true", help="the other side with save_memory, folds on"
+    )
     args = ap.parse_args(argv)
     x, y = B.mlp_data()
     folded = B.nbflow_graph_step("mlp", x, y)
     folded()  # the plan is built on the first call
-    with folds_off(args.off):
-        plain = B.nbflow_graph_step("mlp", x, y)
-        plain()
-    times = {"on": [], "off": []}
+    if args.save_memory:
+        names = ("default", "save_memory")
+        other = B.nbflow_graph_step("mlp", x, y, executor=B.nbflow.Executor(save_memory=True))
+    else:
+        names = ("folds on", "folds off")
+        with folds_off(args.off):
+            other = B.nbflow_graph_step("mlp", x, y)
+    other()
+    times = {name: [] for name in names}
     for _ in range(args.rounds):
-        for side, step in (("on", folded), ("off", plain)):
+        for side, step in zip(names, (folded, other)):
             times[side].append(min(timeit.repeat(step, number=20, repeat=3)) / 20 * 1e3)
-    wins = sum(a < b for a, b in zip(times["on"], times["off"]))
+    wins = sum(a < b for a, b in zip(*times.values()))
     for side, ms in times.items():
         ms = sorted(ms)
-        print(f"folds {side:3s}: min {ms[0]:.3f} ms, median {ms[len(ms) // 2]:.3f} ms")
-    print(f"off: {' '.join(args.off)}; the folded step faster in {wins} of {args.rounds} rounds")
+        print(f"{side:11s}: min {ms[0]:.3f} ms, median {ms[len(ms) // 2]:.3f} ms")
+    what = "save_memory" if args.save_memory else f"off: {' '.join(args.off)}"
+    print(f"{what}; the {names[0]} step faster in {wins} of {args.rounds} rounds")
 
 
 if __name__ == "__main__":

@@ -28,7 +28,7 @@ def _layer_inputs(m, dtype, seed=0):
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
-@pytest.mark.parametrize("m", [1, 7, 64])
+@pytest.mark.parametrize("m", [0, 1, 7, 64])
 def test_relu_layer_update_equals_the_three_steps_in_numpy(dtype, m):
     w, b, x, out, grad, next_w = _layer_inputs(m, dtype)
     g = np.where(out > 0, grad.astype(np.float64) @ next_w, 0.0)

@@ -283,7 +283,7 @@ def _sgd_relu_layer_cpu(w, b, x, out, grad, next_w, w_out, b_out, **attrs):
     decay, bias_decay = attrs["weight_decay"], attrs["bias_weight_decay"]
     rows = max(1, -(-x.shape[0] // 2))
     g = np.empty((min(rows, x.shape[0]), w.shape[0]), w.dtype)
-    for lo in range(0, x.shape[0], rows):
+    for lo in range(0, max(x.shape[0], 1), rows):  # (no rows: one empty block, the decay)
         block, part = g[: min(rows, x.shape[0] - lo)], slice(lo, lo + rows)
         linalg.matmul_relu_grad.kernels["cpu"](out[part], grad[part], next_w, block)
         linalg.addmm.kernels["cpu"](w_out, block.T, x[part], w_out, 1 - lr * decay, -lr)
