@@ -319,8 +319,9 @@ sgd_relu_layer_update_ = Op(
     "whose input gradient nothing needs, from the gradient reaching out, grad @ next_weight: "
     "g = relu_grad(out, grad @ next_weight); weight -= lr (g.T @ x + wd weight); bias -= "
     "bias_lr (g summed over rows + bias_wd bias). g is made and applied half its rows at a "
-    "time, never whole. Graph mode's memory pass folds matmul_relu_grad, sgd_matmul_update_ "
-    "and sgd_sum_update_ into it (graph/rewrite.py); the bias_ attrs are the bias step's.",
+    "time, never whole. Graph mode folds matmul_relu_grad, sgd_matmul_update_ and "
+    "sgd_sum_update_ into it with Executor(save_memory=True) (graph/rewrite.py); the bias_ "
+    "attrs are the bias step's.",
 )
 
 
