@@ -15,7 +15,7 @@ from nbflow.graph.memory import NodeStep, Release
 SIZES = (48, 64, 64, 10)
 
 
-def _layer_inputs(m, dtype, seed=0):
+def _layer_inputs(m, dtype, layout="out_in", seed=0):
     rng = np.random.default_rng(seed)
     n, k, j = 6, 5, 7
 
@@ -24,18 +24,22 @@ def _layer_inputs(m, dtype, seed=0):
 
     # out: a ReLU's output (zeros where it cut), grad @ next_w: the gradient reaching it
     out = np.maximum(a(m, n), 0)
-    return a(n, k), a(n), a(m, k), out, a(m, j), a(j, n)
+    w = a(n, k) if layout == "out_in" else a(k, n)
+    return w, a(n), a(m, k), out, a(m, j), a(j, n)
 
 
+@pytest.mark.parametrize("layout", ["out_in", "in_out"])
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize("m", [0, 1, 7, 64])
-def test_relu_layer_update_equals_the_three_steps_in_numpy(dtype, m):
-    w, b, x, out, grad, next_w = _layer_inputs(m, dtype)
+def test_relu_layer_update_equals_the_three_steps_in_numpy(dtype, m, layout):
+    w, b, x, out, grad, next_w = _layer_inputs(m, dtype, layout)
     g = np.where(out > 0, grad.astype(np.float64) @ next_w, 0.0)
-    want_w = w - 0.1 * (g.T @ x + 0.01 * w)
+    step = g.T @ x if layout == "out_in" else x.T @ g  # weight (n, k) or (k, n)
+    want_w = w - 0.1 * (step + 0.01 * w)
     want_b = b - 0.3 * (g.sum(axis=0) + 0.2 * b)
     tw, tb = nb.tensor(w.copy()), nb.tensor(b.copy())
     hyper = {"lr": 0.1, "weight_decay": 0.01, "bias_lr": 0.3, "bias_weight_decay": 0.2}
+    hyper["weight_layout"] = layout
     args = [nb.tensor(v) for v in (x, out, grad, next_w)]
     nb.sgd_relu_layer_update_(tw, tb, *args, **hyper)
     tol = {"rtol": 1e-5, "atol": 1e-6} if dtype == "float32" else {"rtol": 1e-12}
@@ -198,16 +202,19 @@ def test_save_memory_lowers_the_peak_below_the_default_pass():
     assert saving <= 0.7 * off, (saving, off)
 
 
-def test_explain_names_the_fold_with_save_memory():
+@pytest.mark.parametrize("layout", ["out_in", "in_out"])
+def test_a_static_program_folds_and_explain_says_so(layout):
+    # nn.Linear's layout (linear(x, w1, b1), w1 (12, 8)) and the static API's x @ w1 + b1
     main, startup = nb.Program(), nb.Program()
     with nb.program_guard(main, startup):
         x = nb.static.data("x", [4, 8])
         y = nb.static.data("y", [4], dtype="int64")
-        w1 = nb.static.create_parameter("w1", [12, 8])
+        w1 = nb.static.create_parameter("w1", [12, 8] if layout == "out_in" else [8, 12])
         b1 = nb.static.create_parameter("b1", [12], initializer=("constant", 0.1))
         w2 = nb.static.create_parameter("w2", [3, 12])
-        loss = nb.cross_entropy(nb.linear(nb.relu(nb.linear(x, w1, b1)), w2), y)
-        nb.optim.SGD(lr=0.1).minimize(loss)
+        h = nb.linear(x, w1, b1) if layout == "out_in" else x @ w1 + b1
+        loss = nb.cross_entropy(nb.linear(nb.relu(h), w2), y)
+        nb.optim.SGD(lr=0.1, weight_decay=0.01).minimize(loss)
     fetch = [loss, "w1", "b1"]  # (the updates run for the parameters fetched after them)
     saved = nb.graph.explain(main, fetch, save_memory=True)
     steps = ("= sgd_update_(%w1,", "= sgd_update_(%b1,")
@@ -225,6 +232,9 @@ def test_explain_names_the_fold_with_save_memory():
         nb.manual_seed(0)
         exe.run(startup, scope=scope)
         results.append([exe.run(main, feed, fetch, scope) for _ in range(3)])
+    (steps,) = exe._plans[main].values()
+    names = _names(steps)
+    assert names.count("sgd_relu_layer_update_") == 1 and "matmul_relu_grad" not in names
     for got, want in zip(results[1], results[0], strict=True):
         for a, e in zip(got, want, strict=True):
             nt.assert_close(a, e, rtol=1e-5, atol=1e-6)

@@ -36,10 +36,11 @@ at some cost in time. A weight gradient smaller than an operand that would die a
 input gradient, it lets h die there, and `matmul_relu_grad` writes that gradient over h
 (`overwrites`: in row blocks through a scratch a quarter of its size). And
 `fold_relu_layer_updates`: the first ReLU layer's gradient g, which only its own weight and
-bias steps read, is never held whole; `sgd_relu_layer_update_` makes it half its rows at a
-time and applies each half to both parameters at once. On the MLP 784-256-256-10 at batch 128
-the peak goes 0.75 -> 0.64 of no pass, the step 3-10% slower: the halves split the first
-layer's weight GEMM in two (another pass over the weight).
+bias steps read (nn.Linear's layout or `x @ w + b`'s), is never held whole;
+`sgd_relu_layer_update_` makes it half its rows at a time and applies each half to both
+parameters at once. On the MLP 784-256-256-10 at batch 128 the peak goes 0.75 -> 0.64 of no
+pass, the step 3-10% slower: the halves split the first layer's weight GEMM in two (another
+pass over the weight).
 """
 
 from __future__ import annotations
@@ -251,45 +252,38 @@ def fold_relu_grads(ops: list[Node], targets=()) -> list[Node]:
 
 def fold_relu_layer_updates(ops: list[Node], targets=()) -> list[Node]:
     """The op list with each ReLU layer's folded SGD steps whose gradient nothing else reads,
-    `g = matmul_relu_grad(out, grad, next_w)`, `sgd_sum_update_(b, g)` and
-    `sgd_matmul_update_(w, matrix_transpose(g), x)`, rewritten as one
+    `g = matmul_relu_grad(out, grad, next_w)`, `sgd_sum_update_(b, g)` and the weight's
+    `sgd_matmul_update_` (`_layer_steps`), rewritten as one
     `sgd_relu_layer_update_(w, b, x, out, grad, next_w)` in g's place (module docstring)."""
     readers = _readers(ops)
     kept = {id(t) for t in targets}
     where = {id(node): k for k, node in enumerate(ops)}
+    transpose_of = {id(n.outputs[0]): n for n in ops if n.op.name == "matrix_transpose"}
     storage = Storages(ops).find
     folded = REGISTRY["sgd_relu_layer_update_"]
     replaced, dropped = {}, set()
     for j, node in enumerate(ops):
         if node.op.name != "matmul_relu_grad":
             continue
-        (g,), steps = node.outputs, readers.get(id(node.outputs[0]), [])
-        by_name = {n.op.name: n for n in steps}
-        if len(steps) != 2 or by_name.keys() != {"matrix_transpose", "sgd_sum_update_"}:
+        (g,) = node.outputs
+        found = _layer_steps(g, readers, transpose_of)
+        if found is None or id(g) in kept or g.persistable:
             continue
-        t, b_step = by_name["matrix_transpose"], by_name["sgd_sum_update_"]
-        if id(g) in kept or g.persistable:
-            continue
-        w_steps = readers.get(id(t.outputs[0]), [])
-        if len(w_steps) != 1 or w_steps[0].op.name != "sgd_matmul_update_":
-            continue
-        (w_step,) = w_steps
-        w, _, x = w_step.inputs
-        b = b_step.inputs[0]
-        if w_step.inputs[1] is not t.outputs[0] or b_step.inputs[1] is not g or id(x) in kept:
-            continue
-        last = max(where[id(t)], where[id(b_step)], where[id(w_step)])
-        folds = {id(t), id(b_step), id(w_step)}
+        w_step, b_step, x, layout, views = found
+        w, b = w_step.inputs[0], b_step.inputs[0]
+        folds = {id(n) for n in (w_step, b_step, *views)}
+        last = max(where[id(w_step)], where[id(b_step)])
         between = [n for n in ops[j + 1 : last] if id(n) not in folds]
         params = {storage(id(w)), storage(id(b))}
         if (
-            any(v.dtype != g.dtype for v in (w, b, x))
+            id(x) in kept
+            or any(v.dtype != g.dtype for v in (w, b, x))
             or params & {storage(id(v)) for v in (*node.inputs, x)}
             or _may_write(between, [x], storage)
             or any(params & {storage(id(v)) for v in (*n.inputs, *n.outputs)} for n in between)
         ):
             continue
-        attrs = _LayerAttrs(w_step.attrs, b_step.attrs)
+        attrs = _LayerAttrs(w_step.attrs, b_step.attrs, layout)
         inputs = [w, b, x, *node.inputs]
         new = Node(folded, inputs, attrs, [w_step.outputs[0], b_step.outputs[0]], None, None)
         new.location = w_step.location
@@ -298,23 +292,54 @@ def fold_relu_layer_updates(ops: list[Node], targets=()) -> list[Node]:
     return [replaced.get(id(node), node) for node in ops if id(node) not in dropped]
 
 
+def _layer_steps(g: Var, readers, transpose_of):
+    """(weight step, bias step, x, weight layout, views folded away) when g is read by exactly
+    a bias's `sgd_sum_update_(b, g)` and a weight's step, in nn.Linear's layout
+    (`sgd_matmul_update_(w, matrix_transpose(g), x)`: "out_in") or in `x @ w`'s
+    (`sgd_matmul_update_(w, matrix_transpose(x), g)`: "in_out"); else None."""
+    steps = readers.get(id(g), [])
+    by_name = {n.op.name: n for n in steps}
+    b_step = by_name.get("sgd_sum_update_")
+    if len(steps) != 2 or b_step is None or b_step.inputs[1] is not g:
+        return None
+    t = by_name.get("matrix_transpose")
+    if t is not None:  # nn.Linear's layout: the weight's step reads g's transpose
+        (gt,) = t.outputs
+        w_steps = readers.get(id(gt), [])
+        w_step = w_steps[0] if len(w_steps) == 1 else None
+        if w_step is None or w_step.op.name != "sgd_matmul_update_" or w_step.inputs[1] is not gt:
+            return None
+        return w_step, b_step, w_step.inputs[2], "out_in", [t]
+    w_step = by_name.get("sgd_matmul_update_")
+    if w_step is None or w_step.inputs[2] is not g:
+        return None
+    t = transpose_of.get(id(w_step.inputs[1]))  # x's transpose: read as x by the new op
+    if t is None:
+        return None
+    only_reader = len(readers.get(id(t.outputs[0]), [])) == 1
+    return w_step, b_step, t.inputs[0], "in_out", [t] if only_reader else []
+
+
 class _LayerAttrs(Mapping):
     """sgd_relu_layer_update_'s attrs, read from the two steps it replaces when it runs (a
     learning-rate schedule writes theirs): the weight step's as they are, the bias step's
-    with `bias_` before their names."""
+    with `bias_` before their names, and the weight's layout."""
 
-    def __init__(self, weight: dict, bias: dict):
-        self.weight, self.bias = weight, bias
+    def __init__(self, weight: dict, bias: dict, layout: str):
+        self.weight, self.bias, self.layout = weight, bias, layout
 
     def __getitem__(self, key):
+        if key == "weight_layout":
+            return self.layout
         return self.bias[key[5:]] if key.startswith("bias_") else self.weight[key]
 
     def __iter__(self):
         yield from self.weight
         yield from ("bias_" + k for k in self.bias)
+        yield "weight_layout"
 
     def __len__(self) -> int:
-        return len(self.weight) + len(self.bias)
+        return len(self.weight) + len(self.bias) + 1
 
 
 def _readers(ops: list[Node]) -> dict[int, list]:

@@ -242,20 +242,21 @@ sgd_sum_update_ = Op(
 )
 
 
-def _sgd_relu_layer_spec(w, b, x, out, grad, next_w, **attrs):
+def _sgd_relu_layer_spec(w, b, x, out, grad, next_w, weight_layout, **attrs):
     def same(n, m):
         return n == m or UNKNOWN in (n, m)
 
     if not all(v.ndim == 2 for v in (w, x, out, grad, next_w)) or b.ndim != 1:
         raise ShapeError("needs a 1-D bias and 2-D weight, x, out, grad and next_weight")
+    n_out, n_in = w.shape if weight_layout == "out_in" else w.shape[::-1]
     pairs = [
-        (x.shape[1], w.shape[1]),  # x (m, k), weight (n, k)
-        (out.shape[1], w.shape[0]),  # out = relu(x @ weight.T + bias): (m, n)
-        (b.shape[0], w.shape[0]),
+        (x.shape[1], n_in),  # x (m, k), weight (n, k) or (k, n)
+        (out.shape[1], n_out),  # out = relu(x @ weight.T + bias) or relu(x @ weight + bias)
+        (b.shape[0], n_out),
         (out.shape[0], x.shape[0]),
         (grad.shape[0], x.shape[0]),  # grad (m, j) @ next_weight (j, n): out's gradient
         (grad.shape[1], next_w.shape[0]),
-        (next_w.shape[1], w.shape[0]),
+        (next_w.shape[1], n_out),
     ]
     if not all(same(n, m) for n, m in pairs):
         raise ShapeError(
@@ -282,11 +283,15 @@ def _sgd_relu_layer_cpu(w, b, x, out, grad, next_w, w_out, b_out, **attrs):
     lr, bias_lr = attrs["lr"], attrs["bias_lr"]
     decay, bias_decay = attrs["weight_decay"], attrs["bias_weight_decay"]
     rows = max(1, -(-x.shape[0] // 2))
-    g = np.empty((min(rows, x.shape[0]), w.shape[0]), w.dtype)
+    g = np.empty((min(rows, x.shape[0]), out.shape[1]), w.dtype)
+    addmm = linalg.addmm.kernels["cpu"]
     for lo in range(0, max(x.shape[0], 1), rows):  # (no rows: one empty block, the decay)
         block, part = g[: min(rows, x.shape[0] - lo)], slice(lo, lo + rows)
         linalg.matmul_relu_grad.kernels["cpu"](out[part], grad[part], next_w, block)
-        linalg.addmm.kernels["cpu"](w_out, block.T, x[part], w_out, 1 - lr * decay, -lr)
+        if attrs["weight_layout"] == "out_in":  # weight (n, k) += block.T @ x
+            addmm(w_out, block.T, x[part], w_out, 1 - lr * decay, -lr)
+        else:  # weight (k, n) += x.T @ block
+            addmm(w_out, x[part].T, block, w_out, 1 - lr * decay, -lr)
         _sgd_sum_kernel(b_out.reshape(-1), block, bias_lr, bias_decay)
         decay = bias_decay = 0.0
 
@@ -295,7 +300,8 @@ def _sgd_relu_layer_ref(w, b, x, out, grad, next_w, **attrs):
     g = linalg.matmul_relu_grad.ref(out, grad, next_w)
     step = {k: attrs.get(k, 0.0) for k in ("lr", "weight_decay")}
     bias_step = {k: attrs.get("bias_" + k, 0.0) for k in ("lr", "weight_decay")}
-    return _sgd_matmul_ref(w, g.T, x, **step), _sgd_sum_ref(b, g, **bias_step)
+    a, c = (g.T, x) if attrs.get("weight_layout", "out_in") == "out_in" else (x.T, g)
+    return _sgd_matmul_ref(w, a, c, **step), _sgd_sum_ref(b, g, **bias_step)
 
 
 sgd_relu_layer_update_ = Op(
@@ -313,15 +319,20 @@ sgd_relu_layer_update_ = Op(
     dtypes=dt.FLOATS,
     ref=_sgd_relu_layer_ref,
     differentiable=False,
-    attrs={**sgd_update_.attrs, **{"bias_" + k: a for k, a in sgd_update_.attrs.items()}},
+    attrs={
+        **sgd_update_.attrs,
+        **{"bias_" + k: a for k, a in sgd_update_.attrs.items()},
+        "weight_layout": Attr("str", "out_in", choices=("out_in", "in_out")),
+    },
     inplace={0: 0, 1: 1},
     doc="The SGD steps (without momentum) of a ReLU layer out = relu(x @ weight.T + bias), "
     "whose input gradient nothing needs, from the gradient reaching out, grad @ next_weight: "
     "g = relu_grad(out, grad @ next_weight); weight -= lr (g.T @ x + wd weight); bias -= "
-    "bias_lr (g summed over rows + bias_wd bias). g is made and applied half its rows at a "
-    "time, never whole. Graph mode folds matmul_relu_grad, sgd_matmul_update_ and "
-    "sgd_sum_update_ into it with Executor(save_memory=True) (graph/rewrite.py); the bias_ "
-    "attrs are the bias step's.",
+    "bias_lr (g summed over rows + bias_wd bias). weight_layout='in_out': a layer "
+    "relu(x @ weight + bias), weight -= lr (x.T @ g + wd weight). g is made and applied "
+    "half its rows at a time, never whole. Graph mode folds matmul_relu_grad, "
+    "sgd_matmul_update_ and sgd_sum_update_ into it with Executor(save_memory=True) "
+    "(graph/rewrite.py); the bias_ attrs are the bias step's.",
 )
 
 
