@@ -118,7 +118,9 @@ def fold_sgd_products(ops: list[Node], targets=(), save_memory=False) -> list[No
     kept = {id(t) for t in targets}
     producer = {id(node.outputs[0]): k for k, node in enumerate(ops) if node.op.name in _SGD_FOLDS}
     storage = Storages(ops).find
+    # the storages that live through the step anyway (fed, persistable): with save_memory only
     alive = {storage(id(v)) for n in ops for v in n.inputs if v.persistable or v.is_data}
+    alive = alive if save_memory else None
     replaced, dropped = {}, set()
     for k, node in enumerate(ops):
         # (an update that is a target, as @jit makes its updates, is still run: folded)
@@ -138,9 +140,10 @@ def fold_sgd_products(ops: list[Node], targets=(), save_memory=False) -> list[No
         folded, operands = _SGD_FOLDS[grad.op.name](grad, p)
         if folded is None or _may_write(ops[j + 1 : k], operands, storage):
             continue
-        dying = [v for v in operands if storage(id(v)) not in alive]  # (not fed, not a parameter)
-        if save_memory and folded == "sgd_matmul_update_" and _smaller(p, dying):
-            continue
+        if alive is not None and folded == "sgd_matmul_update_":
+            dying = [v for v in operands if storage(id(v)) not in alive]
+            if _smaller(p, dying):
+                continue  # the gradient is kept: its operands die sooner
         new = Node(REGISTRY[folded], [p, *operands], node.attrs, [node.outputs[0]], None, None)
         new.location = node.location
         replaced[id(node)] = new

@@ -126,13 +126,15 @@ sgd_update_ = Op(
 )
 
 
-def _sgd_matmul_spec(p, a, b, **attrs):
-    def same(n, m):
-        return n == m or UNKNOWN in (n, m)
+def _same(n, m) -> bool:
+    """Whether two dims agree (an unknown one agrees with any)."""
+    return n == m or UNKNOWN in (n, m)
 
-    if not (a.ndim == b.ndim == p.ndim == 2 and same(a.shape[1], b.shape[0])):
+
+def _sgd_matmul_spec(p, a, b, **attrs):
+    if not (a.ndim == b.ndim == p.ndim == 2 and _same(a.shape[1], b.shape[0])):
         raise ShapeError("needs 2-D a and b whose product has the 2-D parameter's shape")
-    if not (same(p.shape[0], a.shape[0]) and same(p.shape[1], b.shape[1])):
+    if not (_same(p.shape[0], a.shape[0]) and _same(p.shape[1], b.shape[1])):
         raise ShapeError(f"a @ b has shape ({a.shape[0]}, {b.shape[1]}), not the parameter's")
     return Spec(p.shape, p.dtype)
 
@@ -243,9 +245,6 @@ sgd_sum_update_ = Op(
 
 
 def _sgd_relu_layer_spec(w, b, x, out, grad, next_w, weight_layout, **attrs):
-    def same(n, m):
-        return n == m or UNKNOWN in (n, m)
-
     if not all(v.ndim == 2 for v in (w, x, out, grad, next_w)) or b.ndim != 1:
         raise ShapeError("needs a 1-D bias and 2-D weight, x, out, grad and next_weight")
     n_out, n_in = w.shape if weight_layout == "out_in" else w.shape[::-1]
@@ -258,7 +257,7 @@ def _sgd_relu_layer_spec(w, b, x, out, grad, next_w, weight_layout, **attrs):
         (grad.shape[1], next_w.shape[0]),
         (next_w.shape[1], n_out),
     ]
-    if not all(same(n, m) for n, m in pairs):
+    if not all(_same(n, m) for n, m in pairs):
         raise ShapeError(
             f"shapes do not chain: weight{tuple(w.shape)}, bias{tuple(b.shape)}, "
             f"x{tuple(x.shape)}, out{tuple(out.shape)}, grad{tuple(grad.shape)}, "
