@@ -1,5 +1,6 @@
-"""The P4 graph-mode MLP step with graph/rewrite.py's folds on and with some of them off, timed
-in one process with the two steps interleaved round by round.
+"""The P4 graph-mode MLP step (or P5's CNN step) with graph/rewrite.py's folds on and with some
+of them off, or with and without another executor option, timed in one process with the two
+steps interleaved round by round.
 
 Separate runs on a shared 2-core machine move 10-30% with the load, which hides a fold worth a
 few percent; pairs timed back to back see the same load. Prints each side's min and median
@@ -8,6 +9,8 @@ and in how many rounds the step with the folds was the faster.
     python bench/rewrites_ab.py                 # every fold off on the other side
     python bench/rewrites_ab.py --off sums relu # only these
     python bench/rewrites_ab.py --save-memory   # the other side: Executor(save_memory=True)
+    python bench/rewrites_ab.py --no-replay     # the other side: Executor(replay=False)
+    python bench/rewrites_ab.py --no-replay --workload cnn
 """
 
 from __future__ import annotations
@@ -60,20 +63,27 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--off", nargs="+", choices=FOLDS, default=FOLDS)
     ap.add_argument("--rounds", type=int, default=20)
+    ap.add_argument("--workload", choices=["mlp", "cnn"], default="mlp")
     ap.add_argument(
         "--save-memory", action="store_true", help="the other side with save_memory, folds on"
     )
+    ap.add_argument(
+        "--no-replay", action="store_true", help="the other side without replays, folds on"
+    )
     args = ap.parse_args(argv)
-    x, y = B.mlp_data()
-    folded = B.nbflow_graph_step("mlp", x, y)
+    kind = args.workload
+    x, y = B.mlp_data() if kind == "mlp" else B.cnn_data()
+    folded = B.nbflow_graph_step(kind, x, y)
     folded()  # the plan is built on the first call
-    if args.save_memory:
-        names = ("default", "save_memory")
-        other = B.nbflow_graph_step("mlp", x, y, executor=B.nbflow.Executor(save_memory=True))
+    if args.save_memory or args.no_replay:
+        option = "save_memory" if args.save_memory else "replay"
+        names = ("default", "save_memory" if args.save_memory else "no replay")
+        executor = B.nbflow.Executor(**{option: args.save_memory})
+        other = B.nbflow_graph_step(kind, x, y, executor=executor)
     else:
         names = ("folds on", "folds off")
         with folds_off(args.off):
-            other = B.nbflow_graph_step("mlp", x, y)
+            other = B.nbflow_graph_step(kind, x, y)
     other()
     times = {name: [] for name in names}
     for _ in range(args.rounds):
@@ -83,7 +93,7 @@ def main(argv=None):
     for side, ms in times.items():
         ms = sorted(ms)
         print(f"{side:11s}: min {ms[0]:.3f} ms, median {ms[len(ms) // 2]:.3f} ms")
-    what = "save_memory" if args.save_memory else f"off: {' '.join(args.off)}"
+    what = names[1] if names[0] == "default" else f"off: {' '.join(args.off)}"
     print(f"{what}; the {names[0]} step faster in {wins} of {args.rounds} rounds")
 
 

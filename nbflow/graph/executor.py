@@ -32,6 +32,7 @@ from ..tensor import EagerTrace, Tensor
 from .fusion import fuse
 from .memory import (
     ARENA,
+    RECORD,
     Arena,
     ArenaSpace,
     Storages,
@@ -40,7 +41,12 @@ from .memory import (
     poison_default,
 )
 from .program import Program, Var, compatible
+from .replay import Replay
 from .rewrite import rewrite
+
+# recorded runs that stopped holding in a row (an attr changed on every run, say) after which a
+# plan's arena records no more (graph/replay.py)
+REPLAY_MISSES = 4
 
 
 class Scope(dict):
@@ -126,6 +132,7 @@ class Executor:
         save_memory=None,
         poison_freed=None,
         check_nan_inf: bool | None = None,
+        replay=None,
     ):
         self.device = devices.parse(device)
         self.on_gpu = self.device != devices.CPU
@@ -141,6 +148,7 @@ class Executor:
         self.reuse_memory = _flag("NBFLOW_MEMORY_REUSE", reuse_memory) and not self.on_gpu
         self.save_memory = self.reuse_memory and _flag("NBFLOW_SAVE_MEMORY", save_memory, "0")
         self.poison_freed = poison_default() if poison_freed is None else bool(poison_freed)
+        self.replay = self.reuse_memory and _flag("NBFLOW_REPLAY", replay)
         self._plans = weakref.WeakKeyDictionary()  # program -> {(version, feeds, targets): ops}
         self._written = weakref.WeakKeyDictionary()  # program -> (version, written data vars)
         self._arenas: dict = {}  # (id(plan), feed signature) -> (plan, its Arena)
@@ -161,14 +169,34 @@ class Executor:
         check = nan_inf_checking() if self.check_nan_inf is None else self.check_nan_inf
         self.checking = check  # read by control flow ops running their sub-blocks
         ops = self._plan(program, tuple(sorted(feed)), targets, check)
-        arena = None if check or not self.reuse_memory else self._arena(ops, env).begin()
-        if arena is not None:
-            env[ARENA] = arena
-        completed = False
+        held = None if check or not self.reuse_memory else self._arena(ops, env)
         # the eager trace without gradients, as use_trace() and no_grad() make them, written
         # out: the two context managers cost about 3 us of every run
         trace, grad_enabled = STATE.trace, STATE.grad_enabled
         STATE.trace, STATE.grad_enabled = self.eager, False
+        try:
+            if held is None or not held.replay or not self._replayed(held, env, scope):
+                self._steps(ops, env, scope, check, held, targets)
+        except NbflowError as e:  # the public boundary: nbflow's frames are left out
+            raise e.with_traceback(filter_traceback(e.__traceback__)) from e.__cause__
+        finally:
+            STATE.trace, STATE.grad_enabled = trace, grad_enabled
+            if self.on_gpu:
+                self._download(program)
+        results = [self._lookup(t, env, scope) for t in targets if isinstance(t, Var)]
+        return [r.numpy() for r in results] if return_numpy else results
+
+    def _steps(self, ops, env, scope, check, held, targets):
+        """Run the plan's steps (in its Arena, `held`, when it has one), recording them for a
+        Replay where the arena places the run and the plan has none yet."""
+        arena = None if held is None else held.begin()
+        record = None
+        if arena is not None:
+            env[ARENA] = arena
+            unrecorded = held.replay is None and held.replay_misses < REPLAY_MISSES
+            if self.replay and unrecorded and arena.offsets is not None:  # a placed run
+                record = env[RECORD] = []
+        completed = False
         try:
             if check:  # decided once per run: the plain loop stays as it was
                 for node in ops:
@@ -180,16 +208,29 @@ class Executor:
                     else:  # a fused group or a memory step (graph/fusion.py, memory.py)
                         step.run(self, env, scope)
             completed = True
-        except NbflowError as e:  # the public boundary: nbflow's frames are left out
-            raise e.with_traceback(filter_traceback(e.__traceback__)) from e.__cause__
         finally:
-            STATE.trace, STATE.grad_enabled = trace, grad_enabled
             if arena is not None:
                 arena.end(completed)
-            if self.on_gpu:
-                self._download(program)
-        results = [self._lookup(t, env, scope) for t in targets if isinstance(t, Var)]
-        return [r.numpy() for r in results] if return_numpy else results
+                if record is not None and completed and arena.offsets is not None:
+                    held.replay = Replay.build(ops, record, scope, targets, arena) or False
+
+    def _replayed(self, held: Arena, env, scope) -> bool:
+        """Whether the run was made by replaying the plan's recorded run (graph/replay.py);
+        False where it no longer holds (the next placed run records again) or another run
+        holds the arena's memory."""
+        space = held.space
+        if not space.acquire():
+            return False
+        try:
+            if not held.replay.holds(scope, space):
+                held.replay = None
+                held.replay_misses += 1
+                return False
+            held.replay.run(self, env, scope)
+            held.replay_misses = 0
+            return True
+        finally:
+            space.release()
 
     def _plan(self, program, feed_names, targets, plain=False):
         """The steps to run, cached: the ops the targets need (no fetch targets means every

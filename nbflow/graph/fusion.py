@@ -519,26 +519,38 @@ class FusedGroup:
     # -------------------------------------------------------------- running
 
     def run(self, executor, env, scope):
-        tensors = [executor._lookup(v, env, scope) for v in self.inputs]
-        arrays = [t._data for t in tensors]
+        arrays = [executor._lookup(v, env, scope)._data for v in self.inputs]
+        made = self.compute(arrays, lambda shape, dtype, size: memory.take(env, shape, dtype, size))
+        if made is None:
+            self._unfused(executor, env, scope)
+            return
+        outs, shape = made
+        for v, o in zip(self.outputs, outs):
+            env[v.name] = memory.wrap(o)
+        self._put_shaped(env, shape)
+        record = env.get(memory.RECORD)
+        if record is not None:  # (graph/replay.py)
+            record.append((self, outs, shape))
+
+    def compute(self, arrays, take):
+        """Run the kernel on the input arrays into outputs from `take(shape, dtype, size)`;
+        returns (the outputs, the full shape), or None where the ops must run one by one."""
         shapes = tuple(a.shape for a in arrays)
         shape = self.checked.get(shapes, False)
         if shape is False:
             shape = self.checked[shapes] = self._check(shapes)
         if shape is None:  # the shapes broadcast differently than at build time
-            self._unfused(executor, env, scope)
-            return
+            return None
         size = 1
         for n in shape:
             size *= n
         if self.reduction is not None:
-            self._run_reduced(executor, env, scope, arrays, shape, size)
-            return
+            outs = self._run_reduced(arrays, take, shape, size)
+            return None if outs is None else (outs, shape)
         mask, args, cols = self._layout(arrays, shape, size)
         if mask in self.broken:
-            self._unfused(executor, env, scope)
-            return
-        outs = [memory.take(env, shape, v.dtype, size) for v in self.outputs]
+            return None
+        outs = [take(shape, v.dtype, size) for v in self.outputs]
         flat_outs = [o.reshape(-1) for o in outs]
         if size:
             mod = self._module(mask)
@@ -559,48 +571,41 @@ class FusedGroup:
                 # numba cannot compile the composition: the ops one by one either run or
                 # raise their own typed error (KernelCompileError naming the op and dtypes)
                 self.broken.add(mask)
-                self._unfused(executor, env, scope)
-                return
+                return None
             if chooser is not None:
                 chooser.record(kernel is not mod.serial, time.perf_counter() - start)
-        for v, o in zip(self.outputs, outs):
-            env[v.name] = memory.wrap(o)
-        self._put_shaped(env, shape)
+        return outs, shape
 
-    def _run_reduced(self, executor, env, scope, arrays, shape, size):
+    def _run_reduced(self, arrays, take, shape, size):
         """Run a group ending in a reduction, its outputs read outside full size and the
-        reduction's last."""
+        reduction's last; None where the ops must run one by one."""
         mask, args, _ = self._layout(arrays, shape, size, rows=False)
         if mask in self.broken:
-            self._unfused(executor, env, scope)
-            return
+            return None
         geometry = self.geometry.get(shape)
         if geometry is None:
             geometry = self.geometry[shape] = self._geometry(shape)
         rows, cols, reduced = geometry
-        outs = [memory.take(env, shape, v.dtype, size) for v in self.outputs[:-1]]
-        outs.append(memory.take(env, reduced, self.outputs[-1].dtype, math.prod(reduced)))
+        outs = [take(shape, v.dtype, size) for v in self.outputs[:-1]]
+        outs.append(take(reduced, self.outputs[-1].dtype, math.prod(reduced)))
         mod = self._module(mask)
         kernels = [mod.serial, mod.parallel]
         if self.mode == "rows":
             kernels.append(mod.parallel_filled)
         choice, chooser = 0, None
-        if size >= PARALLEL_MIN_SIZE:  # (as in run(): threads or not, measured)
+        if size >= PARALLEL_MIN_SIZE:  # (as in compute(): threads or not, measured)
             chooser = self.choosers.setdefault((mask, size), _Chooser(len(kernels)))
             choice = chooser.pick()
         kernel = kernels[choice]
         start = time.perf_counter()
         try:
             kernel(*args, *[o.reshape(-1) for o in outs], rows, cols)
-        except NumbaError:  # as in run()
+        except NumbaError:  # as in compute()
             self.broken.add(mask)
-            self._unfused(executor, env, scope)
-            return
+            return None
         if chooser is not None:
             chooser.record(choice, time.perf_counter() - start)
-        for v, o in zip(self.outputs, outs):
-            env[v.name] = memory.wrap(o)
-        self._put_shaped(env, shape)
+        return outs
 
     def _put_shaped(self, env, shape):
         """Stand-ins for the values read outside for their shape only: no memory, read-only

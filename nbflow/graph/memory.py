@@ -45,6 +45,7 @@ from .program import compatible
 
 POOL = object()  # the key of the run's buffer pool in the executor's env
 ARENA = object()  # the key of the run's Arena (recording or placing) in the env
+RECORD = object()  # the key of the list a run's steps append to for a Replay (replay.py)
 
 
 def poison_default() -> bool:
@@ -122,6 +123,10 @@ class Arena:
         self.clock = 0
         self.next = 0
         self.failed = False
+        # the Replay of a placed run (graph/replay.py; False: the plan cannot be replayed),
+        # and how many times in a row a recorded one no longer held
+        self.replay = None
+        self.replay_misses = 0
 
     def begin(self):
         """The arena for this run, or None when another run holds the executor's space."""
@@ -208,8 +213,12 @@ def wrap(array: np.ndarray) -> Tensor:
     return Tensor(array)
 
 
+def _poolable(array: np.ndarray) -> bool:
+    return array.flags.c_contiguous and array.flags.writeable and array.size > 0
+
+
 def _give_back(env, array: np.ndarray, poison: bool):
-    if not (array.flags.c_contiguous and array.flags.writeable) or array.size == 0:
+    if not _poolable(array):
         return
     if poison:
         array.fill(_poison_value(array.dtype))
@@ -254,6 +263,18 @@ class Release:
                 t._data.fill(_poison_value(t._data.dtype))
         for name in self.pop:
             env.pop(name, None)
+
+    def poison_arrays(self, arrays: dict):
+        """Fill what run() fills in poison mode, the values given as arrays by name (a
+        Replay's, graph/replay.py)."""
+        for name in self.give:
+            a = arrays.get(name)
+            if a is not None and _poolable(a):
+                a.fill(_poison_value(a.dtype))
+        for name in self.poison_only:
+            a = arrays.get(name)
+            if a is not None and a.flags.writeable:
+                a.fill(_poison_value(a.dtype))
 
     def _record(self, arena, env):
         """The arena's record of what this step releases (before the pool takes anything)."""
@@ -335,6 +356,9 @@ class IntoBuffer(NodeStep):
         buf = take(env, shape, dtype, size)
         launcher(*arrays, buf, **self.node.attrs)
         env[self.out] = Tensor(buf)
+        record = env.get(RECORD)
+        if record is not None:
+            record.append((self, ready, buf))
 
     def _prepare(self, executor, args, sig):
         """(launcher, casts, shape, dtype, size), or None where the op runs through the executor
@@ -374,6 +398,9 @@ class Planned(NodeStep):
             outs = executor.eager.run_inplace(node.op, plan, args, node.attrs, False)
         for (name, persistable), t in zip(self.writes, outs):
             (scope if persistable else env)[name] = t
+        record = env.get(RECORD)
+        if record is not None:
+            record.append((self, plan, args))
 
     def _prepare(self, executor, args, sig):
         """The op's plan, or None where the executor runs it (a scalar input to convert, or
