@@ -207,18 +207,10 @@ class Replay:
                 if kind == POISON:
                     node.poison_arrays(arrays)
                 elif kind == GROUP:
-                    _group(
-                        executor,
-                        node,
-                        args,
-                        outs,
-                        [_buffer(b, made) for b in out],
-                        extra,
-                        arrays,
-                        scope,
-                    )
+                    _group(executor, node, args, [_buffer(b, made) for b in out], arrays, scope)
+                    arrays.update(extra)  # (the stand-ins of values read for their shape)
                 elif kind == INTO:
-                    buf = out if type(out) is not Fresh else _buffer(out, made)
+                    buf = _buffer(out, made)
                     launcher(*args, buf, **node.attrs)
                     arrays[outs[0]] = buf
                 elif kind == VIEW:
@@ -226,7 +218,8 @@ class Replay:
                     results = results if type(results) is tuple else (results,)
                     arrays.update(zip(outs, results))
                 else:
-                    targets = [args[j] for j in node.op.inplace.values()]
+                    # the targets as they are (a cast input is a copy), as run_inplace writes
+                    targets = [arrays[names[j]] for j in node.op.inplace.values()]
                     launcher(*args, *targets, **node.attrs)
                     arrays.update(zip(outs, targets))
                     for counter in extra:
@@ -253,7 +246,7 @@ def _buffer(out, made: list):
     return buf.reshape(out.shape)
 
 
-def _group(executor, group, args, outs, bufs, shaped, arrays, scope):
+def _group(executor, group, args, bufs, arrays, scope):
     """A fused group's kernel into the recorded buffers (its ops one by one, through the
     executor, where the kernel cannot run them now)."""
     bufs = iter(bufs)
@@ -263,5 +256,4 @@ def _group(executor, group, args, outs, bufs, shaped, arrays, scope):
         group._unfused(executor, env, scope)
         arrays.update((name, t._data) for name, t in env.items())
         return
-    arrays.update(zip(outs, made[0]))
-    arrays.update(shaped)
+    arrays.update(zip((v.name for v in group.outputs), made[0]))
