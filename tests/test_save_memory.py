@@ -15,9 +15,9 @@ from nbflow.graph.memory import NodeStep, Release
 SIZES = (48, 64, 64, 10)
 
 
-def _layer_inputs(m, dtype, layout="out_in", seed=0):
+def _layer_inputs(m, dtype, layout="out_in", seed=0, n=6):
     rng = np.random.default_rng(seed)
-    n, k, j = 6, 5, 7
+    k, j = 5, 7
 
     def a(*shape):
         return rng.standard_normal(shape).astype(dtype)
@@ -31,8 +31,9 @@ def _layer_inputs(m, dtype, layout="out_in", seed=0):
 @pytest.mark.parametrize("layout", ["out_in", "in_out"])
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize("m", [0, 1, 7, 64])
-def test_relu_layer_update_equals_the_three_steps_in_numpy(dtype, m, layout):
-    w, b, x, out, grad, next_w = _layer_inputs(m, dtype, layout)
+@pytest.mark.parametrize("n", [1, 6, 7])  # the layer's width: g made in halves of its columns
+def test_relu_layer_update_equals_the_three_steps_in_numpy(dtype, m, n, layout):
+    w, b, x, out, grad, next_w = _layer_inputs(m, dtype, layout, n=n)
     g = np.where(out > 0, grad.astype(np.float64) @ next_w, 0.0)
     step = g.T @ x if layout == "out_in" else x.T @ g  # weight (n, k) or (k, n)
     want_w = w - 0.1 * (step + 0.01 * w)

@@ -267,9 +267,10 @@ def _sgd_relu_layer_spec(w, b, x, out, grad, next_w, weight_layout, **attrs):
 
 
 def _sgd_relu_layer_cpu(w, b, x, out, grad, next_w, w_out, b_out, **attrs):
-    # the layer's gradient in two blocks of rows, each applied to the weight (one GEMM adding
-    # into it, as sgd_matmul_update_) and to the bias (as sgd_sum_update_) at once; the
-    # weight decay comes with the first block only
+    # the layer's gradient g in two blocks of columns (output features), each applied to the
+    # weight's part it is the gradient of (one GEMM adding into it, as sgd_matmul_update_) and
+    # to the bias's (as sgd_sum_update_): each parameter element is read and written once, as
+    # unfolded (blocks of rows would add each into the whole weight: another pass over it)
     if attrs["momentum"] or attrs["bias_momentum"]:
         raise UnsupportedError(
             "sgd_relu_layer_update_: momentum needs the gradient itself (sgd_update_ keeps it)"
@@ -281,18 +282,21 @@ def _sgd_relu_layer_cpu(w, b, x, out, grad, next_w, w_out, b_out, **attrs):
             np.copyto(dst, src)
     lr, bias_lr = attrs["lr"], attrs["bias_lr"]
     decay, bias_decay = attrs["weight_decay"], attrs["bias_weight_decay"]
-    rows = max(1, -(-x.shape[0] // 2))
-    g = np.empty((min(rows, x.shape[0]), out.shape[1]), w.dtype)
+    m, n = out.shape
+    cols = max(1, -(-n // 2))
+    scratch = np.empty(m * min(cols, n), w.dtype)
     addmm = linalg.addmm.kernels["cpu"]
-    for lo in range(0, max(x.shape[0], 1), rows):  # (no rows: one empty block, the decay)
-        block, part = g[: min(rows, x.shape[0] - lo)], slice(lo, lo + rows)
-        linalg.matmul_relu_grad.kernels["cpu"](out[part], grad[part], next_w, block)
-        if attrs["weight_layout"] == "out_in":  # weight (n, k) += block.T @ x
-            addmm(w_out, block.T, x[part], w_out, 1 - lr * decay, -lr)
-        else:  # weight (k, n) += x.T @ block
-            addmm(w_out, x[part].T, block, w_out, 1 - lr * decay, -lr)
-        _sgd_sum_kernel(b_out.reshape(-1), block, bias_lr, bias_decay)
-        decay = bias_decay = 0.0
+    for lo in range(0, n, cols):
+        part = slice(lo, min(lo + cols, n))
+        block = scratch[: m * (part.stop - lo)].reshape(m, part.stop - lo)  # (contiguous)
+        linalg.matmul_relu_grad_columns(out, grad, next_w, block, lo)
+        if attrs["weight_layout"] == "out_in":  # weight rows (n, k) += block.T @ x
+            target = w_out[part]
+            addmm(target, block.T, x, target, 1 - lr * decay, -lr)
+        else:  # weight columns (k, n) += x.T @ block
+            target = w_out[:, part]
+            addmm(target, x.T, block, target, 1 - lr * decay, -lr)
+        _sgd_sum_kernel(b_out[part], block, bias_lr, bias_decay)
 
 
 def _sgd_relu_layer_ref(w, b, x, out, grad, next_w, **attrs):
@@ -329,7 +333,7 @@ sgd_relu_layer_update_ = Op(
     "g = relu_grad(out, grad @ next_weight); weight -= lr (g.T @ x + wd weight); bias -= "
     "bias_lr (g summed over rows + bias_wd bias). weight_layout='in_out': a layer "
     "relu(x @ weight + bias), weight -= lr (x.T @ g + wd weight). g is made and applied "
-    "half its rows at a time, never whole. Graph mode folds matmul_relu_grad, "
+    "half its columns at a time, never whole. Graph mode folds matmul_relu_grad, "
     "sgd_matmul_update_ and sgd_sum_update_ into it with Executor(save_memory=True) "
     "(graph/rewrite.py); the bias_ attrs are the bias step's.",
 )
