@@ -63,6 +63,8 @@ def test_every_sample_replays_to_the_values_and_errors_of_its_steps(name):
             runs[on].append(_outcome(exe, main, fed, fetch, scope))
     for k, (got, expected) in enumerate(zip(runs[True], runs[False], strict=True)):
         _same(got, expected, msg=f"{name} run {k}")
+    if not isinstance(runs[True][-1], tuple):  # (exe: the replaying one) ran without error
+        assert any(isinstance(arena.replay, replay.Replay) for _, arena in exe._arenas.values())
 
 
 def _trained(exe, steps=6, batch=32):
@@ -121,6 +123,45 @@ def test_jit_training_replays_to_the_same_parameters_and_versions(replays):
         assert p.version == q.version  # a replayed update moves the counter too
 
 
+def test_an_op_with_several_outputs_replays_into_its_buffers(replays):
+    # max_pool2d makes its output and the indices its gradient reads: both placed by the
+    # memory pass (IntoBuffer) and both made again by the replay
+    def trained(exe):
+        g = nb.Generator(0)
+        model = nn.Sequential(
+            nn.Conv2d(1, 4, 3, padding=1, generator=g),
+            nn.ReLU(),
+            nn.MaxPool2d(2),
+            nn.Flatten(),
+            nn.Linear(4 * 3 * 3, 5, generator=g),
+        )
+        optimizer = nb.optim.Adam(model.parameters(), lr=0.01)
+
+        @nb.jit
+        def train(x, y):
+            loss = nb.cross_entropy(model(x), y)
+            optimizer.minimize(loss)
+            return loss
+
+        train.executors["cpu"] = exe
+        rng = np.random.default_rng(0)
+        with nb.no_grad():
+            for _ in range(5):
+                x = rng.standard_normal((8, 1, 6, 6)).astype(np.float32)
+                train(nb.tensor(x), nb.tensor(rng.integers(0, 5, 8)))
+        return model
+
+    ref = trained(nb.Executor(replay=False))
+    exe = nb.Executor()
+    model = trained(exe)
+    assert replays[0] >= 3
+    for p, q in zip(model.parameters(), ref.parameters(), strict=True):
+        np.testing.assert_array_equal(p.numpy(), q.numpy())
+    (plan,) = [steps for plans in exe._plans.values() for steps in plans.values() if steps]
+    (pool,) = [s for s in plan if getattr(s, "node", None) and s.node.op.name == "max_pool2d"]
+    assert type(pool).__name__ == "IntoBuffer" and len(pool.outs) == 2
+
+
 def test_fetched_outputs_of_replays_are_fresh(replays):
     main, startup, _ = _mlp()
     exe, scope = nb.Executor(), nb.Scope()
@@ -137,6 +178,27 @@ def test_fetched_outputs_of_replays_are_fresh(replays):
     for h, c in zip(firsts, copies, strict=True):
         np.testing.assert_array_equal(h, c)  # not written by a later replay
     assert not np.array_equal(firsts[-1], firsts[-2])
+
+
+def test_fetched_views_of_feeds_and_fresh_outputs_replay_and_stay_fresh(replays):
+    main = nb.Program()
+    with nb.program_guard(main):
+        x = nb.static.data("x", (4, 6))
+        doubled = nb.reshape(x * 2.0, (6, 4))  # a view of an output made afresh
+        flipped = nb.matrix_transpose(x)  # a view of the feed
+        total = nb.sum(doubled)
+    exe = nb.Executor()
+    fetched = []
+    for k in range(5):
+        feed = np.arange(24, dtype=np.float32).reshape(4, 6) + np.float32(k)
+        got = exe.run(main, {"x": feed}, [doubled, flipped, total])
+        fetched.append((feed, got, [g.copy() for g in got]))
+    assert replays[0] >= 3
+    for feed, got, copies in fetched:
+        np.testing.assert_array_equal(got[0], (feed * 2).reshape(6, 4))
+        np.testing.assert_array_equal(got[1], feed.T)
+        for g, c in zip(got, copies, strict=True):
+            np.testing.assert_array_equal(g, c)  # not written by a later replay
 
 
 def _var_program():

@@ -334,11 +334,11 @@ class NodeStep:
 
 
 class IntoBuffer(NodeStep):
-    """A plan step running one op with its output taken from the pool (see `take`)."""
+    """A plan step running one op with its outputs taken from the pool (see `take`)."""
 
     def __init__(self, node: Node):
         super().__init__(node)
-        self.out = node.outputs[0].name
+        self.outs = [v.name for v in node.outputs]
         self.budget = STATE.memory_budget  # what the plans were checked against
 
     def _run(self, executor, env, scope):
@@ -349,29 +349,30 @@ class IntoBuffer(NodeStep):
         if ready is None:
             executor._run_op(self.node, env, scope)
             return
-        launcher, casts, shape, dtype, size = ready
+        launcher, casts, allocs = ready
         arrays = [t._data for t in args]
         for i, d in casts:
             arrays[i] = arrays[i].astype(d)
-        buf = take(env, shape, dtype, size)
-        launcher(*arrays, buf, **self.node.attrs)
-        env[self.out] = Tensor(buf)
+        bufs = [take(env, shape, dtype, size) for shape, dtype, size in allocs]
+        launcher(*arrays, *bufs, **self.node.attrs)
+        for name, buf in zip(self.outs, bufs):
+            env[name] = Tensor(buf)
         record = env.get(RECORD)
         if record is not None:
-            record.append((self, ready, buf))
+            record.append((self, ready, bufs))
 
     def _prepare(self, executor, args, sig):
-        """(launcher, casts, shape, dtype, size), or None where the op runs through the executor
-        (several outputs, a float16 result, scalars to convert, or a run-time shape the
+        """(launcher, casts, (shape, dtype, size) per output), or None where the op runs
+        through the executor (a float16 result, scalars to convert, or a run-time shape the
         compile-time one does not fit, which the executor raises for)."""
         node = self.node
         plan = executor.eager.plan(node.op, sig, args, node.attrs)
-        if not plan.single or plan.finals or plan.scalars:
+        if plan.finals or plan.scalars:
             return None
-        shape, dtype = plan.allocs[0]
-        if not compatible(node.outputs[0].shape, shape):
+        if not all(compatible(v.shape, s) for v, (s, _) in zip(node.outputs, plan.allocs)):
             return None
-        return plan.launcher, plan.casts, shape, np.dtype(dtype), math.prod(shape)
+        allocs = tuple((s, np.dtype(d), math.prod(s)) for s, d in plan.allocs)
+        return plan.launcher, plan.casts, allocs
 
     def __repr__(self) -> str:
         return f"<into-buffer {self.node.op.name}>"
@@ -608,9 +609,8 @@ def _same_size(a, b) -> bool:
 def _pooled(node: Node) -> bool:
     op = node.op
     return (
-        len(node.outputs) == 1
-        and not op.view
+        not op.view
         and not op.inplace
         and not _has_sub_blocks(node)  # its outputs come from its sub-blocks
-        and not node.outputs[0].persistable
+        and not any(v.persistable for v in node.outputs)
     )

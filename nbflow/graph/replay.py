@@ -18,7 +18,9 @@ before, and the next placed run records again. Plans with steps a replay cannot 
 (an op run through the executor's generic path, a copy made for an in-place write, a
 view written to the scope) are not replayed, nor are runs with NaN checks. In poison mode a
 replay fills what each Release step releases, as the step does. Fetched outputs escape the
-arena, and a replay makes them in fresh buffers, as a run does.
+arena, and a replay makes them in fresh buffers, as a run does; a fetched view is made again
+from what it views when that is new in each replay too (feeds and fresh outputs; not a
+parameter, nor a value written in place).
 """
 
 from __future__ import annotations
@@ -47,7 +49,7 @@ class Call(NamedTuple):
     names: tuple = ()
     casts: tuple = ()
     outs: tuple = ()
-    # INTO: the output buffer (an arena's, or Fresh); GROUP: one per output
+    # INTO and GROUP: the output buffers (an arena's, or Fresh), one per output
     buffers: object = None
     # INPLACE: the version counters the write moves; GROUP: (name, stand-in) of the values
     # read outside for their shape only
@@ -107,14 +109,18 @@ class Replay:
             if call.kind == INPLACE:
                 counters = tuple(c for c in call.extra if id(c) in kept)
                 self.calls[i] = call._replace(extra=counters)
-        fresh = set()
+        # the values new in each replay: the feeds, Fresh outputs, and views of those alone (of
+        # every input: the memory pass holds a view to all of them)
+        read = {name for call in self.calls for name in call.names}
+        fresh = read - made - self.persistent.keys()
         for call in self.calls:
-            bufs = [call.buffers] if call.kind == INTO else call.buffers or ()
-            fresh.update(name for name, b in zip(call.outs, bufs) if type(b) is Fresh)
+            if call.kind == VIEW and all(name in fresh for name in call.names):
+                fresh.update(call.outs)
+            fresh.update(name for name, b in zip(call.outs, call.buffers or ()) if type(b) is Fresh)
         for t in targets:
             if type(t) is Var and not t.persistable and t.name in made:
                 if t.name not in fresh:
-                    return None  # a view or an in-place output: not made afresh
+                    return None  # an in-place output, or a view of the arena: not made afresh
                 self.fetched.append(t.name)
         return self
 
@@ -154,10 +160,8 @@ class Replay:
         self.attrs.append((node.attrs, values))
         outs = tuple(v.name for v in node.outputs)
         if type(step) is IntoBuffer:
-            if node.outputs[0].persistable:
-                return False
-            _, (launcher, casts, shape, dtype, _), buf = entry
-            out = self._out(buf, shape, dtype)
+            _, (launcher, casts, _), bufs = entry
+            out = tuple(self._out(buf, buf.shape, buf.dtype) for buf in bufs)
             self.calls.append(Call(INTO, node, launcher, names, casts, outs, out))
             return True
         _, plan, args = entry
@@ -210,9 +214,9 @@ class Replay:
                     _group(executor, node, args, [_buffer(b, made) for b in out], arrays, scope)
                     arrays.update(extra)  # (the stand-ins of values read for their shape)
                 elif kind == INTO:
-                    buf = _buffer(out, made)
-                    launcher(*args, buf, **node.attrs)
-                    arrays[outs[0]] = buf
+                    bufs = [_buffer(b, made) for b in out]
+                    launcher(*args, *bufs, **node.attrs)
+                    arrays.update(zip(outs, bufs))
                 elif kind == VIEW:
                     results = launcher(*args, **node.attrs)
                     results = results if type(results) is tuple else (results,)
