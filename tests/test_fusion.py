@@ -222,6 +222,27 @@ def test_unknown_dims_that_broadcast_at_run_time_fall_back_to_single_ops():
     assert first.shape == (1, 4) and second.shape == (3, 4)
 
 
+def test_an_attr_edited_after_the_kernel_was_made_is_followed():
+    # the kernel has the slope and the clip bounds as constants: an edit of the nodes' attrs
+    # (as an optimizer's hyperparameters are edited) must not leave it computing the old ones
+    main = nb.Program()
+    with nb.program_guard(main):
+        x = nb.static.data("x", [4, 8])
+        y = nb.clip(nb.leaky_relu(x * 2.0 - 1.0, 0.1), -0.5, 0.5) + 1.0
+    exe = nb.Executor()
+    feed = {"x": np.linspace(-1, 1, 32, dtype=np.float32).reshape(4, 8)}
+    nodes = {n.op.name: n for n in main.global_block().ops}
+    for slope, low in ((0.1, -0.5), (0.3, -0.5), (0.3, -2.0)):
+        nodes["leaky_relu"].attrs["negative_slope"] = slope
+        nodes["clip"].attrs["min"] = low
+        v = feed["x"] * 2 - 1
+        want = np.clip(np.where(v > 0, v, slope * v), low, 0.5) + 1
+        for _ in range(3):  # (the later runs replay the first)
+            nt.assert_close(exe.run(main, feed, [y])[0], want, rtol=1e-6)
+    (plan,) = exe._plans[main].values()
+    assert any(isinstance(step, FusedGroup) for step in plan)
+
+
 def test_large_inputs_take_the_parallel_kernel():
     n = 1 << 18
     rng = np.random.default_rng(0)

@@ -16,7 +16,8 @@ as a module in the nbflow cache directory (kernels/codegen.py) so numba's disk c
 the next process. Inputs are classified per call: full-size arrays, one-element values
 (passed as scalars) and rows broadcast over the leading dims (a bias); anything else is
 materialised. A group whose run-time shapes break the compile-time assumption (a -1 dim that
-turned out to broadcast) runs its members one by one instead.
+turned out to broadcast) runs its members one by one instead, as does one whose members'
+attrs (numbers the kernel holds as constants) were edited after it was made.
 
 A trailing reduction joins the group: a float `sum` or `mean` over leading or trailing axes
 (all axes included) of a group value that nothing else reads, fetches or writes. The kernel
@@ -371,6 +372,9 @@ class FusedGroup:
         self.broken: set = set()  # layout masks numba could not compile: run unfused
         self.kernels: dict = {}  # layout mask -> module
         self.outputs_ids = {id(v) for v in self.outputs}
+        # the attrs the kernel was generated with (constants, a reduction's axes): a node's
+        # attrs edited since then run the ops one by one
+        self.baked = [(n.attrs, tuple(n.attrs.values())) for n in nodes if n.attrs]
 
     # -------------------------------------------------------------- what it shows
 
@@ -535,6 +539,9 @@ class FusedGroup:
     def compute(self, arrays, take):
         """Run the kernel on the input arrays into outputs from `take(shape, dtype, size)`;
         returns (the outputs, the full shape), or None where the ops must run one by one."""
+        for attrs, values in self.baked:
+            if tuple(attrs.values()) != values:
+                return None
         shapes = tuple(a.shape for a in arrays)
         shape = self.checked.get(shapes, False)
         if shape is False:
