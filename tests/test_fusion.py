@@ -243,6 +243,33 @@ def test_an_attr_edited_after_the_kernel_was_made_is_followed():
     assert any(isinstance(step, FusedGroup) for step in plan)
 
 
+def test_a_value_a_hand_built_sub_block_reads_directly_is_made_by_its_group():
+    # x * 0.5 and exp fuse; the branches read x * 0.5 itself, not through a block input
+    main = nb.Program()
+    with nb.program_guard(main):
+        x = nb.static.data("x", [1000])
+        h = x * 0.5
+        t = nb.exp(h)
+        y = nb.cond(nb.sum(x) > 0, lambda a: a * 2.0, lambda a: a - 1.0, [t])
+        out = y + t
+    (node,) = [n for n in main.global_block().ops if n.op.name == "cond"]
+    for idx in (node.attrs["true_block"], node.attrs["false_block"]):
+        sub = main.blocks[idx]
+        (proxy,) = sub.inputs
+        for op in sub.ops:
+            op.inputs = [h if v is proxy else v for v in op.inputs]
+        sub.inputs = []
+    node.inputs = node.inputs[:1]
+    main.version += 1
+    for sign in (1, -1):  # each branch
+        x = np.linspace(-1, 2, 1000).astype(np.float32) * np.float32(sign)
+        half = x * np.float32(0.5)
+        want = (half * 2 if x.sum() > 0 else half - 1) + np.exp(half)
+        for options in ({}, {"reuse_memory": False}):
+            (got,) = nb.Executor(**options).run(main, {"x": x}, [out], scope=nb.Scope())
+            nt.assert_close(got, want, rtol=1e-6)
+
+
 def test_large_inputs_take_the_parallel_kernel():
     n = 1 << 18
     rng = np.random.default_rng(0)

@@ -230,7 +230,8 @@ def fuse(ops: list[Node], targets=()) -> list:
     readers = _value_readers(ops)
     fetched = {id(t) for t in targets}
     for index, node in enumerate(ops):
-        sources = {id(producer[id(v)]): producer[id(v)] for v in node.inputs if id(v) in producer}
+        read = memory.reads(node)  # (a control flow op's sub-blocks may read a group's values)
+        sources = {id(producer[id(v)]): producer[id(v)] for v in read if id(v) in producer}
         group = _reduced_group(node, producer, readers, fetched)
         if group is not None:  # the group's value is summed as it is made: never stored
             group.add(index, node, storage)
@@ -261,8 +262,8 @@ def _value_readers(ops) -> dict[int, int]:
     """id(var) -> how many inputs of the ops read its value (not only its shape)."""
     readers: dict[int, int] = {}
     for node in ops:
-        for i, v in enumerate(node.inputs):
-            if not node.op.reads_only_shape(i):
+        for i, v in enumerate(memory.reads(node)):
+            if i >= len(node.inputs) or not node.op.reads_only_shape(i):
                 readers[id(v)] = readers.get(id(v), 0) + 1
     return readers
 

@@ -423,7 +423,9 @@ def _has_sub_blocks(node) -> bool:
     return any(attr.kind == "block" for attr in node.op.attrs.values())
 
 
-def _reads(step):
+def reads(step):
+    """The vars a step reads: its inputs and, for a control flow op, the vars of enclosing
+    blocks its sub-blocks read (a hand-built block may read them directly)."""
     if isinstance(step, Node) and _has_sub_blocks(step):
         return [*step.inputs, *outer_reads(step)]
     return step.inputs
@@ -441,13 +443,13 @@ def outer_reads(node) -> list:
                 block = blocks[n.attrs[name]] = program.blocks[n.attrs[name]]
                 todo.extend(block.ops)
     inside = {id(b) for b in blocks.values()}
-    reads = {}
+    found = {}
     for block in blocks.values():
         for op in block.ops:
             for v in op.inputs:
                 if id(v.block) not in inside:
-                    reads[id(v)] = v
-    return list(reads.values())
+                    found[id(v)] = v
+    return list(found.values())
 
 
 def _writes(step):
@@ -463,7 +465,7 @@ class Storages:
         for step in steps:
             if isinstance(step, Node) and (step.op.view or _has_sub_blocks(step)):
                 for out in step.outputs:
-                    for v in _reads(step):
+                    for v in reads(step):
                         self.union(id(out), id(v))
 
     def find(self, i: int) -> int:
@@ -505,7 +507,7 @@ def _hoist(out: list, step, storages, written: set):
     for k in range(pos - 1, -1, -1):
         other = out[k]
         made = {storages.find(id(v)) for v in other.outputs}
-        touched = made | {storages.find(id(v)) for v in _reads(other)}
+        touched = made | {storages.find(id(v)) for v in reads(other)}
         if touched & written or made & read:
             earliest = k + 1
             break
@@ -522,7 +524,7 @@ def plan_memory(steps: list, feed_names, targets, poison: bool, save_memory=Fals
 
     made, owner, by_id = set(), {}, {}
     for step in steps:
-        for v in (*_reads(step), *_writes(step)):
+        for v in (*reads(step), *_writes(step)):
             by_id[id(v)] = v
         for v in _writes(step):
             made.add(id(v))
@@ -538,7 +540,7 @@ def plan_memory(steps: list, feed_names, targets, poison: bool, save_memory=Fals
             pinned.add(find(i))
     last: dict[int, int] = {}
     for index, step in enumerate(steps):
-        for v in (*_reads(step), *_writes(step)):
+        for v in (*reads(step), *_writes(step)):
             last[find(id(v))] = index
     members: dict[int, list] = {}
     for i, v in by_id.items():
@@ -583,7 +585,7 @@ def _overwritable(step, save_memory: bool) -> set[int]:
     from .fusion import FusedGroup, fusable  # (fusion imports this module)
 
     if isinstance(step, FusedGroup) or (isinstance(step, Node) and fusable(step)):
-        return {id(v) for v in _reads(step)}
+        return {id(v) for v in reads(step)}
     if save_memory and isinstance(step, Node) and step.op.overwrites:
         return {id(step.inputs[i]) for i in step.op.overwrites if i < len(step.inputs)}
     return set()

@@ -52,7 +52,7 @@ from collections.abc import Mapping
 from .. import dtypes as dt
 from ..core import REGISTRY, UNKNOWN, Node
 from ..ops.reduce import reduced_axes
-from .memory import Storages
+from .memory import Storages, reads
 from .program import Var
 
 
@@ -69,7 +69,7 @@ def fold_transposes(ops: list[Node], targets=()) -> list[Node]:
     readers: dict[int, int] = {}
     written = set()
     for node in ops:
-        for v in node.inputs:
+        for v in reads(node):
             readers[id(v)] = readers.get(id(v), 0) + 1
         for j in node.op.inplace.values():
             written.add(id(node.inputs[j]))
@@ -347,10 +347,11 @@ class _LayerAttrs(Mapping):
 
 
 def _readers(ops: list[Node]) -> dict[int, list]:
-    """id(var) -> the nodes that read it, in order (once per input)."""
+    """id(var) -> the nodes that read it, in order (once per input; a control flow op's
+    sub-blocks may read a var directly: memory.reads)."""
     readers: dict[int, list] = {}
     for node in ops:
-        for v in node.inputs:
+        for v in reads(node):
             readers.setdefault(id(v), []).append(node)
     return readers
 
