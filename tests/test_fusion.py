@@ -270,6 +270,23 @@ def test_a_value_a_hand_built_sub_block_reads_directly_is_made_by_its_group():
             nt.assert_close(got, want, rtol=1e-6)
 
 
+def test_a_loop_body_and_its_gradient_fuse_and_equal_the_unfused_loop():
+    def build():
+        x = nb.static.data("x", [4, 8])
+        w = nb.static.data("w", [8, 8])
+        w.stop_gradient = False
+        body = lambda i, h: (i + 1, nb.tanh(h @ w * 0.9 + x) * 0.5 - h * 0.1)
+        _, h = nb.while_loop(lambda i, h: i < 5, body, [0, x], max_iterations=10)
+        ((_, gw),) = nb.append_backward(nb.sum(h * h), parameter_list=[w])
+        return h, gw
+
+    x = np.linspace(-1, 1, 32, dtype=np.float32).reshape(4, 8)
+    w = np.full((8, 8), 0.05, np.float32) + np.eye(8, dtype=np.float32) * 0.3
+    exe, main, _ = _run_both(build, {"x": x, "w": w})
+    plans = exe._block_plans.values()
+    assert sum(isinstance(s, FusedGroup) for plan in plans for s in plan.steps) >= 2
+
+
 def test_large_inputs_take_the_parallel_kernel():
     n = 1 << 18
     rng = np.random.default_rng(0)

@@ -39,7 +39,7 @@ from .. import dtypes as dt
 from .. import ops
 from ..autograd import backprop
 from ..control import PYTHON_PREDICATES
-from ..core import STATE, Attr, Op, bind, use_trace
+from ..core import STATE, Attr, Node, Op, bind, use_trace
 from ..errors import (
     ArgumentError,
     DTypeError,
@@ -52,7 +52,9 @@ from ..errors import (
 from ..ops.index import index_select_op
 from ..reliability import check_node
 from ..tensor import Tensor, _Stale
+from . import memory
 from .executor import compatible, needed_ops
+from .fusion import fuse
 from .program import Block, GraphTrace, Var
 
 __all__ = ["COND", "WHILE", "WHILE_GRAD", "ControlOp", "call_block", "graph_cond", "graph_while"]
@@ -540,6 +542,16 @@ class _BlockPlan:
         self.ops = [n for n in ops if not any(n is h for h in hoisted)]
         local = {id(v) for v in block.vars.values()}
         self.reads_outer = any(id(v) not in local for n in self.ops for v in n.inputs)
+        # the steps run when values are not checked, as the main block's plan has them on the
+        # CPU: fused groups, and steps that keep what their op needs per input signature
+        # (their outputs in new buffers: a block's run has no pool or arena)
+        self.steps = self.ops
+        if executor.fuse:
+            self.steps = [memory.node_step(s) for s in fuse(self.ops, block.outputs)]
+
+
+# a block's run takes no buffer from the enclosing run's pool or arena and is not recorded
+_UNPLANNED = {memory.POOL: None, memory.ARENA: None, memory.RECORD: None}
 
 
 def run_block(executor, block: Block, values, scope, outer_env) -> list[Tensor]:
@@ -549,6 +561,7 @@ def run_block(executor, block: Block, values, scope, outer_env) -> list[Tensor]:
     if plan is None or plan.version != block.program.version:
         plan = plans[block] = _BlockPlan(executor, block, scope)
     env = dict(plan.constants)
+    env.update(_UNPLANNED)  # (shadowing the enclosing run's, in a ChainMap)
     for v, t in zip(block.inputs, values):
         if t.dtype != v.dtype or not compatible(v.shape, t.shape):
             raise ShapeError(
@@ -557,10 +570,15 @@ def run_block(executor, block: Block, values, scope, outer_env) -> list[Tensor]:
         env[v.name] = t
     if plan.reads_outer:  # its own vars shadow those of the enclosing blocks
         env = ChainMap(env, outer_env)
-    for node in plan.ops:
-        results = executor._run_op(node, env, scope)
-        if executor.checking:
-            check_node(node, results)
+    if executor.checking:
+        for node in plan.ops:
+            check_node(node, executor._run_op(node, env, scope))
+    else:
+        for step in plan.steps:
+            if type(step) is Node:
+                executor._run_op(step, env, scope)
+            else:
+                step.run(executor, env, scope)
     results = [executor._lookup(v, env, scope) for v in block.outputs]
     # a constant returned as is gets its own buffer: the op's output may be written in place
     kept = plan.constants.values()

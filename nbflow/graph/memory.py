@@ -27,7 +27,8 @@ up as NaN in a test instead of as a silently stale value.
 A control flow op is one step: it reads its inputs and every value of the enclosing blocks
 that its sub-blocks read (a hand-built block may read them directly), and its outputs may be
 views of any of those (a branch may return a reshaped input), so they share their storage.
-The sub-blocks themselves run unplanned.
+The sub-blocks run without the pool or the arena (graph/control.py: their elementwise ops
+fused and their ops as NodeSteps, their outputs in new buffers).
 """
 
 from __future__ import annotations
@@ -565,17 +566,22 @@ def plan_memory(steps: list, feed_names, targets, poison: bool, save_memory=Fals
         lend = [v for v in early if _wanted(v, [step])]
         if lend:
             out.append(Release([], lend, poison=False))
-        if isinstance(step, Node) and _pooled(step):
-            out.append(IntoBuffer(step))
-        elif isinstance(step, Node) and (step.op.view or step.op.inplace):
-            out.append(Planned(step) if not _has_sub_blocks(step) else step)
-        else:
-            out.append(step)
+        out.append(node_step(step))
         if early or late:
             owners = [v for v in late if id(v) in owner]
             give = [v for v in owners if _wanted(v, steps[index + 1 :])]
             out.append(Release(early + late, give, poison, owners))
     return out
+
+
+def node_step(step):
+    """The plan step running `step`: an op node whose outputs the pass places (IntoBuffer), a
+    view or in-place op (Planned), or the step itself (a fused group, a control flow op)."""
+    if isinstance(step, Node) and _pooled(step):
+        return IntoBuffer(step)
+    if isinstance(step, Node) and (step.op.view or step.op.inplace) and not _has_sub_blocks(step):
+        return Planned(step)
+    return step
 
 
 def _overwritable(step, save_memory: bool) -> set[int]:
