@@ -680,7 +680,8 @@ class FusedGroup:
                 args.append(a.reshape(-1))
             else:
                 mask.append("a")
-                args.append(np.ascontiguousarray(np.broadcast_to(a, shape)).reshape(-1))
+                full = a if a.shape == shape else np.broadcast_to(a, shape)  # (a strided view)
+                args.append(np.ascontiguousarray(full).reshape(-1))
         return "".join(mask), args, cols
 
 

@@ -321,7 +321,8 @@ class Elementwise:
 
     def _strided(self, mod, ins, out, params):
         shape = out.shape
-        views = [np.broadcast_to(a, shape) for a in ins]
+        # (broadcast_to costs ~3 us an input: only those that broadcast)
+        views = [a if a.shape == shape else np.broadcast_to(a, shape) for a in ins]
         merged = merge_dims(shape, [v.strides for v in views + [out]])
         if len(merged) > STRIDED_RANK:
             flat_ins = [np.ascontiguousarray(v).reshape(-1) for v in views]
