@@ -185,6 +185,29 @@ def test_fetched_views_of_feeds_and_fresh_outputs_replay_and_stay_fresh(replays)
             np.testing.assert_array_equal(g, c)  # not written by a later replay
 
 
+def test_a_loop_body_replays_its_iterations_to_the_values_of_its_steps(replays):
+    # the top-level plan holds the loop and its gradient loop, which are not replayed; their
+    # blocks run the same steps every iteration, and after the first one replay them
+    main = nb.Program()
+    with nb.program_guard(main):
+        x = nb.static.data("x", [4, 8])
+        w = nb.static.data("w", [8, 8])
+        w.stop_gradient = False
+        body = lambda i, h: (i + 1, nb.tanh(h @ w * 0.9 + x) * 0.5 - h * 0.1)
+        _, h = nb.while_loop(lambda i, h: i < 6, body, [0, x], max_iterations=10)
+        ((_, gw),) = nb.append_backward(nb.sum(h * h), parameter_list=[w])
+    rng = np.random.default_rng(3)
+    w = (rng.standard_normal((8, 8)) * 0.3).astype(np.float32)
+    feeds = [{"x": rng.standard_normal((4, 8)).astype(np.float32), "w": w} for _ in range(3)]
+    runs = {}
+    for on in (False, True):
+        exe = nb.Executor(replay=on)
+        runs[on] = [exe.run(main, feed, [h, gw]) for feed in feeds]
+    assert replays[0] >= 3 * 10  # each run: 5 of 6 forward and 5 of 6 gradient iterations
+    for got, expected in zip(runs[True], runs[False], strict=True):
+        _same(got, expected)
+
+
 def _var_program():
     main = nb.Program()
     with nb.program_guard(main):

@@ -53,9 +53,10 @@ from ..ops.index import index_select_op
 from ..reliability import check_node
 from ..tensor import Tensor, _Stale
 from . import memory
-from .executor import compatible, needed_ops
+from .executor import REPLAY_MISSES, compatible, needed_ops
 from .fusion import fuse
 from .program import Block, GraphTrace, Var
+from .replay import INPLACE, Replay
 
 __all__ = ["COND", "WHILE", "WHILE_GRAD", "ControlOp", "call_block", "graph_cond", "graph_while"]
 
@@ -548,9 +549,16 @@ class _BlockPlan:
         self.steps = self.ops
         if executor.fuse:
             self.steps = [memory.node_step(s) for s in fuse(self.ops, block.outputs)]
+        # a loop body runs its steps on inputs of one signature every iteration: after one
+        # run is recorded, the next replay its kernel calls (graph/replay.py), while the
+        # signature and what the replay assumed hold. Not a block reading outer values
+        # directly: their signature is not the key.
+        self.replayable = executor.fuse and executor.replay and not self.reads_outer
+        self.replay, self.signature, self.misses = None, None, 0
 
 
 # a block's run takes no buffer from the enclosing run's pool or arena and is not recorded
+# with the enclosing run
 _UNPLANNED = {memory.POOL: None, memory.ARENA: None, memory.RECORD: None}
 
 
@@ -573,16 +581,48 @@ def run_block(executor, block: Block, values, scope, outer_env) -> list[Tensor]:
     if executor.checking:
         for node in plan.ops:
             check_node(node, executor._run_op(node, env, scope))
+    elif not plan.replayable:
+        _run_steps(executor, plan.steps, env, scope)
     else:
-        for step in plan.steps:
-            if type(step) is Node:
-                executor._run_op(step, env, scope)
-            else:
-                step.run(executor, env, scope)
+        _run_or_replay(executor, plan, block, values, env, scope)
     results = [executor._lookup(v, env, scope) for v in block.outputs]
     # a constant returned as is gets its own buffer: the op's output may be written in place
     kept = plan.constants.values()
     return [ops.clone(t) if any(t is c for c in kept) else t for t in results]
+
+
+def _run_steps(executor, steps, env, scope):
+    for step in steps:
+        if type(step) is Node:
+            executor._run_op(step, env, scope)
+        else:
+            step.run(executor, env, scope)
+
+
+def _run_or_replay(executor, plan: _BlockPlan, block: Block, values, env, scope):
+    """The block's steps, or the replay of a recorded run of them on inputs of the same
+    signature (recorded again when it no longer holds, up to REPLAY_MISSES times in a row)."""
+    signature = tuple([(t.shape, t.dtype) for t in values])
+    if signature != plan.signature:  # (a recording is for one signature)
+        plan.replay, plan.signature = None, signature
+    replay = plan.replay
+    if replay:
+        if replay.holds(scope, None):
+            replay.run(executor, env, scope)
+            plan.misses = 0
+            return
+        plan.replay, plan.misses = None, plan.misses + 1
+    if plan.replay is False or plan.misses >= REPLAY_MISSES:
+        _run_steps(executor, plan.steps, env, scope)
+        return
+    record = env[memory.RECORD] = []
+    _run_steps(executor, plan.steps, env, scope)
+    replay = Replay.build(plan.steps, record, scope, block.outputs, None)
+    if replay is not None and any(call.kind == INPLACE for call in replay.calls):
+        # an in-place write is checked against its inputs' overlaps when it runs, and a
+        # loop's inputs (the last iteration's outputs) may overlap differently each time
+        replay = None
+    plan.replay = replay or False
 
 
 def _stack(arrays, first: np.ndarray, where: str, what: str) -> Tensor:

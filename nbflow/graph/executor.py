@@ -212,7 +212,8 @@ class Executor:
             if arena is not None:
                 arena.end(completed)
                 if record is not None and completed and arena.offsets is not None:
-                    held.replay = Replay.build(ops, record, scope, targets, arena) or False
+                    replay = Replay.build(ops, record, scope, targets, arena.space.buffer)
+                    held.replay = replay or False
 
     def _replayed(self, held: Arena, env, scope) -> bool:
         """Whether the run was made by replaying the plan's recorded run (graph/replay.py);
@@ -222,7 +223,7 @@ class Executor:
         if not space.acquire():
             return False
         try:
-            if not held.replay.holds(scope, space):
+            if not held.replay.holds(scope, space.buffer):
                 held.replay = None
                 held.replay_misses += 1
                 return False

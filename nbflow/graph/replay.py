@@ -21,6 +21,12 @@ replay fills what each Release step releases, as the step does. Fetched outputs 
 arena, and a replay makes them in fresh buffers, as a run does; a fetched view is made again
 from what it views when that is new in each replay too (feeds and fresh outputs; not a
 parameter, nor a value written in place).
+
+A loop body's block (graph/control.py) runs the same steps every iteration on inputs of one
+signature, with no arena: its first run is recorded, every output a Fresh buffer, and the
+following iterations replay it while it holds. A body with an in-place write is not replayed
+(its inputs, the last iteration's outputs, may overlap differently each time), nor one that
+reads outer values directly.
 """
 
 from __future__ import annotations
@@ -75,15 +81,16 @@ class Replay:
         self.attrs: list = []  # (a node's attrs, their values as recorded)
         self.fetched: list = []  # names of the fetch targets made by the calls
         self.budget = STATE.memory_budget
-        self.space = None  # the arena's buffer the recorded run placed into
+        self.space = None  # the arena's buffer the recorded run placed into (or None)
         self.slots: dict = {}  # id of a Fresh output buffer's owner -> its slot
 
     @classmethod
-    def build(cls, steps, recorded, scope, targets, arena):
+    def build(cls, steps, recorded, scope, targets, space):
         """The Replay of a run of `steps` whose steps appended `recorded` (memory.RECORD),
-        or None where a step cannot be replayed."""
+        or None where a step cannot be replayed; `space`: the buffer of the arena the run
+        placed into, None for a sub-block's run (every output made afresh: control.py)."""
         self = cls()
-        self.space = arena.space.buffer
+        self.space = space
         made = set()  # the names the calls make
         entries = iter(recorded)
         for step in steps:
@@ -188,8 +195,8 @@ class Replay:
 
     def holds(self, scope, space) -> bool:
         """Whether what the recording assumed still holds (the feeds' signature is the
-        arena's key), `space` the arena's ArenaSpace."""
-        if STATE.memory_budget != self.budget or space.buffer is not self.space:
+        arena's key, the inputs' a sub-block's), `space` the arena's buffer now."""
+        if STATE.memory_budget != self.budget or space is not self.space:
             return False
         for name, (t, array) in self.persistent.items():
             if scope.get(name) is not t or t._data is not array:
