@@ -352,3 +352,52 @@ def test_no_grad_set_and_stop_gradient_get_no_gradient_ops():
         v = nb.static.create_parameter("v", [3])
         assert len(nb.append_backward(nb.sum(y * v), parameter_list=[v])) == 1
     assert len(main.global_block().ops) > before
+
+
+class _Scaled(nb.nn.Module):
+    """A user module making its own parameter from a creation op."""
+
+    def __init__(self, n):
+        super().__init__()
+        self.fc = nb.nn.Linear(n, 2)
+        self.scale = nb.nn.Parameter(nb.ones(2) * 0.5)
+
+    def forward(self, x):
+        return self.fc(x) * self.scale
+
+
+def _two_class_batch():
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((16, 4)).astype(np.float32)
+    return x, (x[:, 0] > 0).astype(np.int64)
+
+
+def test_modules_made_inside_program_guard_train_as_in_eager_mode():
+    x, y = _two_class_batch()
+    nb.manual_seed(3)
+    eager = _Scaled(4)
+    opt = nb.optim.SGD(eager.parameters(), lr=0.5)
+    for _ in range(3):
+        loss = nb.cross_entropy(eager(nb.tensor(x)), nb.tensor(y))
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+
+    main, startup = nb.Program(), nb.Program()
+    with nb.program_guard(main, startup):
+        nb.manual_seed(3)
+        model = _Scaled(4)  # (made eagerly: its parameters are tensors, not vars)
+        xv = nb.static.data("x", [-1, 4])
+        yv = nb.static.data("y", [-1], dtype="int64")
+        loss = nb.cross_entropy(model(xv), yv)
+        nb.optim.SGD(model.parameters(), lr=0.5).minimize(loss)
+    ops = main.global_block().ops
+    assert not any(n.op.name in ("uniform", "normal") for n in ops)  # init ran eagerly
+    updates = [n for n in ops if n.op.inplace]
+    exe, scope = nb.Executor(), nb.Scope()
+    exe.run(startup, scope=scope)
+    for _ in range(3):
+        exe.run(main, {"x": x, "y": y}, [loss, *updates], scope)
+    for got, want in zip(model.parameters(), eager.parameters()):
+        nt.assert_close(got, want.numpy(), rtol=1e-5, atol=1e-6)
+    assert not np.allclose(model.scale.numpy(), 0.5)  # the program trained the module's own

@@ -20,10 +20,16 @@ attribute lookup.
 memory (PyTorch's semantics: copy them, or save them, to keep a snapshot); `load_state_dict`
 takes Tensors or numpy arrays and copies them into the existing tensors in place, so optimizers
 and jitted functions holding those tensors keep working.
+
+A module is made eagerly wherever it is made: inside `program_guard` or a traced function too,
+its `__init__` runs in eager mode, so its parameters are tensors, initialised at once, that a
+program captures where it uses them (as it does a module made outside), not ops recorded into
+the program.
 """
 
 from __future__ import annotations
 
+import functools
 from collections import OrderedDict
 from typing import NamedTuple
 
@@ -31,7 +37,7 @@ import numpy as np
 
 from .. import dtypes as dt
 from .. import ops
-from ..core import STATE, no_grad
+from ..core import STATE, no_grad, use_trace
 from ..errors import DTypeError, NbflowError, ShapeError, UnsupportedError
 from ..hooks import HookDict, RemovableHandle, add_node_hook
 from ..tensor import EagerTrace, Tensor, from_numpy, tensor
@@ -72,11 +78,33 @@ def _is_parameter(value) -> bool:
 _EPOCH = [0]
 
 
+def _made_eagerly(init):
+    """A module's `__init__` that runs in eager mode under a graph trace (see the module's doc):
+    recorded into a program, `nn.Linear(3, 2)`'s parameters would be vars with no value."""
+
+    @functools.wraps(init)
+    def __init__(self, *args, **kwargs):
+        if isinstance(STATE.trace, EagerTrace):
+            return init(self, *args, **kwargs)
+        with use_trace(_EAGER):
+            return init(self, *args, **kwargs)
+
+    return __init__
+
+
+_EAGER = EagerTrace()
+
+
 class Module:
     """Base class of every layer and model: subclasses set attributes in `__init__` (after
     `super().__init__()`) and define `forward`; calling the module calls `forward`."""
 
     training: bool
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if "__init__" in cls.__dict__:
+            cls.__init__ = _made_eagerly(cls.__init__)
 
     def __init__(self):
         d = self.__dict__
