@@ -17,7 +17,7 @@ from . import (
 )
 from .autograd import backward, grad
 from .buffers import empty_cache
-from .checkpoint import load_state, save_state
+from .checkpoint import load, load_state, save, save_state
 from .control import cond, while_loop
 from .core import (
     REGISTRY,
@@ -56,9 +56,7 @@ from .graph import (
     append_backward,
     global_scope,
     jit,
-    load,
     program_guard,
-    save,
     static,
     trace,
 )

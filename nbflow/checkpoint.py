@@ -36,6 +36,11 @@ allocated (their total is at most the file size) and read, and the data's sha256
 values are checked. Any failure raises CheckpointError (a ValueError) saying what is wrong;
 a file that cannot be opened raises the OSError (FileNotFoundError, ...) as open() does.
 No pickle, eval, exec or import is driven by the file.
+
+`nbflow.save(obj, path)` / `nbflow.load(path)` are the front door, as `torch.save` and
+`paddle.save` take a model's state as well as a program: a Program goes to the program format
+(graph/serialize.py), anything else to a checkpoint; loading tells the two apart by the
+checkpoint's magic.
 """
 
 from __future__ import annotations
@@ -52,10 +57,12 @@ import numpy as np
 from . import dtypes as dt
 from .core import STATE
 from .errors import CheckpointError
+from .graph import serialize
+from .graph.program import Program
 from .graph.serialize import _atomic_write
 from .tensor import Tensor
 
-__all__ = ["FORMAT", "MAGIC", "VERSION", "load_state", "save_state"]
+__all__ = ["FORMAT", "MAGIC", "VERSION", "load", "load_state", "save", "save_state"]
 
 FORMAT = "nbflow.checkpoint"
 VERSION = 1
@@ -93,6 +100,40 @@ DTYPES = {
 TENSOR_DTYPES = {d.newbyteorder("<").str for d in dt.SHORT}  # what a Tensor may hold
 NON_FINITE = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
 TAGS = ("dict", "list", "tuple", "tensor", "array", "float")
+
+
+def save(obj, path, scope=None) -> None:
+    """Save a Program with its parameters (from `scope`, or its captured tensors), or any other
+    state a checkpoint holds (`model.state_dict()`, nested dicts of tensors: save_state)."""
+    if isinstance(obj, Program):
+        serialize.save(obj, path, scope)
+        return
+    if scope is not None:
+        raise TypeError(f"save: scope= is for saving a Program, not a {type(obj).__name__}")
+    save_state(obj, path)
+
+
+def load(path, scope=None, max_param_bytes: int | None = None, require_loop_bounds=False):
+    """What `save` wrote: the state of a checkpoint, or a Program (graph/serialize.py's load,
+    its parameters into `scope` or captured). max_param_bytes: the largest checkpoint, or the
+    most a program's parameters may take."""
+    if _is_checkpoint(path):
+        if scope is not None or require_loop_bounds:
+            raise TypeError(
+                f"load: {path} is a checkpoint of state, not a Program: scope= and "
+                "require_loop_bounds= are for programs"
+            )
+        return load_state(path, max_param_bytes)
+    return serialize.load(path, scope, max_param_bytes, require_loop_bounds)
+
+
+def _is_checkpoint(path) -> bool:
+    """Whether `path` is a regular file starting with the checkpoint's magic (anything else
+    goes to the program loader, whose checks and errors it then gets)."""
+    if not os.path.isfile(path):
+        return False
+    with open(path, "rb") as f:
+        return f.read(len(MAGIC)) == MAGIC
 
 
 def _align(n: int) -> int:

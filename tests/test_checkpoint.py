@@ -73,6 +73,32 @@ def test_round_trip_of_nested_state(tmp_path):
     assert not [p for p in os.listdir(tmp_path) if p.endswith(".tmp")]
 
 
+def test_save_and_load_take_a_state_dict_or_a_program(tmp_path):
+    model = nb.nn.Linear(3, 2)
+    nb.save(model.state_dict(), tmp_path / "model.ckpt")  # as torch.save(model.state_dict())
+    other = nb.nn.Linear(3, 2)
+    other.load_state_dict(nb.load(tmp_path / "model.ckpt"))
+    assert np.array_equal(other.weight.numpy(), model.weight.numpy())
+
+    program = nb.Program()
+    with nb.program_guard(program):
+        out = model(nb.static.data("x", [-1, 3]))
+    nb.save(program, tmp_path / "program.json")
+    loaded = nb.load(tmp_path / "program.json")
+    assert isinstance(loaded, nb.Program)
+    x = np.ones((2, 3), np.float32)
+    (got,) = nb.Executor().run(loaded, {"x": x}, [out.name])
+    np.testing.assert_allclose(got, model(nb.tensor(x)).numpy(), rtol=1e-6)
+
+    with pytest.raises(TypeError, match="scope= is for saving a Program"):
+        nb.save(model.state_dict(), tmp_path / "x.ckpt", nb.Scope())
+    with pytest.raises(TypeError, match="a checkpoint of state, not a Program"):
+        nb.load(tmp_path / "model.ckpt", nb.Scope())
+    with pytest.raises(CheckpointError):  # a checkpoint's own budget
+        nb.load(tmp_path / "model.ckpt", max_param_bytes=16)
+    assert not (tmp_path / "x.ckpt").exists()
+
+
 def test_unstorable_values_are_refused_and_nothing_is_written(tmp_path):
     path = tmp_path / "x.ckpt"
     for bad in ({"f": lambda: 0}, {1.5: 2}, {"o": np.array([object()])}, {"i": 2**70}):
