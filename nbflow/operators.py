@@ -59,6 +59,21 @@ class Operators:
         )
         return ops.broadcast_to(self, shape)
 
+    def repeat(self, *sizes, axis=None):
+        """PyTorch's Tensor.repeat: `x.repeat(2, 3)` tiles x 2 times along dim 0 and 3 along
+        dim 1 (`tile`; more sizes than dims add leading dims). With `axis=`, numpy's
+        element repeat (`x.repeat(2, axis=1)`, as `nb.repeat` and `repeat_interleave`)."""
+        if axis is not None:
+            return ops.repeat(self, *sizes, axis=axis)
+        sizes = ops.shape.dims(sizes)
+        if len(sizes) < self.ndim:
+            raise ValueError(
+                f"repeat: {len(sizes)} sizes for a tensor of {self.ndim} dims (PyTorch's "
+                "repeat tiles, one size per dim; nb.repeat(x, n) or x.repeat_interleave(n) "
+                "repeats each element)"
+            )
+        return ops.tile(self, sizes)
+
     def masked_fill(self, mask, value):
         """`value` where mask is True (mask broadcasts), in this tensor's dtype."""
         return ops.where(mask, ops.full_like(self, value), self)
@@ -263,7 +278,7 @@ eq ne lt le gt ge logical_and logical_or logical_xor logical_not isnan isinf isf
 add_ sub_ mul_ div_ clip_ clamp_ fill_ zero_ copy_ zeros_like ones_like full_like
 sum mean prod max min argmax argmin var std logsumexp all any cumsum matmul addmm addmm_
 reshape transpose permute broadcast_to squeeze unsqueeze flatten split gather take_along_axis
-index_select scatter_add pad flip tile repeat softmax log_softmax norm chunk sort argsort topk
+index_select scatter_add pad flip tile softmax log_softmax norm chunk sort argsort topk
 swapaxes movedim roll tril triu diag isclose lerp amax amin mm bmm dot outer median
 floor ceil trunc round square reciprocal tan asin acos atan atan2 log2 log10
 sinh cosh asinh acosh atanh exp2 logit xlogy hypot logaddexp logaddexp2 fmod remainder copysign

@@ -202,6 +202,20 @@ def test_allclose_and_equal():
     assert not nb.equal(nb.ones(2), nb.zeros(2))
 
 
+def test_tensor_repeat_tiles_as_pytorchs_does():
+    x = nb.tensor(X[:2, :3])
+    for sizes in [(2, 2), (3, 1, 2), ((1, 2),)]:
+        reps = sizes[0] if len(sizes) == 1 else sizes
+        np.testing.assert_array_equal(x.repeat(*sizes).numpy(), np.tile(X[:2, :3], reps))
+    np.testing.assert_array_equal(x.repeat(2, axis=1).numpy(), X[:2, :3].repeat(2, axis=1))
+    with pytest.raises(ValueError, match="one size per dim"):
+        x.repeat(3)  # PyTorch refuses fewer sizes than dims; numpy would repeat elements
+    check_modes(lambda t: t.repeat(2, 1, 3), X[:2, :3])
+    gradcheck(
+        lambda t: t.repeat(2, 3), [nb.tensor(X[:2, :3].astype(np.float64), requires_grad=True)]
+    )
+
+
 def test_graph_values_have_size_view_and_the_casts():
     main = nb.Program()
     with nb.program_guard(main):
