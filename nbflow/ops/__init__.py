@@ -21,6 +21,7 @@ from . import (
     optim,
     products,
     reduce,
+    sampling,
     scans,
     select,
     shape,
@@ -28,7 +29,7 @@ from . import (
 )
 
 FAMILIES = (elementwise, broadcast, creation, reduce, linalg, shape, index, nn, optim)
-FAMILIES += (conv, norm, losses, sorting, einsum, select, scans, products, decomp)
+FAMILIES += (conv, norm, losses, sorting, einsum, select, scans, products, decomp, sampling)
 
 for _family in FAMILIES:
     globals().update({name: public(getattr(_family, name)) for name in _family.__all__})
