@@ -205,6 +205,38 @@ class Generator:
         self.__init__(seed)
         return self
 
+    def initial_seed(self):
+        return self.seed
+
+    def get_state(self) -> np.ndarray:
+        """The stream's position, an opaque int64 array (a checkpoint stores it): set_state
+        with it makes the same draws again, as PyTorch's get_state / set_state."""
+        s = self.numpy.bit_generator.state
+        words = (s["state"]["state"], s["state"]["inc"], s["has_uint32"], s["uinteger"])
+        raw = b"".join(int(w).to_bytes(16, "little") for w in words)
+        return np.frombuffer(raw, np.int64).copy()
+
+    def set_state(self, state) -> "Generator":
+        """Go back to a position from get_state (a Tensor or an array)."""
+        a = np.asarray(state)
+        if a.shape != (8,) or a.dtype != np.int64:
+            raise AttrError(
+                f"set_state: needs an int64 array of 8 from get_state, got {a.dtype}{list(a.shape)}"
+            )
+        raw = a.astype("<i8").tobytes()
+        state, inc, has_uint32, uinteger = (
+            int.from_bytes(raw[i : i + 16], "little") for i in range(0, 64, 16)
+        )
+        if has_uint32 > 1 or uinteger >= 1 << 32 or inc % 2 == 0:
+            raise AttrError("set_state: not a state from get_state")
+        self.numpy.bit_generator.state = {
+            "bit_generator": "PCG64",
+            "state": {"state": state, "inc": inc},
+            "has_uint32": has_uint32,
+            "uinteger": uinteger,
+        }
+        return self
+
     def __repr__(self) -> str:
         return f"Generator(seed={self.seed})"
 
@@ -215,6 +247,21 @@ default_generator = Generator(0)
 def manual_seed(seed: int) -> Generator:
     """Reseed the default generator (used when no generator is passed)."""
     return default_generator.manual_seed(seed)
+
+
+def initial_seed():
+    """The seed the default generator was last seeded with."""
+    return default_generator.seed
+
+
+def get_rng_state() -> np.ndarray:
+    """The default generator's position (Generator.get_state)."""
+    return default_generator.get_state()
+
+
+def set_rng_state(state) -> None:
+    """Put the default generator back to a position from get_rng_state."""
+    default_generator.set_state(state)
 
 
 def _random_op(name, kernel, sample, bounds, check, dtypes, default_dtype, doc):
@@ -433,6 +480,9 @@ __all__ = [
     "Generator",
     "default_generator",
     "manual_seed",
+    "initial_seed",
+    "get_rng_state",
+    "set_rng_state",
     "full",
     "zeros",
     "ones",
