@@ -401,3 +401,34 @@ def test_modules_made_inside_program_guard_train_as_in_eager_mode():
     for got, want in zip(model.parameters(), eager.parameters()):
         nt.assert_close(got, want.numpy(), rtol=1e-5, atol=1e-6)
     assert not np.allclose(model.scale.numpy(), 0.5)  # the program trained the module's own
+
+
+def test_an_eval_program_traced_after_model_eval_shares_the_trained_parameters():
+    x, y = _two_class_batch()
+    nb.manual_seed(0)
+    model = nb.nn.Sequential(
+        nb.nn.Linear(4, 16),
+        nb.nn.BatchNorm1d(16),
+        nb.nn.ReLU(),
+        nb.nn.Dropout(0.5),
+        nb.nn.Linear(16, 2),
+    )
+    train, startup = nb.Program(), nb.Program()
+    with nb.program_guard(train, startup):
+        loss = nb.cross_entropy(
+            model(nb.static.data("x", [-1, 4])), nb.static.data("y", [-1], "int64")
+        )
+        nb.optim.SGD(model.parameters(), lr=0.1).minimize(loss)
+    test = nb.Program()  # PaddlePaddle's clone(for_test=True): the forward traced in eval mode
+    model.eval()
+    with nb.program_guard(test):
+        logits = model(nb.static.data("x", [-1, 4]))
+    model.train()
+    updates = [n for n in train.global_block().ops if n.op.inplace]
+    exe = nb.Executor()
+    for _ in range(5):
+        exe.run(train, {"x": x, "y": y}, [loss, *updates])
+    first = exe.run(test, {"x": x}, [logits])[0]
+    np.testing.assert_array_equal(exe.run(test, {"x": x}, [logits])[0], first)  # no dropout
+    model.eval()
+    nt.assert_close(first, model(nb.tensor(x)).numpy(), rtol=1e-5, atol=1e-6)  # trained, eval
