@@ -45,7 +45,7 @@ from numba.core.errors import NumbaError
 from .. import dtypes as dt
 from ..core import Node, Spec
 from ..kernels import codegen
-from ..kernels.cpu import SUM_BLOCK, Elementwise, cacheable, in_place_body, reduce_layout
+from ..kernels.cpu import SUM_BLOCK, Elementwise, cacheable, reduce_layout
 from ..kernels.threads import Chooser as _Chooser
 from ..ops.reduce import reduced_axes, reduced_shape
 from . import memory
@@ -72,7 +72,7 @@ _HEADER = """\
 import numpy as np
 from numba import prange
 from nbflow.kernels.jit import njit
-from nbflow.kernels.cpu import BODIES, as_output, same_buffer, sum64
+from nbflow.kernels.cpu import BODIES, sum64
 
 {bodies}
 """
@@ -455,22 +455,23 @@ class FusedGroup:
         src = self._header()
         args = ", ".join(xs + outs + (["rows", "cols"] if rows else []))
         # the first output may take a dying input's buffer: the kernel must then read and
-        # write it through one name (kernels/cpu.py), 15x faster for a tanh chain. The serial
-        # kernel branches on it; the parallel one cannot (numba computed wrong values for
-        # prange loops inside such branches), so `parallel_in{i}` is the parallel loop that
-        # reads input i through out0, chosen by run() when out0 is that input's buffer.
-        arrays = [x for x, m in zip(xs, mask) if m == "a"]
-        body = in_place_body(lambda n: loop(n, "range"), arrays, outs[0])
-        src += _KERNEL.format(cache=self.cache, name="serial", parallel="", args=args, body=body)
-        parallel = {"parallel": None}
-        parallel.update(
-            {f"parallel_in{i}": x for i, (x, m) in enumerate(zip(xs, mask)) if m == "a"}
-        )
-        for name, x in parallel.items():
-            body = textwrap.indent(loop(lambda n, x=x: outs[0] if n == x else n, "prange"), "    ")
-            src += _KERNEL.format(
-                cache=self.cache, name=name, parallel=", parallel=True", args=args, body=body
-            )
+        # write it through one name (kernels/cpu.py), 15x faster for a tanh chain. `serial_in{i}`
+        # and `parallel_in{i}` are the loops that read input i through out0, chosen by
+        # compute() when out0 is that input's buffer. One function per loop, not branches in
+        # one (as the single ops' kernels have): numba computed wrong values for prange loops
+        # inside such branches, and a serial kernel of eight such loops, each with its tanh and
+        # sigmoid bodies, was not vectorised at all (an LSTM cell's group: 66 against 5 us).
+        variants = {"": None}
+        variants.update({f"_in{i}": x for i, (x, m) in enumerate(zip(xs, mask)) if m == "a"})
+        for suffix, x in variants.items():
+            for name, rng, parallel in (
+                ("serial", "range", ""),
+                ("parallel", "prange", ", parallel=True"),
+            ):
+                body = textwrap.indent(loop(lambda n, x=x: outs[0] if n == x else n, rng), "    ")
+                src += _KERNEL.format(
+                    cache=self.cache, name=name + suffix, parallel=parallel, args=args, body=body
+                )
         mod = self.kernels[mask] = codegen.load("nbflow_fused", src, self.salt)
         return mod
 
@@ -566,9 +567,9 @@ class FusedGroup:
             chooser = None
             if size >= PARALLEL_MIN_SIZE and aliased != _PARTLY:
                 chooser = self.choosers.setdefault((mask, size), _Chooser())
-            kernel = mod.serial
-            if chooser is not None and chooser.parallel():
-                kernel = mod.parallel if aliased is None else getattr(mod, f"parallel_in{aliased}")
+            threaded = chooser is not None and chooser.parallel()
+            suffix = "" if aliased is None or aliased == _PARTLY else f"_in{aliased}"
+            kernel = getattr(mod, ("parallel" if threaded else "serial") + suffix)
             start = time.perf_counter()
             try:
                 if cols is None:
@@ -581,7 +582,7 @@ class FusedGroup:
                 self.broken.add(mask)
                 return None
             if chooser is not None:
-                chooser.record(kernel is not mod.serial, time.perf_counter() - start)
+                chooser.record(threaded, time.perf_counter() - start)
         return outs, shape
 
     def _run_reduced(self, arrays, take, shape, size):
