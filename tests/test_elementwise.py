@@ -7,11 +7,13 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
 
 import nbflow as nb
 from nbflow import dtypes as dt
 from nbflow import testing as nt
 from nbflow.core import REGISTRY, Spec
+from nbflow.kernels.cpu import broadcast_view
 from nbflow.ops import BUILTIN
 
 ELEMENTWISE = sorted(
@@ -287,3 +289,21 @@ def test_add_n_matches_numpy(n, data):
     out = nb.add_n(*[nb.from_numpy(a) for a in arrays])
     expected = np.broadcast_arrays(*arrays)
     nt.assert_close(out, np.sum(expected, axis=0) if n > 1 else arrays[0].copy())
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    shapes=hnp.mutually_broadcastable_shapes(num_shapes=2, min_dims=0, max_dims=4, max_side=4),
+    contiguous=st.booleans(),
+)
+def test_broadcast_view_is_numpys_broadcast_to(shapes, contiguous):
+    a_shape, _ = shapes.input_shapes
+    a = np.arange(int(np.prod(a_shape)), dtype=np.float32).reshape(a_shape)
+    if not contiguous and a.ndim:
+        a = np.repeat(a, 2, axis=-1)[..., ::2]  # (a strided view: numpy's path)
+    got = broadcast_view(a, shapes.result_shape)
+    np.testing.assert_array_equal(got, np.broadcast_to(a, shapes.result_shape))
+    assert got.shape == shapes.result_shape and not got.flags.writeable
+    if a.ndim and a.shape[-1] > 1:
+        with pytest.raises(ValueError):  # a shape that does not broadcast
+            broadcast_view(a, a.shape[:-1] + (a.shape[-1] + 1,))

@@ -45,7 +45,7 @@ from numba.core.errors import NumbaError
 from .. import dtypes as dt
 from ..core import Node, Spec
 from ..kernels import codegen
-from ..kernels.cpu import SUM_BLOCK, Elementwise, cacheable, reduce_layout
+from ..kernels.cpu import SUM_BLOCK, Elementwise, broadcast_view, cacheable, reduce_layout
 from ..kernels.threads import Chooser as _Chooser
 from ..ops.reduce import reduced_axes, reduced_shape
 from . import memory
@@ -620,7 +620,7 @@ class FusedGroup:
         """Stand-ins for the values read outside for their shape only: no memory, read-only
         (a write would raise, not corrupt anything)."""
         for v in self.shaped:
-            env[v.name] = memory.wrap(np.broadcast_to(np.zeros((), v.dtype), shape))
+            env[v.name] = memory.wrap(broadcast_view(np.zeros((), v.dtype), shape))
 
     def _reduced_shape(self, shape) -> tuple:
         attrs = self.reduction.attrs
@@ -681,7 +681,7 @@ class FusedGroup:
                 args.append(a.reshape(-1))
             else:
                 mask.append("a")
-                full = a if a.shape == shape else np.broadcast_to(a, shape)  # (a strided view)
+                full = a if a.shape == shape else broadcast_view(a, shape)  # (a strided view)
                 args.append(np.ascontiguousarray(full).reshape(-1))
         return "".join(mask), args, cols
 

@@ -321,8 +321,7 @@ class Elementwise:
 
     def _strided(self, mod, ins, out, params):
         shape = out.shape
-        # (broadcast_to costs ~3 us an input: only those that broadcast)
-        views = [a if a.shape == shape else np.broadcast_to(a, shape) for a in ins]
+        views = [a if a.shape == shape else broadcast_view(a, shape) for a in ins]
         merged = merge_dims(shape, [v.strides for v in views + [out]])
         if len(merged) > STRIDED_RANK:
             flat_ins = [np.ascontiguousarray(v).reshape(-1) for v in views]
@@ -356,6 +355,27 @@ def _unaliased(arrays):
     copy keeps numpy's result (each input as it was before the op)."""
     out = arrays[-1]
     return [a.copy() if overlaps_partly(a, out) else a for a in arrays[:-1]] + [out]
+
+
+def broadcast_view(a: np.ndarray, shape: tuple) -> np.ndarray:
+    """np.broadcast_to(a, shape), read-only, in 0.6 us instead of 4 (numpy's argument handling
+    and iterator set-up): a new array over a's memory with zero strides on the broadcast
+    dims. Only for a C-contiguous `a` whose shape broadcasts to `shape` (checked here: a wrong
+    view would read outside a); anything else goes to np.broadcast_to."""
+    pad = len(shape) - a.ndim
+    if pad < 0 or not a.flags.c_contiguous or not a.size:
+        return np.broadcast_to(a, shape)
+    strides = [0] * pad
+    for n, m, stride in zip(a.shape, shape[pad:], a.strides):
+        if n == m:
+            strides.append(stride)
+        elif n == 1:
+            strides.append(0)
+        else:
+            return np.broadcast_to(a, shape)  # (raises numpy's error for the shapes)
+    view = np.ndarray(shape, a.dtype, a, 0, strides)
+    view.flags.writeable = False
+    return view
 
 
 def _strip_ones(shape) -> tuple:
