@@ -13,6 +13,7 @@ from . import (
     decomp,
     einsum,
     elementwise,
+    extras,
     index,
     linalg,
     losses,
@@ -29,7 +30,7 @@ from . import (
 )
 
 FAMILIES = (elementwise, broadcast, creation, reduce, linalg, shape, index, nn, optim)
-FAMILIES += (conv, norm, losses, sorting, einsum, select, scans, products, decomp, sampling)
+FAMILIES += (conv, norm, losses, sorting, einsum, select, scans, products, decomp, sampling, extras)
 
 for _family in FAMILIES:
     globals().update({name: public(getattr(_family, name)) for name in _family.__all__})

@@ -1,0 +1,764 @@
+"""PyTorch's top-level functions that nbflow had under other names or not at all: joins
+(hstack, vstack, dstack, block_diag, cartesian_prod), shapes (atleast_nd, broadcast_tensors,
+ravel, t), statistics (std_mean, var_mean, cov, corrcoef, trapezoid), distances (cdist),
+sorted-sequence search (searchsorted, bucketize, isin) and a few conveniences. Each is
+composed from nbflow's ops, so gradients, graph mode and the GPU come from those ops; gcd and
+lcm are elementwise ops of their own (a loop in the scalar body).
+
+Searches and membership compare every value with every element (memory values.numel() *
+sequence length): meant for moderate sizes, and exact. A result whose shape depends on the
+input's values (bincount) is eager only: UnsupportedError on a graph value.
+"""
+
+import math
+import warnings
+
+import numpy as np
+
+from .. import dtypes as dt
+from ..core import UNKNOWN
+from ..errors import (
+    ArgumentError,
+    AttrError,
+    DomainError,
+    DTypeError,
+    ShapeError,
+    UnsupportedError,
+)
+from ._define import elementwise
+from .creation import linspace, on_device, zeros, zeros_like
+from .elementwise import (
+    abs,
+    astype,
+    clip,
+    eq,
+    erf,
+    isnan,
+    logical_and,
+    logical_not,
+    logical_or,
+    mul,
+    sqrt,
+    sub,
+    where,
+)
+from .index import diag, index_put, take_along_axis
+from .linalg import matmul
+from .reduce import any as any_
+from .reduce import cumsum, mean, norm, reduced_count, var
+from .reduce import sum as reduce_sum
+from .select import diagonal, eager_values
+from .shape import (
+    axis_of,
+    broadcast_to,
+    concat,
+    meshgrid,
+    pad,
+    reshape,
+    stack,
+    swapaxes,
+    transpose,
+    unsqueeze,
+)
+
+
+def _is_value(x) -> bool:
+    """A tensor, a graph value or an array (what the ops take as a tensor argument)."""
+    return all(hasattr(x, a) for a in ("shape", "ndim", "dtype"))
+
+
+def _sequence(name, tensors):
+    """PyTorch's `tensors` argument: a list or tuple of tensors, each checked."""
+    if not isinstance(tensors, (list, tuple)):
+        raise ArgumentError(
+            f"{name}: tensors must be a list or tuple of tensors, got {type(tensors).__name__}"
+        )
+    return _checked(name, tuple(tensors))
+
+
+def _variadic(name, tensors):
+    """f(a, b) and f([a, b]) both mean the tensors a and b."""
+    if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
+        tensors = tuple(tensors[0])
+    return _checked(name, tensors)
+
+
+def _checked(name, tensors):
+    for i, x in enumerate(tensors):
+        if not _is_value(x):
+            raise ArgumentError(f"{name}: tensors[{i}] must be a tensor, got {type(x).__name__}")
+    return tensors
+
+
+def _int(name, arg, v, low=None):
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+        raise AttrError(f"{name}: {arg} must be an int, got {v!r}")
+    if low is not None and v < low:
+        raise DomainError(f"{name}: {arg} must be >= {low}, got {v}")
+    return int(v)
+
+
+def _number(name, arg, v):
+    if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)):
+        raise AttrError(f"{name}: {arg} must be a number, got {v!r}")
+    return v
+
+
+def _known(name, x, dim):
+    n = x.shape[dim]
+    if n == UNKNOWN:
+        raise ShapeError(f"{name}: dim {dim} of the input (shape {x.shape}) must be known")
+    return n
+
+
+def _floats(x):
+    """x as a float tensor (integers and bools in the default float dtype, as PyTorch)."""
+    return x if dt.is_float(x.dtype) else astype(x, dt.DEFAULT_FLOAT)
+
+
+def _eager_or_none(t):
+    """t's values in eager mode; None for a graph value (it has none until the program runs)."""
+    try:
+        return np.asarray(t.numpy())
+    except (AttributeError, UnsupportedError):
+        return None
+
+
+# ---------------------------------------------------------------- at least n dims, joins
+
+
+def _at_least_1d(x):
+    return reshape(x, (1,)) if x.ndim == 0 else x
+
+
+def _at_least_2d(x):
+    return unsqueeze(_at_least_1d(x), 0) if x.ndim < 2 else x
+
+
+def _at_least_3d(x):
+    if x.ndim == 2:
+        return unsqueeze(x, -1)
+    return unsqueeze(_at_least_2d(x), -1) if x.ndim < 2 else x
+
+
+def _at_least(name, tensors, fix):
+    # one tensor gives a tensor; several (or one list of them) give a tuple, as PyTorch
+    if len(tensors) == 1 and not isinstance(tensors[0], (list, tuple)):
+        return fix(_checked(name, tensors)[0])
+    return tuple(fix(x) for x in _variadic(name, tensors))
+
+
+def atleast_1d(*tensors):
+    """Each tensor with at least 1 dim (a 0-d one as shape (1,))."""
+    return _at_least("atleast_1d", tensors, _at_least_1d)
+
+
+def atleast_2d(*tensors):
+    """Each tensor with at least 2 dims (a 1-d one of n as (1, n))."""
+    return _at_least("atleast_2d", tensors, _at_least_2d)
+
+
+def atleast_3d(*tensors):
+    """Each tensor with at least 3 dims ((n,) as (1, n, 1), (m, n) as (m, n, 1))."""
+    return _at_least("atleast_3d", tensors, _at_least_3d)
+
+
+def hstack(tensors):
+    """The tensors joined column-wise: along dim 1, or dim 0 when they are 1-D (numpy's)."""
+    xs = [_at_least_1d(x) for x in _sequence("hstack", tensors)]
+    return concat(xs, axis=0 if xs and xs[0].ndim == 1 else 1)
+
+
+def vstack(tensors):
+    """The tensors joined row-wise: along dim 0 after atleast_2d."""
+    return concat([_at_least_2d(x) for x in _sequence("vstack", tensors)], axis=0)
+
+
+row_stack = vstack
+
+
+def dstack(tensors):
+    """The tensors joined depth-wise: along dim 2 after atleast_3d."""
+    return concat([_at_least_3d(x) for x in _sequence("dstack", tensors)], axis=2)
+
+
+def column_stack(tensors):
+    """The tensors as columns: 0-d and 1-d ones become (n, 1), then joined along dim 1."""
+    xs = _sequence("column_stack", tensors)
+    return concat([unsqueeze(_at_least_1d(x), 1) if x.ndim < 2 else x for x in xs], axis=1)
+
+
+def block_diag(*tensors):
+    """A block-diagonal matrix of the tensors (0-d as 1x1, 1-D of n as 1xn), zeros elsewhere;
+    dtypes promote together."""
+    xs = [_at_least_2d(x) for x in _variadic("block_diag", tensors)]
+    if not xs:
+        return zeros(1, 0)  # PyTorch's answer for no blocks
+    for x in xs:
+        if x.ndim > 2 or UNKNOWN in x.shape:
+            raise ShapeError(f"block_diag: each block must be at most 2-D and known, got {x.shape}")
+    dtype = dt.promote([x.dtype for x in xs])
+    width = sum(x.shape[1] for x in xs)
+    rows, left = [], 0
+    for x in xs:  # each block padded out to the full width, the rows then stacked
+        right = width - left - x.shape[1]
+        rows.append(pad(astype(x, dtype), ((0, 0), (left, right))))
+        left += x.shape[1]
+    return concat(rows, axis=0)
+
+
+def cartesian_prod(*tensors):
+    """The Cartesian product of 1-D tensors, one row per combination (itertools.product's
+    order); one tensor is returned as it is."""
+    xs = _variadic("cartesian_prod", tensors)
+    if not xs:
+        raise ShapeError("cartesian_prod needs at least one tensor")
+    if any(x.ndim != 1 for x in xs):
+        raise ShapeError(f"cartesian_prod needs 1-D tensors, got {[tuple(x.shape) for x in xs]}")
+    if len(xs) == 1:
+        return xs[0]
+    return stack([reshape(g, (-1,)) for g in meshgrid(*xs, indexing="ij")], axis=1)
+
+
+# ---------------------------------------------------------------- shapes
+
+
+def _broadcast_shape(name, shapes):
+    """numpy's broadcast shape; an unknown (-1) dim is taken as matching."""
+    ndim = max((len(s) for s in shapes), default=0)
+    out = []
+    for d in range(ndim):
+        column = [s[d - ndim + len(s)] for s in shapes if d - ndim + len(s) >= 0]
+        sizes = {n for n in column if n not in (1, UNKNOWN)}
+        if len(sizes) > 1:
+            raise ShapeError(f"{name}: shapes {[tuple(s) for s in shapes]} do not broadcast")
+        out.append(sizes.pop() if sizes else UNKNOWN if UNKNOWN in column else 1)
+    return tuple(out)
+
+
+def broadcast_tensors(*tensors):
+    """The tensors broadcast to their common shape (a tuple of views)."""
+    xs = _variadic("broadcast_tensors", tensors)
+    shape = _broadcast_shape("broadcast_tensors", [tuple(x.shape) for x in xs])
+    out = []
+    for x in xs:
+        if tuple(x.shape) == shape:
+            out.append(x)
+            continue
+        lead = len(shape) - x.ndim
+        # an unknown target dim can only be kept from x (broadcast_to's -1), never grown
+        if any(
+            n == UNKNOWN and (d < lead or x.shape[d - lead] != UNKNOWN) for d, n in enumerate(shape)
+        ):
+            raise ShapeError(
+                f"broadcast_tensors: can't broadcast shape {x.shape} to {shape}, whose -1 dims "
+                "are known only at run time"
+            )
+        out.append(broadcast_to(x, shape))
+    return tuple(out)
+
+
+def ravel(input):
+    """input flattened to 1-D."""
+    return reshape(input, (-1,))
+
+
+def t(input):
+    """A 2-D tensor transposed; 0-d and 1-D ones as they are."""
+    if input.ndim > 2:
+        raise ShapeError(f"t() takes a tensor of at most 2 dims, got {input.ndim}: use mT")
+    return input if input.ndim < 2 else transpose(input, 0, 1)
+
+
+def numel(input):
+    """The number of elements (an int)."""
+    if UNKNOWN in tuple(input.shape):
+        raise UnsupportedError(f"numel of a value of shape {input.shape}: a dim is unknown")
+    return math.prod(input.shape)
+
+
+def swapdims(input, dim0, dim1):
+    """swapaxes with PyTorch's other name."""
+    return swapaxes(input, dim0, dim1)
+
+
+def empty_like(input, *, dtype=None, device=None, requires_grad=False):
+    """A tensor of input's shape, filled with zeros (nbflow hands out no uninitialised
+    memory), in input's dtype unless given."""
+    return on_device(zeros_like(input, dtype=dtype), device, requires_grad)
+
+
+def diagflat(input, offset=0):
+    """input flattened, placed on the `offset`-th diagonal of a square matrix."""
+    flat = reshape(input, (-1,))
+    _known("diagflat", flat, 0)
+    return diag(flat, _int("diagflat", "offset", offset))
+
+
+# ---------------------------------------------------------------- numbers
+
+
+def erfc(input):
+    """The complementary error function 1 - erf(x) (absolute, not relative, precision: for
+    x above about 3 the result carries the rounding of erf(x) near 1)."""
+    return sub(1, erf(_floats(input)))
+
+
+def rsub(input, other, *, alpha=1):
+    """other - alpha * input (PyTorch's reversed sub)."""
+    _number("rsub", "alpha", alpha)
+    return sub(other, input if alpha == 1 else mul(input, alpha))
+
+
+def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_grad=False):
+    """`steps` numbers from base**start to base**end, evenly spaced in the exponent."""
+    for arg, v in (("start", start), ("end", end), ("base", base)):
+        _number("logspace", arg, v)
+    steps = _int("logspace", "steps", steps, low=0)
+    exponents = linspace(float(start), float(end), steps, dtype=dt.float64)
+    # computed in float64, then rounded once to the dtype asked for
+    values = float(base) ** exponents
+    dtype = dt.DEFAULT_FLOAT if dtype is None else dt.as_dtype(dtype)
+    return on_device(astype(values, dtype), device, requires_grad)
+
+
+@elementwise(dtypes=dt.INTS, ref=np.gcd, differentiable=False)
+def gcd(a, b):
+    """The greatest common divisor, elementwise (non-negative; gcd(0, 0) is 0): Euclid's
+    algorithm in the scalar body, one kernel for both modes."""
+    a, b = (a if a >= 0 else -a), (b if b >= 0 else -b)
+    while b != 0:
+        a, b = b, a % b
+    return a
+
+
+@elementwise(dtypes=dt.INTS, ref=np.lcm, differentiable=False)
+def lcm(a, b):
+    """The least common multiple, elementwise (non-negative; 0 where either is 0; it wraps
+    around on overflow, as PyTorch's)."""
+    g, r = (a if a >= 0 else -a), (b if b >= 0 else -b)
+    while r != 0:
+        g, r = r, g % r
+    m = a // g * b if g != 0 else g
+    return m if m >= 0 else -m
+
+
+# ---------------------------------------------------------------- statistics
+
+
+def _correction(name, dim, unbiased, correction):
+    """(dim, correction) from PyTorch's two spellings: unbiased= (True: 1) or correction=."""
+    if isinstance(dim, bool):  # f(x, True): the (input, unbiased) overload
+        if unbiased is not None:
+            raise AttrError(f"{name}: dim must be an int or a tuple of ints, got {dim}")
+        dim, unbiased = None, dim
+    if unbiased is not None:
+        if correction is not None:
+            raise AttrError(f"{name}: give unbiased or correction, not both")
+        if not isinstance(unbiased, (bool, np.bool_)):
+            raise AttrError(f"{name}: unbiased must be a bool, got {unbiased!r}")
+        return dim, int(bool(unbiased))
+    return dim, 1 if correction is None else correction
+
+
+def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    """(var, mean) over `dim` (every element when None); correction=1 (unbiased=True) by
+    default, as PyTorch."""
+    dim, correction = _correction("var_mean", dim, unbiased, correction)
+    v = var(input, axis=dim, keepdims=keepdim, correction=correction)
+    return v, mean(input, axis=dim, keepdims=keepdim)
+
+
+def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    """(std, mean) over `dim` (every element when None); correction=1 (unbiased=True) by
+    default, as PyTorch."""
+    dim, correction = _correction("std_mean", dim, unbiased, correction)
+    v, m = var_mean(input, dim, keepdim=keepdim, correction=correction)
+    return sqrt(v), m
+
+
+def _weights(name, w, n, integer):
+    if w.ndim != 1:
+        raise ShapeError(f"cov: {name} must be 1-D, got shape {w.shape}")
+    if integer and w.dtype not in dt.INTS or not integer and not dt.is_float(w.dtype):
+        kind = "an integer" if integer else "a float"
+        raise DTypeError(f"cov: {name} must be {kind} tensor, got {w.dtype}")
+    if UNKNOWN not in (n, w.shape[0]) and w.shape[0] != n:
+        raise ShapeError(f"cov: {name} has {w.shape[0]} entries for {n} observations")
+    values = _eager_or_none(w)
+    if values is not None and np.any(values < 0):
+        raise DomainError(f"cov: {name} must be non-negative")
+    return w
+
+
+def cov(input, *, correction=1, fweights=None, aweights=None):
+    """The covariance matrix of the variables in input's rows (observations in its columns;
+    a 1-D input is one variable, giving a 0-d result). fweights are integer frequencies and
+    aweights float importance weights of the observations, as numpy's cov."""
+    if input.ndim > 2:
+        raise ShapeError(f"cov: input must have at most 2 dims, got {input.ndim}")
+    if input.dtype == dt.bool_:
+        raise DTypeError("cov: bool input is not supported")
+    _number("cov", "correction", correction)
+    x = _floats(input)
+    x = reshape(x, (1, -1)) if x.ndim < 2 else x
+    # one variable gives a 0-d result (PyTorch squeezes): the rank needs the count known
+    variables, n = _known("cov", x, 0), x.shape[1]
+    w = None if fweights is None else _weights("fweights", fweights, n, True)
+    aw = None if aweights is None else _weights("aweights", aweights, n, False)
+    if aw is not None:
+        w = aw if w is None else mul(w, aw)
+    if w is None:
+        w_sum = reduced_count(x, axis=1)  # (known only at run time for a graph value)
+        avg = mean(x, axis=1)
+        factor = w_sum - correction
+    else:
+        w_sum = reduce_sum(w)
+        total = _eager_or_none(w_sum)
+        if total is not None and total == 0:
+            raise DomainError("cov: the weights sum to zero")
+        avg = reduce_sum(x * w, axis=1) / w_sum
+        factor = w_sum - correction
+        if aw is not None and correction != 0:
+            factor = w_sum - correction * reduce_sum(w * aw) / w_sum
+    known = _eager_or_none(factor)
+    if known is not None and known <= 0:
+        warnings.warn(
+            "cov: degrees of freedom <= 0 (correction should be less than the number of "
+            "observations): the result is inf or NaN",
+            RuntimeWarning,
+            stacklevel=2,
+        )
+    # numpy's and PyTorch's rule: no degrees of freedom divide by zero (inf or NaN)
+    factor = where(factor > 0, factor, 0)
+    centered = x - unsqueeze(avg, 1)
+    weighted = centered if w is None else centered * w
+    c = matmul(centered, transpose(weighted, 0, 1)) / factor
+    return reshape(c, ()) if variables == 1 else c
+
+
+def corrcoef(input):
+    """Pearson's correlation coefficients of the variables in input's rows (numpy's
+    corrcoef), clipped to [-1, 1]."""
+    c = cov(input)
+    if c.ndim == 0:  # one variable: 1, or NaN when its variance is 0, inf or NaN
+        return c / c
+    std = sqrt(diagonal(c))
+    c = c / unsqueeze(std, 1) / unsqueeze(std, 0)
+    return clip(c, -1, 1)
+
+
+def _slices(y, a):
+    """y without its last and without its first slice along axis a."""
+    n = y.shape[a]
+    lead = (slice(None),) * a
+    if n == UNKNOWN:
+        return y[lead + (slice(None, -1),)], y[lead + (slice(1, None),)]
+    return y[lead + (slice(0, max(n - 1, 0)),)], y[lead + (slice(min(1, n), n),)]
+
+
+def _areas(name, y, x, dx, dim):
+    """The trapezoids' areas between neighbouring samples along dim."""
+    if y.ndim == 0:
+        raise ShapeError(f"{name}: y must have at least 1 dim")
+    a = axis_of(dim, y.ndim)
+    y = _floats(y)
+    lo, hi = _slices(y, a)
+    if x is None:
+        return (lo + hi) * (0.5 if dx is None else _number(name, "dx", dx) / 2), a
+    if dx is not None:
+        raise AttrError(f"{name}: give x or dx, not both")
+    if x.ndim > y.ndim:
+        raise ShapeError(f"{name}: x has more dims ({x.ndim}) than y ({y.ndim})")
+    if x.ndim == 1 and y.ndim > 1:  # sample points along dim, shared by every line
+        n, m = x.shape[0], y.shape[a]
+        if UNKNOWN not in (n, m) and n != m:
+            raise ShapeError(f"{name}: x has {n} sample points for {m} values of y along {a}")
+        x_lo, x_hi = _slices(x, 0)
+        spacing = reshape(x_hi - x_lo, (-1,) + (1,) * (y.ndim - a - 1))
+    else:  # x broadcasts with y, leading dims added as PyTorch does
+        for _ in range(y.ndim - x.ndim):
+            x = unsqueeze(x, 0)
+        x_lo, x_hi = _slices(x, a)
+        spacing = x_hi - x_lo
+    return spacing * (lo + hi) * 0.5, a
+
+
+def trapezoid(y, x=None, *, dx=None, dim=-1):
+    """The trapezoidal rule's integral of y along `dim`, at sample points x (1-D along dim,
+    or broadcasting with y) or spaced dx apart (1 by default)."""
+    areas, a = _areas("trapezoid", y, x, dx, dim)
+    return reduce_sum(areas, axis=a)
+
+
+def cumulative_trapezoid(y, x=None, *, dx=None, dim=-1):
+    """The running trapezoidal integral of y along `dim` (one fewer element there)."""
+    areas, a = _areas("cumulative_trapezoid", y, x, dx, dim)
+    return cumsum(areas, axis=a)
+
+
+# ---------------------------------------------------------------- index grids
+
+
+def _triangle_indices(name, pick, row, col, offset, dtype, device):
+    row, col = _int(name, "row", row, low=0), _int(name, "col", col, low=0)
+    offset = _int(name, "offset", offset)
+    dtype = dt.as_dtype(dtype)
+    if dtype not in dt.INTS:
+        raise DTypeError(f"{name}: dtype must be int32 or int64, got {dtype}")
+    # fixed by the ints: numpy's indices (PyTorch's order), made a tensor (a graph constant)
+    indices = np.stack(pick(row, offset, col)).astype(np.int64).reshape(2, -1)
+    return on_device(astype(indices, dtype), device)
+
+
+def tril_indices(row, col, offset=0, *, dtype=dt.int64, device=None):
+    """The (2, N) row and column indices of the lower triangle of a row x col matrix, on and
+    below the `offset`-th diagonal, row by row."""
+    return _triangle_indices("tril_indices", np.tril_indices, row, col, offset, dtype, device)
+
+
+def triu_indices(row, col, offset=0, *, dtype=dt.int64, device=None):
+    """The (2, N) row and column indices of the upper triangle of a row x col matrix, on and
+    above the `offset`-th diagonal, row by row."""
+    return _triangle_indices("triu_indices", np.triu_indices, row, col, offset, dtype, device)
+
+
+# ---------------------------------------------------------------- distances
+
+
+_COMPUTE_MODES = (
+    "use_mm_for_euclid_dist_if_necessary",
+    "use_mm_for_euclid_dist",
+    "donot_use_mm_for_euclid_dist",
+)
+
+
+def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
+    """The p-norm distances between each row of x1 (..., P, M) and each row of x2 (..., R, M):
+    (..., P, R), batch dims broadcasting. p >= 0 or inf; p=0 counts the differing
+    coordinates. The gradient at a zero distance is 0, as PyTorch's."""
+    for arg, x in (("x1", x1), ("x2", x2)):
+        if x.ndim < 2:
+            raise ShapeError(f"cdist: {arg} must have at least 2 dims, got shape {x.shape}")
+        if not dt.is_float(x.dtype):
+            raise DTypeError(f"cdist: {arg} must be a float tensor, got {x.dtype}")
+    m1, m2 = x1.shape[-1], x2.shape[-1]
+    if UNKNOWN not in (m1, m2) and m1 != m2:
+        raise ShapeError(f"cdist: x1 and x2 rows differ in length: {x1.shape} and {x2.shape}")
+    p = _number("cdist", "p", p)
+    if not p >= 0:
+        raise DomainError(f"cdist: p must be >= 0 (or inf), got {p}")
+    if compute_mode not in _COMPUTE_MODES:
+        raise AttrError(f"cdist: compute_mode must be one of {_COMPUTE_MODES}")
+    if p == 2 and _use_mm(compute_mode, x1.shape[-2], x2.shape[-2]):
+        return _euclid_by_matmul(x1, x2)
+    diff = unsqueeze(x1, -2) - unsqueeze(x2, -3)  # (..., P, R, M): memory P * R * M
+    if p in (0, 1, 2, math.inf):
+        return norm(diff, p, axis=-1)
+    a = abs(diff)
+    # |d|**p and s**(1/p) have infinite slopes at 0: the inner wheres keep them out
+    powered = where(a > 0, where(a > 0, a, 1) ** p, 0)
+    s = reduce_sum(powered, axis=-1)
+    return where(s > 0, where(s > 0, s, 1) ** (1.0 / p), 0)
+
+
+def _use_mm(mode, p_rows, r_rows):
+    # PyTorch's rule: the matmul form (memory P * R) beyond 25 rows; the difference form
+    # (exact, memory P * R * M) otherwise
+    if mode == "use_mm_for_euclid_dist_if_necessary":
+        return UNKNOWN in (p_rows, r_rows) or p_rows > 25 or r_rows > 25
+    return mode == "use_mm_for_euclid_dist"
+
+
+def _euclid_by_matmul(x1, x2):
+    """sqrt(|a|^2 + |b|^2 - 2 a.b): rounding can leave a small negative, clamped to 0."""
+    sq1 = reduce_sum(x1 * x1, axis=-1, keepdims=True)
+    sq2 = unsqueeze(reduce_sum(x2 * x2, axis=-1), -2)
+    d2 = sq1 + sq2 - matmul(x1, swapaxes(x2, -1, -2)) * 2
+    positive = d2 > 0
+    return where(positive, sqrt(where(positive, d2, 1)), 0)
+
+
+# ---------------------------------------------------------------- sorted sequences
+
+
+def _below(seq, v, right):
+    """seq[i] < v (<= v when right), with NaN above every number (numpy's order)."""
+    if right:
+        hit = seq <= v
+        return logical_or(hit, isnan(v)) if dt.is_float(v.dtype) else hit
+    hit = seq < v
+    if dt.is_float(v.dtype):
+        hit = logical_or(hit, logical_and(isnan(v), logical_not(isnan(seq))))
+    return hit
+
+
+def searchsorted(sorted_sequence, values, *, out_int32=False, right=False, side=None, sorter=None):
+    """Where each value would be inserted into the sorted last dim of sorted_sequence to
+    keep it sorted: the count of its elements below the value (at or below with right=True
+    or side="right"). sorted_sequence is 1-D, or has values' leading dims; values may be a
+    number (1-D sequence). Composed as comparisons: memory values.numel() * sequence length."""
+    if side not in (None, "left", "right"):
+        raise AttrError(f"searchsorted: side must be 'left' or 'right', got {side!r}")
+    if side == "left" and right:
+        raise AttrError("searchsorted: side='left' and right=True contradict each other")
+    right = bool(right) or side == "right"
+    seq = sorted_sequence
+    if seq.ndim == 0:
+        raise ShapeError("searchsorted: sorted_sequence must have at least 1 dim")
+    if sorter is not None:
+        if sorter.dtype not in dt.INTS:
+            raise DTypeError(f"searchsorted: sorter must be an integer tensor, got {sorter.dtype}")
+        if tuple(sorter.shape) != tuple(seq.shape):
+            raise ShapeError(f"searchsorted: sorter {sorter.shape} must match {seq.shape}")
+        seq = take_along_axis(seq, sorter, -1)
+    if not _is_value(values):
+        _number("searchsorted", "values", values)
+        if seq.ndim != 1:
+            raise ShapeError("searchsorted: a number as values needs a 1-D sorted_sequence")
+        dtype = dt.promote([seq.dtype], [dt.scalar_dtype(values)])
+        values = astype(np.asarray(values), dtype)  # a 0-d tensor (a graph constant)
+    if seq.ndim > 1:
+        lead, want = tuple(seq.shape[:-1]), tuple(values.shape[:-1])
+        if values.ndim != seq.ndim or any(
+            UNKNOWN not in (a, b) and a != b for a, b in zip(lead, want)
+        ):
+            raise ShapeError(
+                f"searchsorted: sorted_sequence {seq.shape} and values {values.shape} must "
+                "agree on all but their last dim (or the sequence be 1-D)"
+            )
+        seq = unsqueeze(seq, -2)  # (..., 1, M) against (..., K, 1)
+    count = reduce_sum(_below(seq, unsqueeze(values, -1), right), axis=-1)
+    return astype(count, dt.int32 if out_int32 else dt.int64)
+
+
+def bucketize(input, boundaries, *, out_int32=False, right=False):
+    """The index of the bucket of each element among the sorted 1-D boundaries:
+    boundaries[i-1] < x <= boundaries[i] (boundaries[i-1] <= x < boundaries[i] with right)."""
+    if not _is_value(boundaries) or boundaries.ndim != 1:
+        raise ShapeError("bucketize: boundaries must be a 1-D tensor")
+    return searchsorted(boundaries, input, out_int32=out_int32, right=right)
+
+
+def isin(elements, test_elements, *, assume_unique=False, invert=False):
+    """Whether each element of `elements` is in test_elements (either may be a number);
+    NaN is in nothing. Memory elements.numel() * test_elements.numel()."""
+    if not _is_value(elements) and not _is_value(test_elements):
+        raise ArgumentError("isin: elements or test_elements must be a tensor")
+    if not _is_value(test_elements):
+        hit = eq(elements, _number("isin", "test_elements", test_elements))
+    elif not _is_value(elements):
+        hit = any_(eq(test_elements, _number("isin", "elements", elements)))
+    else:
+        hit = any_(eq(unsqueeze(elements, -1), reshape(test_elements, (-1,))), axis=-1)
+    return logical_not(hit) if invert else hit
+
+
+def bincount(input, weights=None, minlength=0):
+    """The count of each value 0..max(input) in a 1-D tensor of non-negative ints (the sum
+    of their weights, when given). Eager only: the result's length is input's maximum."""
+    if input.ndim != 1:
+        raise ShapeError(f"bincount: input must be 1-D, got shape {input.shape}")
+    if input.dtype not in dt.INTS:
+        raise DTypeError(f"bincount: input must be an integer tensor, got {input.dtype}")
+    minlength = _int("bincount", "minlength", minlength, low=0)
+    values = eager_values("bincount", "input", input)
+    if values.size and values.min() < 0:
+        raise DomainError(f"bincount: input must be non-negative, got {int(values.min())}")
+    n = max(int(values.max()) + 1 if values.size else 0, minlength)
+    device = getattr(input, "device", None)
+    if weights is None:
+        counts = zeros(n, dtype=dt.int64, device=device)
+        return index_put(counts, (input,), 1, accumulate=True)
+    if tuple(weights.shape) != tuple(input.shape):
+        raise ShapeError(f"bincount: weights {weights.shape} must match input {input.shape}")
+    # PyTorch's result dtype: float32 for float32 weights, float64 for any other
+    dtype = dt.float32 if weights.dtype == dt.float32 else dt.float64
+    out = zeros(n, dtype=dtype, device=device)
+    return index_put(out, (input,), astype(weights, dtype), accumulate=True)
+
+
+# ---------------------------------------------------------------- tensors and dtypes
+
+
+def is_tensor(obj):
+    """Whether obj is an nbflow tensor (a graph value counts, so a function traced by
+    nbflow.jit decides as it does in eager mode)."""
+    from ..operators import Operators  # (lazily: operators imports the ops)
+
+    return isinstance(obj, Operators)
+
+
+def as_tensor(data, dtype=None, device=None):
+    """data as a tensor: a tensor of that dtype (and device) itself, no copy; another one
+    converted (recorded, so gradients flow back); other data copied as nbflow.tensor does
+    (nbflow.from_numpy shares a numpy array's memory)."""
+    want = None if dtype is None else dt.as_dtype(dtype)
+    if not is_tensor(data):
+        try:
+            array = np.asarray(data)
+        except ValueError as e:  # ragged nested lists
+            raise ShapeError(f"as_tensor: cannot make a tensor from this data: {e}") from None
+        if want is None:
+            want = _data_dtype(data, array)
+        data = astype(array, want)
+    elif want is not None and want != data.dtype:
+        data = astype(data, want)
+    return on_device(data, device)
+
+
+def _data_dtype(data, array):
+    """nbflow.tensor's inferred dtype: Python floats and ints as float32 and int64."""
+    kind = array.dtype.kind
+    if kind not in "biuf":
+        raise DTypeError(f"as_tensor: cannot make a tensor from data of dtype {array.dtype}")
+    if not isinstance(data, np.ndarray) and kind in "fiu":
+        return dt.DEFAULT_FLOAT if kind == "f" else dt.DEFAULT_INT
+    return dt.widen(array.dtype.newbyteorder("="))
+
+
+def get_default_dtype():
+    """The dtype of float tensors made from Python floats: float32 (nbflow's is fixed)."""
+    return dt.DEFAULT_FLOAT
+
+
+__all__ = [
+    "atleast_1d",
+    "atleast_2d",
+    "atleast_3d",
+    "hstack",
+    "vstack",
+    "row_stack",
+    "dstack",
+    "column_stack",
+    "block_diag",
+    "cartesian_prod",
+    "broadcast_tensors",
+    "ravel",
+    "t",
+    "numel",
+    "swapdims",
+    "empty_like",
+    "diagflat",
+    "erfc",
+    "rsub",
+    "logspace",
+    "gcd",
+    "lcm",
+    "var_mean",
+    "std_mean",
+    "cov",
+    "corrcoef",
+    "trapezoid",
+    "cumulative_trapezoid",
+    "tril_indices",
+    "triu_indices",
+    "cdist",
+    "searchsorted",
+    "bucketize",
+    "isin",
+    "bincount",
+    "is_tensor",
+    "as_tensor",
+    "get_default_dtype",
+]
