@@ -73,6 +73,8 @@ for _name in sorted(BUILTIN):
     _op = REGISTRY[_name]
     if _name not in SAMPLES and hasattr(_op, "scalar_body") and len(_op.inputs) == 2:
         _d = "bool" if _name.startswith("logical") else "float64"
+        if np.dtype(_d) not in _op.dtypes:  # (an integer op: gcd, lcm)
+            _d = "int64"
         EXTRA[_name] = lambda op=_op, d=_d: op(_t(2, 3, dtype=d), _t(3, dtype=d))
 
 
