@@ -919,3 +919,25 @@ def test_jit_instance_norm_updates_running_statistics_as_eager():
     for got, expected in zip(jitted, eager):
         _close(got, expected)
     assert not np.allclose(eager[1], 0)  # updated
+
+
+def test_gumbel_softmax_samples_the_softmax_and_passes_the_soft_gradient_when_hard():
+    p = np.array([0.1, 0.6, 0.3])
+    n = 20000
+    logits = nb.tensor(np.tile(np.log(p), (n, 1)))
+    soft = F.gumbel_softmax(logits, tau=0.5, generator=nb.Generator(0)).numpy()
+    np.testing.assert_allclose(soft.sum(axis=1), 1, rtol=1e-12)
+    freq = np.bincount(soft.argmax(axis=1), minlength=3) / n  # the Gumbel-max trick
+    assert np.all(np.abs(freq - p) < 5 * np.sqrt(p * (1 - p) / n))
+    hard = F.gumbel_softmax(logits[:100], hard=True, dim=1).numpy()
+    assert set(np.unique(hard)) == {0.0, 1.0} and (hard.sum(axis=1) == 1).all()
+    x = nb.tensor(np.random.default_rng(1).standard_normal((4, 5)), requires_grad=True)
+    w = nb.tensor(np.random.default_rng(2).standard_normal((4, 5)))
+    grads = []
+    for is_hard in (True, False):  # the same draws (one seed): straight-through
+        (F.gumbel_softmax(x, hard=is_hard, generator=nb.Generator(3)) * w).sum().backward()
+        grads.append(x.grad.numpy().copy())
+        x.grad = None
+    np.testing.assert_allclose(grads[0], grads[1], rtol=1e-12)
+    with pytest.raises(nb.DomainError):
+        F.gumbel_softmax(x, tau=0)

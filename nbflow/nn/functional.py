@@ -285,6 +285,30 @@ def one_hot(tensor, num_classes=-1):
     return ops.one_hot(tensor, num_classes=num_classes)
 
 
+def gumbel_softmax(logits, tau=1.0, hard=False, eps=1e-10, dim=-1, generator=None):
+    """softmax((logits + g) / tau) over `dim` with Gumbel noise g = -log(-log(u)) (PyTorch's
+    gumbel_softmax): a differentiable sample of the categorical softmax(logits). hard=True
+    gives the one-hot of its argmax forward and the soft sample's gradient backward (the
+    straight-through estimator). `eps` is PyTorch's deprecated, unused argument."""
+    number = isinstance(tau, (int, float, np.integer, np.floating)) and not isinstance(tau, bool)
+    if not (number and tau > 0):
+        raise DomainError(f"gumbel_softmax: tau must be a number > 0, got {tau!r}")
+    if logits.ndim == 0:
+        raise ShapeError("gumbel_softmax: logits need at least 1 dim (the categories)")
+    # u in [0, 1): -log(u) is an exponential draw (inf where u is 0: that category gets no
+    # weight, where -log(1 - u) would give it an infinite one and the softmax NaN), and minus
+    # its log a Gumbel draw
+    u = ops.rand_like(logits, generator=generator)
+    gumbels = -ops.log(-ops.log(u))
+    soft = ops.softmax((logits + gumbels) / tau, axis=dim)
+    if not hard:
+        return soft
+    axis = ops.shape.axis_of(dim, soft.ndim)
+    index = ops.argmax(soft, axis=axis, keepdims=True)
+    one_hot_ = ops.scatter(ops.zeros_like(soft), axis, index, value=1.0)
+    return one_hot_ - soft.detach() + soft
+
+
 def pad(input, pad, mode="constant", value=None):
     """PyTorch's pad: `pad` holds (before, after) pairs from the last dim backwards, so
     pad(x, (1, 1)) pads the last dim; mode 'constant' (with `value`), 'reflect', 'replicate'
@@ -314,6 +338,7 @@ __all__ = [
     "embedding",
     "embedding_bag",
     "gelu",
+    "gumbel_softmax",
     "group_norm",
     "hardtanh",
     "interpolate",
