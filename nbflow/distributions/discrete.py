@@ -7,7 +7,7 @@ distribution stays differentiable through whichever the caller passed.
 import numpy as np
 
 from .. import ops
-from ..ops import creation
+from ..ops import creation, sampling
 from . import constraints
 from .distribution import Distribution, as_tensor, broadcast_all
 
@@ -145,8 +145,7 @@ class Categorical(Distribution):
         probs = self.probs.detach()
         shape = self._extended_shape(sample_shape) + (1,)
         u = creation.rand(shape, dtype=probs.dtype, generator=generator, device=probs.device)
-        below = (probs.cumsum(-1) <= u).astype(np.int64).sum(-1)
-        return below.clamp(0, self._num_events - 1)
+        return sampling.inverse_cdf(probs, u)
 
     def log_prob(self, value):
         value = as_tensor(value, ops.zeros((), dtype=np.int64, device=self.logits.device))

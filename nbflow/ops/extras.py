@@ -16,7 +16,7 @@ import warnings
 import numpy as np
 
 from .. import dtypes as dt
-from ..core import UNKNOWN
+from ..core import UNKNOWN, broadcast_shapes
 from ..errors import (
     ArgumentError,
     AttrError,
@@ -47,7 +47,7 @@ from .linalg import matmul
 from .reduce import any as any_
 from .reduce import cumsum, mean, norm, reduced_count, var
 from .reduce import sum as reduce_sum
-from .select import diagonal, eager_values
+from .select import _int, diagonal, eager_values
 from .shape import (
     axis_of,
     broadcast_to,
@@ -88,14 +88,6 @@ def _checked(name, tensors):
         if not _is_value(x):
             raise ArgumentError(f"{name}: tensors[{i}] must be a tensor, got {type(x).__name__}")
     return tensors
-
-
-def _int(name, arg, v, low=None):
-    if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
-        raise AttrError(f"{name}: {arg} must be an int, got {v!r}")
-    if low is not None and v < low:
-        raise DomainError(f"{name}: {arg} must be >= {low}, got {v}")
-    return int(v)
 
 
 def _number(name, arg, v):
@@ -224,16 +216,11 @@ def cartesian_prod(*tensors):
 
 
 def _broadcast_shape(name, shapes):
-    """numpy's broadcast shape; an unknown (-1) dim is taken as matching."""
-    ndim = max((len(s) for s in shapes), default=0)
-    out = []
-    for d in range(ndim):
-        column = [s[d - ndim + len(s)] for s in shapes if d - ndim + len(s) >= 0]
-        sizes = {n for n in column if n not in (1, UNKNOWN)}
-        if len(sizes) > 1:
-            raise ShapeError(f"{name}: shapes {[tuple(s) for s in shapes]} do not broadcast")
-        out.append(sizes.pop() if sizes else UNKNOWN if UNKNOWN in column else 1)
-    return tuple(out)
+    """core.broadcast_shapes (an unknown (-1) dim taken as matching), its error naming `name`."""
+    try:
+        return broadcast_shapes(*shapes)
+    except ShapeError as e:
+        raise ShapeError(f"{name}: {e}") from None
 
 
 def broadcast_tensors(*tensors):

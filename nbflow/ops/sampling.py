@@ -79,6 +79,15 @@ def bernoulli(p, generator=None):
     return depend_(drawn, check)  # (a program that needs the draw runs the check)
 
 
+def inverse_cdf(weights, u):
+    """The category of each uniform draw in u (its last dim 1, against the weights' last dim
+    of categories; the other dims broadcast): the count of cumulative weights, over their
+    total, at or below the draw, so category i with probability weights[i] / total."""
+    cdf = cumsum(weights, axis=-1)
+    below = cdf <= u * cdf[..., -1:]
+    return reduce_sum(below.astype(dt.int64), axis=-1).clamp(0, weights.shape[-1] - 1)
+
+
 def _checked_zero(count, what):
     return checked_range(count, low=0, high=0, what=what)
 
@@ -118,11 +127,9 @@ def multinomial(probs, num_samples: int, replacement: bool = False, generator=No
         ),
     ]
     rows = tuple(_known_shape("multinomial", p)[:-1])
-    if replacement:  # inverse CDF: the categories whose cumulative weight is below the draw
-        cdf = cumsum(p, axis=-1)
+    if replacement:
         u = uniform((*rows, k, 1), dtype=dt.float64, generator=generator, device=_device(p))
-        below = cdf.unsqueeze(-2) <= u * cdf[..., -1:].unsqueeze(-2)
-        index = reduce_sum(below.astype(dt.int64), axis=-1).clamp(0, n - 1)
+        index = inverse_cdf(p.unsqueeze(-2), u)
     else:
         u = uniform((*rows, n), dtype=dt.float64, generator=generator, device=_device(p))
         keys = -log(u) / p  # exponential draws over the weights: inf where a weight is 0

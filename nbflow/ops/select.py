@@ -11,7 +11,7 @@ import numpy as np
 
 from .. import dtypes as dt
 from ..core import UNKNOWN
-from ..errors import AttrError, OutOfRangeError, ShapeError, UnsupportedError
+from ..errors import AttrError, DomainError, OutOfRangeError, ShapeError, UnsupportedError
 from .creation import arange, eye, full
 from .elementwise import eq, mul, where
 from .index import getitem, index_put, index_put_, index_select, take_along_axis
@@ -38,9 +38,11 @@ def _known(name, x, dim):
     return n
 
 
-def _int(name, arg, v):
+def _int(name, arg, v, low=None):
     if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
         raise AttrError(f"{name}: {arg} must be an int, got {v!r}")
+    if low is not None and v < low:
+        raise DomainError(f"{name}: {arg} must be >= {low}, got {v}")
     return int(v)
 
 
