@@ -325,6 +325,31 @@ def test_groups_close_before_an_inplace_write_and_a_foreign_read():
         nt.assert_close(a, e)
 
 
+def test_siblings_reading_one_value_fuse_unless_a_foreign_read_comes_between():
+    main = nb.Program()
+    with nb.program_guard(main):
+        m = nb.static.data("m", [4, 3], "bool")
+        g = nb.static.data("g", [4, 3])
+        a = nb.where(m, g, 0.0)  # a gradient masked both ways, as a dynamic RNN's is
+        b = nb.where(m, 0.0, g)
+        late = nb.cumsum(g, 0)  # made after the group's first member, read by a sibling
+        c = nb.where(m, late, 1.0)
+        joined = nb.concat([a, b, c])  # the foreign read: the group runs before it
+        d = nb.where(m, g, 2.0)  # a sibling after the group closed starts its own
+        e = d * joined[:4]
+    ops = nb.graph.needed_ops(main.global_block(), [e])
+    groups = [s for s in fuse(ops, [e]) if isinstance(s, FusedGroup)]
+    assert [g.op_names for g in groups] == [["where", "where", "where"], ["where", "mul"]]
+    rng = np.random.default_rng(0)
+    feed = {"m": rng.random((4, 3)) > 0.5, "g": rng.standard_normal((4, 3)).astype(np.float32)}
+    (expected,) = _exe(False).run(main, feed, [e], scope=nb.Scope())
+    (actual,) = _exe(True).run(main, feed, [e], scope=nb.Scope())
+    mm, gg = feed["m"], feed["g"]
+    ref = np.concatenate([np.where(mm, gg, 0), np.where(mm, 0, gg), np.where(mm, gg.cumsum(0), 1)])
+    nt.assert_close(expected, np.where(mm, gg, 2) * ref[:4])
+    nt.assert_close(actual, expected)
+
+
 def test_explain_shows_which_ops_fused():
     main, _, loss = _mlp()
     text = nb.graph.explain(main, [loss])

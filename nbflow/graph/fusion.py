@@ -6,7 +6,10 @@ place nor a view, has no value check, and computes in its storage dtype (float16
 numba's CPU target has no float16 arithmetic). Walking the pruned op list in order, a fusable
 op joins the open group(s) it reads from when its output has the same compile-time shape;
 a group closes when any other op reads one of its values or writes in place into a var it
-touches. A closed group runs, as one kernel, at the position of its last member; its outputs
+touches. A fusable op that reads from no open group of its shape joins the latest open group
+of its shape that reads one of the same values (sibling fusion: a dynamic RNN's gradient
+masks each state gradient with one mask, five `where`s a step), so one kernel reads the shared
+value once. A closed group runs, as one kernel, at the position of its last member; its outputs
 are the members' values that something outside the group reads or that are fetched.
 Intermediates read only inside the group never reach memory.
 
@@ -213,12 +216,14 @@ class _Group:
         self.shape = shape
         self.members: list[tuple[int, Node]] = []
         self.touched: set[int] = set()  # storages of the vars members read or write
+        self.read: set[int] = set()  # ids of the vars members read
         self.open = True
         self.reduction: Node | None = None  # a trailing sum or mean (it closes the group)
 
     def add(self, index, node, storage):
         self.members.append((index, node))
         self.touched.update(storage(id(v)) for v in (*node.inputs, *node.outputs))
+        self.read.update(id(v) for v in node.inputs)
 
 
 def fuse(ops: list[Node], targets=()) -> list:
@@ -243,6 +248,8 @@ def fuse(ops: list[Node], targets=()) -> list:
             for g in sources.values():
                 if g not in joinable:
                     g.open = False  # read from outside: it runs before this op
+            if not joinable:
+                joinable = _sibling(node, groups, shape)
             group = _merge(joinable, groups, producer) if joinable else _Group(shape)
             if not joinable:
                 groups.append(group)
@@ -256,6 +263,17 @@ def fuse(ops: list[Node], targets=()) -> list:
             if g.open and written & g.touched:
                 g.open = False
     return _rewrite(ops, [g for g in groups if len(g.members) > 1], targets)
+
+
+def _sibling(node: Node, groups: list[_Group], shape) -> list[_Group]:
+    """[the latest open group of `shape` reading one of node's inputs], or []. It may run at
+    node's position: it is open, so nothing between its members and node read its values or
+    wrote what it touches; node's inputs are made before node."""
+    reads = {id(v) for v in node.inputs}
+    for g in reversed(groups):
+        if g.open and g.reduction is None and g.shape == shape and reads & g.read:
+            return [g]
+    return []
 
 
 def _value_readers(ops) -> dict[int, int]:

@@ -673,6 +673,14 @@ def _select_spec(x, idx, axis):
 
 def _select_cpu(x, idx, out, axis):
     a = axis % x.ndim
+    o, n, i = _three(x.shape, a, a + 1)
+    if idx.size == 1:  # a loop's step picking its slice: 2 us against 5 through the kernels
+        k = int(idx.reshape(-1)[0])
+        if not -n <= k < n:
+            raise OutOfRangeError(f"index {k} is out of range for axis {a} with size {n}")
+        k %= n
+        np.copyto(out.reshape(o, 1, i), x.reshape(o, n, i)[:, k : k + 1])
+        return
     lin = np.empty(idx.size, np.int64)
     flat = np.ravel(idx).astype(np.int64, copy=False).reshape(1, -1)
     bad = _linear_index(flat, np.array([x.shape[a]], np.int64), lin)
@@ -682,7 +690,6 @@ def _select_cpu(x, idx, out, axis):
         )
     if out.size == 0:
         return
-    o, n, i = _three(x.shape, a, a + 1)
     _gather_rows(x.reshape(o, n, i), lin, out.reshape(o, lin.size, i))
 
 

@@ -413,9 +413,20 @@ def _split_like_spec(x, *likes, axis):
     return tuple(Spec(x.shape[:a] + (n,) + x.shape[a + 1 :], x.dtype) for n in sizes)
 
 
+def _pieces(x, lengths, axis: int) -> tuple:
+    """Views of x cut along `axis` (>= 0) into `lengths`, sliced directly: np.split costs
+    ~10 us for four pieces (an LSTM's gates), this ~2."""
+    lead = (slice(None),) * axis
+    views, start = [], 0
+    for n in lengths:
+        views.append(x[(*lead, slice(start, start + n))])
+        start += n
+    return tuple(views)
+
+
 def _split_like_cpu(x, *likes, axis=0):
     axis = normalize_axis(axis, x.ndim)  # (GPU array shapes take no negative index)
-    return tuple(np.split(x, np.cumsum([k.shape[axis] for k in likes[:-1]]), axis=axis))
+    return _pieces(x, [k.shape[axis] for k in likes], axis)
 
 
 split_like = _declare(
@@ -520,8 +531,8 @@ def _split_spec(x, split_size, sizes, axis):
 
 
 def _split_cpu(x, split_size=None, sizes=None, axis=0):
-    pieces = split_sizes(x.shape[axis], split_size, sizes)
-    return tuple(np.split(x, np.cumsum(pieces[:-1]), axis=axis))
+    axis = normalize_axis(axis, x.ndim)
+    return _pieces(x, split_sizes(x.shape[axis], split_size, sizes), axis)
 
 
 split_op = _declare(
