@@ -1,8 +1,8 @@
 """Reverse mode: one backward driver for the eager tape and for graphs (append_backward).
 
 The driver, not the gradient rules, does the bookkeeping: it sums a gradient back to its input's
-broadcast shape, casts it to the input's dtype, accumulates fan-out with the variadic `add_n`,
-and skips None.
+broadcast shape, casts it to the input's dtype, accumulates fan-out (`add` for two
+contributions, which fuses with its neighbours; the variadic `add_n` for more), and skips None.
 Rules are written with nbflow ops, so with `create_graph=True` the backward pass is itself
 recorded and can be differentiated again.
 """
@@ -45,7 +45,7 @@ def backprop(roots, seeds, create_graph: bool, skip=frozenset()) -> tuple[dict, 
 
     Works for both modes: the current trace runs the gradient rules (eager: computes them;
     graph: appends them) and supplies each node's saved values. Contributions to one value
-    are summed once, by the variadic add_n. `skip` holds edge keys (see edge_key) that get no
+    are summed once (_total). `skip` holds edge keys (see edge_key) that get no
     gradient. Returns (leaf id -> (leaf, grad), node id -> gradient per output)."""
     node_grads: dict[int, list] = {}
     leaf_grads: dict[int, tuple] = {}
@@ -117,6 +117,8 @@ def _total(contributions):
         return None
     if len(contributions) == 1:
         return contributions[0]
+    if len(contributions) == 2:  # an elementwise add, which the fusion pass can join
+        return ops.add(*contributions)
     return ops.add_n(*contributions)
 
 
