@@ -45,6 +45,7 @@ class Tensor(Operators):
         "_version",
         "_base",
         "_view",
+        "_name",  # what a program capturing it names it (nn.Module: "linear_0.weight"); unset
         "__weakref__",
     )
     __array_priority__ = 1000  # numpy defers `ndarray + Tensor` to Tensor.__radd__

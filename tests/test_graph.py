@@ -432,3 +432,31 @@ def test_an_eval_program_traced_after_model_eval_shares_the_trained_parameters()
     np.testing.assert_array_equal(exe.run(test, {"x": x}, [logits])[0], first)  # no dropout
     model.eval()
     nt.assert_close(first, model(nb.tensor(x)).numpy(), rtol=1e-5, atol=1e-6)  # trained, eval
+
+
+def test_a_program_names_module_state_as_paddle_layers_do():
+    first, second, norm = nb.nn.Linear(4, 3), nb.nn.Linear(3, 3), nb.nn.BatchNorm1d(3)
+    second.weight = second.weight.detach().clone().requires_grad_()  # a new tensor
+    tied = nb.nn.Linear(4, 3)
+    tied.weight = first.weight  # a shared tensor keeps the name it got first
+    k = int(first.weight._name.split(".")[0].split("_")[1])  # (earlier tests made Linears)
+    assert (second.weight._name, tied.weight._name, tied.bias._name) == (
+        f"linear_{k + 1}.weight",
+        f"linear_{k}.weight",
+        f"linear_{k + 2}.bias",
+    )
+    loose = nb.tensor(np.ones(3, np.float32))
+    main = nb.Program()
+    with nb.program_guard(main):
+        taken = nb.static.data(f"linear_{k}.bias", [-1, 4])  # a feed holding a module's name
+        out = (norm(second(first(taken))) + tied(taken)) * loose
+    names = [v.name for v in main.global_block().vars.values() if v.persistable]
+    assert names[0] == f"linear_{k}.weight" and names[1].startswith(f"linear_{k}.bias_")
+    assert set(names) >= {f"linear_{k + 1}.weight", f"linear_{k + 2}.bias"}
+    assert set(names) >= {norm.weight._name, norm.running_mean._name}
+    assert norm.running_mean._name.startswith("batchnorm1d_")
+    assert any(n.startswith("captured") for n in names)  # a tensor no module holds
+    x = np.random.default_rng(0).standard_normal((5, 4)).astype(np.float32)
+    (got,) = nb.Executor().run(main, {taken.name: x}, [out], nb.Scope())
+    want = (norm(second(first(nb.tensor(x)))) + tied(nb.tensor(x))) * loose
+    nt.assert_close(got, want.detach().numpy(), rtol=1e-5, atol=1e-6)

@@ -382,13 +382,18 @@ class GraphTrace(Trace):
         return v
 
     def capture(self, t: Tensor) -> Var:
-        """An eager tensor used by the program: a persistable var bound to it."""
+        """An eager tensor used by the program: a persistable var bound to it, named as its
+        module names it ("linear_0.weight", as PaddlePaddle's layers name their parameters),
+        else "captured<n>"."""
         program = self.block.program
         for name, held in program.captured.items():
             if held is t:
                 return program.global_block().vars[name]
+        name = getattr(t, "_name", None)
+        if name is None or any(name in b.vars for b in program.blocks):
+            name = program.unique_name("captured" if name is None else f"{name}_")
         v = program.global_block().create_var(
-            program.unique_name("captured"),
+            name,
             t.shape,
             t.dtype,
             persistable=True,

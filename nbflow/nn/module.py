@@ -30,7 +30,7 @@ the program.
 from __future__ import annotations
 
 import functools
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from typing import NamedTuple
 
 import numpy as np
@@ -71,6 +71,24 @@ def Parameter(data, dtype=None) -> Tensor:  # a function named like PyTorch's cl
 
 def _is_parameter(value) -> bool:
     return isinstance(value, Tensor) and value.requires_grad and value.is_leaf
+
+
+# modules made so far, by kind: the prefix of their parameters' names in programs
+_MADE: Counter = Counter()
+
+
+def _name_state(module, name: str, t) -> None:
+    """Name a parameter or buffer for the programs that capture it: "<kind>_<k>.<attr>", k
+    counting the modules of that kind (PaddlePaddle's "linear_0.w_0", with PyTorch's attribute
+    names). A tensor keeps its first name (one shared by two modules, a tied weight)."""
+    if not isinstance(t, Tensor) or getattr(t, "_name", None) is not None:
+        return
+    prefix = module.__dict__.get("_prefix")
+    if prefix is None:
+        kind = type(module).__name__.lower()
+        prefix = module.__dict__["_prefix"] = f"{kind}_{_MADE[kind]}"
+        _MADE[kind] += 1
+    t._name = f"{prefix}.{name}"
 
 
 # bumped by every attribute change of any module (a train/eval flag, a submodule): the
@@ -133,11 +151,14 @@ class Module:
             modules[name] = value
         elif name in params and (value is None or isinstance(value, Tensor)):
             params[name] = value  # stays a parameter (also when frozen: requires_grad False)
+            _name_state(self, name, value)
         elif name in buffers and (value is None or isinstance(value, Tensor)):
             buffers[name] = value
+            _name_state(self, name, value)
         elif _is_parameter(value):
             self._forget(name, "_parameters")
             params[name] = value
+            _name_state(self, name, value)
         else:
             self._forget(name)
         object.__setattr__(self, name, value)
@@ -171,6 +192,7 @@ class Module:
             param.requires_grad_(True)
         self._forget(name, "_parameters")
         self.__dict__["_parameters"][name] = param
+        _name_state(self, name, param)
         object.__setattr__(self, name, param)
 
     def register_buffer(self, name: str, value: Tensor | None, persistent: bool = True) -> None:
@@ -181,6 +203,7 @@ class Module:
             raise TypeError(f"buffer {name!r} must be a Tensor or None")
         self._forget(name, "_buffers")
         self.__dict__["_buffers"][name] = value
+        _name_state(self, name, value)
         if not persistent:
             self.__dict__["_non_persistent"].add(name)
         object.__setattr__(self, name, value)
