@@ -291,6 +291,7 @@ diag_embed trace rot90 fliplr flipud expand_as reshape_as view_as unflatten nans
 count_nonzero aminmax cumprod cummax cummin logcumsumexp diff cross kron inner vdot mv addmv addr
 addcmul addcdiv addcmul_ addcdiv_ baddbmm addbmm matrix_power kthvalue quantile nanquantile
 det slogdet logdet inverse
+uniform_ normal_ log_normal_ exponential_ cauchy_ geometric_ bernoulli_ random_
 """.split()
 
 for _name, _op in REFLECTED.items():

@@ -132,6 +132,21 @@ SAMPLES = {
         lambda: [x(1, 4, 5, 5), x(1, 6, 3, 5)],
         {"stride": (2, 1), "padding": 1, "groups": 2},
     ),
+    "conv3d": (nb.conv3d, lambda: [x(1, 2, 3, 4, 3), x(2, 2, 2, 3, 2), x(2)], {"padding": 1}),
+    "conv3d_input_grad": (
+        lambda g, w, **kw: nb.conv3d_input_grad(
+            g, w, nb.zeros(1, 4, 3, 4, 3, dtype="float64"), **kw
+        ),
+        lambda: [x(1, 2, 2, 2, 4), x(2, 2, 2, 3, 2)],
+        {"stride": (2, 1, 1), "padding": (1, 0, 1), "groups": 2},
+    ),
+    "conv3d_weight_grad": (
+        lambda a, g, **kw: nb.conv3d_weight_grad(
+            a, g, nb.zeros(2, 2, 2, 3, 2, dtype="float64"), **kw
+        ),
+        lambda: [x(1, 4, 3, 4, 3), x(1, 2, 2, 2, 4)],
+        {"stride": (2, 1, 1), "padding": (1, 0, 1), "groups": 2},
+    ),
     "max_pool2d": (nb.max_pool2d, lambda: [x(1, 2, 5, 5)], {"kernel_size": 2, "stride": 1}),
     "max_pool2d_backward": (
         lambda g: nb.max_pool2d_backward(
@@ -203,6 +218,11 @@ SAMPLES = {
         {},
     ),
     "l1_loss": (nb.l1_loss, lambda: [x(2, 3), x(2, 3, low=3, high=4)], {}),
+    "ctc_loss": (
+        lambda a: nb.ctc_loss(a, idx(1, 2, 2), idx(4, 3), idx(2, 1)),
+        lambda: [x(4, 2, 3, low=-2.0, high=0.0)],
+        {},
+    ),
     # the decompositions, on well-conditioned inputs (SPD or symmetric where they must be);
     # qr and svd through gauge-invariant functions (their signs are LAPACK's choice)
     "inv": (lambda a: nb.linalg.inv(_well(a)), lambda: [x(2, 3, 3)], {}),

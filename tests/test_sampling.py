@@ -117,3 +117,80 @@ def test_rng_state_round_trips_through_a_checkpoint(tmp_path):
     for bad in (np.zeros(8, np.int64), np.zeros(3, np.int64), np.zeros(8)):
         with pytest.raises(AttrError, match="set_state"):
             g.set_state(bad)
+
+
+FILLS = [  # (method, kwargs, the scipy distribution the draws follow)
+    ("uniform_", {"from_": -2.0, "to": 3.0}, ("uniform", (-2.0, 5.0))),
+    ("normal_", {"mean": 1.5, "std": 0.5}, ("norm", (1.5, 0.5))),
+    ("log_normal_", {"mean": 0.5, "std": 0.25}, ("lognorm", (0.25, 0.0, np.exp(0.5)))),
+    ("exponential_", {"lambd": 4.0}, ("expon", (0.0, 0.25))),
+    ("cauchy_", {"median": -1.0, "sigma": 2.0}, ("cauchy", (-1.0, 2.0))),
+]
+
+
+@pytest.mark.parametrize("name, kwargs, law", FILLS, ids=[f[0] for f in FILLS])
+def test_an_inplace_fill_draws_from_its_distribution(name, kwargs, law):
+    stats = pytest.importorskip("scipy.stats")
+    x = nb.zeros(4000, dtype=nb.float64)
+    version = x.version
+    out = getattr(x, name)(**kwargs, generator=nb.Generator(3))
+    assert out is x and x.version > version  # written in place, the version moved
+    dist, args = law
+    assert stats.kstest(x.numpy(), dist, args=args).pvalue > 1e-4
+    again = getattr(nb.zeros(4000, dtype=nb.float64), name)(**kwargs, generator=nb.Generator(3))
+    np.testing.assert_array_equal(again.numpy(), x.numpy())
+
+
+def test_discrete_fills_draw_the_right_integers_as_often_as_they_should():
+    g, n = nb.Generator(5), 40000
+    geo = nb.zeros(n).geometric_(0.3, generator=g).numpy()
+    for k in (1, 2, 3, 6):  # P(k) = (1 - p)^(k - 1) p
+        _near((geo == k).mean(), 0.7 ** (k - 1) * 0.3, n)
+    assert geo.min() >= 1 and np.all(geo == np.round(geo))
+    ones = nb.zeros(n, dtype=nb.int32).bernoulli_(0.25, generator=g).numpy()
+    assert set(np.unique(ones)) == {0, 1}
+    _near(ones.mean(), 0.25, n)
+    rows = nb.zeros(2, n // 2).bernoulli_(nb.tensor([[0.1], [0.9]]), generator=g).numpy()
+    _near(rows.mean(axis=1), np.array([0.1, 0.9]), n // 2)
+    ints = nb.zeros(n, dtype=nb.int64).random_(3, 7, generator=g).numpy()
+    _near(np.bincount(ints, minlength=7)[3:] / n, np.full(4, 0.25), n)
+    below = nb.zeros(n).random_(5, generator=g).numpy()  # random_(to): from 0
+    assert set(np.unique(below)) == {0.0, 1.0, 2.0, 3.0, 4.0}
+    full = nb.zeros(n, dtype=nb.float32).random_(generator=g).numpy()  # [0, 2^24]
+    assert full.max() <= 2**24 and full.max() > 2**23 and np.all(full == np.round(full))
+
+
+def test_fills_refuse_bad_parameters_and_a_leaf_that_requires_grad():
+    from nbflow.errors import DomainError, DTypeError, GradientError
+
+    x = nb.zeros(3)
+    for call in (
+        lambda: x.normal_(0.0, -1.0),
+        lambda: x.uniform_(2.0, 1.0),
+        lambda: x.exponential_(0.0),
+        lambda: x.geometric_(1.5),
+        lambda: x.bernoulli_(2.0),
+        lambda: x.random_(4, 4),
+    ):
+        with pytest.raises(DomainError):
+            call()
+    with pytest.raises(DTypeError):
+        nb.zeros(3, dtype=nb.int64).normal_()
+    w = nb.zeros(3, requires_grad=True)
+    with pytest.raises(GradientError):
+        w.normal_()
+    with nb.no_grad():
+        w.uniform_(1.0, 2.0)  # PyTorch's way to initialise a parameter in place
+    assert np.all((w.numpy() >= 1) & (w.numpy() < 2))
+
+
+def test_a_fill_inside_a_jit_function_draws_again_each_call():
+    @nb.jit
+    def noisy(x):
+        noise = nb.zeros_like(x).normal_(0.0, 1.0)
+        return x + noise
+
+    x = nb.zeros(2000)
+    a, b = noisy(x).numpy(), noisy(x).numpy()
+    assert not np.array_equal(a, b)
+    assert abs(a.mean()) < 0.15 and abs(a.std() - 1) < 0.1

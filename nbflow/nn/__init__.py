@@ -5,6 +5,9 @@ eager Tensors that a traced Program captures as persistable vars.
 """
 
 from . import attention, functional, init, layers, loss, recurrent, transformer, utils
+from . import losses_extra as _losses_extra
+from . import sampling_grid as _sampling_grid
+from . import volumetric as _volumetric
 from .embedding_bag import EmbeddingBag
 from .module import Module, ModuleDict, ModuleList, Parameter, StateDictError
 from .rnn import dynamic_rnn, pack_offsets
@@ -13,6 +16,9 @@ from .rnn import dynamic_rnn, pack_offsets
 # does with its families)
 for _module in (layers, loss, recurrent, attention, transformer):
     globals().update({name: getattr(_module, name) for name in _module.__all__})
+globals().update({name: getattr(_sampling_grid, name) for name in _sampling_grid.LAYERS})
+globals().update({name: getattr(_losses_extra, name) for name in _losses_extra.MODULES})
+globals().update({name: getattr(_volumetric, name) for name in _volumetric.MODULES})
 
 __all__ = [
     *layers.__all__,
@@ -20,6 +26,9 @@ __all__ = [
     *recurrent.__all__,
     *attention.__all__,
     *transformer.__all__,
+    *_sampling_grid.LAYERS,
+    *_losses_extra.MODULES,
+    *_volumetric.MODULES,
     "EmbeddingBag",
     "Module",
     "ModuleDict",

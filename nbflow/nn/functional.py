@@ -19,7 +19,10 @@ from ..core import is_int, is_probability, no_grad, public
 from ..errors import AttrError, DomainError, DTypeError, ShapeError, UnsupportedError
 from ..operators import written_back
 from ..tensor import tensor as new_tensor  # (one_hot has a parameter named tensor)
+from . import losses_extra as _losses_extra  # (reads this module at call time)
+from . import sampling_grid as _sampling_grid
 from . import spatial as _spatial
+from . import volumetric as _volumetric
 from .embedding_bag import embedding_bag
 
 # the same call as in PyTorch
@@ -1040,6 +1043,20 @@ __all__ += [
     "threshold_",
     "triplet_margin_loss",
 ]
+
+# grid sampling, unpooling, lp / fractional pools, rrelu, pdist, the deprecated upsample and
+# *_with_indices aliases (nbflow/nn/sampling_grid.py)
+globals().update({name: getattr(_sampling_grid, name) for name in _sampling_grid.FUNCTIONS})
+__all__ += _sampling_grid.FUNCTIONS
+
+# ctc_loss (nbflow/ops/ctc.py), and the margin losses of nbflow/nn/losses_extra.py
+ctc_loss = ops.ctc_loss
+globals().update({name: getattr(_losses_extra, name) for name in _losses_extra.FUNCTIONS})
+__all__ += ["ctc_loss", *_losses_extra.FUNCTIONS]
+
+# the 3-D convolutions and pools (nbflow/nn/volumetric.py)
+globals().update({name: getattr(_volumetric, name) for name in _volumetric.FUNCTIONS})
+__all__ += _volumetric.FUNCTIONS
 
 # as users call them: PyTorch's argument names, and a clear error for a non-tensor input
 globals().update({name: public(globals()[name]) for name in __all__})

@@ -20,6 +20,7 @@ Errors name the PyTorch function and its argument.
 from __future__ import annotations
 
 import contextlib
+from typing import NamedTuple
 
 import numpy as np
 
@@ -92,18 +93,44 @@ def conv_transpose2d(
     """PyTorch's F.conv_transpose2d: input (N, C_in, H, W) or (C_in, H, W), weight (C_in,
     C_out / groups, kH, kW), bias (C_out,) or None; output height (H - 1) stride - 2 padding +
     dilation (kH - 1) + output_padding + 1."""
-    fn = "conv_transpose2d"
-    x, added = _batched(input, 4, fn, "(N, C_in, H, W)")
+    geometry = (stride, padding, output_padding, groups, dilation)
+    return conv_transpose(TRANSPOSE2D, input, weight, bias, *geometry)
+
+
+class Transposed(NamedTuple):
+    """What a transposed convolution is built from: its name, its spatial dims, the
+    input-gradient op of the matching convolution, and its layouts (for errors)."""
+
+    fn: str
+    dims: int
+    input_grad: object
+    x_layout: str
+    w_layout: str
+
+
+TRANSPOSE2D = Transposed(
+    "conv_transpose2d",
+    2,
+    conv2d_input_grad,
+    "(N, C_in, H, W)",
+    "(in_channels, out_channels / groups, kH, kW)",
+)
+
+
+def conv_transpose(kind, input, weight, bias, stride, padding, output_padding, groups, dilation):
+    """The transposed convolution of `kind` (a Transposed): the input-gradient op of its
+    convolution, with the roles arranged (module doc)."""
+    fn, n = kind.fn, kind.dims
+    x, added = _batched(input, n + 2, fn, kind.x_layout)
     _known_dims(x, fn)
-    if weight.ndim != 4:
+    if weight.ndim != n + 2:
         raise ShapeError(
-            f"{fn}: weight of shape {tuple(weight.shape)} must be 4-D "
-            "(in_channels, out_channels / groups, kH, kW)"
+            f"{fn}: weight of shape {tuple(weight.shape)} must be {n + 2}-D {kind.w_layout}"
         )
-    stride = _ints(stride, 2, fn, "stride", 1)
-    padding = _ints(padding, 2, fn, "padding", 0)
-    output_padding = _ints(output_padding, 2, fn, "output_padding", 0)
-    dilation = _ints(dilation, 2, fn, "dilation", 1)
+    stride = _ints(stride, n, fn, "stride", 1)
+    padding = _ints(padding, n, fn, "padding", 0)
+    output_padding = _ints(output_padding, n, fn, "output_padding", 0)
+    dilation = _ints(dilation, n, fn, "dilation", 1)
     if isinstance(groups, bool) or not isinstance(groups, (int, np.integer)) or groups < 1:
         raise AttrError(f"{fn}: groups must be an int >= 1, got {groups!r}")
     channels, kernel = x.shape[1], tuple(weight.shape[2:])
@@ -131,19 +158,19 @@ def conv_transpose2d(
     if all(op < s for op, s in zip(output_padding, stride)):
         like = _shaped_like(x, (out_channels, *size))
         with _named(fn):
-            out = conv2d_input_grad(x, weight, like, padding=padding, **geometry)
-    else:  # output_padding >= stride: conv2d's size rule cannot say it; go via no padding
-        out = _transposed_unpadded(x, weight, size, padding, out_channels, fn, geometry)
+            out = kind.input_grad(x, weight, like, padding=padding, **geometry)
+    else:  # output_padding >= stride: the convolution's size rule cannot say it; no padding
+        out = _transposed_unpadded(kind, x, weight, size, padding, out_channels, geometry)
     if bias is not None:
         if bias.ndim != 1 or bias.shape[0] not in (out_channels, UNKNOWN):
             raise ShapeError(
                 f"{fn}: bias of shape {tuple(bias.shape)} must be ({out_channels},) (out_channels)"
             )
-        out = out + ops.reshape(bias, (1, out_channels, 1, 1))
+        out = out + ops.reshape(bias, (1, out_channels) + (1,) * n)
     return _unbatch(out, added)
 
 
-def _transposed_unpadded(x, weight, size, padding, out_channels, fn, geometry):
+def _transposed_unpadded(kind, x, weight, size, padding, out_channels, geometry):
     """The transposed convolution without padding, cropped by `padding` at the start and cut
     (or zero-extended, for output_padding past it) to `size`."""
     kernel, stride, dilation = tuple(weight.shape[2:]), geometry["stride"], geometry["dilation"]
@@ -152,12 +179,12 @@ def _transposed_unpadded(x, weight, size, padding, out_channels, fn, geometry):
         for n, k, s, d in zip(x.shape[2:], kernel, stride, dilation)
     )
     like = _shaped_like(x, (out_channels, *full))
-    with _named(fn):
-        out = conv2d_input_grad(x, weight, like, padding=(0, 0), **geometry)
+    with _named(kind.fn):
+        out = kind.input_grad(x, weight, like, padding=(0,) * kind.dims, **geometry)
     key = (ALL, ALL) + tuple(slice(p, min(p + n, f)) for p, n, f in zip(padding, size, full))
     out = ops.getitem(out, key)
-    extra = [max(0, p + n - f) for p, n, f in zip(padding, size, full)]
-    return ops.pad(out, ((0, 0), (0, 0), (0, extra[0]), (0, extra[1])))
+    extra = [(0, max(0, p + n - f)) for p, n, f in zip(padding, size, full)]
+    return ops.pad(out, [(0, 0), (0, 0), *extra])
 
 
 def conv_transpose1d(

@@ -9,7 +9,9 @@ from . import (
     _cuda,
     broadcast,
     conv,
+    conv3d,
     creation,
+    ctc,
     decomp,
     einsum,
     elementwise,
@@ -31,6 +33,8 @@ from . import (
 
 FAMILIES = (elementwise, broadcast, creation, reduce, linalg, shape, index, nn, optim)
 FAMILIES += (conv, norm, losses, sorting, einsum, select, scans, products, decomp, sampling, extras)
+FAMILIES += (ctc,)
+FAMILIES += (conv3d,)
 
 for _family in FAMILIES:
     globals().update({name: public(getattr(_family, name)) for name in _family.__all__})

@@ -12,10 +12,15 @@ The pooling kernels loop over (batch x channel) planes of a contiguous input, so
 once per dtype. max_pool2d has a second, int64 output: the argmax of each window as a flat
 index into its input plane (PyTorch's return_indices); its gradient routes `g` there.
 
+The geometry (Conv), the BLAS launchers, the references and the gradient rules take any number
+of spatial dims: conv3d.py declares conv3d on them with its own column kernels.
+
 The ops take their geometry as attrs (`stride=(2,)` or `(2, 1)`); the public functions
 (`conv2d(x, w, b, stride=1, padding=0, ...)`, ...) add PyTorch's signatures, the bias, 'same'
 and 'valid' padding, unbatched inputs, and conv1d as a conv2d of height 1.
 """
+
+import math
 
 import numpy as np
 
@@ -199,15 +204,16 @@ def _known(*dims) -> bool:
     return UNKNOWN not in dims
 
 
-def _pair(value, name, minimum) -> tuple[int, int]:
-    """An int attr given as (v,) or (v0, v1), checked >= minimum."""
+def _pair(value, name, minimum, n=2) -> tuple[int, ...]:
+    """An int attr given as (v,) or n values (a pair by default), checked >= minimum."""
     if len(value) == 1:
-        value = (value[0], value[0])
-    if len(value) != 2:
-        raise AttrError(f"{name} must be an int or a pair of ints, got {value}")
+        value = (value[0],) * n
+    if len(value) != n:
+        what = "a pair of ints" if n == 2 else f"{n} ints"
+        raise AttrError(f"{name} must be an int or {what}, got {value}")
     if any(v < minimum for v in value):
         raise AttrError(f"{name} must be >= {minimum}, got {value}")
-    return int(value[0]), int(value[1])
+    return tuple(int(v) for v in value)
 
 
 def _out_size(n, k, s, p, d, ceil_mode=False) -> int:
@@ -226,22 +232,30 @@ def _out_size(n, k, s, p, d, ceil_mode=False) -> int:
     return out
 
 
-def _check_4d(shape, what, layout):
-    if len(shape) != 4:
-        raise ShapeError(f"{what} of shape {tuple(shape)} must be 4-D {layout}")
+def _check_ndim(shape, what, layout, ndim=4):
+    if len(shape) != ndim:
+        raise ShapeError(f"{what} of shape {tuple(shape)} must be {ndim}-D {layout}")
 
 
 class Conv:
     """The checked geometry of a conv2d: pairs for stride, padding, dilation; groups; output
-    height and width (-1 when unknown)."""
+    height and width (-1 when unknown). A subclass with other `dims`, layouts and column
+    kernels is the geometry of another convolution (conv3d.py's Conv3)."""
+
+    dims = 2  # spatial dims
+    x_layout = "(N, C, H, W)"
+    w_layout = "(out_channels, in_channels / groups, kH, kW)"
+    im2col = staticmethod(_im2col)
+    col2im = staticmethod(_col2im)
 
     def __init__(self, x_shape, w_shape, stride, padding, dilation, groups):
         x_shape, w_shape = tuple(x_shape), tuple(w_shape)
-        _check_4d(x_shape, "input", "(N, C, H, W)")
-        _check_4d(w_shape, "weight", "(out_channels, in_channels / groups, kH, kW)")
-        self.stride = _pair(stride, "stride", 1)
-        self.padding = _pair(padding, "padding", 0)
-        self.dilation = _pair(dilation, "dilation", 1)
+        n = self.dims
+        _check_ndim(x_shape, "input", self.x_layout, n + 2)
+        _check_ndim(w_shape, "weight", self.w_layout, n + 2)
+        self.stride = _pair(stride, "stride", 1, n)
+        self.padding = _pair(padding, "padding", 0, n)
+        self.dilation = _pair(dilation, "dilation", 1, n)
         if groups < 1:
             raise AttrError(f"groups must be >= 1, got {groups}")
         self.groups = groups
@@ -278,9 +292,10 @@ class Conv:
             )
         self.out_shape = (x_shape[0], out_channels) + self.out_hw
 
-    def args(self, oh, ow):
-        """The kernel arguments after the arrays: kh, kw, sh, sw, ph, pw, dh, dw, oh, ow."""
-        return (*self.kernel, *self.stride, *self.padding, *self.dilation, oh, ow)
+    def args(self, *out):
+        """The kernel arguments after the arrays: kh, kw, sh, sw, ph, pw, dh, dw, oh, ow (each
+        group one entry per spatial dim)."""
+        return (*self.kernel, *self.stride, *self.padding, *self.dilation, *out)
 
 
 def _check_like(shape, want, what):
@@ -300,19 +315,19 @@ CONV_ATTRS = {
 
 
 def _unfold(x, conv: Conv):
-    """im2col of a contiguous (N, C, H, W) array: (G, C/G * kh * kw, N * oh * ow)."""
-    oh, ow = conv.out_hw
-    k = x.shape[1] // conv.groups * conv.kernel[0] * conv.kernel[1]
-    cols = np.empty((conv.groups, k, x.shape[0] * oh * ow), x.dtype)
+    """im2col of a contiguous (N, C, H, W) array: (G, C/G * kh * kw, N * oh * ow) (and so
+    for the other dims of `conv`)."""
+    k = x.shape[1] // conv.groups * math.prod(conv.kernel)
+    cols = np.empty((conv.groups, k, x.shape[0] * math.prod(conv.out_hw)), x.dtype)
     if cols.size:
-        _im2col(x, cols, *conv.args(oh, ow))
+        conv.im2col(x, cols, *conv.args(*conv.out_hw))
     return cols
 
 
 def _grad_columns(g, groups):
     """g (N, O, oh, ow) as (G, O/G, N * oh * ow), the layout the column matmuls use."""
     n, o = g.shape[:2]
-    plane = g.shape[2] * g.shape[3]
+    plane = math.prod(g.shape[2:])
     return np.ascontiguousarray(
         g.reshape(n, groups, o // groups, plane).transpose(1, 2, 0, 3)
     ).reshape(groups, o // groups, n * plane)
@@ -321,8 +336,11 @@ def _grad_columns(g, groups):
 # ---------------------------------------------------------------- conv2d
 
 
-def _conv2d_spec(x, w, *bias, stride, padding, dilation, groups):
-    conv = Conv(x.shape, w.shape, stride, padding, dilation, groups)
+def _conv2d_spec(x, w, *bias, **geometry):
+    return _conv_spec(Conv(x.shape, w.shape, **geometry), x, w, *bias)
+
+
+def _conv_spec(conv, x, w, *bias):
     if len(bias) > 1:
         raise ShapeError(f"takes at most one bias, got {len(bias)}")
     for b in bias:
@@ -330,12 +348,16 @@ def _conv2d_spec(x, w, *bias, stride, padding, dilation, groups):
     return Spec(conv.out_shape, dt.promote([s.dtype for s in (x, w, *bias)]))
 
 
-def _conv2d_cpu(x, w, *rest, stride, padding, dilation, groups):
-    out = rest[-1]
-    conv = Conv(x.shape, w.shape, stride, padding, dilation, groups)
+def _conv2d_cpu(x, w, *rest, **geometry):
+    _conv_forward(Conv(x.shape, w.shape, **geometry), x, w, *rest)
+
+
+def _conv_forward(conv, x, w, *rest):
+    """out (rest[-1]) = the convolution of x by w, plus the bias rest[0] if given."""
+    out, groups = rest[-1], conv.groups
     x, w = np.ascontiguousarray(x), np.ascontiguousarray(w)
     n, o = out.shape[:2]
-    plane = out.shape[2] * out.shape[3]
+    plane = math.prod(out.shape[2:])
     cols = _unfold(x, conv)
     w3 = w.reshape(groups, o // groups, cols.shape[1])
     res = np.matmul(w3, cols)  # one BLAS call per group for the whole batch
@@ -347,43 +369,62 @@ def _conv2d_cpu(x, w, *rest, stride, padding, dilation, groups):
         target[...] = res
 
 
-def _conv2d_ref(x, w, *bias, stride=1, padding=0, dilation=1, groups=1):
-    """Direct convolution in float64: a sum over kernel taps of strided slices."""
-    as2 = _as_pairs(stride, padding, dilation)
-    (sh, sw), (ph, pw), (dh, dw) = as2
+BATCH_CHANNEL = (slice(None), slice(None))  # the leading key of the references' slices
+
+
+def _conv_ref(x, w, *bias, stride=1, padding=0, dilation=1, groups=1):
+    """Direct convolution in float64: a sum over kernel taps of strided slices (of any number
+    of spatial dims: conv3d's reference too)."""
+    geometry = _ref_geometry(x.ndim - 2, stride, padding, dilation)
     d = dt.promote([x.dtype, w.dtype])
-    x64 = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (ph, ph), (pw, pw)))
+    x64 = _zero_pad(x.astype(np.float64), geometry[1])
     w64 = w.astype(np.float64)
-    n, c, hp, wp = x64.shape
-    o, cg, kh, kw = w.shape
-    oh = (hp - dh * (kh - 1) - 1) // sh + 1
-    ow = (wp - dw * (kw - 1) - 1) // sw + 1
-    out = np.zeros((n, o, oh, ow))
+    o, cg = w.shape[:2]
+    size = _ref_out_size(x64.shape[2:], w.shape[2:], geometry)
+    out = np.zeros((x.shape[0], o) + size)
     og = o // groups
     for g in range(groups):
         xs = x64[:, g * cg : (g + 1) * cg]
         ws = w64[g * og : (g + 1) * og]
-        for i in range(kh):
-            for j in range(kw):
-                patch = xs[
-                    :,
-                    :,
-                    i * dh : i * dh + sh * (oh - 1) + 1 : sh,
-                    j * dw : j * dw + sw * (ow - 1) + 1 : sw,
-                ]
-                out[:, g * og : (g + 1) * og] += np.einsum("nchw,oc->nohw", patch, ws[:, :, i, j])
+        for tap in np.ndindex(*w.shape[2:]):
+            patch = xs[_tap_slices(tap, geometry, size)]
+            out[:, g * og : (g + 1) * og] += np.einsum(
+                "nc...,oc->no...", patch, ws[BATCH_CHANNEL + tap]
+            )
     for b in bias:
-        out += b.astype(np.float64)[:, None, None]
+        out += b.astype(np.float64).reshape((-1,) + (1,) * len(size))
         d = dt.promote([d, b.dtype])
     return out.astype(d)
 
 
-def _as_pairs(stride, padding, dilation):
-    def two(v):
-        v = (v,) if isinstance(v, (int, np.integer)) else tuple(v)
-        return (v[0], v[0]) if len(v) == 1 else v
+def _ref_geometry(n, stride, padding, dilation):
+    """(stride, padding, dilation) of a reference as n-tuples."""
 
-    return two(stride), two(padding), two(dilation)
+    def many(v):
+        v = (v,) if isinstance(v, (int, np.integer)) else tuple(v)
+        return v * n if len(v) == 1 else v
+
+    return many(stride), many(padding), many(dilation)
+
+
+def _zero_pad(x, padding):
+    return np.pad(x, ((0, 0), (0, 0)) + tuple((p, p) for p in padding))
+
+
+def _ref_out_size(padded, kernel, geometry):
+    stride, _, dilation = geometry
+    return tuple(
+        (n - d * (k - 1) - 1) // s + 1 for n, k, s, d in zip(padded, kernel, stride, dilation)
+    )
+
+
+def _tap_slices(tap, geometry, size):
+    """The (all, all, strided slices) key of the padded input that kernel tap `tap` reads for
+    the output positions of `size`."""
+    stride, _, dilation = geometry
+    return BATCH_CHANNEL + tuple(
+        slice(i * d, i * d + s * (m - 1) + 1, s) for i, s, d, m in zip(tap, stride, dilation, size)
+    )
 
 
 conv2d_op = Op(
@@ -393,7 +434,7 @@ conv2d_op = Op(
     spec=_conv2d_spec,
     kernels={"cpu": _conv2d_cpu, "cuda": None},
     dtypes=FLOATS,
-    ref=_conv2d_ref,
+    ref=_conv_ref,
     attrs=CONV_ATTRS,
     doc=(
         "2-D cross-correlation, PyTorch's conv2d: x (N, C, H, W), weight (O, C / groups, kH, "
@@ -404,55 +445,53 @@ conv2d_op = Op(
 )
 
 
-@conv2d_op.defgrad
-def _conv2d_grad(g, out, x, w, *bias, **geometry):
-    dx = conv2d_input_grad(g, w, x, **geometry) if needs_grad(x) else None
-    dw = conv2d_weight_grad(x, g, w, **geometry) if needs_grad(w) else None
-    db = tuple(_reduce.sum(g, axis=(0, 2, 3)) if needs_grad(b) else None for b in bias)
-    return (dx, dw, *db)
-
-
 # ---------------------------------------------------------------- gradients as ops
 
 
-def _input_grad_spec(g, w, x, stride, padding, dilation, groups):
-    conv = Conv(x.shape, w.shape, stride, padding, dilation, groups)
+def _input_grad_spec(g, w, x, **geometry):
+    return _grad_spec(Conv(x.shape, w.shape, **geometry), g, w, x)
+
+
+def _grad_spec(conv, g, w, x):
+    """The input gradient's spec (x's shape; g must have the convolution's output shape)."""
     _check_like(g.shape, conv.out_shape, "the output gradient")
     return Spec(x.shape, dt.promote([g.dtype, w.dtype]))
 
 
-def _input_grad_cpu(g, w, x, out, stride, padding, dilation, groups):
-    conv = Conv(x.shape, w.shape, stride, padding, dilation, groups)
+def _input_grad_cpu(g, w, x, out, **geometry):
+    _input_grad(Conv(x.shape, w.shape, **geometry), g, w, out)
+
+
+def _input_grad(conv, g, w, out):
+    """out = the gradient of the convolution `conv` with respect to its input."""
+    groups = conv.groups
     w = np.ascontiguousarray(w)
     gc = _grad_columns(g, groups)
     w3 = w.reshape(groups, w.shape[0] // groups, -1)
     cols = np.matmul(w3.transpose(0, 2, 1), gc)  # (G, C/G kh kw, N oh ow), on BLAS
     out[...] = 0
     if cols.size:
-        _col2im(cols, out, *conv.args(*conv.out_hw))
+        conv.col2im(cols, out, *conv.args(*conv.out_hw))
 
 
 def _input_grad_ref(g, w, x, stride=1, padding=0, dilation=1, groups=1):
     """The adjoint of the direct convolution, by scattering each tap back."""
-    (sh, sw), (ph, pw), (dh, dw) = _as_pairs(stride, padding, dilation)
-    n, c, h, wd = x.shape
-    o, cg, kh, kw = w.shape
+    geometry = _ref_geometry(x.ndim - 2, stride, padding, dilation)
+    o, cg = w.shape[:2]
     og = o // groups
-    oh, ow = g.shape[2:]
+    size = g.shape[2:]
     g64, w64 = g.astype(np.float64), w.astype(np.float64)
-    dx = np.zeros((n, c, h + 2 * ph, wd + 2 * pw))
+    dx = _zero_pad(np.zeros(x.shape), geometry[1])
     for grp in range(groups):
         gs = g64[:, grp * og : (grp + 1) * og]
         ws = w64[grp * og : (grp + 1) * og]
-        for i in range(kh):
-            for j in range(kw):
-                dx[
-                    :,
-                    grp * cg : (grp + 1) * cg,
-                    i * dh : i * dh + sh * (oh - 1) + 1 : sh,
-                    j * dw : j * dw + sw * (ow - 1) + 1 : sw,
-                ] += np.einsum("nohw,oc->nchw", gs, ws[:, :, i, j])
-    return dx[:, :, ph : ph + h, pw : pw + wd].astype(dt.promote([g.dtype, w.dtype]))
+        for tap in np.ndindex(*w.shape[2:]):
+            key = _tap_slices(tap, geometry, size)
+            dx[:, grp * cg : (grp + 1) * cg][key] += np.einsum(
+                "no...,oc->nc...", gs, ws[BATCH_CHANNEL + tap]
+            )
+    crop = BATCH_CHANNEL + tuple(slice(p, p + n) for p, n in zip(geometry[1], x.shape[2:]))
+    return dx[crop].astype(dt.promote([g.dtype, w.dtype]))
 
 
 conv2d_input_grad = Op(
@@ -474,47 +513,45 @@ conv2d_input_grad = Op(
 )
 
 
-@conv2d_input_grad.defgrad
-def _input_grad_grad(h, out, g, w, x, **geometry):
-    # linear in g and in w: <out, h> = <g, conv2d(h, w)>
-    dg = conv2d_op(h, w, **geometry) if needs_grad(g) else None
-    dw = conv2d_weight_grad(h, g, w, **geometry) if needs_grad(w) else None
-    return dg, dw, None
+def _weight_grad_spec(x, g, w, **geometry):
+    return _weight_spec(Conv(x.shape, w.shape, **geometry), x, g, w)
 
 
-def _weight_grad_spec(x, g, w, stride, padding, dilation, groups):
-    conv = Conv(x.shape, w.shape, stride, padding, dilation, groups)
+def _weight_spec(conv, x, g, w):
+    """The weight gradient's spec (w's shape; g must have the convolution's output shape)."""
     _check_like(g.shape, conv.out_shape, "the output gradient")
     return Spec(w.shape, dt.promote([x.dtype, g.dtype]))
 
 
-def _weight_grad_cpu(x, g, w, out, stride, padding, dilation, groups):
-    conv = Conv(x.shape, w.shape, stride, padding, dilation, groups)
+def _weight_grad_cpu(x, g, w, out, **geometry):
+    _weight_grad(Conv(x.shape, w.shape, **geometry), x, g, out)
+
+
+def _weight_grad(conv, x, g, out):
+    """out = the gradient of the convolution `conv` with respect to its weight."""
     cols = _unfold(np.ascontiguousarray(x), conv)
-    gc = _grad_columns(g, groups)
-    np.matmul(gc, cols.transpose(0, 2, 1), out=out.reshape(groups, gc.shape[1], cols.shape[1]))
+    gc = _grad_columns(g, conv.groups)
+    shape = (conv.groups, gc.shape[1], cols.shape[1])
+    np.matmul(gc, cols.transpose(0, 2, 1), out=out.reshape(shape))
 
 
 def _weight_grad_ref(x, g, w, stride=1, padding=0, dilation=1, groups=1):
-    (sh, sw), (ph, pw), (dh, dw) = _as_pairs(stride, padding, dilation)
-    x64 = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (ph, ph), (pw, pw)))
+    geometry = _ref_geometry(x.ndim - 2, stride, padding, dilation)
+    x64 = _zero_pad(x.astype(np.float64), geometry[1])
     g64 = g.astype(np.float64)
-    o, cg, kh, kw = w.shape
+    o, cg = w.shape[:2]
     og = o // groups
-    oh, ow = g.shape[2:]
+    size = g.shape[2:]
     dw_ = np.zeros(w.shape)
     for grp in range(groups):
         xs = x64[:, grp * cg : (grp + 1) * cg]
         gs = g64[:, grp * og : (grp + 1) * og]
-        for i in range(kh):
-            for j in range(kw):
-                patch = xs[
-                    :,
-                    :,
-                    i * dh : i * dh + sh * (oh - 1) + 1 : sh,
-                    j * dw : j * dw + sw * (ow - 1) + 1 : sw,
-                ]
-                dw_[grp * og : (grp + 1) * og, :, i, j] = np.einsum("nchw,nohw->oc", patch, gs)
+        for tap in np.ndindex(*w.shape[2:]):
+            patch = xs[_tap_slices(tap, geometry, size)]
+            summed = (0, *range(2, gs.ndim))  # batch and positions
+            dw_[(slice(grp * og, (grp + 1) * og), slice(None)) + tap] = np.tensordot(
+                gs, patch, axes=(summed, summed)
+            )
     return dw_.astype(dt.promote([x.dtype, g.dtype]))
 
 
@@ -536,12 +573,35 @@ conv2d_weight_grad = Op(
 )
 
 
-@conv2d_weight_grad.defgrad
-def _weight_grad_grad(h, out, x, g, w, **geometry):
-    # linear in x and in g: <out, h> = <g, conv2d(x, h)>
-    dx = conv2d_input_grad(g, h, x, **geometry) if needs_grad(x) else None
-    dg = conv2d_op(x, h, **geometry) if needs_grad(g) else None
-    return dx, dg, None
+def define_grads(forward, input_grad, weight_grad):
+    """The gradient rules of a convolution's three ops (conv2d's here, conv3d's in conv3d.py),
+    each written with the other two: the convolution is linear in x and in w, so the
+    gradients of its gradients are convolutions again (second derivatives in both modes)."""
+
+    @forward.defgrad
+    def _forward_grad(g, out, x, w, *bias, **geometry):
+        dx = input_grad(g, w, x, **geometry) if needs_grad(x) else None
+        dw = weight_grad(x, g, w, **geometry) if needs_grad(w) else None
+        axes = (0, *range(2, len(g.shape)))
+        db = tuple(_reduce.sum(g, axis=axes) if needs_grad(b) else None for b in bias)
+        return (dx, dw, *db)
+
+    @input_grad.defgrad
+    def _input_grad_grad(h, out, g, w, x, **geometry):
+        # linear in g and in w: <out, h> = <g, conv(h, w)>
+        dg = forward(h, w, **geometry) if needs_grad(g) else None
+        dw = weight_grad(h, g, w, **geometry) if needs_grad(w) else None
+        return dg, dw, None
+
+    @weight_grad.defgrad
+    def _weight_grad_grad(h, out, x, g, w, **geometry):
+        # linear in x and in g: <out, h> = <g, conv(x, h)>
+        dx = input_grad(g, h, x, **geometry) if needs_grad(x) else None
+        dg = forward(x, h, **geometry) if needs_grad(g) else None
+        return dx, dg, None
+
+
+define_grads(conv2d_op, conv2d_input_grad, conv2d_weight_grad)
 
 
 # ---------------------------------------------------------------- pooling geometry
@@ -552,7 +612,7 @@ class Pool:
 
     def __init__(self, x_shape, kernel_size, stride, padding, dilation=(1,), ceil_mode=False):
         x_shape = tuple(x_shape)
-        _check_4d(x_shape, "input", "(N, C, H, W)")
+        _check_ndim(x_shape, "input", "(N, C, H, W)")
         self.kernel = _pair(kernel_size, "kernel_size", 1)
         self.stride = _pair(kernel_size if stride is None else stride, "stride", 1)
         self.padding = _pair(padding, "padding", 0)
@@ -681,8 +741,8 @@ def _max_pool_grad(g, out, x, **attrs):
 
 
 def _max_pool_back_spec(g, indices, x):
-    _check_4d(x.shape, "input", "(N, C, H, W)")
-    _check_4d(g.shape, "the output gradient", "(N, C, oH, oW)")
+    _check_ndim(x.shape, "input", "(N, C, H, W)")
+    _check_ndim(g.shape, "the output gradient", "(N, C, oH, oW)")
     if indices.dtype not in dt.INTS:
         raise ShapeError(f"indices must be int32 or int64, got {indices.dtype}")
     _check_like(indices.shape, g.shape, "indices")
@@ -876,7 +936,7 @@ avg_pool2d_backward.defgrad(lambda h, out, g, x, **attrs: (avg_pool2d_op(h, **at
 
 
 def _adaptive_size(x_shape, output_size):
-    _check_4d(x_shape, "input", "(N, C, H, W)")
+    _check_ndim(x_shape, "input", "(N, C, H, W)")
     size = _pair(output_size, "output_size", 1)
     for n in x_shape[2:]:
         if n == 0:
@@ -1015,18 +1075,24 @@ def _pad_after(x, extra):
 def conv2d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """PyTorch's F.conv2d: x (N, C, H, W) or (C, H, W), weight (O, C / groups, kH, kW), bias
     (O,) or None; padding an int, a pair, 'valid' or 'same'."""
-    x, added = _batched(x, 4, "conv2d", "(N, C, H, W)")
-    if weight.ndim != 4:
+    return convolve(Conv, conv2d_op, x, weight, bias, stride, padding, dilation, groups)
+
+
+def convolve(geometry, op, x, weight, bias, stride, padding, dilation, groups):
+    """The public convolution of `op` (conv2d, conv3d) whose geometry class is `geometry`:
+    unbatched input, the optional bias, 'valid' and 'same' padding."""
+    fn, ndim = op.name, geometry.dims + 2
+    x, added = _batched(x, ndim, fn, geometry.x_layout)
+    if weight.ndim != ndim:
         raise ShapeError(
-            f"conv2d: weight of shape {tuple(weight.shape)} must be 4-D "
-            "(out_channels, in_channels / groups, kH, kW)"
+            f"{fn}: weight of shape {tuple(weight.shape)} must be {ndim}-D {geometry.w_layout}"
         )
-    padding, extra = _padding(padding, weight.shape[2:], dilation, stride, "conv2d")
+    padding, extra = _padding(padding, weight.shape[2:], dilation, stride, fn)
     x = _pad_after(x, extra)
     if bias is not None and bias.ndim != 1:
-        raise ShapeError(f"conv2d: bias of shape {tuple(bias.shape)} must be 1-D (out_channels,)")
+        raise ShapeError(f"{fn}: bias of shape {tuple(bias.shape)} must be 1-D (out_channels,)")
     args = (x, weight) if bias is None else (x, weight, bias)
-    out = conv2d_op(*args, stride=stride, padding=padding, dilation=dilation, groups=groups)
+    out = op(*args, stride=stride, padding=padding, dilation=dilation, groups=groups)
     return _shape.squeeze(out, 0) if added else out
 
 

@@ -1,16 +1,18 @@
 """PyTorch's sampling functions, composed from the random creation ops (so they run in
 eager and graph mode, on either device): `rand_like`, `randn_like`, `randint_like`,
-`bernoulli`, `multinomial`. They draw from `generator`, or the default generator, as the
-creation ops do, and carry no gradient. Draws need a known shape: a graph value with a -1 dim
-raises UnsupportedError."""
+`bernoulli`, `multinomial`, and the Tensor's in-place fills (`x.normal_()`, `uniform_`,
+`random_`, `exponential_`, `cauchy_`, `log_normal_`, `geometric_`, `bernoulli_`: a draw of x's
+shape written by copy_, so the version counter and autograd's in-place rules follow). They
+draw from `generator`, or the default generator, as the creation ops do, and carry no
+gradient. Draws need a known shape: a graph value with a -1 dim raises UnsupportedError."""
 
 import numpy as np
 
 from .. import dtypes as dt
 from ..core import UNKNOWN
-from ..errors import AttrError, UnsupportedError
+from ..errors import AttrError, DomainError, DTypeError, UnsupportedError
 from .creation import normal, randint, uniform
-from .elementwise import isfinite, log, logical_and, logical_not
+from .elementwise import copy_, exp, floor, isfinite, log, log1p, logical_and, logical_not, tan
 from .index import checked_range
 from .optim import depend_
 from .reduce import cumsum
@@ -137,4 +139,112 @@ def multinomial(probs, num_samples: int, replacement: bool = False, generator=No
     return depend_(index, *checks)  # (a program that needs the draw runs the checks)
 
 
-__all__ = ["rand_like", "randn_like", "randint_like", "bernoulli", "multinomial"]
+# ---------------------------------------------------------------- in-place fills
+
+
+def _float_target(name, x):
+    if not dt.is_float(x.dtype):
+        raise DTypeError(f"{name}: fills a float tensor, got {x.dtype}")
+
+
+def uniform_(x, from_=0.0, to=1.0, *, generator=None):
+    """x filled with uniform draws in [from_, to)."""
+    _float_target("uniform_", x)
+    if not from_ <= to:
+        raise DomainError(f"uniform_: expects from_ <= to, got from_={from_}, to={to}")
+    return copy_(x, rand_like(x, generator=generator) * (to - from_) + from_)
+
+
+def normal_(x, mean=0.0, std=1.0, *, generator=None):
+    """x filled with normal draws of `mean` and `std` (>= 0)."""
+    _float_target("normal_", x)
+    if not std >= 0:
+        raise DomainError(f"normal_: expects std >= 0, got {std}")
+    return copy_(x, randn_like(x, generator=generator) * std + mean)
+
+
+def log_normal_(x, mean=1.0, std=2.0, *, generator=None):
+    """x filled with exp of normal draws of `mean` and `std` (> 0)."""
+    _float_target("log_normal_", x)
+    if not std > 0:
+        raise DomainError(f"log_normal_: expects std > 0, got {std}")
+    return copy_(x, exp(randn_like(x, generator=generator) * std + mean))
+
+
+def exponential_(x, lambd=1.0, *, generator=None):
+    """x filled with exponential draws of rate `lambd` (> 0): -log(1 - u) / lambd."""
+    _float_target("exponential_", x)
+    if not lambd > 0:
+        raise DomainError(f"exponential_: expects lambd > 0, got {lambd}")
+    return copy_(x, -log1p(-rand_like(x, generator=generator)) / lambd)
+
+
+def cauchy_(x, median=0.0, sigma=1.0, *, generator=None):
+    """x filled with Cauchy draws: median + sigma tan(pi (u - 1/2))."""
+    _float_target("cauchy_", x)
+    if not sigma > 0:
+        raise DomainError(f"cauchy_: expects sigma > 0, got {sigma}")
+    return copy_(x, tan((rand_like(x, generator=generator) - 0.5) * np.pi) * sigma + median)
+
+
+def geometric_(x, p, *, generator=None):
+    """x filled with the trial of the first success, each with probability p in (0, 1]:
+    floor(log(v) / log(1 - p)) + 1 for v uniform in (0, 1], so k with (1 - p)^(k-1) p."""
+    if not 0 < p <= 1:
+        raise DomainError(f"geometric_: expects 0 < p <= 1, got {p}")
+    v = 1.0 - rand_like(x, dtype=dt.float64, generator=generator)
+    trials = 1.0 if p == 1 else floor(log(v) / np.log1p(-p)) + 1.0
+    return copy_(x, trials)
+
+
+def bernoulli_(x, p=0.5, *, generator=None):
+    """x filled with 1 with probability p (a number, or a tensor broadcast to x), else 0."""
+    if isinstance(p, (int, float, np.integer, np.floating)):
+        if not 0 <= p <= 1:
+            raise DomainError(f"bernoulli_: expects 0 <= p <= 1, got {p}")
+        return copy_(x, rand_like(x, dtype=dt.float64, generator=generator) < p)
+    draws = bernoulli(p.broadcast_to(x.shape) if tuple(p.shape) != tuple(x.shape) else p)
+    return copy_(x, draws)
+
+
+def _random_end(dtype) -> int:
+    """The exclusive end of x.random_()'s draws: past 2^mantissa for a float dtype, the
+    largest value for an integer one (int64's itself excluded: the draw's bounds are int64)."""
+    if dt.is_float(dtype):
+        return 2 ** (np.finfo(dtype).nmant + 1) + 1
+    if dtype == dt.bool_:
+        return 2
+    info = np.iinfo(dtype)
+    return int(info.max) if dtype == dt.int64 else int(info.max) + 1
+
+
+def random_(x, from_=None, to=None, *, generator=None):
+    """x filled with integers drawn uniformly from [from_, to); `x.random_(to)` from [0, to);
+    `x.random_()` from [0, 2^mantissa] for a float x (every integer it holds exactly), [0,
+    its largest value] for an integer one (PyTorch's random_; see _random_end)."""
+    if to is None:
+        low, high = 0, from_
+    else:
+        low, high = 0 if from_ is None else from_, to
+    if high is None:
+        high = _random_end(dt.as_dtype(x.dtype))
+    if not low < high:
+        raise DomainError(f"random_: expects from_ < to, got from_={low}, to={high}")
+    return copy_(x, randint_like(x, low, high, dtype=dt.int64, generator=generator))
+
+
+__all__ = [
+    "rand_like",
+    "randn_like",
+    "randint_like",
+    "bernoulli",
+    "multinomial",
+    "bernoulli_",
+    "cauchy_",
+    "exponential_",
+    "geometric_",
+    "log_normal_",
+    "normal_",
+    "random_",
+    "uniform_",
+]
