@@ -60,6 +60,33 @@ from .graph import (
     static,
     trace,
 )
+
+# PyTorch's top-level names of the nn ops whose torch.* signature is F's (the others are in
+# ops/extras.py, which can't import nn: nn is built on the ops)
+from .nn.functional import (
+    adaptive_avg_pool1d,
+    avg_pool1d,
+    bilinear,
+    celu,
+    channel_shuffle,
+    conv_transpose1d,
+    conv_transpose2d,
+    conv_transpose3d,
+    cosine_similarity,
+    hardshrink,
+    max_pool1d,
+    max_pool1d_with_indices,
+    max_pool3d,
+    pairwise_distance,
+    pdist,
+    pixel_shuffle,
+    pixel_unshuffle,
+    prelu,
+    rms_norm,
+    rrelu,
+    selu,
+    threshold,
+)
 from .ops import *  # noqa: F403  (the ops are the public functions)
 from .ops._define import elementwise  # declare your own ops as nbflow does
 from .reliability import check_nan_inf, get_memory_budget, set_memory_budget
@@ -83,6 +110,7 @@ inference_mode = no_grad  # PyTorch's name for a scope without gradient recordin
 # builtins from here on in this module)
 long, double, half = int64, float64, float16
 float, int, bool = float32, int32, bool_
+range = ops.extras.inclusive_range  # PyTorch's deprecated torch.range (end included)
 
 # PyTorch's torch.utils.data: nbflow.data under that name too
 utils = _types.ModuleType(f"{__name__}.utils", "PyTorch's names for nbflow's utilities.")
@@ -94,6 +122,8 @@ _sys.modules[utils.__name__], _sys.modules[f"{__name__}.utils.data"] = utils, da
 from . import autograd as _autograd  # noqa: E402
 from . import func  # noqa: E402  (PyTorch's torch.func)
 from . import functional_autograd as _functional_autograd  # noqa: E402
+
+vmap = func.vmap  # PyTorch's torch.vmap
 
 _autograd.functional = _functional_autograd
 _sys.modules[f"{__name__}.autograd.functional"] = _functional_autograd

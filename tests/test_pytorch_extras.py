@@ -470,3 +470,616 @@ def test_eager_and_jit_agree():
     check_modes(lambda v, b: nb.bucketize(v, b), r(5), seq)
     check_modes(nb.isin, np.arange(6) % 4, np.array([1, 3]))
     check_modes(lambda a: nb.erfc(a) + nb.rsub(a, 1.0) + nb.logspace(0, 1, 3), r(3))
+
+
+# ---------------------------------------------------------------- windows, histograms
+
+
+def _symmetric(formula, n, periodic):
+    """The window written from its definition: m = n + 1 points (periodic) or n, first n."""
+    if n <= 1:
+        return np.ones(n)
+    m = n + 1 if periodic else n
+    k = np.arange(m)
+    return formula(k, m)[:n]
+
+
+WINDOWS = {
+    "hann_window": lambda k, m: 0.5 - 0.5 * np.cos(2 * np.pi * k / (m - 1)),
+    "hamming_window": lambda k, m: 0.54 - 0.46 * np.cos(2 * np.pi * k / (m - 1)),
+    "blackman_window": lambda k, m: (
+        0.42 - 0.5 * np.cos(2 * np.pi * k / (m - 1)) + 0.08 * np.cos(4 * np.pi * k / (m - 1))
+    ),
+    "bartlett_window": lambda k, m: 1 - np.abs(2 * k / (m - 1) - 1),
+    "kaiser_window": lambda k, m: (
+        scipy.special.i0(12.0 * np.sqrt(np.clip(1 - (2 * k / (m - 1) - 1) ** 2, 0, None)))
+        / scipy.special.i0(12.0)
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(WINDOWS))
+def test_windows_match_their_formulas(name):
+    fn = getattr(nb, name)
+    for n in (0, 1, 2, 5, 8):
+        for periodic in (True, False):
+            got = fn(n, periodic, dtype="float64")
+            same(got, _symmetric(WINDOWS[name], n, periodic), rtol=1e-12, atol=1e-15)
+    assert fn(4).dtype == np.float32 and fn(4).shape == (4,)
+    with pytest.raises(nb.DTypeError):
+        fn(4, dtype="int64")
+    with pytest.raises(nb.DomainError):
+        fn(-1)
+
+
+def test_windows_against_numpy_and_parameters():
+    same(nb.hann_window(7, periodic=False, dtype="float64"), np.hanning(7), atol=1e-15)
+    same(nb.hamming_window(7, False, dtype="float64"), np.hamming(7), atol=1e-15)
+    same(nb.blackman_window(7, False, dtype="float64"), np.blackman(7), atol=1e-15)
+    same(nb.bartlett_window(7, False, dtype="float64"), np.bartlett(7), atol=1e-15)
+    same(nb.kaiser_window(7, False, 3.0, dtype="float64"), np.kaiser(7, 3.0), atol=1e-14)
+    got = nb.hamming_window(6, True, 0.6, 0.3, dtype="float64")
+    same(got, 0.6 - 0.3 * np.cos(2 * np.pi * np.arange(6) / 6))
+
+
+def test_histc_matches_numpy():
+    a = RNG.standard_normal(50)
+    got = nb.histc(nb.tensor(a), bins=7)
+    want, _ = np.histogram(a, bins=7, range=(a.min(), a.max()))
+    assert got.dtype == np.float64
+    same(got, want)
+    same(nb.histc(nb.tensor(a), 4, min=-1, max=1), np.histogram(a, 4, range=(-1, 1))[0])
+    same(nb.histc(nb.tensor([1.0, 2, 1, 4]), bins=4), [2, 1, 0, 1])  # max lands in the last
+    same(nb.histc(nb.tensor([3.0, 3.0]), bins=2), [0, 2])  # one value: [2, 4]
+    same(nb.histc(nb.tensor([0.5, np.nan, 3.0]), 2, 0, 1), [0, 1])  # outside and NaN ignored
+    with pytest.raises(nb.DomainError):
+        nb.histc(nb.tensor([1.0]), 3, min=2, max=1)
+    with pytest.raises(nb.DomainError):
+        nb.histc(nb.tensor([1.0, np.nan]), 3)
+    with pytest.raises(nb.DTypeError):
+        nb.histc(nb.tensor([1, 2]))
+    check_modes(lambda x: nb.histc(x, 5) + nb.histc(x, 3, -1, 1).sum(), a.astype(np.float32))
+
+
+def test_histogram_matches_numpy():
+    a = RNG.standard_normal(40)
+    w = RNG.uniform(0, 2, 40)
+    x = nb.tensor(a)
+    for kw in ({}, {"range": (-1.0, 2.0)}, {"density": True}):
+        hist, edges = nb.histogram(x, 6, **kw)
+        want, want_edges = np.histogram(a, 6, **kw)
+        same(hist, want, rtol=1e-12)
+        same(edges, want_edges, rtol=1e-12)
+    hist, _ = nb.histogram(x, 5, weight=nb.tensor(w), density=True)
+    same(hist, np.histogram(a, 5, weights=w, density=True)[0], rtol=1e-12)
+    bounds = np.array([-1.0, -0.2, 0.0, 1.5])
+    hist, edges = nb.histogram(x, nb.tensor(bounds))
+    same(hist, np.histogram(a, bounds)[0])
+    same(edges, bounds)
+    same(nb.histogram(nb.tensor([1.0, 1, 1]), 2).bin_edges, [0.5, 1, 1.5])
+    with pytest.raises(nb.DomainError):
+        nb.histogram(x, nb.tensor([1.0, 0.0], dtype="float64"))
+    with pytest.raises(nb.AttrError):
+        nb.histogram(x, nb.tensor(bounds), range=(0.0, 1.0))
+    with pytest.raises(nb.ShapeError):
+        nb.histogram(x, 3, weight=nb.ones(3, dtype="float64"))
+    check_modes(lambda t: nb.histogram(t, 4)[0] * nb.histogram(t, 4)[1][1:], a[:10])
+
+
+# ---------------------------------------------------------------- elementwise
+
+
+def test_bitwise_ops_match_numpy():
+    a, b = RNG.integers(-100, 100, 30), RNG.integers(-100, 100, 30)
+    p, q = RNG.integers(0, 2, 30).astype(bool), RNG.integers(0, 2, 30).astype(bool)
+    for name in ("and", "or", "xor"):
+        ours, theirs = getattr(nb, f"bitwise_{name}"), getattr(np, f"bitwise_{name}")
+        for dtype in ("int32", "int64"):
+            got = ours(nb.tensor(a, dtype=dtype), nb.tensor(b, dtype=dtype))
+            assert got.dtype == np.dtype(dtype)
+            np.testing.assert_array_equal(got.numpy(), theirs(a, b))
+        got = ours(nb.tensor(p), nb.tensor(q))
+        assert got.dtype == np.bool_
+        np.testing.assert_array_equal(got.numpy(), theirs(p, q))
+    np.testing.assert_array_equal(nb.bitwise_not(nb.tensor(a)).numpy(), ~a)
+    np.testing.assert_array_equal(nb.bitwise_not(nb.tensor(p)).numpy(), ~p)
+    assert nb.bitwise_xor(nb.tensor([True]), nb.tensor([3])).numpy().tolist() == [2]
+    with pytest.raises(nb.DTypeError):
+        nb.bitwise_and(nb.tensor([1.0]), nb.tensor([1.0]))
+    check_modes(lambda x, y: nb.bitwise_or(nb.bitwise_and(x, y), nb.bitwise_not(x)), a, b)
+
+
+def test_shifts_wrap_and_saturate_as_pytorch():
+    x = np.array([1, -8, 5, -5, 3, 7], np.int64)
+    s = np.array([3, 1, 0, 70, 64, -1], np.int64)
+    # a shift past the width or negative: 0 to the left, the sign bits to the right
+    left = nb.bitwise_left_shift(nb.tensor(x), nb.tensor(s)).numpy()
+    np.testing.assert_array_equal(left, [8, -16, 5, 0, 0, 0])
+    right = nb.bitwise_right_shift(nb.tensor(x), nb.tensor(s)).numpy()
+    np.testing.assert_array_equal(right, [0, -4, 5, -1, 0, 0])
+    x32 = nb.tensor([1, -5, 3], dtype="int32")
+    s32 = nb.tensor([31, 40, 33], dtype="int32")
+    np.testing.assert_array_equal(nb.bitwise_left_shift(x32, s32).numpy(), [-(2**31), 0, 0])
+    np.testing.assert_array_equal(nb.bitwise_right_shift(x32, s32).numpy(), [0, -1, 0])
+    assert nb.bitwise_right_shift(nb.tensor([-8]), 1).numpy().tolist() == [-4]
+    check_modes(nb.bitwise_left_shift, x, np.abs(s) % 8)
+
+
+def test_frexp_ldexp_nextafter_match_numpy():
+    a = np.concatenate([RNG.standard_normal(10) * 1e3, [0.0, -0.0, np.inf, -np.inf, 1e-310]])
+    mantissa, exponent = nb.frexp(nb.tensor(a))
+    want_m, want_e = np.frexp(a)
+    assert exponent.dtype == np.int32 and mantissa.dtype == np.float64
+    np.testing.assert_array_equal(mantissa.numpy(), want_m)
+    np.testing.assert_array_equal(exponent.numpy(), want_e)
+    f = a[:10].astype(np.float32)
+    np.testing.assert_array_equal(nb.frexp(nb.tensor(f)).mantissa.numpy(), np.frexp(f)[0])
+    e = RNG.integers(-5, 5, 10)
+    same(nb.ldexp(nb.tensor(a[:10]), nb.tensor(e)), np.ldexp(a[:10], e), rtol=0)
+    got = nb.ldexp(nb.tensor([1, 3]), nb.tensor([3, -1]))
+    assert got.dtype == np.float32
+    same(got, [8.0, 1.5])
+    y = RNG.standard_normal(10)
+    for dtype in (np.float32, np.float64):
+        got = nb.nextafter(nb.tensor(f.astype(dtype)), nb.tensor(y.astype(dtype)))
+        assert got.dtype == dtype
+        np.testing.assert_array_equal(got.numpy(), np.nextafter(f.astype(dtype), y.astype(dtype)))
+    gradcheck(lambda t: nb.ldexp(t, nb.tensor([2, -1, 0])), [leaf(3)])
+    check_modes(lambda t, s: nb.frexp(t).mantissa * nb.ldexp(t, s), a[:10], e)
+
+
+def test_fmax_fmin_ignore_nan():
+    a = np.array([1.0, np.nan, np.nan, -2.0, 3.0])
+    b = np.array([np.nan, 2.0, np.nan, -1.0, 3.0])
+    same(nb.fmax(nb.tensor(a), nb.tensor(b)), np.fmax(a, b))
+    same(nb.fmin(nb.tensor(a), nb.tensor(b)), np.fmin(a, b))
+    np.testing.assert_array_equal(
+        nb.fmax(nb.tensor([1, 5]), nb.tensor([3, 2])).numpy(), np.fmax([1, 5], [3, 2])
+    )
+    x = nb.tensor(a, requires_grad=True)
+    y = nb.tensor(b, requires_grad=True)
+    nb.fmax(x, y).sum().backward()  # the gradient goes to the number
+    same(x.grad, [1, 0, 1, 0, 1])  # ties and two NaNs: input, as PyTorch
+    same(y.grad, [0, 1, 0, 1, 0])
+    gradcheck(nb.fmin, [leaf(4), leaf(4)])
+    check_modes(nb.fmax, a, b)
+
+
+def test_i0_matches_scipy():
+    a = np.concatenate([np.linspace(-30, 30, 61), [0.0, 7.99, 8.0, 8.01, 700.0]])
+    same(nb.i0(nb.tensor(a)), scipy.special.i0(a), rtol=1e-13)
+    same(nb.i0(nb.tensor(a[:61].astype(np.float32))), scipy.special.i0(a[:61]), rtol=2e-6)
+    got = nb.i0(nb.tensor([1, 2]))
+    assert got.dtype == np.float32
+    same(got, scipy.special.i0([1.0, 2.0]), rtol=1e-6)
+    assert np.isinf(nb.i0(nb.tensor([800.0], dtype="float32")).numpy()[0])
+    x = nb.tensor(np.array([-9.0, -2.5, 0.0, 1.0, 8.5, 20.0]), requires_grad=True)
+    nb.i0(x).sum().backward()  # i0' = i1
+    same(x.grad, scipy.special.i1(x.numpy()), rtol=1e-10, atol=1e-12)
+    gradcheck(nb.i0, [leaf(5, low=-12, high=12)])
+    check_modes(nb.i0, a[:20])
+
+
+def test_inf_tests_floor_divide_and_dtype_queries():
+    a = np.array([np.inf, -np.inf, 1.0, np.nan])
+    np.testing.assert_array_equal(nb.isposinf(nb.tensor(a)).numpy(), np.isposinf(a))
+    np.testing.assert_array_equal(nb.isneginf(nb.tensor(a)).numpy(), np.isneginf(a))
+    assert nb.isreal(nb.tensor([1, 2])).numpy().tolist() == [True, True]
+    np.testing.assert_array_equal(
+        nb.floor_divide(nb.tensor([-7, 7, -7.5]), 2).numpy(), np.floor_divide([-7, 7, -7.5], 2)
+    )
+    x, i, b = nb.ones(2), nb.ones(2, dtype="int32"), nb.ones(2, dtype="bool")
+    assert nb.is_floating_point(x) and not nb.is_floating_point(i) and not nb.is_complex(x)
+    assert nb.is_signed(i) and not nb.is_signed(b)
+    assert nb.is_same_size(x, i) and not nb.is_same_size(x, nb.ones(3))
+    assert nb.is_nonzero(nb.tensor([2.0])) and not nb.is_nonzero(nb.tensor(0))
+    with pytest.raises(nb.ShapeError):
+        nb.is_nonzero(x)
+    assert not nb.can_cast(nb.float32, nb.int32) and nb.can_cast(nb.float64, nb.float16)
+    assert nb.can_cast(nb.bool, nb.int64) and not nb.can_cast(nb.int32, nb.bool)
+    assert nb.promote_types(nb.int32, nb.float16) == np.float16
+    assert nb.promote_types("int64", "int32") == np.int64
+    assert nb.result_type(i, 2.0) == np.float32 and nb.result_type(i, 2) == np.int32
+    assert nb.result_type(2, 3.0) == np.float32
+    assert nb.result_type(i, nb.ones(1, dtype="float64")) == (i + nb.ones(1, dtype="float64")).dtype
+    assert nb.finfo().eps == np.finfo(np.float32).eps and nb.iinfo(nb.int32).max == 2**31 - 1
+    with pytest.raises(nb.DTypeError):
+        nb.finfo(nb.int64)
+    assert nb.pi == math.pi and nb.e == math.e and math.isinf(nb.inf) and nb.newaxis is None
+    assert nb.get_device(x) == -1
+
+
+# ---------------------------------------------------------------- shapes, joins, indices
+
+
+def test_combinations_and_unravel_index():
+    v = np.array([3.0, 1.0, 4.0, 1.5])
+    for r in (1, 2, 3):
+        for repl in (False, True):
+            pick = itertools.combinations_with_replacement if repl else itertools.combinations
+            want = np.array(list(pick(v, r))).reshape(-1, r)
+            same(nb.combinations(nb.tensor(v), r, with_replacement=repl), want)
+    assert nb.combinations(nb.tensor(v), 5).shape == (0, 5)
+    assert nb.combinations(nb.tensor(v), 0).shape == (0,)
+    gradcheck(lambda t: nb.combinations(t, 2), [leaf(4)])
+    idx = np.array([[0, 5], [17, 23]])
+    got = nb.unravel_index(nb.tensor(idx), (2, 3, 4))
+    for g, w in zip(got, np.unravel_index(idx, (2, 3, 4))):
+        assert g.dtype == np.int64
+        np.testing.assert_array_equal(g.numpy(), w)
+    # out of range: modulo the size, as PyTorch (-1 is the last element)
+    got = nb.unravel_index(nb.tensor([-1, 6, -7]), (2, 3))
+    np.testing.assert_array_equal(np.stack([g.numpy() for g in got]), [[1, 0, 1], [2, 0, 2]])
+    with pytest.raises(nb.DTypeError):
+        nb.unravel_index(nb.tensor([1.0]), (2, 2))
+    check_modes(lambda i: nb.unravel_index(i, (3, 4))[1], np.arange(12))
+
+
+def test_scatter_variants_match_numpy():
+    a = RNG.standard_normal((3, 4, 5))
+    x = nb.tensor(a)
+    want = a.copy()
+    want[:, 2] = 7.0
+    same(nb.select_scatter(x, nb.full((3, 5), 7.0, dtype="float64"), 1, -2), want)
+    same(nb.select(x, 1, -2), a[:, -2])
+    src = RNG.standard_normal((3, 2, 5))
+    want = a.copy()
+    want[:, 0:4:2] = src
+    same(nb.slice_scatter(x, nb.tensor(src), dim=1, start=0, end=4, step=2), want)
+    want = a.copy()
+    want[-2:] = 1.0
+    same(nb.slice_scatter(x, nb.ones(2, 4, 5, dtype="float64"), start=-2), want)
+    d = RNG.standard_normal((3, 4))
+    want = a.copy()
+    for k in range(4):
+        want[:, k, k + 1] = d[:, k]
+    same(nb.diagonal_scatter(x, nb.tensor(d), 1, dim1=1, dim2=2), want)
+    same(nb.diagonal(nb.diagonal_scatter(x, nb.tensor(d), 1, 1, 2), 1, 1, 2), d)
+    want = a.copy()
+    for k in range(2):  # offset -1 of dims (0, 2): rows 1 and 2, columns 0 and 1
+        want[k + 1, :, k] = 2.0
+    got = nb.diagonal_scatter(x, nb.full((4, 2), 2.0, dtype="float64"), -1, 0, 2)
+    same(got, want)
+    with pytest.raises(nb.ShapeError):
+        nb.select_scatter(x, nb.ones(3, 4, dtype="float64"), 1, 0)
+    with pytest.raises(nb.OutOfRangeError):
+        nb.select(x, 0, 3)
+    with pytest.raises(nb.DTypeError):
+        nb.slice_scatter(x, nb.ones(3, 4, 5), 0)
+    gradcheck(lambda t, s: nb.select_scatter(t, s, 0, 1), [leaf(3, 2), leaf(2)])
+    gradcheck(lambda t, s: nb.slice_scatter(t, s, 1, 1, None, 2), [leaf(2, 5), leaf(2, 2)])
+    gradcheck(lambda t, s: nb.diagonal_scatter(t, s, -1), [leaf(3, 4), leaf(2)])
+    check_modes(lambda t, s: nb.diagonal_scatter(t, s, 0, 1, 0), a[:, :, 0], a[0, :3, 0])
+
+
+def test_masked_fill_masked_scatter_put_index_reduce():
+    a = RNG.standard_normal((3, 4))
+    m = RNG.integers(0, 2, (3, 4)).astype(bool)
+    x, mask = nb.tensor(a), nb.tensor(m)
+    same(nb.masked_fill(x, mask, 2.5), np.where(m, 2.5, a))
+    same(nb.masked_fill(x, mask[0], nb.tensor(-1.0)), np.where(m[0], -1.0, a))
+    src = RNG.standard_normal(12)
+    want = a.copy()
+    want[m] = src[: m.sum()]
+    same(nb.masked_scatter(x, mask, nb.tensor(src)), want)
+    want = a.copy()
+    want[:, m[1]] = src[: 3 * m[1].sum()].reshape(3, -1)
+    same(nb.masked_scatter(x, mask[1], nb.tensor(src)), want)  # the mask broadcasts
+    with pytest.raises(nb.ShapeError):
+        nb.masked_scatter(x, mask, nb.tensor(src[:1] if m.sum() > 1 else src[:0]))
+    with pytest.raises(nb.DTypeError):
+        nb.masked_fill(x, nb.tensor(m.astype(np.int64)), 1.0)
+    idx = np.array([0, -1, 5, 5])
+    vals = np.array([1.0, 2.0, 3.0, 4.0])
+    want = a.copy().reshape(-1)
+    want[idx] = vals
+    same(nb.put(x, nb.tensor(idx), nb.tensor(vals)), want.reshape(3, 4))
+    want = a.copy().reshape(-1)
+    np.add.at(want, idx, vals)
+    same(nb.put(x, nb.tensor(idx), nb.tensor(vals), accumulate=True), want.reshape(3, 4))
+    index = np.array([0, 2, 0])
+    source = RNG.uniform(0.5, 2, (3, 3))
+    for reduce, fold in (("prod", np.multiply), ("amax", np.maximum), ("amin", np.minimum)):
+        for include_self in (True, False):
+            want = a[:, :3].T.copy()
+            if not include_self:
+                want[np.unique(index)] = {"prod": 1, "amax": -np.inf, "amin": np.inf}[reduce]
+            fold.at(want, index, source)
+            got = nb.index_reduce(
+                nb.tensor(a[:, :3].T.copy()),
+                0,
+                nb.tensor(index),
+                nb.tensor(source),
+                reduce,
+                include_self=include_self,
+            )
+            same(got, want)
+    got = nb.index_reduce(
+        nb.ones(3, 2, dtype="float64"),
+        0,
+        nb.tensor([0, 0]),
+        nb.tensor([[2.0, 3], [4, 5]], "float64"),
+        "mean",
+        include_self=False,
+    )
+    same(got, [[3, 4], [1, 1], [1, 1]])
+    with pytest.raises(nb.AttrError):
+        nb.index_reduce(x, 0, nb.tensor([0]), x[:1], "sum")
+    gradcheck(lambda t, s: nb.masked_scatter(t, mask, s), [leaf(3, 4), leaf(12)])
+    gradcheck(lambda t, v: nb.put(t, nb.tensor(idx), v, accumulate=True), [leaf(3, 4), leaf(4)])
+    gradcheck(lambda t, v: nb.masked_fill(t, mask, v), [leaf(3, 4), leaf()])
+    check_modes(lambda t, s: nb.masked_scatter(t, nb.tensor(m), s), a, src)
+    check_modes(lambda t, v: nb.put(t, nb.tensor(idx), v), a, vals)
+
+
+def test_aliases_and_small_functions():
+    a = RNG.standard_normal((3, 4))
+    x = nb.tensor(a)
+    same(nb.concatenate([x, x], axis=1), np.concatenate([a, a], axis=1))
+    same(nb.concatenate([x, x], dim=0), np.concatenate([a, a]))
+    same(nb.moveaxis(nb.ones(2, 3, 4), 0, -1), np.ones((3, 4, 2)))
+    same(nb.msort(x), np.sort(a, axis=0))
+    same(nb.adjoint(x), a.T)
+    same(nb.trapz(x, dx=2.0), np.trapezoid(a, dx=2.0))
+    same(nb.ger(x[0], x[1]), np.outer(a[0], a[1]))
+    d = nb.detach(nb.tensor(a, requires_grad=True))
+    assert not d.requires_grad
+    found = nb.argwhere(nb.tensor([[0, 1], [1, 1]]))
+    assert found.dtype == np.int64
+    same(found, np.argwhere([[0, 1], [1, 1]]))
+    assert nb.argwhere(nb.tensor(3)).shape == (1, 0)
+    with pytest.raises(nb.UnsupportedError):
+        nb.jit(nb.argwhere)(nb.ones(2))
+    with pytest.warns(UserWarning, match="deprecated"):
+        got = nb.range(0, 1, 0.3)
+    assert got.dtype == np.float32
+    same(got, [0, 0.3, 0.6, 0.9], rtol=1e-6)
+    with pytest.warns(UserWarning):
+        same(nb.range(1, 4, dtype="int64"), [1, 2, 3, 4])
+        with pytest.raises(nb.DomainError):
+            nb.range(4, 1)
+    s = nb.scalar_tensor(3)
+    assert s.shape == () and s.dtype == np.float32 and float(s) == 3.0
+    assert nb.scalar_tensor(2, dtype="int64").dtype == np.int64
+    t = nb.tensor([1.0, 2.0], requires_grad=True)
+    assert nb.asarray(t) is t and nb.asarray(t, requires_grad=False).requires_grad is False
+    arr = np.arange(3.0)
+    copied = nb.asarray(arr)
+    arr[0] = 5.0
+    assert copied.numpy()[0] == 0.0 and copied.dtype == np.float64  # a copy (see from_numpy)
+    with pytest.raises(nb.AttrError):
+        nb.asarray(arr, copy=False)
+    c = nb.asarray(t, copy=True)
+    assert c is not t and c.numpy().tolist() == [1.0, 2.0]
+    assert nb.asarray([1, 2]).dtype == np.int64
+    with pytest.raises(nb.AttrError):
+        nb.asarray(t, dtype="float64", copy=False)
+    assert nb.asarray([1.0], requires_grad=True).requires_grad
+
+
+# ---------------------------------------------------------------- products, norms, statistics
+
+
+def test_tensordot_chain_matmul_dist_renorm_vander():
+    a, b = RNG.standard_normal((2, 3, 4)), RNG.standard_normal((3, 4, 5))
+    c = b.transpose(1, 0, 2)[:, :2]  # (4, 2, 5): its dim 1 matches a's dim 0
+    for other, dims in ((b, 2), (b, 0), (b, ([1, 2], [0, 1])), (c, ([0], [1])), (b, (1, 0))):
+        want = np.tensordot(a, other, dims)
+        same(nb.tensordot(nb.tensor(a), nb.tensor(other), dims), want, rtol=1e-10)
+    with pytest.raises(nb.ShapeError):
+        nb.tensordot(nb.tensor(a), nb.tensor(b), ([0], [0, 1]))
+    gradcheck(lambda p, q: nb.tensordot(p, q, 1), [leaf(2, 3), leaf(3, 2)])
+    ms = [RNG.standard_normal(s) for s in [(2, 3), (3, 4), (4, 2)]]
+    with pytest.warns(UserWarning):
+        same(nb.chain_matmul(*[nb.tensor(m) for m in ms]), ms[0] @ ms[1] @ ms[2])
+    x, y = RNG.standard_normal((3, 4)), RNG.standard_normal(4)
+    for p in (2, 1, 3.5, 0, math.inf):
+        d = x - y
+        want = {0: np.count_nonzero(d), math.inf: np.abs(d).max()}.get(p)
+        want = (np.abs(d) ** p).sum() ** (1 / p) if want is None else want
+        same(nb.dist(nb.tensor(x), nb.tensor(y), p), want, rtol=1e-10)
+    gradcheck(lambda p, q: nb.dist(p, q, 3), [leaf(3, 4), leaf(4)])
+    for dim in (0, 1):
+        got = nb.renorm(nb.tensor(x), 2, dim, 1.0)
+        norms = np.linalg.norm(x, axis=1 - dim, keepdims=True)
+        same(got, x * np.where(norms > 1, 1 / (norms + 1e-7), 1))
+    gradcheck(lambda t: nb.renorm(t, 1.5, 0, 0.8), [leaf(3, 4)])
+    v = np.array([2, 3, -1])
+    got = nb.vander(nb.tensor(v, dtype="int32"))
+    assert got.dtype == np.int64
+    np.testing.assert_array_equal(got.numpy(), np.vander(v))
+    same(nb.vander(nb.tensor(v * 0.5), N=4, increasing=True), np.vander(v * 0.5, 4, True))
+    assert nb.vander(nb.tensor(v), 0).shape == (3, 0)
+    gradcheck(
+        lambda t: nb.vander(t, 4), [nb.tensor([0.0, 1.5, -2.0], "float64", requires_grad=True)]
+    )
+    check_modes(lambda p, q: nb.tensordot(p, q, ([0], [1])) + nb.dist(p, q.T), x, x.T)
+    check_modes(lambda t: nb.renorm(t, 2, 1, 0.5) * nb.vander(t[0], 3)[0].sum(), x)
+
+
+def test_nanmedian_and_mode_match_numpy():
+    a = RNG.standard_normal((4, 7))
+    a[0, 1], a[2, :] = np.nan, np.nan
+    x = nb.tensor(a)
+    got = nb.nanmedian(x, 1)
+    for i in range(4):
+        row = a[i][~np.isnan(a[i])]
+        want = np.sort(row)[(len(row) - 1) // 2] if len(row) else np.nan
+        np.testing.assert_equal(got.values.numpy()[i], want)
+        if len(row):
+            assert a[i, got.indices.numpy()[i]] == want
+    same(nb.nanmedian(nb.tensor([1.0, np.nan, 3, 2])), 2.0)
+    assert nb.nanmedian(x, 0, keepdim=True).values.shape == (1, 7)
+    same(nb.nanmedian(nb.tensor([3, 1, 2])), 2)
+    gradcheck(lambda t: nb.nanmedian(t, 1).values, [leaf(3, 5)])
+    v = np.array([[3, 1, 3, 1, 2], [5, 5, 4, 4, 4]])
+    values, indices = nb.mode(nb.tensor(v), 1)
+    np.testing.assert_array_equal(values.numpy(), [1, 4])  # the smallest of equally frequent
+    np.testing.assert_array_equal(indices.numpy(), [3, 4])  # and its last index
+    values, indices = nb.mode(nb.tensor(v), 0, keepdim=True)
+    assert values.shape == (1, 5)
+    np.testing.assert_array_equal(values.numpy()[0], np.minimum(v[0], v[1]))
+    y = nb.tensor([2.0, 1.0, 2.0, 3.0], requires_grad=True)
+    nb.mode(y).values.backward()
+    same(y.grad, [0, 0, 1, 0])  # to the one element the index names
+    check_modes(lambda t: nb.mode(t, 0).values + nb.nanmedian(t, 0).values, np.round(a[:2]))
+
+
+# ---------------------------------------------------------------- linear algebra
+
+
+def test_linalg_delegates():
+    a = RNG.standard_normal((4, 3))
+    u, s, v = nb.svd(nb.tensor(a))
+    assert u.shape == (4, 3) and v.shape == (3, 3)
+    same(nb.matmul(u * s, v.T), a, rtol=1e-10, atol=1e-12)
+    same(s, np.linalg.svd(a, compute_uv=False), rtol=1e-12)
+    u, s, v = nb.svd(nb.tensor(a), some=False)
+    assert u.shape == (4, 4) and v.shape == (3, 3)
+    u, s, v = nb.svd(nb.tensor(a), compute_uv=False)
+    assert u.shape == (4, 4) and not np.any(u.numpy()) and not np.any(v.numpy())
+    q, r = nb.qr(nb.tensor(a))
+    assert q.shape == (4, 3)
+    same(nb.matmul(q, r), a, rtol=1e-10, atol=1e-12)
+    assert nb.qr(nb.tensor(a), some=False)[0].shape == (4, 4)
+    same(nb.pinverse(nb.tensor(a)), np.linalg.pinv(a), rtol=1e-10, atol=1e-12)
+    spd = a.T @ a + np.eye(3)
+    lower = np.linalg.cholesky(spd)
+    same(nb.cholesky(nb.tensor(spd)), lower, rtol=1e-12)
+    b = RNG.standard_normal((3, 2))
+    for L, upper in ((lower, False), (lower.T, True)):
+        same(nb.cholesky_solve(nb.tensor(b), nb.tensor(L), upper), np.linalg.solve(spd, b))
+        same(nb.cholesky_inverse(nb.tensor(L), upper), np.linalg.inv(spd), rtol=1e-10)
+    for upper, transpose in itertools.product((True, False), repeat=2):
+        tri = np.triu(spd) if upper else np.tril(spd)
+        got = nb.triangular_solve(nb.tensor(b), nb.tensor(spd), upper, transpose)
+        same(got.solution, np.linalg.solve(tri.T if transpose else tri, b), rtol=1e-10)
+        same(got.cloned_coefficient, spd)
+    gradcheck(
+        lambda m, f: nb.cholesky_solve(m, f), [leaf(3, 2), nb.tensor(lower, requires_grad=True)]
+    )
+    check_modes(lambda m: nb.svd(m).S + nb.pinverse(m).sum(), a)
+
+
+# ---------------------------------------------------------------- nn ops at the top level
+
+
+def test_nn_aliases_are_functional():
+    import nbflow.nn.functional as F
+
+    for name in (
+        "selu",
+        "celu",
+        "prelu",
+        "threshold",
+        "hardshrink",
+        "pixel_shuffle",
+        "pixel_unshuffle",
+        "channel_shuffle",
+        "pairwise_distance",
+        "cosine_similarity",
+        "rms_norm",
+        "bilinear",
+        "conv_transpose1d",
+        "conv_transpose2d",
+        "max_pool1d",
+        "avg_pool1d",
+        "adaptive_avg_pool1d",
+        "rrelu",
+        "pdist",
+    ):
+        assert getattr(nb, name) is getattr(F, name), name
+    x = RNG.standard_normal((2, 3, 6))
+    scale, alpha = 1.0507009873554805, 1.6732632423543772
+    same(nb.selu(nb.tensor(x)), scale * np.where(x > 0, x, alpha * np.expm1(x)))
+    values, indices = nb.adaptive_max_pool1d(nb.tensor(x), 2)
+    np.testing.assert_array_equal(values.numpy(), x.reshape(2, 3, 2, 3).max(-1))
+    np.testing.assert_array_equal(indices.numpy(), x.reshape(2, 3, 2, 3).argmax(-1) + [0, 3])
+
+
+def test_losses_at_the_top_level_take_reduction_codes():
+    a, b = RNG.standard_normal((3, 4)), RNG.standard_normal((3, 4))
+    t = np.sign(RNG.standard_normal(3))
+    x, y = nb.tensor(a), nb.tensor(b)
+    p = scipy.special.softmax(b, axis=1)
+    pointwise = p * (np.log(p) - a)
+    same(nb.kl_div(x, nb.tensor(p)), pointwise)  # no reduction by default, as torch.kl_div
+    same(nb.kl_div(x, nb.tensor(p), 1), pointwise.mean())
+    same(nb.kl_div(x, nb.tensor(p), 2), pointwise.sum())
+    same(nb.kl_div(x, nb.tensor(np.log(p)), "sum", log_target=True), pointwise.sum())
+    cos = (a * b).sum(1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)
+    want = np.where(t > 0, 1 - cos, np.maximum(0, cos - 0.1))
+    same(nb.cosine_embedding_loss(x, y, nb.tensor(t), 0.1), want, rtol=1e-6)
+    sign = np.sign(RNG.standard_normal((3, 4)))
+    same(
+        nb.margin_ranking_loss(x, y, nb.tensor(sign), 0.2, 2),
+        np.maximum(0, -sign * (a - b) + 0.2).sum(),
+    )
+    same(
+        nb.hinge_embedding_loss(x, nb.tensor(sign), 1.0, 1),
+        np.where(sign > 0, a, np.maximum(0, 1 - a)).mean(),
+    )
+    c = RNG.standard_normal((3, 4))
+    dp = np.linalg.norm(a - b + 1e-6, axis=1)
+    dn = np.linalg.norm(a - c + 1e-6, axis=1)
+    same(nb.triplet_margin_loss(x, y, nb.tensor(c)), np.maximum(dp - dn + 1.0, 0), rtol=1e-6)
+    rate = RNG.uniform(0.5, 2, (3, 4))
+    same(
+        nb.poisson_nll_loss(x, nb.tensor(rate), True, False, 1e-8, 1), (np.exp(a) - rate * a).mean()
+    )
+    with pytest.raises(nb.AttrError):
+        nb.kl_div(x, y, 3)
+    z = RNG.standard_normal((2, 3, 5))
+    got = nb.instance_norm(nb.tensor(z), None, None, None, None, True, 0.1, 1e-5, False)
+    want = (z - z.mean(-1, keepdims=True)) / np.sqrt(z.var(-1, keepdims=True) + 1e-5)
+    same(got, want, rtol=1e-6)
+    same(nb.alpha_dropout(x, 0.5, False), a)
+    same(nb.feature_alpha_dropout(nb.tensor(z), 0.5, False), z)
+    check_modes(lambda p, q: nb.kl_div(p, q, 1) + nb.hinge_embedding_loss(p, q, 1.0, 2), a, p)
+
+
+def test_pytorch_agrees_on_the_new_names():
+    torch = pytest.importorskip("torch")
+    T = torch.tensor
+    a = RNG.standard_normal((4, 5)).astype(np.float32)
+    for name in sorted(WINDOWS):
+        for periodic in (True, False):
+            same(
+                getattr(nb, name)(7, periodic),
+                getattr(torch, name)(7, periodic),
+                rtol=1e-5,
+                atol=1e-6,
+            )
+    same(nb.histc(nb.tensor(a), 6), torch.histc(T(a), 6))
+    h, edges = torch.histogram(T(a), 5, density=True)
+    same(nb.histogram(nb.tensor(a), 5, density=True).hist, h, rtol=1e-5)
+    same(nb.i0(nb.tensor(a * 10)), torch.i0(T(a * 10)), rtol=1e-5)
+    same(nb.kl_div(nb.tensor(a), nb.tensor(np.abs(a))), torch.kl_div(T(a), T(np.abs(a))))
+    same(
+        nb.cosine_embedding_loss(nb.tensor(a), nb.tensor(a[::-1].copy()), nb.ones(4)),
+        torch.cosine_embedding_loss(T(a), T(a[::-1].copy()), torch.ones(4)),
+        rtol=1e-5,
+    )
+    v = np.array([[3, 1, 3, 1, 2], [5, 5, 4, 4, 4]])
+    for ours, theirs in zip(nb.mode(nb.tensor(v)), torch.mode(T(v))):
+        same(ours, theirs)
+    n = a.copy()
+    n[1, 2] = np.nan
+    for ours, theirs in zip(nb.nanmedian(nb.tensor(n), 1), torch.nanmedian(T(n), 1)):
+        same(ours, theirs)
+    for ours, theirs in zip(
+        nb.unravel_index(nb.tensor([-7, 3, 13]), (2, 3)),
+        torch.unravel_index(T([-7, 3, 13]), (2, 3)),
+    ):
+        same(ours, theirs)
+    x, s = np.array([1, -8, 5, -5]), np.array([3, 1, 70, -1])
+    same(nb.bitwise_right_shift(nb.tensor(x), nb.tensor(s)), torch.bitwise_right_shift(T(x), T(s)))
+    same(nb.bitwise_left_shift(nb.tensor(x), nb.tensor(s)), torch.bitwise_left_shift(T(x), T(s)))
+    same(nb.vander(nb.tensor([1, 2, 3])), torch.vander(T([1, 2, 3])))
+    same(nb.renorm(nb.tensor(a), 3, 1, 0.7), torch.renorm(T(a), 3, 1, 0.7), rtol=1e-5)
+    for dtypes in [("int32", "float16"), ("bool", "int64"), ("float64", "float32")]:
+        ours = nb.promote_types(*dtypes)
+        theirs = torch.promote_types(*(getattr(torch, d) for d in dtypes))
+        assert str(ours) == str(theirs).replace("torch.", "")
+        ours = nb.can_cast(*dtypes)
+        assert ours == torch.can_cast(*(getattr(torch, d) for d in dtypes))
