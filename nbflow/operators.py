@@ -203,6 +203,73 @@ class Operators:
     def swapdims(self, dim0, dim1):
         return ops.swapaxes(self, dim0, dim1)
 
+    def type(self, dtype=None):
+        """PyTorch's type(): with no dtype, the type's name ("nbflow.FloatTensor"); else this
+        tensor cast to `dtype`."""
+        if dtype is None:
+            cuda = ".cuda" if str(getattr(self, "device", "cpu")).startswith("cuda") else ""
+            return f"nbflow{cuda}.{_TYPE_NAMES[np.dtype(self.dtype)]}"
+        return ops.astype(self, dt.as_dtype(dtype))
+
+    @property
+    def H(self):
+        """The conjugate transpose of a matrix (nbflow's dtypes are real: its transpose)."""
+        if self.ndim > 2:
+            raise ValueError(f"H takes a tensor of at most 2 dims, got {self.ndim}: use mH")
+        return self.t()
+
+    @property
+    def mH(self):
+        """The conjugate transpose of the last two dims (real dtypes: mT)."""
+        return ops.matrix_transpose(self)
+
+    def unfold(self, dimension, size, step):
+        """PyTorch's Tensor.unfold: the slices of `size` along `dimension`, `step` apart, as
+        a new last dim (that dim's length becomes (n - size) // step + 1). Gathered by
+        index_select, so it differentiates: a copy, where PyTorch's is a view."""
+        a = ops.shape.axis_of(dimension, self.ndim)
+        n = self.shape[a] if self.ndim else 1
+        if n == -1:
+            raise UnsupportedError("unfold: the dim to unfold has an unknown (-1) size")
+        if size < 0 or size > n or step <= 0:
+            raise ValueError(
+                f"unfold: size {size} must be in [0, {n}] (dim {a}'s length) and step {step} > 0"
+            )
+        count = (n - size) // step + 1
+        windows = np.arange(count, dtype=np.int64)[:, None] * step + np.arange(size)[None, :]
+        if not self.ndim:  # (PyTorch's: a 0-d tensor gives its value `size` times, 0 or 1)
+            return ops.index_select(ops.reshape(self, (1,)), 0, windows.reshape(-1))
+        return ops.movedim(ops.index_select(self, a, windows), a + 1, -1)
+
+    def sum_to_size(self, *size):
+        """PyTorch's sum_to_size: summed down to `size`, which this tensor's shape must
+        broadcast from (a gradient summed back to its input's shape)."""
+        size = ops.shape.dims(size)
+        lead = self.ndim - len(size)
+        if lead < 0 or any(s not in (1, n) for s, n in zip(size, self.shape[lead:])):
+            raise ValueError(f"sum_to_size: size {size} is not expandable to {self.shape}")
+        out = ops.sum(self, axis=tuple(range(lead))) if lead else self
+        kept = tuple(i for i, (s, n) in enumerate(zip(size, out.shape)) if s == 1 and n != 1)
+        return ops.sum(out, axis=kept, keepdims=True) if kept else out
+
+    def fill_diagonal_(self, fill_value, wrap=False):
+        """PyTorch's fill_diagonal_: the main diagonal (entries whose indices are all equal;
+        every dim of one length beyond 2-D) set to fill_value; `wrap` restarts it every
+        (columns + 1) rows of a tall matrix."""
+        if self.ndim < 2 or (self.ndim > 2 and len(set(self.shape)) != 1):
+            raise ValueError(
+                f"fill_diagonal_: needs 2 dims, or more of one length; got shape {self.shape}"
+            )
+        mask = np.zeros(self.shape, bool)
+        rows = self.shape[0] if wrap and self.ndim == 2 else min(self.shape)
+        i = np.arange(rows)
+        if self.ndim == 2:
+            i = i[i % (self.shape[1] + 1) < self.shape[1]]
+            mask[i, i % (self.shape[1] + 1)] = True
+        else:
+            mask[(i,) * self.ndim] = True
+        return written_back(self, Operators.masked_fill, mask, fill_value)
+
     # (eager-only functions of nbflow/tensor.py, which imports this module)
     def nonzero(self, as_tuple=False):
         from .tensor import nonzero
@@ -223,6 +290,17 @@ class Operators:
         from .tensor import equal
 
         return equal(self, other)
+
+
+# type()'s names, PyTorch's
+_TYPE_NAMES = {
+    dt.float16: "HalfTensor",
+    dt.float32: "FloatTensor",
+    dt.float64: "DoubleTensor",
+    dt.int32: "IntTensor",
+    dt.int64: "LongTensor",
+    dt.bool_: "BoolTensor",
+}
 
 
 def _binary(op, reflected=False):
@@ -292,6 +370,13 @@ count_nonzero aminmax cumprod cummax cummin logcumsumexp diff cross kron inner v
 addcmul addcdiv addcmul_ addcdiv_ baddbmm addbmm matrix_power kthvalue quantile nanquantile
 det slogdet logdet inverse
 uniform_ normal_ log_normal_ exponential_ cauchy_ geometric_ bernoulli_ random_
+bernoulli multinomial bincount histc histogram cov corrcoef dist renorm diagflat erfc i0 gcd lcm
+fmax fmin frexp ldexp nextafter floor_divide isneginf isposinf isreal
+bitwise_and bitwise_or bitwise_xor bitwise_not bitwise_left_shift bitwise_right_shift
+index_put index_put_ index_reduce put select select_scatter slice_scatter diagonal_scatter
+masked_scatter msort mode nanmedian argwhere adjoint ger is_nonzero is_same_size
+cholesky cholesky_inverse cholesky_solve triangular_solve pinverse qr svd
+unsafe_chunk unsafe_split unsafe_split_with_sizes
 """.split()
 
 for _name, _op in REFLECTED.items():
@@ -333,7 +418,7 @@ abs neg exp log log1p expm1 sqrt rsqrt sin cos tan tanh sigmoid relu floor ceil 
 square reciprocal
 sinh cosh asinh acosh atanh exp2 sinc deg2rad rad2deg frac erfinv lgamma digamma sign sgn fix
 arcsin arccos arctan arcsinh arccosh arctanh absolute negative asin acos atan log2 log10 erf
-logical_not
+logical_not erfc i0 bitwise_not
 """.split()
 # and those taking more arguments (x.fmod_(y), x.index_fill_(0, index, 1.0))
 IN_PLACE_MORE = """
@@ -341,6 +426,8 @@ fmod remainder hypot copysign xlogy logit nan_to_num float_power heaviside atan2
 multiply divide subtract true_divide clamp_min clamp_max index_copy index_fill scatter_reduce
 pow lerp maximum minimum eq ne lt le gt ge greater greater_equal less less_equal not_equal
 logical_and logical_or logical_xor cumsum cumprod tril triu
+gcd lcm ldexp nextafter floor_divide bitwise_and bitwise_or bitwise_xor bitwise_left_shift
+bitwise_right_shift masked_scatter index_reduce put renorm scatter_add
 """.split()
 for _name in IN_PLACE_UNARY + IN_PLACE_MORE:
     setattr(Operators, f"{_name}_", _written_back(getattr(ops, _name), _name))

@@ -14,7 +14,7 @@ import numpy as np
 
 from . import buffers, ops
 from . import dtypes as dt
-from .core import STATE, Node, Op, Spec, Trace, bind, overlaps_partly
+from .core import STATE, Node, Op, Spec, Trace, bind, normalize_axis, overlaps_partly
 from .errors import (
     DTypeError,
     GradientError,
@@ -177,6 +177,15 @@ class Tensor(Operators):
         base = self if self._base is None else self._base
         return type(self)(self._data, _version=version_counter(self), _base=base)
 
+    def detach_(self) -> Tensor:
+        """Cut from the graph in place: a leaf that requires no grad (PyTorch's detach_)."""
+        if self._view is not None and self._base is not None and self._base.requires_grad:
+            raise GradientError(
+                "detach_: this tensor is a view of one that requires grad; use detach()"
+            )
+        self._node, self._index, self.requires_grad = None, 0, False
+        return self
+
     def _adopt_history(self, other: Tensor):
         """Take other's history (a view re-taken from its base: nbflow/views.py)."""
         self._node, self._index, self.requires_grad = other._node, other._index, other.requires_grad
@@ -228,6 +237,27 @@ class Tensor(Operators):
 
         return None if self._node is None else GradFn(self._node)
 
+    # -------------------------------------------------------------- memory layout
+
+    def stride(self, dim=None):
+        """The strides in elements (PyTorch's stride()), or one dim's."""
+        size = np.dtype(self.dtype).itemsize
+        strides = tuple(s // size for s in self._data.strides)
+        return strides if dim is None else strides[normalize_axis(dim, self.ndim)]
+
+    def storage_offset(self) -> int:
+        """Where this tensor's first element sits in its base's buffer, in elements."""
+        root = self._data
+        if not isinstance(root, np.ndarray):
+            raise UnsupportedError("storage_offset() of a GPU tensor: move it to the CPU first")
+        while isinstance(root.base, np.ndarray):
+            root = root.base
+        return (_address(self._data) - _address(root)) // np.dtype(self.dtype).itemsize
+
+    def data_ptr(self) -> int:
+        """The address of the first element (a device address for a GPU tensor)."""
+        return _address(self._data)
+
     # -------------------------------------------------------------- devices
 
     def to(self, device=None, dtype=None) -> Tensor:
@@ -256,6 +286,13 @@ class Tensor(Operators):
 
     def cuda(self, index: int = 0) -> Tensor:
         return self.to(f"cuda:{index}")
+
+
+def _address(a) -> int:
+    """The address of an array's first element, host or device."""
+    if isinstance(a, np.ndarray):
+        return a.__array_interface__["data"][0]
+    return a.device_ctypes_pointer.value or 0  # (numba's device array)
 
 
 class _Stale:
