@@ -555,6 +555,12 @@ class _BlockPlan:
         # directly: their signature is not the key.
         self.replayable = executor.fuse and executor.replay and not self.reads_outer
         self.replay, self.signature, self.misses = None, None, 0
+        # the inputs its ops read or it returns: a while loop's condition gets every loop
+        # var and reads one or two (run_block puts and checks only these, 10 -> 2 in an LSTM)
+        read = {id(v) for n in self.ops for v in memory.reads(n)}
+        read.update(id(v) for v in block.outputs)
+        self.used = [i for i, v in enumerate(block.inputs) if id(v) in read]
+        self.checked = None  # the used inputs' last signature that passed the checks
 
 
 # a block's run takes no buffer from the enclosing run's pool or arena and is not recorded
@@ -570,12 +576,18 @@ def run_block(executor, block: Block, values, scope, outer_env) -> list[Tensor]:
         plan = plans[block] = _BlockPlan(executor, block, scope)
     env = dict(plan.constants)
     env.update(_UNPLANNED)  # (shadowing the enclosing run's, in a ChainMap)
-    for v, t in zip(block.inputs, values):
-        if t.dtype != v.dtype or not compatible(v.shape, t.shape):
-            raise ShapeError(
-                f"block {block.idx}: input %{v.name} is {v.spec}, got {t.dtype}{list(t.shape)}"
-            )
-        env[v.name] = t
+    used = [values[i] for i in plan.used]
+    signature = tuple([(t.shape, t.dtype) for t in used])
+    if signature != plan.checked:
+        for i, t in zip(plan.used, used):
+            v = block.inputs[i]
+            if t.dtype != v.dtype or not compatible(v.shape, t.shape):
+                raise ShapeError(
+                    f"block {block.idx}: input %{v.name} is {v.spec}, got {t.dtype}{list(t.shape)}"
+                )
+        plan.checked = signature
+    for i, t in zip(plan.used, used):
+        env[block.inputs[i].name] = t
     if plan.reads_outer:  # its own vars shadow those of the enclosing blocks
         env = ChainMap(env, outer_env)
     if executor.checking:
@@ -584,7 +596,7 @@ def run_block(executor, block: Block, values, scope, outer_env) -> list[Tensor]:
     elif not plan.replayable:
         _run_steps(executor, plan.steps, env, scope)
     else:
-        _run_or_replay(executor, plan, block, values, env, scope)
+        _run_or_replay(executor, plan, block, signature, env, scope)
     results = [executor._lookup(v, env, scope) for v in block.outputs]
     # a constant returned as is gets its own buffer: the op's output may be written in place
     kept = plan.constants.values()
@@ -599,10 +611,9 @@ def _run_steps(executor, steps, env, scope):
             step.run(executor, env, scope)
 
 
-def _run_or_replay(executor, plan: _BlockPlan, block: Block, values, env, scope):
+def _run_or_replay(executor, plan: _BlockPlan, block: Block, signature, env, scope):
     """The block's steps, or the replay of a recorded run of them on inputs of the same
     signature (recorded again when it no longer holds, up to REPLAY_MISSES times in a row)."""
-    signature = tuple([(t.shape, t.dtype) for t in values])
     if signature != plan.signature:  # (a recording is for one signature)
         plan.replay, plan.signature = None, signature
     replay = plan.replay
