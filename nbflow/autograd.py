@@ -97,10 +97,11 @@ def _apply_rule(node, grads):
         if len(outs) == 1:
             in_grads = node.op.grad(grads[0], outs[0], *ins, **node.attrs)
         else:  # outputs nobody used get zeros, so rules see every output's gradient
-            grads = [
-                g if g is not None or isinstance(o, _Stale) else ops.zeros_like(o)
-                for g, o in zip(grads, outs)
-            ]
+            if node.attrs.get("materialize_grads", True):  # (a custom Function may want None)
+                grads = [
+                    g if g is not None or isinstance(o, _Stale) else ops.zeros_like(o)
+                    for g, o in zip(grads, outs)
+                ]
             in_grads = node.op.grad(tuple(grads), tuple(outs), *ins, **node.attrs)
     finally:
         STATE.differentiating = outer
@@ -213,3 +214,7 @@ def grad(outputs, inputs, grad_outputs=None, create_graph=False, allow_unused=Fa
             g = g.detach()
         result.append(g)
     return tuple(result)
+
+
+# PyTorch's torch.autograd.Function and torch.autograd's other names (they build on the above)
+from .autograd_function import *  # noqa: E402, F403

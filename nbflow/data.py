@@ -683,3 +683,9 @@ def load_digits(split: str = "train", seed: int = 0, test_fraction: float = 0.2,
     if image:
         x = x.reshape(-1, 1, 8, 8)
     return TensorDataset(np.ascontiguousarray(x), y)
+
+
+# PyTorch's DistributedSampler and get_worker_info (built on the samplers above)
+from .data_distributed import DistributedSampler, get_worker_info  # noqa: E402
+
+__all__ += ["DistributedSampler", "get_worker_info"]

@@ -370,3 +370,9 @@ def _stack_one(ts, d):
         raise ValueError("vmap: `func` must only return Tensors")
     stacked = ops.stack(ts, axis=0)
     return stacked if d == 0 else stacked.movedim(0, d)
+
+
+# functional_call, stack_module_state and the forward-mode transforms (built on the above)
+from .func_extra import functional_call, jacfwd, jvp, stack_module_state  # noqa: E402
+
+__all__ += ["functional_call", "jacfwd", "jvp", "stack_module_state"]

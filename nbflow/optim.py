@@ -105,7 +105,7 @@ class Optimizer:
         params = group["params"]
         params = [params] if isinstance(params, Tensor) else list(params)
         group = _split_pairs(group, self.defaults)
-        unknown = set(group) - set(self.defaults) - {"params", "initial_lr"}
+        unknown = set(group) - set(self.defaults) - {"params", *SCHEDULE_KEYS}
         if unknown:
             raise ValueError(f"{name}: unknown hyperparameters {sorted(unknown)} in a group")
         seen = {id(p) for p in self.params or ()}
@@ -166,6 +166,10 @@ class Optimizer:
         """The states the current options need (others are passed as stand-ins)."""
         return self.state_names
 
+    def states_for(self, p) -> tuple[str, ...]:
+        """The states parameter p needs: used_states() (Adafactor's depend on p's rank)."""
+        return self.used_states()
+
     def _check_states_kept(self, group: dict, key: str, value):
         """Refuse a hyperparameter write that needs a state the updates minimize() appended
         for this group were built without (momentum turned on: the program has no velocity
@@ -215,7 +219,7 @@ class Optimizer:
 
     def _eager_state(self, i: int, p: Tensor) -> dict:
         state = self.state.setdefault(i, {})
-        for name in self.used_states():
+        for name in self.states_for(p):
             if name not in state:
                 shape, dtype, value = self.state_spec(name, p)
                 state[name] = Tensor(np.full(shape, value, dtype))  # (no op: minimize traces)
@@ -256,9 +260,9 @@ class Optimizer:
                 if id(p) in tensors:  # (a program's own parameters: the first group's options)
                     i, tensor, self.hyper = tensors[id(p)]
                     state = self._eager_state(i, tensor)
-                    states = {name: trace.capture(state[name]) for name in self.used_states()}
+                    states = {name: trace.capture(state[name]) for name in self.states_for(p)}
                 else:
-                    states = {name: self._state_var(p, name) for name in self.used_states()}
+                    states = {name: self._state_var(p, name) for name in self.states_for(p)}
                 self._append_update(trace, p, g, states)
                 self.hyper = self.param_groups[0]
         finally:
@@ -329,7 +333,7 @@ class Optimizer:
             group = {k: v for k, v in group.items() if k != "params"}
             for key in self.newer_options:  # (a state saved before the option existed)
                 group.setdefault(key, self.defaults[key])
-            if set(group) - {"initial_lr"} != set(self.defaults):
+            if set(group) - SCHEDULE_KEYS != set(self.defaults):
                 raise ValueError(
                     f"{name}.load_state_dict: hyperparameters {sorted(group)} do not match "
                     f"{sorted(self.defaults)} (state of another optimizer type?)"
@@ -370,6 +374,11 @@ class Optimizer:
         hyper = ", ".join(f"{k}={v}" for k, v in self.hyper.items() if k in self.defaults)
         groups = f", {len(self.param_groups)} groups" if len(self.param_groups) > 1 else ""
         return f"{type(self).__name__}({hyper}{groups})"
+
+
+# group entries the schedules add (LRScheduler's initial_lr, SWALR's swa_lr), saved and
+# restored with the group's hyperparameters
+SCHEDULE_KEYS = {"initial_lr", "swa_lr"}
 
 
 def _evaluate(closure):
@@ -1889,3 +1898,11 @@ _SCHEDULES = (
 for _schedule in (*_SCHEDULES, ReduceLROnPlateau):
     setattr(lr_scheduler, _schedule.__name__, _schedule)
 sys.modules[lr_scheduler.__name__] = lr_scheduler
+
+# L-BFGS, Adafactor and the SWA utilities live in their own modules (they build on the above)
+from . import swa_utils  # noqa: E402
+from .optim_adafactor import Adafactor  # noqa: E402
+from .optim_lbfgs import LBFGS  # noqa: E402
+
+sys.modules[f"{__name__}.swa_utils"] = swa_utils
+__all__ += ["Adafactor", "LBFGS", "swa_utils"]

@@ -5,14 +5,43 @@ Samples draw only from nbflow Generators (`generator=` or the default one reseed
 Generator's own numpy stream and have no rsample.
 """
 
-from . import constraints
+from . import constraints, more_kl, transforms  # noqa: F401  (more_kl registers KL pairs)
 from .continuous import Exponential, Laplace, Normal, Uniform
 from .discrete import Bernoulli, Categorical, OneHotCategorical
 from .distribution import Distribution
 from .gamma import Beta, Gamma
 from .independent import Independent
 from .kl import kl_divergence, register_kl
+from .mixture import MixtureSameFamily
+from .more_continuous import Cauchy, Chi2, Dirichlet, FisherSnedecor, StudentT, VonMises
+from .more_discrete import Binomial, Geometric, Multinomial, NegativeBinomial, Poisson
 from .multivariate_normal import MultivariateNormal
+from .transformed import (
+    Gumbel,
+    HalfCauchy,
+    HalfNormal,
+    InverseGamma,
+    Kumaraswamy,
+    LogisticNormal,
+    LogNormal,
+    Pareto,
+    TransformedDistribution,
+    Weibull,
+)
+from .transforms import (
+    AbsTransform,
+    AffineTransform,
+    ComposeTransform,
+    ExpTransform,
+    PowerTransform,
+    SigmoidTransform,
+    SoftmaxTransform,
+    SoftplusTransform,
+    StickBreakingTransform,
+    TanhTransform,
+    Transform,
+    identity_transform,
+)
 
 __all__ = [
     "Bernoulli",
@@ -30,4 +59,39 @@ __all__ = [
     "constraints",
     "kl_divergence",
     "register_kl",
+    "AbsTransform",
+    "AffineTransform",
+    "ComposeTransform",
+    "ExpTransform",
+    "PowerTransform",
+    "SigmoidTransform",
+    "SoftmaxTransform",
+    "SoftplusTransform",
+    "StickBreakingTransform",
+    "TanhTransform",
+    "Transform",
+    "identity_transform",
+    "Binomial",
+    "Cauchy",
+    "Chi2",
+    "Dirichlet",
+    "FisherSnedecor",
+    "Geometric",
+    "Gumbel",
+    "HalfCauchy",
+    "HalfNormal",
+    "InverseGamma",
+    "Kumaraswamy",
+    "LogNormal",
+    "LogisticNormal",
+    "MixtureSameFamily",
+    "Multinomial",
+    "NegativeBinomial",
+    "Pareto",
+    "Poisson",
+    "StudentT",
+    "TransformedDistribution",
+    "VonMises",
+    "Weibull",
+    "transforms",
 ]

@@ -34,8 +34,8 @@ class _GreaterThan(Constraint):
         self.lower_bound, self.strict = lower_bound, strict
 
     def check(self, value):
-        v = _np(value)
-        return v > self.lower_bound if self.strict else v >= self.lower_bound
+        v, lo = _np(value), _np(self.lower_bound)
+        return v > lo if self.strict else v >= lo
 
 
 class _Interval(Constraint):
@@ -60,8 +60,8 @@ class _IntegerInterval(Constraint):
         self.lower, self.upper = lower, upper
 
     def check(self, value):
-        v = _np(value)
-        return (v % 1 == 0) & (self.lower <= v) & (v <= self.upper)
+        v, lo, hi = _np(value), _np(self.lower), _np(self.upper)
+        return (v % 1 == 0) & (lo <= v) & (v <= hi)
 
 
 class _Simplex(Constraint):
@@ -118,6 +118,44 @@ class _IndependentConstraint(Constraint):
         return np.all(ok, axis=tuple(range(-self.n, 0))) if self.n else ok
 
 
+class _LessThan(Constraint):
+    def __init__(self, upper_bound):
+        self.upper_bound = upper_bound
+
+    def check(self, value):
+        return _np(value) < _np(self.upper_bound)
+
+
+class _IntegerGreaterThan(Constraint):
+    def __init__(self, lower_bound):
+        self.lower_bound = lower_bound
+
+    def check(self, value):
+        v = _np(value)
+        return (v % 1 == 0) & (v >= self.lower_bound)
+
+
+class _Multinomial(Constraint):
+    """Non-negative count vectors summing to at most `upper_bound` (PyTorch's check)."""
+
+    event_dim = 1
+
+    def __init__(self, upper_bound):
+        self.upper_bound = upper_bound
+
+    def check(self, value):
+        v = _np(value)
+        return np.all(v >= 0, axis=-1) & (v.sum(-1) <= self.upper_bound)
+
+
+def greater_than(lower_bound):
+    return _GreaterThan(lower_bound)
+
+
+def greater_than_eq(lower_bound):
+    return _GreaterThan(lower_bound, strict=False)
+
+
 def half_open_interval(lower, upper):
     """lower <= value < upper, the support of Uniform."""
     return _Interval(lower, upper, half_open=True)
@@ -134,5 +172,9 @@ real_vector = _RealVector()
 lower_cholesky = _LowerCholesky()
 positive_definite = _PositiveDefinite()
 interval = _Interval
+less_than = _LessThan
+nonnegative_integer = _IntegerGreaterThan(0)
+positive_integer = _IntegerGreaterThan(1)
+multinomial = _Multinomial
 integer_interval = _IntegerInterval
 independent = _IndependentConstraint

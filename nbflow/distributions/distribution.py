@@ -10,8 +10,14 @@ import numpy as np
 from .. import dtypes as dt
 from ..core import no_grad
 from ..ops import creation
+from ..ops.extras import is_tensor
 from ..tensor import Tensor, tensor
 from . import constraints
+
+
+def traced(value):
+    """Whether `value` is a graph value (under nbflow.jit): it has no data to validate."""
+    return is_tensor(value) and not isinstance(value, Tensor)
 
 
 def broadcast_all(*values):
@@ -19,11 +25,11 @@ def broadcast_all(*values):
     among `values` (float32 when none is) and the device of the first tensor, as
     torch.distributions.utils.broadcast_all does."""
     dtype = next(
-        (v.dtype for v in values if isinstance(v, Tensor) and v.dtype.kind == "f"),
+        (v.dtype for v in values if is_tensor(v) and v.dtype.kind == "f"),
         dt.DEFAULT_FLOAT,
     )
     device = next((v.device for v in values if isinstance(v, Tensor)), None)
-    ts = [v if isinstance(v, Tensor) else tensor(float(v), dtype, device=device) for v in values]
+    ts = [v if is_tensor(v) else tensor(float(v), dtype, device=device) for v in values]
     shape = np.broadcast_shapes(*(t.shape for t in ts))
     return [t if tuple(t.shape) == shape else t.broadcast_to(shape) for t in ts]
 
@@ -31,7 +37,7 @@ def broadcast_all(*values):
 def as_tensor(value, like):
     """`value` as a tensor of `like`'s dtype and device (numbers and arrays as sample
     values)."""
-    if isinstance(value, Tensor):
+    if is_tensor(value):
         return value
     return tensor(np.asarray(value, dtype=like.dtype), device=like.device)
 
@@ -61,7 +67,7 @@ class Distribution:
         if self._validate_args:
             for name, constraint in self.arg_constraints.items():
                 value = self.__dict__.get(name)
-                if value is None:  # a parameter derived from another (probs from logits)
+                if value is None or traced(value):  # derived (probs from logits), or traced
                     continue
                 if not np.all(constraint.check(value)):
                     raise ValueError(
@@ -142,7 +148,7 @@ class Distribution:
         """PyTorch's check: the value broadcasts with the batch and lies in the support."""
         if not self._validate_args:
             return
-        shape = tuple(np.shape(value.numpy() if isinstance(value, Tensor) else value))
+        shape = tuple(value.shape) if is_tensor(value) else np.shape(value)
         event = self._event_shape
         if len(shape) < len(event) or shape[len(shape) - len(event) :] != event:
             raise ValueError(f"The right-most size of value must match event_shape: {event}")
@@ -153,6 +159,8 @@ class Distribution:
                 f"Value of shape {shape} is not broadcastable with batch_shape+event_shape: "
                 f"{self._batch_shape + event}"
             ) from None
+        if traced(value) or _has_traced(self):
+            return
         if self.support is not None and not np.all(self.support.check(value)):
             raise ValueError(
                 f"Expected value argument ({type(value).__name__} of shape {shape}) to be within "
@@ -164,6 +172,11 @@ class Distribution:
         names = [k for k in self.arg_constraints if self.__dict__.get(k) is not None]
         args = ", ".join(f"{k}: {_brief(self.__dict__[k])}" for k in names)
         return f"{type(self).__name__}({args})"
+
+
+def _has_traced(dist):
+    """Whether a parameter is a graph value (a support bounded by it cannot be checked)."""
+    return any(traced(dist.__dict__.get(name)) for name in dist._params)
 
 
 def _brief(t):

@@ -10,7 +10,11 @@ from ...core import no_grad
 from ...errors import GradientError, ShapeError
 from ...optim import clip_grads_by_norm_
 from ...tensor import Tensor
-from . import parametrizations, parametrize, rnn
+from . import fusion, parametrizations, parametrize, rnn, stateless
+from .fusion import *  # noqa: F403  (PyTorch's nn.utils names)
+from .fusion import __all__ as _fusion_all
+from .legacy import *  # noqa: F403
+from .legacy import __all__ as _legacy_all
 
 
 def _as_list(tensors) -> list:
@@ -112,4 +116,8 @@ __all__ = [
     "parametrize",
     "rnn",
     "vector_to_parameters",
+    "fusion",
+    "stateless",
+    *_fusion_all,
+    *_legacy_all,
 ]
