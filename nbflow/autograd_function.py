@@ -42,7 +42,17 @@ import numpy as np
 
 from . import dtypes as dt
 from .autograd import grad
-from .core import REGISTRY, STATE, Attr, Op, bind, enable_grad, is_grad_enabled, no_grad
+from .core import (
+    REGISTRY,
+    STATE,
+    Attr,
+    Op,
+    bind,
+    enable_grad,
+    is_grad_enabled,
+    no_grad,
+    set_grad_enabled,
+)
 from .errors import (
     GradientError,
     ShapeError,
@@ -519,22 +529,6 @@ def once_differentiable(backward):
 
 
 # ---------------------------------------------------------------- grad mode names
-
-
-class set_grad_enabled(ContextDecorator):
-    """Gradient recording on or off: as a function until changed again, as a context manager
-    (or decorator) for its block (PyTorch's set_grad_enabled)."""
-
-    def __init__(self, mode: bool):
-        self.prev = STATE.grad_enabled
-        STATE.grad_enabled = bool(mode)
-
-    def __enter__(self):
-        return None
-
-    def __exit__(self, *exc):
-        STATE.grad_enabled = self.prev
-        return False
 
 
 class inference_mode(ContextDecorator):

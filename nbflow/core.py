@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import inspect
 from collections.abc import Callable, Mapping
-from contextlib import contextmanager
+from contextlib import ContextDecorator, contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -501,8 +501,25 @@ def use_trace(trace):
         STATE.trace = prev
 
 
+class set_grad_enabled(ContextDecorator):
+    """Gradient recording on or off (PyTorch's set_grad_enabled): called alone it switches
+    until switched again; as a context manager (or decorator) for its block only."""
+
+    def __init__(self, mode: bool):
+        self.prev = STATE.grad_enabled
+        STATE.grad_enabled = bool(mode)
+
+    def __enter__(self):
+        return None
+
+    def __exit__(self, *exc):
+        STATE.grad_enabled = self.prev
+        return False
+
+
 @contextmanager
-def set_grad_enabled(enabled: bool):
+def _grad_mode(enabled: bool):
+    """Gradient recording set for a block, from the block's start (no_grad, enable_grad)."""
     prev, STATE.grad_enabled = STATE.grad_enabled, enabled
     try:
         yield
@@ -511,12 +528,12 @@ def set_grad_enabled(enabled: bool):
 
 
 def no_grad():
-    """Context manager: ops record no gradient history inside it."""
-    return set_grad_enabled(False)
+    """Context manager (or decorator): ops record no gradient history inside it."""
+    return _grad_mode(False)
 
 
 def enable_grad():
-    return set_grad_enabled(True)
+    return _grad_mode(True)
 
 
 def is_grad_enabled() -> bool:
