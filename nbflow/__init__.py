@@ -125,6 +125,11 @@ from . import functional_autograd as _functional_autograd  # noqa: E402
 
 vmap = func.vmap  # PyTorch's torch.vmap
 
+from . import checkpointing as _checkpointing  # noqa: E402  (PyTorch's torch.utils.checkpoint)
+
+utils.checkpoint = _checkpointing
+_sys.modules[f"{__name__}.utils.checkpoint"] = _checkpointing
+
 _autograd.functional = _functional_autograd
 _sys.modules[f"{__name__}.autograd.functional"] = _functional_autograd
 

@@ -23,6 +23,7 @@ from .autograd import grad as _grad
 from .autograd import toposort
 from .core import enable_grad
 from .errors import UnsupportedError
+from .ops.extras import is_tensor
 from .tensor import Tensor, tensor
 
 __all__ = ["grad", "grad_and_value", "vjp", "jacrev", "hessian", "vmap"]
@@ -255,11 +256,16 @@ def vmap(func, in_dims=0, out_dims=0, randomness: str = "error", *, chunk_size=N
     results are stacked at out_dims. Not a batching transform (no speed-up), but the same
     values, and it composes with grad (per-sample gradients).
 
-    in_dims: an int or None for every argument, or a tuple with one per argument; None
-    passes the argument unchanged to every call. out_dims: an int, or a tuple per output.
-    randomness, for draws from the default generator (nbflow.manual_seed's): 'error' (func
-    may not draw), 'different' (each slice its own draws) or 'same' (every slice the draws
-    the first one gets)."""
+    Inputs and outputs may be pytrees (nested tuples, lists and dicts of tensors), as in
+    torch.func.vmap. in_dims: an int or None for every input, or a tuple with one entry per
+    argument, each an int, None (passed unchanged to every call) or a pytree matching that
+    argument's structure down to where an int or None covers a whole subtree. out_dims: the
+    same for the outputs; None keeps an output that does not vary across the slices (and
+    lets func return non-tensors there). randomness, for draws from the default generator
+    (nbflow.manual_seed's): 'error' (func may not draw), 'different' (each slice its own
+    draws) or 'same' (every slice the draws the first one gets). So PyTorch's ensembling
+    recipe works: vmap(lambda p, b, x: functional_call(model, (p, b), (x,)), in_dims=(0, 0,
+    None))(*stack_module_state(models), x)."""
     if randomness not in ("error", "different", "same"):
         raise ValueError(
             f"vmap: randomness must be 'error', 'different' or 'same', got {randomness!r}"
@@ -267,8 +273,9 @@ def vmap(func, in_dims=0, out_dims=0, randomness: str = "error", *, chunk_size=N
 
     @functools.wraps(func)
     def wrapper(*args, **kwargs):
-        dims = _in_dims(in_dims, args)
-        size = _batch_size(args, dims)
+        leaves, structure = _flatten(args)
+        dims = _in_dims(in_dims, args, leaves, structure)
+        size = _batch_size(leaves, dims)
         if size == 0:  # (a batching transform would know the outputs' shapes; a loop does not)
             raise UnsupportedError(
                 "vmap: the mapped dimension has size 0; nbflow's vmap calls func once per "
@@ -278,7 +285,8 @@ def vmap(func, in_dims=0, out_dims=0, randomness: str = "error", *, chunk_size=N
         for b in range(size):
             if randomness == "same":
                 _set_random_state(start)
-            results.append(func(*_slice(args, dims, b), **kwargs))
+            sliced = _unflatten(structure, iter(_slice(leaves, dims, b)))
+            results.append(func(*sliced, **kwargs))
             if randomness == "error" and _random_state() != start:
                 raise UnsupportedError(
                     "vmap: func draws random numbers, which randomness='error' refuses; pass "
@@ -297,24 +305,83 @@ def _set_random_state(state: dict):
     ops.creation.default_generator.numpy.bit_generator.state = state
 
 
-def _in_dims(in_dims, args) -> tuple:
-    if isinstance(in_dims, (tuple, list)):
-        if len(in_dims) != len(args):
-            raise ValueError(
-                f"vmap: in_dims is not compatible with the structure of `inputs`. in_dims has "
-                f"{len(in_dims)} entries but there are {len(args)} inputs"
-            )
-        dims = tuple(in_dims)
-    elif in_dims is None or isinstance(in_dims, int):
-        dims = (in_dims,) * len(args)
+# ---------------------------------------------------------------- pytrees
+# A structure is None for a leaf, else (container type, dict keys or None, child structures).
+# None counts as a leaf: an in_dims entry of None covers a subtree as an int does.
+
+
+def _flatten(tree) -> tuple[list, object]:
+    """(the leaves in order, the structure to rebuild the tree from them)."""
+    if isinstance(tree, dict):
+        keys = list(tree)
+        children = [_flatten(tree[k]) for k in keys]
+    elif isinstance(tree, (tuple, list)):
+        keys, children = None, [_flatten(v) for v in tree]
     else:
-        raise ValueError(f"vmap: expected in_dims to be int or a tuple, got {type(in_dims)}")
-    for i, (a, d) in enumerate(zip(args, dims)):
+        return [tree], None
+    leaves = [leaf for sub, _ in children for leaf in sub]
+    return leaves, (type(tree), keys, [s for _, s in children])
+
+
+def _unflatten(structure, leaves):
+    """The tree of `structure` with the next leaves of the iterator `leaves`."""
+    if structure is None:
+        return next(leaves)
+    kind, keys, children = structure
+    values = [_unflatten(s, leaves) for s in children]
+    if keys is not None:
+        return kind(zip(keys, values))
+    return kind(*values) if hasattr(kind, "_fields") else kind(values)  # (a namedtuple)
+
+
+def _n_leaves(structure) -> int:
+    return 1 if structure is None else sum(_n_leaves(s) for s in structure[2])
+
+
+def _broadcast(dims, structure):
+    """One dim per leaf of `structure`: an int or None (or anything that is not a container)
+    covers its whole subtree; containers must match the structure's. None where they do not
+    (torch's _broadcast_to_and_flatten)."""
+    if structure is None or not isinstance(dims, (tuple, list, dict)):
+        return [dims] * _n_leaves(structure)
+    kind, keys, children = structure
+    if type(dims) is not kind or len(dims) != len(children):
+        return None
+    if keys is not None and set(dims) != set(keys):
+        return None
+    result = []
+    for d, s in zip(dims if keys is None else [dims[k] for k in keys], children):
+        sub = _broadcast(d, s)
+        if sub is None:
+            return None
+        result += sub
+    return result
+
+
+def _in_dims(in_dims, args, leaves, structure) -> list:
+    """One mapped dim (or None) per input leaf, checked against the leaf as torch does."""
+    if not isinstance(in_dims, (int, tuple, list)) and in_dims is not None:
+        raise ValueError(
+            "vmap: expected `in_dims` to be int or a (potentially nested) tuple matching the "
+            f"structure of inputs, got: {type(in_dims)}"
+        )
+    if isinstance(in_dims, (tuple, list)) and len(in_dims) != len(args):
+        raise ValueError(
+            f"vmap: in_dims is not compatible with the structure of `inputs`. in_dims has "
+            f"{len(in_dims)} entries but there are {len(args)} inputs"
+        )
+    dims = _broadcast(tuple(in_dims) if isinstance(in_dims, list) else in_dims, structure)
+    if dims is None:
+        raise ValueError(
+            f"vmap: in_dims is not compatible with the structure of `inputs`. in_dims is "
+            f"{in_dims!r}, but the inputs are {_describe(structure)}"
+        )
+    for i, (a, d) in enumerate(zip(leaves, dims)):
         if d is None:
             continue
         if not isinstance(d, int):
             raise ValueError(f"vmap: in_dim for input {i} must be an int or None, got {d!r}")
-        if not isinstance(a, Tensor):
+        if not is_tensor(a):
             raise ValueError(
                 f"vmap: Got in_dim={d} for an input but the input is of type {type(a)}. We "
                 "cannot vmap over non-Tensor arguments, please use None as the respective "
@@ -326,11 +393,23 @@ def _in_dims(in_dims, args) -> tuple:
                 f"dimensionality {a.ndim} so expected in_dim to satisfy -{a.ndim} <= in_dim "
                 f"< {a.ndim}."
             )
-    return tuple(None if d is None else d % a.ndim for a, d in zip(args, dims))
+    return [None if d is None else d % a.ndim for a, d in zip(leaves, dims)]
 
 
-def _batch_size(args, dims) -> int:
-    sizes = {a.shape[d] for a, d in zip(args, dims) if d is not None}
+def _describe(structure) -> str:
+    """The tree's shape in words, with * for a leaf (for error messages)."""
+    if structure is None:
+        return "*"
+    kind, keys, children = structure
+    parts = [_describe(s) for s in children]
+    if keys is not None:
+        return "{" + ", ".join(f"{k!r}: {p}" for k, p in zip(keys, parts)) + "}"
+    inner = ", ".join(parts) + ("," if kind is tuple and len(parts) == 1 else "")
+    return f"[{inner}]" if issubclass(kind, list) else f"({inner})"
+
+
+def _batch_size(leaves, dims) -> int:
+    sizes = {a.shape[d] for a, d in zip(leaves, dims) if d is not None}
     if not sizes:
         raise ValueError(
             "vmap: at least one input must be a Tensor mapped over a dimension (in_dims not None)"
@@ -343,33 +422,70 @@ def _batch_size(args, dims) -> int:
     return sizes.pop()
 
 
-def _slice(args, dims, b) -> list:
-    return [a if d is None else a.movedim(d, 0)[b] for a, d in zip(args, dims)]
+def _slice(leaves, dims, b) -> list:
+    return [a if d is None else a.movedim(d, 0)[b] for a, d in zip(leaves, dims)]
 
 
 def _stack(results, out_dims):
-    """Stack per-example results (a tensor or a tuple of tensors) at out_dims."""
-    first = results[0]
-    if isinstance(first, Tensor):
-        return _stack_one(results, _out_dim(out_dims, 0))
-    if isinstance(first, (tuple, list)):
-        return type(first)(
-            _stack_one([r[i] for r in results], _out_dim(out_dims, i)) for i in range(len(first))
+    """The per-slice results (pytrees of one structure) stacked leaf by leaf at out_dims."""
+    flat, structure = _flatten(results[0])
+    columns = [[leaf] for leaf in flat]
+    for r in results[1:]:
+        leaves, s = _flatten(r)
+        if s != structure:
+            raise ValueError(
+                "vmap: `func` returned outputs of different structures for different slices: "
+                f"{_describe(structure)} and {_describe(s)}"
+            )
+        for column, leaf in zip(columns, leaves):
+            column.append(leaf)
+    if structure is None and isinstance(out_dims, tuple) and len(out_dims) == 1:
+        out_dims = out_dims[0]  # torch takes (d,) for a single tensor output too
+    dims = _broadcast(out_dims, structure)
+    if dims is None:
+        raise ValueError(
+            f"vmap: out_dims is not compatible with the structure of `outputs`. out_dims is "
+            f"{out_dims!r}, but the outputs are {_describe(structure)}"
         )
-    raise ValueError(
-        f"vmap: `func` must only return Tensors or tuples of Tensors, got {type(first)}"
-    )
-
-
-def _out_dim(out_dims, i):
-    return out_dims[i] if isinstance(out_dims, (tuple, list)) else out_dims
+    stacked = [_stack_one(column, d) for column, d in zip(columns, dims)]
+    return _unflatten(structure, iter(stacked))
 
 
 def _stack_one(ts, d):
-    if not all(isinstance(t, Tensor) for t in ts):
-        raise ValueError("vmap: `func` must only return Tensors")
+    """One output leaf over the slices: stacked at d, or (d None) the one value they share."""
+    if d is None:
+        if all(t is ts[0] for t in ts) or (all(is_tensor(t) for t in ts) and _all_equal(ts)):
+            return ts[0]
+        raise ValueError(
+            "vmap: `out_dims` can be None only if the output does not vary across the mapped "
+            "dimension"
+        )
+    if not all(is_tensor(t) for t in ts):
+        bad = next(t for t in ts if not is_tensor(t))
+        raise ValueError(
+            f"vmap: `func` must only return Tensors, got type {type(bad)}. Did you mean to set "
+            "out_dims= to None for output?"
+        )
+    if not isinstance(d, int):
+        raise ValueError(f"vmap: out_dim must be an int or None, got {d!r}")
     stacked = ops.stack(ts, axis=0)
-    return stacked if d == 0 else stacked.movedim(0, d)
+    if not -stacked.ndim <= d < stacked.ndim:
+        raise ValueError(
+            f"vmap: Got out_dim={d} for an output of dimensionality {stacked.ndim - 1}; "
+            f"expected -{stacked.ndim} <= out_dim < {stacked.ndim}"
+        )
+    return stacked if d % stacked.ndim == 0 else stacked.movedim(0, d)
+
+
+def _all_equal(ts) -> bool:
+    """Whether eager tensors hold one value (graph values cannot be compared: they differ)."""
+    if not all(isinstance(t, Tensor) for t in ts):
+        return False
+    first = ts[0].detach().numpy()
+    return all(
+        t.shape == ts[0].shape and np.array_equal(t.detach().numpy(), first, equal_nan=True)
+        for t in ts[1:]
+    )
 
 
 # functional_call, stack_module_state and the forward-mode transforms (built on the above)

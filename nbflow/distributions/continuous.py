@@ -10,8 +10,9 @@ import numpy as np
 
 from .. import ops
 from ..ops import creation
+from ..ops.sampling import _device
 from . import constraints
-from .distribution import Distribution, as_tensor, broadcast_all
+from .distribution import Distribution, as_tensor, broadcast_all, traced
 
 _LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
 
@@ -46,7 +47,7 @@ class Normal(_LocationScale):
     def rsample(self, sample_shape=(), generator=None):
         shape = self._extended_shape(sample_shape)
         eps = creation.randn(
-            shape, dtype=self.loc.dtype, generator=generator, device=self.loc.device
+            shape, dtype=self.loc.dtype, generator=generator, device=_device(self.loc)
         )
         return self.loc + eps * self.scale
 
@@ -84,7 +85,7 @@ class Laplace(_LocationScale):
             high=1.0,
             dtype=dtype,
             generator=generator,
-            device=self.loc.device,
+            device=_device(self.loc),
         )
         return self.loc - self.scale * u.sign() * (-u.abs()).log1p()
 
@@ -118,9 +119,8 @@ class Uniform(Distribution):
     def __init__(self, low, high, validate_args=None):
         self.low, self.high = broadcast_all(low, high)
         super().__init__(tuple(self.low.shape), validate_args=validate_args)
-        if self._validate_args and not np.all(
-            self.low.detach().numpy() < self.high.detach().numpy()
-        ):
+        checked = self._validate_args and not (traced(self.low) or traced(self.high))
+        if checked and not np.all(self.low.detach().numpy() < self.high.detach().numpy()):
             raise ValueError("Uniform is not defined when low>= high")
 
     @property
@@ -134,7 +134,9 @@ class Uniform(Distribution):
 
     def rsample(self, sample_shape=(), generator=None):
         shape = self._extended_shape(sample_shape)
-        u = creation.rand(shape, dtype=self.low.dtype, generator=generator, device=self.low.device)
+        u = creation.rand(
+            shape, dtype=self.low.dtype, generator=generator, device=_device(self.low)
+        )
         return self.low + u * (self.high - self.low)
 
     def log_prob(self, value):
@@ -176,7 +178,7 @@ class Exponential(Distribution):
     def rsample(self, sample_shape=(), generator=None):
         shape = self._extended_shape(sample_shape)
         u = creation.rand(
-            shape, dtype=self.rate.dtype, generator=generator, device=self.rate.device
+            shape, dtype=self.rate.dtype, generator=generator, device=_device(self.rate)
         )
         return -(-u).log1p() / self.rate
 

@@ -9,12 +9,21 @@ have rsample through implicit reparameterization).
 import numpy as np
 
 from .. import ops
+from ..errors import UnsupportedError
 from ..tensor import tensor
 from . import constraints
-from .distribution import Distribution, as_tensor, broadcast_all, numpy_generator
+from .distribution import Distribution, as_tensor, broadcast_all, numpy_generator, traced
 
 
-def _host(t, shape):
+def _host(t, shape, dist=None):
+    """The parameter as float64 numpy for numpy's sampler: a graph value has no data yet."""
+    if traced(t):
+        name = "this distribution" if dist is None else type(dist).__name__
+        raise UnsupportedError(
+            f"sample() under nbflow.jit: {name} draws through numpy's sampler, which "
+            "needs the parameters' values; sample outside the jitted function and pass the "
+            "sample in"
+        )
     return np.broadcast_to(t.detach().numpy().astype(np.float64), shape)
 
 
@@ -35,7 +44,7 @@ class Gamma(Distribution):
 
     def sample(self, sample_shape=(), generator=None):
         shape = self._extended_shape(sample_shape)
-        a, rate = _host(self.concentration, shape), _host(self.rate, shape)
+        a, rate = _host(self.concentration, shape, self), _host(self.rate, shape, self)
         x = numpy_generator(generator).gamma(a, 1.0, size=shape) / rate
         tiny = np.finfo(self.rate.dtype).tiny  # PyTorch clamps samples away from zero too
         return tensor(np.maximum(x, tiny).astype(self.rate.dtype), device=self.rate.device)
@@ -85,7 +94,7 @@ class Beta(Distribution):
 
     def sample(self, sample_shape=(), generator=None):
         shape = self._extended_shape(sample_shape)
-        a, b = _host(self.concentration1, shape), _host(self.concentration0, shape)
+        a, b = _host(self.concentration1, shape, self), _host(self.concentration0, shape, self)
         x = numpy_generator(generator).beta(a, b, size=shape)
         return tensor(x.astype(self.concentration1.dtype), device=self.concentration1.device)
 
