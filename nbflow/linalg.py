@@ -11,8 +11,10 @@ from collections import namedtuple
 import numpy as np
 
 from . import dtypes as dt
+from . import linalg_extra
 from .core import UNKNOWN, public
 from .errors import ShapeError, UnsupportedError
+from .linalg_extra import *  # noqa: F403  (the rest of torch.linalg)
 from .ops import decomp
 from .ops.creation import eye, zeros
 from .ops.decomp import det, inv, solve
@@ -294,6 +296,8 @@ __all__ = [
     "vecdot",
     "vector_norm",
 ]
+
+__all__ += linalg_extra.__all__
 
 # as users call them: PyTorch's argument names, and a clear error for a non-tensor input
 globals().update({name: public(globals()[name]) for name in __all__})

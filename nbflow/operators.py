@@ -377,6 +377,7 @@ index_put index_put_ index_reduce put select select_scatter slice_scatter diagon
 masked_scatter msort mode nanmedian argwhere adjoint ger is_nonzero is_same_size
 cholesky cholesky_inverse cholesky_solve triangular_solve pinverse qr svd
 unsafe_chunk unsafe_split unsafe_split_with_sizes
+lu lu_solve matrix_exp orgqr
 """.split()
 
 for _name, _op in REFLECTED.items():

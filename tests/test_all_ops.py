@@ -237,6 +237,14 @@ SAMPLES = {
         lambda: [x(4, 3, low=-1, high=1)],
         {},
     ),
+    "lu_factor_ex": (lambda a: nb.linalg.lu_factor_ex(_well(a)).LU, lambda: [x(2, 3, 3)], {}),
+    "lu_solve": (
+        lambda a, b: nb.linalg.lu_solve(*nb.linalg.lu_factor(_well(a)), b, adjoint=True),
+        lambda: [x(2, 3, 3), x(3, 2)],
+        {},
+    ),
+    "cholesky_ex": (lambda a: nb.linalg.cholesky_ex(_spd(a)).L, lambda: [x(2, 3, 3)], {}),
+    "matrix_exp": (nb.linalg.matrix_exp, lambda: [x(2, 3, 3, low=-1, high=1)], {}),
 }
 
 

@@ -16,6 +16,7 @@ from . import (
     einsum,
     elementwise,
     extras,
+    factorizations,
     index,
     linalg,
     losses,
@@ -35,6 +36,7 @@ FAMILIES = (elementwise, broadcast, creation, reduce, linalg, shape, index, nn, 
 FAMILIES += (conv, norm, losses, sorting, einsum, select, scans, products, decomp, sampling, extras)
 FAMILIES += (ctc,)
 FAMILIES += (conv3d,)
+FAMILIES += (factorizations,)
 
 for _family in FAMILIES:
     globals().update({name: public(getattr(_family, name)) for name in _family.__all__})
