@@ -5,7 +5,10 @@ eager Tensors that a traced Program captures as persistable vars.
 """
 
 from . import attention, functional, init, layers, loss, recurrent, transformer, utils
+from . import lazy as _lazy
 from . import losses_extra as _losses_extra
+from . import more_layers as _more_layers
+from . import parameter as _parameter
 from . import sampling_grid as _sampling_grid
 from . import volumetric as _volumetric
 from .embedding_bag import EmbeddingBag
@@ -19,6 +22,9 @@ for _module in (layers, loss, recurrent, attention, transformer):
 globals().update({name: getattr(_sampling_grid, name) for name in _sampling_grid.LAYERS})
 globals().update({name: getattr(_losses_extra, name) for name in _losses_extra.MODULES})
 globals().update({name: getattr(_volumetric, name) for name in _volumetric.MODULES})
+globals().update({name: getattr(_more_layers, name) for name in _more_layers.MODULES})
+for _module in (_lazy, _parameter):
+    globals().update({name: getattr(_module, name) for name in _module.__all__})
 
 __all__ = [
     *layers.__all__,
@@ -29,6 +35,9 @@ __all__ = [
     *_sampling_grid.LAYERS,
     *_losses_extra.MODULES,
     *_volumetric.MODULES,
+    *_more_layers.MODULES,
+    *_lazy.__all__,
+    *_parameter.__all__,
     "EmbeddingBag",
     "Module",
     "ModuleDict",

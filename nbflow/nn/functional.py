@@ -20,6 +20,7 @@ from ..errors import AttrError, DomainError, DTypeError, ShapeError, Unsupported
 from ..operators import written_back
 from ..tensor import tensor as new_tensor  # (one_hot has a parameter named tensor)
 from . import losses_extra as _losses_extra  # (reads this module at call time)
+from . import more_layers as _more_layers  # (reads this module at call time)
 from . import sampling_grid as _sampling_grid
 from . import spatial as _spatial
 from . import volumetric as _volumetric
@@ -1057,6 +1058,10 @@ __all__ += ["ctc_loss", *_losses_extra.FUNCTIONS]
 # the 3-D convolutions and pools (nbflow/nn/volumetric.py)
 globals().update({name: getattr(_volumetric, name) for name in _volumetric.FUNCTIONS})
 __all__ += _volumetric.FUNCTIONS
+
+# the 3-D lp / unpool / fractional pools and *_with_indices aliases (nbflow/nn/more_layers.py)
+globals().update({name: getattr(_more_layers, name) for name in _more_layers.FUNCTIONS})
+__all__ += _more_layers.FUNCTIONS
 
 # as users call them: PyTorch's argument names, and a clear error for a non-tensor input
 globals().update({name: public(globals()[name]) for name in __all__})

@@ -41,6 +41,7 @@ from ..core import STATE, no_grad, use_trace
 from ..errors import DTypeError, NbflowError, ShapeError, UnsupportedError
 from ..hooks import HookDict, RemovableHandle, add_node_hook
 from ..tensor import EagerTrace, Tensor, from_numpy, tensor
+from .parameter import assign_buffer, buffer_persistence, is_lazy
 
 __all__ = ["Module", "ModuleDict", "ModuleList", "Parameter", "StateDictError"]
 
@@ -149,6 +150,8 @@ class Module:
         if isinstance(value, Module):
             self._forget(name, "_modules")
             modules[name] = value
+        elif buffer_persistence(value) is not None:  # nn.Buffer(t) (nn/parameter.py)
+            return assign_buffer(self, name, value)
         elif name in params and (value is None or isinstance(value, Tensor)):
             params[name] = value  # stays a parameter (also when frozen: requires_grad False)
             _name_state(self, name, value)
@@ -429,9 +432,12 @@ class Module:
                 f"load_state_dict into {type(self).__name__}: {'; '.join(parts)} "
                 "(strict=False loads the keys that match)"
             )
+        for path, module in self.named_modules():  # lazy modules take their shapes from it
+            if hasattr(module, "materialize_from"):
+                module.materialize_from(state, f"{path}." if path else "")
         sources = []
         for key, target in targets.items():
-            if key in state:
+            if key in state and not is_lazy(target):  # (a lazy entry in the state, too)
                 sources.append((key, target, _source(key, state[key], target)))
         with no_grad():
             for key, target, source in sources:
