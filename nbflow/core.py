@@ -575,6 +575,11 @@ def broadcast_shapes(*shapes: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(out)
 
 
+def rebuilt(kind, items):
+    """A sequence of type `kind` (a tuple, a list or a namedtuple) holding `items`."""
+    return kind(*items) if hasattr(kind, "_fields") else kind(items)
+
+
 def normalize_axis(axis: int, ndim: int) -> int:
     """axis in [0, ndim); a 0-d tensor takes axis 0 or -1, as in PyTorch."""
     if type(axis) is not int and not is_int(axis):  # (the common case checked first)

@@ -21,7 +21,7 @@ import numpy as np
 from . import ops
 from .autograd import grad as _grad
 from .autograd import toposort
-from .core import enable_grad
+from .core import enable_grad, rebuilt
 from .errors import UnsupportedError
 from .ops.extras import is_tensor
 from .tensor import Tensor, tensor
@@ -88,7 +88,7 @@ def _detach_tree(x):
     if isinstance(x, Tensor):
         return x.detach()
     if isinstance(x, (tuple, list)):
-        return type(x)(_detach_tree(v) for v in x)
+        return rebuilt(type(x), [_detach_tree(v) for v in x])
     if isinstance(x, dict):
         return {k: _detach_tree(v) for k, v in x.items()}
     return x
@@ -331,7 +331,7 @@ def _unflatten(structure, leaves):
     values = [_unflatten(s, leaves) for s in children]
     if keys is not None:
         return kind(zip(keys, values))
-    return kind(*values) if hasattr(kind, "_fields") else kind(values)  # (a namedtuple)
+    return rebuilt(kind, values)
 
 
 def _n_leaves(structure) -> int:

@@ -449,3 +449,21 @@ def test_detach_under_jit_stops_the_gradient_as_in_eager_mode():
     (got,) = nb.grad(jit(f)(x), [x])
     nt.assert_close(got.numpy(), want.numpy())  # x, not 2 x
     nt.assert_close(got.numpy(), x.numpy())
+
+
+def test_a_jitted_function_returns_a_namedtuple_as_it_was_built():
+    from collections import namedtuple
+
+    Pair = namedtuple("Pair", "doubled shifted")
+
+    @nb.jit
+    def pair(x):
+        return Pair(x * 2, [x + 1, {"y": x - 1}])
+
+    x = nb.tensor(np.arange(3.0, dtype=np.float32), requires_grad=True)
+    out = pair(x)
+    assert type(out) is Pair and isinstance(out.shifted, list)
+    np.testing.assert_array_equal(out.doubled.numpy(), [0.0, 2.0, 4.0])
+    np.testing.assert_array_equal(out.shifted[1]["y"].numpy(), [-1.0, 0.0, 1.0])
+    (out.doubled.sum() + out.shifted[0].sum()).backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [3.0, 3.0, 3.0])

@@ -39,7 +39,7 @@ from types import BuiltinFunctionType, FunctionType, MethodType, ModuleType
 import numpy as np
 
 from ..autograd import backprop
-from ..core import STATE, Node, is_grad_enabled, set_grad_enabled, use_trace
+from ..core import STATE, Node, is_grad_enabled, rebuilt, set_grad_enabled, use_trace
 from ..device import DeviceError
 from ..errors import GradientError, TracedValueError, UnsupportedError
 from ..tensor import Tensor, _Stale, tensor
@@ -124,7 +124,7 @@ def _replace(value, leaves):
     if _is_tensor(value):
         return next(leaves)
     if isinstance(value, (tuple, list)):
-        return type(value)(_replace(item, leaves) for item in value)
+        return rebuilt(type(value), [_replace(item, leaves) for item in value])
     if isinstance(value, dict):
         return {k: _replace(item, leaves) for k, item in value.items()}
     return value
@@ -255,7 +255,7 @@ def _capture_tensors(value, graph: GraphTrace):
     if isinstance(value, Tensor):
         return graph.capture(value)
     if isinstance(value, (tuple, list)):
-        return type(value)(_capture_tensors(item, graph) for item in value)
+        return rebuilt(type(value), [_capture_tensors(item, graph) for item in value])
     if isinstance(value, dict):
         return {k: _capture_tensors(item, graph) for k, item in value.items()}
     return value
@@ -530,7 +530,7 @@ def _build(value, by_var: dict):
     if isinstance(value, Var):
         return by_var[id(value)]
     if isinstance(value, (tuple, list)):
-        return type(value)(_build(item, by_var) for item in value)
+        return rebuilt(type(value), [_build(item, by_var) for item in value])
     if isinstance(value, dict):
         return {k: _build(item, by_var) for k, item in value.items()}
     return value
