@@ -14,6 +14,7 @@ from . import (
     nn,
     ops,
     optim,
+    special,
 )
 from .autograd import backward, grad
 from .buffers import empty_cache

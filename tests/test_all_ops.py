@@ -218,6 +218,10 @@ SAMPLES = {
         {},
     ),
     "l1_loss": (nb.l1_loss, lambda: [x(2, 3), x(2, 3, low=3, high=4)], {}),
+    # zeta's and the incomplete gammas' first argument has no gradient (as in PyTorch)
+    "zeta": (lambda q: nb.special.zeta(nb.tensor([2.5, 3.0, 4.5]), q), lambda: [x(2, 3)], {}),
+    "gammainc": (lambda v: nb.special.gammainc(nb.tensor([0.5, 1.5, 3.0]), v), lambda: [x(3)], {}),
+    "gammaincc": (lambda v: nb.special.gammaincc(nb.tensor([0.5, 2.0]), v), lambda: [x(2)], {}),
     "ctc_loss": (
         lambda a: nb.ctc_loss(a, idx(1, 2, 2), idx(4, 3), idx(2, 1)),
         lambda: [x(4, 2, 3, low=-2.0, high=0.0)],
@@ -268,6 +272,7 @@ ELEMENTWISE_DOMAIN = {
     "logit": (0.1, 0.9),
     "binary_cross_entropy_pointwise": (0.1, 0.9),
     "erfinv": (-0.9, 0.9),
+    "ndtri": (0.1, 0.9),
     "copysign": (-2, 2),
     "nan_to_num": (-2, 2),
 }

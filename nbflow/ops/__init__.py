@@ -30,6 +30,7 @@ from . import (
     select,
     shape,
     sorting,
+    special,  # noqa: F401  (torch.special's ops: public as nbflow.special, not top-level)
 )
 
 FAMILIES = (elementwise, broadcast, creation, reduce, linalg, shape, index, nn, optim)
