@@ -140,6 +140,8 @@ def test_erfc_rsub_logspace():
     a = np.linspace(-3, 3, 13)
     same(nb.erfc(nb.tensor(a)), scipy.special.erfc(a), rtol=0, atol=1e-15)
     same(nb.erfc(nb.tensor([0, 1])), scipy.special.erfc([0.0, 1.0]), rtol=0, atol=1e-6)
+    tail = np.array([2.0, 3.9, 5.0, 9.0], np.float32)  # 1 - erf(x) would lose all digits
+    same(nb.erfc(nb.tensor(tail)), scipy.special.erfc(tail.astype(np.float64)), rtol=2e-6, atol=0)
     x, y = RNG.standard_normal((2, 3)), RNG.standard_normal(3)
     same(nb.rsub(nb.tensor(x), nb.tensor(y)), y - x)
     same(nb.rsub(nb.tensor(x), 2.0, alpha=3), 2.0 - 3 * x)
