@@ -20,6 +20,7 @@ from . import dtypes as dt
 from .errors import (
     ArgumentError,
     AttrError,
+    GradientError,
     KernelNotFoundError,
     NbflowError,
     ShapeError,
@@ -229,7 +230,11 @@ class Op:
       the CPU).
     - `grad(g, out, *inputs, **attrs)` returns one gradient (or None) per input, written with
       nbflow ops; for several outputs `g` and `out` are tuples. `differentiable=False` says
-      explicitly that the op has no gradient.
+      explicitly that the op has no gradient (its output is a constant: argmax, floor).
+      `no_derivative` says why the op's derivative is not implemented although its value
+      depends on its float inputs (a Bessel function, ctc_loss's gradient): outputs are
+      recorded and differentiating them raises GradientError with that reason, as PyTorch's
+      "derivative not implemented", never a gradient silently missing a term.
     - `ref(*arrays, **attrs)`: the numpy reference.
     - `inplace`: {output index: input index} the output overwrites.
     - `promote`: the inputs whose dtypes promote together into the kernel key dtype and are
@@ -267,12 +272,15 @@ class Op:
     overwrites: tuple[int, ...] = ()
     saves_target: bool = False
     on_dim: Callable | None = None
+    no_derivative: str = ""
     doc: str = ""
 
     def __post_init__(self):
         if self.name in REGISTRY:
             raise NbflowError(f"op '{self.name}' is declared twice")
         REGISTRY[self.name] = self
+        if self.no_derivative:
+            self.differentiable, self.grad = True, self._underived
         self.variadic = bool(self.inputs) and self.inputs[-1].startswith("*")
         self.cache: dict = {}  # (input specs, attrs) -> (output specs, launcher); see tensor.py
         self.checked_attrs: dict = {}  # attrs as given -> normalised (check_attrs)
@@ -307,6 +315,10 @@ class Op:
         one (a Transformer layer's activation=F.gelu) deep-copies after its kernels are
         compiled (their dispatchers cannot be copied)."""
         return self
+
+    def _underived(self, g, out, *inputs, **attrs):
+        """The gradient rule of an op with `no_derivative`."""
+        raise GradientError(f"{self.name}: no derivative: {self.no_derivative}")
 
     def defgrad(self, rule: Callable) -> Callable:
         """Attach the gradient rule (usable as a decorator right below the op)."""

@@ -276,8 +276,15 @@ ELEMENTWISE_DOMAIN = {
     "copysign": (-2, 2),
     "nan_to_num": (-2, 2),
 }
+
+
+def _derived(op) -> bool:
+    """Whether op has a gradient rule to check (not one saying its derivative is missing)."""
+    return op.differentiable and not op.no_derivative
+
+
 for _op in (REGISTRY[n] for n in sorted(BUILTIN)):
-    if hasattr(_op, "scalar_body") and _op.differentiable and _op.name not in SAMPLES:
+    if hasattr(_op, "scalar_body") and _derived(_op) and _op.name not in SAMPLES:
         low, high = ELEMENTWISE_DOMAIN.get(_op.name, (0.5, 2.0))
         n = len(_op.inputs)
         if _op.name == "where":
@@ -301,8 +308,24 @@ for _op in (REGISTRY[n] for n in sorted(BUILTIN)):
 
 
 def test_every_differentiable_op_has_a_sample():
-    missing = sorted(n for n in BUILTIN if REGISTRY[n].differentiable and n not in SAMPLES)
+    missing = sorted(n for n in BUILTIN if _derived(REGISTRY[n]) and n not in SAMPLES)
     assert not missing, f"add a gradient-check sample for: {missing}"
+
+
+UNDERIVED = sorted(n for n in BUILTIN if REGISTRY[n].no_derivative)
+
+
+@pytest.mark.parametrize("name", [n for n in UNDERIVED if hasattr(REGISTRY[n], "scalar_body")])
+def test_an_op_without_a_derivative_refuses_to_be_differentiated(name):
+    """Its output carries the gradient it lacks: a backward through it raises, in eager and
+    graph mode, rather than leave its term out of a sum (PyTorch's "not implemented")."""
+    op = REGISTRY[name]
+    args = [nb.tensor(np.full(3, 0.5), requires_grad=True) for _ in op.inputs]
+    total = nb.sum(op(*args) + args[0])  # (the other term alone would give a gradient)
+    with pytest.raises(nb.errors.GradientError, match="no derivative"):
+        total.backward()
+    with pytest.raises(nb.errors.GradientError, match="no derivative"):
+        nb.jit(lambda *a: nb.sum(op(*a) + a[0]))(*args).backward()
 
 
 @pytest.mark.parametrize("name", sorted(SAMPLES))

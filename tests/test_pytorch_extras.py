@@ -627,7 +627,7 @@ def test_frexp_ldexp_nextafter_match_numpy():
         assert got.dtype == dtype
         np.testing.assert_array_equal(got.numpy(), np.nextafter(f.astype(dtype), y.astype(dtype)))
     gradcheck(lambda t: nb.ldexp(t, nb.tensor([2, -1, 0])), [leaf(3)])
-    check_modes(lambda t, s: nb.frexp(t).mantissa * nb.ldexp(t, s), a[:10], e)
+    check_modes(lambda t, s: nb.frexp(t.detach()).mantissa * nb.ldexp(t, s), a[:10], e)
 
 
 def test_fmax_fmin_ignore_nan():

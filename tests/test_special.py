@@ -293,12 +293,24 @@ def test_first_argument_of_zeta_and_gammainc_has_no_gradient():
             fn(a, x).sum().backward()
 
 
-def test_functions_pytorch_does_not_differentiate_give_no_graph():
+def test_functions_pytorch_does_not_differentiate_refuse_a_backward():
     x = leaf([0.5, 1.5])
-    for name in ("bessel_j0", "bessel_y1", "modified_bessel_k0", "airy_ai", "spherical_bessel_j0"):
-        assert not getattr(S, name)(x).requires_grad, name
-    assert not S.chebyshev_polynomial_t(x, 3).requires_grad
-    assert not S.shifted_chebyshev_polynomial_w(x, 3).requires_grad
+    outs = [
+        getattr(S, name)(x)
+        for name in (
+            "bessel_j0",
+            "bessel_y1",
+            "modified_bessel_k0",
+            "airy_ai",
+            "spherical_bessel_j0",
+        )
+    ]
+    outs += [S.chebyshev_polynomial_t(x, 3), S.shifted_chebyshev_polynomial_w(x, 3)]
+    for y in outs:  # (their term is not dropped from a sum: the backward says it is missing)
+        assert y.requires_grad
+        with pytest.raises(nb.GradientError, match="no derivative"):
+            (y + x).sum().backward()
+    assert S.bessel_j0(x.detach()).requires_grad is False  # detached: a constant, as usual
 
 
 # ---------------------------------------------------------------- eager vs jit
@@ -312,6 +324,7 @@ def test_eager_and_jit_agree():
         y = S.xlog1py(a, b) + S.entr(b) + S.log_ndtr(a - 2) + S.erfcx(a) * S.i1e(a)
         y = y + S.ndtri(b) * S.i0e(a) + S.i1(b) + S.multigammaln(a + 1, 2)
         y = y + S.gammainc(2.5, a) + S.zeta(3.0, a) + S.logit(b, eps=0.2)
+        a, b = a.detach(), b.detach()  # (no derivatives: their values only)
         z = S.bessel_j0(a) + S.bessel_y1(a) + S.modified_bessel_k1(a) + S.airy_ai(a)
         z = z + S.chebyshev_polynomial_t(b, 5) + S.shifted_chebyshev_polynomial_u(b, 4)
         return y.sum(), z, S.softmax(y, -1)

@@ -9,6 +9,9 @@ from ..errors import DTypeError, NbflowError, ShapeError
 from ..kernels.cpu import Elementwise
 from ..kernels.cuda import CudaElementwise
 
+# the `no_derivative` of ops whose derivative PyTorch does not implement either
+NOT_IN_PYTORCH = "none is implemented (nor in PyTorch)"
+
 
 def elementwise(
     *,
@@ -19,6 +22,7 @@ def elementwise(
     to_float=False,
     promote=None,
     differentiable=True,
+    no_derivative="",
     check=None,
 ):
     """Declare an elementwise op from its scalar body, written once for every device.
@@ -60,6 +64,7 @@ def elementwise(
             dtypes=kernel_dtypes,
             ref=ref,
             differentiable=differentiable,
+            no_derivative=no_derivative,
             attrs=attrs,
             promote=promote,
             to_float=to_float,
@@ -96,6 +101,7 @@ def inplace_variant(op: Op, name: str, ref=None, saves_target=False) -> Op:
         ref=ref or op.ref,
         grad=op.grad,
         differentiable=op.differentiable,
+        no_derivative=op.no_derivative,
         attrs=op.attrs,
         inplace={0: 0},
         saves_target=saves_target,

@@ -28,7 +28,7 @@ from ..errors import (
     ShapeError,
     UnsupportedError,
 )
-from ._define import elementwise
+from ._define import NOT_IN_PYTORCH, elementwise
 from .creation import full_like, linspace, manual_seed, on_device, zeros, zeros_like
 from .einsum import einsum
 from .elementwise import (
@@ -1083,7 +1083,7 @@ def bitwise_right_shift(x, y):
     return x >> y
 
 
-@elementwise(dtypes=(dt.float32, dt.float64), ref=np.nextafter, differentiable=False)
+@elementwise(dtypes=(dt.float32, dt.float64), ref=np.nextafter, no_derivative=NOT_IN_PYTORCH)
 def nextafter(x, y):
     """The next float after x toward y, in x's dtype (no float16: numba's CPU target would
     step in float32)."""
@@ -1098,7 +1098,7 @@ def _frexp_exponent_ref(x):
     return np.frexp(x)[1].astype(np.int32)
 
 
-@elementwise(dtypes=dt.FLOATS, ref=_frexp_mantissa_ref, differentiable=False)
+@elementwise(dtypes=dt.FLOATS, ref=_frexp_mantissa_ref, no_derivative=NOT_IN_PYTORCH)
 def frexp_mantissa(x):
     """The mantissa of frexp: x = mantissa * 2**exponent, 0.5 <= |mantissa| < 1."""
     return math.frexp(x)[0]

@@ -22,6 +22,7 @@ from ..core import UNKNOWN, Attr, Op, Spec, broadcast_shapes, needs_grad
 from ..errors import DTypeError, LinAlgError, OutOfRangeError, ShapeError, UnsupportedError
 from ..kernels.cpu import JIT
 from ..kernels.jit import njit
+from ._define import NOT_IN_PYTORCH
 from .creation import arange, eye, zeros, zeros_like
 from .decomp import FLOATS, _cholesky_grad, _fill, _grads, _mT, _no_cuda, _rows, _square
 from .decomp import _square_spec as _square_float_spec
@@ -475,7 +476,7 @@ ldl_factor_ex = Op(
         "hermitian": Attr("bool", False),
         "errors": Attr("str", "", choices=("", "ldl_factor", "ldl_factor_ex")),
     },
-    differentiable=False,
+    no_derivative=NOT_IN_PYTORCH,
     doc="torch.linalg.ldl_factor_ex: the Bunch-Kaufman A = L D L^T of each symmetric matrix "
     "read from its lower triangle, packed as LAPACK's sytrf (LD, pivots 1-based int32, "
     "negative for 2x2 blocks) and info: 0, or i where D[i, i] is exactly zero (1-based). "
@@ -529,7 +530,7 @@ ldl_solve = Op(
     ref=_ldl_solve_ref,
     attrs={"hermitian": Attr("bool", False)},
     promote=(0, 2),
-    differentiable=False,
+    no_derivative=NOT_IN_PYTORCH,
     doc="torch.linalg.ldl_solve: X with A X = B for A given by ldl_factor's (LD, pivots); "
     "B (..., n, k) broadcasts against LD's batch dims.",
 )

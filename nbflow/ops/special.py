@@ -24,7 +24,7 @@ from numba.extending import register_jitable
 from .. import dtypes as dt
 from ..core import needs_grad
 from ..errors import GradientError
-from ._define import elementwise
+from ._define import NOT_IN_PYTORCH, elementwise
 from .elementwise import (
     _ZETA_A,
     INV_SQRT_2PI,
@@ -434,7 +434,7 @@ def _k_domain(x):
     return NAN if (x < 0 or x != x) else 0.0
 
 
-@elementwise(dtypes=FLOATS, ref=_ref(sc.k0), to_float=True, differentiable=False)
+@elementwise(dtypes=FLOATS, ref=_ref(sc.k0), to_float=True, no_derivative=NOT_IN_PYTORCH)
 def modified_bessel_k0(x):
     """The modified Bessel function of the second kind of order 0 (inf at 0, NaN below)."""
     x = _f64(x)
@@ -445,7 +445,7 @@ def modified_bessel_k0(x):
     return _chbevl(x * x - 2.0, _K0_SMALL) - math.log(0.5 * x) * _i0e(x) * math.exp(x)
 
 
-@elementwise(dtypes=FLOATS, ref=_ref(sc.k1), to_float=True, differentiable=False)
+@elementwise(dtypes=FLOATS, ref=_ref(sc.k1), to_float=True, no_derivative=NOT_IN_PYTORCH)
 def modified_bessel_k1(x):
     """The modified Bessel function of the second kind of order 1 (inf at 0, NaN below)."""
     x = _f64(x)
@@ -456,7 +456,7 @@ def modified_bessel_k1(x):
     return math.log(0.5 * x) * _i1e(x) * math.exp(x) + _chbevl(x * x - 2.0, _K1_SMALL) / x
 
 
-@elementwise(dtypes=FLOATS, ref=_ref(sc.k0e), to_float=True, differentiable=False)
+@elementwise(dtypes=FLOATS, ref=_ref(sc.k0e), to_float=True, no_derivative=NOT_IN_PYTORCH)
 def scaled_modified_bessel_k0(x):
     """exp(x) K0(x) (inf at 0, NaN below)."""
     x = _f64(x)
@@ -465,7 +465,7 @@ def scaled_modified_bessel_k0(x):
     return _k0e(x) if x < INF else 0.0
 
 
-@elementwise(dtypes=FLOATS, ref=_ref(sc.k1e), to_float=True, differentiable=False)
+@elementwise(dtypes=FLOATS, ref=_ref(sc.k1e), to_float=True, no_derivative=NOT_IN_PYTORCH)
 def scaled_modified_bessel_k1(x):
     """exp(x) K1(x) (inf at 0, NaN below)."""
     x = _f64(x)
@@ -602,14 +602,14 @@ def _j1(a):
     return _hankel(a, _J1_PP, _J1_PQ, _J1_QP, _J1_QQ, PI3_4, False)
 
 
-@elementwise(dtypes=FLOATS, ref=_ref(sc.j0), to_float=True, differentiable=False)
+@elementwise(dtypes=FLOATS, ref=_ref(sc.j0), to_float=True, no_derivative=NOT_IN_PYTORCH)
 def bessel_j0(x):
     """The Bessel function of the first kind of order 0 (even)."""
     x = _f64(x)
     return _j0(abs(x))
 
 
-@elementwise(dtypes=FLOATS, ref=_ref(sc.j1), to_float=True, differentiable=False)
+@elementwise(dtypes=FLOATS, ref=_ref(sc.j1), to_float=True, no_derivative=NOT_IN_PYTORCH)
 def bessel_j1(x):
     """The Bessel function of the first kind of order 1 (odd)."""
     x = _f64(x)
@@ -617,7 +617,7 @@ def bessel_j1(x):
     return -v if x < 0 else v
 
 
-@elementwise(dtypes=FLOATS, ref=_ref(sc.y0), to_float=True, differentiable=False)
+@elementwise(dtypes=FLOATS, ref=_ref(sc.y0), to_float=True, no_derivative=NOT_IN_PYTORCH)
 def bessel_y0(x):
     """The Bessel function of the second kind of order 0 (-inf at 0, NaN below)."""
     x = _f64(x)
@@ -632,7 +632,7 @@ def bessel_y0(x):
     return _hankel(x, _J0_PP, _J0_PQ, _J0_QP, _J0_QQ, PI_4, True)
 
 
-@elementwise(dtypes=FLOATS, ref=_ref(sc.y1), to_float=True, differentiable=False)
+@elementwise(dtypes=FLOATS, ref=_ref(sc.y1), to_float=True, no_derivative=NOT_IN_PYTORCH)
 def bessel_y1(x):
     """The Bessel function of the second kind of order 1 (-inf at 0, NaN below)."""
     x = _f64(x)
@@ -648,7 +648,10 @@ def bessel_y1(x):
 
 
 @elementwise(
-    dtypes=FLOATS, ref=_ref(lambda x: sc.spherical_jn(0, x)), to_float=True, differentiable=False
+    dtypes=FLOATS,
+    ref=_ref(lambda x: sc.spherical_jn(0, x)),
+    to_float=True,
+    no_derivative=NOT_IN_PYTORCH,
 )
 def spherical_bessel_j0(x):
     """sin(x) / x, 1 at 0 (its Taylor series below 1/2), 0 at +-inf."""
@@ -701,7 +704,9 @@ _AI_AGD = (
 _AI_C1, _AI_C2 = 0.35502805388781723926, 0.258819403792806798405  # Ai(0), -Ai'(0)
 
 
-@elementwise(dtypes=FLOATS, ref=_ref(lambda x: sc.airy(x)[0]), to_float=True, differentiable=False)
+@elementwise(
+    dtypes=FLOATS, ref=_ref(lambda x: sc.airy(x)[0]), to_float=True, no_derivative=NOT_IN_PYTORCH
+)
 def airy_ai(x):
     """The Airy function Ai (0 from about 103.9 on, where it underflows; NaN at +-inf, as
     PyTorch's)."""
@@ -979,7 +984,9 @@ def _chebyshev_w_ref(k, x):
 
 
 def _polynomial(ref):
-    return elementwise(dtypes=FLOATS, ref=_polynomial_ref(ref), to_float=True, differentiable=False)
+    return elementwise(
+        dtypes=FLOATS, ref=_polynomial_ref(ref), to_float=True, no_derivative=NOT_IN_PYTORCH
+    )
 
 
 @_polynomial(sc.eval_chebyt)
