@@ -418,3 +418,21 @@ def test_gamma_and_beta_under_jit_are_refused():
     for fn in (gamma, beta):
         with pytest.raises(nb.UnsupportedError, match="numpy's sampler"):
             fn(nb.tensor([2.0]))
+
+
+def test_multivariate_normal_rsample_under_jit_follows_its_covariance():
+    cov = nb.tensor([[2.0, 0.5], [0.5, 1.0]], dtype="float64")
+    loc = nb.tensor([1.0, -1.0], dtype="float64", requires_grad=True)
+
+    @nb.jit
+    def draw(loc):
+        return D.MultivariateNormal(loc, covariance_matrix=cov).rsample((N,))
+
+    nb.manual_seed(5)
+    x = draw(loc)
+    nb.manual_seed(5)
+    eager = D.MultivariateNormal(loc, covariance_matrix=cov).rsample((N,))
+    close(x, eager)
+    moments_ok(x.numpy(), np.array([1.0, -1.0]), np.array([2.0, 1.0]))
+    (g,) = nb.grad(x.sum(), [loc])  # d sum / d loc: one per draw
+    close(g, np.full(2, float(N)), 1e-9)

@@ -10,6 +10,7 @@ import numpy as np
 
 from .. import linalg
 from ..ops import creation
+from ..ops.sampling import _device
 from . import constraints
 from .distribution import Distribution, as_tensor, broadcast_all
 
@@ -104,7 +105,7 @@ class MultivariateNormal(Distribution):
     def rsample(self, sample_shape=(), generator=None):
         shape = self._extended_shape(sample_shape)
         eps = creation.randn(
-            shape, dtype=self.loc.dtype, generator=generator, device=self.loc.device
+            shape, dtype=self.loc.dtype, generator=generator, device=_device(self.loc)
         )
         return self.loc + (self._unbroadcasted_scale_tril @ eps.unsqueeze(-1)).squeeze(-1)
 
