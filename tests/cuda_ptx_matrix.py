@@ -40,7 +40,7 @@ def main():
     import nbflow as nb
     from nbflow import dtypes as dt
     from nbflow.core import REGISTRY, Spec
-    from nbflow.kernels import cuda_impl
+    from nbflow.kernels import cuda_conv3d, cuda_ctc, cuda_impl
     from nbflow.kernels.cuda import _param
 
     compiled, failures = 0, []
@@ -184,6 +184,18 @@ def main():
             f"avg pool back {d}", cuda_impl._avg_pool_back.py_func, f3 + [i64] * 6 + [b1, i64]
         )
         compile_one(f"adaptive pool back {d}", cuda_impl._adaptive_back.py_func, f3)
+    vol2col, col2vol = cuda_conv3d.kernels()
+    for d in (dt.float16, dt.float32, dt.float64):
+        compile_one(f"vol2col {d}", vol2col.py_func, [array(d, 5), array(d, 3)] + [i64] * 15)
+    for d in (dt.float32, dt.float64):  # the atomic targets, as col2im
+        compile_one(f"col2vol {d}", col2vol.py_func, [array(d, 3), array(d, 5)] + [i64] * 15)
+    ctc_forward, ctc_backward = cuda_ctc.kernels()
+    ints, rows = [i64a] * 4, array(dt.float64, 3)  # flat targets, starts, lengths; alpha, beta
+    for d in (dt.float16, dt.float32, dt.float64):
+        args = [array(d, 3), *ints, i64, b1, rows, array(d)]
+        compile_one(f"ctc forward {d}", ctc_forward.py_func, args)
+        args = [array(d), array(d, 3), *ints, i64, b1, rows, rows, array(d, 3)]
+        compile_one(f"ctc backward {d}", ctc_backward.py_func, args)
     normalize, moments = cuda_impl._norm_kernels()
     for d in (dt.float16, dt.float32, dt.float64):
         compile_one(f"normalize {d}", normalize.py_func, [array(d, 2), array(d, 2), f64])

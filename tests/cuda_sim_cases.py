@@ -369,6 +369,7 @@ def conv_cases():
         (lambda x, w: conv(x, w, groups=2)),
         [x.astype(np.float16), w.astype(np.float16)],
     )
+    yield from conv3d_cases()
     mp = REGISTRY["max_pool2d"]
     mpb = REGISTRY["max_pool2d_backward"]
     for attrs in (
@@ -397,6 +398,121 @@ def conv_cases():
     yield "adaptive_avg_pool2d", "(4, 3)", (lambda x: ad(x, output_size=(4, 3))), [x]
     fn = lambda g, x: adb(g, x, output_size=(4, 3))
     yield "adaptive_avg_pool2d_backward", "(4, 3)", fn, [values((2, 4, 4, 3), dt.float32), x]
+
+
+def conv3d_cases():
+    """vol2col / col2vol and the column matmuls (nbflow/kernels/cuda_conv3d.py)."""
+    x = values((2, 2, 3, 4, 3), dt.float32)
+    w = values((4, 1, 2, 2, 2), dt.float32)  # groups=2: one input channel per group
+    b = values((4,), dt.float32)
+    conv, ig = REGISTRY["conv3d"], REGISTRY["conv3d_input_grad"]
+    wg = REGISTRY["conv3d_weight_grad"]
+    geometries = [
+        {"groups": 2},
+        {"stride": (1, 2, 1), "padding": (1, 0, 1), "dilation": (1, 1, 2), "groups": 2},
+    ]
+    for geo in geometries:
+        yield "conv3d", f"bias {geo}", (lambda x, w, b, g=geo: conv(x, w, b, **g)), [x, w, b]
+        gy = values(conv(nb.tensor(x), nb.tensor(w), **geo).shape, dt.float32)
+        yield "conv3d_input_grad", str(geo), (lambda g, w, x, k=geo: ig(g, w, x, **k)), [gy, w, x]
+        yield "conv3d_weight_grad", str(geo), (lambda x, g, w, k=geo: wg(x, g, w, **k)), [x, gy, w]
+    x64, w64 = x.astype(np.float64), w.astype(np.float64)
+    yield "conv3d", "f64 no bias", (lambda x, w: conv(x, w, groups=2)), [x64, w64]
+    x16, w16 = x.astype(np.float16), w.astype(np.float16)
+    yield "conv3d", "f16", (lambda x, w: conv(x, w, groups=2)), [x16, w16]
+    gy = values(conv(nb.tensor(x), nb.tensor(w), groups=2).shape, dt.float16)
+    fn = lambda g, w, x: ig(g, w, x, groups=2)  # (folds through a float32 atomic target)
+    yield "conv3d_input_grad", "f16", fn, [gy, w16, x16]
+
+    def backward(x, w, b):
+        for t in (x, w, b):
+            t.requires_grad_(True)
+        loss = nb.sum(nb.tanh(nb.conv3d(x, w, b, padding="same")))
+        loss.backward()
+        return [loss, x.grad, w.grad, b.grad]
+
+    w1 = values((3, 2, 3, 1, 2), dt.float32)
+    yield "conv3d", "F.conv3d 'same', backward", backward, [x, w1, values((3,), dt.float32)]
+    yield "conv3d", "jit, backward", _jit_grads(_jit_conv3d), [x[:1], w1]
+
+
+@nb.jit
+def _jit_conv3d(x, w):
+    return nb.sum(nb.conv3d(x, w, stride=(1, 2, 1), padding=1) ** 2)
+
+
+@nb.jit
+def _jit_ctc(lp, *integers):
+    return nb.nn.functional.ctc_loss(lp, *integers, reduction="sum", zero_infinity=True)
+
+
+def _jit_grads(fn):
+    """A case running jitted `fn` (the Executor) and the gradient of its first input."""
+
+    def case(first, *rest):
+        first.requires_grad_(True)
+        out = fn(first, *rest)
+        out.backward()
+        return [out, first.grad]
+
+    return case
+
+
+def ctc_inputs(dtype, blank=0, padded=True):
+    """(log_probs (T, N, C), targets, input_lengths, target_lengths): samples that fit, one too
+    short for its target (an infinite loss), an empty target, repeated labels (the skip rule);
+    the extended targets are wider than the simulator's 8 threads."""
+    steps, batch, classes, longest = (10, 4, 4, 5) if not LARGE else (40, 4 * N, 6, 20)
+    lp = RNG.standard_normal((steps, batch, classes))
+    lp -= np.log(np.exp(lp).sum(axis=2, keepdims=True))
+    labels = np.array([c for c in range(classes) if c != blank])
+    targets = labels[RNG.integers(0, len(labels), (batch, longest))]
+    targets[0, 1] = targets[0, 0]  # a repeat: the path needs a blank between them
+    target_lengths = RNG.integers(0, longest + 1, batch)
+    target_lengths[:4] = (longest, 2, 0, 3)
+    input_lengths = RNG.integers(steps // 2, steps + 1, batch)
+    input_lengths[:4] = (steps, 1, steps // 2, steps - 3)  # sample 1: two labels in one frame
+    if not padded:
+        targets = np.concatenate([t[:n] for t, n in zip(targets, target_lengths)])
+    return [lp.astype(dtype), targets, input_lengths, target_lengths]
+
+
+def ctc_cases():
+    """One thread block per sample, threads over the extended target (kernels/cuda_ctc.py)."""
+    loss, grad = REGISTRY["ctc_loss"], REGISTRY["ctc_loss_grad"]
+    cases = [
+        ("f32 padded", dt.float32, 0, True, False),
+        ("f64 concatenated, blank 3, zero_infinity", dt.float64, 3, False, True),
+        ("f16 padded", dt.float16, 0, True, False),
+    ]
+    for what, d, blank, padded, zero in cases:
+        args = ctc_inputs(d, blank, padded)
+        fn = lambda *a, k=blank, z=zero: loss(*a, blank=k, zero_infinity=z)
+        yield "ctc_loss", what, fn, args
+        if d == dt.float16:
+            continue
+        g = values((args[0].shape[1],), d)
+        fn = lambda *a, k=blank, z=zero: grad(*a, blank=k, zero_infinity=z)
+        yield "ctc_loss_grad", what, fn, [g, *args]
+    short = ctc_inputs(dt.float32)
+    short[2][2] = 0  # a sample with no frame (and an empty target): loss 0, gradient 0
+    yield "ctc_loss", "a sample with no frame", loss, short
+    g = values((short[0].shape[1],), dt.float32)
+    yield "ctc_loss_grad", "a sample with no frame", grad, [g, *short]
+
+    def mean_backward(lp, targets, input_lengths, target_lengths):
+        lp.requires_grad_(True)
+        out = nb.nn.functional.ctc_loss(lp, targets, input_lengths, target_lengths, 0, "mean", True)
+        out.backward()
+        return [out, lp.grad]
+
+    yield "ctc_loss", "jit, backward", _jit_grads(_jit_ctc), ctc_inputs(dt.float32)
+    yield (
+        "ctc_loss",
+        "F.ctc_loss mean, zero_infinity: backward",
+        mean_backward,
+        ctc_inputs(dt.float64),
+    )
 
 
 def loss_cases():
@@ -947,6 +1063,7 @@ def main():
     covered, results = set(), []
     start = time.time()
     families = (elementwise_cases, structured_cases, index_cases, conv_cases, loss_cases)
+    families += (ctc_cases,)
     families += (optimizer_cases, gradient_cases, view_write_cases, device_fix_cases)
     for family in families:
         for name, what, fn, arrays in family():

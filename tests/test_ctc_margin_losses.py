@@ -276,10 +276,16 @@ def test_ctc_bad_blank_and_layout():
         _call(np.zeros((T, N, C), np.int64))
 
 
-def test_ctc_has_no_cuda_kernel_and_says_so():
-    for name in ("ctc_loss", "ctc_loss_grad"):
-        with pytest.raises(nb.UnsupportedError, match=r"\.cpu\(\)"):
-            nb.REGISTRY[name].kernels["cuda"]()
+def test_ctc_cuda_launchers_check_values_before_any_gpu_work():
+    # the kernels run in the CUDA simulator (tests/cuda_sim_cases.py) and compile to PTX
+    # (tests/cuda_ptx_matrix.py); the value checks are the CPU's, on host copies
+    bad = np.where(PADDED == 2, 3, PADDED)
+    attrs = {"blank": 0, "zero_infinity": False}
+    for name, front in (("ctc_loss", ()), ("ctc_loss_grad", (np.ones(N),))):
+        launch = nb.REGISTRY[name].kernels["cuda"]
+        assert not hasattr(launch, "cuda_unsupported")
+        with pytest.raises(nb.OutOfRangeError, match="outside"):
+            launch(*front, LP, bad, INPUT_LENGTHS, TARGET_LENGTHS, None, **attrs)
 
 
 def test_ctc_against_torch():

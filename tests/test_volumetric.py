@@ -213,12 +213,18 @@ def test_conv3d_errors_are_typed_and_name_the_shapes():
         nb.conv3d(x, w, nb.zeros(4))
 
 
-def test_conv3d_ops_say_they_have_no_cuda_kernel():
-    for name in ("conv3d", "conv3d_input_grad", "conv3d_weight_grad"):
+def test_conv3d_cuda_launchers_check_the_geometry_before_any_gpu_work():
+    # the kernels run in the CUDA simulator (tests/cuda_sim_cases.py) and compile to PTX
+    # (tests/cuda_ptx_matrix.py); the geometry is checked as on the CPU
+    x, w, g = np.zeros((1, 2, 3, 3, 3)), np.zeros((4, 2, 4, 1, 1)), np.zeros((1, 4, 1, 1, 1))
+    geometry = {"stride": (1,), "padding": (0,), "dilation": (1,), "groups": 1}
+    for name, args in (("conv3d", (x, w)), ("conv3d_input_grad", (g, w, x))):
         launch = REGISTRY[name].kernels["cuda"]
-        assert "no CUDA kernel" in launch.cuda_unsupported
-        with pytest.raises(nb.UnsupportedError, match="conv3d has no CUDA kernel"):
-            launch()
+        assert not hasattr(launch, "cuda_unsupported")
+        with pytest.raises(nb.ShapeError, match="smaller than the kernel"):
+            launch(*args, None, **geometry)
+    with pytest.raises(nb.ShapeError, match="not divisible by groups=3"):
+        REGISTRY["conv3d_weight_grad"].kernels["cuda"](x, g, w, None, **dict(geometry, groups=3))
 
 
 def test_gradient_ops_match_their_references():

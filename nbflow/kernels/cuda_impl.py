@@ -1384,6 +1384,7 @@ def flip_copy(x, axes):
 # ---------------------------------------------------------------- convolution (im2col)
 # conv2d as on the CPU: the input unfolded into columns (G, C/G * kh * kw, N * oh * ow), one
 # batched matmul with the weights; the input gradient folds columns back (col2im, atomics).
+# conv3d runs the same functions with its own column kernels (`columns`, kernels/cuda_conv3d.py).
 
 
 @cuda.jit(device=True)
@@ -1426,39 +1427,46 @@ def _col2im(cols, dx, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow):
             cuda.atomic.add(dx, (n, ch, hy, wx), cols[g, row, col])
 
 
-def unfold(x, groups, geometry):
-    """im2col of GPU array x (N, C, H, W): (G, C/G * kh * kw, N * oh * ow)."""
-    kh, kw, *_, oh, ow = geometry
+CONV2D_COLUMNS = (_im2col, _col2im)
+
+
+def unfold(x, groups, geometry, columns=None):
+    """im2col of GPU array x (N, C, H, W): (G, C/G * kh * kw, N * oh * ow); `geometry` has
+    five entries per spatial dim (kernel, stride, padding, dilation, output size), `columns`
+    the (unfold, fold) kernels of that rank (conv2d's by default)."""
+    dims = len(geometry) // 5
     x = contiguous(x)
-    k = x.shape[1] // groups * kh * kw
-    cols = devices.empty((groups, k, x.shape[0] * oh * ow), x.dtype, devices.device_of(x))
+    k = x.shape[1] // groups * math.prod(geometry[:dims])
+    m = x.shape[0] * math.prod(geometry[-dims:])
+    cols = devices.empty((groups, k, m), x.dtype, devices.device_of(x))
     if cols.size:
-        _im2col[blocks_for(cols.size), TPB](x, cols, *geometry)
+        (columns or CONV2D_COLUMNS)[0][blocks_for(cols.size), TPB](x, cols, *geometry)
     return cols
 
 
-def fold(cols, dx, geometry):
+def fold(cols, dx, geometry, columns=None):
     """col2im into dx (zeroed here)."""
     target, back = _atomic_target(dx)
     fill(target, 0)
     if cols.size:
-        _col2im[blocks_for(cols.size), TPB](contiguous(cols, target.dtype), target, *geometry)
+        kernel = (columns or CONV2D_COLUMNS)[1]
+        kernel[blocks_for(cols.size), TPB](contiguous(cols, target.dtype), target, *geometry)
     if back is not None:
         copy_into(target, back)
 
 
 def grad_columns(g, groups):
-    """g (N, O, oh, ow) as contiguous (G, O/G, N * oh * ow)."""
-    n, o, oh, ow = tuple(g.shape)
-    g4 = contiguous(g).reshape(n, groups, o // groups, oh * ow)
+    """g (N, O, oh, ow) (or any spatial dims) as contiguous (G, O/G, N * oh * ow)."""
+    n, o, plane = g.shape[0], g.shape[1], math.prod(tuple(g.shape)[2:])
+    g4 = contiguous(g).reshape(n, groups, o // groups, plane)
     moved = contiguous(devices.view_like(np.transpose, g4, (1, 2, 0, 3)))
-    return moved.reshape(groups, o // groups, n * oh * ow)
+    return moved.reshape(groups, o // groups, n * plane)
 
 
-def conv2d(x, w, bias, out, groups, geometry):
+def conv2d(x, w, bias, out, groups, geometry, columns=None):
     n, o = out.shape[0], out.shape[1]
-    plane = out.shape[2] * out.shape[3]
-    cols = unfold(x, groups, geometry)
+    plane = math.prod(tuple(out.shape)[2:])
+    cols = unfold(x, groups, geometry, columns)
     w3 = contiguous(w).reshape(groups, o // groups, cols.shape[1])
     res = devices.empty((groups, o // groups, cols.shape[2]), out.dtype, devices.device_of(out))
     matmul(w3, cols, res)
@@ -1474,17 +1482,17 @@ def conv2d(x, w, bias, out, groups, geometry):
         add(res, contiguous(bias).reshape(1, groups, o // groups, 1), target)
 
 
-def conv2d_input_grad(g, w, out, groups, geometry):
+def conv2d_input_grad(g, w, out, groups, geometry, columns=None):
     gc = grad_columns(g, groups)
     w3 = contiguous(w).reshape(groups, w.shape[0] // groups, -1)
     w3t = devices.view_like(np.transpose, w3, (0, 2, 1))
     cols = devices.empty((groups, w3.shape[2], gc.shape[2]), out.dtype, devices.device_of(out))
     matmul(w3t, gc, cols)
-    fold(cols, out, geometry)
+    fold(cols, out, geometry, columns)
 
 
-def conv2d_weight_grad(x, g, out, groups, geometry):
-    cols = unfold(x, groups, geometry)
+def conv2d_weight_grad(x, g, out, groups, geometry, columns=None):
+    cols = unfold(x, groups, geometry, columns)
     gc = grad_columns(g, groups)
     colst = devices.view_like(np.transpose, cols, (0, 2, 1))
     res = out.reshape(groups, gc.shape[1], cols.shape[1])

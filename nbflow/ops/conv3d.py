@@ -9,20 +9,15 @@ gradient rules are conv2d's, generalised there to any number of spatial dims; on
 column kernels and the 5-D layouts are new here. `conv3d(x, w, b, stride=1, ...)` adds
 PyTorch's signature: the bias, 'same' and 'valid' padding, unbatched (C, D, H, W) input.
 
-There is no CUDA kernel yet: on a GPU tensor the three ops raise UnsupportedError.
+On a GPU the same pipeline runs with CUDA column kernels (nbflow/kernels/cuda_conv3d.py).
 """
 
 from .. import dtypes as dt
 from ..core import Op
+from ..kernels import cuda_conv3d
 from ..kernels.cpu import JIT
-from ..kernels.cuda import not_supported
 from ..kernels.jit import njit
 from . import conv
-
-NO_CUDA = (
-    "conv3d has no CUDA kernel yet (vol2col runs on the CPU only): move the tensors to the "
-    "CPU, or use conv2d over depth slices"
-)
 
 # ---------------------------------------------------------------- kernels
 
@@ -130,7 +125,7 @@ conv3d_op = Op(
     inputs=("x", "weight", "*bias"),
     outputs=("out",),
     spec=_conv3d_spec,
-    kernels={"cpu": _conv3d_cpu, "cuda": not_supported(NO_CUDA)},
+    kernels={"cpu": _conv3d_cpu, "cuda": cuda_conv3d.conv3d},
     dtypes=dt.FLOATS,
     ref=conv._conv_ref,
     attrs=conv.CONV_ATTRS,
@@ -157,7 +152,7 @@ conv3d_input_grad = Op(
     inputs=("g", "weight", "x"),
     outputs=("out",),
     spec=_input_grad_spec,
-    kernels={"cpu": _input_grad_cpu, "cuda": not_supported(NO_CUDA)},
+    kernels={"cpu": _input_grad_cpu, "cuda": cuda_conv3d.conv3d_input_grad},
     dtypes=dt.FLOATS,
     ref=conv._input_grad_ref,
     attrs=conv.CONV_ATTRS,
@@ -184,7 +179,7 @@ conv3d_weight_grad = Op(
     inputs=("x", "g", "weight"),
     outputs=("out",),
     spec=_weight_grad_spec,
-    kernels={"cpu": _weight_grad_cpu, "cuda": not_supported(NO_CUDA)},
+    kernels={"cpu": _weight_grad_cpu, "cuda": cuda_conv3d.conv3d_weight_grad},
     dtypes=dt.FLOATS,
     ref=conv._weight_grad_ref,
     attrs=conv.CONV_ATTRS,

@@ -19,19 +19,14 @@ import numpy as np
 from .. import dtypes as dt
 from ..core import UNKNOWN, Attr, Op, Spec
 from ..errors import AttrError, DTypeError, OutOfRangeError, ShapeError
+from ..kernels import cuda_ctc
 from ..kernels.cpu import JIT
-from ..kernels.cuda import not_supported
 from ..kernels.jit import njit
 from . import reduce as _reduce
 from . import shape as _shape
 from .elementwise import cast, maximum
 
 REDUCTIONS = ("mean", "sum", "none")
-
-NO_CUDA = (
-    "ctc_loss: no CUDA kernel (its recursions run on the CPU): move log_probs and targets "
-    "to the CPU with .cpu()"
-)
 
 # ---------------------------------------------------------------- kernels
 
@@ -300,7 +295,7 @@ ctc_loss_op = Op(
     inputs=("log_probs", "targets", "input_lengths", "target_lengths"),
     outputs=("out",),
     spec=_ctc_spec,
-    kernels={"cpu": _ctc_cpu, "cuda": not_supported(NO_CUDA)},
+    kernels={"cpu": _ctc_cpu, "cuda": cuda_ctc.ctc_loss},
     dtypes=dt.FLOATS,
     ref=_ctc_ref,
     attrs=ATTRS,
@@ -355,7 +350,7 @@ ctc_loss_grad = Op(
     inputs=("g", "log_probs", "targets", "input_lengths", "target_lengths"),
     outputs=("out",),
     spec=_ctc_grad_spec,
-    kernels={"cpu": _ctc_grad_cpu, "cuda": not_supported(NO_CUDA)},
+    kernels={"cpu": _ctc_grad_cpu, "cuda": cuda_ctc.ctc_loss_grad},
     dtypes=dt.FLOATS,
     ref=_ctc_grad_ref,
     attrs=ATTRS,
