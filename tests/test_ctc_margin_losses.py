@@ -154,6 +154,16 @@ def test_ctc_gradient_is_the_posterior_and_matches_finite_differences():
         )
 
 
+def test_a_second_derivative_through_ctc_is_refused_not_dropped():
+    rng = np.random.default_rng(4)
+    lp = nb.tensor(rng.standard_normal((5, 1, 3)), requires_grad=True)
+    loss = F.ctc_loss(nb.log_softmax(lp, axis=2), nb.tensor([[1, 2]]), [5], [2])
+    (g,) = nb.grad(loss, [lp], create_graph=True)  # the first derivative is fine
+    assert g.requires_grad  # (log_softmax's part of it has a derivative; ctc's has none)
+    with pytest.raises(nb.GradientError, match="no second derivative"):
+        nb.grad((g * g).sum(), [lp])
+
+
 def test_ctc_float32_gradient_is_close_to_float64():
     def grad(dtype):
         lp = nb.tensor(LP.astype(dtype), requires_grad=True)

@@ -355,7 +355,7 @@ ctc_loss_grad = Op(
     ref=_ctc_grad_ref,
     attrs=ATTRS,
     promote=(1,),
-    differentiable=False,  # (no second derivative, as in PyTorch)
+    no_derivative="ctc_loss has no second derivative (nor in PyTorch)",
     doc=(
         "ctc_loss's gradient with respect to log_probs, g[b] times -(the posterior probability "
         "of class c at time t), 0 from t = input_lengths[b] on; NaN for a sample with no "
