@@ -8,6 +8,7 @@ provide a trace whose `apply(op, args, attrs)` bind() calls. Nothing else branch
 from __future__ import annotations
 
 import functools
+import importlib
 import inspect
 from collections.abc import Callable, Mapping
 from contextlib import ContextDecorator, contextmanager
@@ -585,6 +586,22 @@ def broadcast_shapes(*shapes: tuple[int, ...]) -> tuple[int, ...]:
         else:
             out.append(UNKNOWN if UNKNOWN in dims else 1)
     return tuple(out)
+
+
+class Deferred:
+    """The functions of a module imported at their first call, not at nbflow's import:
+    scipy.linalg and scipy.special are ~0.18 s of `import nbflow` for the few ops (and
+    references) that call them. `Deferred("scipy.special").k0(x)` is scipy.special.k0(x)."""
+
+    def __init__(self, module: str):
+        self._module = module
+
+    def __getattr__(self, name):
+        def call(*args, **kwargs):
+            return getattr(importlib.import_module(self._module), name)(*args, **kwargs)
+
+        call.__name__ = name
+        return call
 
 
 def rebuilt(kind, items):

@@ -59,6 +59,20 @@ def test_import_compiles_and_loads_no_kernel(tmp_path):
     assert compiled == 0 and loaded == 0  # ... and none was compiled or read from the cache
 
 
+def test_import_leaves_scipys_heavy_modules_until_an_op_calls_them(tmp_path):
+    script = (
+        "import sys, nbflow as nb\n"
+        "late = ['scipy.linalg', 'scipy.special']\n"
+        "print(*[m in sys.modules for m in late])\n"
+        "nb.special.ndtr(nb.tensor([0.0]))  # (its kernel does not need scipy; its ref would)\n"
+        "lu = nb.linalg.lu_factor(nb.tensor([[2.0, 1.0], [1.0, 3.0]]))\n"
+        "print(*[m in sys.modules for m in late], lu.pivots.numpy().tolist())\n"
+    )
+    before, after = _run(script, tmp_path).stdout.strip().splitlines()
+    assert before == "False False"  # ~0.18 s of the import (core.Deferred)
+    assert after == "True False [1, 2]"  # the LU's LAPACK call imported scipy.linalg
+
+
 _WARM_SCRIPT = (
     _COUNT_COMPILES
     + """

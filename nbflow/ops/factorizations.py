@@ -2,8 +2,8 @@
 matrix_exp: the kernels the rest of torch.linalg needs, batched over the leading dims,
 float32 and float64.
 
-The CPU kernels call LAPACK through scipy.linalg.lapack (getrf, getrs, potrf, sytrf, sytrs)
-and scipy.linalg.expm, one matrix at a time. As in PyTorch, pivots are LAPACK's: 1-based
+The CPU kernels call LAPACK through scipy_linalg.lapack (getrf, getrs, potrf, sytrf, sytrs)
+and scipy_linalg.expm, one matrix at a time. As in PyTorch, pivots are LAPACK's: 1-based
 int32; an `info` output holds, per matrix, 0 or the 1-based index of the failing pivot or
 minor, and the `*_ex` ops raise only when asked to. Pivots given by the user are checked
 before LAPACK reads them (an out-of-range pivot would read outside the matrix).
@@ -14,11 +14,9 @@ end (lu, lu_solve, lu_unpack, orgqr) are compositions of these ops.
 """
 
 import numpy as np
-import scipy.linalg
-from scipy.linalg import lapack
 
 from .. import dtypes as dt
-from ..core import UNKNOWN, Attr, Op, Spec, broadcast_shapes, needs_grad
+from ..core import UNKNOWN, Attr, Deferred, Op, Spec, broadcast_shapes, needs_grad
 from ..errors import DTypeError, LinAlgError, OutOfRangeError, ShapeError, UnsupportedError
 from ..kernels.cpu import JIT
 from ..kernels.jit import njit
@@ -31,6 +29,8 @@ from .index import tril, triu
 from .linalg import matmul
 from .select import narrow
 from .shape import broadcast_to, concat, unsqueeze
+
+lapack, scipy_linalg = Deferred("scipy.linalg.lapack"), Deferred("scipy.linalg")
 
 # ---------------------------------------------------------------- errors from info
 
@@ -302,7 +302,7 @@ def _lu_solve_ref(lu, pivots, b, left=True, adjoint=False):
     lu3, rhs = _batched(lu, batch), _batched(b if left else np.swapaxes(b, -1, -2), batch)
     piv = np.broadcast_to(pivots, batch + pivots.shape[-1:]).reshape(-1, lu.shape[-1]) - 1
     trans = int(adjoint if left else not adjoint)
-    res = np.stack([scipy.linalg.lu_solve((f, p), r, trans) for f, p, r in zip(lu3, piv, rhs)])
+    res = np.stack([scipy_linalg.lu_solve((f, p), r, trans) for f, p, r in zip(lu3, piv, rhs)])
     res = res.reshape(batch + rhs.shape[-2:])
     return res if left else np.swapaxes(res, -1, -2)
 
@@ -410,7 +410,7 @@ def _cholesky_ex_grad(g, out, a, upper, check_errors):
 
 def _matrix_exp_cpu(a, out):
     if a.size:
-        np.copyto(out, scipy.linalg.expm(a))
+        np.copyto(out, scipy_linalg.expm(a))
 
 
 matrix_exp = Op(
@@ -420,9 +420,9 @@ matrix_exp = Op(
     spec=_square_float_spec,
     kernels={"cpu": _matrix_exp_cpu, "cuda": _no_cuda("matrix_exp")},
     dtypes=FLOATS,
-    ref=lambda a: scipy.linalg.expm(a) if a.size else a.copy(),
+    ref=lambda a: scipy_linalg.expm(a) if a.size else a.copy(),
     doc="torch.linalg.matrix_exp: the exponential of each square matrix (..., n, n), by "
-    "scaling and squaring with a Pade approximant of degree up to 13 (scipy.linalg.expm).",
+    "scaling and squaring with a Pade approximant of degree up to 13 (scipy_linalg.expm).",
 )
 
 

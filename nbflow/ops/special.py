@@ -18,11 +18,10 @@ CUDA simulator runs them as Python, where math.log(0) and an overflowing math.ex
 import math
 
 import numpy as np
-import scipy.special as sc
 from numba.extending import register_jitable
 
 from .. import dtypes as dt
-from ..core import needs_grad
+from ..core import Deferred, needs_grad
 from ..errors import GradientError
 from ._define import NOT_IN_PYTORCH, elementwise
 from .elementwise import (
@@ -39,6 +38,8 @@ from .elementwise import (
     xlogy,
 )
 from .extras import _I0_LARGE, _I0_SMALL, i0
+
+sc = Deferred("scipy.special")  # (the references' functions)
 
 FLOATS = dt.FLOATS
 INF, NAN = math.inf, math.nan
