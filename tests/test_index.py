@@ -481,3 +481,27 @@ def test_bad_keys_and_index_dtypes():
         nb.scatter_add(x, 0, nb.tensor([[0, 0, 0, 0]]), nb.ones(1, 4))
     with pytest.raises(nb.ShapeError, match="out of range"):
         nb.index_select(x, 2, nb.tensor([0]))
+
+
+@pytest.mark.parametrize("dim", [0, 1])
+def test_scatter_in_a_program_whose_index_has_an_unknown_dim(dim):
+    """The positions along the other dims are counted when the program runs (a -1 dim gave
+    an empty arange: the run raised a ShapeError about shapes it never had)."""
+    rng = np.random.default_rng(3)
+    order = np.argsort(rng.random((3, 4)), axis=dim)  # (no index repeats: one write each)
+    index = order[:2] if dim == 0 else order[:, :2]
+    src = rng.standard_normal(index.shape).astype(np.float32)
+    main = nb.Program()
+    with nb.program_guard(main):
+        x = nb.static.data("x", [-1, 4])
+        i = nb.static.data("i", [-1, -1], dtype="int64")
+        s = nb.static.data("s", [-1, -1])
+        y = nb.scatter(x, dim, i, s)
+    feed = {"x": np.zeros((3, 4), np.float32), "i": index, "s": src}
+    (got,) = nb.Executor().run(main, feed, [y], nb.Scope())
+    want = np.zeros((3, 4), np.float32)
+    for p in np.ndindex(*index.shape):  # out[..., index[p], ...] = src[p] along dim
+        at = list(p)
+        at[dim] = index[p]
+        want[tuple(at)] = src[p]
+    np.testing.assert_array_equal(got, want)

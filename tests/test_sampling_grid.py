@@ -700,3 +700,17 @@ def test_pools_rrelu_pdist_match_pytorch():
         got.sum().backward()
         close(got, tf.pdist(torch.tensor(xr), p).numpy())
         close(xn.grad, xt.grad.numpy(), rtol=1e-9, atol=1e-11)
+
+
+def test_max_unpool_runs_in_a_program_with_an_unknown_batch():
+    x = RNG.standard_normal((3, 2, 4, 4)).astype(np.float32)
+    main = nb.Program()
+    with nb.program_guard(main):
+        v = nb.static.data("x", [-1, 2, 4, 4])
+        pooled, where = F.max_pool2d(v, 2, return_indices=True)
+        out = F.max_unpool2d(pooled, where, 2)
+    (got,) = nb.Executor().run(main, {"x": x}, [out], nb.Scope())
+    windows = x.reshape(3, 2, 2, 2, 2, 2).transpose(0, 1, 2, 4, 3, 5).reshape(3, 2, 2, 2, 4)
+    keep = windows == windows.max(axis=-1, keepdims=True)  # (no ties in normal draws)
+    want = np.where(keep, windows, 0).reshape(3, 2, 2, 2, 2, 2).transpose(0, 1, 2, 4, 3, 5)
+    np.testing.assert_array_equal(got, want.reshape(3, 2, 4, 4))

@@ -27,7 +27,7 @@ import numpy as np
 from .. import dtypes as dt
 from .. import ops
 from ..core import UNKNOWN
-from ..errors import AttrError, DTypeError, ShapeError, UnsupportedError
+from ..errors import AttrError, DTypeError, ShapeError
 from ..ops.conv import _batched
 from . import functional as _functional  # (at call time: functional imports this module)
 from . import spatial as _spatial
@@ -327,10 +327,6 @@ def _max_unpool(input, indices, kernel_size, stride, padding, output_size, k, fn
     if indices.dtype != dt.int64:
         raise DTypeError(f"{fn}: expected int64 indices, got {indices.dtype}")
     _known_dims(x, fn)
-    if x.shape[0] == UNKNOWN:  # (scatter's key spells out the batch)
-        raise UnsupportedError(
-            f"{fn}: needs a known batch size, got input of shape {tuple(input.shape)}"
-        )
     size = _unpool_size(tuple(x.shape), kernel, stride, padding, output_size, fn)
     channels, cells = x.shape[1], math.prod(x.shape[2:])
     flat = ops.reshape(x, (-1, channels, cells))

@@ -12,10 +12,10 @@ import numpy as np
 from .. import dtypes as dt
 from ..core import UNKNOWN
 from ..errors import AttrError, DomainError, OutOfRangeError, ShapeError, UnsupportedError
-from .creation import arange, eye, full
+from .creation import arange, eye, full, ones_like
 from .elementwise import eq, mul, where
 from .index import getitem, index_put, index_put_, index_select, take_along_axis
-from .reduce import amax, amin, prod
+from .reduce import amax, amin, cumsum, prod
 from .reduce import sum as reduce_sum
 from .shape import (
     axis_of,
@@ -77,7 +77,10 @@ def _scatter_key(name, x, dim, index):
         if d == a:
             key.append(index)
             continue
-        if n != UNKNOWN and x.shape[d] != UNKNOWN and n > x.shape[d]:
+        if n == UNKNOWN:  # (a graph's -1 dim: each entry's position, counted as it runs)
+            key.append(cumsum(ones_like(index), axis=d) - 1)
+            continue
+        if x.shape[d] != UNKNOWN and n > x.shape[d]:
             raise ShapeError(f"{name}: index dim {d} ({n}) is larger than x's ({x.shape[d]})")
         shape = [1] * x.ndim
         shape[d] = n
