@@ -63,7 +63,7 @@ from .graph import (
 )
 
 # PyTorch's top-level names of the nn ops whose torch.* signature is F's (the others are in
-# ops/extras.py, which can't import nn: nn is built on the ops)
+# ops/compat.py, which can't import nn: nn is built on the ops)
 from .nn.functional import (
     adaptive_avg_pool1d,
     avg_pool1d,
@@ -111,7 +111,7 @@ inference_mode = no_grad  # PyTorch's name for a scope without gradient recordin
 # builtins from here on in this module)
 long, double, half = int64, float64, float16
 float, int, bool = float32, int32, bool_
-range = ops.extras.inclusive_range  # PyTorch's deprecated torch.range (end included)
+range = ops.index_more.inclusive_range  # PyTorch's deprecated torch.range (end included)
 
 # PyTorch's torch.utils.data: nbflow.data under that name too
 utils = _types.ModuleType(f"{__name__}.utils", "PyTorch's names for nbflow's utilities.")

@@ -23,7 +23,7 @@ from .autograd import grad as _grad
 from .autograd import toposort
 from .core import enable_grad, rebuilt
 from .errors import UnsupportedError
-from .ops.extras import is_tensor
+from .ops.queries import is_tensor
 from .tensor import Tensor, tensor
 
 __all__ = ["grad", "grad_and_value", "vjp", "jacrev", "hessian", "vmap"]

@@ -1,4 +1,5 @@
-"""PyTorch's top-level functions of nbflow/ops/extras.py (hstack ... get_default_dtype), each
+"""PyTorch's top-level functions of nbflow/ops/extras.py and queries.py (hstack ...
+get_default_dtype), each
 against an independent reference: numpy's and scipy's functions (np.hstack, np.cov,
 np.searchsorted, np.trapezoid, scipy's cdist and block_diag, ...) or a formula written here;
 float64 finite differences for the differentiable ones, and eager against nbflow.jit."""

@@ -10,7 +10,7 @@ import numpy as np
 from .. import dtypes as dt
 from ..core import no_grad
 from ..ops import creation
-from ..ops.extras import is_tensor
+from ..ops.queries import is_tensor
 from ..tensor import Tensor, tensor
 from . import constraints
 

@@ -8,6 +8,7 @@ from ..core import REGISTRY, Op, public
 from . import (
     _cuda,
     broadcast,
+    compat,
     conv,
     conv3d,
     creation,
@@ -15,20 +16,24 @@ from . import (
     decomp,
     einsum,
     elementwise,
+    elementwise_more,
     extras,
     factorizations,
     index,
+    index_more,
     linalg,
     losses,
     nn,
     norm,
     optim,
     products,
+    queries,
     reduce,
     sampling,
     scans,
     select,
     shape,
+    signal,
     sorting,
     special,  # noqa: F401  (torch.special's ops: public as nbflow.special, not top-level)
 )
@@ -38,6 +43,7 @@ FAMILIES += (conv, norm, losses, sorting, einsum, select, scans, products, decom
 FAMILIES += (ctc,)
 FAMILIES += (conv3d,)
 FAMILIES += (factorizations,)
+FAMILIES += (queries, signal, elementwise_more, index_more, compat)
 
 for _family in FAMILIES:
     globals().update({name: public(getattr(_family, name)) for name in _family.__all__})

@@ -1,0 +1,251 @@
+"""PyTorch's elementwise functions that nbflow had under other names or not at all: the bitwise
+ops and shifts, nextafter, frexp and ldexp, fmax and fmin, isposinf/isneginf/isreal and i0
+(Cephes' Chebyshev series)."""
+
+import math
+from collections import namedtuple
+
+import numpy as np
+
+from .. import dtypes as dt
+from ._define import NOT_IN_PYTORCH, elementwise
+from .creation import full_like
+from .elementwise import (
+    abs,
+    astype,
+    exp,
+    exp2,
+    floor_div,
+    isinf,
+    isnan,
+    logical_and,
+    logical_or,
+    mul,
+    sqrt,
+    where,
+)
+from .extras import _floats, _is_value, _number
+
+# ---------------------------------------------------------------- elementwise
+
+
+_BITS = dt.INTS + (dt.bool_,)
+
+
+@elementwise(dtypes=_BITS, ref=np.bitwise_and, differentiable=False)
+def bitwise_and(x, y):
+    """x & y, bit by bit (logical and for bools)."""
+    return x & y
+
+
+@elementwise(dtypes=_BITS, ref=np.bitwise_or, differentiable=False)
+def bitwise_or(x, y):
+    """x | y, bit by bit (logical or for bools)."""
+    return x | y
+
+
+@elementwise(dtypes=_BITS, ref=np.bitwise_xor, differentiable=False)
+def bitwise_xor(x, y):
+    """x ^ y, bit by bit (logical xor for bools)."""
+    return x ^ y
+
+
+@elementwise(dtypes=_BITS, ref=np.invert, differentiable=False)
+def bitwise_not(x):
+    """~x, bit by bit (logical not for bools)."""
+    return ~x
+
+
+def _shift_ref(shift, past):
+    """numpy's shift, with PyTorch's answer for a shift past the width or negative (numpy
+    leaves it to the hardware)."""
+
+    def ref(x, y):
+        dtype = np.result_type(x, y)
+        bits = 8 * dtype.itemsize
+        x, y = np.asarray(x, dtype), np.asarray(y, dtype)
+        out = shift(x, np.clip(y, 0, bits - 1))
+        return np.where((y < 0) | (y >= bits), past(x), out).astype(dtype)
+
+    return ref
+
+
+@elementwise(
+    dtypes=dt.INTS,
+    ref=_shift_ref(np.left_shift, np.zeros_like),
+    differentiable=False,
+)
+def bitwise_left_shift(x, y):
+    """x shifted left by y bits (wrapping around; 0 when y is negative or past the width)."""
+    if y < 0 or y >= 64:
+        return x - x
+    return x << y  # (numba computes int32 in int64: the store wraps it back)
+
+
+@elementwise(
+    dtypes=dt.INTS,
+    ref=_shift_ref(np.right_shift, lambda x: np.where(x < 0, -1, 0)),
+    differentiable=False,
+)
+def bitwise_right_shift(x, y):
+    """x shifted right by y bits, the sign bit filling in (-1 or 0 when y is negative or past
+    the width)."""
+    if y < 0 or y >= 64:
+        y = 63
+    return x >> y
+
+
+@elementwise(dtypes=(dt.float32, dt.float64), ref=np.nextafter, no_derivative=NOT_IN_PYTORCH)
+def nextafter(x, y):
+    """The next float after x toward y, in x's dtype (no float16: numba's CPU target would
+    step in float32)."""
+    return math.nextafter(x, y)
+
+
+def _frexp_mantissa_ref(x):
+    return np.frexp(x)[0]
+
+
+def _frexp_exponent_ref(x):
+    return np.frexp(x)[1].astype(np.int32)
+
+
+@elementwise(dtypes=dt.FLOATS, ref=_frexp_mantissa_ref, no_derivative=NOT_IN_PYTORCH)
+def frexp_mantissa(x):
+    """The mantissa of frexp: x = mantissa * 2**exponent, 0.5 <= |mantissa| < 1."""
+    return math.frexp(x)[0]
+
+
+@elementwise(dtypes=dt.FLOATS, ref=_frexp_exponent_ref, out_dtype=dt.int32, differentiable=False)
+def frexp_exponent(x):
+    """The exponent of frexp (int32; 0 for 0, inf and NaN)."""
+    return math.frexp(x)[1]
+
+
+Frexp = namedtuple("Frexp", ["mantissa", "exponent"])
+
+
+def frexp(input):
+    """(mantissa, exponent) with input = mantissa * 2**exponent, 0.5 <= |mantissa| < 1 (0, inf
+    and NaN give themselves and exponent 0), the exponent in int32. No gradient, as PyTorch."""
+    return Frexp(frexp_mantissa(input), frexp_exponent(input))
+
+
+def ldexp(input, other):
+    """input * 2**other, in a float dtype (integer input gives float32, as PyTorch)."""
+    x = _floats(input)
+    scale = astype(other, x.dtype) if _is_value(other) else float(_number("ldexp", "other", other))
+    return mul(x, exp2(scale))
+
+
+def fmax(input, other):
+    """The elementwise maximum, NaN only where both are NaN (numpy's fmax). The gradient goes
+    to input where input >= other (ties too) or other is NaN, else to other, as PyTorch's."""
+    first = input >= other
+    if _is_float_pair(input, other):
+        first = logical_or(first, isnan(other))
+    return where(first, input, other)
+
+
+def fmin(input, other):
+    """The elementwise minimum, NaN only where both are NaN (numpy's fmin); the gradient as
+    fmax's, with input <= other."""
+    first = input <= other
+    if _is_float_pair(input, other):
+        first = logical_or(first, isnan(other))
+    return where(first, input, other)
+
+
+def _is_float_pair(a, b):
+    return any(_is_value(x) and dt.is_float(x.dtype) for x in (a, b))
+
+
+floor_divide = floor_div  # PyTorch's floor_divide rounds toward minus infinity since 1.13
+
+
+def isposinf(input):
+    """True where input is +inf."""
+    return logical_and(isinf(input), input > 0)
+
+
+def isneginf(input):
+    """True where input is -inf."""
+    return logical_and(isinf(input), input < 0)
+
+
+def isreal(input):
+    """True everywhere: nbflow's tensors are real."""
+    return full_like(input, 1, dtype=dt.bool_)
+
+
+# Cephes' Chebyshev coefficients of exp(-x) i0(x) on [0, 8] and of exp(-x) sqrt(x) i0(x) on
+# (8, inf), as numpy's i0 uses them
+_I0_SMALL = (
+    -4.4153416464793395e-18, 3.3307945188222384e-17, -2.431279846547955e-16,
+    1.715391285555133e-15, -1.1685332877993451e-14, 7.676185498604936e-14,
+    -4.856446783111929e-13, 2.95505266312964e-12, -1.726826291441556e-11,
+    9.675809035373237e-11, -5.189795601635263e-10, 2.6598237246823866e-09,
+    -1.300025009986248e-08, 6.046995022541919e-08, -2.670793853940612e-07,
+    1.1173875391201037e-06, -4.4167383584587505e-06, 1.6448448070728896e-05,
+    -5.754195010082104e-05, 0.00018850288509584165, -0.0005763755745385824,
+    0.0016394756169413357, -0.004324309995050576, 0.010546460394594998,
+    -0.02373741480589947, 0.04930528423967071, -0.09490109704804764,
+    0.17162090152220877, -0.3046826723431984, 0.6767952744094761,
+)  # fmt: skip
+_I0_LARGE = (
+    -7.233180487874754e-18, -4.830504485944182e-18, 4.46562142029676e-17,
+    3.461222867697461e-17, -2.8276239805165836e-16, -3.425485619677219e-16,
+    1.7725601330565263e-15, 3.8116806693526224e-15, -9.554846698828307e-15,
+    -4.150569347287222e-14, 1.54008621752141e-14, 3.8527783827421426e-13,
+    7.180124451383666e-13, -1.7941785315068062e-12, -1.3215811840447713e-11,
+    -3.1499165279632416e-11, 1.1889147107846439e-11, 4.94060238822497e-10,
+    3.3962320257083865e-09, 2.266668990498178e-08, 2.0489185894690638e-07,
+    2.8913705208347567e-06, 6.889758346916825e-05, 0.0033691164782556943,
+    0.8044904110141088,
+)  # fmt: skip
+
+
+def _chebyshev(y, coefficients):
+    """Clenshaw's sum of the Chebyshev series at y (Cephes' chbevl)."""
+    b0, b1, b2 = coefficients[0], 0.0, 0.0
+    for c in coefficients[1:]:
+        b2, b1 = b1, b0
+        b0 = y * b1 - b2 + c
+    return (b0 - b2) * 0.5
+
+
+def i0(input):
+    """The modified Bessel function of the first kind of order 0 (integers give float32).
+    Composed from the Chebyshev series numpy's i0 uses, so its gradient (i1) is the series'
+    own derivative."""
+    # summed in float64 (float32's rounding piles up over the 30 terms), returned in input's
+    # float dtype
+    dtype = _floats(input).dtype
+    x = abs(astype(input, dt.float64))
+    small = x <= 8
+    # each series sees only its own range (the other's input is a harmless 8), so neither
+    # overflows into a NaN gradient where it is not used
+    near = _chebyshev(where(small, x, 8.0) / 2 - 2, _I0_SMALL)
+    far_x = where(small, 8.0, x)
+    far = _chebyshev(32 / far_x - 2, _I0_LARGE) / sqrt(far_x)
+    return astype(exp(x) * where(small, near, far), dtype)
+
+
+__all__ = [
+    "bitwise_and",
+    "bitwise_or",
+    "bitwise_xor",
+    "bitwise_not",
+    "bitwise_left_shift",
+    "bitwise_right_shift",
+    "nextafter",
+    "frexp",
+    "ldexp",
+    "fmax",
+    "fmin",
+    "isposinf",
+    "isneginf",
+    "isreal",
+    "i0",
+    "floor_divide",
+]

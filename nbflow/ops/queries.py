@@ -1,0 +1,169 @@
+"""PyTorch's questions about tensors and dtypes (is_tensor, is_floating_point, finfo,
+promote_types, ...), as_tensor, and the constants torch exports (e, pi, inf, nan, newaxis)."""
+
+import math
+
+import numpy as np
+
+from .. import dtypes as dt
+from ..errors import (
+    DTypeError,
+    ShapeError,
+)
+from .creation import manual_seed, on_device
+from .elementwise import (
+    astype,
+)
+from .extras import _is_value, numel
+from .shape import (
+    reshape,
+)
+
+# ---------------------------------------------------------------- tensors and dtypes
+
+
+def is_tensor(obj):
+    """Whether obj is an nbflow tensor (a graph value counts, so a function traced by
+    nbflow.jit decides as it does in eager mode)."""
+    from ..operators import Operators  # (lazily: operators imports the ops)
+
+    return isinstance(obj, Operators)
+
+
+def as_tensor(data, dtype=None, device=None):
+    """data as a tensor: a tensor of that dtype (and device) itself, no copy; another one
+    converted (recorded, so gradients flow back); other data copied as nbflow.tensor does
+    (nbflow.from_numpy shares a numpy array's memory)."""
+    want = None if dtype is None else dt.as_dtype(dtype)
+    if not is_tensor(data):
+        try:
+            array = np.asarray(data)
+        except ValueError as e:  # ragged nested lists
+            raise ShapeError(f"as_tensor: cannot make a tensor from this data: {e}") from None
+        if want is None:
+            want = _data_dtype(data, array)
+        data = astype(array, want)
+    elif want is not None and want != data.dtype:
+        data = astype(data, want)
+    return on_device(data, device)
+
+
+def _data_dtype(data, array):
+    """nbflow.tensor's inferred dtype: Python floats and ints as float32 and int64."""
+    kind = array.dtype.kind
+    if kind not in "biuf":
+        raise DTypeError(f"as_tensor: cannot make a tensor from data of dtype {array.dtype}")
+    if not isinstance(data, np.ndarray) and kind in "fiu":
+        return dt.DEFAULT_FLOAT if kind == "f" else dt.DEFAULT_INT
+    return dt.widen(array.dtype.newbyteorder("="))
+
+
+def get_default_dtype():
+    """The dtype of float tensors made from Python floats: float32 (nbflow's is fixed)."""
+    return dt.DEFAULT_FLOAT
+
+
+# ---------------------------------------------------------------- constants and dtypes
+
+e, pi, inf, nan = math.e, math.pi, math.inf, math.nan
+newaxis = None  # x[nbflow.newaxis] adds a dim, as numpy's
+
+
+def is_floating_point(input):
+    """Whether input's dtype is a float dtype."""
+    return dt.is_float(input.dtype)
+
+
+def is_complex(input):
+    """False: nbflow has no complex dtypes."""
+    return False
+
+
+def is_signed(input):
+    """Whether input's dtype is signed (every nbflow dtype but bool)."""
+    return np.dtype(input.dtype).kind in "if"
+
+
+def is_same_size(input, other):
+    """Whether the two tensors have the same shape."""
+    return tuple(input.shape) == tuple(other.shape)
+
+
+def is_nonzero(input):
+    """Whether a tensor of exactly one element is nonzero (eager tensors: a graph value has
+    no value until its program runs)."""
+    if numel(input) != 1:
+        raise ShapeError(f"is_nonzero: input must have one element, got shape {input.shape}")
+    return bool(reshape(input, ()))
+
+
+def can_cast(from_, to):
+    """Whether PyTorch's casting rules allow from_ to to: never to a lower kind (float to
+    int, int or float to bool)."""
+    return dt.kind(dt.as_dtype(to)) >= dt.kind(dt.as_dtype(from_))
+
+
+def promote_types(type1, type2):
+    """The dtype the two dtypes promote to (nbflow/dtypes.py's table, PyTorch's)."""
+    return dt.promote_pair(dt.as_dtype(type1), dt.as_dtype(type2))
+
+
+def result_type(tensor1, tensor2):
+    """The dtype an elementwise op on the two (tensors or numbers) gives. nbflow's rule: a
+    number is weak (counts only when of a higher kind), a 0-d tensor is not (PyTorch also
+    makes 0-d tensors weak against dimensioned ones)."""
+    both = (tensor1, tensor2)
+    strong = [x.dtype for x in both if _is_value(x)]
+    return dt.promote(strong, [dt.scalar_dtype(x) for x in both if not _is_value(x)])
+
+
+def finfo(type=None):
+    """numpy's finfo of a float dtype (float32 when None): eps, max, min, tiny, bits..."""
+    dtype = dt.DEFAULT_FLOAT if type is None else dt.as_dtype(type)
+    if not dt.is_float(dtype):
+        raise DTypeError(f"finfo takes a float dtype, got {dtype}")
+    return np.finfo(dtype)
+
+
+def iinfo(type):
+    """numpy's iinfo of an integer dtype: min, max, bits."""
+    dtype = dt.as_dtype(type)
+    if dtype not in dt.INTS:
+        raise DTypeError(f"iinfo takes an integer dtype, got {dtype}")
+    return np.iinfo(dtype)
+
+
+def seed():
+    """Seed the default generator from the system's entropy; returns the seed (an int)."""
+    value = int(np.random.SeedSequence().entropy % 2**63)
+    manual_seed(value)
+    return value
+
+
+def get_device(input):
+    """-1 on the CPU, else the GPU's index (PyTorch's answer)."""
+    return input.get_device()
+
+
+__all__ = [
+    "is_tensor",
+    "as_tensor",
+    "get_default_dtype",
+    "is_floating_point",
+    "is_complex",
+    "is_signed",
+    "is_same_size",
+    "is_nonzero",
+    "can_cast",
+    "promote_types",
+    "result_type",
+    "finfo",
+    "iinfo",
+    "get_device",
+    "newaxis",
+    "seed",
+    "e",
+    "pi",
+    "inf",
+    "nan",
+]
