@@ -61,6 +61,7 @@ from .graph import (
     static,
     trace,
 )
+from .kernels.threads import get_num_threads, set_num_threads
 
 # PyTorch's top-level names of the nn ops whose torch.* signature is F's (the others are in
 # ops/compat.py, which can't import nn: nn is built on the ops)

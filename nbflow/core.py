@@ -399,7 +399,7 @@ class Op:
         chosen = specs if self.promote is None else [specs[i] for i in self.promote]
         d = dt.promote([s.dtype for s in chosen if not s.weak], [s.dtype for s in chosen if s.weak])
         if d is not None and self.to_float and not dt.is_float(d):
-            d = dt.DEFAULT_FLOAT
+            d = dt.default_float()
         return d
 
     def kernel(self, device: str, dtype: np.dtype) -> Callable:

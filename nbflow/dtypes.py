@@ -34,8 +34,36 @@ INTS = (int32, int64)
 NUMERIC = INTS + FLOATS
 ALL = (bool_,) + NUMERIC
 
-DEFAULT_FLOAT = float32
 DEFAULT_INT = int64
+
+
+class _DefaultFloat:
+    """The default float dtype as a value to pass on (an op attr's default, a `dtype=`
+    default): it stands for whatever `default_float()` is when it is used."""
+
+    def __repr__(self) -> str:
+        return "the default float dtype"
+
+
+DEFAULT = _DefaultFloat()
+_default_float = float32  # what Python floats and float creation ops give: set_default_float
+
+
+def default_float() -> np.dtype:
+    """The dtype of tensors made from Python floats and of float creation ops without a dtype
+    (float32 unless set_default_dtype changed it)."""
+    return _default_float
+
+
+def set_default_float(d) -> None:
+    """Make `d`, float32 or float64, the default float dtype. float16 is refused: numba has no
+    CPU float16 arithmetic, so every op would compute through float32 copies."""
+    global _default_float
+    d = as_dtype(d)
+    if d not in (float32, float64):
+        raise DTypeError(f"the default float dtype must be float32 or float64, not {d}")
+    _default_float = d
+
 
 SHORT = {bool_: "bool", int32: "i32", int64: "i64", float16: "f16", float32: "f32", float64: "f64"}
 
@@ -53,11 +81,14 @@ _WIDEN = {
 }
 
 _KIND = {bool_: 0, int32: 1, int64: 1, float16: 2, float32: 2, float64: 2}
-_KIND_DEFAULT = (bool_, DEFAULT_INT, DEFAULT_FLOAT)
 
 
 def as_dtype(d) -> np.dtype:
-    """The supported numpy dtype for `d` (a dtype, a type, or a name like 'float32' or 'f32')."""
+    """The supported numpy dtype for `d` (a dtype, a type, or a name like 'float32' or 'f32');
+    None or DEFAULT: the default float dtype, as PyTorch's dtype=None (numpy's would be
+    float64 whatever the default)."""
+    if d is None or d is DEFAULT:
+        return _default_float
     if isinstance(d, str) and d in _BY_SHORT:
         return _BY_SHORT[d]
     try:
@@ -103,7 +134,7 @@ def promote(dts, weak=None) -> np.dtype:
     for w in weak or ():
         # a weak scalar only matters when its kind is higher than what the tensors have
         if result is None or _KIND[w] > _KIND[result]:
-            result = _KIND_DEFAULT[_KIND[w]]
+            result = (bool_, DEFAULT_INT, _default_float)[_KIND[w]]
     return result
 
 
@@ -114,7 +145,7 @@ def scalar_dtype(value) -> np.dtype:
     if isinstance(value, (int, np.integer)):
         return DEFAULT_INT
     if isinstance(value, (float, np.floating)):
-        return DEFAULT_FLOAT
+        return _default_float
     raise DTypeError(f"not a number: {value!r} of type {type(value).__name__}")
 
 

@@ -956,7 +956,7 @@ for _name, _op in COMPARISONS.items():
 def _infer_dtype(data) -> np.dtype:
     a = np.asarray(data)
     if a.dtype.kind == "f" and not isinstance(data, np.ndarray):
-        return dt.DEFAULT_FLOAT  # Python floats default to float32, as in PyTorch
+        return dt.default_float()  # Python floats: float32 unless set_default_dtype changed it
     if a.dtype.kind in "iu" and not isinstance(data, np.ndarray):
         return dt.DEFAULT_INT
     if a.dtype.kind not in "biuf":

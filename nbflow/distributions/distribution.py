@@ -26,7 +26,7 @@ def broadcast_all(*values):
     torch.distributions.utils.broadcast_all does."""
     dtype = next(
         (v.dtype for v in values if is_tensor(v) and v.dtype.kind == "f"),
-        dt.DEFAULT_FLOAT,
+        dt.default_float(),
     )
     device = next((v.device for v in values if isinstance(v, Tensor)), None)
     ts = [v if is_tensor(v) else tensor(float(v), dtype, device=device) for v in values]

@@ -38,6 +38,7 @@ from types import BuiltinFunctionType, FunctionType, MethodType, ModuleType
 
 import numpy as np
 
+from .. import dtypes as dt
 from ..autograd import backprop
 from ..core import STATE, Node, is_grad_enabled, rebuilt, set_grad_enabled, use_trace
 from ..device import DeviceError
@@ -454,7 +455,8 @@ class JitFunction:
 
     def lookup(self, arguments: dict) -> Traced:
         key = tuple((name, _key(v)) for name, v in arguments.items())
-        key = (key, _modes(self.fn, arguments))
+        # (a trace made under another default float dtype holds constants of that dtype)
+        key = (key, _modes(self.fn, arguments), dt.default_float())
         traced = self.cache.get(key)
         # a captured tensor that started or stopped requiring grad needs other gradient ops
         if traced is None or traced.grad_flags != _grad_flags(traced.program):

@@ -85,3 +85,30 @@ def blas_call(key, fn, *args, **kwargs):
             lib.set_num_threads(threads)
     chooser.record(threaded, time.perf_counter() - start)
     return result
+
+
+def set_num_threads(n: int) -> None:
+    """PyTorch's set_num_threads: the threads that nbflow's parallel kernels (numba's prange)
+    and numpy's OpenBLAS may use, at most the cores numba found (its thread pool's size). The
+    thread choices measured so far are dropped: they were made for the old count."""
+    import numba
+
+    from ..errors import ArgumentError
+
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise ArgumentError(f"set_num_threads: needs an int >= 1, got {n!r}")
+    n = min(n, numba.config.NUMBA_NUM_THREADS)
+    numba.set_num_threads(n)
+    lib = numpy_openblas()
+    if lib is not None:
+        lib.set_num_threads(n)
+    global _OPENBLAS
+    _OPENBLAS = None  # (found again: with one thread there is nothing to switch)
+    _CHOOSERS.clear()
+
+
+def get_num_threads() -> int:
+    """The threads nbflow's parallel kernels may use (set_num_threads)."""
+    import numba
+
+    return numba.get_num_threads()

@@ -13,7 +13,6 @@ import nbflow as nb
 
 from .. import dtypes as dt
 from ..core import is_int
-from ..dtypes import float32
 from ..errors import DTypeError, ShapeError
 from . import functional as F
 from . import init
@@ -37,7 +36,7 @@ class MultiheadAttention(Module):
         kdim=None,
         vdim=None,
         batch_first=False,
-        dtype=float32,
+        dtype=None,
         generator=None,
     ):
         super().__init__()

@@ -16,7 +16,6 @@ import numpy as np
 
 import nbflow as nb
 
-from ..dtypes import float32
 from ..errors import ShapeError, UnsupportedError
 from ..tensor import Tensor
 from . import init
@@ -110,7 +109,7 @@ class EmbeddingBag(Module):
         _weight=None,
         include_last_offset=False,
         padding_idx=None,
-        dtype=float32,
+        dtype=None,
         generator=None,
     ):
         super().__init__()

@@ -14,7 +14,6 @@ from collections import OrderedDict
 import nbflow as nb
 
 from ..core import STATE, UNKNOWN, is_int, is_probability
-from ..dtypes import float32
 from ..errors import UnsupportedError
 from ..operators import Operators
 from ..tensor import EagerTrace
@@ -331,7 +330,7 @@ class Flatten(Module):
 class Linear(Module):
     """y = x @ weight.T + bias, weight (out_features, in_features)."""
 
-    def __init__(self, in_features, out_features, bias=True, dtype=float32, generator=None) -> None:
+    def __init__(self, in_features, out_features, bias=True, dtype=None, generator=None) -> None:
         super().__init__()
         self.in_features, self.out_features = int(in_features), int(out_features)
         self.weight = _empty(self.out_features, self.in_features, dtype=dtype)
@@ -371,7 +370,7 @@ class _ConvNd(Module):
         groups=1,
         bias=True,
         padding_mode="zeros",
-        dtype=float32,
+        dtype=None,
         generator=None,
     ):
         super().__init__()
@@ -537,7 +536,7 @@ class _BatchNorm(Module):
         momentum=0.1,
         affine=True,
         track_running_stats=True,
-        dtype=float32,
+        dtype=None,
     ):
         super().__init__()
         self.num_features, self.eps, self.momentum = int(num_features), float(eps), momentum
@@ -626,9 +625,7 @@ class BatchNorm2d(_BatchNorm):
 class LayerNorm(Module):
     """Normalise over the last len(normalized_shape) dims, then scale and shift."""
 
-    def __init__(
-        self, normalized_shape, eps=1e-5, elementwise_affine=True, bias=True, dtype=float32
-    ):
+    def __init__(self, normalized_shape, eps=1e-5, elementwise_affine=True, bias=True, dtype=None):
         super().__init__()
         if isinstance(normalized_shape, int):
             normalized_shape = (normalized_shape,)
@@ -657,7 +654,7 @@ class GroupNorm(Module):
     """Normalise each group of num_channels / num_groups channels, then scale and shift per
     channel (PyTorch's GroupNorm)."""
 
-    def __init__(self, num_groups, num_channels, eps=1e-5, affine=True, dtype=float32):
+    def __init__(self, num_groups, num_channels, eps=1e-5, affine=True, dtype=None):
         super().__init__()
         if not all(is_int(v) and v > 0 for v in (num_groups, num_channels)):
             raise ValueError(
@@ -718,7 +715,7 @@ class Embedding(Module):
         norm_type=2.0,
         scale_grad_by_freq=False,
         sparse=False,
-        dtype=float32,
+        dtype=None,
         generator=None,
     ):
         super().__init__()
@@ -770,7 +767,7 @@ class Embedding(Module):
 class _RNNCellBase(Module):
     gates = 1
 
-    def __init__(self, input_size, hidden_size, bias=True, dtype=float32, generator=None):
+    def __init__(self, input_size, hidden_size, bias=True, dtype=None, generator=None):
         super().__init__()
         self.input_size, self.hidden_size, self.bias = int(input_size), int(hidden_size), bias
         rows = self.gates * self.hidden_size
@@ -875,7 +872,7 @@ class RNNCell(_RNNCellBase):
         hidden_size,
         bias=True,
         nonlinearity="tanh",
-        dtype=float32,
+        dtype=None,
         generator=None,
     ):
         if nonlinearity not in ("tanh", "relu"):
@@ -956,7 +953,7 @@ class _ConvTransposeNd(Module):
         bias=True,
         dilation=1,
         padding_mode="zeros",
-        dtype=float32,
+        dtype=None,
         generator=None,
     ):
         super().__init__()
@@ -1458,7 +1455,7 @@ class PReLU(Module):
     """max(0, x) + weight * min(0, x) with a learned weight: one value, or one per channel
     (num_parameters), all starting at `init`."""
 
-    def __init__(self, num_parameters: int = 1, init: float = 0.25, dtype=float32):
+    def __init__(self, num_parameters: int = 1, init: float = 0.25, dtype=None):
         super().__init__()
         self.num_parameters, self.init = int(num_parameters), float(init)
         self.weight = Parameter(nb.full((self.num_parameters,), self.init, dtype=dtype))
@@ -1480,7 +1477,7 @@ class RMSNorm(Module):
     """x / sqrt(mean(x^2) + eps) over the last len(normalized_shape) dims, times a weight;
     eps None is the machine epsilon of the input's dtype (PyTorch's default)."""
 
-    def __init__(self, normalized_shape, eps=None, elementwise_affine=True, dtype=float32):
+    def __init__(self, normalized_shape, eps=None, elementwise_affine=True, dtype=None):
         super().__init__()
         if isinstance(normalized_shape, int):
             normalized_shape = (normalized_shape,)
@@ -1518,7 +1515,7 @@ class _InstanceNorm(Module):
         momentum=0.1,
         affine=False,
         track_running_stats=False,
-        dtype=float32,
+        dtype=None,
     ):
         super().__init__()
         self.num_features, self.eps, self.momentum = int(num_features), float(eps), momentum
@@ -1655,7 +1652,7 @@ class Bilinear(Module):
     uniform(+-1/sqrt(in1_features)) as PyTorch's."""
 
     def __init__(
-        self, in1_features, in2_features, out_features, bias=True, dtype=float32, generator=None
+        self, in1_features, in2_features, out_features, bias=True, dtype=None, generator=None
     ):
         super().__init__()
         self.in1_features, self.in2_features = int(in1_features), int(in2_features)

@@ -28,7 +28,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..core import UNKNOWN, no_grad
-from ..dtypes import float32
+from ..dtypes import as_dtype
 from ..errors import ShapeError, UnsupportedError
 from . import init
 from .layers import (
@@ -160,7 +160,7 @@ class LazyLinear(LazyModuleMixin, Linear):
 
     def __init__(self, out_features, bias=True, device=None, dtype=None, generator=None):
         _cpu(device, "LazyLinear")
-        dtype = float32 if dtype is None else dtype
+        dtype = as_dtype(dtype)
         super().__init__(0, out_features, False, dtype)
         self.weight = UninitializedParameter(dtype=dtype)
         if bias:
@@ -229,7 +229,7 @@ def _conv(ordinary, dims):
         padding_mode="zeros", device=None, dtype=None, generator=None,
     ):  # fmt: skip
         _cpu(device, name)
-        dtype = float32 if dtype is None else dtype
+        dtype = as_dtype(dtype)
         geometry = (stride, padding, dilation, groups, False, padding_mode, dtype)
         ordinary.__init__(self, 0, out_channels, kernel_size, *geometry)
         self._lazy_init(bias, dtype, generator)
@@ -247,7 +247,7 @@ def _conv_transpose(ordinary, dims):
         bias=True, dilation=1, padding_mode="zeros", device=None, dtype=None, generator=None,
     ):  # fmt: skip
         _cpu(device, name)
-        dtype = float32 if dtype is None else dtype
+        dtype = as_dtype(dtype)
         geometry = (stride, padding, output_padding, groups, False, dilation, padding_mode, dtype)
         ordinary.__init__(self, 0, out_channels, kernel_size, *geometry)
         self._lazy_init(bias, dtype, generator)
@@ -318,7 +318,7 @@ def _norm(ordinary):
         dtype=None,
     ):  # fmt: skip
         _cpu(device, name)
-        dtype = float32 if dtype is None else dtype
+        dtype = as_dtype(dtype)
         ordinary.__init__(self, 0, eps, momentum, affine, track_running_stats, dtype)
         self._lazy_init(dtype)
 

@@ -28,7 +28,7 @@ import numpy as np
 from .. import dtypes as dt
 from .. import ops
 from ..core import STATE
-from ..dtypes import float32
+from ..dtypes import as_dtype
 from ..errors import AttrError, DomainError, DTypeError, ShapeError
 from ..ops.conv import _batched
 from ..tensor import EagerTrace
@@ -243,7 +243,7 @@ class SyncBatchNorm(_BatchNorm):
         self, num_features, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True,
         process_group=None, device=None, dtype=None,
     ):  # fmt: skip
-        dtype = float32 if dtype is None else dtype
+        dtype = as_dtype(dtype)
         super().__init__(num_features, eps, momentum, affine, track_running_stats, dtype)
         self.process_group = process_group
         if device is not None:
@@ -334,7 +334,7 @@ class RNNBase(_RNNBase, metaclass=_Covers):
         # (read by _RNNBase.__init__, before Module.__init__ allows attribute assignment)
         self.__dict__.update(gates=kind.gates, states=kind.states, _kind=kind)
         options = (num_layers, bias, batch_first, dropout, bidirectional, proj_size)
-        super().__init__(input_size, hidden_size, *options, dtype or float32, generator)
+        super().__init__(input_size, hidden_size, *options, as_dtype(dtype), generator)
         self.mode = mode
         if nonlinearity is not None:
             self.nonlinearity = nonlinearity
@@ -355,7 +355,7 @@ class RNNCellBase(_RNNCellBase, metaclass=_Covers):
         self, input_size, hidden_size, bias, num_chunks, device=None, dtype=None, generator=None
     ):
         self.__dict__["gates"] = int(num_chunks)  # (read by _RNNCellBase.__init__)
-        super().__init__(input_size, hidden_size, bias, dtype or float32, generator)
+        super().__init__(input_size, hidden_size, bias, as_dtype(dtype), generator)
         if device is not None:
             self.to(device)
 
@@ -391,7 +391,7 @@ class AdaptiveLogSoftmaxWithLoss(Module):
                 "cutoffs should be a sequence of unique, positive integers sorted in an "
                 "increasing order, where each value is between 1 and n_classes-1"
             )
-        dtype = float32 if dtype is None else dtype
+        dtype = as_dtype(dtype)
         self.in_features, self.n_classes = int(in_features), int(n_classes)
         self.cutoffs = [int(c) for c in cutoffs] + [self.n_classes]
         self.div_value, self.head_bias = div_value, head_bias

@@ -100,7 +100,7 @@ class _Uninitialized(Tensor):
                 f"{type(self).__name__}: only device 'cpu'; materialise the lazy module (call "
                 "it on a batch), then move it with .to(device)"
             )
-        dtype = dt.float32 if dtype is None else dt.as_dtype(dtype)
+        dtype = dt.as_dtype(dtype)
         super().__init__(np.empty((0,), dtype))
         if requires_grad:
             self.requires_grad_(True)

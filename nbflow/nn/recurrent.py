@@ -15,7 +15,6 @@ import numpy as np
 
 import nbflow as nb
 
-from ..dtypes import float32
 from ..operators import Operators
 from . import init
 from .layers import gru_gates, lstm_gates
@@ -37,7 +36,7 @@ class _RNNBase(Module):
         dropout=0.0,
         bidirectional=False,
         proj_size=0,
-        dtype=float32,
+        dtype=None,
         generator=None,
     ):
         super().__init__()

@@ -14,7 +14,7 @@ import math
 
 import nbflow as nb
 
-from ..dtypes import float32
+from ..dtypes import as_dtype
 from ..errors import ShapeError
 from . import functional as F
 from . import init
@@ -50,7 +50,7 @@ class TransformerEncoderLayer(Module):
         batch_first=False,
         norm_first=False,
         bias=True,
-        dtype=float32,
+        dtype=None,
         generator=None,
     ):
         super().__init__()
@@ -103,7 +103,7 @@ class TransformerDecoderLayer(Module):
         batch_first=False,
         norm_first=False,
         bias=True,
-        dtype=float32,
+        dtype=None,
         generator=None,
     ):
         super().__init__()
@@ -246,7 +246,7 @@ class Transformer(Module):
         batch_first=False,
         norm_first=False,
         bias=True,
-        dtype=float32,
+        dtype=None,
         generator=None,
     ):
         super().__init__()
@@ -312,8 +312,8 @@ class Transformer(Module):
     @staticmethod
     def generate_square_subsequent_mask(sz, device=None, dtype=None):
         """PyTorch's causal mask for a sequence of sz: 0 on and below the diagonal, -inf
-        above it (float32 unless dtype is given)."""
-        full = nb.full((int(sz), int(sz)), -math.inf, dtype=dtype or float32, device=device)
+        above it (the default float dtype unless dtype is given)."""
+        full = nb.full((int(sz), int(sz)), -math.inf, dtype=as_dtype(dtype), device=device)
         return nb.triu(full, 1)
 
 

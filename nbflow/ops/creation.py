@@ -84,7 +84,7 @@ def _like_spec(x, dtype=None, **kw):
     return Spec(x.shape, x.dtype if dtype is None else dtype)
 
 
-SHAPE_DTYPE = {"shape": Attr("ints"), "dtype": Attr("dtype", dt.DEFAULT_FLOAT)}
+SHAPE_DTYPE = {"shape": Attr("ints"), "dtype": Attr("dtype", dt.DEFAULT)}
 
 
 def _declare(name, spec, launch, ref, attrs, inputs=(), dtypes=dt.ALL, doc=""):
@@ -320,7 +320,7 @@ uniform_op = _random_op(
     {"low": Attr("float", 0.0), "high": Attr("float", 1.0)},
     _check_uniform,
     dt.FLOATS,
-    dt.DEFAULT_FLOAT,
+    dt.DEFAULT,
     "Uniform samples in [low, high).",
 )
 normal_op = _random_op(
@@ -330,7 +330,7 @@ normal_op = _random_op(
     {"mean": Attr("float", 0.0), "std": Attr("float", 1.0)},
     _check_normal,
     dt.FLOATS,
-    dt.DEFAULT_FLOAT,
+    dt.DEFAULT,
     "Normal samples with the given mean and standard deviation.",
 )
 randint_op = _random_op(
@@ -378,15 +378,15 @@ def full(shape, value, dtype=None, device=None, requires_grad=False):
     return on_device(full_op(shape=shape, value=value, dtype=dtype), device, requires_grad)
 
 
-def zeros(*shape, dtype=dt.DEFAULT_FLOAT, device=None, requires_grad=False):
+def zeros(*shape, dtype=None, device=None, requires_grad=False):
     return on_device(full_op(shape=_shape(shape), value=0, dtype=dtype), device, requires_grad)
 
 
-def ones(*shape, dtype=dt.DEFAULT_FLOAT, device=None, requires_grad=False):
+def ones(*shape, dtype=None, device=None, requires_grad=False):
     return on_device(full_op(shape=_shape(shape), value=1, dtype=dtype), device, requires_grad)
 
 
-def empty(*shape, dtype=dt.DEFAULT_FLOAT, device=None, requires_grad=False):
+def empty(*shape, dtype=None, device=None, requires_grad=False):
     """PyTorch's empty, filled with zeros: nbflow does not hand out uninitialised memory."""
     return zeros(*shape, dtype=dtype, device=device, requires_grad=requires_grad)
 
@@ -422,12 +422,12 @@ def arange(start, stop=None, step=1, dtype=None, device=None, requires_grad=Fals
     )
 
 
-def linspace(start, stop, num, dtype=dt.DEFAULT_FLOAT, device=None, requires_grad=False):
+def linspace(start, stop, num, dtype=None, device=None, requires_grad=False):
     t = linspace_op(start=start, stop=stop, num=num, dtype=dtype)
     return on_device(t, device, requires_grad)
 
 
-def eye(n, m=None, dtype=dt.DEFAULT_FLOAT, device=None, requires_grad=False):
+def eye(n, m=None, dtype=None, device=None, requires_grad=False):
     return on_device(eye_op(n=n, m=m, dtype=dtype), device, requires_grad)
 
 
@@ -435,7 +435,7 @@ def uniform(
     *shape,
     low=0.0,
     high=1.0,
-    dtype=dt.DEFAULT_FLOAT,
+    dtype=None,
     generator=None,
     device=None,
     requires_grad=False,
@@ -444,7 +444,7 @@ def uniform(
     return on_device(t, device, requires_grad)
 
 
-def rand(*shape, dtype=dt.DEFAULT_FLOAT, generator=None, device=None, requires_grad=False):
+def rand(*shape, dtype=None, generator=None, device=None, requires_grad=False):
     return uniform(
         *shape, dtype=dtype, generator=generator, device=device, requires_grad=requires_grad
     )
@@ -454,7 +454,7 @@ def normal(
     *shape,
     mean=0.0,
     std=1.0,
-    dtype=dt.DEFAULT_FLOAT,
+    dtype=None,
     generator=None,
     device=None,
     requires_grad=False,
@@ -463,7 +463,7 @@ def normal(
     return on_device(t, device, requires_grad)
 
 
-def randn(*shape, dtype=dt.DEFAULT_FLOAT, generator=None, device=None, requires_grad=False):
+def randn(*shape, dtype=None, generator=None, device=None, requires_grad=False):
     return normal(
         *shape, dtype=dtype, generator=generator, device=device, requires_grad=requires_grad
     )

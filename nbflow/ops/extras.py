@@ -114,7 +114,7 @@ def _known(name, x, dim):
 
 def _floats(x):
     """x as a float tensor (integers and bools in the default float dtype, as PyTorch)."""
-    return x if dt.is_float(x.dtype) else astype(x, dt.DEFAULT_FLOAT)
+    return x if dt.is_float(x.dtype) else astype(x, dt.default_float())
 
 
 def _eager_or_none(t):
@@ -321,7 +321,7 @@ def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_
     exponents = linspace(float(start), float(end), steps, dtype=dt.float64)
     # computed in float64, then rounded once to the dtype asked for
     values = float(base) ** exponents
-    dtype = dt.DEFAULT_FLOAT if dtype is None else dt.as_dtype(dtype)
+    dtype = dt.as_dtype(dtype)
     return on_device(astype(values, dtype), device, requires_grad)
 
 

@@ -303,7 +303,7 @@ def inclusive_range(start=0, end=None, step=1, *, dtype=None, device=None, requi
         raise DomainError(f"range: end {end} can't be reached from start {start} by step {step}")
     count = int(math.floor((end - start) / step)) + 1
     values = start + step * np.arange(count, dtype=np.float64)
-    dtype = dt.DEFAULT_FLOAT if dtype is None else dt.as_dtype(dtype)
+    dtype = dt.as_dtype(dtype)
     return on_device(astype(values, dtype), device, requires_grad)
 
 
@@ -311,7 +311,7 @@ def scalar_tensor(s, *, dtype=None, device=None, requires_grad=False):
     """The number s as a 0-d tensor, in the default float dtype unless given."""
     if not isinstance(s, (bool, np.bool_)):
         _number("scalar_tensor", "s", s)
-    dtype = dt.DEFAULT_FLOAT if dtype is None else dt.as_dtype(dtype)
+    dtype = dt.as_dtype(dtype)
     return on_device(astype(np.asarray(dt.scalar(s, dtype)), dtype), device, requires_grad)
 
 

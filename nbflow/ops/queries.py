@@ -6,6 +6,8 @@ import math
 import numpy as np
 
 from .. import dtypes as dt
+from ..core import REGISTRY
+from ..core import broadcast_shapes as broadcast_shapes_of
 from ..errors import (
     DTypeError,
     ShapeError,
@@ -49,18 +51,41 @@ def as_tensor(data, dtype=None, device=None):
 
 
 def _data_dtype(data, array):
-    """nbflow.tensor's inferred dtype: Python floats and ints as float32 and int64."""
+    """nbflow.tensor's inferred dtype: Python floats and ints as the default float dtype and
+    int64."""
     kind = array.dtype.kind
     if kind not in "biuf":
         raise DTypeError(f"as_tensor: cannot make a tensor from data of dtype {array.dtype}")
     if not isinstance(data, np.ndarray) and kind in "fiu":
-        return dt.DEFAULT_FLOAT if kind == "f" else dt.DEFAULT_INT
+        return dt.default_float() if kind == "f" else dt.DEFAULT_INT
     return dt.widen(array.dtype.newbyteorder("="))
 
 
 def get_default_dtype():
-    """The dtype of float tensors made from Python floats: float32 (nbflow's is fixed)."""
-    return dt.DEFAULT_FLOAT
+    """The dtype of float tensors made from Python floats (float32 unless set_default_dtype
+    changed it)."""
+    return dt.default_float()
+
+
+def broadcast_shapes(*shapes):
+    """The shape the given shapes broadcast to (PyTorch's broadcast_shapes; an int is a 1-D
+    shape); ShapeError when they do not broadcast."""
+    as_tuples = [(s,) if isinstance(s, (int, np.integer)) else tuple(s) for s in shapes]
+    if any(not isinstance(n, (int, np.integer)) or n < 0 for s in as_tuples for n in s):
+        raise ShapeError(f"broadcast_shapes: dims must be ints >= 0, got {as_tuples}")
+    return tuple(broadcast_shapes_of(*as_tuples))
+
+
+def set_default_dtype(d):
+    """PyTorch's set_default_dtype: float32 or float64 becomes the dtype of tensors made from
+    Python floats, of float creation ops without a dtype, of integer inputs to float ops
+    (sqrt of an int tensor) and of new modules' parameters. Existing tensors keep theirs; the
+    ops' cached plans and checked attrs, made for the old default, are dropped, and @jit
+    traces again (its cache key holds the default)."""
+    dt.set_default_float(d)
+    for op in REGISTRY.values():
+        op.cache.clear()
+        op.checked_attrs.clear()
 
 
 # ---------------------------------------------------------------- constants and dtypes
@@ -119,7 +144,7 @@ def result_type(tensor1, tensor2):
 
 def finfo(type=None):
     """numpy's finfo of a float dtype (float32 when None): eps, max, min, tiny, bits..."""
-    dtype = dt.DEFAULT_FLOAT if type is None else dt.as_dtype(type)
+    dtype = dt.as_dtype(type)
     if not dt.is_float(dtype):
         raise DTypeError(f"finfo takes a float dtype, got {dtype}")
     return np.finfo(dtype)
@@ -149,6 +174,8 @@ __all__ = [
     "is_tensor",
     "as_tensor",
     "get_default_dtype",
+    "set_default_dtype",
+    "broadcast_shapes",
     "is_floating_point",
     "is_complex",
     "is_signed",

@@ -116,7 +116,7 @@ def _floats_only(d):
 
 
 def _float_result(d):
-    return d if dt.is_float(d) else dt.DEFAULT_FLOAT
+    return d if dt.is_float(d) else dt.default_float()
 
 
 def _acc(d):

@@ -179,7 +179,7 @@ def cummin(x, dim):
 def logcumsumexp(x, dim):
     """log(cumsum(exp(x))) along `dim`, without overflow (floats only)."""
     if not dt.is_float(x.dtype):
-        x = x.astype(dt.DEFAULT_FLOAT)
+        x = x.astype(dt.default_float())
     return _scan(x, dim, -np.inf, logaddexp)
 
 

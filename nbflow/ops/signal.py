@@ -43,7 +43,7 @@ def _window(name, window_length, periodic, dtype, device, requires_grad, formula
     n = _int(name, "window_length", window_length, low=0)
     if not isinstance(periodic, (bool, np.bool_)):
         raise AttrError(f"{name}: periodic must be a bool, got {periodic!r}")
-    dtype = dt.DEFAULT_FLOAT if dtype is None else dt.as_dtype(dtype)
+    dtype = dt.as_dtype(dtype)
     if not dt.is_float(dtype):
         raise DTypeError(f"{name} takes a float dtype, got {dtype}")
     if n <= 1:
