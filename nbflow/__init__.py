@@ -114,6 +114,32 @@ long, double, half = int64, float64, float16
 float, int, bool = float32, int32, bool_
 range = ops.index_more.inclusive_range  # PyTorch's deprecated torch.range (end included)
 
+# PyTorch's top-level in-place functions: torch.exp_(x) is x.exp_(), torch.celu_(x) F's
+_IN_PLACE_METHODS = """
+abs_ acos_ acosh_ arccos_ arccosh_ arcsin_ arcsinh_ arctan_ arctanh_ asin_ asinh_ atan_ atanh_
+ceil_ clamp_max_ clamp_min_ cos_ cosh_ deg2rad_ detach_ erf_ erfc_ exp2_ exp_ expm1_ fix_
+floor_ frac_ gcd_ i0_ lcm_ ldexp_ log10_ log1p_ log2_ log_ logit_ nan_to_num_ neg_ negative_
+rad2deg_ reciprocal_ relu_ round_ rsqrt_ sigmoid_ sin_ sinc_ sinh_ sqrt_ square_ tan_ tanh_
+trunc_ xlogy_
+""".split()
+
+
+def _in_place_function(name):
+    def function(input, *args, **kwargs):
+        return getattr(input, name)(*args, **kwargs)
+
+    function.__name__ = function.__qualname__ = name
+    function.__doc__ = f"PyTorch's torch.{name}(input, ...): input.{name}(...)."
+    return function
+
+
+for _name in _IN_PLACE_METHODS:
+    globals()[_name] = _in_place_function(_name)
+from .nn.functional import celu_, rrelu_, selu_, threshold_  # noqa: E402
+
+igamma, igammac = special.gammainc, special.gammaincc  # PyTorch's top-level names
+mvlgamma = special.multigammaln
+
 # PyTorch's torch.utils.data: nbflow.data under that name too
 utils = _types.ModuleType(f"{__name__}.utils", "PyTorch's names for nbflow's utilities.")
 utils.data = data

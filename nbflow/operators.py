@@ -74,6 +74,42 @@ class Operators:
             )
         return ops.tile(self, sizes)
 
+    # torch.special's functions and two of F's, as PyTorch's methods (imported when called:
+    # nbflow.special and nn are built on the ops)
+    def polygamma(self, n):
+        """PyTorch's x.polygamma(n): the n-th derivative of digamma at x."""
+        from . import special
+
+        return special.polygamma(n, self)
+
+    def igamma(self, other):
+        """PyTorch's x.igamma(a): the regularized lower incomplete gamma P(x, a)."""
+        from . import special
+
+        return special.gammainc(self, other)
+
+    def igammac(self, other):
+        """PyTorch's x.igammac(a): the regularized upper incomplete gamma Q(x, a)."""
+        from . import special
+
+        return special.gammaincc(self, other)
+
+    def mvlgamma(self, p):
+        """PyTorch's x.mvlgamma(p): the multivariate log-gamma of dimension p."""
+        from . import special
+
+        return special.multigammaln(self, p)
+
+    def hardshrink(self, lambd=0.5):
+        from .nn import functional
+
+        return functional.hardshrink(self, lambd)
+
+    def prelu(self, weight):
+        from .nn import functional
+
+        return functional.prelu(self, weight)
+
     def masked_fill(self, mask, value):
         """`value` where mask is True (mask broadcasts), in this tensor's dtype."""
         return ops.where(mask, ops.full_like(self, value), self)
@@ -432,3 +468,5 @@ bitwise_right_shift masked_scatter index_reduce put renorm scatter_add
 """.split()
 for _name in IN_PLACE_UNARY + IN_PLACE_MORE:
     setattr(Operators, f"{_name}_", _written_back(getattr(ops, _name), _name))
+for _name in ("polygamma", "igamma", "igammac", "mvlgamma"):
+    setattr(Operators, f"{_name}_", _written_back(getattr(Operators, _name), _name))

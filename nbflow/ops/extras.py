@@ -56,6 +56,7 @@ from .select import (
     _int,
     diagonal,
     eager_values,
+    narrow,
 )
 from .shape import (
     axis_of,
@@ -500,6 +501,69 @@ def cumulative_trapezoid(y, x=None, *, dx=None, dim=-1):
     return cumsum(areas, axis=a)
 
 
+def gradient(input, *, spacing=1, dim=None, edge_order=1):
+    """PyTorch's gradient (numpy's): the derivative of input's samples along each dim in
+    `dim` (all by default), one tensor per dim. Second-order central differences inside,
+    one-sided differences of order `edge_order` (1 or 2) at the ends. `spacing` is a number
+    (one step for every dim), one number per dim, or one 1-D tensor of coordinates per dim
+    (unevenly spaced samples; its values must be known: an eager tensor)."""
+    f = _floats(input)
+    dims = range(f.ndim) if dim is None else (dim,) if isinstance(dim, int) else dim
+    dims = [axis_of(d, f.ndim) for d in dims]
+    if edge_order not in (1, 2):
+        raise AttrError(f"gradient: edge_order must be 1 or 2, got {edge_order!r}")
+    steps = spacing if isinstance(spacing, (list, tuple)) else [spacing] * len(dims)
+    if len(steps) != len(dims):
+        raise ArgumentError(f"gradient: {len(steps)} spacings for {len(dims)} dims")
+    return tuple(_derivative(f, a, step, edge_order) for a, step in zip(dims, steps))
+
+
+def _derivative(f, a, step, edge_order):
+    """gradient along axis a, with numpy's weights of the neighbouring samples, from the
+    spacing dx (uniform, or per interval for coordinates)."""
+    n = f.shape[a]
+    if n == UNKNOWN or n < edge_order + 1:
+        known = "an unknown number" if n == UNKNOWN else n
+        raise ShapeError(
+            f"gradient: dim {a} needs at least edge_order + 1 = {edge_order + 1} samples, "
+            f"got {known}"
+        )
+    if _is_value(step):
+        x = eager_values("gradient", "spacing", step).astype(np.float64)
+        if x.shape != (n,):
+            raise ShapeError(f"gradient: coordinates of shape {x.shape} for {n} samples")
+        dx = np.diff(x)
+    else:
+        dx = np.full(n - 1, float(_number("gradient", "spacing", step)))
+    if edge_order == 1:
+        first, last = (-1 / dx[0], 1 / dx[0]), (-1 / dx[-1], 1 / dx[-1])
+    else:
+        d1, d2 = dx[0], dx[1]
+        first = (-(2 * d1 + d2) / (d1 * (d1 + d2)), (d1 + d2) / (d1 * d2), -d1 / (d2 * (d1 + d2)))
+        d1, d2 = dx[-2], dx[-1]
+        last = (d2 / (d1 * (d1 + d2)), -(d2 + d1) / (d1 * d2), (2 * d2 + d1) / (d2 * (d1 + d2)))
+    parts = [_weighted(f, a, 0, 1, first)]
+    if n > 2:
+        hs, hd = dx[:-1], dx[1:]  # the intervals before and after each inner sample
+        inner = (-hd / (hs * (hd + hs)), (hd - hs) / (hd * hs), hs / (hd * (hd + hs)))
+        parts.append(_weighted(f, a, 0, n - 2, inner))
+    parts.append(_weighted(f, a, n - len(last), 1, last))
+    return concat(parts, axis=a)
+
+
+def _weighted(f, a, start, count, weights):
+    """The sum over k of weights[k] * f[start + k : start + k + count] along axis a (a weight
+    is a number or one per position along a)."""
+    total = None
+    for k, w in enumerate(weights):
+        w = np.asarray(w, np.float64)
+        if w.ndim:  # one weight per position along a, broadcast over the dims after it
+            w = w.reshape((-1,) + (1,) * (f.ndim - a - 1))
+        term = narrow(f, a, start + k, count) * astype(w, f.dtype)
+        total = term if total is None else total + term
+    return total
+
+
 # ---------------------------------------------------------------- index grids
 
 
@@ -710,6 +774,7 @@ __all__ = [
     "corrcoef",
     "trapezoid",
     "cumulative_trapezoid",
+    "gradient",
     "tril_indices",
     "triu_indices",
     "cdist",
