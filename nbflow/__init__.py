@@ -126,6 +126,10 @@ trunc_ xlogy_
 
 def _in_place_function(name):
     def function(input, *args, **kwargs):
+        if not isinstance(input, Tensor):  # an in-place update needs a tensor to update
+            raise ArgumentError(
+                f"{name}: argument 'input' must be a tensor, got {type(input).__name__}"
+            )
         return getattr(input, name)(*args, **kwargs)
 
     function.__name__ = function.__qualname__ = name

@@ -339,6 +339,13 @@ def index_cases():
         return REGISTRY["dropout_mask"](x, p=0.3)
 
     yield "dropout_mask", "seeded", dropout, [x]
+    # draws with tensor parameters: on the host from the same Generator, so CPU == CUDA
+    rp = nb.ops.random_params
+    positive = np.linspace(0.3, 4.0, 12, dtype=np.float32).reshape(3, 4)  # (RNG left as it was)
+    seeded = lambda op: lambda *xs: op(*xs, generator=nb.Generator(3))
+    yield "standard_gamma", "seeded", seeded(rp.standard_gamma), [positive]
+    yield "poisson", "seeded", seeded(rp.poisson), [positive]
+    yield "binomial", "seeded", seeded(rp.binomial), [np.full((3, 4), 5.0), positive / 4]
 
 
 def conv_cases():

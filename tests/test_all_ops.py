@@ -307,8 +307,18 @@ for _op in (REGISTRY[n] for n in sorted(BUILTIN)):
             )
 
 
+# Draws differentiated by implicit reparameterization: finite differences of a draw follow the
+# sampler's path, not the fixed CDF level the gradient holds, so tests/test_random_params.py
+# checks standard_gamma's gradient against scipy's gammainc instead.
+IMPLICIT_REPARAMETERIZED = ("standard_gamma",)
+
+
 def test_every_differentiable_op_has_a_sample():
-    missing = sorted(n for n in BUILTIN if _derived(REGISTRY[n]) and n not in SAMPLES)
+    missing = sorted(
+        n
+        for n in BUILTIN
+        if _derived(REGISTRY[n]) and n not in SAMPLES and n not in IMPLICIT_REPARAMETERIZED
+    )
     assert not missing, f"add a gradient-check sample for: {missing}"
 
 

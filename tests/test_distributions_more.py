@@ -411,13 +411,19 @@ def test_rsample_gradients_by_finite_differences(name):
     gradcheck(lambda *p: cls(*p).rsample((3,), generator=nb.Generator(5)), params, rtol=1e-4)
 
 
-def test_no_rsample_where_the_gamma_sampler_is_used():
+def test_rsample_where_pytorch_has_one():
+    # the gamma-based ones reparameterize through standard_gamma (tests/test_random_params.py)
     for d in (
+        D.Gamma(2.0, 1.0),
+        D.Beta(2.0, 1.0),
         D.StudentT(3.0),
         D.Chi2(2.0),
         D.FisherSnedecor(2.0, 3.0),
         D.Dirichlet(t64([1.0, 2.0])),
         D.InverseGamma(2.0, 1.0),
+    ):
+        assert d.has_rsample and d.rsample().shape == d.sample().shape
+    for d in (
         D.Poisson(2.0),
         D.MixtureSameFamily(D.Categorical(t64([0.5, 0.5])), D.Normal(t64([0.0, 1.0]), 1.0)),
     ):

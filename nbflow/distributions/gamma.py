@@ -1,30 +1,21 @@
-"""Gamma and Beta: densities through lgamma/digamma, samples from numpy's samplers.
+"""Gamma and Beta: densities through lgamma/digamma, samples through the standard_gamma op.
 
-nbflow has no gamma-variate kernel, so samples come from numpy's gamma/beta samplers driven by
-the nbflow Generator's own numpy stream (reproducible per seed, never numpy's global state).
-They are not reparameterized: rsample raises NotImplementedError (PyTorch's Gamma and Beta do
-have rsample through implicit reparameterization).
+standard_gamma draws on the nbflow Generator's stream (reproducible per seed, in eager and
+graph mode) and is differentiable by implicit reparameterization, so rsample is too, as
+PyTorch's. Beta is X / (X + Y) for X ~ Gamma(a, 1), Y ~ Gamma(b, 1).
 """
 
 import numpy as np
 
 from .. import ops
-from ..errors import UnsupportedError
-from ..tensor import tensor
+from ..ops.random_params import standard_gamma
 from . import constraints
-from .distribution import Distribution, as_tensor, broadcast_all, numpy_generator, traced
+from .distribution import Distribution, as_tensor, broadcast_all
 
 
-def _host(t, shape, dist=None):
-    """The parameter as float64 numpy for numpy's sampler: a graph value has no data yet."""
-    if traced(t):
-        name = "this distribution" if dist is None else type(dist).__name__
-        raise UnsupportedError(
-            f"sample() under nbflow.jit: {name} draws through numpy's sampler, which "
-            "needs the parameters' values; sample outside the jitted function and pass the "
-            "sample in"
-        )
-    return np.broadcast_to(t.detach().numpy().astype(np.float64), shape)
+def gamma_draws(concentration, shape, generator=None):
+    """Gamma(concentration, 1) samples of `shape` (concentration broadcast to it)."""
+    return standard_gamma(concentration.broadcast_to(shape), generator=generator)
 
 
 class Gamma(Distribution):
@@ -32,6 +23,7 @@ class Gamma(Distribution):
 
     arg_constraints = {"concentration": constraints.positive, "rate": constraints.positive}
     support = constraints.nonnegative
+    has_rsample = True
     _params = ("concentration", "rate")
 
     def __init__(self, concentration, rate, validate_args=None):
@@ -42,12 +34,10 @@ class Gamma(Distribution):
     mode = property(lambda self: ((self.concentration - 1) / self.rate).clamp_min(0))
     variance = property(lambda self: self.concentration / self.rate.square())
 
-    def sample(self, sample_shape=(), generator=None):
-        shape = self._extended_shape(sample_shape)
-        a, rate = _host(self.concentration, shape, self), _host(self.rate, shape, self)
-        x = numpy_generator(generator).gamma(a, 1.0, size=shape) / rate
-        tiny = np.finfo(self.rate.dtype).tiny  # PyTorch clamps samples away from zero too
-        return tensor(np.maximum(x, tiny).astype(self.rate.dtype), device=self.rate.device)
+    def rsample(self, sample_shape=(), generator=None):
+        x = gamma_draws(self.concentration, self._extended_shape(sample_shape), generator)
+        tiny = float(np.finfo(self.rate.dtype).tiny)  # PyTorch clamps samples away from 0
+        return (x / self.rate).clamp_min(tiny)
 
     def log_prob(self, value):
         value = as_tensor(value, self.rate)
@@ -68,6 +58,7 @@ class Beta(Distribution):
         "concentration0": constraints.positive,
     }
     support = constraints.unit_interval
+    has_rsample = True
     _params = ("concentration1", "concentration0")
 
     def __init__(self, concentration1, concentration0, validate_args=None):
@@ -92,11 +83,11 @@ class Beta(Distribution):
         total = self._total()
         return self.concentration1 * self.concentration0 / (total.square() * (total + 1))
 
-    def sample(self, sample_shape=(), generator=None):
+    def rsample(self, sample_shape=(), generator=None):
         shape = self._extended_shape(sample_shape)
-        a, b = _host(self.concentration1, shape, self), _host(self.concentration0, shape, self)
-        x = numpy_generator(generator).beta(a, b, size=shape)
-        return tensor(x.astype(self.concentration1.dtype), device=self.concentration1.device)
+        x = gamma_draws(self.concentration1, shape, generator)
+        y = gamma_draws(self.concentration0, shape, generator)
+        return x / (x + y)  # (both at least finfo.tiny: never 0 / 0)
 
     def _log_beta(self):
         a, b = self.concentration1, self.concentration0

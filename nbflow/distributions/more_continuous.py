@@ -1,9 +1,10 @@
 """Cauchy, StudentT, Chi2, FisherSnedecor, Dirichlet and VonMises.
 
 Cauchy samples by the inverse CDF of a uniform draw (reparameterized). The Gamma-based ones
-(StudentT, Chi2, FisherSnedecor, Dirichlet) sample through Gamma's sampler, which nbflow does
-not reparameterize, so they have no rsample (PyTorch's do). VonMises samples by Best and
-Fisher's rejection sampler, as PyTorch's, in float64 on the Generator's numpy stream.
+(StudentT, Chi2, FisherSnedecor, Dirichlet) sample through the standard_gamma op, which is
+reparameterized (implicitly), so they have rsample and sample under nbflow.jit, as PyTorch's.
+VonMises samples by Best and Fisher's rejection sampler, as PyTorch's, in float64 on the
+Generator's numpy stream (on the host: not under nbflow.jit).
 """
 
 import math
@@ -11,12 +12,13 @@ import math
 import numpy as np
 
 from .. import ops
+from ..errors import UnsupportedError
 from ..ops import creation
 from ..ops.sampling import _device
 from ..tensor import tensor
 from . import constraints
-from .distribution import Distribution, as_tensor, broadcast_all, numpy_generator
-from .gamma import Gamma, _host
+from .distribution import Distribution, as_tensor, broadcast_all, numpy_generator, traced
+from .gamma import Gamma, gamma_draws
 
 _NAN, _INF = float("nan"), float("inf")
 
@@ -87,6 +89,7 @@ class StudentT(Distribution):
         "scale": constraints.positive,
     }
     support = constraints.real
+    has_rsample = True
     _params = ("df", "loc", "scale")
 
     def __init__(self, df, loc=0.0, scale=1.0, validate_args=None):
@@ -105,12 +108,12 @@ class StudentT(Distribution):
         finite = self.scale.square() * df / (df - 2).clamp_min(1e-30)
         return ops.where(df > 2, finite, ops.where(df > 1, _INF, _NAN))
 
-    def sample(self, sample_shape=(), generator=None):
+    def rsample(self, sample_shape=(), generator=None):
         shape = self._extended_shape(sample_shape)
-        df = self.df.detach()
+        df = self.df
         x = creation.randn(shape, dtype=df.dtype, generator=generator, device=_device(df))
-        z = Chi2(df, validate_args=False).sample(sample_shape, generator=generator)
-        return self.loc.detach() + self.scale.detach() * x * (z / df).rsqrt()
+        z = Chi2(df, validate_args=False).rsample(sample_shape, generator=generator)
+        return self.loc + self.scale * x * (z / df).rsqrt()
 
     def log_prob(self, value):
         value = as_tensor(value, self.df)
@@ -138,6 +141,7 @@ class FisherSnedecor(Distribution):
 
     arg_constraints = {"df1": constraints.positive, "df2": constraints.positive}
     support = constraints.positive
+    has_rsample = True
     _params = ("df1", "df2")
 
     def __init__(self, df1, df2, validate_args=None):
@@ -159,10 +163,10 @@ class FisherSnedecor(Distribution):
         df1, df2 = self.df1, ops.where(self.df2 <= 4, _NAN, self.df2)
         return 2 * df2.square() * (df1 + df2 - 2) / (df1 * (df2 - 2).square() * (df2 - 4))
 
-    def sample(self, sample_shape=(), generator=None):
-        df1, df2 = self.df1.detach(), self.df2.detach()
-        x1 = Gamma(df1 * 0.5, df1, validate_args=False).sample(sample_shape, generator)
-        x2 = Gamma(df2 * 0.5, df2, validate_args=False).sample(sample_shape, generator)
+    def rsample(self, sample_shape=(), generator=None):
+        df1, df2 = self.df1, self.df2
+        x1 = Gamma(df1 * 0.5, df1, validate_args=False).rsample(sample_shape, generator)
+        x2 = Gamma(df2 * 0.5, df2, validate_args=False).rsample(sample_shape, generator)
         tiny = float(np.finfo(df1.dtype).tiny)
         return (x1 / x2.clamp_min(tiny)).clamp_min(tiny)
 
@@ -181,6 +185,7 @@ class Dirichlet(Distribution):
 
     arg_constraints = {"concentration": constraints.independent(constraints.positive, 1)}
     support = constraints.simplex
+    has_rsample = True
     _params = ("concentration",)
 
     def __init__(self, concentration, validate_args=None):
@@ -210,10 +215,9 @@ class Dirichlet(Distribution):
         a, total = self.concentration, self._total()
         return a * (total - a) / (total.square() * (total + 1))
 
-    def sample(self, sample_shape=(), generator=None):
-        a = self.concentration
-        x = Gamma(a.detach(), 1.0, validate_args=False).sample(sample_shape, generator)
-        return x / x.sum(-1, keepdim=True)
+    def rsample(self, sample_shape=(), generator=None):
+        x = gamma_draws(self.concentration, self._extended_shape(sample_shape), generator)
+        return x / x.sum(-1, keepdim=True)  # (each draw at least finfo.tiny: never 0 / 0)
 
     def log_prob(self, value):
         value = as_tensor(value, self.concentration)
@@ -281,6 +285,16 @@ def log_modified_bessel(x, order=0):
     large_x = x.clamp_min(3.75)
     large = large_x - 0.5 * large_x.log() + _poly(3.75 / large_x, _BESSEL_LARGE[order]).log()
     return ops.where(x < 3.75, small, large)
+
+
+def _host(t, shape):
+    """The parameter as float64 numpy for the host sampler: a graph value has no data yet."""
+    if traced(t):
+        raise UnsupportedError(
+            "sample() under nbflow.jit: VonMises draws on the host by rejection, which needs "
+            "the parameters' values; sample outside the jitted function and pass the sample in"
+        )
+    return np.broadcast_to(t.detach().numpy().astype(np.float64), shape)
 
 
 def _von_mises_draws(loc, kappa, shape, rng):

@@ -2,21 +2,21 @@
 
 Binomial, Geometric and NegativeBinomial take probs or logits (as Bernoulli, whose lazy
 probs/logits properties they share). Geometric and Multinomial sample with nbflow's random
-ops (Geometric by inverting the CDF, Multinomial by counting Categorical draws), so they also
-sample under nbflow.jit; Poisson, Binomial and NegativeBinomial use numpy's samplers on the
-Generator's own numpy stream, as Gamma does.
+ops (Geometric by inverting the CDF, Multinomial by counting Categorical draws), Poisson and
+Binomial with the poisson and binomial ops, NegativeBinomial as a Gamma-Poisson mixture of
+standard_gamma and poisson; so they all sample under nbflow.jit, on the Generator's stream.
 """
 
 import numpy as np
 
 from .. import ops
 from ..ops import creation
+from ..ops.random_params import binomial, poisson
 from ..ops.sampling import _device
-from ..tensor import tensor
 from . import constraints
 from .discrete import Bernoulli, Categorical, _one_of
-from .distribution import Distribution, as_tensor, broadcast_all, numpy_generator, traced
-from .gamma import _host
+from .distribution import Distribution, as_tensor, broadcast_all, traced
+from .gamma import gamma_draws
 
 
 def _probs_or_logits(dist, probs, logits, *others):
@@ -44,9 +44,8 @@ class Poisson(Distribution):
     variance = property(lambda self: self.rate)
 
     def sample(self, sample_shape=(), generator=None):
-        shape = self._extended_shape(sample_shape)
-        x = numpy_generator(generator).poisson(_host(self.rate, shape))
-        return tensor(x.astype(self.rate.dtype), device=self.rate.device)
+        rate = self.rate.detach().broadcast_to(self._extended_shape(sample_shape))
+        return poisson(rate, generator=generator)
 
     def log_prob(self, value):
         value = as_tensor(value, self.rate)
@@ -101,9 +100,8 @@ class Binomial(_BinaryParams):
 
     def sample(self, sample_shape=(), generator=None):
         shape = self._extended_shape(sample_shape)
-        n = np.rint(_host(self.total_count, shape)).astype(np.int64)
-        x = numpy_generator(generator).binomial(n, _host(self.probs, shape))
-        return tensor(x.astype(self._param.dtype), device=self._param.device)
+        n, p = (t.detach().broadcast_to(shape) for t in (self.total_count, self.probs))
+        return binomial(n, p, generator=generator)
 
     def log_prob(self, value):
         value = as_tensor(value, self._param)
@@ -199,11 +197,10 @@ class NegativeBinomial(_BinaryParams):
         return ((self.total_count - 1) * self.logits.exp()).floor().clamp_min(0.0)
 
     def sample(self, sample_shape=(), generator=None):
-        shape = self._extended_shape(sample_shape)
-        rng = numpy_generator(generator)
-        n, odds = _host(self.total_count, shape), _host(self.logits.exp(), shape)
-        rate = rng.gamma(np.where(n > 0, n, 1.0), odds, size=shape) * (n > 0)
-        return tensor(rng.poisson(rate).astype(self._param.dtype), device=self._param.device)
+        n, odds = self.total_count.detach(), self.logits.detach().exp()
+        some = n > 0  # a total count of 0 gives 0 (standard_gamma needs a concentration > 0)
+        x = gamma_draws(ops.where(some, n, 1.0), self._extended_shape(sample_shape), generator)
+        return poisson(ops.where(some, x * odds, 0.0), generator=generator)
 
     def log_prob(self, value):
         value = as_tensor(value, self._param)

@@ -380,7 +380,7 @@ class Kumaraswamy(TransformedDistribution):
 
 
 class InverseGamma(TransformedDistribution):
-    """1 / X for X ~ Gamma(concentration, rate) (sample only, as Gamma)."""
+    """1 / X for X ~ Gamma(concentration, rate) (reparameterized, as Gamma)."""
 
     arg_constraints = {"concentration": constraints.positive, "rate": constraints.positive}
     support = constraints.positive

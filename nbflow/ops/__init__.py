@@ -28,6 +28,7 @@ from . import (
     optim,
     products,
     queries,
+    random_params,
     reduce,
     sampling,
     scans,
@@ -44,6 +45,7 @@ FAMILIES += (ctc,)
 FAMILIES += (conv3d,)
 FAMILIES += (factorizations,)
 FAMILIES += (queries, signal, elementwise_more, index_more, compat)
+FAMILIES += (random_params,)
 
 for _family in FAMILIES:
     globals().update({name: public(getattr(_family, name)) for name in _family.__all__})

@@ -8,6 +8,7 @@ ops; the backward driver sums them back to broadcast shapes and casts them.
 import math
 
 import numpy as np
+from numba.extending import register_jitable
 
 from .. import dtypes as dt
 from ..core import Attr, Op, Spec, broadcast_shapes, is_int, needs_grad
@@ -823,6 +824,37 @@ _ZETA_A = (
 )  # fmt: skip
 
 
+@register_jitable
+def hurwitz_zeta_sum(q, s, direct_until):
+    """sum_k (k + q)^-s for s > 1, as Cephes' zeta: the first terms directly (at least 9,
+    and until k + q passes direct_until), then the Euler-Maclaurin tail; it stops once a
+    term no longer changes the float64 sum. zeta and polygamma both sum it."""
+    total = math.pow(q, -s)
+    a, b, i = q, 0.0, 0
+    while i < 9 or a <= direct_until:
+        i += 1
+        a += 1.0
+        b = math.pow(a, -s)
+        total += b
+        if math.fabs(b / total) < 2.220446049250313e-16:
+            return total
+    w = a
+    total += b * w / (s - 1.0) - 0.5 * b
+    rising, k = 1.0, 0.0
+    for bernoulli in _ZETA_A:  # B_2j / (2j)! as Cephes' A[j]
+        rising *= s + k
+        b /= w
+        t = rising * b / bernoulli
+        total += t
+        if math.fabs(t / total) < 2.220446049250313e-16:
+            break
+        k += 1.0
+        rising *= s + k
+        b /= w
+        k += 1.0
+    return total
+
+
 @elementwise(dtypes=FLOATS, ref=_polygamma_ref, to_float=True, attrs={"n": Attr("int", 2)})
 def polygamma_op(x, n):
     """The n-th derivative of digamma (polygamma(n, x) calls it for n >= 2): (-1)^(n+1) n!
@@ -839,25 +871,7 @@ def polygamma_op(x, n):
     sign = 1.0 if s % 2 == 0 else -1.0  # (-1)^(n+1)
     if q <= 0 and q == math.floor(q):
         return sign * math.inf
-    total = math.pow(q, -s)
-    a, b, i = q, 0.0, 0
-    while i < 9 or a <= 9.0 + s:
-        i += 1
-        a += 1.0
-        b = math.pow(a, -s)
-        total += b
-    w = a
-    total += b * w / (s - 1.0) - 0.5 * b
-    rising, k = 1.0, 0.0
-    for bernoulli in _ZETA_A:  # Euler-Maclaurin: B_2j / (2j)! as Cephes' A[j]
-        rising *= s + k
-        b /= w
-        total += rising * b / bernoulli
-        k += 1.0
-        rising *= s + k
-        b /= w
-        k += 1.0
-    return sign * math.gamma(s) * total
+    return sign * math.gamma(s) * hurwitz_zeta_sum(q, s, 9.0 + s)
 
 
 polygamma_op.defgrad(lambda g, out, x, n: (g * polygamma_op(x, n=n + 1),))

@@ -25,10 +25,10 @@ from ..core import Deferred, needs_grad
 from ..errors import GradientError
 from ._define import NOT_IN_PYTORCH, elementwise
 from .elementwise import (
-    _ZETA_A,
     INV_SQRT_2PI,
     SQRT_HALF,
     exp,
+    hurwitz_zeta_sum,
     lgamma,
     log,
     log1p,
@@ -768,7 +768,8 @@ def _zeta_ref(x, q):
 def zeta(x, q):
     """The Hurwitz zeta function sum_k (k + q)^-x (inf at x == 1, NaN for x < 1; for q <= 0
     inf at the integers and NaN unless x is an integer), as scipy's and PyTorch's: Cephes'
-    sum of the first terms, then Euler-Maclaurin (nbflow's polygamma sums the same series)."""
+    sum of the first terms, then Euler-Maclaurin (elementwise.hurwitz_zeta_sum, which
+    polygamma sums too)."""
     x, q = _f64(x), _f64(q)
     if x == 1:  # (Cephes' order of checks: zeta(NaN, 0) is inf, as scipy's)
         return INF
@@ -782,30 +783,7 @@ def zeta(x, q):
     s = x
     if q > 1e8:  # DLMF 25.11.43, two terms
         return (1.0 / (s - 1.0) + 1.0 / (2.0 * q)) * math.pow(q, 1.0 - s)
-    total = math.pow(q, -s)
-    a, b, i = q, 0.0, 0
-    while i < 9 or a <= 9.0:
-        i += 1
-        a += 1.0
-        b = math.pow(a, -s)
-        total += b
-        if abs(b / total) < EPS:
-            return total
-    w = a
-    total += b * w / (s - 1.0) - 0.5 * b
-    rising, k = 1.0, 0.0
-    for bernoulli in _ZETA_A:
-        rising *= s + k
-        b /= w
-        t = rising * b / bernoulli
-        total += t
-        if abs(t / total) < EPS:
-            break
-        k += 1.0
-        rising *= s + k
-        b /= w
-        k += 1.0
-    return total
+    return hurwitz_zeta_sum(q, s, 9.0)
 
 
 def _zeta_grad(g, out, x, q):
