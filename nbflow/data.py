@@ -1,5 +1,5 @@
-"""Datasets, samplers and batching (PyTorch's torch.utils.data, single process), and the 8x8
-digits. `nbflow.utils.data` is this module under PyTorch's name.
+"""Datasets, samplers and batching (PyTorch's torch.utils.data), and the 8x8 digits.
+`nbflow.utils.data` is this module under PyTorch's name.
 
     train = nbflow.data.load_digits("train", seed=0)        # needs scikit-learn
     loader = nbflow.data.DataLoader(train, batch_size=64, shuffle=True, seed=0)
@@ -9,7 +9,8 @@ digits. `nbflow.utils.data` is this module under PyTorch's name.
 The pieces are PyTorch's: map-style `Dataset`s (TensorDataset, Subset, ConcatDataset,
 StackDataset, `random_split`) and `IterableDataset`s (ChainDataset); samplers that yield
 indices (Sequential, Random, SubsetRandom, WeightedRandom) and a `BatchSampler` that groups
-them; a `DataLoader` that fetches and collates (`default_collate`, `default_convert`).
+them; a `DataLoader` that fetches and collates (`default_collate`, `default_convert`), in
+this process or in `num_workers` worker processes (nbflow.data_workers).
 
 Every random draw comes from an explicit stream, never numpy's global state: a sampler's or
 `random_split`'s `generator` (an `nbflow.Generator`, or a numpy Generator), else nbflow's
@@ -27,6 +28,7 @@ import itertools
 import math
 import operator
 import warnings
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -509,22 +511,25 @@ def default_collate(samples):
     return _collate_leaves(samples)
 
 
-def _check_single_process(num_workers, timeout, multiprocessing_context, prefetch, persistent):
-    """nbflow loads in the calling process: the worker options are refused with the reason,
-    rather than silently ignored."""
-    if num_workers != 0:
+def _check_workers(num_workers, timeout, multiprocessing_context, prefetch, persistent) -> int:
+    """PyTorch's checks of the worker options, with its messages; returns prefetch_factor."""
+    if isinstance(num_workers, bool) or not isinstance(num_workers, int) or num_workers < 0:
         raise ValueError(
-            f"DataLoader: num_workers={num_workers!r}, but nbflow loads batches in the calling "
-            "process only; pass num_workers=0"
+            "num_workers option should be non-negative; use num_workers=0 to disable "
+            f"multiprocessing, got {num_workers!r}"
         )
-    if timeout < 0:
-        raise ValueError("timeout option should be non-negative")
-    if multiprocessing_context is not None:
-        raise ValueError("multiprocessing_context needs worker processes (num_workers > 0)")
-    if prefetch is not None:
-        raise ValueError("prefetch_factor needs worker processes (num_workers > 0)")
-    if persistent:
-        raise ValueError("persistent_workers option needs num_workers > 0")
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout >= 0:
+        raise ValueError(f"timeout option should be non-negative, got {timeout!r}")
+    if num_workers == 0:
+        if multiprocessing_context is not None:
+            raise ValueError("multiprocessing_context needs worker processes (num_workers > 0)")
+        if prefetch is not None:
+            raise ValueError("prefetch_factor needs worker processes (num_workers > 0)")
+        if persistent:
+            raise ValueError("persistent_workers option needs num_workers > 0")
+        return 0
+    _check_bool(persistent, "persistent_workers")
+    return 2 if prefetch is None else _positive_int(prefetch, "prefetch_factor")
 
 
 def _check_options(iterable, shuffle, sampler, batch_sampler, batch_size, drop_last):
@@ -558,7 +563,7 @@ def _check_options(iterable, shuffle, sampler, batch_sampler, batch_size, drop_l
 
 
 class DataLoader:
-    """Iterates over a dataset in batches (PyTorch's DataLoader, single process).
+    """Iterates over a dataset in batches (PyTorch's DataLoader).
 
     Indices come from `sampler` (default: SequentialSampler, or RandomSampler with
     shuffle=True drawing from `seed` or `generator`, see the module doc), grouped by a
@@ -566,7 +571,10 @@ class DataLoader:
     `batch_size=None` turns batching off (each sample goes through `collate_fn`, by default
     `default_convert`). An IterableDataset is read in order, batched the same way.
     A dataset with a `batch(indices)` method (TensorDataset, Subset of one) is gathered a
-    batch at a time when collate_fn is not given. num_workers must be 0."""
+    batch at a time when collate_fn is not given. With num_workers > 0, worker processes
+    fetch and collate (`prefetch_factor` batches each in flight, `timeout` seconds per batch
+    at most, `persistent_workers` kept between epochs; nbflow.data_workers); `pin_memory` is
+    accepted and does nothing (nbflow has no pinned host memory)."""
 
     def __init__(
         self,
@@ -588,7 +596,7 @@ class DataLoader:
         persistent_workers: bool = False,
         seed: int | None = None,
     ):
-        _check_single_process(
+        prefetch_factor = _check_workers(
             num_workers, timeout, multiprocessing_context, prefetch_factor, persistent_workers
         )
         if seed is not None and generator is not None:
@@ -600,8 +608,14 @@ class DataLoader:
         elif batch_size is not None:
             batch_size = _positive_int(batch_size, "batch_size")
         self.dataset, self.batch_size, self.drop_last = dataset, batch_size, bool(drop_last)
-        self.shuffle, self.num_workers, self.pin_memory = shuffle, 0, pin_memory
+        self.shuffle, self.num_workers, self.pin_memory = shuffle, num_workers, pin_memory
         self.timeout, self.worker_init_fn = timeout, worker_init_fn
+        self.multiprocessing_context, self.prefetch_factor = (
+            multiprocessing_context,
+            prefetch_factor,
+        )
+        self.persistent_workers = bool(persistent_workers)
+        self._workers, self._epochs = None, 0  # (persistent worker processes; epochs begun)
         self.generator = creation.Generator(seed) if seed is not None else generator
         if not iterable and sampler is None:
             sampler = self._default_sampler()
@@ -629,15 +643,52 @@ class DataLoader:
             return n
         return n // self.batch_size if self.drop_last else math.ceil(n / self.batch_size)
 
-    def _fetch(self, indices):
-        if self._fast:
-            arrays = self.dataset.batch(_sample_indices(indices, "DataLoader"))
-            return [
-                _as_tensor(np.ascontiguousarray(a)).to(d) for a, d in zip(arrays, self._devices)
-            ]
+    def _batches(self) -> _Batches:
+        return _Batches(
+            self.dataset, self.collate_fn, self._fast, self._batched, self.batch_size,
+            self.drop_last,
+        )  # fmt: skip
+
+    def _index_source(self):
+        return self.batch_sampler if self._batched else self.sampler
+
+    def _finish_batch(self, value):
+        """A fetched batch as the loader gives it: the fast path's arrays become tensors on
+        the dataset's devices."""
+        if not self._fast:
+            return value
+        return [_as_tensor(np.ascontiguousarray(a)).to(d) for a, d in zip(value, self._devices)]
+
+    def __iter__(self):
+        if self.num_workers > 0:
+            return worker_iterator(self)
+        batches = self._batches()
+        if self.sampler is None:
+            return batches.stream()
+        return (self._finish_batch(batches.fetch(i)) for i in self._index_source())
+
+
+@dataclass(frozen=True)
+class _Batches:
+    """How a loader makes batches from its dataset (what a worker process is sent, too)."""
+
+    dataset: Dataset
+    collate_fn: collections.abc.Callable
+    fast: bool  # dataset.batch(indices) gives the batch's arrays (made tensors by the loader)
+    batched: bool
+    batch_size: int | None
+    drop_last: bool
+
+    def fetch(self, indices):
+        """The batch of these indices (one index when batching is off)."""
+        if self.fast:
+            return self.dataset.batch(_sample_indices(indices, "DataLoader"))
+        if not self.batched:
+            return self.collate_fn(self.dataset[indices])
         return self.collate_fn([self.dataset[i] for i in indices])
 
-    def _iter_stream(self):
+    def stream(self):
+        """An IterableDataset's batches, in its order."""
         it = iter(self.dataset)
         if self.batch_size is None:
             yield from map(self.collate_fn, it)
@@ -645,13 +696,6 @@ class DataLoader:
         while batch := list(itertools.islice(it, self.batch_size)):
             if len(batch) == self.batch_size or not self.drop_last:
                 yield self.collate_fn(batch)
-
-    def __iter__(self):
-        if self.sampler is None:
-            return self._iter_stream()
-        if self._batched:
-            return map(self._fetch, self.batch_sampler)
-        return (self.collate_fn(self.dataset[i]) for i in self.sampler)
 
 
 def load_digits(split: str = "train", seed: int = 0, test_fraction: float = 0.2, image=False):
@@ -685,7 +729,8 @@ def load_digits(split: str = "train", seed: int = 0, test_fraction: float = 0.2,
     return TensorDataset(np.ascontiguousarray(x), y)
 
 
-# PyTorch's DistributedSampler and get_worker_info (built on the samplers above)
-from .data_distributed import DistributedSampler, get_worker_info  # noqa: E402
+# PyTorch's DistributedSampler (built on the samplers above); worker processes
+from .data_distributed import DistributedSampler  # noqa: E402
+from .data_workers import get_worker_info, worker_iterator  # noqa: E402
 
 __all__ += ["DistributedSampler", "get_worker_info"]

@@ -1,4 +1,4 @@
-"""PyTorch's DistributedSampler and get_worker_info, for nbflow.data.
+"""PyTorch's DistributedSampler, for nbflow.data.
 
 DistributedSampler gives each of `num_replicas` processes (ranks) its own equal share of a
 dataset's indices. Without num_replicas / rank it asks MPI (mpi4py's COMM_WORLD, nbflow's
@@ -6,9 +6,6 @@ distributed transport) for the world size and this process's rank; with no MPI i
 refuses with a clear error. The shuffled order is a permutation drawn from a numpy PCG64
 stream seeded with seed + epoch: the same on every rank (what makes the shares disjoint), but
 not torch.randperm's order.
-
-get_worker_info() is None: nbflow's DataLoader loads in the calling process (num_workers=0),
-which is PyTorch's answer in the main process.
 """
 
 from __future__ import annotations
@@ -20,7 +17,7 @@ import numpy as np
 
 from .data import Sampler, _check_bool
 
-__all__ = ["DistributedSampler", "get_worker_info"]
+__all__ = ["DistributedSampler"]
 
 
 def _world() -> tuple[int, int]:
@@ -99,9 +96,3 @@ class DistributedSampler(Sampler):
     def set_epoch(self, epoch: int) -> None:
         """The epoch whose order the next iteration draws (shuffle)."""
         self.epoch = epoch
-
-
-def get_worker_info():
-    """None: batches are loaded in this, the main, process (nbflow's DataLoader has no
-    worker processes)."""
-    return None
