@@ -26,6 +26,7 @@ import multiprocessing.util
 import pickle
 import queue
 import random
+import sys
 import traceback
 from dataclasses import dataclass
 from typing import Any
@@ -75,8 +76,6 @@ class _Failure:
 
 
 def _failure(where: str) -> _Failure:
-    import sys
-
     kind = sys.exc_info()[0]
     return _Failure(kind, where, traceback.format_exc())
 

@@ -470,3 +470,81 @@ for _name in IN_PLACE_UNARY + IN_PLACE_MORE:
     setattr(Operators, f"{_name}_", _written_back(getattr(ops, _name), _name))
 for _name in ("polygamma", "igamma", "igammac", "mvlgamma"):
     setattr(Operators, f"{_name}_", _written_back(getattr(Operators, _name), _name))
+
+
+# PyTorch's augmented assignments beyond + - * /: `x **= 2` writes into x, as x.pow_(2)
+for _name in ("pow", "mod", "floordiv", "and", "or", "xor"):
+    setattr(Operators, f"__i{_name}__", _written_back(REFLECTED[_name], f"__i{_name}__"))
+
+
+def _check_shape_change(x, name: str):
+    from .tensor import Tensor
+
+    if not isinstance(x, Tensor):
+        raise UnsupportedError(
+            f"{name} in a program: a var's shape is fixed; use x = x.{name[:-1]}(...)"
+        )
+    if x.requires_grad or (x._view is not None and x._view.base.requires_grad):
+        raise UnsupportedError(
+            f"{name}: changes a tensor's shape in place, which nbflow's autograd does not "
+            f"follow for a tensor that requires grad (or a view of one); use "
+            f"x = x.{name[:-1]}(...)"
+        )
+
+
+def _takes_shape(x, out):
+    """x becomes `out` (a view of x's old self, or new memory) in place: its shape, strides
+    and view record; its version goes up, so that a gradient saved with its old shape
+    refuses, as after any in-place write."""
+    from .tensor import version_counter
+
+    x._data, x._sig, x._view, x._base = out._data, None, out._view, out._base
+    version_counter(x)[0] += 1
+    return x
+
+
+def _old_self(x):
+    """A tensor standing for x as it is now (its memory, view record and version counter):
+    what an in-place view op takes its view of, so that x's new view record leads back to
+    x's old shape rather than to x itself."""
+    old = x.detach()
+    old._view, old._base = x._view, x._base
+    return old
+
+
+def _view_in_place(name: str):
+    def method(self, *args, **kwargs):
+        _check_shape_change(self, f"{name}_")
+        return _takes_shape(self, getattr(_old_self(self), name)(*args, **kwargs))
+
+    method.__name__ = f"{name}_"
+    method.__doc__ = (
+        f"{name} in place (PyTorch's {name}_): this tensor becomes its {name} view, the same "
+        "memory with another shape; not for a tensor that requires grad."
+    )
+    return method
+
+
+for _name in ("squeeze", "unsqueeze", "t", "transpose", "swapdims", "swapaxes"):
+    setattr(Operators, f"{_name}_", _view_in_place(_name))
+
+
+def _resize_(self, *sizes):
+    """PyTorch's resize_: this tensor takes the shape `sizes` in C order; with the element
+    count unchanged it is a view of the same memory, else new memory holding the old
+    elements first and zeros after them (PyTorch leaves those uninitialised)."""
+    _check_shape_change(self, "resize_")
+    shape = tuple(sizes[0]) if len(sizes) == 1 and not isinstance(sizes[0], int) else sizes
+    if any(isinstance(n, bool) or not isinstance(n, int) or n < 0 for n in shape):
+        raise ValueError(f"resize_: sizes must be non-negative ints, got {sizes!r}")
+    old = _old_self(self)
+    n = math.prod(shape)
+    if n == self.numel() and self.is_contiguous():
+        return _takes_shape(self, old.reshape(shape))
+    flat = old.reshape(-1)[:n]
+    out = ops.pad(flat, (0, n - flat.shape[0])).reshape(shape)  # (new memory)
+    return _takes_shape(self, out)
+
+
+Operators.resize_ = _resize_
+Operators.resize_as_ = lambda self, other: self.resize_(other.shape)

@@ -65,6 +65,11 @@ def refresh(v):
     out = bind(info.op, info.parent, **info.attrs)
     if isinstance(out, tuple):
         out = out[info.index]
+    if out.shape != v.shape:
+        raise GradientError(
+            f"a {info.op.name} view taken before its base changed shape in place (squeeze_, "
+            "resize_, ...) is read with gradients; take the view again after the change"
+        )
     v._adopt_history(out)
     info.base_node = info.base._node
 
