@@ -6,6 +6,8 @@ One op declaration serves eager mode (tensors with a tape) and graph mode (a Pro
 import sys as _sys
 import types as _types
 
+import numpy as _np
+
 from . import (
     data,
     dtypes,
@@ -167,10 +169,32 @@ _autograd.functional = _functional_autograd
 _sys.modules[f"{__name__}.autograd.functional"] = _functional_autograd
 
 
+# PyTorch's printing and anomaly switches, dtype class and typename
+from .autograd_function import is_anomaly_enabled  # noqa: E402
+from .autograd_function import set_detect_anomaly as set_anomaly_enabled  # noqa: E402
+from .printing import get_printoptions, set_printoptions  # noqa: E402
+
+dtype = _np.dtype  # nbflow's dtypes are numpy's: isinstance(x.dtype, nbflow.dtype) holds
+
+
+def typename(obj) -> str:
+    """PyTorch's typename: a tensor's type() ("nbflow.FloatTensor"), else the qualified name
+    of obj's type."""
+    if isinstance(obj, Tensor):
+        return obj.type()
+    kind = type(obj)
+    return (
+        kind.__qualname__
+        if kind.__module__ == "builtins"
+        else f"{kind.__module__}.{kind.__qualname__}"
+    )
+
+
 def __getattr__(name):
-    """nbflow.distributions on first use, so that `import nbflow` stays cheap."""
-    if name == "distributions":
+    """nbflow.distributions and nbflow.testing on first use, so that `import nbflow` stays
+    cheap."""
+    if name in ("distributions", "testing"):
         import importlib
 
-        return importlib.import_module(f"{__name__}.distributions")
+        return importlib.import_module(f"{__name__}.{name}")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

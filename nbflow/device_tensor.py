@@ -16,6 +16,7 @@ from . import dtypes as dt
 from .core import STATE, Op, Spec
 from .device import DeviceError
 from .errors import NbflowError
+from .printing import tensor_repr
 from .tensor import (
     DEVICE_TENSORS,
     Tensor,
@@ -83,15 +84,7 @@ class CudaTensor(Tensor):
         return CudaTensor(impl().contiguous(self._data))
 
     def __repr__(self) -> str:
-        body = np.array2string(self.numpy(), separator=", ", prefix="tensor(")
-        extra = f", device='{self.device}'"
-        if self.dtype != dt.float32:
-            extra += f", dtype={self.dtype}"
-        if self._node is not None:
-            extra += f", grad_fn={self._node.op.name}"
-        elif self.requires_grad:
-            extra += ", requires_grad=True"
-        return f"tensor({body}{extra})"
+        return tensor_repr(self, self.numpy(), self.device)
 
 
 DEVICE_TENSORS.add(CudaTensor)

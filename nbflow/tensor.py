@@ -26,6 +26,7 @@ from .errors import (
     user_location,
 )
 from .operators import COMPARISONS, REFLECTED, Operators, Size
+from .printing import tensor_repr
 from .views import RESHAPES, ViewOf, check_write, refresh_if_stale, restamp, write_back
 
 
@@ -162,13 +163,7 @@ class Tensor(Operators):
         return int(self.item())
 
     def __repr__(self) -> str:
-        body = np.array2string(self._data, separator=", ", prefix="tensor(")
-        extra = f", dtype={self.dtype}" if self.dtype != dt.float32 else ""
-        if self._node is not None:
-            extra += f", grad_fn={self._node.op.name}"
-        elif self.requires_grad:
-            extra += ", requires_grad=True"
-        return f"tensor({body}{extra})"
+        return tensor_repr(self, self._data)
 
     # -------------------------------------------------------------- autograd
 
