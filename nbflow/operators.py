@@ -531,15 +531,16 @@ for _name in ("squeeze", "unsqueeze", "t", "transpose", "swapdims", "swapaxes"):
 
 def _resize_(self, *sizes):
     """PyTorch's resize_: this tensor takes the shape `sizes` in C order; with the element
-    count unchanged it is a view of the same memory, else new memory holding the old
-    elements first and zeros after them (PyTorch leaves those uninitialised)."""
+    count unchanged it is reshaped (a view of the same memory where the layout allows), else
+    new memory holding the old elements first and zeros after them (PyTorch leaves those
+    uninitialised)."""
     _check_shape_change(self, "resize_")
     shape = tuple(sizes[0]) if len(sizes) == 1 and not isinstance(sizes[0], int) else sizes
     if any(isinstance(n, bool) or not isinstance(n, int) or n < 0 for n in shape):
         raise ValueError(f"resize_: sizes must be non-negative ints, got {sizes!r}")
     old = _old_self(self)
     n = math.prod(shape)
-    if n == self.numel() and self.is_contiguous():
+    if n == self.numel():
         return _takes_shape(self, old.reshape(shape))
     flat = old.reshape(-1)[:n]
     out = ops.pad(flat, (0, n - flat.shape[0])).reshape(shape)  # (new memory)

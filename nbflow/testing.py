@@ -1,9 +1,11 @@
-"""Testing tools nbflow uses on itself: tolerances, assert_close, finite-difference gradient
-checks, and hypothesis strategies for tensors (hypothesis is imported only when used)."""
+"""Testing tools nbflow uses on itself: tolerances, assert_close, make_tensor (PyTorch's),
+finite-difference gradient checks, and hypothesis strategies for tensors (hypothesis is
+imported only when used)."""
 
 from __future__ import annotations
 
 import inspect
+import math
 
 import numpy as np
 
@@ -40,6 +42,64 @@ def assert_close(actual, expected, rtol=None, atol=None, check_dtype=True, msg="
         )
     else:
         np.testing.assert_array_equal(a, e, err_msg=msg)
+
+
+def _shape(shape) -> tuple:
+    if len(shape) == 1 and isinstance(shape[0], list | tuple):
+        shape = tuple(shape[0])
+    if any(isinstance(n, bool) or not isinstance(n, int) or n < 0 for n in shape):
+        raise ValueError(f"make_tensor: the shape must be non-negative ints, got {shape!r}")
+    return tuple(shape)
+
+
+def _bounds(dtype, low, high):
+    """[low, high) within what dtype holds, PyTorch's defaults -9 and 9 (0 for unsigned)."""
+    info = np.finfo(dtype) if dtype.kind == "f" else np.iinfo(dtype)
+    low = (0 if dtype.kind == "u" else -9) if low is None else low
+    high = 9 if high is None else high
+    if np.isnan(low) or np.isnan(high):
+        raise ValueError(f"make_tensor: low and high must not be NaN, got {low} and {high}")
+    if low > high:
+        raise ValueError(f"make_tensor: low {low} must be at most high {high}")
+    return max(low, info.min), min(high, info.max)
+
+
+def make_tensor(
+    *shape,
+    dtype,
+    device=None,
+    low=None,
+    high=None,
+    requires_grad=False,
+    noncontiguous=False,
+    exclude_zero=False,
+    generator=None,
+):
+    """PyTorch's torch.testing.make_tensor: a tensor of `shape` (ints, or one sequence) with
+    values uniform in [low, high) (defaults [-9, 9), clipped to the dtype's range; bools are
+    either), from `generator` or nbflow's default generator. noncontiguous=True gives a
+    strided view holding the same kind of values; exclude_zero replaces zeros by 1 (integers)
+    or the dtype's smallest normal number (floats)."""
+    from .ops.creation import default_generator
+
+    shape, dtype = _shape(shape), dt.as_dtype(dtype)
+    rng = (generator or default_generator).numpy
+    if dtype == dt.bool_:
+        a = rng.integers(0, 2, shape).astype(bool)
+    elif dtype.kind == "f":
+        low, high = _bounds(dtype, low, high)
+        a = rng.uniform(low, high, shape).astype(dtype)
+    else:
+        low, high = (math.ceil(v) for v in _bounds(dtype, low, high))
+        a = rng.integers(low, max(high, low + 1), shape).astype(dtype)  # (low == high: low)
+    if exclude_zero and dtype != dt.bool_:
+        a[a == 0] = 1 if dtype.kind != "f" else np.finfo(dtype).tiny
+    if noncontiguous and a.size > 1:
+        a = _relayout(a, "strided")
+    t = Tensor(a) if noncontiguous else tensor(a, dtype=dtype)
+    if device is not None:
+        t = t.to(device)
+    return t.requires_grad_(True) if requires_grad else t
 
 
 class GradcheckError(AssertionError):
