@@ -1,5 +1,6 @@
 """PyTorch's torch.nn.utils: gradient clipping, flat parameter vectors, and the rnn,
-parametrize and parametrizations submodules (packed sequences, weight and spectral norm)."""
+parametrize, parametrizations and prune submodules (packed sequences, weight and spectral
+norm, pruning masks)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from ...core import no_grad
 from ...errors import GradientError, ShapeError
 from ...optim import clip_grads_by_norm_
 from ...tensor import Tensor
-from . import fusion, parametrizations, parametrize, rnn, stateless
+from . import fusion, parametrizations, parametrize, prune, rnn, stateless
 from .fusion import *  # noqa: F403  (PyTorch's nn.utils names)
 from .fusion import __all__ as _fusion_all
 from .legacy import *  # noqa: F403
@@ -114,6 +115,7 @@ __all__ = [
     "parameters_to_vector",
     "parametrizations",
     "parametrize",
+    "prune",
     "rnn",
     "vector_to_parameters",
     "fusion",
