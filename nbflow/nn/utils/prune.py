@@ -192,79 +192,82 @@ class Identity(BasePruningMethod):
         return default_mask.copy()
 
 
-class RandomUnstructured(BasePruningMethod):
+class _Unstructured(BasePruningMethod):
+    """Prunes the `amount` entries of lowest score."""
+
+    def __init__(self, amount):
+        _check_amount(amount)
+        self.amount = amount
+
+    def scores(self, t: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+    def compute_mask(self, t, default_mask):
+        n = _count(self.amount, t.size)
+        mask = default_mask.copy()
+        if n:
+            mask.reshape(-1)[np.argsort(self.scores(t).reshape(-1), kind="stable")[:n]] = 0
+        return mask
+
+
+class RandomUnstructured(_Unstructured):
     """Prunes `amount` entries chosen at random."""
 
-    def __init__(self, amount):
-        _check_amount(amount)
-        self.amount = amount
-
-    def compute_mask(self, t, default_mask):
-        n = _count(self.amount, t.size)
-        mask = default_mask.copy()
-        if n:
-            draws = creation.default_generator.numpy.random(t.size)
-            mask.reshape(-1)[np.argsort(draws, kind="stable")[:n]] = 0
-        return mask
+    def scores(self, t):
+        return creation.default_generator.numpy.random(t.size)
 
 
-class L1Unstructured(BasePruningMethod):
+class L1Unstructured(_Unstructured):
     """Prunes the `amount` entries of smallest absolute value."""
 
-    def __init__(self, amount):
-        _check_amount(amount)
-        self.amount = amount
+    def scores(self, t):
+        return np.abs(t)
+
+
+class _Structured(BasePruningMethod):
+    """Prunes the `amount` channels along `self.dim` of lowest score."""
+
+    PRUNING_TYPE = "structured"
+    amount: int | float
+    dim: int
+
+    def scores(self, t: np.ndarray, dim: int) -> np.ndarray:
+        raise NotImplementedError
 
     def compute_mask(self, t, default_mask):
-        n = _count(self.amount, t.size)
+        dim = self.dim % t.ndim
+        pruned = np.argsort(self.scores(t, dim), kind="stable")[: _count(self.amount, t.shape[dim])]
         mask = default_mask.copy()
-        if n:
-            mask.reshape(-1)[np.argsort(np.abs(t).reshape(-1), kind="stable")[:n]] = 0
+        index = [slice(None)] * t.ndim
+        index[dim] = pruned
+        mask[tuple(index)] = 0
         return mask
 
 
-def _channel_mask(t, default_mask, dim, pruned) -> np.ndarray:
-    """default_mask with the channels `pruned` along dim set to 0."""
-    mask = default_mask.copy()
-    index = [slice(None)] * t.ndim
-    index[dim % t.ndim] = pruned
-    mask[tuple(index)] = 0
-    return mask
-
-
-class RandomStructured(BasePruningMethod):
+class RandomStructured(_Structured):
     """Prunes `amount` channels along `dim`, chosen at random."""
-
-    PRUNING_TYPE = "structured"
 
     def __init__(self, amount, dim=-1):
         _check_amount(amount)
         self.amount, self.dim = amount, dim
 
-    def compute_mask(self, t, default_mask):
-        channels = t.shape[self.dim]
-        n = _count(self.amount, channels)
-        draws = creation.default_generator.numpy.random(channels)
-        return _channel_mask(t, default_mask, self.dim, np.argsort(draws, kind="stable")[:n])
+    def scores(self, t, dim):
+        return creation.default_generator.numpy.random(t.shape[dim])
 
 
-class LnStructured(BasePruningMethod):
-    """Prunes the `amount` channels along `dim` of smallest L`n` norm (n may be inf, -inf,
-    "fro" or "nuc" as in PyTorch: "fro" is 2; "nuc" needs 2-D channels)."""
-
-    PRUNING_TYPE = "structured"
+class LnStructured(_Structured):
+    """Prunes the `amount` channels along `dim` of smallest L`n` norm (n a number, inf,
+    -inf or "fro", which is 2; each channel's entries taken as one vector)."""
 
     def __init__(self, amount, n, dim=-1):
         _check_amount(amount)
+        if n != "fro" and (isinstance(n, bool) or not isinstance(n, numbers.Real)):
+            raise ValueError(f"ln_structured: n must be a number, inf, -inf or 'fro', got {n!r}")
         self.amount, self.n, self.dim = amount, n, dim
 
-    def compute_mask(self, t, default_mask):
-        dim = self.dim % t.ndim
+    def scores(self, t, dim):
         channels = np.moveaxis(t, dim, 0).reshape(t.shape[dim], -1)
-        order = 2 if self.n == "fro" else self.n
-        norms = np.linalg.norm(channels, ord=order, axis=1)
-        n = _count(self.amount, t.shape[dim])
-        return _channel_mask(t, default_mask, dim, np.argsort(norms, kind="stable")[:n])
+        return np.linalg.norm(channels, ord=2 if self.n == "fro" else self.n, axis=1)
 
 
 class CustomFromMask(BasePruningMethod):
