@@ -37,6 +37,7 @@ from .dtypes import bool_, float16, float32, float64, int32, int64
 from .errors import (
     ArgumentError,
     AttrError,
+    DistributedError,
     DomainError,
     DTypeError,
     GradientError,
@@ -191,9 +192,9 @@ def typename(obj) -> str:
 
 
 def __getattr__(name):
-    """nbflow.distributions and nbflow.testing on first use, so that `import nbflow` stays
-    cheap."""
-    if name in ("distributions", "testing"):
+    """nbflow.distributions, nbflow.distributed and nbflow.testing on first use, so that
+    `import nbflow` stays cheap."""
+    if name in ("distributions", "distributed", "testing"):
         import importlib
 
         return importlib.import_module(f"{__name__}.{name}")

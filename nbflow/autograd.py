@@ -170,17 +170,25 @@ def backward(outputs: Sequence[Tensor], grad_outputs=None, create_graph: bool = 
     seeds = _seeds(outputs, grad_outputs)
     leaf_grads, _ = backprop(outputs, seeds, create_graph)
     hooked = hooks.any_hooks()
-    for leaf, g in leaf_grads.values():
-        if not create_graph:
-            # a plain, contiguous buffer (a gradient can be a transposed view): optimizers
-            # update parameters from it in place (reshaped: ascontiguousarray makes 0-d 1-d)
-            if type(g) is Tensor:
-                g = Tensor(np.ascontiguousarray(g._data).reshape(g._data.shape))
-            else:
-                g = g.plain()
-        leaf.grad = g if leaf.grad is None else _add_no_record(leaf.grad, g, create_graph)
+    try:
+        for leaf, g in leaf_grads.values():
+            _accumulate(leaf, g, create_graph)
+            if hooked:
+                hooks.run_post_accumulate_hooks(leaf)
+    finally:  # (callbacks run even then: each may be a collective the other ranks wait in)
         if hooked:
-            hooks.run_post_accumulate_hooks(leaf)
+            hooks.run_queued_callbacks()
+
+
+def _accumulate(leaf, g, create_graph):
+    if not create_graph:
+        # a plain, contiguous buffer (a gradient can be a transposed view): optimizers
+        # update parameters from it in place (reshaped: ascontiguousarray makes 0-d 1-d)
+        if type(g) is Tensor:
+            g = Tensor(np.ascontiguousarray(g._data).reshape(g._data.shape))
+        else:
+            g = g.plain()
+    leaf.grad = g if leaf.grad is None else _add_no_record(leaf.grad, g, create_graph)
 
 
 def _add_no_record(a, b, create_graph):

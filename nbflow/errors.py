@@ -104,6 +104,10 @@ class GradientError(NbflowError, RuntimeError):
     """Backward cannot run: a saved tensor changed in place, or nothing requires grad."""
 
 
+class DistributedError(NbflowError, RuntimeError):
+    """A collective that cannot run: no MPI, no process group, or ranks that disagree."""
+
+
 class NumericalError(NbflowError, FloatingPointError):
     """A NaN or infinity produced by an op while the NaN/Inf check is on (names the op, the
     output, the counts and where the op was defined; see nbflow.check_nan_inf)."""

@@ -180,6 +180,32 @@ def run_leaf_hooks(leaf, g, create_graph: bool):
     return run_grad_hooks(hooks, g, create_graph)
 
 
+# callbacks queued during a backward(), run once it has accumulated every leaf's .grad
+_callbacks: list = []
+
+
+def queue_callback(callback) -> None:
+    """Run callback() at the end of the backward() now running, after every leaf's .grad
+    and post-accumulate hook (PyTorch's Variable._execution_engine.queue_callback, what
+    DistributedDataParallel reduces its gradients from)."""
+    if not callable(callback):
+        raise TypeError(f"queue_callback expects a callable, got {type(callback).__name__}")
+    _callbacks.append(callback)
+
+
+def run_queued_callbacks() -> None:
+    """Run and forget the queued callbacks (each once, even if an earlier one raised)."""
+    callbacks, _callbacks[:] = list(_callbacks), []
+    error = None
+    for callback in callbacks:
+        try:
+            callback()
+        except Exception as e:  # the others still run: each may hold a collective's turn
+            error = error or e
+    if error is not None:
+        raise error
+
+
 def run_post_accumulate_hooks(leaf) -> None:
     hooks = LEAF_HOOKS.get(id(leaf))
     if hooks is not None:

@@ -253,6 +253,7 @@ class Optimizer:
                     tensors[id(trace.capture(p))] = (j, p, group)
             params = [trace.capture(p) if isinstance(p, Tensor) else p for p in params]
         pairs = append_backward(loss, params, no_grad_set)
+        pairs = _average_over_ranks(pairs, tensors)
         if max_grad_norm is not None:
             clip_grads_by_norm_([g for _, g in pairs], max_grad_norm)
         try:
@@ -379,6 +380,22 @@ class Optimizer:
 # group entries the schedules add (LRScheduler's initial_lr, SWALR's swa_lr), saved and
 # restored with the group's hyperparameters
 SCHEDULE_KEYS = {"initial_lr", "swa_lr"}
+
+
+def _average_over_ranks(pairs, tensors: dict) -> list:
+    """Graph mode's DistributedDataParallel: the gradient of each parameter a DDP module
+    reduces, averaged over its ranks by an allreduce op ahead of the update."""
+    if not tensors:
+        return pairs
+    from . import distributed
+
+    out = []
+    for p, g in pairs:
+        ring = distributed.data_parallel_ring(tensors[id(p)][1]) if id(p) in tensors else None
+        if ring is not None:
+            g = ops.collective.allreduce(g, reduce_op="avg", ring_id=ring)
+        out.append((p, g))
+    return out
 
 
 def _evaluate(closure):

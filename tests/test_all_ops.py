@@ -40,6 +40,9 @@ SAMPLES = {
     "fill_": (inplace(nb.fill_), lambda: [x(3)], {"value": 2.0}),
     "copy_": (inplace(nb.copy_), lambda: [x(2, 3), x(3)], {}),
     "add_": (inplace(nb.add_), lambda: [x(2, 3), x(3)], {}),
+    # (one process: the reduction over a world of one rank; tests/test_distributed.py has two)
+    "allreduce": (nb.ops.collective.allreduce, lambda: [x(2, 3)], {"reduce_op": "avg"}),
+    "allreduce_": (inplace(nb.ops.collective.allreduce_), lambda: [x(2, 3)], {}),
     "sub_": (inplace(nb.sub_), lambda: [x(2, 3), x(3)], {}),
     "mul_": (inplace(nb.mul_), lambda: [x(2, 3), x(3)], {}),
     "div_": (inplace(nb.div_), lambda: [x(2, 3), x(3)], {}),

@@ -4,7 +4,7 @@ Layers run eagerly and, unchanged, inside @nbflow.jit functions: a module's para
 eager Tensors that a traced Program captures as persistable vars.
 """
 
-from . import attention, functional, init, layers, loss, recurrent, transformer, utils
+from . import attention, functional, init, layers, loss, parallel, recurrent, transformer, utils
 from . import lazy as _lazy
 from . import losses_extra as _losses_extra
 from . import more_layers as _more_layers
@@ -47,6 +47,7 @@ __all__ = [
     "dynamic_rnn",
     "functional",
     "init",
+    "parallel",
     "utils",
     "pack_offsets",
 ]

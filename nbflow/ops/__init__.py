@@ -8,6 +8,7 @@ from ..core import REGISTRY, Op, public
 from . import (
     _cuda,
     broadcast,
+    collective,  # noqa: F401  (nbflow.distributed's ops: public there, not top-level)
     compat,
     conv,
     conv3d,

@@ -1,0 +1,48 @@
+"""Data and models shared by tests/distributed_worker.py (each rank) and
+tests/test_distributed.py (the one-process references)."""
+
+import numpy as np
+
+import nbflow as nb
+from nbflow import nn
+
+RANKS = 2
+STEPS = 4
+BATCH = 4  # rows per rank and step
+
+
+def make_model(seed: int) -> nn.Module:
+    g = nb.Generator(seed)
+    return nn.Sequential(
+        nn.Linear(5, 7, dtype="float64", generator=g),
+        nn.Tanh(),
+        nn.Linear(7, 3, dtype="float64", generator=g),
+    )
+
+
+def full_batch(step: int):
+    """The step's whole batch: every rank's rows, rank 0's first."""
+    rng = np.random.default_rng(100 + step)
+    return rng.normal(size=(RANKS * BATCH, 5)), rng.integers(0, 3, RANKS * BATCH)
+
+
+def batch(step: int, rank: int):
+    x, y = full_batch(step)
+    return x[rank * BATCH : (rank + 1) * BATCH], y[rank * BATCH : (rank + 1) * BATCH]
+
+
+def collective_input(rank: int) -> np.ndarray:
+    return np.random.default_rng(rank).normal(size=(4, 3))
+
+
+class Branchy(nn.Module):
+    """A trunk every rank uses and a head only rank 0 uses."""
+
+    def __init__(self):
+        super().__init__()
+        self.trunk = make_model(seed=0)
+        self.head = nn.Linear(3, 3, generator=nb.Generator(5), dtype="float64")
+
+    def forward(self, x, use_head):
+        h = self.trunk(x)
+        return self.head(h) if use_head else h

@@ -1,0 +1,163 @@
+"""One rank of tests/test_distributed.py, started by `mpiexec -n 2 python THIS OUT_DIR`.
+
+Each rank runs every case and writes what it saw to OUT_DIR/rank<r>.npz (arrays) and
+OUT_DIR/rank<r>.json (error messages); the test process compares them with references it
+computes itself, in one process, without MPI. The data and the models come from
+distributed_shared.py, which the test imports too.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+import nbflow as nb
+import nbflow.distributed as dist
+from nbflow import nn
+from nbflow.nn.parallel import DistributedDataParallel as DDP
+
+sys.path.insert(0, str(Path(__file__).parent))
+from distributed_shared import STEPS, Branchy, batch, collective_input, make_model
+
+
+def collectives(rank, size, out):
+    x = collective_input(rank)
+    for op in ("sum", "avg", "product", "min", "max"):
+        t = nb.tensor(x)
+        dist.all_reduce(t, op=dist.ReduceOp(op))
+        out[f"all_reduce_{op}"] = t.numpy()
+    t = nb.tensor(np.arange(4) * (rank + 1))
+    dist.all_reduce(t, op=dist.ReduceOp.BXOR)
+    out["all_reduce_bxor"] = t.numpy()
+    t = nb.tensor(x)
+    dist.broadcast(t, src=1)
+    out["broadcast"] = t.numpy()
+    t = nb.tensor(x)
+    dist.reduce(t, dst=1, op=dist.ReduceOp.MAX)
+    out["reduce"] = t.numpy()
+    parts = [nb.zeros(x.shape, dtype=x.dtype) for _ in range(size)]
+    dist.all_gather(parts, nb.tensor(x))
+    out["all_gather"] = np.stack([p.numpy() for p in parts])
+    whole = nb.zeros((size * x.shape[0], x.shape[1]), dtype=x.dtype)
+    dist.all_gather_into_tensor(whole, nb.tensor(x))
+    out["all_gather_into_tensor"] = whole.numpy()
+    share = nb.zeros((x.shape[0] // size, x.shape[1]), dtype=x.dtype)
+    dist.reduce_scatter_tensor(share, nb.tensor(x))
+    out["reduce_scatter_tensor"] = share.numpy()
+    got = [nb.zeros(x.shape, dtype=x.dtype) for _ in range(size)] if rank == 0 else None
+    dist.gather(nb.tensor(x), got, dst=0)
+    if rank == 0:
+        out["gather"] = np.stack([g.numpy() for g in got])
+    t = nb.zeros(x.shape, dtype=x.dtype)
+    dist.scatter(
+        t, [nb.tensor(collective_input(10 + r)) for r in range(size)] if rank == 1 else None, src=1
+    )
+    out["scatter"] = t.numpy()
+    t = nb.tensor(x)
+    if rank == 0:
+        dist.send(t, dst=1)
+    else:
+        out["recv_from"] = np.array(dist.recv(t, src=0))
+        out["recv"] = t.numpy()
+    objects = [None] * size
+    dist.all_gather_object(objects, {"rank": rank})
+    out["all_gather_object"] = np.array([o["rank"] for o in objects])
+    one = dist.new_group([1])
+    out["subgroup_rank"] = np.array(dist.get_rank(one))
+    if rank == 1:
+        t = nb.tensor(x)
+        dist.all_reduce(t, group=one)  # a group of one: unchanged
+        out["subgroup_all_reduce"] = t.numpy()
+
+    @nb.jit
+    def traced(v):
+        y = v * 2.0
+        dist.all_reduce(y)
+        return y
+
+    out["jit_all_reduce"] = traced(nb.tensor(x)).numpy()
+    v = nb.tensor(x, requires_grad=True)
+    (nb.ops.collective.allreduce(v * v).sum()).backward()
+    out["allreduce_grad"] = v.grad.numpy()
+
+
+def train_eager(rank, out, find_unused=False):
+    model = DDP(make_model(seed=rank), find_unused_parameters=find_unused)
+    optimizer = nb.optim.SGD(model.parameters(), lr=0.5, momentum=0.9)
+    for step in range(STEPS):
+        x, y = batch(step, rank)
+        optimizer.zero_grad()
+        nb.cross_entropy(model(nb.tensor(x)), nb.tensor(y)).backward()
+        optimizer.step()
+    for name, p in model.module.named_parameters():
+        out[f"eager.{name}"] = p.numpy()
+
+
+def train_graph(rank, out):
+    model = DDP(make_model(seed=rank))
+    optimizer = nb.optim.SGD(model.parameters(), lr=0.5, momentum=0.9)
+
+    @nb.jit
+    def step_fn(x, y):
+        loss = nb.cross_entropy(model(x), y)
+        optimizer.minimize(loss)
+        return loss
+
+    with nb.no_grad():
+        for step in range(STEPS):
+            x, y = batch(step, rank)
+            step_fn(nb.tensor(x), nb.tensor(y))
+    for name, p in model.module.named_parameters():
+        out[f"graph.{name}"] = p.numpy()
+
+
+def accumulate(rank, out):
+    """Two micro-batches per rank: the first under no_sync, the second reduces the sum."""
+    model = DDP(make_model(seed=rank))
+    x, y = batch(0, rank)
+    with model.no_sync():
+        nb.cross_entropy(model(nb.tensor(x[:2])), nb.tensor(y[:2])).backward()
+    out["no_sync_local"] = model.module[0].weight.grad.numpy().copy()
+    nb.cross_entropy(model(nb.tensor(x[2:])), nb.tensor(y[2:])).backward()
+    for name, p in model.module.named_parameters():
+        out[f"accumulated.{name}"] = p.grad.numpy()
+
+
+def unused(rank, out, errors):
+    x, y = batch(0, rank)
+    model = DDP(Branchy(), find_unused_parameters=True)
+    nb.cross_entropy(model(nb.tensor(x), rank == 0), nb.tensor(y)).backward()
+    out["unused.head.weight"] = model.module.head.weight.grad.numpy()
+    out["unused.trunk.0.weight"] = model.module.trunk[0].weight.grad.numpy()
+    strict = DDP(Branchy())
+    try:
+        nb.cross_entropy(strict(nb.tensor(x), rank == 0), nb.tensor(y)).backward()
+    except nb.DistributedError as e:
+        errors["unused_strict"] = str(e)
+    try:
+        DDP(nn.Linear(3 + rank, 2))
+    except nb.DistributedError as e:
+        errors["mismatch"] = str(e)
+
+
+def main():
+    out_dir = Path(sys.argv[1])
+    dist.init_process_group("mpi")
+    rank, size = dist.get_rank(), dist.get_world_size()
+    out, errors = {}, {}
+    collectives(rank, size, out)
+    train_eager(rank, out)
+    train_graph(rank, out)
+    accumulate(rank, out)
+    unused(rank, out, errors)
+    dist.barrier()
+    dist.destroy_process_group()
+    np.savez(out_dir / f"rank{rank}.npz", **out)
+    (out_dir / f"rank{rank}.json").write_text(json.dumps(errors))
+
+
+if __name__ == "__main__":
+    main()
