@@ -1,11 +1,12 @@
 """PyTorch's DistributedSampler, for nbflow.data.
 
 DistributedSampler gives each of `num_replicas` processes (ranks) its own equal share of a
-dataset's indices. Without num_replicas / rank it asks MPI (mpi4py's COMM_WORLD, nbflow's
-distributed transport) for the world size and this process's rank; with no MPI installed it
-refuses with a clear error. The shuffled order is a permutation drawn from a numpy PCG64
-stream seeded with seed + epoch: the same on every rank (what makes the shares disjoint), but
-not torch.randperm's order.
+dataset's indices. Without num_replicas / rank it takes the world size and this process's
+rank from nbflow.distributed's default group, or before init_process_group from MPI (mpi4py's
+COMM_WORLD, nbflow's distributed transport); with no MPI installed it refuses with a clear
+error. The shuffled order is a permutation drawn from a numpy PCG64 stream seeded with
+seed + epoch: the same on every rank (what makes the shares disjoint), but not
+torch.randperm's order.
 """
 
 from __future__ import annotations
@@ -15,13 +16,17 @@ import operator
 
 import numpy as np
 
+from . import comm
 from .data import Sampler, _check_bool
 
 __all__ = ["DistributedSampler"]
 
 
 def _world() -> tuple[int, int]:
-    """(world size, rank) from MPI."""
+    """(world size, rank) of nbflow.distributed's default group, else from MPI."""
+    group = comm.group(0)
+    if group is not None:
+        return group.size(), group.rank()
     try:
         from mpi4py import MPI
     except ImportError:

@@ -20,6 +20,37 @@ def make_model(seed: int) -> nn.Module:
     )
 
 
+def make_bn_model(seed: int, sync: bool) -> nn.Module:
+    g = nb.Generator(seed)
+    norm = nn.SyncBatchNorm if sync else nn.BatchNorm1d
+    return nn.Sequential(
+        nn.Linear(5, 4, dtype="float64", generator=g),
+        norm(4, dtype="float64"),
+        nn.Tanh(),
+        nn.Linear(4, 3, dtype="float64", generator=g),
+    )
+
+
+def train(model, batches, graph=False):
+    """STEPS of SGD with momentum on the batches of each step (eager, or one traced step)."""
+    optimizer = nb.optim.SGD(model.parameters(), lr=0.5, momentum=0.9)
+
+    @nb.jit
+    def traced(x, y):
+        optimizer.minimize(nb.cross_entropy(model(x), y))
+
+    for step in range(STEPS):
+        x, y = (nb.tensor(a) for a in batches(step))
+        if graph:
+            with nb.no_grad():
+                traced(x, y)
+        else:
+            optimizer.zero_grad()
+            nb.cross_entropy(model(x), y).backward()
+            optimizer.step()
+    return model
+
+
 def full_batch(step: int):
     """The step's whole batch: every rank's rows, rank 0's first."""
     rng = np.random.default_rng(100 + step)

@@ -20,7 +20,14 @@ from nbflow import nn
 from nbflow.nn.parallel import DistributedDataParallel as DDP
 
 sys.path.insert(0, str(Path(__file__).parent))
-from distributed_shared import STEPS, Branchy, batch, collective_input, make_model
+from distributed_shared import (
+    Branchy,
+    batch,
+    collective_input,
+    make_bn_model,
+    make_model,
+    train,
+)
 
 
 def collectives(rank, size, out):
@@ -84,34 +91,20 @@ def collectives(rank, size, out):
     out["allreduce_grad"] = v.grad.numpy()
 
 
-def train_eager(rank, out, find_unused=False):
-    model = DDP(make_model(seed=rank), find_unused_parameters=find_unused)
-    optimizer = nb.optim.SGD(model.parameters(), lr=0.5, momentum=0.9)
-    for step in range(STEPS):
-        x, y = batch(step, rank)
-        optimizer.zero_grad()
-        nb.cross_entropy(model(nb.tensor(x)), nb.tensor(y)).backward()
-        optimizer.step()
-    for name, p in model.module.named_parameters():
-        out[f"eager.{name}"] = p.numpy()
-
-
-def train_graph(rank, out):
-    model = DDP(make_model(seed=rank))
-    optimizer = nb.optim.SGD(model.parameters(), lr=0.5, momentum=0.9)
-
-    @nb.jit
-    def step_fn(x, y):
-        loss = nb.cross_entropy(model(x), y)
-        optimizer.minimize(loss)
-        return loss
-
-    with nb.no_grad():
-        for step in range(STEPS):
-            x, y = batch(step, rank)
-            step_fn(nb.tensor(x), nb.tensor(y))
-    for name, p in model.module.named_parameters():
-        out[f"graph.{name}"] = p.numpy()
+def training(rank, out):
+    """DDP training, eager and graph, of the MLP and of one with SyncBatchNorm."""
+    for mode in ("eager", "graph"):
+        model = train(DDP(make_model(seed=rank)), lambda step: batch(step, rank), mode == "graph")
+        for name, p in model.module.named_parameters():
+            out[f"{mode}.{name}"] = p.numpy()
+        model = DDP(make_bn_model(seed=rank, sync=True))
+        train(model, lambda step: batch(step, rank), mode == "graph")
+        for name, t in model.module.state_dict().items():
+            out[f"{mode}_bn.{name}"] = t.numpy()
+    forward = nb.compile(DDP(make_model(seed=rank)))  # a traced forward, an eager backward
+    train(forward, lambda step: batch(step, rank))
+    for name, p in forward._orig_mod.module.named_parameters():
+        out[f"jit_forward.{name}"] = p.numpy()
 
 
 def accumulate(rank, out):
@@ -149,8 +142,7 @@ def main():
     rank, size = dist.get_rank(), dist.get_world_size()
     out, errors = {}, {}
     collectives(rank, size, out)
-    train_eager(rank, out)
-    train_graph(rank, out)
+    training(rank, out)
     accumulate(rank, out)
     unused(rank, out, errors)
     dist.barrier()

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -24,12 +25,13 @@ sys.path.insert(0, str(Path(__file__).parent))
 from distributed_shared import (
     BATCH,
     RANKS,
-    STEPS,
     Branchy,
     batch,
     collective_input,
     full_batch,
+    make_bn_model,
     make_model,
+    train,
 )
 
 pytest.importorskip("mpi4py", reason="the distributed extra (mpi4py, mpich) is not installed")
@@ -43,15 +45,20 @@ def _mpiexec() -> str:
     return found
 
 
+def _run_ranks(script: Path, *args) -> str:
+    """Run script on RANKS MPI ranks (one thread each: 2 cores); its output."""
+    env = dict(os.environ, NUMBA_NUM_THREADS="1", OMP_NUM_THREADS="1")
+    command = [_mpiexec(), "-n", str(RANKS), sys.executable, str(script), *map(str, args)]
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout
+
+
 @pytest.fixture(scope="module")
 def ranks(tmp_path_factory):
     """[(arrays, errors)] of each rank, from one mpiexec run of the worker."""
     out = tmp_path_factory.mktemp("ranks")
-    worker = Path(__file__).with_name("distributed_worker.py")
-    env = dict(os.environ, NUMBA_NUM_THREADS="1", OMP_NUM_THREADS="1")
-    command = [_mpiexec(), "-n", str(RANKS), sys.executable, str(worker), str(out)]
-    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stdout + done.stderr
+    _run_ranks(Path(__file__).with_name("distributed_worker.py"), out)
     return [
         (dict(np.load(out / f"rank{r}.npz")), json.loads((out / f"rank{r}.json").read_text()))
         for r in range(RANKS)
@@ -102,26 +109,25 @@ def test_allreduce_gradient_sums_every_ranks_loss(ranks):
         np.testing.assert_allclose(got["allreduce_grad"], RANKS * 2 * collective_input(r))
 
 
-def _reference_training():
-    """One process, rank 0's initial parameters, the whole batch of each step."""
-    model = make_model(seed=0)
-    optimizer = nb.optim.SGD(model.parameters(), lr=0.5, momentum=0.9)
-    for step in range(STEPS):
-        x, y = full_batch(step)
-        optimizer.zero_grad()
-        nb.cross_entropy(model(nb.tensor(x)), nb.tensor(y)).backward()
-        optimizer.step()
-    return dict(model.named_parameters())
-
-
-@pytest.mark.parametrize("mode", ["eager", "graph"])
+@pytest.mark.parametrize("mode", ["eager", "graph", "jit_forward"])
 def test_ddp_training_equals_whole_batch_training(ranks, mode):
-    reference = _reference_training()
-    for name, p in reference.items():
+    reference = train(make_model(seed=0), full_batch)  # rank 0's initial parameters
+    for name, p in reference.named_parameters():
         for got, _ in ranks:
             np.testing.assert_allclose(got[f"{mode}.{name}"], p.numpy(), rtol=1e-10, atol=1e-12)
         # the ranks hold one model: bit-identical parameters
         np.testing.assert_array_equal(ranks[0][0][f"{mode}.{name}"], ranks[1][0][f"{mode}.{name}"])
+
+
+@pytest.mark.parametrize("mode", ["eager", "graph"])
+def test_sync_batch_norm_equals_batch_norm_of_the_whole_batch(ranks, mode):
+    # statistics over both ranks' rows and gradients through them: BatchNorm1d on the
+    # whole batch, parameters and running statistics alike
+    reference = train(make_bn_model(seed=0, sync=False), full_batch)
+    for name, t in reference.state_dict().items():
+        for got, _ in ranks:
+            want = t.numpy()
+            np.testing.assert_allclose(got[f"{mode}_bn.{name}"], want, rtol=1e-9, atol=1e-12)
 
 
 def _grads(model, loss):
@@ -166,6 +172,15 @@ def test_unused_parameters(ranks):
         assert "head.weight" in errors["unused_strict"], errors
         assert "find_unused_parameters=True" in errors["unused_strict"]
         assert "differs" in errors["mismatch"]
+
+
+def test_data_parallel_example_learns_the_digits():
+    # the script itself fails unless every rank ends with the same parameters
+    example = Path(__file__).parent.parent / "examples" / "train_digits_ddp.py"
+    printed = _run_ranks(example, "--epochs", 6, "--no-progress")
+    accuracy = float(re.search(r"test accuracy ([0-9.]+)", printed).group(1))
+    assert accuracy >= 0.95, printed
+    assert f"{RANKS} ranks" in printed
 
 
 # ------------------------------------------------------------- one process, no MPI started

@@ -579,6 +579,19 @@ class _BatchNorm(Module):
             )
         # batch statistics while training, and whenever there are no running statistics
         use_batch = self.training or self.running_mean is None
+        return nb.batch_norm(
+            x,
+            self.running_mean,
+            self.running_var,
+            self.weight,
+            self.bias,
+            use_batch,
+            self.step_momentum(),
+            self.eps,
+        )
+
+    def step_momentum(self):
+        """The running statistics' factor for this forward, counting a training batch."""
         momentum = self.momentum
         if self.training and self.running_mean is not None:
             with nb.no_grad():
@@ -590,16 +603,7 @@ class _BatchNorm(Module):
                         "1 / num_batches_tracked would be baked in; give a momentum"
                     )
                 momentum = 1.0 / self.num_batches_tracked.item()
-        return nb.batch_norm(
-            x,
-            self.running_mean,
-            self.running_var,
-            self.weight,
-            self.bias,
-            use_batch,
-            momentum,
-            self.eps,
-        )
+        return momentum
 
     def extra_repr(self) -> str:
         return (

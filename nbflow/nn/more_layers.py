@@ -8,8 +8,10 @@ All are composed from nbflow's ops (gradients and @nbflow.jit come with them):
   where the target falls in that cluster (PyTorch runs a cluster on its rows only: that
   selection has a data-dependent size, which a traced program cannot have). Outputs, loss
   and gradients are PyTorch's.
-- SyncBatchNorm in one process is BatchNorm over inputs of any rank >= 2 (PyTorch's own
-  fallback when there is nothing to synchronise); DataParallel on one device calls the module.
+- SyncBatchNorm reduces its batch statistics over nbflow.distributed's ranks while training
+  (two differentiable allreduces); in one process it is BatchNorm over inputs of any rank >= 2
+  (PyTorch's own fallback when there is nothing to synchronise). DataParallel on one device
+  calls the module.
 - CrossMapLRN2d is PyTorch's legacy forward exactly, including its window: channel c sums the
   squares over [c - pre_pad + 1, c + pre_pad - 1] and always channel 0 too (the running sum
   never subtracts it), one constant (C, C) matrix product. Its gradient is that function's;
@@ -20,14 +22,15 @@ All are composed from nbflow's ops (gradients and @nbflow.jit come with them):
 
 from __future__ import annotations
 
+import math
 import warnings
 from collections import namedtuple
 
 import numpy as np
 
+from .. import comm, distributed, ops
 from .. import dtypes as dt
-from .. import ops
-from ..core import STATE
+from ..core import STATE, no_grad
 from ..dtypes import as_dtype
 from ..errors import AttrError, DomainError, DTypeError, ShapeError
 from ..ops.conv import _batched
@@ -233,9 +236,11 @@ class CrossMapLRN2d(Module):
 
 
 class SyncBatchNorm(_BatchNorm):
-    """PyTorch's SyncBatchNorm in one process: batch normalisation over dim 1 of an input of
-    any rank >= 2 (statistics over the other dims), with BatchNorm's running statistics.
-    process_group is accepted and unused (there is no other process to reduce with)."""
+    """PyTorch's SyncBatchNorm: batch normalisation over dim 1 of an input of any rank >= 2
+    (statistics over the other dims), with BatchNorm's running statistics. While training
+    under nbflow.distributed (process_group, or the default group), the statistics are those
+    of every rank's batch together (the batches must be of one size); in one process it is
+    BatchNorm."""
 
     expected_dims = range(2, 65)
 
@@ -252,7 +257,39 @@ class SyncBatchNorm(_BatchNorm):
     def forward(self, x):
         if x.ndim < 2:
             raise ShapeError(f"SyncBatchNorm: expected at least 2D input (got {x.ndim}D input)")
-        return super().forward(x)
+        group = self._group()
+        if group is None or group.size() == 1 or not self.training:
+            return super().forward(x)
+        return self._synced(x, group)
+
+    def _group(self):
+        """The process group the statistics are reduced over (None: a world of one)."""
+        if self.process_group is not None:
+            return self.process_group
+        return comm.group(0)
+
+    def _synced(self, x, group):
+        """Batch statistics over every rank's batch: the mean first, then the mean squared
+        deviation from it (two allreduces; steadier than a sum of squares). Both reductions
+        differentiate, so each rank's gradient sees the other ranks' batches."""
+        ring = distributed._ring_id(group)
+        dims = (0, *range(2, x.ndim))
+        shape = (1, -1) + (1,) * (x.ndim - 2)
+        count = math.prod(x.shape) // x.shape[1] * group.size()  # (equal batches per rank)
+        mean = ops.collective.allreduce(ops.sum(x, axis=dims), ring_id=ring) / count
+        centred = x - ops.reshape(mean, shape)
+        var = ops.collective.allreduce(ops.sum(centred * centred, axis=dims), ring_id=ring)
+        var = var / count
+        y = centred / ops.reshape(ops.sqrt(var + self.eps), shape)
+        if self.affine:
+            y = y * ops.reshape(self.weight, shape) + ops.reshape(self.bias, shape)
+        momentum = self.step_momentum()
+        if self.running_mean is not None:
+            with no_grad():
+                unbiased = var * (count / max(count - 1, 1))
+                self.running_mean.mul_(1 - momentum).add_(mean * momentum)
+                self.running_var.mul_(1 - momentum).add_(unbiased * momentum)
+        return y
 
     @classmethod
     def convert_sync_batchnorm(cls, module, process_group=None):
