@@ -14,16 +14,19 @@ leaves the others waiting, as PyTorch's MPI backend does.
 
 from __future__ import annotations
 
+import functools
+import zlib
 from dataclasses import dataclass
 
 import numpy as np
 
-from .errors import DistributedError
+from .errors import DistributedError, DTypeError
 
 REDUCE_OPS = ("sum", "avg", "product", "min", "max", "band", "bor", "bxor")
 BITWISE = ("band", "bor", "bxor")
 
 
+@functools.cache
 def mpi():
     """mpi4py's MPI module, or a clear error when there is none."""
     try:
@@ -76,6 +79,7 @@ def clear_groups() -> None:
     _groups.clear()
 
 
+@functools.cache
 def mpi_op(name: str):
     MPI = mpi()
     ops = {"sum": MPI.SUM, "avg": MPI.SUM, "product": MPI.PROD, "min": MPI.MIN}
@@ -85,15 +89,28 @@ def mpi_op(name: str):
 
 def check_reduce(op: str, dtype) -> None:
     """Refuse a reduction the dtype has no meaning for (before any rank sends anything)."""
-    from .errors import DTypeError
-
     if op not in REDUCE_OPS:
         raise DistributedError(f"unknown reduce op {op!r}; expected one of {REDUCE_OPS}")
-    floating = np.issubdtype(dtype, np.floating)
+    floating = dtype.kind == "f"
     if op in BITWISE and floating:
         raise DTypeError(f"reduce op {op!r} takes integer tensors, not {dtype}")
     if op == "avg" and not floating:
         raise DTypeError(f"reduce op 'avg' takes floating tensors, not {dtype}")
+
+
+def agree(group: ProcessGroup, *signature) -> None:
+    """Refuse, on every rank alike, a collective the ranks called differently (another op,
+    shape or dtype): MPI would abort one rank and give another a silently wrong result.
+    Costs one allgather of an int per collective."""
+    own = zlib.crc32(repr(signature).encode())
+    codes = np.empty(group.size(), np.int64)
+    group.comm.Allgather(np.array([own], np.int64), codes)
+    if codes.min() != codes.max():
+        everyone = group.comm.allgather(signature)
+        raise DistributedError(
+            "the ranks called different collectives (or on different shapes or dtypes): "
+            + "; ".join(f"rank {r}: {s}" for r, s in zip(group.ranks, everyone))
+        )
 
 
 def member(group: ProcessGroup) -> ProcessGroup:
@@ -118,6 +135,7 @@ def allreduce(group: ProcessGroup | None, x: np.ndarray, out: np.ndarray, op: st
         np.copyto(out, x)
     if _alone(group):
         return
+    agree(group, "allreduce", op, out.shape, out.dtype.char)
     buf = _work_buffer(out)
     group.comm.Allreduce(mpi().IN_PLACE, buf, op=mpi_op(op))
     if op == "avg":
@@ -132,6 +150,7 @@ def broadcast(group: ProcessGroup | None, x: np.ndarray, out: np.ndarray, src: i
         np.copyto(out, x)
     if _alone(group):
         return
+    agree(group, "broadcast", src, out.shape, out.dtype.char)
     buf = _work_buffer(out)
     group.comm.Bcast(buf, root=src)
     if buf is not out:

@@ -119,7 +119,13 @@ def init_process_group(
     for name, given, actual in (("world_size", world_size, size), ("rank", rank, own)):
         if given not in (-1, None) and operator.index(given) != actual:
             raise DistributedError(f"{name}={given}, but MPI started this process as {actual}")
-    comm.add_group(ProcessGroup(world.Dup(), tuple(range(size))), ring_id=0)
+    comm.add_group(ProcessGroup(_returning_errors(world.Dup()), tuple(range(size))), ring_id=0)
+
+
+def _returning_errors(c):
+    """c, its MPI errors raised as Python exceptions rather than aborting the process."""
+    c.Set_errhandler(comm.mpi().ERRORS_RETURN)
+    return c
 
 
 def is_initialized() -> bool:
@@ -146,6 +152,8 @@ def _group(group) -> ProcessGroup:
 
 
 def _ring_id(group: ProcessGroup) -> int:
+    if comm._groups.get(0) is group:  # (the common case, first)
+        return 0
     return next(i for i, g in comm._groups.items() if g is group)
 
 
@@ -187,7 +195,7 @@ def new_group(
         raise DistributedError(f"new_group: ranks {ranks} are not ranks of {world.size()}")
     MPI = comm.mpi()
     sub = world.comm.Create_group(world.comm.Get_group().Incl(members))
-    made = ProcessGroup(None if sub == MPI.COMM_NULL else sub, tuple(members))
+    made = ProcessGroup(None if sub == MPI.COMM_NULL else _returning_errors(sub), tuple(members))
     comm.add_group(made)
     return made
 
@@ -280,6 +288,7 @@ def reduce(tensor, dst, op=ReduceOp.SUM, group=None, async_op=False):
     name, root = _op(op), get_group_rank(g, dst)
     a = _array(tensor)
     comm.check_reduce(name, a.dtype)
+    comm.agree(g, "reduce", name, root, a.shape, str(a.dtype))
     out = np.empty_like(a)
     g.comm.Reduce(a, out, op=comm.mpi_op(name), root=root)
     if g.rank() == root:
@@ -292,6 +301,7 @@ def all_gather(tensor_list, tensor, group=None, async_op=False):
     g = comm.member(_group(group))
     a = _array(tensor)
     tensor_list = _check_list(tensor_list, g.size(), a, "tensor_list")
+    comm.agree(g, "all_gather", a.shape, str(a.dtype))
     out = np.empty((g.size(), *a.shape), a.dtype)
     g.comm.Allgather(a, out)
     for t, part in zip(tensor_list, out):
@@ -309,6 +319,7 @@ def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op=Fal
             f"output_tensor of {out.shape} {out.dtype} cannot hold {g.size()} inputs of "
             f"{a.shape} {a.dtype}"
         )
+    comm.agree(g, "all_gather_into_tensor", a.shape, str(a.dtype))
     gathered = np.empty(out.size, a.dtype)
     g.comm.Allgather(a, gathered)
     _write(output_tensor, gathered)
@@ -326,6 +337,7 @@ def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op=F
         raise DistributedError(
             f"input of {a.shape} does not split into {g.size()} outputs of {out.shape}"
         )
+    comm.agree(g, "reduce_scatter_tensor", name, a.shape, str(a.dtype))
     part = np.empty(out.size, a.dtype)
     g.comm.Reduce_scatter_block(a.reshape(-1), part, op=comm.mpi_op(name))
     _write(output, part / g.size() if name == "avg" else part)
@@ -342,6 +354,7 @@ def gather(tensor, gather_list=None, dst=0, group=None, async_op=False):
             raise DistributedError("gather: the destination rank needs a gather_list")
         gather_list = _check_list(gather_list, g.size(), a, "gather_list")
         out = np.empty((g.size(), *a.shape), a.dtype)
+    comm.agree(g, "gather", root, a.shape, str(a.dtype))
     g.comm.Gather(a, out, root=root)
     if out is not None:
         for t, part in zip(gather_list, out):
@@ -359,6 +372,7 @@ def scatter(tensor, scatter_list=None, src=0, group=None, async_op=False):
             raise DistributedError("scatter: the source rank needs a scatter_list")
         scatter_list = _check_list(scatter_list, g.size(), a, "scatter_list")
         parts = np.stack([_array(t) for t in scatter_list])
+    comm.agree(g, "scatter", root, a.shape, str(a.dtype))
     out = np.empty_like(a)
     g.comm.Scatter(parts, out, root=root)
     _write(tensor, out)

@@ -29,6 +29,8 @@ from distributed_shared import (
     train,
 )
 
+DTYPES = ("float32", "float64")
+
 
 def collectives(rank, size, out):
     x = collective_input(rank)
@@ -134,6 +136,15 @@ def unused(rank, out, errors):
         DDP(nn.Linear(3 + rank, 2))
     except nb.DistributedError as e:
         errors["mismatch"] = str(e)
+    for name, call in (
+        ("all_reduce_shapes", lambda: dist.all_reduce(nb.ones(3 + rank))),
+        ("broadcast_dtypes", lambda: dist.broadcast(nb.ones(3, dtype=DTYPES[rank]), src=0)),
+        ("all_reduce_ops", lambda: dist.all_reduce(nb.ones(3), op=("sum", "max")[rank])),
+    ):
+        try:
+            call()
+        except nb.DistributedError as e:
+            errors[name] = str(e)
 
 
 def main():

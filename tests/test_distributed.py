@@ -174,6 +174,14 @@ def test_unused_parameters(ranks):
         assert "differs" in errors["mismatch"]
 
 
+def test_ranks_calling_different_collectives_are_refused_alike(ranks):
+    # MPI itself would abort one rank and hand the other a silently wrong result
+    for _, errors in ranks:
+        assert "(3,)" in errors["all_reduce_shapes"] and "(4,)" in errors["all_reduce_shapes"]
+        assert "different" in errors["broadcast_dtypes"]
+        assert "'sum'" in errors["all_reduce_ops"] and "'max'" in errors["all_reduce_ops"]
+
+
 def test_data_parallel_example_learns_the_digits():
     # the script itself fails unless every rank ends with the same parameters
     example = Path(__file__).parent.parent / "examples" / "train_digits_ddp.py"
