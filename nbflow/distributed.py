@@ -35,7 +35,7 @@ __all__ = [
     "get_world_size", "get_backend", "new_group", "get_process_group_ranks", "get_global_rank",
     "get_group_rank", "barrier", "all_reduce", "broadcast", "reduce", "all_gather",
     "all_gather_into_tensor", "reduce_scatter_tensor", "gather", "scatter", "send", "recv",
-    "broadcast_object_list", "all_gather_object",
+    "broadcast_object_list", "all_gather_object", "average_gradients",
 ]  # fmt: skip
 
 ProcessGroup = comm.ProcessGroup
@@ -248,6 +248,13 @@ def broadcast(tensor, src, group=None, async_op=False):
     with no_grad():
         collective.broadcast_(tensor, src=get_group_rank(g, src), ring_id=_ring_id(g))
     return _done(async_op)
+
+
+def average_gradients(pairs, group=None) -> list:
+    """Graph mode, static API: append_backward's (param, grad) pairs with every grad averaged
+    over the group's ranks by an allreduce op (Paddle's data-parallel gradient ops)."""
+    ring = _ring_id(comm.member(_group(group)))
+    return [(p, collective.allreduce(g, reduce_op="avg", ring_id=ring)) for p, g in pairs]
 
 
 def _array(t, what="tensor") -> np.ndarray:

@@ -51,6 +51,30 @@ def train(model, batches, graph=False):
     return model
 
 
+def static_train(batches, average: bool) -> dict:
+    """The static API: a Program of the MLP, STEPS plain SGD steps; average: the gradients
+    averaged over the ranks (dist.average_gradients). Returns the trained parameters."""
+    import nbflow.distributed as dist
+
+    main, startup = nb.Program(), nb.Program()
+    with nb.program_guard(main, startup):
+        x = nb.static.data("x", [-1, 5], dtype="float64")
+        y = nb.static.data("y", [-1], dtype="int64")
+        w = nb.static.create_parameter("w", [5, 3], dtype="float64")
+        b = nb.static.create_parameter("b", [3], dtype="float64")
+        loss = nb.cross_entropy(nb.tanh(x @ w) + b, y)
+        pairs = nb.append_backward(loss)
+        for p, g in dist.average_gradients(pairs) if average else pairs:
+            nb.sub_(p, g * 0.5)
+    exe, scope = nb.Executor(), nb.Scope()
+    nb.manual_seed(0)  # the same initial parameters on every rank
+    exe.run(startup, scope=scope)
+    for step in range(STEPS):
+        xs, ys = batches(step)
+        exe.run(main, feed={"x": xs, "y": ys}, fetch_list=[loss], scope=scope)
+    return {name: np.array(scope[name]) for name in ("w", "b")}
+
+
 def full_batch(step: int):
     """The step's whole batch: every rank's rows, rank 0's first."""
     rng = np.random.default_rng(100 + step)

@@ -26,6 +26,7 @@ from distributed_shared import (
     collective_input,
     make_bn_model,
     make_model,
+    static_train,
     train,
 )
 
@@ -103,6 +104,8 @@ def training(rank, out):
         train(model, lambda step: batch(step, rank), mode == "graph")
         for name, t in model.module.state_dict().items():
             out[f"{mode}_bn.{name}"] = t.numpy()
+    for name, value in static_train(lambda step: batch(step, rank), average=True).items():
+        out[f"static.{name}"] = value
     forward = nb.compile(DDP(make_model(seed=rank)))  # a traced forward, an eager backward
     train(forward, lambda step: batch(step, rank))
     for name, p in forward._orig_mod.module.named_parameters():

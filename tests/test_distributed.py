@@ -31,6 +31,7 @@ from distributed_shared import (
     full_batch,
     make_bn_model,
     make_model,
+    static_train,
     train,
 )
 
@@ -117,6 +118,13 @@ def test_ddp_training_equals_whole_batch_training(ranks, mode):
             np.testing.assert_allclose(got[f"{mode}.{name}"], p.numpy(), rtol=1e-10, atol=1e-12)
         # the ranks hold one model: bit-identical parameters
         np.testing.assert_array_equal(ranks[0][0][f"{mode}.{name}"], ranks[1][0][f"{mode}.{name}"])
+
+
+def test_static_program_with_averaged_gradients_equals_whole_batch_training(ranks):
+    reference = static_train(full_batch, average=False)
+    for got, _ in ranks:
+        for name, value in reference.items():
+            np.testing.assert_allclose(got[f"static.{name}"], value, rtol=1e-10, atol=1e-12)
 
 
 @pytest.mark.parametrize("mode", ["eager", "graph"])
