@@ -57,6 +57,7 @@ class DistributedDataParallel(Module):
         self._ids = {id(p) for _, p in self._trained}
         self._ready: set[int] = set()
         self._queued = False
+        self._buffers: dict[tuple, tuple] = {}  # bucket -> (flat Tensor, views)
         self._check_same_model()
         for t in [p for _, p in self._trained] + list(module.buffers()):
             dist.broadcast(t, src=group.ranks[0], group=group)
@@ -136,20 +137,35 @@ class DistributedDataParallel(Module):
             self._reduce_bucket(bucket)
 
     def _reduce_bucket(self, params) -> None:
-        grads = [np.zeros(p.shape, p.dtype) if p.grad is None else p.grad._data for p in params]
-        work = np.float32 if params[0].dtype == np.float16 else params[0].dtype
-        flat = Tensor(np.concatenate([g.ravel() for g in grads]).astype(work, copy=False))
-        dist.all_reduce(flat, op=dist.ReduceOp.AVG, group=self.process_group)
-        flat = flat.numpy()
-        offset = 0
-        for p in params:
-            part = flat[offset : offset + p.numel()].reshape(p.shape)
-            offset += p.numel()
+        flat, views = self._bucket_buffer(params)
+        for p, view in zip(params, views):
             if p.grad is None:
-                p.grad = Tensor(part.astype(p.dtype))
+                view.fill(0)
             else:
-                np.copyto(p.grad._data, part, casting="unsafe")
+                np.copyto(view, p.grad._data, casting="unsafe")
+        dist.all_reduce(flat, op=dist.ReduceOp.AVG, group=self.process_group)
+        for p, view in zip(params, views):
+            if p.grad is None:
+                p.grad = Tensor(view.astype(p.dtype))
+            else:
+                np.copyto(p.grad._data, view, casting="unsafe")
                 version_counter(p.grad)[0] += 1
+
+    def _bucket_buffer(self, params):
+        """The bucket's flat buffer (a Tensor, float32 for float16 gradients) and each
+        parameter's view into it, kept from step to step (a fresh 1 MB buffer a step costs
+        its page faults)."""
+        key = tuple(id(p) for p in params)
+        found = self._buffers.get(key)
+        if found is None:
+            work = np.float32 if params[0].dtype == np.float16 else params[0].dtype
+            data = np.empty(sum(p.numel() for p in params), work)
+            views, offset = [], 0
+            for p in params:
+                views.append(data[offset : offset + p.numel()].reshape(p.shape))
+                offset += p.numel()
+            found = self._buffers[key] = (Tensor(data), views)
+        return found
 
 
 def _trainable(module) -> list[tuple[str, Tensor]]:
