@@ -157,6 +157,7 @@ _sys.modules[utils.__name__], _sys.modules[f"{__name__}.utils.data"] = utils, da
 from . import autograd as _autograd  # noqa: E402
 from . import func  # noqa: E402  (PyTorch's torch.func)
 from . import functional_autograd as _functional_autograd  # noqa: E402
+from .amp import autocast, get_autocast_dtype, is_autocast_enabled  # noqa: E402  (torch.amp)
 from .compiled import compile  # noqa: E402  (PyTorch's torch.compile; the builtin's name)
 
 vmap = func.vmap  # PyTorch's torch.vmap

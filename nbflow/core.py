@@ -472,6 +472,7 @@ class _State:
     grad_enabled: bool = True
     differentiating: Node | None = None  # the node whose gradient rule runs (autograd)
     memory_budget: int = 1 << 62  # bytes one op may allocate (nbflow.set_memory_budget)
+    autocast: Any = None  # nbflow.autocast's policy: casts an op's arguments (nbflow/amp.py)
 
 
 STATE = _State()
@@ -495,6 +496,8 @@ def bind(op: Op, *args, **attrs):
     and drops nbflow's own frames from its traceback; both happen only on the error path
     (a try block costs nothing when nothing is raised)."""
     try:
+        if STATE.autocast is not None:  # nbflow.autocast: the casts come first
+            args = STATE.autocast(op, args)
         return STATE.trace.apply(op, args, attrs)
     except NbflowError as e:
         forward = STATE.differentiating

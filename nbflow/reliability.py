@@ -70,13 +70,13 @@ def check_nan_inf(enabled: bool = True):
     Executors made without an explicit check_nan_inf)."""
     before_flag, before_trace = _Check.enabled, STATE.trace
     _Check.enabled = enabled
-    if type(STATE.trace) in (EagerTrace, CheckingTrace):
+    if isinstance(STATE.trace, EagerTrace):  # (autocast's eager trace too)
         STATE.trace = CheckingTrace() if enabled else EagerTrace()
     try:
         yield
     finally:
         _Check.enabled = before_flag
-        if STATE.trace is not before_trace and type(STATE.trace) in (EagerTrace, CheckingTrace):
+        if STATE.trace is not before_trace and isinstance(STATE.trace, EagerTrace):
             STATE.trace = before_trace
 
 

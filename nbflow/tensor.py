@@ -597,7 +597,7 @@ class EagerTrace(Trace):
                     plan.launcher(*arrays, buf, **attrs)
                 except NbflowError as e:
                     raise _in_op(op, e) from None
-                out = Tensor(buf if plan.finals is None else buf.astype(plan.finals[0]))
+                out = Tensor(buf if plan.finals is None else _narrowed(buf, plan.finals[0]))
                 out._sig = plan.out_sig
                 if record:
                     self.record(op, tensors, attrs, (out,))
@@ -615,7 +615,7 @@ class EagerTrace(Trace):
         except NbflowError as e:
             raise _in_op(op, e) from None
         if plan.finals:
-            bufs = [b if d is None else b.astype(d) for b, d in zip(bufs, plan.finals)]
+            bufs = [b if d is None else _narrowed(b, d) for b, d in zip(bufs, plan.finals)]
         return [Tensor(b) for b in bufs]
 
     def plan(self, op, sig, values, attrs) -> Plan:
@@ -794,6 +794,13 @@ def check_recorded_writes(op, tensors):
                 f"{op.name}: an in-place write into a detach()ed tensor is not recorded "
                 "for autograd; clone() it first"
             )
+
+
+def _narrowed(buf, dtype):
+    """A float32 result rounded to its float16 output: beyond float16's range is inf, as the
+    op's result is (numpy would also warn)."""
+    with np.errstate(over="ignore"):
+        return buf.astype(dtype)
 
 
 def version_counter(t) -> list:

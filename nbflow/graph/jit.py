@@ -456,7 +456,9 @@ class JitFunction:
     def lookup(self, arguments: dict) -> Traced:
         key = tuple((name, _key(v)) for name, v in arguments.items())
         # (a trace made under another default float dtype holds constants of that dtype)
-        key = (key, _modes(self.fn, arguments), dt.default_float())
+        # (and one made inside nbflow.autocast holds its casts)
+        autocast = STATE.autocast
+        key = (key, _modes(self.fn, arguments), dt.default_float(), autocast and autocast.key)
         traced = self.cache.get(key)
         # a captured tensor that started or stopped requiring grad needs other gradient ops
         if traced is None or traced.grad_flags != _grad_flags(traced.program):
