@@ -18,6 +18,7 @@ waiting (MPI has no timeout).
 from __future__ import annotations
 
 import enum
+import math
 import operator
 import weakref
 
@@ -35,7 +36,8 @@ __all__ = [
     "get_world_size", "get_backend", "new_group", "get_process_group_ranks", "get_global_rank",
     "get_group_rank", "barrier", "all_reduce", "broadcast", "reduce", "all_gather",
     "all_gather_into_tensor", "reduce_scatter_tensor", "gather", "scatter", "send", "recv",
-    "broadcast_object_list", "all_gather_object", "average_gradients",
+    "broadcast_object_list", "all_gather_object", "average_gradients", "isend", "irecv",
+    "all_to_all_single", "gather_object", "scatter_object_list",
 ]  # fmt: skip
 
 ProcessGroup = comm.ProcessGroup
@@ -73,17 +75,29 @@ class GroupMember:
 
 
 class Work:
-    """What an async_op=True collective returns; nbflow's collectives block, so it has
-    completed by the time the caller sees it."""
+    """What an async_op=True collective, isend and irecv return. nbflow's collectives block,
+    so theirs has completed already; an isend or irecv completes on wait() (irecv's tensor
+    holds the message from then on)."""
+
+    def __init__(self, request=None, finish=None):
+        self._request, self._finish = request, finish
 
     def wait(self, timeout=None) -> bool:
+        if self._request is not None:
+            self._request.Wait()
+            self._request = None
+            if self._finish is not None:
+                self._finish()
+                self._finish = None
         return True
 
     def is_completed(self) -> bool:
-        return True
+        if self._request is not None and self._request.Test():
+            self.wait()
+        return self._request is None
 
     def is_success(self) -> bool:
-        return True
+        return self.is_completed()
 
 
 def is_available() -> bool:
@@ -400,6 +414,87 @@ def recv(tensor, src=None, group=None, tag=0) -> int:
     g.comm.Recv(out, source=source, tag=tag, status=status)
     _write(tensor, out)
     return g.ranks[status.Get_source()]
+
+
+def isend(tensor, dst, group=None, tag=0) -> Work:
+    """Start sending tensor to global rank dst; the Work's wait() returns once it is sent
+    (do not write to the tensor before)."""
+    g = comm.member(_group(group))
+    return Work(g.comm.Isend(_array(tensor), dest=get_group_rank(g, dst), tag=tag))
+
+
+def irecv(tensor, src=None, group=None, tag=0) -> Work:
+    """Start receiving into tensor from global rank src (None: any); it holds the message
+    after the Work's wait()."""
+    g = comm.member(_group(group))
+    MPI = comm.mpi()
+    source = MPI.ANY_SOURCE if src is None else get_group_rank(g, src)
+    out = np.empty_like(_array(tensor))
+    return Work(g.comm.Irecv(out, source=source, tag=tag), lambda: _write(tensor, out))
+
+
+def all_to_all_single(
+    output, input, output_split_sizes=None, input_split_sizes=None, group=None, async_op=False
+):
+    """Rank r sends the r-th part of its input (along dim 0; input_split_sizes rows each, or
+    equal parts) to every rank and receives every rank's part for it into output, in rank
+    order (output_split_sizes rows from each)."""
+    g = comm.member(_group(group))
+    a, out = _array(input, "input"), _array(output, "output")
+    n = g.size()
+    row = math.prod(a.shape[1:]) if a.ndim else 1
+    sends = _splits(input_split_sizes, a.shape[0] if a.ndim else 0, n, "input") * row
+    receives = _splits(output_split_sizes, out.shape[0] if out.ndim else 0, n, "output") * row
+    if out.dtype != a.dtype or out.shape[1:] != a.shape[1:]:
+        raise DistributedError(f"output {out.shape} {out.dtype} for input {a.shape} {a.dtype}")
+    comm.agree(g, "all_to_all_single", a.shape[1:], str(a.dtype))
+    got = np.empty(out.size, a.dtype)
+    g.comm.Alltoallv(
+        [a.reshape(-1), (sends, _offsets(sends))], [got, (receives, _offsets(receives))]
+    )
+    _write(output, got)
+    return _done(async_op)
+
+
+def _splits(sizes, rows: int, n: int, what: str) -> np.ndarray:
+    """Rows per rank: the given split sizes, or equal parts of `rows`."""
+    if sizes is None:
+        if rows % n:
+            raise DistributedError(f"{what} of {rows} rows does not split into {n} equal parts")
+        return np.full(n, rows // n, np.int64)
+    sizes = np.asarray(list(sizes), np.int64)
+    if len(sizes) != n or sizes.sum() != rows or (sizes < 0).any():
+        raise DistributedError(f"{what}_split_sizes {sizes.tolist()} for {rows} rows, {n} ranks")
+    return sizes
+
+
+def _offsets(counts: np.ndarray) -> np.ndarray:
+    return np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
+
+
+def gather_object(obj, object_gather_list=None, dst=0, group=None) -> None:
+    """On rank dst, object_gather_list[i] = rank i's obj (picklable)."""
+    g = comm.member(_group(group))
+    root = get_group_rank(g, dst)
+    gathered = g.comm.gather(obj, root=root)
+    if g.rank() == root:
+        if object_gather_list is None or len(object_gather_list) != g.size():
+            raise DistributedError(f"gather_object: dst needs a list of {g.size()} entries")
+        object_gather_list[:] = gathered
+
+
+def scatter_object_list(
+    scatter_object_output_list, scatter_object_input_list=None, src=0, group=None
+) -> None:
+    """scatter_object_output_list[0] = rank src's scatter_object_input_list[r], on rank r."""
+    g = comm.member(_group(group))
+    root = get_group_rank(g, src)
+    items = None
+    if g.rank() == root:
+        items = list(scatter_object_input_list or ())
+        if len(items) != g.size():
+            raise DistributedError(f"scatter_object_list: src needs {g.size()} objects")
+    scatter_object_output_list[0] = g.comm.scatter(items, root=root)
 
 
 def broadcast_object_list(object_list, src=0, group=None, device=None) -> None:

@@ -72,6 +72,29 @@ def collectives(rank, size, out):
     else:
         out["recv_from"] = np.array(dist.recv(t, src=0))
         out["recv"] = t.numpy()
+    t = nb.tensor(x)
+    if rank == 0:
+        work = dist.isend(t, dst=1)
+    else:
+        t = nb.zeros(x.shape, dtype=x.dtype)
+        work = dist.irecv(t, src=0)
+    work.wait()
+    assert work.is_completed()
+    out["irecv"] = t.numpy()
+    both = nb.zeros(x.shape, dtype=x.dtype)
+    dist.all_to_all_single(both, nb.tensor(x))
+    out["all_to_all_single"] = both.numpy()
+    sends, receives = ((1, 3), (2, 2))[rank], ((1, 2), (3, 2))[rank]
+    uneven = nb.zeros((sum(receives), 3), dtype=x.dtype)
+    dist.all_to_all_single(uneven, nb.tensor(x), receives, sends)
+    out["all_to_all_uneven"] = uneven.numpy()
+    gathered = [None] * size if rank == 1 else None
+    dist.gather_object(("from", rank), gathered, dst=1)
+    if rank == 1:
+        out["gather_object"] = np.array([g[1] for g in gathered])
+    received = [None]
+    dist.scatter_object_list(received, [{"to": r} for r in range(size)] if rank == 0 else None)
+    out["scatter_object"] = np.array(received[0]["to"])
     objects = [None] * size
     dist.all_gather_object(objects, {"rank": rank})
     out["all_gather_object"] = np.array([o["rank"] for o in objects])

@@ -103,6 +103,22 @@ def test_point_to_point_gather_scatter_and_objects(ranks):
     np.testing.assert_array_equal(r1["subgroup_all_reduce"], x[1])
 
 
+def test_nonblocking_and_all_to_all(ranks):
+    x = [collective_input(r) for r in range(RANKS)]
+    (r0, _), (r1, _) = ranks
+    np.testing.assert_array_equal(r1["irecv"], x[0])
+    for r, (got, _) in enumerate(ranks):
+        # rank r gets the r-th half of every rank's rows, in rank order
+        want = np.concatenate([x[0][2 * r : 2 * r + 2], x[1][2 * r : 2 * r + 2]])
+        np.testing.assert_array_equal(got["all_to_all_single"], want)
+        np.testing.assert_array_equal(got["scatter_object"], r)
+    # rank 0 sends rows [0:1] to itself and [1:4] to rank 1; rank 1 sends [0:2] and [2:4]
+    np.testing.assert_array_equal(r0["all_to_all_uneven"], np.concatenate([x[0][:1], x[1][:2]]))
+    np.testing.assert_array_equal(r1["all_to_all_uneven"], np.concatenate([x[0][1:], x[1][2:]]))
+    np.testing.assert_array_equal(r1["gather_object"], [0, 1])
+    assert "gather_object" not in r0
+
+
 def test_allreduce_gradient_sums_every_ranks_loss(ranks):
     # each rank's loss is sum(allreduce(v * v)) = sum over ranks s of v_s^2; the losses add
     # up over the ranks, so d/dv_r = RANKS * 2 v_r
