@@ -14,7 +14,11 @@ from .. import comm
 from .. import dtypes as dt
 from ..core import Attr, Op, Spec
 from ..errors import DistributedError, GradientError
+from ..kernels.cuda import not_supported
 from ._define import inplace_variant
+
+# (MPI moves host buffers; a GPU tensor goes to the CPU for its collective)
+ON_GPU = not_supported("collectives run on CPU tensors (MPI): call .cpu() first")
 
 RING = {"ring_id": Attr("int", 0)}  # the process group (nbflow/comm.py); 0: the default
 
@@ -34,7 +38,7 @@ allreduce = Op(
     inputs=("x",),
     outputs=("out",),
     spec=_allreduce_spec,
-    kernels={"cpu": _allreduce_cpu, "cuda": None},
+    kernels={"cpu": _allreduce_cpu, "cuda": ON_GPU},
     dtypes=dt.NUMERIC,
     ref=lambda x, reduce_op, ring_id: x.copy(),
     attrs={"reduce_op": Attr("str", "sum", choices=comm.REDUCE_OPS), **RING},
@@ -67,7 +71,7 @@ broadcast = Op(
     inputs=("x",),
     outputs=("out",),
     spec=_broadcast_spec,
-    kernels={"cpu": _broadcast_cpu, "cuda": None},
+    kernels={"cpu": _broadcast_cpu, "cuda": ON_GPU},
     dtypes=dt.ALL,
     ref=lambda x, src, ring_id: x.copy(),
     attrs={"src": Attr("int", 0), **RING},
