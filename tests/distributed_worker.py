@@ -17,10 +17,12 @@ import numpy as np
 import nbflow as nb
 import nbflow.distributed as dist
 from nbflow import nn
+from nbflow.distributed.optim import ZeroRedundancyOptimizer
 from nbflow.nn.parallel import DistributedDataParallel as DDP
 
 sys.path.insert(0, str(Path(__file__).parent))
 from distributed_shared import (
+    STEPS,
     Branchy,
     batch,
     collective_input,
@@ -135,6 +137,40 @@ def training(rank, out):
         out[f"jit_forward.{name}"] = p.numpy()
 
 
+def zero_redundancy(rank, out):
+    """DDP with ZeroRedundancyOptimizer(Adam) against DDP with Adam, then a consolidated
+    state loaded into a fresh ZeRO to continue."""
+    plain, sharded = DDP(make_model(seed=0)), DDP(make_model(seed=0))
+    adam = nb.optim.Adam(plain.parameters(), lr=0.05)
+    zero = ZeroRedundancyOptimizer(sharded.parameters(), nb.optim.Adam, lr=0.05)
+
+    def step(model, optimizer, step):
+        x, y = batch(step, rank)
+        optimizer.zero_grad()
+        nb.cross_entropy(model(nb.tensor(x)), nb.tensor(y)).backward()
+        optimizer.step()
+
+    for i in range(STEPS):
+        step(plain, adam, i)
+        step(sharded, zero, i)
+    for name, p in sharded.module.named_parameters():
+        out[f"zero.{name}"] = p.numpy().copy()
+        out[f"zero_plain.{name}"] = dict(plain.module.named_parameters())[name].numpy().copy()
+    out["zero.local_states"] = np.array(len(zero.optim.state))
+    zero.consolidate_state_dict(to=0)
+    saved = [zero.state_dict() if rank == 0 else None]
+    dist.broadcast_object_list(saved, src=0)
+    resumed = DDP(make_model(seed=1))
+    resumed.module.load_state_dict(sharded.module.state_dict())
+    again = ZeroRedundancyOptimizer(resumed.parameters(), nb.optim.Adam, lr=0.05)
+    again.load_state_dict(saved[0])
+    step(plain, adam, STEPS)
+    step(resumed, again, STEPS)
+    for name, p in resumed.module.named_parameters():
+        out[f"zero_resumed.{name}"] = p.numpy()
+        out[f"zero_resumed_plain.{name}"] = dict(plain.module.named_parameters())[name].numpy()
+
+
 def accumulate(rank, out):
     """Two micro-batches per rank: the first under no_sync, the second reduces the sum."""
     model = DDP(make_model(seed=rank))
@@ -180,6 +216,7 @@ def main():
     out, errors = {}, {}
     collectives(rank, size, out)
     training(rank, out)
+    zero_redundancy(rank, out)
     accumulate(rank, out)
     unused(rank, out, errors)
     dist.barrier()

@@ -24,11 +24,11 @@ import weakref
 
 import numpy as np
 
-from . import comm
-from .core import no_grad
-from .errors import DistributedError, UnsupportedError
-from .ops import collective
-from .tensor import Tensor, version_counter
+from .. import comm
+from ..core import no_grad
+from ..errors import DistributedError, UnsupportedError
+from ..ops import collective
+from ..tensor import Tensor, version_counter
 
 __all__ = [
     "ReduceOp", "Work", "ProcessGroup", "GroupMember", "is_available", "is_mpi_available",
@@ -509,3 +509,12 @@ def all_gather_object(object_list, obj, group=None) -> None:
     if len(object_list) != g.size():
         raise DistributedError(f"object_list should have {g.size()} entries")
     object_list[:] = g.comm.allgather(obj)
+
+
+def __getattr__(name):
+    """nbflow.distributed.optim (ZeroRedundancyOptimizer) on first use."""
+    if name == "optim":
+        import importlib
+
+        return importlib.import_module(f"{__name__}.optim")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
