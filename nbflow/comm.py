@@ -75,8 +75,20 @@ def add_group(g: ProcessGroup, ring_id: int | None = None) -> int:
     return ring_id
 
 
-def clear_groups() -> None:
-    _groups.clear()
+def ring_id(g: ProcessGroup) -> int:
+    """The ring id of a group this process made."""
+    if _groups.get(0) is g:  # (the common case, first)
+        return 0
+    return next(i for i, made in _groups.items() if made is g)
+
+
+def remove_groups(*ring_ids: int) -> None:
+    """Forget the groups (freeing their communicators); none given: every group."""
+    for i in ring_ids or list(_groups):
+        g = _groups.pop(i)
+        if g.comm is not None:
+            g.comm.Free()
+            g.comm = None
 
 
 @functools.cache

@@ -6,11 +6,12 @@
     dist.all_reduce(t, op=dist.ReduceOp.SUM)
 
 The transport is MPI through mpi4py (nbflow/comm.py; `pip install 'nbflow[distributed]'`
-brings mpi4py and MPICH). all_reduce and broadcast on the default group run as nbflow's ops
-(allreduce_, broadcast_), so they work inside @nbflow.jit and static Programs too; the other
-collectives work on eager CPU tensors. Collectives write into the tensors they are given, as
-PyTorch's do, and record nothing for autograd. `async_op=True` returns a Work that has already
-completed (nbflow's collectives are blocking). `src` and `dst` are global ranks, as in PyTorch.
+brings mpi4py and MPICH). all_reduce and broadcast run as nbflow's ops (allreduce_,
+broadcast_, their group named by a ring id), so they work inside @nbflow.jit and static
+Programs too; the other collectives work on eager CPU tensors. Collectives write into the
+tensors they are given, as PyTorch's do, and record nothing for autograd. `async_op=True`
+returns a Work that has already completed (nbflow's collectives are blocking; isend and irecv
+are not). `src` and `dst` are global ranks, as in PyTorch.
 Ranks must call collectives in the same order; a rank that stops calling leaves the others
 waiting (MPI has no timeout).
 """
@@ -156,7 +157,7 @@ def _default() -> ProcessGroup:
     return found
 
 
-def _group(group) -> ProcessGroup:
+def resolve_group(group) -> ProcessGroup:
     """The group a collective runs on: `group`, or the default one for None."""
     if group is None:
         return _default()
@@ -165,36 +166,28 @@ def _group(group) -> ProcessGroup:
     return group
 
 
-def _ring_id(group: ProcessGroup) -> int:
-    if comm._groups.get(0) is group:  # (the common case, first)
-        return 0
-    return next(i for i, g in comm._groups.items() if g is group)
+_ring_id = comm.ring_id
 
 
 def destroy_process_group(group=None) -> None:
     """Forget `group` (None: every group, the default one included)."""
-    groups = list(comm._groups.values()) if group is None else [_group(group)]
-    for g in groups:
-        if g.comm is not None:
-            g.comm.Free()
-            g.comm = None
     if group is None:
-        comm.clear_groups()
+        comm.remove_groups()
     else:
-        del comm._groups[_ring_id(groups[0])]
+        comm.remove_groups(_ring_id(resolve_group(group)))
 
 
 def get_rank(group=None) -> int:
     """This process's rank in `group` (-1 outside it)."""
-    return _group(group).rank()
+    return resolve_group(group).rank()
 
 
 def get_world_size(group=None) -> int:
-    return _group(group).size()
+    return resolve_group(group).size()
 
 
 def get_backend(group=None) -> str:
-    _group(group)
+    resolve_group(group)
     return "mpi"
 
 
@@ -215,22 +208,22 @@ def new_group(
 
 
 def get_process_group_ranks(group) -> list[int]:
-    return list(_group(group).ranks)
+    return list(resolve_group(group).ranks)
 
 
 def get_global_rank(group, group_rank: int) -> int:
-    return _group(group).ranks[group_rank]
+    return resolve_group(group).ranks[group_rank]
 
 
 def get_group_rank(group, global_rank: int) -> int:
-    ranks = _group(group).ranks
+    ranks = resolve_group(group).ranks
     if global_rank not in ranks:
         raise DistributedError(f"global rank {global_rank} is not part of the group {ranks}")
     return ranks.index(global_rank)
 
 
 def barrier(group=None, async_op=False, device_ids=None):
-    comm.member(_group(group)).comm.Barrier()
+    comm.member(resolve_group(group)).comm.Barrier()
     return Work() if async_op else None
 
 
@@ -250,7 +243,7 @@ def _done(async_op: bool):
 
 def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op=False):
     """tensor = the reduction of every rank's tensor, on every rank (in place)."""
-    g = comm.member(_group(group))
+    g = comm.member(resolve_group(group))
     with no_grad():
         collective.allreduce_(tensor, reduce_op=_op(op), ring_id=_ring_id(g))
     return _done(async_op)
@@ -258,7 +251,7 @@ def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op=False):
 
 def broadcast(tensor, src, group=None, async_op=False):
     """tensor = rank src's tensor, on every rank (in place)."""
-    g = comm.member(_group(group))
+    g = comm.member(resolve_group(group))
     with no_grad():
         collective.broadcast_(tensor, src=get_group_rank(g, src), ring_id=_ring_id(g))
     return _done(async_op)
@@ -267,7 +260,7 @@ def broadcast(tensor, src, group=None, async_op=False):
 def average_gradients(pairs, group=None) -> list:
     """Graph mode, static API: append_backward's (param, grad) pairs with every grad averaged
     over the group's ranks by an allreduce op (Paddle's data-parallel gradient ops)."""
-    ring = _ring_id(comm.member(_group(group)))
+    ring = _ring_id(comm.member(resolve_group(group)))
     return [(p, collective.allreduce(g, reduce_op="avg", ring_id=ring)) for p, g in pairs]
 
 
@@ -305,7 +298,7 @@ def _check_list(tensors, n, like, what) -> list:
 
 def reduce(tensor, dst, op=ReduceOp.SUM, group=None, async_op=False):
     """Rank dst's tensor = the reduction of every rank's; the others' are left as they are."""
-    g = comm.member(_group(group))
+    g = comm.member(resolve_group(group))
     name, root = _op(op), get_group_rank(g, dst)
     a = _array(tensor)
     comm.check_reduce(name, a.dtype)
@@ -319,7 +312,7 @@ def reduce(tensor, dst, op=ReduceOp.SUM, group=None, async_op=False):
 
 def all_gather(tensor_list, tensor, group=None, async_op=False):
     """tensor_list[i] = rank i's tensor, on every rank."""
-    g = comm.member(_group(group))
+    g = comm.member(resolve_group(group))
     a = _array(tensor)
     tensor_list = _check_list(tensor_list, g.size(), a, "tensor_list")
     comm.agree(g, "all_gather", a.shape, str(a.dtype))
@@ -333,7 +326,7 @@ def all_gather(tensor_list, tensor, group=None, async_op=False):
 def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op=False):
     """output_tensor = the ranks' input tensors concatenated along dim 0 (or stacked: an
     output of shape (world_size, *input.shape))."""
-    g = comm.member(_group(group))
+    g = comm.member(resolve_group(group))
     a, out = _array(input_tensor), _array(output_tensor, "output_tensor")
     if out.size != a.size * g.size() or out.dtype != a.dtype:
         raise DistributedError(
@@ -350,7 +343,7 @@ def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op=Fal
 def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op=False):
     """output = rank r's share (the r-th of world_size equal parts along dim 0) of the
     reduction of every rank's input."""
-    g = comm.member(_group(group))
+    g = comm.member(resolve_group(group))
     a, out = _array(input, "input"), _array(output, "output")
     name = _op(op)
     comm.check_reduce(name, a.dtype)
@@ -367,7 +360,7 @@ def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op=F
 
 def gather(tensor, gather_list=None, dst=0, group=None, async_op=False):
     """On rank dst, gather_list[i] = rank i's tensor (the other ranks pass no list)."""
-    g = comm.member(_group(group))
+    g = comm.member(resolve_group(group))
     root, a = get_group_rank(g, dst), _array(tensor)
     out = None
     if g.rank() == root:
@@ -385,7 +378,7 @@ def gather(tensor, gather_list=None, dst=0, group=None, async_op=False):
 
 def scatter(tensor, scatter_list=None, src=0, group=None, async_op=False):
     """tensor = scatter_list[r] of rank src, on each rank r."""
-    g = comm.member(_group(group))
+    g = comm.member(resolve_group(group))
     root, a = get_group_rank(g, src), _array(tensor)
     parts = None
     if g.rank() == root:
@@ -401,13 +394,13 @@ def scatter(tensor, scatter_list=None, src=0, group=None, async_op=False):
 
 
 def send(tensor, dst, group=None, tag=0) -> None:
-    g = comm.member(_group(group))
+    g = comm.member(resolve_group(group))
     g.comm.Send(_array(tensor), dest=get_group_rank(g, dst), tag=tag)
 
 
 def recv(tensor, src=None, group=None, tag=0) -> int:
     """Receive into tensor from global rank src (None: any); returns the sender's rank."""
-    g = comm.member(_group(group))
+    g = comm.member(resolve_group(group))
     MPI = comm.mpi()
     source = MPI.ANY_SOURCE if src is None else get_group_rank(g, src)
     out, status = np.empty_like(_array(tensor)), MPI.Status()
@@ -419,14 +412,14 @@ def recv(tensor, src=None, group=None, tag=0) -> int:
 def isend(tensor, dst, group=None, tag=0) -> Work:
     """Start sending tensor to global rank dst; the Work's wait() returns once it is sent
     (do not write to the tensor before)."""
-    g = comm.member(_group(group))
+    g = comm.member(resolve_group(group))
     return Work(g.comm.Isend(_array(tensor), dest=get_group_rank(g, dst), tag=tag))
 
 
 def irecv(tensor, src=None, group=None, tag=0) -> Work:
     """Start receiving into tensor from global rank src (None: any); it holds the message
     after the Work's wait()."""
-    g = comm.member(_group(group))
+    g = comm.member(resolve_group(group))
     MPI = comm.mpi()
     source = MPI.ANY_SOURCE if src is None else get_group_rank(g, src)
     out = np.empty_like(_array(tensor))
@@ -439,7 +432,7 @@ def all_to_all_single(
     """Rank r sends the r-th part of its input (along dim 0; input_split_sizes rows each, or
     equal parts) to every rank and receives every rank's part for it into output, in rank
     order (output_split_sizes rows from each)."""
-    g = comm.member(_group(group))
+    g = comm.member(resolve_group(group))
     a, out = _array(input, "input"), _array(output, "output")
     n = g.size()
     row = math.prod(a.shape[1:]) if a.ndim else 1
@@ -474,7 +467,7 @@ def _offsets(counts: np.ndarray) -> np.ndarray:
 
 def gather_object(obj, object_gather_list=None, dst=0, group=None) -> None:
     """On rank dst, object_gather_list[i] = rank i's obj (picklable)."""
-    g = comm.member(_group(group))
+    g = comm.member(resolve_group(group))
     root = get_group_rank(g, dst)
     gathered = g.comm.gather(obj, root=root)
     if g.rank() == root:
@@ -487,7 +480,7 @@ def scatter_object_list(
     scatter_object_output_list, scatter_object_input_list=None, src=0, group=None
 ) -> None:
     """scatter_object_output_list[0] = rank src's scatter_object_input_list[r], on rank r."""
-    g = comm.member(_group(group))
+    g = comm.member(resolve_group(group))
     root = get_group_rank(g, src)
     items = None
     if g.rank() == root:
@@ -499,13 +492,13 @@ def scatter_object_list(
 
 def broadcast_object_list(object_list, src=0, group=None, device=None) -> None:
     """object_list[:] = rank src's list (picklable objects; from processes of one job)."""
-    g = comm.member(_group(group))
+    g = comm.member(resolve_group(group))
     object_list[:] = g.comm.bcast(list(object_list), root=get_group_rank(g, src))
 
 
 def all_gather_object(object_list, obj, group=None) -> None:
     """object_list[i] = rank i's obj, on every rank (object_list has world_size entries)."""
-    g = comm.member(_group(group))
+    g = comm.member(resolve_group(group))
     if len(object_list) != g.size():
         raise DistributedError(f"object_list should have {g.size()} entries")
     object_list[:] = g.comm.allgather(obj)

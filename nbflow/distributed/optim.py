@@ -15,7 +15,7 @@ import numpy as np
 
 from ..errors import DistributedError
 from ..tensor import Tensor, version_counter
-from . import _group, broadcast, gather_object, get_rank
+from . import broadcast, gather_object, get_rank, resolve_group
 
 __all__ = ["ZeroRedundancyOptimizer"]
 
@@ -30,7 +30,7 @@ class ZeroRedundancyOptimizer:
     ):  # fmt: skip
         if overlap_with_ddp:
             raise DistributedError("ZeroRedundancyOptimizer: overlap_with_ddp is not supported")
-        self.process_group = _group(process_group)
+        self.process_group = resolve_group(process_group)
         self.world_size, self.rank = self.process_group.size(), get_rank(self.process_group)
         params = list(params)
         groups = params if params and isinstance(params[0], dict) else [{"params": params}]

@@ -28,7 +28,7 @@ from collections import namedtuple
 
 import numpy as np
 
-from .. import comm, distributed, ops
+from .. import comm, ops
 from .. import dtypes as dt
 from ..core import STATE, no_grad
 from ..dtypes import as_dtype
@@ -272,7 +272,7 @@ class SyncBatchNorm(_BatchNorm):
         """Batch statistics over every rank's batch: the mean first, then the mean squared
         deviation from it (two allreduces; steadier than a sum of squares). Both reductions
         differentiate, so each rank's gradient sees the other ranks' batches."""
-        ring = distributed._ring_id(group)
+        ring = comm.ring_id(group)
         dims = (0, *range(2, x.ndim))
         shape = (1, -1) + (1,) * (x.ndim - 2)
         count = math.prod(x.shape) // x.shape[1] * group.size()  # (equal batches per rank)

@@ -23,8 +23,8 @@ import contextlib
 
 import numpy as np
 
+from .. import comm, hooks
 from .. import distributed as dist
-from .. import hooks
 from ..errors import DistributedError, UnsupportedError
 from ..tensor import Tensor, version_counter
 from .module import Module
@@ -44,10 +44,10 @@ class DistributedDataParallel(Module):
         super().__init__()
         if not isinstance(module, Module):
             raise TypeError(f"DistributedDataParallel: expected an nn.Module, got {module!r}")
-        group = dist._group(process_group)
+        group = dist.resolve_group(process_group)
         self.module = module
         self.process_group = group
-        self.ring_id = dist._ring_id(group)
+        self.ring_id = comm.ring_id(group)
         self.broadcast_buffers = bool(broadcast_buffers)
         self.find_unused_parameters = bool(find_unused_parameters)
         self.bucket_bytes = int((25 if bucket_cap_mb is None else bucket_cap_mb) * 2**20)
