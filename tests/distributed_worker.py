@@ -127,7 +127,7 @@ def training(rank, out):
             out[f"{mode}.{name}"] = p.numpy()
         model = DDP(make_bn_model(seed=rank, sync=True))
         train(model, lambda step: batch(step, rank), mode == "graph")
-        for name, t in model.module.state_dict().items():
+        for name, t in model.state_dict().items():  # PyTorch's keys: module.<name>
             out[f"{mode}_bn.{name}"] = t.numpy()
     for name, value in static_train(lambda step: batch(step, rank), average=True).items():
         out[f"static.{name}"] = value

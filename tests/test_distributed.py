@@ -151,7 +151,8 @@ def test_sync_batch_norm_equals_batch_norm_of_the_whole_batch(ranks, mode):
     for name, t in reference.state_dict().items():
         for got, _ in ranks:
             want = t.numpy()
-            np.testing.assert_allclose(got[f"{mode}_bn.{name}"], want, rtol=1e-9, atol=1e-12)
+            got_t = got[f"{mode}_bn.module.{name}"]  # (DDP's state_dict: PyTorch's keys)
+            np.testing.assert_allclose(got_t, want, rtol=1e-9, atol=1e-12)
 
 
 def test_zero_redundancy_optimizer_shards_the_state_and_matches_adam(ranks):

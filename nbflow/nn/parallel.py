@@ -57,7 +57,7 @@ class DistributedDataParallel(Module):
         self._ids = {id(p) for _, p in self._trained}
         self._ready: set[int] = set()
         self._queued = False
-        self._buffers: dict[tuple, tuple] = {}  # bucket -> (flat Tensor, views)
+        self._bucket_buffers: dict[tuple, tuple] = {}  # bucket -> (flat Tensor, views)
         self._check_same_model()
         for t in [p for _, p in self._trained] + list(module.buffers()):
             dist.broadcast(t, src=group.ranks[0], group=group)
@@ -156,7 +156,7 @@ class DistributedDataParallel(Module):
         parameter's view into it, kept from step to step (a fresh 1 MB buffer a step costs
         its page faults)."""
         key = tuple(id(p) for p in params)
-        found = self._buffers.get(key)
+        found = self._bucket_buffers.get(key)
         if found is None:
             work = np.float32 if params[0].dtype == np.float16 else params[0].dtype
             data = np.empty(sum(p.numel() for p in params), work)
@@ -164,7 +164,7 @@ class DistributedDataParallel(Module):
             for p in params:
                 views.append(data[offset : offset + p.numel()].reshape(p.shape))
                 offset += p.numel()
-            found = self._buffers[key] = (Tensor(data), views)
+            found = self._bucket_buffers[key] = (Tensor(data), views)
         return found
 
 
