@@ -136,34 +136,31 @@ def _alone(group: ProcessGroup | None) -> bool:
     return group is None or member(group).size() == 1
 
 
-def _work_buffer(out: np.ndarray) -> np.ndarray:
-    """`out` itself when MPI can write it (C-contiguous), else a contiguous copy."""
-    return out if out.flags.c_contiguous else np.ascontiguousarray(out)
+def _in_place(group, x, out, signature, collective) -> None:
+    """out = x, then `collective(buffer)` run on it across the group (MPI writes a
+    C-contiguous buffer; a strided out gets a copy, written back)."""
+    if x is not out:
+        np.copyto(out, x)
+    if _alone(group):
+        return
+    agree(group, *signature, out.shape, out.dtype.char)
+    buf = out if out.flags.c_contiguous else np.ascontiguousarray(out)
+    collective(buf)
+    if buf is not out:
+        np.copyto(out, buf)
 
 
 def allreduce(group: ProcessGroup | None, x: np.ndarray, out: np.ndarray, op: str) -> None:
     """out = the reduction `op` of x over the group's ranks (x may be out itself)."""
-    if x is not out:
-        np.copyto(out, x)
-    if _alone(group):
-        return
-    agree(group, "allreduce", op, out.shape, out.dtype.char)
-    buf = _work_buffer(out)
-    group.comm.Allreduce(mpi().IN_PLACE, buf, op=mpi_op(op))
-    if op == "avg":
-        np.divide(buf, group.size(), out=buf, casting="unsafe")
-    if buf is not out:
-        np.copyto(out, buf)
+
+    def reduce(buf):
+        group.comm.Allreduce(mpi().IN_PLACE, buf, op=mpi_op(op))
+        if op == "avg":
+            np.divide(buf, group.size(), out=buf, casting="unsafe")
+
+    _in_place(group, x, out, ("allreduce", op), reduce)
 
 
 def broadcast(group: ProcessGroup | None, x: np.ndarray, out: np.ndarray, src: int) -> None:
     """out = x of the group's rank `src`, on every rank (x may be out itself)."""
-    if x is not out:
-        np.copyto(out, x)
-    if _alone(group):
-        return
-    agree(group, "broadcast", src, out.shape, out.dtype.char)
-    buf = _work_buffer(out)
-    group.comm.Bcast(buf, root=src)
-    if buf is not out:
-        np.copyto(out, buf)
+    _in_place(group, x, out, ("broadcast", src), lambda buf: group.comm.Bcast(buf, root=src))
