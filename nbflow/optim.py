@@ -211,10 +211,11 @@ class Optimizer:
         loss = _evaluate(closure)
         with no_grad():
             for group, indices in self._groups():
+                attrs = self.attrs()  # the group's, once: ~2 us a parameter made per call
                 for i, p in zip(indices, group["params"]):
                     if p.grad is not None:
                         state = self._eager_state(i, p)
-                        self.op(*self.inputs(p, p.grad, state), **self.attrs())
+                        self.op(*self.inputs(p, p.grad, state), **attrs)
         return loss
 
     def _eager_state(self, i: int, p: Tensor) -> dict:

@@ -538,6 +538,9 @@ class EagerTrace(Trace):
             a = args[0]
             arrays = (a._data,)
             sig = a._sig or signature_of(a)
+        elif all(type(a) is Tensor for a in args):  # plain CPU tensors (an optimizer's step)
+            arrays = None
+            sig = tuple(a._sig or signature_of(a) for a in args)
         else:
             arrays = None
             args = [as_tensor_value(a) for a in args]
@@ -689,38 +692,39 @@ class EagerTrace(Trace):
     def run_inplace(self, op, plan, tensors, attrs, record):
         """Write into the target's buffer (through a compute-dtype copy for float16)."""
         self.check_inplace(op, tensors, record)
-        targets = [tensors[j] for j in op.inplace.values()]
+        targets = [tensors[op.inplace[i]] for i in range(len(plan.allocs))]  # output order
         # an input overlapping a target other than as the target itself (x[1:] += x[:-1]) is
         # read as it was before the op, as numpy does: the kernel would see its own writes.
         # Only views of one buffer can overlap, and they share its version counter (a pointer
-        # comparison, so the common case pays no memory-overlap test).
-        shared = [(b, version_counter(b)) for b in targets]
-        arrays = []
-        for t in tensors:
-            a = t._data
-            for b, counter in shared:
-                if t._version is counter and t is not b and overlaps_partly(a, b._data):
-                    a = a.copy()
-                    break
-            arrays.append(a)
+        # comparison, so the common case pays no memory-overlap test); a target without a
+        # counter has had no view made of it.
+        arrays = [t._data for t in tensors]
+        shared = [b for b in targets if b._version is not None]
+        if shared:
+            for i, t in enumerate(tensors):
+                for b in shared:
+                    if (
+                        t._version is b._version
+                        and t is not b
+                        and overlaps_partly(arrays[i], b._data)
+                    ):
+                        arrays[i] = arrays[i].copy()
+                        break
         for i, d in plan.casts:
             arrays[i] = arrays[i].astype(d)
-        bufs = []
-        for i, (shape, d) in enumerate(plan.allocs):
-            target = tensors[op.inplace[i]]._data
-            bufs.append(target if target.dtype == d else np.empty(shape, d))
+        bufs = [
+            t._data if t._data.dtype == d else np.empty(shape, d)
+            for t, (shape, d) in zip(targets, plan.allocs)
+        ]
         try:
             plan.launcher(*arrays, *bufs, **attrs)
         except NbflowError as e:
             raise _in_op(op, e) from None
-        outs = []
-        for i, b in enumerate(bufs):
-            t = tensors[op.inplace[i]]
+        for t, b in zip(targets, bufs):
             if b is not t._data:
                 np.copyto(t._data, b, casting="unsafe")
             version_counter(t)[0] += 1
-            outs.append(t)
-        return outs
+        return targets
 
     def check_inplace(self, op, tensors, record):
         """Refuse, before anything is written, writes to read-only memory and in-place writes
