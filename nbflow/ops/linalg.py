@@ -346,12 +346,15 @@ def _matmul_relu_grad_spec(r, a, b):
 
 @njit(**JIT)
 def _mask_by_relu(out, r, first_col):
-    """out = relu_grad(r[:, first_col:], out), in place, with relu_grad's own scalar body (the
-    columns through an offset: a column slice of r is a strided array, whose loop numba does
-    not vectorise, 13 against 3 us for a 128x256 mask in two halves)."""
+    """out = relu_grad(r[:, first_col:], out), in place, with relu_grad's own scalar body. Row
+    by row through 1-D slices: indexed as r[i, first_col + j], an index numba cannot prove
+    non-negative, each element paid its negative-index check and the loop ran unvectorised
+    (a 128x256 mask 15.6 against 2.7 us)."""
+    n = out.shape[1]
     for i in range(out.shape[0]):
-        for j in range(out.shape[1]):
-            out[i, j] = _relu_grad_body(r[i, first_col + j], out[i, j])
+        row, mask = out[i], r[i, first_col : first_col + n]
+        for j in range(n):
+            row[j] = _relu_grad_body(mask[j], row[j])
 
 
 @njit(**JIT)
