@@ -106,13 +106,17 @@ for i in {range}(rows):
 # float64 sums over each block of SUM_BLOCK elements, the block sums added in order; `serial`
 # and `parallel` add each element as it is made, `parallel_filled` fills a buffer first
 # (_ROWS_KERNEL). Columns (leading axes): sum_cols' float64 accumulators, row by row;
-# `parallel` gives each thread slices of CHUNK columns.
+# `parallel` gives each thread slices of CHUNK columns. `element` indexes with k as an unsigned
+# int: numba gives a signed index it cannot prove non-negative (start + j, a runtime offset) a
+# wraparound check on every access, which kept the loops calling it scalar (a fused column sum
+# of x * y over 4096x1024 float32: 5.7 against 0.84 ms).
 CHUNK = 1024
 
 _ELEMENT = """
 
 @njit(cache={cache}, error_model="numpy", nogil=True)
 def element({args}, k):
+    k = np.uint64(k)  # unsigned: no negative-index check, so the loops calling this vectorise
 {body}
     return {value}
 """
@@ -171,11 +175,11 @@ _COLS_REDUCED = """
 def columns({args}, red, rows, cols, lo, hi):
     acc = np.zeros(hi - lo)
     for i in range(rows):
-        start = i * cols
-        for j in range(lo, hi):
-            acc[j - lo] += element({args}, start + j)
-    for j in range(lo, hi):
-        red[j] = acc[j - lo]{scale}
+        start = i * cols + lo
+        for j in range(hi - lo):
+            acc[j] += element({args}, start + j)
+    for j in range(hi - lo):
+        red[lo + j] = acc[j]{scale}
 
 
 @njit(cache={cache}, error_model="numpy", nogil=True)
