@@ -538,9 +538,6 @@ class EagerTrace(Trace):
             a = args[0]
             arrays = (a._data,)
             sig = a._sig or signature_of(a)
-        elif all(type(a) is Tensor for a in args):  # plain CPU tensors (an optimizer's step)
-            arrays = None
-            sig = tuple(a._sig or signature_of(a) for a in args)
         else:
             arrays = None
             args = [as_tensor_value(a) for a in args]
