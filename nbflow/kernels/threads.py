@@ -12,7 +12,9 @@ unless NBFLOW_BLAS_THREADS=fixed); the count is put back after each call.
 from __future__ import annotations
 
 import os
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor, wait
 
 from .blas import numpy_openblas
 
@@ -112,3 +114,44 @@ def get_num_threads() -> int:
     import numba
 
     return numba.get_num_threads()
+
+
+_WORKERS = None  # a ThreadPoolExecutor for split_batch, made on first use
+_WORKERS_LOCK = threading.Lock()
+
+
+def _workers(n: int):
+    global _WORKERS
+    with _WORKERS_LOCK:
+        if _WORKERS is None or _WORKERS._max_workers < n:
+            _WORKERS = ThreadPoolExecutor(n, thread_name_prefix="nbflow-batch")
+        return _WORKERS
+
+
+def split_batch(fn, n: int):
+    """fn(start, stop) over [0, n) cut into one range per thread (get_num_threads(), at most
+    n), the first on this thread and the others on worker threads, with numpy's OpenBLAS on one
+    thread meanwhile; returns the results in range order.
+
+    For batch loops whose steps are a numba kernel (which must release the GIL: nogil) and a
+    BLAS call each: one level of parallelism over the batch instead of OpenBLAS's threads
+    inside each small call, whose pool and numba's spin against each other when they
+    alternate on 2 cores. With one thread it runs fn(0, n) here."""
+    parts = min(get_num_threads(), n)
+    if parts <= 1:
+        return [fn(0, n)]
+    bounds = [n * i // parts for i in range(parts + 1)]
+    lib = numpy_openblas()
+    threads = lib.num_threads if lib is not None else 1
+    if threads > 1:
+        lib.set_num_threads(1)
+    try:
+        pending = [_workers(parts - 1).submit(fn, a, b) for a, b in zip(bounds[1:-1], bounds[2:])]
+        try:
+            first = fn(bounds[0], bounds[1])
+        finally:
+            wait(pending)  # (BLAS gets its threads back only when no part runs)
+        return [first] + [p.result() for p in pending]
+    finally:
+        if threads > 1:
+            lib.set_num_threads(threads)

@@ -27,6 +27,7 @@ import numpy as np
 from .. import dtypes as dt
 from ..core import UNKNOWN, Attr, Op, Spec, needs_grad
 from ..errors import AttrError, ShapeError
+from ..kernels import blas, threads
 from ..kernels.cpu import JIT
 from ..kernels.jit import njit
 from ..kernels.windows import adaptive_bin, avg_window, max_window
@@ -102,6 +103,52 @@ def _col2im(cols, dx, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow):
                                 wx = t * sw - pw + j * dw
                                 if wx >= 0 and wx < width:
                                     dst[hy, wx] += cols[g, row, base + t]
+
+
+@njit(**JIT)
+def _unfold_rows(x, padded, cols, kh, kw, ph, pw, dh, dw):
+    """One image's columns for a stride-1 convolution, at the padded width (Columns): x (C, H,
+    W) goes into the interior of padded (C, Hp * Wp + tail, its border zero), and column row
+    (c, i, j) of cols (C * kh * kw, oh * Wp) is the run of padded[c] from i*dh*Wp + j*dw."""
+    channels, height, width = x.shape
+    row = width + 2 * pw
+    length = cols.shape[1]
+    for c in range(channels):
+        plane = padded[c]
+        for y in range(height):
+            dst = plane[(y + ph) * row + pw : (y + ph) * row + pw + width]
+            src = x[c, y]
+            for t in range(width):
+                dst[t] = src[t]
+        for i in range(kh):
+            for j in range(kw):
+                run = plane[i * dh * row + j * dw : i * dh * row + j * dw + length]
+                dst = cols[(c * kh + i) * kw + j]
+                for q in range(length):
+                    dst[q] = run[q]
+
+
+@njit(**JIT)
+def _fold_rows(cols, padded, dx, kh, kw, ph, pw, dh, dw):
+    """The adjoint of _unfold_rows: each column row added into padded (zeroed first) at its
+    run, then the interior copied to dx (C, H, W)."""
+    channels, height, width = dx.shape
+    row = width + 2 * pw
+    length = cols.shape[1]
+    for c in range(channels):
+        plane = padded[c]
+        plane[:] = 0
+        for i in range(kh):
+            for j in range(kw):
+                run = plane[i * dh * row + j * dw : i * dh * row + j * dw + length]
+                src = cols[(c * kh + i) * kw + j]
+                for q in range(length):
+                    run[q] += src[q]
+        for y in range(height):
+            src = plane[(y + ph) * row + pw : (y + ph) * row + pw + width]
+            dst = dx[c, y]
+            for t in range(width):
+                dst[t] = src[t]
 
 
 _max_window = njit(**JIT)(max_window)
@@ -314,23 +361,91 @@ CONV_ATTRS = {
 }
 
 
-def _unfold(x, conv: Conv):
-    """im2col of a contiguous (N, C, H, W) array: (G, C/G * kh * kw, N * oh * ow) (and so
-    for the other dims of `conv`)."""
-    k = x.shape[1] // conv.groups * math.prod(conv.kernel)
-    cols = np.empty((conv.groups, k, x.shape[0] * math.prod(conv.out_hw)), x.dtype)
-    if cols.size:
-        conv.im2col(x, cols, *conv.args(*conv.out_hw))
-    return cols
+class Columns:
+    """The column layout of a convolution's matmuls, one image at a time: image n unfolds to
+    (G, C/G * taps, L), whose product with the (G, O/G, C/G * taps) weights is the image's
+    output as (G, O/G, L). A stride-1 2-D convolution unfolds at the padded width (L = oh *
+    Wp): each column row is then one contiguous run of the zero-padded image, and the products
+    carry Wp - ow columns more per output row, cropped off (their gradient rows are zeros).
+    Other convolutions use their im2col (L = the output positions)."""
+
+    def __init__(self, conv: Conv, x_shape, dtype):
+        self.conv, self.dtype = conv, dtype
+        channels = x_shape[1]
+        self.k = channels // conv.groups * math.prod(conv.kernel)
+        self.rows = conv.dims == 2 and conv.stride == (1, 1)
+        if self.rows:
+            (ph, pw), (_, kw), (_, dw) = conv.padding, conv.kernel, conv.dilation
+            self.width = x_shape[3] + 2 * pw
+            self.length = conv.out_hw[0] * self.width
+            tail = (kw - 1) * dw  # the last run reads this far past the padded image
+            self.padded_shape = (channels, (x_shape[2] + 2 * ph) * self.width + tail)
+        else:
+            self.length = math.prod(conv.out_hw)
+
+    def space(self):
+        """One thread's buffers: the columns, and the zero-padded image (its border stays 0)."""
+        cols = np.empty((self.conv.groups, self.k, self.length), self.dtype)
+        padded = np.zeros(self.padded_shape, self.dtype) if self.rows else None
+        return cols, padded
+
+    def unfold(self, x, n, space):
+        """Image n of x (contiguous) in the column layout (the first buffer of `space`)."""
+        cols, padded = space
+        conv = self.conv
+        if self.rows:
+            _unfold_rows(x[n], padded, cols.reshape(-1, self.length), *self._rows_args())
+        else:
+            conv.im2col(x[n : n + 1], cols, *conv.args(*conv.out_hw))
+        return cols
+
+    def fold(self, cols, space, dx, n):
+        """dx[n] = the adjoint of unfold applied to cols (dx contiguous)."""
+        conv = self.conv
+        if self.rows:
+            _fold_rows(cols.reshape(-1, self.length), space[1], dx[n], *self._rows_args())
+        else:
+            dx[n] = 0
+            conv.col2im(cols, dx[n : n + 1], *conv.args(*conv.out_hw))
+
+    def _rows_args(self):
+        conv = self.conv
+        return (*conv.kernel, *conv.padding, *conv.dilation)
+
+    def grad_buffer(self, channels, dtype):
+        """A thread's buffer for `grad`: zeros in the cropped columns."""
+        return np.zeros((channels, self.length), dtype) if self.rows else None
+
+    def grad(self, g, n, buffer):
+        """Image n of the output gradient g (N, O, ...) as (G, O/G, L)."""
+        groups, o = self.conv.groups, g.shape[1]
+        if self.rows:
+            self._crop(buffer)[...] = g[n]
+            g_n = buffer
+        else:
+            g_n = g[n]
+        return g_n.reshape(groups, o // groups, self.length)
+
+    def crop(self, product):
+        """The output positions of a product (G, O/G, L), as (O, *out_hw)."""
+        product = product.reshape(-1, self.length)
+        return self._crop(product) if self.rows else product.reshape(-1, *self.conv.out_hw)
+
+    def _crop(self, a):
+        oh, ow = self.conv.out_hw
+        return a.reshape(-1, oh, self.width)[:, :, :ow]
 
 
-def _grad_columns(g, groups):
-    """g (N, O, oh, ow) as (G, O/G, N * oh * ow), the layout the column matmuls use."""
-    n, o = g.shape[:2]
-    plane = math.prod(g.shape[2:])
-    return np.ascontiguousarray(
-        g.reshape(n, groups, o // groups, plane).transpose(1, 2, 0, 3)
-    ).reshape(groups, o // groups, n * plane)
+def _grouped(w, groups):
+    """The weights (O, C/G, *kernel) as (G, O/G, C/G * taps)."""
+    return np.ascontiguousarray(w).reshape(groups, w.shape[0] // groups, -1)
+
+
+def _add_products(acc, a, b):
+    """acc[i] += a[i] @ b[i].T for each group i (on BLAS, adding in place where it can)."""
+    for i in range(acc.shape[0]):
+        if not blas.gemm(a[i], b[i].T, acc[i], 1.0, 1.0):
+            acc[i] += a[i] @ b[i].T
 
 
 # ---------------------------------------------------------------- conv2d
@@ -353,20 +468,25 @@ def _conv2d_cpu(x, w, *rest, **geometry):
 
 
 def _conv_forward(conv, x, w, *rest):
-    """out (rest[-1]) = the convolution of x by w, plus the bias rest[0] if given."""
-    out, groups = rest[-1], conv.groups
-    x, w = np.ascontiguousarray(x), np.ascontiguousarray(w)
-    n, o = out.shape[:2]
-    plane = math.prod(out.shape[2:])
-    cols = _unfold(x, conv)
-    w3 = w.reshape(groups, o // groups, cols.shape[1])
-    res = np.matmul(w3, cols)  # one BLAS call per group for the whole batch
-    res = res.reshape(groups, o // groups, n, plane).transpose(2, 0, 1, 3)
-    target = out.reshape(n, groups, o // groups, plane)
-    if len(rest) == 2:  # the bias, added while the result is laid out as NCHW
-        np.add(res, rest[0].reshape(1, groups, o // groups, 1), out=target)
-    else:
-        target[...] = res
+    """out (rest[-1]) = the convolution of x by w, plus the bias rest[0] if given: image by
+    image, one matmul per group each, the batch split over threads."""
+    out = rest[-1]
+    x = np.ascontiguousarray(x)
+    w3 = _grouped(w, conv.groups)
+    columns = Columns(conv, x.shape, x.dtype)
+    bias = rest[0].reshape(-1, *(1,) * conv.dims) if len(rest) == 2 else None
+
+    def part(start, stop):
+        space = columns.space()
+        product = np.empty((*w3.shape[:2], columns.length), out.dtype)
+        for n in range(start, stop):
+            np.matmul(w3, columns.unfold(x, n, space), out=product)
+            if bias is None:
+                out[n] = columns.crop(product)
+            else:
+                np.add(columns.crop(product), bias, out=out[n])
+
+    threads.split_batch(part, x.shape[0])
 
 
 BATCH_CHANNEL = (slice(None), slice(None))  # the leading key of the references' slices
@@ -463,15 +583,21 @@ def _input_grad_cpu(g, w, x, out, **geometry):
 
 
 def _input_grad(conv, g, w, out):
-    """out = the gradient of the convolution `conv` with respect to its input."""
-    groups = conv.groups
-    w = np.ascontiguousarray(w)
-    gc = _grad_columns(g, groups)
-    w3 = w.reshape(groups, w.shape[0] // groups, -1)
-    cols = np.matmul(w3.transpose(0, 2, 1), gc)  # (G, C/G kh kw, N oh ow), on BLAS
-    out[...] = 0
-    if cols.size:
-        conv.col2im(cols, out, *conv.args(*conv.out_hw))
+    """out = the gradient of the convolution `conv` with respect to its input: image by
+    image, the transposed weights times the output gradient, folded back."""
+    g = np.ascontiguousarray(g)
+    w3t = _grouped(w, conv.groups).transpose(0, 2, 1)
+    columns = Columns(conv, out.shape, out.dtype)
+
+    def part(start, stop):
+        space = columns.space()
+        buffer = columns.grad_buffer(g.shape[1], g.dtype)
+        product = np.empty((conv.groups, columns.k, columns.length), out.dtype)
+        for n in range(start, stop):
+            np.matmul(w3t, columns.grad(g, n, buffer), out=product)
+            columns.fold(product, space, out, n)
+
+    threads.split_batch(part, out.shape[0])
 
 
 def _input_grad_ref(g, w, x, stride=1, padding=0, dilation=1, groups=1):
@@ -528,11 +654,22 @@ def _weight_grad_cpu(x, g, w, out, **geometry):
 
 
 def _weight_grad(conv, x, g, out):
-    """out = the gradient of the convolution `conv` with respect to its weight."""
-    cols = _unfold(np.ascontiguousarray(x), conv)
-    gc = _grad_columns(g, conv.groups)
-    shape = (conv.groups, gc.shape[1], cols.shape[1])
-    np.matmul(gc, cols.transpose(0, 2, 1), out=out.reshape(shape))
+    """out = the gradient of the convolution `conv` with respect to its weight: each thread
+    sums its images' products (output gradient times columns), then the threads' sums add."""
+    x, g = np.ascontiguousarray(x), np.ascontiguousarray(g)
+    columns = Columns(conv, x.shape, x.dtype)
+    shape = (conv.groups, g.shape[1] // conv.groups, columns.k)
+
+    def part(start, stop):
+        space = columns.space()
+        buffer = columns.grad_buffer(g.shape[1], g.dtype)
+        total = np.zeros(shape, out.dtype)
+        for n in range(start, stop):
+            _add_products(total, columns.grad(g, n, buffer), columns.unfold(x, n, space))
+        return total
+
+    totals = threads.split_batch(part, x.shape[0])
+    np.sum(totals, axis=0, out=out.reshape(shape))
 
 
 def _weight_grad_ref(x, g, w, stride=1, padding=0, dilation=1, groups=1):
