@@ -90,12 +90,38 @@ def _matmul_cpu(a, b, out):
         # dim of 1 to BLAS, and its own loop took 225 us for (256, 1) @ (1, 784), this 12 us
         _outer(a, b, out)
         return
-    # numpy runs float32/float64 on BLAS, strided operands too (measured: same GFLOP/s)
-    if out.dtype.kind == "f" and a.ndim > 1 and out.size * a.shape[-1] >= THREAD_CHOICE_MIN_WORK:
-        key = (a.shape, b.shape, a.strides, b.strides, out.dtype)
-        threads.blas_call(key, np.matmul, a, b, out=out)
-    else:
+    if out.dtype.kind != "f" or a.ndim < 2 or b.ndim < 2:
         np.matmul(a, b, out=out)
+    elif out.size * a.shape[-1] < THREAD_CHOICE_MIN_WORK:
+        np.matmul(a, b, out=out)  # small: OpenBLAS runs it on one thread
+    elif b.ndim == 2 and a.ndim > 2 and out.flags.c_contiguous:
+        # stacked rows times one matrix (a linear layer on (B, T, K)): one GEMM over the
+        # flattened rows; numpy's matmul would loop over the stack, or leave BLAS altogether
+        # for an operand whose stack is strided (a batch_first/sequence-first transpose)
+        rows = np.ascontiguousarray(a).reshape(-1, a.shape[-1])
+        _gemm(rows, b, out.reshape(-1, out.shape[-1]))
+    elif out.ndim > 2 and out.shape[0] > 1:
+        # a stack of products (attention's heads): numpy's loop calls BLAS once per matrix,
+        # each too small for OpenBLAS's threads, so the stack is split over threads instead
+        threads.split_batch(lambda i, j: _stacked(a, b, out, i, j), out.shape[0])
+    else:
+        _gemm(a, b, out)
+
+
+def _gemm(a, b, out):
+    """out = a @ b on BLAS, on OpenBLAS's threads or on one, whichever measured faster."""
+    key = (a.shape, b.shape, a.strides, b.strides, out.dtype)
+    threads.blas_call(key, np.matmul, a, b, out=out)
+
+
+def _stacked(a, b, out, start, stop):
+    """out[start:stop] = the matching products of the stacks a and b (an operand whose first
+    dim broadcasts is taken whole)."""
+
+    def rows(x):
+        return x[start:stop] if x.ndim == out.ndim and x.shape[0] == out.shape[0] else x
+
+    np.matmul(rows(a), rows(b), out=out[start:stop])
 
 
 def _matmul_ref(a, b):
