@@ -176,7 +176,9 @@ class _RNNBase(Module):
         steps, batch = x.shape[0], x.shape[1]
         # the input term of every step in one GEMM: (T * B, width) @ (width, gates * H)
         xw = nb.linear(nb.reshape(x, steps * batch, x.shape[2]), w_ih, b_ih)
-        xw = nb.reshape(xw, steps, batch, xw.shape[-1])
+        # cut into steps by one split, whose gradient is one concat: indexing each step
+        # would give each step's gradient as a zero-filled (T * B, gates * H) tensor to sum
+        xw = nb.split(xw, [batch] * steps, axis=0)
         outs = [None] * steps
         for t in reversed(range(steps)) if reverse else range(steps):
             new = self._step(xw[t], state, w_hh, b_hh, w_hr)
