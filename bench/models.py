@@ -137,8 +137,13 @@ def init_weights(lib, model, seed=0):
     model.load_state_dict(state)
 
 
-def batch(name, batch_size=32, seed=1):
-    """(inputs, int64 labels) of the workload `name`, as numpy arrays."""
+BATCH = {"cnn": 32, "transformer": 32, "lstm": 32, "mlp": 128}
+
+
+def batch(name, batch_size=None, seed=1):
+    """(inputs, int64 labels) of the workload `name`, as numpy arrays (BATCH examples unless
+    batch_size is given)."""
+    batch_size = BATCH[name] if batch_size is None else batch_size
     rng = np.random.default_rng(seed)
     labels = rng.integers(0, 10, batch_size).astype(np.int64)
     if name == "cnn":
@@ -156,9 +161,10 @@ def optimizer(lib, name, model):
     return getattr(lib.optim, kind)(model.parameters(), lr=lr)
 
 
-def flops(name, batch_size=32):
+def flops(name):
     """Multiply-adds x 2 of one training step (forward + 2x backward), the GEMM-like work only:
     the figure the step's GFLOP/s is reported against."""
+    batch_size = BATCH[name]
     if name == "cnn":
         w = 32
         # (out_h * out_w, c_in * k * k, c_out) per conv
@@ -174,7 +180,7 @@ def flops(name, batch_size=32):
     elif name == "transformer":
         tokens, d, ff, seq = batch_size * 64, 128, 256, 64
         per_layer = tokens * (4 * d * d + 2 * d * ff) + 2 * batch_size * seq * seq * d
-        forward = 2 * per_layer + tokens * 0 + batch_size * d * 10
+        forward = 2 * per_layer + batch_size * d * 10
     elif name == "lstm":
         forward = 50 * batch_size * 4 * 128 * (32 + 128) + batch_size * 128 * 10
     else:

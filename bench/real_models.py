@@ -1,0 +1,222 @@
+"""Training steps and inference latency of real models (bench/models.py), each framework in
+its own fresh process.
+
+    python bench/real_models.py                  # every model, 3 rounds
+    python bench/real_models.py --models cnn --rounds 5
+    python bench/real_models.py --compile        # also torch.compile (slow to compile)
+
+Every (model, peer) pair runs in a fresh process: numba's OpenMP workers, OpenBLAS's threads
+and PyTorch's OpenMP threads spin after their parallel regions and slow whoever shares the
+2 cores with them, so timing two frameworks in one process compares inflated numbers. The
+peers alternate round by round; each process warms up, then times single steps; the table
+shows the median over rounds of each process's median step. The interference rows measure
+the effect itself: PyTorch's MLP step alone, then in a process where nbflow's ran first.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+import models  # noqa: E402
+
+TRAIN_PEERS = ("torch", "torch.compile", "nbflow eager", "nbflow jit")
+INFER_PEERS = ("torch", "nbflow eager", "nbflow jit")
+PEAK_GFLOPS = 245  # float32 FMA, both cores (shared/notes/performance-anchors.md)
+
+
+# ---------------------------------------------------------------- in the child process
+
+
+def framework(peer):
+    if peer.startswith("torch"):
+        import torch
+
+        return torch
+    import nbflow
+
+    return nbflow
+
+
+def training_step(name, peer):
+    """A function running one training step of model `name` in `peer`'s framework, written
+    as a PyTorch user writes it (nbflow's @jit step: optimizer.minimize)."""
+    lib = framework(peer)
+    model = models.build(lib, name)
+    optimizer = models.optimizer(lib, name, model)
+    x, y = (lib.tensor(a) for a in models.batch(name))
+    cross_entropy = lib.nn.functional.cross_entropy
+
+    def step():
+        optimizer.zero_grad()
+        loss = cross_entropy(model(x), y)
+        loss.backward()
+        optimizer.step()
+
+    if peer == "torch.compile":
+        compiled = lib.compile(model)
+
+        def step():
+            optimizer.zero_grad()
+            loss = cross_entropy(compiled(x), y)
+            loss.backward()
+            optimizer.step()
+
+    elif peer == "nbflow jit":
+
+        @lib.jit
+        def train(x, y):
+            loss = cross_entropy(model(x), y)
+            optimizer.minimize(loss)
+            return loss
+
+        def step():
+            with lib.no_grad():
+                train(x, y)
+
+    return step
+
+
+def inference(name, peer):
+    """A function running model `name` on one example, gradients off."""
+    lib = framework(peer)
+    model = models.build(lib, name)
+    model.eval()
+    x = lib.tensor(models.batch(name, batch_size=1)[0])
+    if peer == "nbflow jit":
+        forward = lib.jit(model)
+    else:
+        forward = model
+
+    def run():
+        with lib.no_grad():
+            forward(x)
+
+    return run
+
+
+def time_steps(fn, seconds):
+    """The median ms of single calls of fn over about `seconds`, after a warm-up."""
+    for _ in range(3):
+        fn()
+    times, end = [], time.perf_counter() + seconds
+    while time.perf_counter() < end or len(times) < 5:
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return float(np.median(times) * 1e3)
+
+
+def child(kind, name, peer, seconds):
+    if kind == "interference":  # PyTorch's MLP step alone, then after nbflow's CNN steps
+        torch_step = training_step("mlp", "torch")
+        alone = time_steps(torch_step, seconds)
+        time_steps(training_step("cnn", "nbflow eager"), seconds)
+        after = time_steps(torch_step, seconds)
+        print(json.dumps([alone, after]))
+        return
+    make = training_step if kind == "train" else inference
+    print(json.dumps(time_steps(make(name, peer), seconds)))
+
+
+# ---------------------------------------------------------------- the parent
+
+
+def run_child(kind, name, peer, seconds):
+    code = (
+        f"import sys; sys.path.insert(0, {str(ROOT / 'bench')!r}); import real_models; "
+        f"real_models.child({kind!r}, {name!r}, {peer!r}, {seconds})"
+    )
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    p = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    if p.returncode:
+        lines = p.stderr.strip().splitlines()
+        raise RuntimeError(lines[-1][:160] if lines else "failed")
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+def measure(jobs, rounds, seconds):
+    """{job: median over rounds} for jobs (kind, model, peer), alternating round by round."""
+    results, errors = {}, {}
+    for _ in range(rounds):
+        for job in jobs:
+            if job in errors:
+                continue
+            try:
+                results.setdefault(job, []).append(run_child(*job, seconds))
+            except RuntimeError as e:
+                errors[job] = str(e)
+    return {job: np.median(v, axis=0) for job, v in results.items()}, errors
+
+
+def ratio(a, b):
+    return f"{a / b:.2f}x" if a is not None and b else "n/a"
+
+
+def report(names, peers, times, args):
+    lines = [
+        "| training step (ms) | " + " | ".join(peers) + " | eager / torch | jit / torch "
+        "| jit / eager | jit GFLOP/s (% of peak) |",
+        "|---" * (len(peers) + 5) + "|",
+    ]
+    for name in names:
+        got = {p: times.get(("train", name, p)) for p in peers}
+        cells = [f"{got[p]:.2f}" if got[p] is not None else "n/a" for p in peers]
+        torch_ms, eager, jit = got.get("torch"), got.get("nbflow eager"), got.get("nbflow jit")
+        rate = models.flops(name) / jit / 1e6 if jit else None
+        lines.append(
+            f"| {name} | "
+            + " | ".join(cells)
+            + f" | {ratio(eager, torch_ms)} | {ratio(jit, torch_ms)} | {ratio(jit, eager)} | "
+            + (f"{rate:.0f} ({100 * rate / PEAK_GFLOPS:.0f}%) |" if rate else "n/a |")
+        )
+    lines += ["", "| inference, batch 1 (ms) | " + " | ".join(INFER_PEERS) + " | jit / torch |"]
+    lines.append("|---" * (len(INFER_PEERS) + 2) + "|")
+    for name in args.infer:
+        got = {p: times.get(("infer", name, p)) for p in INFER_PEERS}
+        cells = [f"{got[p]:.2f}" if got[p] is not None else "n/a" for p in INFER_PEERS]
+        lines.append(
+            f"| {name} | " + " | ".join(cells) + f" | {ratio(got['nbflow jit'], got['torch'])} |"
+        )
+    return "\n".join(lines)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--models", nargs="+", default=list(models.MODELS))
+    parser.add_argument("--infer", nargs="*", default=["cnn", "transformer"])
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--seconds", type=float, default=3.0, help="timed per process")
+    parser.add_argument("--compile", action="store_true", help="also time torch.compile")
+    args = parser.parse_args()
+    peers = [p for p in TRAIN_PEERS if args.compile or p != "torch.compile"]
+    jobs = [("train", name, peer) for name in args.models for peer in peers]
+    jobs += [("infer", name, peer) for name in args.infer for peer in INFER_PEERS]
+    jobs.append(("interference", "mlp", "torch"))
+    print(f"load average at the start: {os.getloadavg()[0]:.2f}", flush=True)
+    times, errors = measure(jobs, args.rounds, args.seconds)
+    interference = times.pop(("interference", "mlp", "torch"), None)
+    print(report(args.models, peers, times, args))
+    if interference is not None:
+        alone, after = interference
+        print(
+            f"\ninterference: PyTorch's MLP step {alone:.2f} ms alone, {after:.2f} ms in the "
+            f"same process after nbflow's CNN steps ({after / alone:.2f}x)"
+        )
+    for job, error in errors.items():
+        print(f"{' '.join(job)}: {error}")
+
+
+if __name__ == "__main__":
+    main()
