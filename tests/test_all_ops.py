@@ -210,6 +210,11 @@ SAMPLES = {
         lambda: [x(3, 2, 2), x(2), x(2)],
         {},
     ),
+    "batch_norm_train_grad": (
+        lambda g, y, a: nb.batch_norm_train_grad(g, y, a, eps=1e-5),
+        lambda: [x(3, 2, 2, low=-1), x(3, 2, 2, low=-1), x(3, 2, 2)],
+        {},
+    ),
     "binary_cross_entropy_with_logits": (
         lambda a, y, w, pw: nb.binary_cross_entropy_with_logits(a, y, w, pos_weight=pw),
         lambda: [x(2, 3, low=-2, high=2), x(2, 3, low=0.1, high=0.9), x(2, 3), x(3)],

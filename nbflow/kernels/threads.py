@@ -116,7 +116,7 @@ def get_num_threads() -> int:
     return numba.get_num_threads()
 
 
-_WORKERS = None  # a ThreadPoolExecutor for split_batch, made on first use
+_WORKERS = None  # a ThreadPoolExecutor for split_range, made on first use
 _WORKERS_LOCK = threading.Lock()
 
 
@@ -128,15 +128,16 @@ def _workers(n: int):
         return _WORKERS
 
 
-def split_batch(fn, n: int):
+def split_range(fn, n: int):
     """fn(start, stop) over [0, n) cut into one range per thread (get_num_threads(), at most
     n), the first on this thread and the others on worker threads, with numpy's OpenBLAS on one
     thread meanwhile; returns the results in range order.
 
-    For batch loops whose steps are a numba kernel (which must release the GIL: nogil) and a
-    BLAS call each: one level of parallelism over the batch instead of OpenBLAS's threads
-    inside each small call, whose pool and numba's spin against each other when they
-    alternate on 2 cores. With one thread it runs fn(0, n) here."""
+    For loops over independent items (a batch's images, a tensor's channels) whose steps are
+    numba kernels (which must release the GIL: nogil) and BLAS calls: one level of
+    parallelism over the items instead of OpenBLAS's threads inside each small call, whose
+    pool and numba's spin against each other when they alternate on 2 cores. With one thread
+    it runs fn(0, n) here."""
     parts = min(get_num_threads(), n)
     if parts <= 1:
         return [fn(0, n)]

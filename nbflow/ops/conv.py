@@ -508,7 +508,7 @@ def _conv_forward(conv, x, w, *rest):
             else:
                 np.add(result, bias, out=out[a:b])
 
-    threads.split_batch(part, x.shape[0])
+    threads.split_range(part, x.shape[0])
 
 
 BATCH_CHANNEL = (slice(None), slice(None))  # the leading key of the references' slices
@@ -618,7 +618,7 @@ def _input_grad(conv, g, w, out):
             np.matmul(w3t, columns.grad(g, a, b, buffer), out=product)
             columns.fold(product, space, out, a, b)
 
-    threads.split_batch(part, out.shape[0])
+    threads.split_range(part, out.shape[0])
 
 
 def _input_grad_ref(g, w, x, stride=1, padding=0, dilation=1, groups=1):
@@ -690,7 +690,7 @@ def _weight_grad(conv, x, g, out):
             _add_products(total, columns.unfold(x, a, b, space), columns.grad(g, a, b, buffer))
         return total
 
-    totals = threads.split_batch(part, x.shape[0])
+    totals = threads.split_range(part, x.shape[0])
     np.copyto(out.reshape(shape[0], shape[2], shape[1]), sum(totals).transpose(0, 2, 1))
 
 

@@ -103,7 +103,7 @@ def _matmul_cpu(a, b, out):
     elif out.ndim > 2 and out.shape[0] > 1:
         # a stack of products (attention's heads): numpy's loop calls BLAS once per matrix,
         # each too small for OpenBLAS's threads, so the stack is split over threads instead
-        threads.split_batch(lambda i, j: _stacked(a, b, out, i, j), out.shape[0])
+        threads.split_range(lambda i, j: _stacked(a, b, out, i, j), out.shape[0])
     else:
         _gemm(a, b, out)
 

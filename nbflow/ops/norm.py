@@ -22,8 +22,9 @@ import math
 import numpy as np
 
 from .. import dtypes as dt
-from ..core import UNKNOWN, Attr, Op, Spec, is_probability
+from ..core import UNKNOWN, Attr, Op, Spec, is_probability, needs_grad
 from ..errors import AttrError, DTypeError, OutOfRangeError, ShapeError
+from ..kernels import threads
 from ..kernels.cpu import JIT, row_moments
 from ..kernels.jit import njit
 from . import reduce as _reduce
@@ -79,45 +80,88 @@ def _normalize_rows(x, out, eps):
             out[i, j] = (x[i, j] - mean) * rstd
 
 
-@njit(**JIT)
+# the per-channel sums may reassociate: LLVM then keeps several float64 partial sums in
+# vector registers, where one sum in order is a chain of dependent adds a cycle apart each
+CHANNEL_JIT = dict(JIT, fastmath={"reassoc"})
+
+
+@njit(**CHANNEL_JIT)
 def _channel_stats(x, c):
-    """(mean, sum of squared deviations) of channel c of x (N, C, S), in float64."""
+    """(mean, sum of squared deviations) of channel c of x (N, C, S), in float64 (two passes
+    over the channel, which stays in cache between them)."""
     count = x.shape[0] * x.shape[2]
     total = 0.0
     for n in range(x.shape[0]):
+        row = x[n, c]
         for s in range(x.shape[2]):
-            total += x[n, c, s]
+            total += row[s]
     mean = total / count
     squares = 0.0
     for n in range(x.shape[0]):
+        row = x[n, c]
         for s in range(x.shape[2]):
-            d = x[n, c, s] - mean
+            d = row[s] - mean
             squares += d * d
     return mean, squares
 
 
-@njit(**JIT)
-def _normalize_channels(x, out, eps):
-    """Batch normalisation of x (N, C, S) by each channel's batch mean and biased variance."""
+@njit(**CHANNEL_JIT)
+def _normalize_channels(x, out, eps, first, last):
+    """Batch normalisation of channels [first, last) of x (N, C, S) by each channel's batch
+    mean and biased variance."""
     count = x.shape[0] * x.shape[2]
-    for c in range(x.shape[1]):
+    for c in range(first, last):
         mean, squares = _channel_stats(x, c)
         rstd = 1.0 / math.sqrt(squares / count + eps)
         for n in range(x.shape[0]):
+            src, dst = x[n, c], out[n, c]
             for s in range(x.shape[2]):
-                out[n, c, s] = (x[n, c, s] - mean) * rstd
+                dst[s] = (src[s] - mean) * rstd
 
 
-@njit(**JIT)
-def _update_stats(mean_in, var_in, x, mean_out, var_out, momentum):
-    """running = (1 - momentum) running + momentum batch, with the unbiased batch variance
-    (mean_out and var_out may be mean_in and var_in)."""
+@njit(**CHANNEL_JIT)
+def _normalize_channels_grad(g, y, x, dx, eps, first, last):
+    """The gradient of batch normalisation for channels [first, last): dx = rstd (g - mean(g)
+    - y mean(g y)), y the normalised x, rstd from x's biased variance."""
     count = x.shape[0] * x.shape[2]
-    for c in range(x.shape[1]):
+    for c in range(first, last):
+        rstd = 1.0 / math.sqrt(_channel_stats(x, c)[1] / count + eps)
+        total = 0.0
+        dot = 0.0
+        for n in range(x.shape[0]):
+            gr, yr = g[n, c], y[n, c]
+            for s in range(x.shape[2]):
+                total += gr[s]
+                dot += gr[s] * yr[s]
+        mean_g, mean_gy = total / count, dot / count
+        for n in range(x.shape[0]):
+            gr, yr, dst = g[n, c], y[n, c], dx[n, c]
+            for s in range(x.shape[2]):
+                dst[s] = (gr[s] - mean_g - yr[s] * mean_gy) * rstd
+
+
+@njit(**CHANNEL_JIT)
+def _update_stats(mean_in, var_in, x, mean_out, var_out, momentum, first, last):
+    """running = (1 - momentum) running + momentum batch, with the unbiased batch variance,
+    for channels [first, last) (mean_out and var_out may be mean_in and var_in)."""
+    count = x.shape[0] * x.shape[2]
+    for c in range(first, last):
         mean, squares = _channel_stats(x, c)
         var = squares / (count - 1) if count > 1 else math.nan
         mean_out[c] = (1.0 - momentum) * mean_in[c] + momentum * mean
         var_out[c] = (1.0 - momentum) * var_in[c] + momentum * var
+
+
+def _by_channels(kernel, x3, *args):
+    """kernel(*args, first, last) over the channels of x3 (N, C, S), split over threads
+    when the batch is large enough to pay for them."""
+    if x3.size < THREADED_CHANNELS:
+        kernel(*args, 0, x3.shape[1])
+    else:
+        threads.split_range(lambda first, last: kernel(*args, first, last), x3.shape[1])
+
+
+THREADED_CHANNELS = 1 << 16  # elements from which the channels are split over threads
 
 
 # ---------------------------------------------------------------- helpers
@@ -490,7 +534,8 @@ def _batch_norm_train_spec(x, *stats, eps):
 def _batch_norm_train_cpu(x, *rest, eps):
     out = rest[-1]
     if out.size:
-        _normalize_channels(_channels_last3(x), out.reshape(_channels_last3(x).shape), eps)
+        x3 = _channels_last3(x)
+        _by_channels(_normalize_channels, x3, x3, out.reshape(x3.shape), eps)
 
 
 def _batch_norm_train_ref(x, *stats, eps=1e-5):
@@ -523,7 +568,70 @@ batch_norm_train = Op(
 
 @batch_norm_train.defgrad
 def _batch_norm_train_grad(g, out, x, *stats, eps):
-    return (_normalize_grad(g, out, x, _bn_axes(x.ndim), eps),) + (None,) * len(stats)
+    return (batch_norm_train_grad(g, out, x, eps=eps),) + (None,) * len(stats)
+
+
+def _train_grad_spec(g, y, x, eps):
+    _check_bn_input(x)
+    for what, a in (("the output gradient", g), ("the normalised output", y)):
+        if len(a.shape) != len(x.shape) or any(
+            p != q and _known(p, q) for p, q in zip(a.shape, x.shape)
+        ):
+            raise ShapeError(f"{what} of shape {tuple(a.shape)} differs from x {tuple(x.shape)}")
+    return Spec(x.shape, dt.promote([g.dtype, x.dtype]))
+
+
+def _train_grad_cpu(g, y, x, out, eps):
+    if out.size:
+        x3 = _channels_last3(x)
+        g3, y3 = (_channels_last3(a) for a in (g, y))
+        _by_channels(_normalize_channels_grad, x3, g3, y3, x3, out.reshape(x3.shape), eps)
+
+
+def _train_grad_ref(g, y, x, eps=1e-5):
+    axes = _bn_axes(x.ndim)
+    g64, y64, x64 = (a.astype(np.float64) for a in (g, y, x))
+    rstd = 1 / np.sqrt(x64.var(axis=axes, keepdims=True) + eps)
+    mean_g = g64.mean(axis=axes, keepdims=True)
+    mean_gy = (g64 * y64).mean(axis=axes, keepdims=True)
+    return ((g64 - mean_g - y64 * mean_gy) * rstd).astype(dt.promote([g.dtype, x.dtype]))
+
+
+batch_norm_train_grad = Op(
+    name="batch_norm_train_grad",
+    inputs=("g", "y", "x"),
+    outputs=("dx",),
+    spec=_train_grad_spec,
+    kernels={"cpu": _train_grad_cpu, "cuda": None},
+    dtypes=FLOATS,
+    ref=_train_grad_ref,
+    attrs={"eps": Attr("float", 1e-5)},
+    promote=(0, 2),
+    doc=(
+        "The gradient of batch_norm_train: g the output gradient, y the normalised x -> "
+        "rstd (g - mean(g) - y mean(g y)) per channel, rstd = 1 / sqrt(var(x) + eps) (the "
+        "biased batch variance). Two passes over each channel, in cache between them."
+    ),
+)
+
+
+@batch_norm_train_grad.defgrad
+def _batch_norm_train_grad_grad(h, dx, g, y, x, eps):
+    # dx = rstd A(g) with A symmetric in g: the g-gradient is the op again; y enters through
+    # y mean(g y); x only through rstd (d rstd / dx = -rstd^3 (x - mean(x)) / count)
+    axes = _bn_axes(len(x.shape))
+    dg = batch_norm_train_grad(h, y, x, eps=eps) if needs_grad(g) else None
+    dy = dxx = None
+    if needs_grad(y) or needs_grad(x):
+        centred = x - _reduce.mean(x, axis=axes, keepdims=True)
+        rstd = rsqrt(_reduce.mean(centred * centred, axis=axes, keepdims=True) + eps)
+        if needs_grad(y):
+            mean_gy = _reduce.mean(g * y, axis=axes, keepdims=True)
+            mean_hy = _reduce.mean(h * y, axis=axes, keepdims=True)
+            dy = -(h * mean_gy + g * mean_hy) * rstd
+        if needs_grad(x):
+            dxx = -_reduce.mean(h * dx, axis=axes, keepdims=True) * rstd * rstd * centred
+    return dg, dy, dxx
 
 
 def _update_stats_spec(running_mean, running_var, x, momentum):
@@ -541,7 +649,9 @@ def _update_stats_spec(running_mean, running_var, x, momentum):
 def _update_stats_cpu(running_mean, running_var, x, mean_out, var_out, momentum):
     if x.size == 0:
         return
-    _update_stats(running_mean, running_var, _channels_last3(x), mean_out, var_out, momentum)
+    x3 = _channels_last3(x)
+    args = (running_mean, running_var, x3, mean_out, var_out, momentum)
+    _by_channels(_update_stats, x3, *args)
 
 
 def _update_stats_ref(running_mean, running_var, x, momentum=0.1):
@@ -634,5 +744,6 @@ __all__ = [
     "dropout_mask",
     "layer_norm_op",
     "batch_norm_train",
+    "batch_norm_train_grad",
     "batch_norm_update_stats_",
 ]
