@@ -325,6 +325,15 @@ def index_cases():
     bn = REGISTRY["batch_norm_train"]
     yield "batch_norm_train", "NCS", (lambda x: bn(x, eps=1e-5)), [x]
     yield "batch_norm_train", "NC", (lambda x: bn(x, eps=1e-5)), [values((6, 3), dt.float32)]
+    bn_grad = REGISTRY["batch_norm_train_grad"]
+    fn = lambda g, y, x: bn_grad(g, y, x, eps=1e-5)
+    shape = x.shape
+    yield (
+        "batch_norm_train_grad",
+        "NCS",
+        fn,
+        [values(shape, dt.float32), values(shape, dt.float32), x],
+    )
     upd = REGISTRY["batch_norm_update_stats_"]
     fn = lambda m, v, x: upd(m, v, x, momentum=0.1)
     yield (

@@ -1277,7 +1277,33 @@ def _norm_kernels():
                 squares[row] = q
             cuda.syncthreads()
 
+    @cuda.jit
+    def normalize_grad(g, y, x, dx, eps):
+        # dx = rstd (g - mean(g) - y mean(g y)) per row, rstd from x's biased variance
+        shared = cuda.shared.array(tpb, np.float64)
+        tid = cuda.threadIdx.x
+        n = x.shape[1]
+        for row in range(cuda.blockIdx.x, x.shape[0], cuda.gridDim.x):
+            rstd = 1.0 / math.sqrt(_row_moments(x, row, tid, shared, tpb)[1] / n + eps)
+            total = 0.0
+            dot = 0.0
+            for j in range(tid, n, tpb):
+                total += float(g[row, j])
+                dot += float(g[row, j]) * float(y[row, j])
+            shared[tid] = total
+            cuda.syncthreads()
+            mean_g = _block_reduce(shared, tid, tpb, False) / n
+            cuda.syncthreads()
+            shared[tid] = dot
+            cuda.syncthreads()
+            mean_gy = _block_reduce(shared, tid, tpb, False) / n
+            cuda.syncthreads()
+            for j in range(tid, n, tpb):
+                dx[row, j] = (float(g[row, j]) - mean_g - float(y[row, j]) * mean_gy) * rstd
+            cuda.syncthreads()
+
     _NORM["normalize"], _NORM["moments"] = normalize, moments
+    _NORM["normalize_grad"] = normalize_grad
     return normalize, moments
 
 
@@ -1302,6 +1328,20 @@ def batch_norm(x, out, eps):
     rows, (c, n, s) = channel_rows(x)
     res = devices.empty((c, n * s), out.dtype)
     normalize_rows(rows, res, eps)
+    back = devices.view_like(np.transpose, res.reshape(c, n, s), (1, 0, 2))
+    copy_into(back, out.reshape(n, c, s) if out.is_c_contiguous() else out)
+
+
+def batch_norm_grad(g, y, x, out, eps):
+    """out = batch_norm_train's gradient (nbflow.ops.norm.batch_norm_train_grad), per
+    channel of the (N, C, ...) arrays."""
+    rows, (c, n, s) = channel_rows(x)
+    g_rows, _ = channel_rows(g)
+    y_rows, _ = channel_rows(y)
+    res = devices.empty((c, n * s), out.dtype)
+    _norm_kernels()
+    if c and n * s:
+        _NORM["normalize_grad"][min(c, MAX_BLOCKS * 64), TPB](g_rows, y_rows, rows, res, eps)
     back = devices.view_like(np.transpose, res.reshape(c, n, s), (1, 0, 2))
     copy_into(back, out.reshape(n, c, s) if out.is_c_contiguous() else out)
 

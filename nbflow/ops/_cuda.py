@@ -343,6 +343,11 @@ def _batch_norm_train(x, *rest, eps):
         impl().batch_norm(x, out, eps)
 
 
+def _batch_norm_train_grad(g, y, x, out, eps):
+    if out.size:
+        impl().batch_norm_grad(g, y, x, out, eps)
+
+
 def _update_stats(mean, var, x, mean_out, var_out, momentum):
     impl().update_running_stats(mean, var, x, mean_out, var_out, momentum)
 
@@ -532,6 +537,7 @@ KERNELS = {
     "embedding_backward": _embedding_backward,
     "layer_norm": _layer_norm,
     "batch_norm_train": _batch_norm_train,
+    "batch_norm_train_grad": _batch_norm_train_grad,
     "batch_norm_update_stats_": _update_stats,
     "dropout_mask": _dropout_mask,
     "pad": _pad,
