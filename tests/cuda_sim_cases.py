@@ -322,6 +322,14 @@ def index_cases():
         (lambda x: ln(x, normalized_shape=(5, 3), eps=1e-3)),
         [x.astype(np.float64)],
     )
+    ln_grad = REGISTRY["layer_norm_grad"]
+    fn = lambda g, y, x: ln_grad(g, y, x, normalized_shape=(3,))
+    yield (
+        "layer_norm_grad",
+        "last",
+        fn,
+        [values(x.shape, dt.float32), values(x.shape, dt.float32), x],
+    )
     bn = REGISTRY["batch_norm_train"]
     yield "batch_norm_train", "NCS", (lambda x: bn(x, eps=1e-5)), [x]
     yield "batch_norm_train", "NC", (lambda x: bn(x, eps=1e-5)), [values((6, 3), dt.float32)]
@@ -334,6 +342,12 @@ def index_cases():
         fn,
         [values(shape, dt.float32), values(shape, dt.float32), x],
     )
+    per_channel = (values((shape[1],), dt.float32), values((shape[1],), dt.float32))
+    affine = REGISTRY["channel_affine"]
+    yield "channel_affine", "NCS", (lambda y, w, b: affine(y, w, b)), [x, *per_channel]
+    affine_grad = REGISTRY["channel_affine_grad"]
+    fn = lambda g, y, w: affine_grad(g, y, w)
+    yield "channel_affine_grad", "NCS", fn, [values(shape, dt.float32), x, per_channel[0]]
     upd = REGISTRY["batch_norm_update_stats_"]
     fn = lambda m, v, x: upd(m, v, x, momentum=0.1)
     yield (

@@ -203,6 +203,11 @@ SAMPLES = {
         lambda: [x(2, 3), x(3), x(3)],
         {},
     ),
+    "layer_norm_grad": (
+        lambda g, y, a: nb.layer_norm_grad(g, y, a, normalized_shape=(3,)),
+        lambda: [x(2, 3, low=-1), x(2, 3, low=-1), x(2, 3)],
+        {},
+    ),
     "batch_norm_train": (
         lambda a, w, b: nb.batch_norm(
             a, nb.zeros(2, dtype="float64"), nb.ones(2, dtype="float64"), w, b, training=True
@@ -213,6 +218,12 @@ SAMPLES = {
     "batch_norm_train_grad": (
         lambda g, y, a: nb.batch_norm_train_grad(g, y, a, eps=1e-5),
         lambda: [x(3, 2, 2, low=-1), x(3, 2, 2, low=-1), x(3, 2, 2)],
+        {},
+    ),
+    "channel_affine": (nb.channel_affine, lambda: [x(3, 2, 2), x(2), x(2)], {}),
+    "channel_affine_grad": (
+        lambda g, y, w: nb.channel_affine_grad(g, y, w),
+        lambda: [x(3, 2, 2, low=-1), x(3, 2, 2), x(2)],
         {},
     ),
     "binary_cross_entropy_with_logits": (

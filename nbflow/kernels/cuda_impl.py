@@ -1302,8 +1302,33 @@ def _norm_kernels():
                 dx[row, j] = (float(g[row, j]) - mean_g - float(y[row, j]) * mean_gy) * rstd
             cuda.syncthreads()
 
+    @cuda.jit
+    def affine_grad(g, y, w, dy, dw, db):
+        # per row (channel): dy = g w[row], dw[row] = sum(g y), db[row] = sum(g)
+        shared = cuda.shared.array(tpb, np.float64)
+        tid = cuda.threadIdx.x
+        n = y.shape[1]
+        for row in range(cuda.blockIdx.x, y.shape[0], cuda.gridDim.x):
+            total = 0.0
+            dot = 0.0
+            for j in range(tid, n, tpb):
+                total += float(g[row, j])
+                dot += float(g[row, j]) * float(y[row, j])
+                dy[row, j] = float(g[row, j]) * float(w[row])
+            shared[tid] = total
+            cuda.syncthreads()
+            total = _block_reduce(shared, tid, tpb, False)
+            cuda.syncthreads()
+            shared[tid] = dot
+            cuda.syncthreads()
+            dot = _block_reduce(shared, tid, tpb, False)
+            if tid == 0:
+                dw[row] = dot
+                db[row] = total
+            cuda.syncthreads()
+
     _NORM["normalize"], _NORM["moments"] = normalize, moments
-    _NORM["normalize_grad"] = normalize_grad
+    _NORM["normalize_grad"], _NORM["affine_grad"] = normalize_grad, affine_grad
     return normalize, moments
 
 
@@ -1332,6 +1357,14 @@ def batch_norm(x, out, eps):
     copy_into(back, out.reshape(n, c, s) if out.is_c_contiguous() else out)
 
 
+def normalize_rows_grad(g2, y2, x2, out2, eps):
+    """out = the gradient of normalize_rows per row of the 2-D contiguous arrays (layer_norm's
+    gradient, nbflow.ops.norm.layer_norm_grad)."""
+    _norm_kernels()
+    if x2.shape[0] and x2.shape[1]:
+        _NORM["normalize_grad"][min(x2.shape[0], MAX_BLOCKS * 64), TPB](g2, y2, x2, out2, eps)
+
+
 def batch_norm_grad(g, y, x, out, eps):
     """out = batch_norm_train's gradient (nbflow.ops.norm.batch_norm_train_grad), per
     channel of the (N, C, ...) arrays."""
@@ -1344,6 +1377,37 @@ def batch_norm_grad(g, y, x, out, eps):
         _NORM["normalize_grad"][min(c, MAX_BLOCKS * 64), TPB](g_rows, y_rows, rows, res, eps)
     back = devices.view_like(np.transpose, res.reshape(c, n, s), (1, 0, 2))
     copy_into(back, out.reshape(n, c, s) if out.is_c_contiguous() else out)
+
+
+@cuda.jit
+def _affine(y, w, b, plane, out):
+    for i in range(cuda.grid(1), out.size, cuda.gridsize(1)):
+        c = (i // plane) % w.size
+        out[i] = y[i] * w[c] + b[c]
+
+
+def channel_affine(y, w, b, out):
+    """out = y w[c] + b[c] over the channels (axis 1) of y (N, C, ...)."""
+    shape = tuple(y.shape)
+    plane = int(np.prod(shape[2:], dtype=np.int64)) if len(shape) > 2 else 1
+    flat = devices.empty(shape, out.dtype) if not out.is_c_contiguous() else out
+    if flat.size:
+        y1 = contiguous(y).reshape(flat.size)
+        _affine[blocks_for(flat.size), TPB](y1, w, b, plane, flat.reshape(flat.size))
+    if flat is not out:
+        copy_into(flat, out)
+
+
+def channel_affine_grad(g, y, w, dy, dw, db):
+    """channel_affine's gradients (nbflow.ops.norm.channel_affine_grad), per channel."""
+    y_rows, (c, n, s) = channel_rows(y)
+    g_rows, _ = channel_rows(g)
+    res = devices.empty((c, n * s), dy.dtype)
+    _norm_kernels()
+    if c:
+        _NORM["affine_grad"][min(c, MAX_BLOCKS * 64), TPB](g_rows, y_rows, w, res, dw, db)
+    back = devices.view_like(np.transpose, res.reshape(c, n, s), (1, 0, 2))
+    copy_into(back, dy.reshape(n, c, s) if dy.is_c_contiguous() else dy)
 
 
 @cuda.jit

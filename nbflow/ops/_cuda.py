@@ -343,9 +343,28 @@ def _batch_norm_train(x, *rest, eps):
         impl().batch_norm(x, out, eps)
 
 
+def _layer_norm_grad(g, y, x, out, normalized_shape, eps):
+    if out.size == 0:
+        return
+    n = int(np.prod(normalized_shape, dtype=np.int64))
+    g2, y2, x2 = (impl().contiguous(a).reshape(x.size // n, n) for a in (g, y, x))
+    res = out if out.is_c_contiguous() else devices.empty(tuple(out.shape), out.dtype)
+    impl().normalize_rows_grad(g2, y2, x2, res.reshape(x.size // n, n), eps)
+    if res is not out:
+        impl().copy_into(res, out)
+
+
 def _batch_norm_train_grad(g, y, x, out, eps):
     if out.size:
         impl().batch_norm_grad(g, y, x, out, eps)
+
+
+def _channel_affine(y, w, b, out):
+    impl().channel_affine(y, w, b, out)
+
+
+def _channel_affine_grad(g, y, w, dy, dw, db):
+    impl().channel_affine_grad(g, y, w, dy, dw, db)
 
 
 def _update_stats(mean, var, x, mean_out, var_out, momentum):
@@ -536,8 +555,11 @@ KERNELS = {
     "embedding": _embedding,
     "embedding_backward": _embedding_backward,
     "layer_norm": _layer_norm,
+    "layer_norm_grad": _layer_norm_grad,
     "batch_norm_train": _batch_norm_train,
     "batch_norm_train_grad": _batch_norm_train_grad,
+    "channel_affine": _channel_affine,
+    "channel_affine_grad": _channel_affine_grad,
     "batch_norm_update_stats_": _update_stats,
     "dropout_mask": _dropout_mask,
     "pad": _pad,

@@ -25,11 +25,11 @@ from .. import dtypes as dt
 from ..core import UNKNOWN, Attr, Op, Spec, is_probability, needs_grad
 from ..errors import AttrError, DTypeError, OutOfRangeError, ShapeError
 from ..kernels import threads
-from ..kernels.cpu import JIT, row_moments
+from ..kernels.cpu import JIT
 from ..kernels.jit import njit
 from . import reduce as _reduce
 from . import shape as _shape
-from .creation import Generator, default_generator
+from .creation import Generator, default_generator, ones_like, zeros_like
 from .elementwise import rsqrt, where
 
 FLOATS = dt.FLOATS
@@ -66,18 +66,6 @@ def _add_rows(g, idx, out, skip):
 def _dropout_mask_cpu(gen, out, p, scale):
     for i in range(out.size):
         out[i] = scale if gen.random() >= p else 0.0
-
-
-@njit(**JIT)
-def _normalize_rows(x, out, eps):
-    """out[i] = (x[i] - mean) / sqrt(var + eps) per row of the 2-D x (biased variance, two
-    passes in float64)."""
-    n = x.shape[1]
-    for i in range(x.shape[0]):
-        mean, squares = row_moments(x, i)
-        rstd = 1.0 / math.sqrt(squares / n + eps)
-        for j in range(n):
-            out[i, j] = (x[i, j] - mean) * rstd
 
 
 # the per-channel sums may reassociate: LLVM then keeps several float64 partial sums in
@@ -150,6 +138,35 @@ def _update_stats(mean_in, var_in, x, mean_out, var_out, momentum, first, last):
         var = squares / (count - 1) if count > 1 else math.nan
         mean_out[c] = (1.0 - momentum) * mean_in[c] + momentum * mean
         var_out[c] = (1.0 - momentum) * var_in[c] + momentum * var
+
+
+@njit(**JIT)
+def _affine_channels(y, w, b, out, first, last):
+    """out = y w[c] + b[c] for channels [first, last) of y (N, C, S)."""
+    for c in range(first, last):
+        scale, shift = w[c], b[c]
+        for n in range(y.shape[0]):
+            src, dst = y[n, c], out[n, c]
+            for s in range(y.shape[2]):
+                dst[s] = src[s] * scale + shift
+
+
+@njit(**CHANNEL_JIT)
+def _affine_channels_grad(g, y, w, dy, dw, db, first, last):
+    """The gradients of y w[c] + b[c] for channels [first, last), in one pass: dy = g w[c],
+    dw[c] = sum(g y), db[c] = sum(g) (float64 sums)."""
+    for c in range(first, last):
+        scale = w[c]
+        total = 0.0
+        dot = 0.0
+        for n in range(y.shape[0]):
+            gr, yr, dst = g[n, c], y[n, c], dy[n, c]
+            for s in range(y.shape[2]):
+                total += gr[s]
+                dot += gr[s] * yr[s]
+                dst[s] = gr[s] * scale
+        dw[c] = dot
+        db[c] = total
 
 
 def _by_channels(kernel, x3, *args):
@@ -375,16 +392,6 @@ def dropout(x, p=0.5, training=True, generator=None):
 # ---------------------------------------------------------------- shared normalisation grad
 
 
-def _normalize_grad(g, out, x, axes, eps):
-    """The gradient of y = (x - mean) * rstd over `axes`: rstd (g - mean(g) - y mean(g y)),
-    rstd recomputed with ops so that it differentiates again."""
-    var = _reduce.var(x, axis=axes, keepdims=True, correction=0)
-    rstd = rsqrt(var + eps)
-    mg = _reduce.mean(g, axis=axes, keepdims=True)
-    mgy = _reduce.mean(g * out, axis=axes, keepdims=True)
-    return (g - mg - out * mgy) * rstd
-
-
 # ---------------------------------------------------------------- layer_norm
 
 
@@ -411,9 +418,8 @@ def _layer_norm_spec(x, normalized_shape, eps):
 def _layer_norm_cpu(x, out, normalized_shape, eps):
     if out.size == 0:
         return
-    n = math.prod(normalized_shape)
-    x2 = np.ascontiguousarray(x).reshape(-1, n)
-    _normalize_rows(x2, out.reshape(-1, n), eps)
+    rows = np.ascontiguousarray(x).reshape(1, -1, math.prod(normalized_shape))
+    _by_channels(_normalize_channels, rows, rows, out.reshape(rows.shape), eps)  # rows as channels
 
 
 def _layer_norm_ref(x, normalized_shape, eps=1e-5):
@@ -443,7 +449,50 @@ layer_norm_op = Op(
 
 @layer_norm_op.defgrad
 def _layer_norm_grad(g, out, x, normalized_shape, eps):
-    return (_normalize_grad(g, out, x, _norm_axes(x.ndim, normalized_shape), eps),)
+    return (layer_norm_grad(g, out, x, normalized_shape=normalized_shape, eps=eps),)
+
+
+def _layer_norm_grad_spec(g, y, x, normalized_shape, eps):
+    _layer_norm_spec(x, normalized_shape, eps)
+    _check_same_shapes(x, g=g, y=y)
+    return Spec(x.shape, dt.promote([g.dtype, x.dtype]))
+
+
+def _layer_norm_grad_cpu(g, y, x, out, normalized_shape, eps):
+    if out.size:
+        rows = tuple(a.reshape(1, -1, math.prod(normalized_shape)) for a in (g, y, x))
+        rows = tuple(np.ascontiguousarray(a) for a in rows)
+        dx = out.reshape(rows[0].shape)
+        _by_channels(_normalize_channels_grad, rows[2], *rows, dx, eps)  # rows as channels
+
+
+def _layer_norm_grad_ref(g, y, x, normalized_shape, eps=1e-5):
+    return _normalize_grad_ref(g, y, x, _norm_axes(x.ndim, normalized_shape), eps)
+
+
+layer_norm_grad = Op(
+    name="layer_norm_grad",
+    inputs=("g", "y", "x"),
+    outputs=("dx",),
+    spec=_layer_norm_grad_spec,
+    kernels={"cpu": _layer_norm_grad_cpu, "cuda": None},
+    dtypes=FLOATS,
+    ref=_layer_norm_grad_ref,
+    attrs={"normalized_shape": Attr("ints"), "eps": Attr("float", 1e-5)},
+    promote=(0, 2),
+    doc=(
+        "The gradient of layer_norm: g the output gradient, y the normalised x -> rstd (g - "
+        "mean(g) - y mean(g y)) over the trailing dims normalized_shape, rstd = 1 / sqrt(var(x) "
+        "+ eps). Two passes over each row, in cache between them."
+    ),
+)
+
+
+@layer_norm_grad.defgrad
+def _layer_norm_grad_grad(h, dx, g, y, x, normalized_shape, eps):
+    again = lambda h: layer_norm_grad(h, y, x, normalized_shape=normalized_shape, eps=eps)
+    axes = _norm_axes(len(x.shape), normalized_shape)
+    return _normalize_grad_grad(h, dx, g, y, x, axes, eps, again)
 
 
 def _check_affine(t, shape, what, name):
@@ -573,12 +622,17 @@ def _batch_norm_train_grad(g, out, x, *stats, eps):
 
 def _train_grad_spec(g, y, x, eps):
     _check_bn_input(x)
-    for what, a in (("the output gradient", g), ("the normalised output", y)):
+    _check_same_shapes(x, g=g, y=y)
+    return Spec(x.shape, dt.promote([g.dtype, x.dtype]))
+
+
+def _check_same_shapes(x, **others):
+    """Each of `others` has x's shape (where both are known)."""
+    for what, a in others.items():
         if len(a.shape) != len(x.shape) or any(
             p != q and _known(p, q) for p, q in zip(a.shape, x.shape)
         ):
             raise ShapeError(f"{what} of shape {tuple(a.shape)} differs from x {tuple(x.shape)}")
-    return Spec(x.shape, dt.promote([g.dtype, x.dtype]))
 
 
 def _train_grad_cpu(g, y, x, out, eps):
@@ -589,7 +643,10 @@ def _train_grad_cpu(g, y, x, out, eps):
 
 
 def _train_grad_ref(g, y, x, eps=1e-5):
-    axes = _bn_axes(x.ndim)
+    return _normalize_grad_ref(g, y, x, _bn_axes(x.ndim), eps)
+
+
+def _normalize_grad_ref(g, y, x, axes, eps):
     g64, y64, x64 = (a.astype(np.float64) for a in (g, y, x))
     rstd = 1 / np.sqrt(x64.var(axis=axes, keepdims=True) + eps)
     mean_g = g64.mean(axis=axes, keepdims=True)
@@ -617,10 +674,16 @@ batch_norm_train_grad = Op(
 
 @batch_norm_train_grad.defgrad
 def _batch_norm_train_grad_grad(h, dx, g, y, x, eps):
-    # dx = rstd A(g) with A symmetric in g: the g-gradient is the op again; y enters through
-    # y mean(g y); x only through rstd (d rstd / dx = -rstd^3 (x - mean(x)) / count)
-    axes = _bn_axes(len(x.shape))
-    dg = batch_norm_train_grad(h, y, x, eps=eps) if needs_grad(g) else None
+    again = lambda h: batch_norm_train_grad(h, y, x, eps=eps)
+    return _normalize_grad_grad(h, dx, g, y, x, _bn_axes(len(x.shape)), eps, again)
+
+
+def _normalize_grad_grad(h, dx, g, y, x, axes, eps, again):
+    """The gradient of a normalisation's gradient dx = rstd (g - mean(g) - y mean(g y)) over
+    `axes` (batch_norm_train_grad, layer_norm_grad): linear and symmetric in g, so the
+    g-gradient is the op again (`again(h)`); y enters through y mean(g y); x only through
+    rstd (d rstd / dx = -rstd^3 (x - mean(x)) / count)."""
+    dg = again(h) if needs_grad(g) else None
     dy = dxx = None
     if needs_grad(y) or needs_grad(x):
         centred = x - _reduce.mean(x, axis=axes, keepdims=True)
@@ -683,6 +746,110 @@ batch_norm_update_stats_ = Op(
 )
 
 
+# ---------------------------------------------------------------- channel_affine
+
+
+def _affine_spec(y, w, b):
+    _check_bn_input(y)
+    _check_stats(y, (w, b))
+    return Spec(y.shape, dt.promote([y.dtype, w.dtype, b.dtype]))
+
+
+def _affine_cpu(y, w, b, out):
+    if out.size:
+        y3 = _channels_last3(y)
+        _by_channels(_affine_channels, y3, y3, w, b, out.reshape(y3.shape))
+
+
+def _affine_ref(y, w, b):
+    per_channel = (-1,) + (1,) * (y.ndim - 2)
+    d = dt.promote([y.dtype, w.dtype, b.dtype])
+    return (y.astype(np.float64) * w.reshape(per_channel) + b.reshape(per_channel)).astype(d)
+
+
+channel_affine = Op(
+    name="channel_affine",
+    inputs=("y", "weight", "bias"),
+    outputs=("out",),
+    spec=_affine_spec,
+    kernels={"cpu": _affine_cpu, "cuda": None},
+    dtypes=FLOATS,
+    ref=_affine_ref,
+    doc=(
+        "y (N, C, ...) scaled and shifted per channel: y * weight[c] + bias[c], weight and "
+        "bias (C,) (batch norm's affine step, and eval-mode batch norm as a whole). One pass."
+    ),
+)
+
+
+@channel_affine.defgrad
+def _channel_affine_grad(g, out, y, w, b):
+    dy, dw, db = channel_affine_grad(g, y, w)
+    return (
+        dy if needs_grad(y) else None,
+        dw if needs_grad(w) else None,
+        db if needs_grad(b) else None,
+    )
+
+
+def _affine_grad_spec(g, y, w):
+    _check_bn_input(y)
+    _check_stats(y, (w,))
+    _check_same_shapes(y, g=g)
+    return (
+        Spec(y.shape, dt.promote([g.dtype, w.dtype])),
+        Spec(w.shape, dt.promote([g.dtype, y.dtype])),
+        Spec(w.shape, g.dtype),
+    )
+
+
+def _affine_grad_cpu(g, y, w, dy, dw, db):
+    y3 = _channels_last3(y)
+    if y.size == 0:
+        dw[...] = 0
+        db[...] = 0
+        return
+    g3 = _channels_last3(g)
+    _by_channels(_affine_channels_grad, y3, g3, y3, w, dy.reshape(y3.shape), dw, db)
+
+
+def _affine_grad_ref(g, y, w):
+    axes = _bn_axes(y.ndim)
+    g64 = g.astype(np.float64)
+    per_channel = (-1,) + (1,) * (y.ndim - 2)
+    return (
+        (g64 * w.reshape(per_channel)).astype(dt.promote([g.dtype, w.dtype])),
+        (g64 * y).sum(axis=axes).astype(dt.promote([g.dtype, y.dtype])),
+        g64.sum(axis=axes).astype(g.dtype),
+    )
+
+
+channel_affine_grad = Op(
+    name="channel_affine_grad",
+    inputs=("g", "y", "weight"),
+    outputs=("dy", "dweight", "dbias"),
+    spec=_affine_grad_spec,
+    kernels={"cpu": _affine_grad_cpu, "cuda": None},
+    dtypes=FLOATS,
+    ref=_affine_grad_ref,
+    doc=(
+        "The gradients of channel_affine in one pass: dy = g * weight[c], dweight[c] = "
+        "sum(g * y) and dbias[c] = sum(g) over the batch and spatial dims (float64 sums)."
+    ),
+)
+
+
+@channel_affine_grad.defgrad
+def _channel_affine_grad_grad(h, outs, g, y, w):
+    # linear in each input: d/dg = hy w + y hw + hb, d/dy = g hw, d/dw = sum(hy g)
+    hy, hw, hb = h
+    zeros = zeros_like(hb)
+    dg = channel_affine(hy, w, hb) + channel_affine(y, hw, zeros) if needs_grad(g) else None
+    dy = channel_affine(g, hw, zeros) if needs_grad(y) else None
+    dw = _reduce.sum(hy * g, axis=_bn_axes(len(g.shape))) if needs_grad(w) else None
+    return dg, dy, dw
+
+
 def _per_channel(t, ndim):
     """A (C,) tensor shaped (C, 1, ...) to broadcast along axis 1 of an ndim-D input."""
     for _ in range(ndim - 2):
@@ -720,17 +887,21 @@ def batch_norm(
                 )
             stats = batch_norm_update_stats_(running_mean, running_var, x, momentum=momentum)
         out = batch_norm_train(x, *stats, eps=eps)
-    else:
-        if running_mean is None:
-            raise ShapeError("batch_norm: evaluation needs running_mean and running_var")
-        mean = _per_channel(running_mean, x.ndim)
-        var = _per_channel(running_var, x.ndim)
-        out = (x - mean) * rsqrt(var + eps)
+        if weight is None and bias is None:
+            return out
+        scale = ones_like(bias) if weight is None else weight
+        shift = zeros_like(weight) if bias is None else bias
+        return channel_affine(out, scale, shift)
+    if running_mean is None:
+        raise ShapeError("batch_norm: evaluation needs running_mean and running_var")
+    # one pass: x * scale + shift, the statistics and the affine folded per channel
+    scale = rsqrt(running_var + eps)
     if weight is not None:
-        out = out * _per_channel(weight, x.ndim)
+        scale = scale * weight
+    shift = -running_mean * scale
     if bias is not None:
-        out = out + _per_channel(bias, x.ndim)
-    return out
+        shift = shift + bias
+    return channel_affine(x, scale, shift)
 
 
 __all__ = [
@@ -743,7 +914,10 @@ __all__ = [
     "embedding_backward",
     "dropout_mask",
     "layer_norm_op",
+    "layer_norm_grad",
     "batch_norm_train",
     "batch_norm_train_grad",
+    "channel_affine",
+    "channel_affine_grad",
     "batch_norm_update_stats_",
 ]
