@@ -226,6 +226,11 @@ SAMPLES = {
         lambda: [x(3, 2, 2, low=-1), x(3, 2, 2), x(2)],
         {},
     ),
+    "lstm_sequence": (
+        lambda *a: nb.lstm_sequence(*a, reverse=True),
+        lambda: [x(3, 2, 8, low=-1, high=1), x(8, 2, low=-1, high=1), x(8), x(2, 2), x(2, 2)],
+        {},
+    ),
     "binary_cross_entropy_with_logits": (
         lambda a, y, w, pw: nb.binary_cross_entropy_with_logits(a, y, w, pos_weight=pw),
         lambda: [x(2, 3, low=-2, high=2), x(2, 3, low=0.1, high=0.9), x(2, 3), x(3)],

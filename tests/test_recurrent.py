@@ -188,3 +188,32 @@ def test_states_of_the_wrong_kind_or_shape_are_refused():
     with pytest.raises(nb.ArgumentError, match=r"tuple \(h_0, c_0\)"):
         nb.nn.LSTM(4, 3)(nb.ones(5, 2, 4), (nb.ones(1, 2, 3),))
     assert nb.nn.GRUCell(4, 3)(nb.ones(4), nb.ones(3)).shape == (3,)  # unbatched
+
+
+@pytest.mark.parametrize("config", CONFIGS, ids=str)
+def test_lstm_fused_recurrence_equals_the_steps_op_by_op(config):
+    """nn.LSTM runs each layer and direction as one lstm_sequence op; the cells' ops step by
+    step (what a mask or a projection still uses) give the same outputs and gradients."""
+    lstm = nn.LSTM(3, 4, generator=nb.Generator(0), **config).double()
+    fused = nn.LSTM(3, 4, **config).double()
+    fused.load_state_dict(lstm.state_dict())
+    steps = lambda self, *a, **k: nn.recurrent._RNNBase._direction(self, *a, **k)
+    lstm._direction = steps.__get__(lstm)  # this instance steps op by op
+    data = np.random.default_rng(1).standard_normal((5, 2, 3))
+    results = []
+    for model in (lstm, fused):
+        x = nb.tensor(data, requires_grad=True)
+        out, (h, c) = model(x)
+        (nb.sum(out * out) + nb.sum(h) + nb.sum(c * c)).backward()
+        grads = [p.grad.numpy() for p in model.parameters()]
+        results.append([out.numpy(), h.numpy(), c.numpy(), x.grad.numpy(), *grads])
+    for a, b in zip(*results):
+        np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)
+
+
+def test_lstm_fused_recurrence_refuses_a_second_derivative():
+    lstm = nn.LSTM(3, 4, generator=nb.Generator(0)).double()
+    x = nb.tensor(np.ones((2, 1, 3)), requires_grad=True)
+    (g,) = nb.grad(nb.sum(lstm(x)[0]), [x], create_graph=True)
+    with pytest.raises(nb.errors.GradientError, match="no derivative"):
+        nb.sum(g * g).backward()

@@ -173,18 +173,24 @@ class _RNNBase(Module):
         w_ih, w_hh = getattr(self, f"weight_ih{suffix}"), getattr(self, f"weight_hh{suffix}")
         b_ih, b_hh = getattr(self, f"bias_ih{suffix}"), getattr(self, f"bias_hh{suffix}")
         w_hr = getattr(self, f"weight_hr{suffix}", None)  # the LSTM's projection, if any
+        xw = self._input_term(x, w_ih, b_ih)
         steps, batch = x.shape[0], x.shape[1]
-        # the input term of every step in one GEMM: (T * B, width) @ (width, gates * H)
-        xw = nb.linear(nb.reshape(x, steps * batch, x.shape[2]), w_ih, b_ih)
         # cut into steps by one split, whose gradient is one concat: indexing each step
         # would give each step's gradient as a zero-filled (T * B, gates * H) tensor to sum
-        xw = nb.split(xw, [batch] * steps, axis=0)
+        xw = nb.split(nb.reshape(xw, steps * batch, xw.shape[-1]), [batch] * steps, axis=0)
         outs = [None] * steps
         for t in reversed(range(steps)) if reverse else range(steps):
             new = self._step(xw[t], state, w_hh, b_hh, w_hr)
             state = new if mask is None else [nb.where(mask[t], n, s) for n, s in zip(new, state)]
             outs[t] = state[0]
         return nb.stack(outs), state
+
+    @staticmethod
+    def _input_term(x, w_ih, b_ih):
+        """x W_ih^T + b_ih of every step in one GEMM: (T * B, width) @ (width, gates * H)."""
+        steps, batch = x.shape[0], x.shape[1]
+        xw = nb.linear(nb.reshape(x, steps * batch, x.shape[2]), w_ih, b_ih)
+        return nb.reshape(xw, steps, batch, xw.shape[-1])
 
     def extra_repr(self) -> str:
         s = f"{self.input_size}, {self.hidden_size}"
@@ -216,6 +222,23 @@ class LSTM(_RNNBase):
     h_n and the output have proj_size features, c keeps hidden_size."""
 
     gates, states = 4, 2
+
+    def _direction(self, x, state, suffix, reverse, mask=None):
+        """One layer in one direction as one op (ops/recurrent.py: lstm_sequence), unless a
+        mask, a projection or a GPU input asks for the steps op by op."""
+        w_hh = getattr(self, f"weight_hh{suffix}")
+        plain = mask is None and self.proj_size == 0 and x.shape[0] > 0
+        if not plain or getattr(x, "is_cuda", False):
+            return super()._direction(x, state, suffix, reverse, mask)
+        xw = self._input_term(
+            x, getattr(self, f"weight_ih{suffix}"), getattr(self, f"bias_ih{suffix}")
+        )
+        b_hh = getattr(self, f"bias_hh{suffix}")
+        if b_hh is None:
+            b_hh = nb.zeros(w_hh.shape[0], dtype=w_hh.dtype)
+        hs, cs, _ = nb.lstm_sequence(xw, w_hh, b_hh, *state, reverse=reverse)
+        last = 0 if reverse else -1
+        return hs, [hs[last], cs[last]]
 
     def _step(self, xw, state, w_hh, b_hh, w_hr):
         h, c = state

@@ -30,6 +30,7 @@ from . import (
     products,
     queries,
     random_params,
+    recurrent,
     reduce,
     sampling,
     scans,
@@ -46,7 +47,7 @@ FAMILIES += (ctc,)
 FAMILIES += (conv3d,)
 FAMILIES += (factorizations,)
 FAMILIES += (queries, signal, elementwise_more, index_more, compat)
-FAMILIES += (random_params,)
+FAMILIES += (random_params, recurrent)
 
 for _family in FAMILIES:
     globals().update({name: public(getattr(_family, name)) for name in _family.__all__})
