@@ -455,3 +455,40 @@ def test_addmm_of_a_large_product_runs_one_gemm_for_every_layout(monkeypatch):
                 nb.addmm_(t, p, q, beta=beta, alpha=-0.25)
                 nt.assert_close(t, expected.astype(dtype), rtol=1e-4, atol=1e-4)
     assert len(calls) == 2 * 3 * 3 * 2 or blas.numpy_openblas() is None
+
+
+def _layouts():
+    """The common layouts of a large float32 matmul: (name, a, b, the path it must take)."""
+    rng = np.random.default_rng(0)
+
+    def r(*shape):
+        return rng.standard_normal(shape).astype(np.float32)
+
+    qkv = r(64, 8, 96)  # (L, N, 3E), a sequence-first projection
+    return [
+        ("rows x matrix", r(8, 64, 128), r(128, 96), "rows"),
+        ("strided rows x matrix", r(64, 8, 128).transpose(1, 0, 2), r(128, 96), "rows"),
+        ("rows x transposed weight", r(8, 64, 128), r(96, 128).T, "rows"),
+        ("heads q @ k^T", qkv[..., :32].reshape(64, 8, 4, 8).transpose(1, 2, 0, 3),
+         qkv[..., 32:64].reshape(64, 8, 4, 8).transpose(1, 2, 3, 0), "stack"),
+        ("broadcast stack", r(8, 64, 64), r(1, 64, 32), "stack"),
+        ("matrix x matrix", r(512, 128), r(128, 64), "gemm"),
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize("layout", _layouts(), ids=lambda c: c[0])
+def test_matmul_takes_blas_paths_for_the_common_layouts(layout, monkeypatch):
+    """Stacked rows times one matrix run as one 2-D GEMM over the flattened rows (numpy's
+    matmul would loop over the stack, or leave BLAS for a strided stack); stacks of products
+    are split over threads; each result equals numpy's."""
+    from nbflow.ops import linalg
+
+    _, a, b, path = layout
+    taken = []
+    gemm, stacked = linalg._gemm, linalg._stacked
+    monkeypatch.setattr(linalg, "_gemm", lambda *x: taken.append(("gemm", x[0].ndim)) or gemm(*x))
+    monkeypatch.setattr(linalg, "_stacked", lambda *x: taken.append("stack") or stacked(*x))
+    got = nb.matmul(nb.tensor(a), nb.tensor(b)).numpy()
+    want = {"rows": [("gemm", 2)], "gemm": [("gemm", 2)]}.get(path)
+    assert taken == want if want else set(taken) == {"stack"}
+    np.testing.assert_allclose(got, np.matmul(a.astype(np.float64), b), rtol=1e-4, atol=1e-4)
