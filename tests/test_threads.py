@@ -1,6 +1,8 @@
 """BLAS thread choice (kernels/threads.py): a matmul on one thread or on OpenBLAS's threads
 gives numpy's result, and the thread count is put back after every call, also on errors."""
 
+import time
+
 import numpy as np
 import pytest
 
@@ -52,3 +54,49 @@ def test_large_matmul_goes_through_the_choice_and_matches_numpy():
         np.testing.assert_allclose(out.numpy(), a @ w.T, rtol=1e-4, atol=1e-4)
     if LIB:
         assert any(k[:2] == ((128, 784), (784, 256)) for k in threads._CHOOSERS)
+
+
+@pytest.mark.parametrize(
+    "env, want",
+    [
+        ({}, threads.SPIN_COUNT),
+        ({"OMP_WAIT_POLICY": "active"}, None),
+        ({"GOMP_SPINCOUNT": "7"}, "7"),
+    ],
+)
+def test_openmp_workers_spin_briefly_unless_the_user_chose(env, want):
+    """Importing nbflow shortens GNU OpenMP's idle spin before numba's pool can start, and
+    leaves a wait policy the user set alone."""
+    import os
+    import subprocess
+    import sys
+
+    base = {k: v for k, v in os.environ.items() if k not in ("GOMP_SPINCOUNT", "OMP_WAIT_POLICY")}
+    code = "import os, nbflow; print(os.environ.get('GOMP_SPINCOUNT'))"
+    out = subprocess.run(
+        [sys.executable, "-c", code], env={**base, **env}, capture_output=True, text=True
+    )
+    assert out.stdout.split()[-1] == str(want)
+
+
+def test_split_range_covers_the_range_once_and_keeps_order():
+    seen = []
+    parts = threads.split_range(lambda a, b: seen.append((a, b)) or (a, b), 7)
+    assert parts == sorted(parts) and parts[0][0] == 0 and parts[-1][1] == 7
+    assert all(p[1] == q[0] for p, q in zip(parts, parts[1:]))
+    assert sorted(seen) == parts
+
+
+def test_split_range_waits_for_every_part_when_one_raises():
+    done = []
+
+    def part(a, b):
+        if a == 0:
+            raise ValueError("first part")
+        time.sleep(0.05)
+        done.append(a)
+
+    with pytest.raises(ValueError, match="first part"):
+        threads.split_range(part, 4)
+    # the other part (when there are threads for one) finished before the error came back
+    assert done == ([2] if threads.get_num_threads() > 1 else [])

@@ -51,6 +51,28 @@ class Chooser:
         self.calls += 1
 
 
+# spins of an idle OpenMP worker before it sleeps (GNU OpenMP's default: 300,000)
+SPIN_COUNT = "20000"
+
+
+def cooperative_wait() -> None:
+    """Shorten the spin of GNU OpenMP's idle workers, unless the user chose a wait policy.
+
+    numba's prange kernels (graph mode's fused kernels) run on libgomp, whose workers spin for
+    300,000 rounds after each parallel region by default. On 2 cores they then take the CPU
+    from whatever runs next, OpenBLAS or the batch threads of split_range: the bench CNN's
+    @jit step ran 117-123 ms with the default spin, 91-98 with 20,000 or with no spin
+    (OMP_WAIT_POLICY=passive), the same as with fusion off. 20,000 spins keep back-to-back
+    fused kernels waking fast. libgomp reads the variable when it loads, so this must run
+    before numba's first parallel kernel; another OpenMP runtime loaded later in the process
+    (PyTorch's own libgomp) reads it too."""
+    if "GOMP_SPINCOUNT" not in os.environ and "OMP_WAIT_POLICY" not in os.environ:
+        os.environ["GOMP_SPINCOUNT"] = SPIN_COUNT
+
+
+cooperative_wait()  # at import: nbflow launches no parallel kernel before it is imported
+
+
 _OPENBLAS = None  # threadpoolctl's controller for numpy's OpenBLAS; False: none to switch
 _CHOOSERS: dict = {}  # call key (shapes, dtype) -> Chooser
 
