@@ -111,18 +111,20 @@ class MultiheadAttention(Module):
         that mask, and asks for attn_mask: here attn_mask may be left out)."""
         batched = self._check(query, key, value, key_padding_mask, attn_mask)
         self_attention = query is key and key is value
+        # batch first inside: each head's rows then sit 3E apart in the in-projection's
+        # output, not batch * 3E (sequence first), which kept the per-head products out of cache
         if not batched:
-            query, key, value = (nb.unsqueeze(t, 1) for t in (query, key, value))
+            query, key, value = (nb.unsqueeze(t, 0) for t in (query, key, value))
             if key_padding_mask is not None:
                 key_padding_mask = nb.unsqueeze(key_padding_mask, 0)
-        elif self.batch_first:
+        elif not self.batch_first:
             query, key, value = (nb.transpose(t, 0, 1) for t in (query, key, value))
-        length, batch, source = query.shape[0], query.shape[1], key.shape[0]
+        batch, length, source = query.shape[0], query.shape[1], key.shape[1]
         self._check_masks(attn_mask, key_padding_mask, batch, length, source)
         q, k, v = self._project(query, key, value, self_attention)
         if self.bias_k is not None:  # a learned key and value at the end of each sequence
-            k = nb.cat([k, nb.broadcast_to(self.bias_k, (1, batch, self.embed_dim))])
-            v = nb.cat([v, nb.broadcast_to(self.bias_v, (1, batch, self.embed_dim))])
+            k = nb.cat([k, nb.broadcast_to(self.bias_k, (batch, 1, self.embed_dim))], axis=1)
+            v = nb.cat([v, nb.broadcast_to(self.bias_v, (batch, 1, self.embed_dim))], axis=1)
         q, k, v = (self._heads(t) for t in (q, k, v))
         if self.add_zero_attn:  # and a zero one
             zeros = k.new_zeros((batch, self.num_heads, 1, self.head_dim))
@@ -134,11 +136,11 @@ class MultiheadAttention(Module):
         if self.dropout and self.training:
             weights = nb.dropout(weights, self.dropout, True, self.generator)
         out = nb.matmul(weights, v)  # (batch, heads, L, head_dim)
-        out = nb.reshape(nb.permute(out, 2, 0, 1, 3), length, batch, self.embed_dim)
+        out = nb.reshape(nb.permute(out, 0, 2, 1, 3), batch, length, self.embed_dim)
         out = self.out_proj(out)
         if not batched:
-            out = nb.squeeze(out, 1)
-        elif self.batch_first:
+            out = nb.squeeze(out, 0)
+        elif not self.batch_first:
             out = nb.transpose(out, 0, 1)
         if not need_weights:
             return out, None
@@ -147,7 +149,7 @@ class MultiheadAttention(Module):
         return out, (weights if batched else nb.squeeze(weights, 0))
 
     def _project(self, query, key, value, self_attention):
-        """The in-projections: (L, batch, E), (S, batch, E), (S, batch, E)."""
+        """The in-projections: (batch, L, E), (batch, S, E), (batch, S, E)."""
         e = self.embed_dim
         biases = (None,) * 3
         if self.in_proj_bias is not None:
@@ -161,9 +163,9 @@ class MultiheadAttention(Module):
         return tuple(nb.linear(t, w, b) for t, w, b in zip((query, key, value), weights, biases))
 
     def _heads(self, t):
-        """(S, batch, E) -> (batch, heads, S, head_dim)."""
-        s, batch = t.shape[0], t.shape[1]
-        return nb.permute(nb.reshape(t, s, batch, self.num_heads, self.head_dim), 1, 2, 0, 3)
+        """(batch, S, E) -> (batch, heads, S, head_dim)."""
+        batch, s = t.shape[0], t.shape[1]
+        return nb.permute(nb.reshape(t, batch, s, self.num_heads, self.head_dim), 0, 2, 1, 3)
 
     def _mask(self, query, attn_mask, key_padding_mask, is_causal, batch, length, source):
         """The masks as one float mask (in query's dtype, on its device) added to the
