@@ -1,10 +1,11 @@
 """Convolution and pooling: conv2d (stride, padding, dilation, groups), conv1d, max_pool2d,
 avg_pool2d and adaptive_avg_pool2d, in PyTorch's NCHW layout.
 
-conv2d lands its work on BLAS: a numba kernel unfolds the input into columns (im2col, one row
-per (channel, kernel row, kernel column), one column per output pixel of the whole batch), one
-np.matmul per group multiplies the weights by them, and the input gradient folds the columns
-back (col2im, the adjoint). The two gradients are ops of their own, `conv2d_input_grad` (the
+conv2d lands its work on BLAS (Columns): a chunk of images at a time, a numba kernel unfolds
+them into columns (one row per (channel, kernel row, kernel column), read from a zero-padded
+copy of each image), one matmul per group multiplies the weights by them, and the input
+gradient folds the columns back (the adjoint); the batch is split over threads, each with
+OpenBLAS on one thread. The two gradients are ops of their own, `conv2d_input_grad` (the
 transposed convolution) and `conv2d_weight_grad`, whose gradients are again the three
 convolution ops, so second derivatives work in both modes.
 
@@ -41,79 +42,13 @@ FLOATS = dt.FLOATS
 
 
 @njit(**JIT)
-def _im2col(x, cols, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow):
-    """cols[g, (c, i, j), n * oh * ow + y * ow + t] = x[n, g * cg + c, y*sh - ph + i*dh,
-    t*sw - pw + j*dw], or 0 in the padding. x is (N, C, H, W) and cols (G, C/G * kh * kw,
-    N * oh * ow), both C-contiguous; flat offsets keep the inner loop free of index checks."""
-    n_batch, channels, height, width = x.shape
-    groups = cols.shape[0]
-    cg = channels // groups
-    plane = oh * ow
-    xf = x.ravel()
-    cf = cols.ravel()
-    k = cols.shape[1]
-    m = cols.shape[2]
-    for g in range(groups):
-        for c in range(cg):
-            for j in range(kw):
-                t0 = min(ow, max(0, (pw - j * dw + sw - 1) // sw))
-                t1 = min(ow, max(t0, (width + pw - j * dw + sw - 1) // sw))
-                for i in range(kh):
-                    r = (g * k + (c * kh + i) * kw + j) * m
-                    for n in range(n_batch):
-                        xbase = (n * channels + g * cg + c) * height * width
-                        for y in range(oh):
-                            hy = y * sh - ph + i * dh
-                            o = r + n * plane + y * ow
-                            if hy < 0 or hy >= height:
-                                for t in range(ow):
-                                    cf[o + t] = 0
-                                continue
-                            for t in range(t0):
-                                cf[o + t] = 0
-                            src = xbase + hy * width + t0 * sw - pw + j * dw
-                            for t in range(t0, t1):
-                                cf[o + t] = xf[src]
-                                src += sw
-                            for t in range(t1, ow):
-                                cf[o + t] = 0
-
-
-@njit(**JIT)
-def _col2im(cols, dx, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow):
-    """The adjoint of _im2col: adds each column entry into the input pixel it came from.
-    dx must be zeroed first."""
-    n_batch, channels, height, width = dx.shape
-    groups = cols.shape[0]
-    cg = channels // groups
-    plane = oh * ow
-    for g in range(groups):
-        for c in range(cg):
-            for i in range(kh):
-                for j in range(kw):
-                    row = (c * kh + i) * kw + j
-                    for n in range(n_batch):
-                        dst = dx[n, g * cg + c]
-                        for y in range(oh):
-                            hy = y * sh - ph + i * dh
-                            if hy < 0 or hy >= height:
-                                continue
-                            base = n * plane + y * ow
-                            for t in range(ow):
-                                wx = t * sw - pw + j * dw
-                                if wx >= 0 and wx < width:
-                                    dst[hy, wx] += cols[g, row, base + t]
-
-
-@njit(**JIT)
-def _unfold_rows(x, padded, cols, first, kh, kw, ph, pw, dh, dw):
-    """One image's columns for a stride-1 convolution, at the padded width (Columns): x (C, H,
-    W) goes into the interior of padded (C, Hp * Wp + tail, its border zero), and column row
-    (c, i, j) of cols (C * kh * kw, chunk * oh * Wp), from column `first` on, is the run of
-    padded[c] from i*dh*Wp + j*dw."""
+def _unfold_rows(x, padded, cols, first, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow):
+    """One image's columns from its zero-padded copy (Columns): x (C, H, W) goes into the
+    interior of padded (C, Hp * Wp + tail, its border zero), and column row (c, i, j) of cols
+    (C * kh * kw, chunk * oh * ow), from column `first` on, reads padded[c] from i*dh*Wp +
+    j*dw: at stride 1 one run (ow is then Wp, the padded width), else a strided run a row."""
     channels, height, width = x.shape
     row = width + 2 * pw
-    length = (height + 2 * ph - (kh - 1) * dh) * row
     for c in range(channels):
         plane = padded[c]
         for y in range(height):
@@ -123,28 +58,45 @@ def _unfold_rows(x, padded, cols, first, kh, kw, ph, pw, dh, dw):
                 dst[t] = src[t]
         for i in range(kh):
             for j in range(kw):
-                run = plane[i * dh * row + j * dw : i * dh * row + j * dw + length]
-                dst = cols[(c * kh + i) * kw + j, first : first + length]
-                for q in range(length):
-                    dst[q] = run[q]
+                tap = cols[(c * kh + i) * kw + j]
+                base = i * dh * row + j * dw
+                if sh == 1 and sw == 1:
+                    run, dst = plane[base : base + oh * ow], tap[first : first + oh * ow]
+                    for q in range(oh * ow):
+                        dst[q] = run[q]
+                    continue
+                for y in range(oh):
+                    start = base + y * sh * row
+                    run = plane[start : start + sw * (ow - 1) + 1 : sw]
+                    dst = tap[first + y * ow : first + (y + 1) * ow]
+                    for t in range(ow):
+                        dst[t] = run[t]
 
 
 @njit(**JIT)
-def _fold_rows(cols, padded, dx, first, kh, kw, ph, pw, dh, dw):
-    """The adjoint of _unfold_rows: each column row added into padded (zeroed first) at its
-    run, then the interior copied to dx (C, H, W)."""
+def _fold_rows(cols, padded, dx, first, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow):
+    """The adjoint of _unfold_rows: each column row added into padded (zeroed first) where it
+    was read, then the interior copied to dx (C, H, W)."""
     channels, height, width = dx.shape
     row = width + 2 * pw
-    length = (height + 2 * ph - (kh - 1) * dh) * row
     for c in range(channels):
         plane = padded[c]
         plane[:] = 0
         for i in range(kh):
             for j in range(kw):
-                run = plane[i * dh * row + j * dw : i * dh * row + j * dw + length]
-                src = cols[(c * kh + i) * kw + j, first : first + length]
-                for q in range(length):
-                    run[q] += src[q]
+                tap = cols[(c * kh + i) * kw + j]
+                base = i * dh * row + j * dw
+                if sh == 1 and sw == 1:
+                    run, src = plane[base : base + oh * ow], tap[first : first + oh * ow]
+                    for q in range(oh * ow):
+                        run[q] += src[q]
+                    continue
+                for y in range(oh):
+                    start = base + y * sh * row
+                    run = plane[start : start + sw * (ow - 1) + 1 : sw]
+                    src = tap[first + y * ow : first + (y + 1) * ow]
+                    for t in range(ow):
+                        run[t] += src[t]
         for y in range(height):
             src = plane[(y + ph) * row + pw : (y + ph) * row + pw + width]
             dst = dx[c, y]
@@ -293,8 +245,7 @@ class Conv:
     dims = 2  # spatial dims
     x_layout = "(N, C, H, W)"
     w_layout = "(out_channels, in_channels / groups, kH, kW)"
-    im2col = staticmethod(_im2col)
-    col2im = staticmethod(_col2im)
+    im2col = col2im = None  # (2-D convolutions unfold through Columns' own kernels)
 
     def __init__(self, x_shape, w_shape, stride, padding, dilation, groups):
         x_shape, w_shape = tuple(x_shape), tuple(w_shape)
@@ -370,23 +321,25 @@ COLUMN_BYTES = 1 << 20
 class Columns:
     """The column layout of a convolution's matmuls, a chunk of images at a time: images
     [start, stop) unfold to (G, C/G * taps, (stop - start) * L), whose product with the (G,
-    O/G, C/G * taps) weights is their output as (G, O/G, (stop - start) * L). A stride-1 2-D
-    convolution unfolds at the padded width (L = oh * Wp): each column row is then one
-    contiguous run of the zero-padded image, and the products carry Wp - ow columns more per
-    output row, cropped off (their gradient columns are zeros). Other convolutions use their
-    im2col (L = the output positions)."""
+    O/G, C/G * taps) weights is their output as (G, O/G, (stop - start) * L). A 2-D convolution
+    unfolds from a zero-padded copy of each image, so no tap checks a bound: at stride 1 at the
+    padded width (L = oh * Wp), each column row one contiguous run of the padded image, the
+    products carrying Wp - ow columns more per output row, cropped off (their gradient columns
+    are zeros); at other strides a strided run per output row (L = oh * ow). conv3d uses its
+    own im2col (L = the output positions)."""
 
     def __init__(self, conv: Conv, x_shape, dtype):
         self.conv, self.dtype = conv, dtype
         channels = x_shape[1]
         self.k = channels // conv.groups * math.prod(conv.kernel)
-        self.rows = conv.dims == 2 and conv.stride == (1, 1)
+        self.rows = conv.dims == 2
         if self.rows:
             (ph, pw), (_, kw), (_, dw) = conv.padding, conv.kernel, conv.dilation
-            self.width = x_shape[3] + 2 * pw
+            padded_width = x_shape[3] + 2 * pw
+            self.width = padded_width if conv.stride == (1, 1) else conv.out_hw[1]
             self.length = conv.out_hw[0] * self.width
             tail = (kw - 1) * dw  # the last run reads this far past the padded image
-            self.padded_shape = (channels, (x_shape[2] + 2 * ph) * self.width + tail)
+            self.padded_shape = (channels, (x_shape[2] + 2 * ph) * padded_width + tail)
             self.out_hw = (conv.out_hw[0], self.width)
         else:
             self.length = math.prod(conv.out_hw)
@@ -431,7 +384,7 @@ class Columns:
 
     def _rows_args(self):
         conv = self.conv
-        return (*conv.kernel, *conv.padding, *conv.dilation)
+        return (*conv.kernel, *conv.stride, *conv.padding, *conv.dilation, *self.out_hw)
 
     def grad_buffer(self, channels, dtype):
         """A thread's buffer for `grad` (zeros in the cropped columns)."""

@@ -26,9 +26,9 @@ from . import conv
 def _vol2col(x, cols, kd, kh, kw, sd, sh, sw, pd, ph, pw, dd, dh, dw, od, oh, ow):
     """cols[g, (c, a, i, j), n * od * oh * ow + (z * oh + y) * ow + t] = x[n, g * cg + c,
     z*sd - pd + a*dd, y*sh - ph + i*dh, t*sw - pw + j*dw], or 0 in the padding. x is (N, C, D,
-    H, W) and cols (G, C/G * kd * kh * kw, N * od * oh * ow), both C-contiguous; as _im2col,
-    flat offsets and the in-range span [t0, t1) of each kernel column keep the inner loop
-    free of index checks."""
+    H, W) and cols (G, C/G * kd * kh * kw, N * od * oh * ow), both C-contiguous; flat offsets
+    and the in-range span [t0, t1) of each kernel column keep the inner loop free of index
+    checks."""
     n_batch, channels, depth, height, width = x.shape
     groups = cols.shape[0]
     cg = channels // groups
