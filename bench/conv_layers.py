@@ -11,12 +11,15 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "bench"))
+
+from real_models import time_steps  # noqa: E402
+
 
 # (name, N, C_in, C_out, H, kernel, stride, padding): the layers of bench/models.py's cnn
 LAYERS = [
@@ -27,17 +30,6 @@ LAYERS = [
     ("shortcut 1x1 s2", 32, 32, 64, 32, 1, 2, 0),
 ]
 PARTS = ("forward", "input grad", "weight grad")
-
-
-def median_ms(fn, seconds=0.6):
-    for _ in range(3):
-        fn()
-    times, end = [], time.perf_counter() + seconds
-    while time.perf_counter() < end or len(times) < 5:
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return float(np.median(times) * 1e3)
 
 
 def arrays(n, c_in, c_out, h, k, stride, padding):
@@ -57,9 +49,9 @@ def nbflow_times(layer):
     x, w, g = (nb.tensor(a) for a in arrays(*shape))
     geometry = {"stride": (shape[5],), "padding": (shape[6],), "dilation": (1,), "groups": 1}
     return [
-        median_ms(lambda: conv.conv2d_op(x, w, **geometry)),
-        median_ms(lambda: conv.conv2d_input_grad(g, w, x, **geometry)),
-        median_ms(lambda: conv.conv2d_weight_grad(x, g, w, **geometry)),
+        time_steps(lambda: conv.conv2d_op(x, w, **geometry)),
+        time_steps(lambda: conv.conv2d_input_grad(g, w, x, **geometry)),
+        time_steps(lambda: conv.conv2d_weight_grad(x, g, w, **geometry)),
     ]
 
 
@@ -77,9 +69,9 @@ def torch_times(layer):
 
     with torch.no_grad():
         return [
-            median_ms(lambda: torch.nn.functional.conv2d(x, w, None, stride, padding)),
-            median_ms(lambda: backward([True, False, False])),
-            median_ms(lambda: backward([False, True, False])),
+            time_steps(lambda: torch.nn.functional.conv2d(x, w, None, stride, padding)),
+            time_steps(lambda: backward([True, False, False])),
+            time_steps(lambda: backward([False, True, False])),
         ]
 
 

@@ -106,7 +106,7 @@ def inference(name, peer):
     return run
 
 
-def time_steps(fn, seconds):
+def time_steps(fn, seconds=0.6):
     """The median ms of single calls of fn over about `seconds`, after a warm-up."""
     for _ in range(3):
         fn()
