@@ -20,7 +20,6 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from real_models import time_steps  # noqa: E402
 
-
 # (name, N, C_in, C_out, H, kernel, stride, padding): the layers of bench/models.py's cnn
 LAYERS = [
     ("stem 3->32", 32, 3, 32, 32, 3, 1, 1),
