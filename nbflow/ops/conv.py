@@ -332,8 +332,8 @@ class Columns:
         self.conv, self.dtype = conv, dtype
         channels = x_shape[1]
         self.k = channels // conv.groups * math.prod(conv.kernel)
-        self.rows = conv.dims == 2
-        if self.rows:
+        self.from_padded = conv.dims == 2
+        if self.from_padded:
             (ph, pw), (_, kw), (_, dw) = conv.padding, conv.kernel, conv.dilation
             padded_width = x_shape[3] + 2 * pw
             self.width = padded_width if conv.stride == (1, 1) else conv.out_hw[1]
@@ -354,7 +354,7 @@ class Columns:
         """One thread's buffers: the columns (flat), and the zero-padded image (its border
         stays 0)."""
         cols = np.empty(self.conv.groups * self.k * self.chunk * self.length, self.dtype)
-        padded = np.zeros(self.padded_shape, self.dtype) if self.rows else None
+        padded = np.zeros(self.padded_shape, self.dtype) if self.from_padded else None
         return cols, padded
 
     def unfold(self, x, start, stop, space):
@@ -362,7 +362,7 @@ class Columns:
         flat, padded = space
         cols = _view(flat, (self.conv.groups, self.k, (stop - start) * self.length))
         conv = self.conv
-        if self.rows:
+        if self.from_padded:
             rows = cols.reshape(-1, cols.shape[2])
             for n in range(start, stop):
                 _unfold_rows(x[n], padded, rows, (n - start) * self.length, *self._rows_args())
@@ -373,7 +373,7 @@ class Columns:
     def fold(self, cols, space, dx, start, stop):
         """dx[start:stop] = the adjoint of unfold applied to cols (dx contiguous)."""
         conv = self.conv
-        if self.rows:
+        if self.from_padded:
             rows = cols.reshape(-1, cols.shape[2])
             for n in range(start, stop):
                 first = (n - start) * self.length
@@ -401,7 +401,7 @@ class Columns:
     def positions(self, a):
         """The output positions of `a` (O, chunk, L) as (O, chunk, *out_hw)."""
         a = a.reshape(*a.shape[:2], *self.out_hw)
-        return a[..., : self.conv.out_hw[1]] if self.rows else a
+        return a[..., : self.conv.out_hw[1]] if self.from_padded else a
 
 
 def _view(flat, shape):
