@@ -381,6 +381,9 @@ class RNNBase(_RNNBase, metaclass=_Covers):
     def _step(self, *args):
         return self._kind._step(self, *args)
 
+    def _direction(self, *args, **kwargs):  # (nn.LSTM's: one lstm_sequence op)
+        return self._kind._direction(self, *args, **kwargs)
+
 
 class RNNCellBase(_RNNCellBase, metaclass=_Covers):
     """PyTorch's RNNCellBase: the base of nn.RNNCell, nn.LSTMCell and nn.GRUCell (isinstance

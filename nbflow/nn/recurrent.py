@@ -229,7 +229,7 @@ class LSTM(_RNNBase):
         w_hh = getattr(self, f"weight_hh{suffix}")
         plain = mask is None and self.proj_size == 0 and x.shape[0] > 0
         if not plain or getattr(x, "is_cuda", False):
-            return super()._direction(x, state, suffix, reverse, mask)
+            return _RNNBase._direction(self, x, state, suffix, reverse, mask)  # (RNNBase too)
         xw = self._input_term(
             x, getattr(self, f"weight_ih{suffix}"), getattr(self, f"bias_ih{suffix}")
         )
