@@ -42,66 +42,103 @@ FLOATS = dt.FLOATS
 
 
 @njit(**JIT)
-def _unfold_rows(x, padded, cols, first, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow):
-    """One image's columns from its zero-padded copy (Columns): x (C, H, W) goes into the
-    interior of padded (C, Hp * Wp + tail, its border zero), and column row (c, i, j) of cols
-    (C * kh * kw, chunk * oh * ow), from column `first` on, reads padded[c] from i*dh*Wp +
-    j*dw: at stride 1 one run (ow is then Wp, the padded width), else a strided run a row."""
-    channels, height, width = x.shape
+def _unfold_rows(x, padded, cols, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow):
+    """A chunk of images' columns from a zero-padded copy of each (Columns): image b of x
+    (B, C, H, W) goes into the interior of padded (C, Hp * Wp + tail, its border zero), and
+    column row (c, i, j) of cols (C * kh * kw, B * oh * ow), from column b * oh * ow on, reads
+    padded[c] from i*dh*Wp + j*dw: at stride 1 one run (ow is then Wp, the padded width),
+    else a strided run a row."""
+    n_images, channels, height, width = x.shape
     row = width + 2 * pw
-    for c in range(channels):
-        plane = padded[c]
-        for y in range(height):
-            dst = plane[(y + ph) * row + pw : (y + ph) * row + pw + width]
-            src = x[c, y]
-            for t in range(width):
-                dst[t] = src[t]
-        for i in range(kh):
-            for j in range(kw):
-                tap = cols[(c * kh + i) * kw + j]
-                base = i * dh * row + j * dw
-                if sh == 1 and sw == 1:
-                    run, dst = plane[base : base + oh * ow], tap[first : first + oh * ow]
-                    for q in range(oh * ow):
-                        dst[q] = run[q]
-                    continue
-                for y in range(oh):
-                    start = base + y * sh * row
-                    run = plane[start : start + sw * (ow - 1) + 1 : sw]
-                    dst = tap[first + y * ow : first + (y + 1) * ow]
-                    for t in range(ow):
-                        dst[t] = run[t]
+    for b in range(n_images):
+        first = b * oh * ow
+        for c in range(channels):
+            plane = padded[c]
+            for y in range(height):
+                dst = plane[(y + ph) * row + pw : (y + ph) * row + pw + width]
+                src = x[b, c, y]
+                for t in range(width):
+                    dst[t] = src[t]
+            for i in range(kh):
+                for j in range(kw):
+                    tap = cols[(c * kh + i) * kw + j]
+                    base = i * dh * row + j * dw
+                    if sh == 1 and sw == 1:
+                        run, dst = plane[base : base + oh * ow], tap[first : first + oh * ow]
+                        for q in range(oh * ow):
+                            dst[q] = run[q]
+                        continue
+                    for y in range(oh):
+                        start = base + y * sh * row
+                        run = plane[start : start + sw * (ow - 1) + 1 : sw]
+                        dst = tap[first + y * ow : first + (y + 1) * ow]
+                        for t in range(ow):
+                            dst[t] = run[t]
 
 
 @njit(**JIT)
-def _fold_rows(cols, padded, dx, first, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow):
-    """The adjoint of _unfold_rows: each column row added into padded (zeroed first) where it
-    was read, then the interior copied to dx (C, H, W)."""
-    channels, height, width = dx.shape
+def _fold_rows(cols, padded, dx, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow):
+    """The adjoint of _unfold_rows: for each image b of dx (B, C, H, W), each column row added
+    into padded (zeroed first) where it was read, then the interior copied to dx[b]."""
+    n_images, channels, height, width = dx.shape
     row = width + 2 * pw
-    for c in range(channels):
-        plane = padded[c]
-        plane[:] = 0
-        for i in range(kh):
-            for j in range(kw):
-                tap = cols[(c * kh + i) * kw + j]
-                base = i * dh * row + j * dw
-                if sh == 1 and sw == 1:
-                    run, src = plane[base : base + oh * ow], tap[first : first + oh * ow]
-                    for q in range(oh * ow):
-                        run[q] += src[q]
-                    continue
-                for y in range(oh):
-                    start = base + y * sh * row
-                    run = plane[start : start + sw * (ow - 1) + 1 : sw]
-                    src = tap[first + y * ow : first + (y + 1) * ow]
+    for b in range(n_images):
+        first = b * oh * ow
+        for c in range(channels):
+            plane = padded[c]
+            plane[:] = 0
+            for i in range(kh):
+                for j in range(kw):
+                    tap = cols[(c * kh + i) * kw + j]
+                    base = i * dh * row + j * dw
+                    if sh == 1 and sw == 1:
+                        run, src = plane[base : base + oh * ow], tap[first : first + oh * ow]
+                        for q in range(oh * ow):
+                            run[q] += src[q]
+                        continue
+                    for y in range(oh):
+                        start = base + y * sh * row
+                        run = plane[start : start + sw * (ow - 1) + 1 : sw]
+                        src = tap[first + y * ow : first + (y + 1) * ow]
+                        for t in range(ow):
+                            run[t] += src[t]
+            for y in range(height):
+                src = plane[(y + ph) * row + pw : (y + ph) * row + pw + width]
+                dst = dx[b, c, y]
+                for t in range(width):
+                    dst[t] = src[t]
+
+
+@njit(**JIT)
+def _place_rows(product, out, bias, width):
+    """out[b, o, y, t] = product[o, (b * oh + y) * width + t] (+ bias[o] when bias has any
+    entries): a chunk's products (O, B * oh * width) into its images (B, O, oh, ow)."""
+    n_images, channels, oh, ow = out.shape
+    for b in range(n_images):
+        for o in range(channels):
+            for y in range(oh):
+                at = (b * oh + y) * width
+                src, dst = product[o, at : at + ow], out[b, o, y]
+                if bias.size:
                     for t in range(ow):
-                        run[t] += src[t]
-        for y in range(height):
-            src = plane[(y + ph) * row + pw : (y + ph) * row + pw + width]
-            dst = dx[c, y]
-            for t in range(width):
-                dst[t] = src[t]
+                        dst[t] = src[t] + bias[o]
+                else:
+                    for t in range(ow):
+                        dst[t] = src[t]
+
+
+@njit(**JIT)
+def _gather_rows(g, g_cols, width):
+    """g_cols[o, (b * oh + y) * width + t] = g[b, o, y, t]: the adjoint layout of _place_rows
+    (the columns past ow are left as they are: zeros)."""
+    n_images, channels, oh, ow = g.shape
+    for b in range(n_images):
+        for o in range(channels):
+            for y in range(oh):
+                at = (b * oh + y) * width
+                src, dst = g[b, o, y], g_cols[o, at : at + ow]
+                for t in range(ow):
+                    dst[t] = src[t]
 
 
 _max_window = njit(**JIT)(max_window)
@@ -313,6 +350,8 @@ CONV_ATTRS = {
 }
 
 
+THREADED_WORK = 1 << 22  # multiply-adds from which a convolution's batch is split over threads
+
 # the bytes of columns one matmul takes: images are unfolded a chunk at a time, as many as fit
 # (one for the large layers, many for a narrow stem), so the columns stay in cache
 COLUMN_BYTES = 1 << 20
@@ -340,12 +379,17 @@ class Columns:
             self.length = conv.out_hw[0] * self.width
             tail = (kw - 1) * dw  # the last run reads this far past the padded image
             self.padded_shape = (channels, (x_shape[2] + 2 * ph) * padded_width + tail)
-            self.out_hw = (conv.out_hw[0], self.width)
         else:
             self.length = math.prod(conv.out_hw)
-            self.out_hw = conv.out_hw
         size = channels * math.prod(conv.kernel) * self.length * np.dtype(dtype).itemsize
         self.chunk = max(1, COLUMN_BYTES // max(size, 1))
+
+    def split(self, part, n, out_channels):
+        """part(start, stop) over a batch of n, on threads when its work pays for them (a
+        hand-off costs tens of microseconds: the digits' 8x8 convolutions run whole)."""
+        if n * out_channels * self.k * self.length < THREADED_WORK:
+            return [part(0, n)]
+        return threads.split_range(part, n)
 
     def chunks(self, start, stop):
         return [(a, min(a + self.chunk, stop)) for a in range(start, stop, self.chunk)]
@@ -364,8 +408,7 @@ class Columns:
         conv = self.conv
         if self.from_padded:
             rows = cols.reshape(-1, cols.shape[2])
-            for n in range(start, stop):
-                _unfold_rows(x[n], padded, rows, (n - start) * self.length, *self._rows_args())
+            _unfold_rows(x[start:stop], padded, rows, *self._rows_args())
         else:
             conv.im2col(x[start:stop], cols, *conv.args(*conv.out_hw))
         return cols
@@ -374,17 +417,23 @@ class Columns:
         """dx[start:stop] = the adjoint of unfold applied to cols (dx contiguous)."""
         conv = self.conv
         if self.from_padded:
-            rows = cols.reshape(-1, cols.shape[2])
-            for n in range(start, stop):
-                first = (n - start) * self.length
-                _fold_rows(rows, space[1], dx[n], first, *self._rows_args())
+            _fold_rows(
+                cols.reshape(-1, cols.shape[2]), space[1], dx[start:stop], *self._rows_args()
+            )
         else:
             dx[start:stop] = 0
             conv.col2im(cols, dx[start:stop], *conv.args(*conv.out_hw))
 
     def _rows_args(self):
         conv = self.conv
-        return (*conv.kernel, *conv.stride, *conv.padding, *conv.dilation, *self.out_hw)
+        return (
+            *conv.kernel,
+            *conv.stride,
+            *conv.padding,
+            *conv.dilation,
+            conv.out_hw[0],
+            self.width,
+        )
 
     def grad_buffer(self, channels, dtype):
         """A thread's buffer for `grad` (zeros in the cropped columns)."""
@@ -394,14 +443,27 @@ class Columns:
         """Images [start, stop) of the output gradient g (N, O, ...) as (G, O/G, (stop -
         start) * L)."""
         groups, o = self.conv.groups, g.shape[1]
-        g_cols = _view(buffer, (o, stop - start, self.length))
-        self.positions(g_cols)[...] = g[start:stop].swapaxes(0, 1)
+        g_cols = _view(buffer, (o, (stop - start) * self.length))
+        if self.from_padded:
+            _gather_rows(g[start:stop], g_cols, self.width)
+        else:
+            g_cols.reshape(o, stop - start, -1)[...] = (
+                g[start:stop].reshape(stop - start, o, -1).swapaxes(0, 1)
+            )
         return g_cols.reshape(groups, o // groups, -1)
 
-    def positions(self, a):
-        """The output positions of `a` (O, chunk, L) as (O, chunk, *out_hw)."""
-        a = a.reshape(*a.shape[:2], *self.out_hw)
-        return a[..., : self.conv.out_hw[1]] if self.from_padded else a
+    def place(self, product, out, start, stop, bias):
+        """out[start:stop] = the chunk's products (G, O/G, (stop - start) * L) at their output
+        positions, plus bias (O,) unless it is None."""
+        if self.from_padded:
+            bias = np.empty(0, out.dtype) if bias is None else bias
+            _place_rows(product.reshape(out.shape[1], -1), out[start:stop], bias, self.width)
+            return
+        result = product.reshape(out.shape[1], stop - start, *out.shape[2:]).swapaxes(0, 1)
+        if bias is None:
+            out[start:stop] = result
+        else:
+            np.add(result, bias.reshape(-1, *(1,) * self.conv.dims), out=out[start:stop])
 
 
 def _view(flat, shape):
@@ -447,7 +509,7 @@ def _conv_forward(conv, x, w, *rest):
     x = np.ascontiguousarray(x)
     w3 = _grouped(w, conv.groups)
     columns = Columns(conv, x.shape, x.dtype)
-    bias = rest[0].reshape(1, -1, *(1,) * conv.dims) if len(rest) == 2 else None
+    bias = rest[0] if len(rest) == 2 else None
 
     def part(start, stop):
         space = columns.space()
@@ -455,13 +517,9 @@ def _conv_forward(conv, x, w, *rest):
         for a, b in columns.chunks(start, stop):
             product = _view(products, (*w3.shape[:2], (b - a) * columns.length))
             np.matmul(w3, columns.unfold(x, a, b, space), out=product)
-            result = columns.positions(product.reshape(out.shape[1], b - a, -1)).swapaxes(0, 1)
-            if bias is None:
-                out[a:b] = result
-            else:
-                np.add(result, bias, out=out[a:b])
+            columns.place(product, out, a, b, bias)
 
-    threads.split_range(part, x.shape[0])
+    columns.split(part, x.shape[0], out.shape[1])
 
 
 BATCH_CHANNEL = (slice(None), slice(None))  # the leading key of the references' slices
@@ -571,7 +629,7 @@ def _input_grad(conv, g, w, out):
             np.matmul(w3t, columns.grad(g, a, b, buffer), out=product)
             columns.fold(product, space, out, a, b)
 
-    threads.split_range(part, out.shape[0])
+    columns.split(part, out.shape[0], g.shape[1])
 
 
 def _input_grad_ref(g, w, x, stride=1, padding=0, dilation=1, groups=1):
@@ -643,7 +701,7 @@ def _weight_grad(conv, x, g, out):
             _add_products(total, columns.unfold(x, a, b, space), columns.grad(g, a, b, buffer))
         return total
 
-    totals = threads.split_range(part, x.shape[0])
+    totals = columns.split(part, x.shape[0], g.shape[1])
     np.copyto(out.reshape(shape[0], shape[2], shape[1]), sum(totals).transpose(0, 2, 1))
 
 
