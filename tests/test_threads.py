@@ -100,3 +100,25 @@ def test_split_range_waits_for_every_part_when_one_raises():
         threads.split_range(part, 4)
     # the other part (when there are threads for one) finished before the error came back
     assert done == ([2] if threads.get_num_threads() > 1 else [])
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="needs os.fork")
+def test_split_range_works_in_a_forked_child():
+    """A child forked after the worker threads started gets its own (PyTorch resets its pool
+    at fork too): the parent's threads do not exist there, and work queued for them would
+    never run."""
+    import os
+
+    threads.split_range(lambda a, b: b - a, 4)  # the parent's workers exist now
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: answers, or is killed by the alarm (a hang fails the test)
+        __import__("signal").alarm(20)
+        try:
+            parts = threads.split_range(lambda a, b: b - a, 4)
+            os.write(write, str(sum(parts)).encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    _, status = os.waitpid(pid, 0)
+    assert os.read(read, 16) == b"4" and status == 0

@@ -142,6 +142,17 @@ _WORKERS = None  # a ThreadPoolExecutor for split_range, made on first use
 _WORKERS_LOCK = threading.Lock()
 
 
+def _forget_workers():
+    """In a forked child: the parent's worker threads do not exist there, and an executor
+    that believes they do would queue work for nobody (a deadlock), so start afresh."""
+    global _WORKERS, _WORKERS_LOCK
+    _WORKERS, _WORKERS_LOCK = None, threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_workers)
+
+
 def _workers(n: int):
     global _WORKERS
     with _WORKERS_LOCK:
