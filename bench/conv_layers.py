@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -18,7 +16,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
 
-from real_models import time_steps  # noqa: E402
+from real_models import in_fresh_process, time_steps  # noqa: E402
 
 # (name, N, C_in, C_out, H, kernel, stride, padding): the layers of bench/models.py's cnn
 LAYERS = [
@@ -80,15 +78,7 @@ def child(peer):
 
 
 def run(peer):
-    code = (
-        f"import sys; sys.path.insert(0, {str(ROOT / 'bench')!r}); import conv_layers; "
-        f"conv_layers.child({peer!r})"
-    )
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    p = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
-    if p.returncode:
-        raise RuntimeError(p.stderr.strip().splitlines()[-1])
-    return np.array(json.loads(p.stdout.strip().splitlines()[-1]))
+    return np.array(in_fresh_process("conv_layers", f"child({peer!r})"))
 
 
 def main():

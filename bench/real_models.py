@@ -134,9 +134,14 @@ def child(kind, name, peer, seconds):
 
 
 def run_child(kind, name, peer, seconds):
+    return in_fresh_process("real_models", f"child({kind!r}, {name!r}, {peer!r}, {seconds})")
+
+
+def in_fresh_process(module, call):
+    """The JSON that `module.call` (a bench/ script's child function) prints, run in a fresh
+    Python process, so that no other framework's thread pools share it."""
     code = (
-        f"import sys; sys.path.insert(0, {str(ROOT / 'bench')!r}); import real_models; "
-        f"real_models.child({kind!r}, {name!r}, {peer!r}, {seconds})"
+        f"import sys; sys.path.insert(0, {str(ROOT / 'bench')!r}); import {module}; {module}.{call}"
     )
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     p = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
