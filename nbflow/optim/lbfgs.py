@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import math
 
-from . import ops
-from .core import no_grad
-from .errors import UnsupportedError
-from .optim import Optimizer, _evaluate
-from .tensor import Tensor
+from .. import ops
+from ..core import no_grad
+from ..errors import UnsupportedError
+from ..tensor import Tensor
+from .optimizer import Optimizer, _evaluate
 
 __all__ = ["LBFGS"]
 

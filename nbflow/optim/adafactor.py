@@ -16,8 +16,8 @@ import math
 
 import numpy as np
 
-from . import ops
-from .optim import ComposedOptimizer, _coef, _count_step, _maximum, _number, _sqrt
+from .. import ops
+from .optimizer import ComposedOptimizer, _coef, _count_step, _maximum, _number, _sqrt
 
 __all__ = ["Adafactor"]
 

@@ -2,9 +2,8 @@
 averages (EMA) of a model's weights (`AveragedModel`), the SWA learning-rate schedule
 (`SWALR`) and `update_bn`, which recomputes BatchNorm statistics for averaged weights.
 
-Also `nbflow.optim.swa_utils`. Averaging is eager (it reads the average count and writes the
-averaged copy in place, between training steps); the averaged model itself runs eagerly and
-under @nbflow.jit like any module.
+Averaging is eager (it reads the average count and writes the averaged copy in place, between
+training steps); the averaged model itself runs eagerly and under @nbflow.jit like any module.
 """
 
 from __future__ import annotations
@@ -13,13 +12,14 @@ import copy
 import itertools
 import math
 
-from . import dtypes as dt
-from . import ops
-from .core import STATE, no_grad
-from .errors import UnsupportedError
-from .nn.module import Module
-from .optim import LRScheduler, _per_group
-from .tensor import EagerTrace, Tensor, tensor
+from .. import dtypes as dt
+from .. import ops
+from ..core import STATE, no_grad
+from ..errors import UnsupportedError
+from ..nn.layers import _BatchNorm
+from ..nn.module import Module
+from ..tensor import EagerTrace, Tensor, tensor
+from .lr_scheduler import LRScheduler, _per_group
 
 __all__ = [
     "SWALR",
@@ -172,8 +172,6 @@ def update_bn(loader, model, device=None) -> None:
     `loader` (batches, or tuples whose first element is the input), as a cumulative average
     (momentum None for the pass); the layers' momenta and the model's mode are restored."""
     _check_eager("update_bn")
-    from .nn.layers import _BatchNorm  # (nn imports optim: imported when used)
-
     momenta = {}
     for module in model.modules():
         if isinstance(module, _BatchNorm):

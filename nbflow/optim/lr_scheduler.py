@@ -1,0 +1,757 @@
+"""Learning-rate schedules (PyTorch's torch.optim.lr_scheduler): each sets the parameter groups'
+lr from the epoch count (LRScheduler), from a metric (ReduceLROnPlateau), or from other
+schedules (SequentialLR, ChainedScheduler)."""
+
+from __future__ import annotations
+
+import bisect
+import math
+
+from .optimizer import Optimizer
+
+__all__ = [
+    "ChainedScheduler",
+    "ConstantLR",
+    "CosineAnnealingLR",
+    "CosineAnnealingWarmRestarts",
+    "CyclicLR",
+    "ExponentialLR",
+    "LRScheduler",
+    "LambdaLR",
+    "LinearLR",
+    "MultiStepLR",
+    "MultiplicativeLR",
+    "OneCycleLR",
+    "PolynomialLR",
+    "ReduceLROnPlateau",
+    "SequentialLR",
+    "StepLR",
+]
+
+
+class LRScheduler:
+    """Sets each parameter group's lr from the epoch count: call step() once per epoch,
+    after the optimizer's steps (PyTorch's convention; constructing it sets the lr for epoch
+    0). The lr is a closed-form function of the epoch and the group's lr before any schedule
+    (`lr_at(epoch, base_lr)`), so resuming only needs last_epoch (state_dict).
+
+    Where PyTorch's schedule is chainable (`chainable`: Step, MultiStep, Exponential, Cosine,
+    Linear, Constant, Polynomial, Multiplicative) and the lr is not this schedule's closed
+    form of the last epoch (another schedule stepped on the same optimizer, a write to the
+    lr, ReduceLROnPlateau moved it), a step goes on from the lr as it is: it applies this
+    epoch's change of the closed form (its ratio; for cosine, relative to eta_min), as
+    PyTorch's recursive formulas do, so schedules stepped together compose. Otherwise the
+    closed form itself is set (no rounding drift over the epochs)."""
+
+    chainable = False
+
+    def __init__(self, optimizer: Optimizer, last_epoch: int = -1):
+        self.optimizer = optimizer
+        # each group's lr before any schedule (PyTorch's group["initial_lr"]): a second
+        # schedule on the same optimizer (SequentialLR, ChainedScheduler) starts from it too
+        for group in optimizer.param_groups:
+            group.setdefault("initial_lr", group["lr"])
+        self.base_lrs = [group["initial_lr"] for group in optimizer.param_groups]
+        self._restarted = last_epoch != -1  # (a resumed schedule starts at its closed form)
+        self.last_epoch = last_epoch
+        self.step()
+
+    def lr_at(self, epoch, base_lr: float, group: int = 0) -> float:
+        """The lr of parameter group number `group`, whose base lr is base_lr, at `epoch`."""
+        raise NotImplementedError
+
+    def get_lr(self) -> list[float]:
+        return [self.lr_at(self.last_epoch, base, i) for i, base in enumerate(self.base_lrs)]
+
+    def step(self):
+        self.last_epoch += 1
+        self._apply(self._next_lrs())
+
+    def _next_lrs(self) -> list[float]:
+        """The closed form, or for a chainable schedule whose lr is not its closed form of
+        the last epoch, the lr as it is, carried on by this epoch's change (the class
+        docstring)."""
+        if not self.chainable or self._restarted:
+            self._restarted = False
+            return self.get_lr()
+        lrs, epoch = [], self.last_epoch
+        for i, (group, base) in enumerate(zip(self.optimizer.param_groups, self.base_lrs)):
+            before = self.lr_at(epoch - 1, base, i) if epoch > 0 else base
+            now = self.lr_at(epoch, base, i)
+            lrs.append(now if group["lr"] == before else self.chained(group["lr"], before, now))
+        return lrs
+
+    def chained(self, lr: float, before: float, now: float) -> float:
+        """lr carried on from the last epoch, where the closed form was `before`, to this one,
+        where it is `now`: times their ratio (after a closed form of 0: the closed form)."""
+        return lr * (now / before) if before else now
+
+    def _restart(self):
+        """Make the next step set the closed form (SequentialLR at a milestone, as PyTorch's
+        step(0) there)."""
+        self._restarted = True
+
+    def _apply(self, lrs):
+        for group, lr in zip(self.optimizer.param_groups, lrs):
+            self.optimizer.set_hyper(group, "lr", lr)
+
+    def get_last_lr(self) -> list[float]:
+        return [group["lr"] for group in self.optimizer.param_groups]
+
+    def state_dict(self) -> dict:
+        # (functions, as LambdaLR's lr_lambdas and CyclicLR's scale_fn, are code: not saved,
+        # as in PyTorch)
+        return {
+            k: v
+            for k, v in vars(self).items()
+            if k not in ("optimizer", "lr_lambdas", "_restarted") and not callable(v)
+        }
+
+    def load_state_dict(self, state_dict: dict):
+        own = self.state_dict()
+        if set(state_dict) != set(own):
+            raise ValueError(f"{type(self).__name__}.load_state_dict: keys {sorted(own)} expected")
+        self.__dict__.update(state_dict)
+        self._apply(self.get_lr())
+
+
+class StepLR(LRScheduler):
+    """lr = base_lr * gamma ** (epoch // step_size)."""
+
+    chainable = True
+
+    def __init__(self, optimizer, step_size: int, gamma: float = 0.1, last_epoch: int = -1):
+        if int(step_size) < 1:
+            raise ValueError(f"step_size must be >= 1, got {step_size}")
+        self.step_size, self.gamma = int(step_size), float(gamma)
+        super().__init__(optimizer, last_epoch)
+
+    def lr_at(self, epoch, base_lr, group=0):
+        return base_lr * self.gamma ** (epoch // self.step_size)
+
+
+class MultiStepLR(LRScheduler):
+    """lr = base_lr * gamma ** (the number of milestones <= epoch)."""
+
+    chainable = True
+
+    def __init__(self, optimizer, milestones, gamma: float = 0.1, last_epoch: int = -1):
+        self.milestones, self.gamma = sorted(int(m) for m in milestones), float(gamma)
+        super().__init__(optimizer, last_epoch)
+
+    def lr_at(self, epoch, base_lr, group=0):
+        return base_lr * self.gamma ** sum(1 for m in self.milestones if m <= epoch)
+
+
+class ExponentialLR(LRScheduler):
+    """lr = base_lr * gamma ** epoch."""
+
+    chainable = True
+
+    def __init__(self, optimizer, gamma: float, last_epoch: int = -1):
+        self.gamma = float(gamma)
+        super().__init__(optimizer, last_epoch)
+
+    def lr_at(self, epoch, base_lr, group=0):
+        return base_lr * self.gamma**epoch
+
+
+def _lambdas(lr_lambda, optimizer) -> list:
+    """One lr_lambda per parameter group: the function for every group, or their list."""
+    fns = _per_group(lr_lambda, optimizer.param_groups, "lr_lambda")
+    for f in fns:
+        if not callable(f):
+            raise TypeError(f"lr_lambda must be callable, got {type(f).__name__}")
+    return fns
+
+
+class LambdaLR(LRScheduler):
+    """lr = base_lr * lr_lambda(epoch); lr_lambda is one function or a list of one per
+    parameter group (functions are not part of state_dict)."""
+
+    def __init__(self, optimizer, lr_lambda, last_epoch: int = -1):
+        self.lr_lambdas = _lambdas(lr_lambda, optimizer)
+        super().__init__(optimizer, last_epoch)
+
+    def lr_at(self, epoch, base_lr, group=0):
+        return base_lr * float(self.lr_lambdas[group](epoch))
+
+
+class CosineAnnealingLR(LRScheduler):
+    """lr = eta_min + (base_lr - eta_min) (1 + cos(pi epoch / T_max)) / 2: PyTorch's
+    CosineAnnealingLR in its closed form (the same values, periodic past T_max)."""
+
+    chainable = True
+
+    def __init__(self, optimizer, T_max: int, eta_min: float = 0.0, last_epoch: int = -1):
+        if int(T_max) < 1:
+            raise ValueError(f"T_max must be >= 1, got {T_max}")
+        self.T_max, self.eta_min = int(T_max), float(eta_min)
+        super().__init__(optimizer, last_epoch)
+
+    def lr_at(self, epoch, base_lr, group=0):
+        cos = (1 + math.cos(math.pi * epoch / self.T_max)) / 2
+        return self.eta_min + (base_lr - self.eta_min) * cos
+
+    def chained(self, lr, before, now):
+        # PyTorch's recursion: the cosine's ratio relative to eta_min, and where the last
+        # epoch was at eta_min (past T_max the cosine climbs back), its rise added
+        epoch, t = self.last_epoch, self.T_max
+        if epoch == 0:
+            return lr
+        if (epoch - 1 - t) % (2 * t) == 0:
+            return lr + (now - before)
+        ratio = (1 + math.cos(math.pi * epoch / t)) / (1 + math.cos(math.pi * (epoch - 1) / t))
+        return ratio * (lr - self.eta_min) + self.eta_min
+
+
+class LinearLR(LRScheduler):
+    """lr = base_lr * factor, the factor going linearly from start_factor to end_factor over
+    total_iters epochs, then staying."""
+
+    chainable = True
+
+    def __init__(
+        self,
+        optimizer,
+        start_factor: float = 1.0 / 3,
+        end_factor: float = 1.0,
+        total_iters: int = 5,
+        last_epoch: int = -1,
+    ):
+        if not 0 < start_factor <= 1 or not 0 <= end_factor <= 1:
+            raise ValueError(
+                f"start_factor must be in (0, 1] and end_factor in [0, 1], got "
+                f"{start_factor} and {end_factor}"
+            )
+        self.start_factor, self.end_factor = float(start_factor), float(end_factor)
+        self.total_iters = int(total_iters)
+        super().__init__(optimizer, last_epoch)
+
+    def lr_at(self, epoch, base_lr, group=0):
+        done = min(epoch, self.total_iters) / self.total_iters if self.total_iters else 1.0
+        return base_lr * (self.start_factor + (self.end_factor - self.start_factor) * done)
+
+
+class ConstantLR(LRScheduler):
+    """lr = base_lr * factor for the first total_iters epochs, base_lr after."""
+
+    chainable = True
+
+    def __init__(self, optimizer, factor: float = 1.0 / 3, total_iters: int = 5, last_epoch=-1):
+        if not 0 <= factor <= 1:
+            raise ValueError(f"factor must be in [0, 1], got {factor}")
+        self.factor, self.total_iters = float(factor), int(total_iters)
+        super().__init__(optimizer, last_epoch)
+
+    def lr_at(self, epoch, base_lr, group=0):
+        return base_lr * (self.factor if epoch < self.total_iters else 1.0)
+
+
+class PolynomialLR(LRScheduler):
+    """lr = base_lr * (1 - min(epoch, total_iters) / total_iters) ** power."""
+
+    chainable = True
+
+    def __init__(self, optimizer, total_iters: int = 5, power: float = 1.0, last_epoch=-1):
+        if int(total_iters) < 1:
+            raise ValueError(f"total_iters must be >= 1, got {total_iters}")
+        self.total_iters, self.power = int(total_iters), float(power)
+        super().__init__(optimizer, last_epoch)
+
+    def lr_at(self, epoch, base_lr, group=0):
+        return base_lr * (1 - min(epoch, self.total_iters) / self.total_iters) ** self.power
+
+
+class MultiplicativeLR(LRScheduler):
+    """lr = the previous epoch's lr * lr_lambda(epoch) (from epoch 1 on); lr_lambda is one
+    function or a list of one per parameter group."""
+
+    chainable = True
+
+    def __init__(self, optimizer, lr_lambda, last_epoch: int = -1):
+        self.lr_lambdas = _lambdas(lr_lambda, optimizer)
+        self._products = {}  # group -> (epoch, the factors' product up to it)
+        super().__init__(optimizer, last_epoch)
+
+    def lr_at(self, epoch, base_lr, group=0):
+        # the product of the factors up to epoch, kept as the epochs go (one lr_lambda call
+        # per step); an epoch before the one kept (a resume) recomputes it from 1
+        done, product = self._products.get(group, (0, 1.0))
+        if epoch < done:
+            done, product = 0, 1.0
+        for k in range(done + 1, epoch + 1):
+            product *= float(self.lr_lambdas[group](k))
+        self._products[group] = (epoch, product)
+        return base_lr * product
+
+    def state_dict(self) -> dict:
+        state = super().state_dict()
+        del state["_products"]  # (a cache: a resume recomputes it, and older states lack it)
+        return state
+
+    def load_state_dict(self, state_dict: dict):
+        self._products = {}
+        super().load_state_dict(state_dict)
+
+
+class CosineAnnealingWarmRestarts(LRScheduler):
+    """Cosine annealing from base_lr to eta_min over T_0 epochs, restarting, each period
+    T_mult times the previous (SGDR). step(epoch) may jump to a (fractional) epoch."""
+
+    def __init__(self, optimizer, T_0: int, T_mult: int = 1, eta_min: float = 0.0, last_epoch=-1):
+        if not isinstance(T_0, int) or T_0 <= 0:
+            raise ValueError(f"Expected positive integer T_0, but got {T_0}")
+        if not isinstance(T_mult, int) or T_mult < 1:
+            raise ValueError(f"Expected integer T_mult >= 1, but got {T_mult}")
+        self.T_0, self.T_mult, self.eta_min = T_0, T_mult, float(eta_min)
+        # what step(epoch) was given beyond last_epoch = floor(epoch): later step()s go on
+        # from there, as PyTorch's T_cur does (step(0.5), step() is at 1.5)
+        self.fraction = 0.0
+        super().__init__(optimizer, last_epoch)
+
+    def _position(self, epoch):
+        """(epochs into the current period, the period's length)."""
+        if isinstance(epoch, int):  # exact integer arithmetic, as PyTorch's step() counts
+            t, period = epoch, self.T_0
+            while t >= period:
+                t, period = t - period, period * self.T_mult
+            return t, period
+        if epoch < self.T_0:
+            return epoch, self.T_0
+        if self.T_mult == 1:
+            return epoch % self.T_0, self.T_0
+        n = int(math.log(epoch / self.T_0 * (self.T_mult - 1) + 1, self.T_mult))
+        return (
+            epoch - self.T_0 * (self.T_mult**n - 1) / (self.T_mult - 1),
+            self.T_0 * self.T_mult**n,
+        )
+
+    def lr_at(self, epoch, base_lr, group=0):
+        t, period = self._position(epoch)
+        return self.eta_min + (base_lr - self.eta_min) * (1 + math.cos(math.pi * t / period)) / 2
+
+    def step(self, epoch=None):
+        if epoch is not None and epoch < 0:
+            raise ValueError(f"Expected non-negative epoch, but got {epoch}")
+        if epoch is None:
+            self.last_epoch += 1
+        else:
+            self.last_epoch = math.floor(epoch)
+            self.fraction = epoch - self.last_epoch
+        self._apply(self.get_lr())
+
+    def get_lr(self) -> list[float]:
+        epoch = self.last_epoch + self.fraction if self.fraction else self.last_epoch
+        return [self.lr_at(epoch, base, i) for i, base in enumerate(self.base_lrs)]
+
+    def load_state_dict(self, state_dict: dict):
+        super().load_state_dict({"fraction": 0.0, **state_dict})  # (saved before it existed)
+
+
+# ---------------------------------------------------------------- cyclic schedules
+# OneCycleLR and CyclicLR also cycle the momentum (SGD's and RMSprop's momentum, beta1 of the
+# Adam family) inversely to the lr, as PyTorch's do.
+
+
+def _momentum_name(optimizer) -> str:
+    for name in ("momentum", "beta1"):
+        if name in optimizer.hyper:
+            return name
+    raise ValueError(
+        "optimizer must support momentum or beta1 with `cycle_momentum` option enabled"
+    )
+
+
+class OneCycleLR(LRScheduler):
+    """The 1cycle policy, stepped once per batch: the lr rises from max_lr / div_factor to
+    max_lr over pct_start of total_steps and anneals to initial_lr / final_div_factor
+    ('cos' or 'linear'); three_phase returns to the initial lr before the final anneal. The
+    momentum moves inversely, between max_momentum and base_momentum."""
+
+    def __init__(
+        self,
+        optimizer,
+        max_lr: float,
+        total_steps: int | None = None,
+        epochs: int | None = None,
+        steps_per_epoch: int | None = None,
+        pct_start: float = 0.3,
+        anneal_strategy: str = "cos",
+        cycle_momentum: bool = True,
+        base_momentum: float = 0.85,
+        max_momentum: float = 0.95,
+        div_factor: float = 25.0,
+        final_div_factor: float = 1e4,
+        three_phase: bool = False,
+        last_epoch: int = -1,
+    ):
+        self.total_steps = _total_steps(total_steps, epochs, steps_per_epoch)
+        if not 0 <= pct_start <= 1 or isinstance(pct_start, bool):
+            raise ValueError(f"Expected float between 0 and 1 pct_start, but got {pct_start}")
+        if anneal_strategy not in ("cos", "linear"):
+            raise ValueError(
+                f"anneal_strategy must be one of 'cos' or 'linear', instead got {anneal_strategy}"
+            )
+        self.anneal_strategy = anneal_strategy
+        groups = optimizer.param_groups  # (each value: one for all groups, or one per group)
+        self.max_lr = _floats(max_lr, groups, "max_lr")
+        self.initial = [m / div_factor for m in self.max_lr]
+        self.min_lr = [i / final_div_factor for i in self.initial]
+        self.cycle_momentum = bool(cycle_momentum)
+        self.base_momentum = _floats(base_momentum, groups, "base_momentum")
+        self.max_momentum = _floats(max_momentum, groups, "max_momentum")
+        self.phases = _one_cycle_phases(self.total_steps, float(pct_start), three_phase)
+        self.momentum_name = _momentum_name(optimizer) if cycle_momentum else None
+        if last_epoch == -1:
+            for i, group in enumerate(groups):
+                group["initial_lr"] = self.initial[i]
+                if cycle_momentum:
+                    optimizer.set_hyper(group, self.momentum_name, self.max_momentum[i])
+        super().__init__(optimizer, last_epoch)
+
+    def _anneal(self, start, end, pct):
+        if self.anneal_strategy == "cos":
+            return end + (start - end) / 2.0 * (math.cos(math.pi * pct) + 1)
+        return (end - start) * pct + start
+
+    def _values(self, step: int, group: int) -> tuple[float, float]:
+        """(lr, momentum) of parameter group number `group` at `step`."""
+        if step > self.total_steps:
+            raise ValueError(
+                f"Tried to step {step} times. The specified number of total steps is "
+                f"{self.total_steps}"
+            )
+        values = {"initial": self.initial, "max": self.max_lr, "min": self.min_lr}
+        momenta = {"max": self.max_momentum, "base": self.base_momentum}
+        start_step = 0
+        for i, (end_step, lrs, moms) in enumerate(self.phases):
+            if step <= end_step or i == len(self.phases) - 1:
+                pct = (step - start_step) / (end_step - start_step)
+                lr = self._anneal(values[lrs[0]][group], values[lrs[1]][group], pct)
+                return lr, self._anneal(momenta[moms[0]][group], momenta[moms[1]][group], pct)
+            start_step = end_step
+        raise AssertionError("unreachable")
+
+    def lr_at(self, epoch, base_lr, group=0):
+        return self._values(epoch, group)[0]
+
+    def step(self):
+        self.last_epoch += 1
+        for i, group in enumerate(self.optimizer.param_groups):
+            lr, momentum = self._values(self.last_epoch, i)
+            # the allowed step past the end (step total_steps) overshoots a linear anneal
+            # below zero: PyTorch sets that negative lr, nbflow's optimizers refuse one
+            self.optimizer.set_hyper(group, "lr", max(lr, 0.0))
+            if self.cycle_momentum:
+                self.optimizer.set_hyper(group, self.momentum_name, momentum)
+
+    def load_state_dict(self, state_dict: dict):
+        super().load_state_dict(_as_lists(state_dict, self, _ONE_CYCLE_LISTS))
+
+
+def _total_steps(total_steps, epochs, steps_per_epoch) -> int:
+    if total_steps is not None:
+        if not isinstance(total_steps, int) or total_steps <= 0:
+            raise ValueError(f"Expected positive integer total_steps, but got {total_steps}")
+        return total_steps
+    if epochs is None or steps_per_epoch is None:
+        raise ValueError("You must define either total_steps OR (epochs AND steps_per_epoch)")
+    if not isinstance(epochs, int) or epochs <= 0:
+        raise ValueError(f"Expected positive integer epochs, but got {epochs}")
+    if not isinstance(steps_per_epoch, int) or steps_per_epoch <= 0:
+        raise ValueError(f"Expected positive integer steps_per_epoch, but got {steps_per_epoch}")
+    return epochs * steps_per_epoch
+
+
+def _floats(value, groups, name: str) -> list[float]:
+    return [float(v) for v in _per_group(value, groups, name)]
+
+
+_ONE_CYCLE_LISTS = ("max_lr", "initial", "min_lr", "base_momentum", "max_momentum")
+_CYCLIC_LISTS = ("min_lr", "max_lr", "base_momentum", "max_momentum")
+
+
+def _as_lists(state: dict, scheduler, names) -> dict:
+    """A cyclic schedule's state, its per-group values lists (a state saved when they were
+    one number for every group loads too)."""
+    n = len(scheduler.optimizer.param_groups)
+    return {k: [v] * n if k in names and not isinstance(v, list) else v for k, v in state.items()}
+
+
+def _one_cycle_phases(total: int, pct_start: float, three_phase: bool) -> list:
+    """(end step, (start lr, end lr), (start momentum, end momentum)) per phase."""
+    if three_phase:
+        return [
+            (float(pct_start * total) - 1, ("initial", "max"), ("max", "base")),
+            (float(2 * pct_start * total) - 2, ("max", "initial"), ("base", "max")),
+            (total - 1, ("initial", "min"), ("max", "max")),
+        ]
+    return [
+        (float(pct_start * total) - 1, ("initial", "max"), ("max", "base")),
+        (total - 1, ("max", "min"), ("base", "max")),
+    ]
+
+
+class CyclicLR(LRScheduler):
+    """The lr cycles between base_lr and max_lr (step_size_up steps up, step_size_down down),
+    stepped once per batch. mode: 'triangular' (constant amplitude), 'triangular2' (halved
+    each cycle), 'exp_range' (times gamma ** iteration), or scale_fn with scale_mode. The
+    momentum cycles inversely between max_momentum and base_momentum."""
+
+    def __init__(
+        self,
+        optimizer,
+        base_lr: float,
+        max_lr: float,
+        step_size_up: int = 2000,
+        step_size_down: int | None = None,
+        mode: str = "triangular",
+        gamma: float = 1.0,
+        scale_fn=None,
+        scale_mode: str = "cycle",
+        cycle_momentum: bool = True,
+        base_momentum: float = 0.8,
+        max_momentum: float = 0.9,
+        last_epoch: int = -1,
+    ):
+        if mode not in ("triangular", "triangular2", "exp_range") and scale_fn is None:
+            raise ValueError("mode is invalid and scale_fn is None")
+        if scale_mode not in ("cycle", "iterations"):
+            raise ValueError(f"scale_mode must be 'cycle' or 'iterations', got {scale_mode!r}")
+        up = float(step_size_up)
+        down = float(step_size_down) if step_size_down is not None else up
+        self.total_size, self.step_ratio = up + down, up / (up + down)
+        groups = optimizer.param_groups  # (each value: one for all groups, or one per group)
+        self.min_lr, self.max_lr = (
+            _floats(base_lr, groups, "base_lr"),
+            _floats(max_lr, groups, "max_lr"),
+        )
+        self.mode, self.gamma = mode, float(gamma)
+        self.scale_fn, self.scale_mode = scale_fn, scale_mode
+        if scale_fn is None:
+            self.scale_mode = "iterations" if mode == "exp_range" else "cycle"
+        self.cycle_momentum = bool(cycle_momentum)
+        self.base_momentum = _floats(base_momentum, groups, "base_momentum")
+        self.max_momentum = _floats(max_momentum, groups, "max_momentum")
+        self.momentum_name = _momentum_name(optimizer) if cycle_momentum else None
+        if last_epoch == -1:
+            for i, group in enumerate(groups):
+                optimizer.set_hyper(group, "lr", self.min_lr[i])
+                if cycle_momentum:
+                    optimizer.set_hyper(group, self.momentum_name, self.max_momentum[i])
+        super().__init__(optimizer, last_epoch)
+
+    def _scale(self, x: float) -> float:
+        if self.scale_fn is not None:
+            return float(self.scale_fn(x))
+        if self.mode == "triangular":
+            return 1.0
+        if self.mode == "triangular2":
+            return 1 / (2.0 ** (x - 1))
+        return self.gamma**x
+
+    def _values(self, epoch: int, group: int) -> tuple[float, float]:
+        """(lr, momentum) of parameter group number `group` at `epoch`."""
+        cycle = math.floor(1 + epoch / self.total_size)
+        x = 1.0 + epoch / self.total_size - cycle
+        if x <= self.step_ratio:
+            factor = x / self.step_ratio
+        else:
+            factor = (x - 1) / (self.step_ratio - 1)
+        scale = self._scale(cycle if self.scale_mode == "cycle" else epoch)
+        low, high = self.min_lr[group], self.max_lr[group]
+        lr = low + (high - low) * factor * scale
+        top, bottom = self.max_momentum[group], self.base_momentum[group]
+        return lr, top - (top - bottom) * factor * scale
+
+    def lr_at(self, epoch, base_lr, group=0):
+        return self._values(epoch, group)[0]
+
+    def step(self):
+        self.last_epoch += 1
+        for i, group in enumerate(self.optimizer.param_groups):
+            lr, momentum = self._values(self.last_epoch, i)
+            self.optimizer.set_hyper(group, "lr", lr)
+            if self.cycle_momentum:
+                self.optimizer.set_hyper(group, self.momentum_name, momentum)
+
+    def load_state_dict(self, state_dict: dict):
+        super().load_state_dict(_as_lists(state_dict, self, _CYCLIC_LISTS))
+
+
+# ---------------------------------------------------------------- schedules of schedules
+
+
+class SequentialLR(LRScheduler):
+    """schedulers[i] from milestones[i - 1] on, each counting its epochs from its
+    milestone (from 0 for the first)."""
+
+    def __init__(self, optimizer, schedulers, milestones, last_epoch: int = -1):
+        schedulers = list(schedulers)
+        if not schedulers:
+            raise ValueError("SequentialLR expects at least one scheduler")
+        for i, s in enumerate(schedulers):
+            if not isinstance(s, LRScheduler) or s.optimizer is not optimizer:
+                raise ValueError(
+                    f"SequentialLR expects all schedulers to belong to the same optimizer, "
+                    f"but got scheduler at index {i} to be different"
+                )
+        if len(milestones) != len(schedulers) - 1:
+            raise ValueError(
+                f"Sequential Schedulers expects number of schedulers provided to be one more "
+                f"than the number of milestone points, but got number of schedulers "
+                f"{len(schedulers)} and the number of milestones to be equal to {len(milestones)}"
+            )
+        self._schedulers, self._milestones = schedulers, [int(m) for m in milestones]
+        for group in optimizer.param_groups:  # undo what the schedulers' constructors set
+            optimizer.set_hyper(group, "lr", group["initial_lr"])
+        super().__init__(optimizer, last_epoch)
+
+    def _current(self, epoch: int) -> tuple[LRScheduler, int]:
+        i = bisect.bisect_right(self._milestones, epoch)
+        return self._schedulers[i], epoch - (self._milestones[i - 1] if i else 0)
+
+    def lr_at(self, epoch, base_lr, group=0):
+        scheduler, local = self._current(epoch)
+        return scheduler.lr_at(local, base_lr, group)
+
+    def step(self):
+        self.last_epoch += 1
+        scheduler, local = self._current(self.last_epoch)
+        scheduler.last_epoch = local - 1
+        if local == 0:  # its first epoch: its closed form, not carried on from the last one's
+            scheduler._restart()
+        scheduler.step()  # (its side effects too: the momentum of a cyclic schedule)
+
+    def state_dict(self) -> dict:
+        own = {k: v for k, v in vars(self).items() if k not in ("optimizer", "_schedulers")}
+        own["_schedulers"] = [s.state_dict() for s in self._schedulers]
+        return own
+
+    def load_state_dict(self, state_dict: dict):
+        state = dict(state_dict)
+        for s, saved in zip(self._schedulers, state.pop("_schedulers")):
+            s.load_state_dict(saved)
+        self.__dict__.update(state)
+        self._apply(self.get_lr())
+
+
+class ChainedScheduler(LRScheduler):
+    """Every scheduler steps at each step(), in order, each carrying on the lr the others
+    left (LRScheduler's chaining, PyTorch's). A state loaded back sets the lr to the initial
+    lr times the product of each scheduler's lr / its base lr (the chained lr of
+    multiplicative schedules)."""
+
+    def __init__(self, schedulers, optimizer=None):
+        schedulers = list(schedulers)
+        if not schedulers:
+            raise ValueError("ChainedScheduler expects at least one scheduler")
+        optimizer = optimizer or schedulers[0].optimizer
+        for i, s in enumerate(schedulers):
+            if s.optimizer is not optimizer:
+                raise ValueError(
+                    f"ChainedScheduler expects all schedulers to belong to the same optimizer, "
+                    f"but got scheduler at index {i} to be different"
+                )
+        self._schedulers = schedulers
+        self.optimizer = optimizer
+        self.base_lrs = [group["initial_lr"] for group in optimizer.param_groups]
+        self.last_epoch = schedulers[0].last_epoch  # (their constructors set epoch 0's lr)
+
+    def get_lr(self):
+        lrs = []
+        for i, lr in enumerate(self.base_lrs):
+            for s in self._schedulers:
+                if s.base_lrs[i]:  # (a group at lr 0, frozen, stays there)
+                    lr *= s.lr_at(s.last_epoch, s.base_lrs[i], i) / s.base_lrs[i]
+            lrs.append(lr)
+        return lrs
+
+    def step(self):
+        self.last_epoch += 1
+        for s in self._schedulers:
+            s.step()
+
+    state_dict = SequentialLR.state_dict
+    load_state_dict = SequentialLR.load_state_dict
+
+
+class ReduceLROnPlateau:
+    """Multiply the lr by `factor` when a metric (step(metric), once per epoch) has not
+    improved for `patience` epochs, then wait `cooldown` epochs; never below min_lr.
+    PyTorch's rules: 'min' mode improves below best * (1 - threshold) ('rel') or best -
+    threshold ('abs'); 'max' mode above."""
+
+    def __init__(
+        self,
+        optimizer: Optimizer,
+        mode="min",
+        factor=0.1,
+        patience=10,
+        threshold=1e-4,
+        threshold_mode="rel",
+        cooldown=0,
+        min_lr=0.0,
+        eps=1e-8,
+    ):
+        if mode not in ("min", "max") or threshold_mode not in ("rel", "abs"):
+            raise ValueError(f"mode {mode!r} / threshold_mode {threshold_mode!r} unknown")
+        if not 0.0 <= factor < 1.0:
+            raise ValueError(f"factor must be in [0, 1), got {factor}")
+        self.optimizer = optimizer
+        self.mode, self.factor, self.patience = mode, float(factor), int(patience)
+        self.threshold, self.threshold_mode = float(threshold), threshold_mode
+        self.cooldown, self.eps = int(cooldown), float(eps)
+        groups = optimizer.param_groups
+        self.min_lrs = [float(v) for v in _per_group(min_lr, groups, "min_lr")]  # PyTorch's
+        self.best = math.inf if mode == "min" else -math.inf
+        self.num_bad_epochs = self.cooldown_counter = 0
+        self.last_epoch = 0
+
+    def _better(self, value: float) -> bool:
+        lower = self.mode == "min"
+        if self.threshold_mode == "rel":
+            limit = self.best * (1 - self.threshold if lower else 1 + self.threshold)
+        else:
+            limit = self.best - self.threshold if lower else self.best + self.threshold
+        return value < limit if lower else value > limit
+
+    def step(self, metrics):
+        value = float(metrics.item() if hasattr(metrics, "item") else metrics)
+        self.last_epoch += 1
+        if self._better(value):
+            self.best, self.num_bad_epochs = value, 0
+        else:
+            self.num_bad_epochs += 1
+        if self.cooldown_counter > 0:
+            self.cooldown_counter -= 1
+            self.num_bad_epochs = 0
+        if self.num_bad_epochs > self.patience:
+            groups = self.optimizer.param_groups
+            for group, min_lr in zip(groups, self.min_lrs):
+                new = max(group["lr"] * self.factor, min_lr)
+                if group["lr"] - new > self.eps:
+                    self.optimizer.set_hyper(group, "lr", new)
+            self.cooldown_counter, self.num_bad_epochs = self.cooldown, 0
+
+    def get_last_lr(self) -> list[float]:
+        return [group["lr"] for group in self.optimizer.param_groups]
+
+    def state_dict(self) -> dict:
+        return {k: v for k, v in vars(self).items() if k != "optimizer"}
+
+    def load_state_dict(self, state_dict: dict):
+        own = self.state_dict()
+        if set(state_dict) != set(own):
+            raise ValueError(f"ReduceLROnPlateau.load_state_dict: keys {sorted(own)} expected")
+        self.__dict__.update(state_dict)
+
+
+def _per_group(value, groups, name: str) -> list:
+    """One value per parameter group: a list or tuple of them, or one for every group."""
+    if isinstance(value, (list, tuple)):
+        if len(value) != len(groups):
+            raise ValueError(f"expected {len(groups)} values for {name}, got {len(value)}")
+        return list(value)
+    return [value] * len(groups)
