@@ -31,6 +31,8 @@ import traceback
 from dataclasses import dataclass
 from typing import Any
 
+from .sampler import _rng
+
 POLL_SECONDS = 1.0  # how often a wait for a batch checks that the workers are alive
 
 __all__ = ["WorkerInfo", "get_worker_info"]
@@ -83,8 +85,8 @@ def _failure(where: str) -> _Failure:
 def _worker_loop(batches, init_fn, worker_id: int, num_workers: int, seed: int, tasks, results):
     """A worker process: set up, then answer tasks until a None arrives."""
     global _WORKER_INFO
-    from .kernels.threads import set_num_threads
-    from .ops.creation import manual_seed
+    from ..kernels.threads import set_num_threads
+    from ..ops.creation import manual_seed
 
     where = f"in DataLoader worker process {worker_id}"
     _WORKER_INFO = WorkerInfo(worker_id, num_workers, seed, batches.dataset)
@@ -298,8 +300,6 @@ class WorkerIterator:
 def _base_seed(generator) -> int:
     """An epoch's worker seed base, from a child stream of the loader's generator (spawn
     leaves the generator's own draws, the shuffled order, as they were)."""
-    from .data import _rng
-
     rng = _rng(generator)
     try:
         child = rng.spawn(1)[0]

@@ -1,4 +1,4 @@
-"""PyTorch's DistributedSampler, for nbflow.data.
+"""PyTorch's DistributedSampler (torch.utils.data.distributed), for nbflow.data.
 
 DistributedSampler gives each of `num_replicas` processes (ranks) its own equal share of a
 dataset's indices. Without num_replicas / rank it takes the world size and this process's
@@ -16,8 +16,8 @@ import operator
 
 import numpy as np
 
-from . import comm
-from .data import Sampler, _check_bool
+from .. import comm
+from .sampler import Sampler, _check_bool
 
 __all__ = ["DistributedSampler"]
 
