@@ -1,4 +1,4 @@
-"""The rest of torch.linalg (nbflow/linalg_extra.py, nbflow/ops/factorizations.py) against
+"""The rest of torch.linalg (nbflow/linalg.py, nbflow/ops/factorizations.py) against
 scipy.linalg and numpy: shapes and dtypes first, values second; info tensors and errors on
 singular input as PyTorch's; float64 gradients against finite differences; eager vs jit; and
 torch where it is installed."""
