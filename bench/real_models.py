@@ -159,9 +159,12 @@ def measure(jobs, rounds, seconds):
             if job in errors:
                 continue
             try:
-                results.setdefault(job, []).append(run_child(*job, seconds))
+                got = run_child(*job, seconds)
             except RuntimeError as e:
                 errors[job] = str(e)
+                results.pop(job, None)
+                continue
+            results.setdefault(job, []).append(got)
     return {job: np.median(v, axis=0) for job, v in results.items()}, errors
 
 
