@@ -343,6 +343,12 @@ def index_cases():
         [values(shape, dt.float32), values(shape, dt.float32), x],
     )
     per_channel = (values((shape[1],), dt.float32), values((shape[1],), dt.float32))
+    bn_affine = REGISTRY["batch_norm_train_affine"]
+    fn = lambda x, w, b: bn_affine(x, w, b, eps=1e-5)
+    yield "batch_norm_train_affine", "NCS", fn, [x, *per_channel]
+    bn_affine_grad = REGISTRY["batch_norm_train_affine_grad"]
+    fn = lambda g, x, w: bn_affine_grad(g, x, w, eps=1e-5)
+    yield "batch_norm_train_affine_grad", "NCS", fn, [values(shape, dt.float32), x, per_channel[0]]
     affine = REGISTRY["channel_affine"]
     yield "channel_affine", "NCS", (lambda y, w, b: affine(y, w, b)), [x, *per_channel]
     affine_grad = REGISTRY["channel_affine_grad"]

@@ -209,10 +209,22 @@ SAMPLES = {
         {},
     ),
     "batch_norm_train": (
+        lambda a: nb.batch_norm(
+            a, nb.zeros(2, dtype="float64"), nb.ones(2, dtype="float64"), training=True
+        ),
+        lambda: [x(3, 2, 2)],
+        {},
+    ),
+    "batch_norm_train_affine": (
         lambda a, w, b: nb.batch_norm(
             a, nb.zeros(2, dtype="float64"), nb.ones(2, dtype="float64"), w, b, training=True
         ),
         lambda: [x(3, 2, 2), x(2), x(2)],
+        {},
+    ),
+    "batch_norm_train_affine_grad": (
+        lambda g, a, w: nb.batch_norm_train_affine_grad(g, a, w, eps=1e-5),
+        lambda: [x(3, 2, 2, low=-1), x(3, 2, 2), x(2, low=-1)],
         {},
     ),
     "batch_norm_train_grad": (

@@ -359,6 +359,23 @@ def _batch_norm_train_grad(g, y, x, out, eps):
         impl().batch_norm_grad(g, y, x, out, eps)
 
 
+def _batch_norm_train_affine(x, w, b, *rest, eps):
+    out = rest[-1]
+    if out.size:
+        impl().batch_norm(x, out, eps)
+        impl().channel_affine(out, w, b, out)  # (in place: each element read, then written)
+
+
+def _batch_norm_train_affine_grad(g, x, w, dx, dw, db, eps):
+    # batch_norm_train_grad(g w, y, x) with y normalised again, on the CPU's kernels' terms
+    y, gw = (devices.empty(tuple(x.shape), dx.dtype) for _ in range(2))
+    if x.size:
+        impl().batch_norm(x, y, eps)
+    impl().channel_affine_grad(g, y, w, gw, dw, db)
+    if x.size:
+        impl().batch_norm_grad(gw, y, x, dx, eps)
+
+
 def _channel_affine(y, w, b, out):
     impl().channel_affine(y, w, b, out)
 
@@ -558,6 +575,8 @@ KERNELS = {
     "layer_norm_grad": _layer_norm_grad,
     "batch_norm_train": _batch_norm_train,
     "batch_norm_train_grad": _batch_norm_train_grad,
+    "batch_norm_train_affine": _batch_norm_train_affine,
+    "batch_norm_train_affine_grad": _batch_norm_train_affine_grad,
     "channel_affine": _channel_affine,
     "channel_affine_grad": _channel_affine_grad,
     "batch_norm_update_stats_": _update_stats,

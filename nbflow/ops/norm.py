@@ -7,9 +7,11 @@
   non-differentiable random op seeded by an nbflow.Generator like the other random ops; the
   gradient is g * mask, the same mask.
 - `layer_norm` and `batch_norm` normalise with one fused op each (`layer_norm`,
-  `batch_norm_train`: mean and variance accumulated in float64 in one pass over each row or
-  channel), and apply the affine weight and bias with ordinary ops. Their gradient rules
-  recompute the inverse standard deviation with ops, so they differentiate again.
+  `batch_norm_train`: mean and variance accumulated in float64 over each row or channel, in
+  cache while it is normalised); layer_norm applies its affine weight and bias with ordinary
+  ops, batch_norm in training with the same op (`batch_norm_train_affine`, whose gradient
+  reads g and x only, the normalised x recomputed). Their second derivatives recompute the
+  inverse standard deviation with ops, so they differentiate again.
 - In training mode batch_norm updates the running statistics in place with
   `batch_norm_update_stats_` (PyTorch's rule, the running variance unbiased). The running
   statistics are also inputs of `batch_norm_train`, read for nothing but their place in the
@@ -94,38 +96,45 @@ def _channel_stats(x, c):
 
 
 @njit(**CHANNEL_JIT)
-def _normalize_channels(x, out, eps, first, last):
+def _normalize_channels(x, w, b, out, eps, first, last):
     """Batch normalisation of channels [first, last) of x (N, C, S) by each channel's batch
-    mean and biased variance."""
+    mean and biased variance, then scaled by w[c] and shifted by b[c], in one pass after the
+    statistics."""
+    count = x.shape[0] * x.shape[2]
+    for c in range(first, last):
+        mean, squares = _channel_stats(x, c)
+        scale = w[c] / math.sqrt(squares / count + eps)
+        shift = b[c] - mean * scale
+        for n in range(x.shape[0]):
+            src, dst = x[n, c], out[n, c]
+            for s in range(x.shape[2]):
+                dst[s] = src[s] * scale + shift
+
+
+@njit(**CHANNEL_JIT)
+def _normalize_channels_grad(g, y, x, w, dx, dw, db, eps, recompute, first, last):
+    """The gradients of _normalize_channels for channels [first, last): dx = w rstd (g -
+    mean(g) - y mean(g y)), dw = sum(g y), db = sum(g), rstd from x's biased variance; y is
+    the normalised x, or with `recompute` x itself, normalised here as it is read."""
     count = x.shape[0] * x.shape[2]
     for c in range(first, last):
         mean, squares = _channel_stats(x, c)
         rstd = 1.0 / math.sqrt(squares / count + eps)
-        for n in range(x.shape[0]):
-            src, dst = x[n, c], out[n, c]
-            for s in range(x.shape[2]):
-                dst[s] = (src[s] - mean) * rstd
-
-
-@njit(**CHANNEL_JIT)
-def _normalize_channels_grad(g, y, x, dx, eps, first, last):
-    """The gradient of batch normalisation for channels [first, last): dx = rstd (g - mean(g)
-    - y mean(g y)), y the normalised x, rstd from x's biased variance."""
-    count = x.shape[0] * x.shape[2]
-    for c in range(first, last):
-        rstd = 1.0 / math.sqrt(_channel_stats(x, c)[1] / count + eps)
+        shift, scale = (mean, rstd) if recompute else (0.0, 1.0)  # y = (y - shift) scale
         total = 0.0
         dot = 0.0
         for n in range(x.shape[0]):
             gr, yr = g[n, c], y[n, c]
             for s in range(x.shape[2]):
                 total += gr[s]
-                dot += gr[s] * yr[s]
+                dot += gr[s] * (yr[s] - shift) * scale
         mean_g, mean_gy = total / count, dot / count
         for n in range(x.shape[0]):
             gr, yr, dst = g[n, c], y[n, c], dx[n, c]
             for s in range(x.shape[2]):
-                dst[s] = (gr[s] - mean_g - yr[s] * mean_gy) * rstd
+                dst[s] = (gr[s] - mean_g - (yr[s] - shift) * scale * mean_gy) * w[c] * rstd
+        dw[c] = dot
+        db[c] = total
 
 
 @njit(**CHANNEL_JIT)
@@ -418,8 +427,9 @@ def _layer_norm_spec(x, normalized_shape, eps):
 def _layer_norm_cpu(x, out, normalized_shape, eps):
     if out.size == 0:
         return
-    rows = np.ascontiguousarray(x).reshape(1, -1, math.prod(normalized_shape))
-    _by_channels(_normalize_channels, rows, rows, out.reshape(rows.shape), eps)  # rows as channels
+    rows = (1, -1, math.prod(normalized_shape))  # rows as channels
+    count = x.size // rows[2]
+    _normalize_cpu(x.reshape(rows), np.ones(count), np.zeros(count), out.reshape(rows), eps)
 
 
 def _layer_norm_ref(x, normalized_shape, eps=1e-5):
@@ -460,10 +470,11 @@ def _layer_norm_grad_spec(g, y, x, normalized_shape, eps):
 
 def _layer_norm_grad_cpu(g, y, x, out, normalized_shape, eps):
     if out.size:
-        rows = tuple(a.reshape(1, -1, math.prod(normalized_shape)) for a in (g, y, x))
-        rows = tuple(np.ascontiguousarray(a) for a in rows)
-        dx = out.reshape(rows[0].shape)
-        _by_channels(_normalize_channels_grad, rows[2], *rows, dx, eps)  # rows as channels
+        rows = (1, -1, math.prod(normalized_shape))  # rows as channels
+        count = x.size // rows[2]
+        g3, y3, x3, dx = (a.reshape(rows) for a in (g, y, x, out))
+        scratch = np.empty(count)
+        _normalize_grad_cpu(g3, y3, x3, np.ones(count), dx, scratch, scratch, eps)
 
 
 def _layer_norm_grad_ref(g, y, x, normalized_shape, eps=1e-5):
@@ -581,10 +592,13 @@ def _batch_norm_train_spec(x, *stats, eps):
 
 
 def _batch_norm_train_cpu(x, *rest, eps):
-    out = rest[-1]
+    _normalize_cpu(x, np.ones(x.shape[1]), np.zeros(x.shape[1]), rest[-1], eps)
+
+
+def _normalize_cpu(x, w, b, out, eps):
     if out.size:
         x3 = _channels_last3(x)
-        _by_channels(_normalize_channels, x3, x3, out.reshape(x3.shape), eps)
+        _by_channels(_normalize_channels, x3, x3, w, b, out.reshape(x3.shape), eps)
 
 
 def _batch_norm_train_ref(x, *stats, eps=1e-5):
@@ -636,10 +650,20 @@ def _check_same_shapes(x, **others):
 
 
 def _train_grad_cpu(g, y, x, out, eps):
-    if out.size:
-        x3 = _channels_last3(x)
-        g3, y3 = (_channels_last3(a) for a in (g, y))
-        _by_channels(_normalize_channels_grad, x3, g3, y3, x3, out.reshape(x3.shape), eps)
+    channels = np.empty(x.shape[1])
+    _normalize_grad_cpu(g, y, x, np.ones(x.shape[1]), out, channels, channels, eps)
+
+
+def _normalize_grad_cpu(g, y, x, w, dx, dw, db, eps):
+    """dx, dw, db of _normalize_channels (y None: recomputed from x)."""
+    if x.size == 0:
+        dw[...] = 0
+        db[...] = 0
+        return
+    x3, g3 = _channels_last3(x), _channels_last3(g)
+    y3 = x3 if y is None else _channels_last3(y)
+    args = (g3, y3, x3, w, dx.reshape(x3.shape), dw, db, eps, y is None)
+    _by_channels(_normalize_channels_grad, x3, *args)
 
 
 def _train_grad_ref(g, y, x, eps=1e-5):
@@ -678,21 +702,24 @@ def _batch_norm_train_grad_grad(h, dx, g, y, x, eps):
     return _normalize_grad_grad(h, dx, g, y, x, _bn_axes(len(x.shape)), eps, again)
 
 
-def _normalize_grad_grad(h, dx, g, y, x, axes, eps, again):
+def _normalize_grad_grad(h, dx, g, y, x, axes, eps, again, wanted=None):
     """The gradient of a normalisation's gradient dx = rstd (g - mean(g) - y mean(g y)) over
     `axes` (batch_norm_train_grad, layer_norm_grad): linear and symmetric in g, so the
     g-gradient is the op again (`again(h)`); y enters through y mean(g y); x only through
-    rstd (d rstd / dx = -rstd^3 (x - mean(x)) / count)."""
-    dg = again(h) if needs_grad(g) else None
+    rstd (d rstd / dx = -rstd^3 (x - mean(x)) / count). `wanted`: whether each of g, y, x
+    needs its gradient, when they are values the caller computed (which need none by
+    themselves in a backward pass that records nothing)."""
+    want_g, want_y, want_x = wanted or (needs_grad(g), needs_grad(y), needs_grad(x))
+    dg = again(h) if want_g else None
     dy = dxx = None
-    if needs_grad(y) or needs_grad(x):
+    if want_y or want_x:
         centred = x - _reduce.mean(x, axis=axes, keepdims=True)
         rstd = rsqrt(_reduce.mean(centred * centred, axis=axes, keepdims=True) + eps)
-        if needs_grad(y):
+        if want_y:
             mean_gy = _reduce.mean(g * y, axis=axes, keepdims=True)
             mean_hy = _reduce.mean(h * y, axis=axes, keepdims=True)
             dy = -(h * mean_gy + g * mean_hy) * rstd
-        if needs_grad(x):
+        if want_x:
             dxx = -_reduce.mean(h * dx, axis=axes, keepdims=True) * rstd * rstd * centred
     return dg, dy, dxx
 
@@ -850,6 +877,111 @@ def _channel_affine_grad_grad(h, outs, g, y, w):
     return dg, dy, dw
 
 
+# ---------------------------------------------------------------- batch_norm_train_affine
+
+
+def _train_affine_spec(x, w, b, *stats, eps):
+    _batch_norm_train_spec(x, *stats, eps=eps)
+    _check_stats(x, (w, b))
+    return Spec(x.shape, dt.promote([x.dtype, w.dtype, b.dtype]))
+
+
+def _train_affine_cpu(x, w, b, *rest, eps):
+    _normalize_cpu(x, w, b, rest[-1], eps)
+
+
+def _train_affine_ref(x, w, b, *stats, eps=1e-5):
+    y = _batch_norm_train_ref(x.astype(np.float64), eps=eps)
+    return _affine_ref(y, w.astype(np.float64), b).astype(dt.promote([x.dtype, w.dtype, b.dtype]))
+
+
+batch_norm_train_affine = Op(
+    name="batch_norm_train_affine",
+    inputs=("x", "weight", "bias", "*running_stats"),
+    outputs=("out",),
+    spec=_train_affine_spec,
+    kernels={"cpu": _train_affine_cpu, "cuda": None},
+    dtypes=FLOATS,
+    ref=_train_affine_ref,
+    attrs={"eps": Attr("float", 1e-5)},
+    promote=(0, 1, 2),
+    shape_only=("running_stats",),
+    doc=(
+        "batch_norm_train followed by channel_affine in one op: (x - mean) / sqrt(var + eps) "
+        "* weight[c] + bias[c] with each channel's batch statistics, one pass over x after "
+        "them (PyTorch's batch_norm in training mode with its affine parameters)."
+    ),
+)
+
+
+@batch_norm_train_affine.defgrad
+def _batch_norm_train_affine_grad(g, out, x, w, b, *stats, eps):
+    dx, dw, db = batch_norm_train_affine_grad(g, x, w, eps=eps)
+    wanted = zip((dx, dw, db), (x, w, b))
+    return tuple(d if needs_grad(a) else None for d, a in wanted) + (None,) * len(stats)
+
+
+def _train_affine_grad_spec(g, x, w, eps):
+    _check_bn_input(x)
+    _check_stats(x, (w,))
+    _check_same_shapes(x, g=g)
+    d = dt.promote([g.dtype, x.dtype, w.dtype])
+    return Spec(x.shape, d), Spec(w.shape, d), Spec(w.shape, d)
+
+
+def _train_affine_grad_cpu(g, x, w, dx, dw, db, eps):
+    _normalize_grad_cpu(g, None, x, w, dx, dw, db, eps)
+
+
+def _train_affine_grad_ref(g, x, w, eps=1e-5):
+    axes = _bn_axes(x.ndim)
+    g64 = g.astype(np.float64)
+    y = _batch_norm_train_ref(x.astype(np.float64), eps=eps)
+    dx = _normalize_grad_ref(g64 * w.reshape((-1,) + (1,) * (x.ndim - 2)), y, x, axes, eps)
+    d = dt.promote([g.dtype, x.dtype, w.dtype])
+    return dx.astype(d), (g64 * y).sum(axis=axes).astype(d), g64.sum(axis=axes).astype(d)
+
+
+batch_norm_train_affine_grad = Op(
+    name="batch_norm_train_affine_grad",
+    inputs=("g", "x", "weight"),
+    outputs=("dx", "dweight", "dbias"),
+    spec=_train_affine_grad_spec,
+    kernels={"cpu": _train_affine_grad_cpu, "cuda": None},
+    dtypes=FLOATS,
+    ref=_train_affine_grad_ref,
+    attrs={"eps": Attr("float", 1e-5)},
+    promote=(0, 1, 2),
+    doc=(
+        "The gradients of batch_norm_train_affine from g and x (the normalised x recomputed "
+        "as it is read): dx = weight[c] rstd (g - mean(g) - y mean(g y)), dweight = sum(g y), "
+        "dbias = sum(g), per channel; two passes over each channel after its statistics."
+    ),
+)
+
+
+@batch_norm_train_affine_grad.defgrad
+def _batch_norm_train_affine_grad_grad(h, outs, g, x, w, eps):
+    # dx = batch_norm_train_grad(g w, y, x), dweight = sum(g y), dbias = sum(g), y = the
+    # normalised x: differentiated through those ops' own rules
+    hx, hw, hb = h
+    axes = _bn_axes(len(x.shape))
+    zeros = zeros_like(w)
+    y = batch_norm_train(x, eps=eps)
+    gw = channel_affine(g, w, zeros)
+    again = lambda h: batch_norm_train_grad(h, y, x, eps=eps)
+    want_g, want_x, want_w = needs_grad(g), needs_grad(x), needs_grad(w)
+    wanted = (want_g or want_w, want_x, want_x)
+    d_gw, d_y, d_x = _normalize_grad_grad(hx, outs[0], gw, y, x, axes, eps, again, wanted)
+    dg = channel_affine(d_gw, w, hb) + channel_affine(y, hw, zeros) if want_g else None
+    dw = _reduce.sum(d_gw * g, axis=axes) if want_w else None
+    dxx = None
+    if want_x:
+        d_y = d_y + channel_affine(g, hw, zeros)
+        dxx = batch_norm_train_grad(d_y, y, x, eps=eps) + d_x
+    return dg, dxx, dw
+
+
 def _per_channel(t, ndim):
     """A (C,) tensor shaped (C, 1, ...) to broadcast along axis 1 of an ndim-D input."""
     for _ in range(ndim - 2):
@@ -886,12 +1018,11 @@ def batch_norm(
                     "pass the momentum for this step"
                 )
             stats = batch_norm_update_stats_(running_mean, running_var, x, momentum=momentum)
-        out = batch_norm_train(x, *stats, eps=eps)
         if weight is None and bias is None:
-            return out
+            return batch_norm_train(x, *stats, eps=eps)
         scale = ones_like(bias) if weight is None else weight
         shift = zeros_like(weight) if bias is None else bias
-        return channel_affine(out, scale, shift)
+        return batch_norm_train_affine(x, scale, shift, *stats, eps=eps)
     if running_mean is None:
         raise ShapeError("batch_norm: evaluation needs running_mean and running_var")
     # one pass: x * scale + shift, the statistics and the affine folded per channel
@@ -917,6 +1048,8 @@ __all__ = [
     "layer_norm_grad",
     "batch_norm_train",
     "batch_norm_train_grad",
+    "batch_norm_train_affine",
+    "batch_norm_train_affine_grad",
     "channel_affine",
     "channel_affine_grad",
     "batch_norm_update_stats_",
