@@ -1,5 +1,5 @@
 """Datasets, samplers and batching (PyTorch's torch.utils.data), and the 8x8 digits.
-`nbflow.utils.data` is this module under PyTorch's name.
+`nbflow.utils.data` is this package under PyTorch's name.
 
     train = nbflow.data.load_digits("train", seed=0)        # needs scikit-learn
     loader = nbflow.data.DataLoader(train, batch_size=64, shuffle=True, seed=0)
