@@ -29,7 +29,7 @@ from contextlib import ContextDecorator
 import numpy as np
 
 from . import dtypes as dt
-from .core import STATE, Trace
+from .core import STATE, Trace, modes_changed
 from .errors import DTypeError
 from .ops import elementwise
 from .tensor import EagerTrace, Tensor, version_counter
@@ -104,11 +104,15 @@ class autocast(ContextDecorator):
         self.cache_enabled = True if cache_enabled is None else bool(cache_enabled)
         self._prev = []
 
+    def _recreate_cm(self):  # as a decorator: one per call (calls may be in several threads)
+        return autocast(self.device_type, self.fast_dtype, self.enabled, self.cache_enabled)
+
     def __enter__(self):
         self._prev.append((STATE.autocast, STATE.trace))
         STATE.autocast = _Policy(self.fast_dtype, self.cache_enabled) if self.enabled else None
         if type(STATE.trace) is EagerTrace:
             STATE.trace = _AutocastTrace()  # the operators' shortcut skips bind(): not here
+        modes_changed()
         return self
 
     def __exit__(self, *exc):
@@ -116,6 +120,7 @@ class autocast(ContextDecorator):
         STATE.autocast = autocast
         if type(STATE.trace) is _AutocastTrace:
             STATE.trace = trace
+        modes_changed()
         return False
 
 

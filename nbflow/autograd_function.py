@@ -50,6 +50,7 @@ from .core import (
     bind,
     enable_grad,
     is_grad_enabled,
+    modes_changed,
     no_grad,
     set_grad_enabled,
 )
@@ -404,7 +405,7 @@ def _checked_grad(cls, p: int, g, x):
             f"{p}, for an input of shape {tuple(shape)}"
         )
     # PyTorch's anomaly mode checks what backward returns
-    if (nan_inf_checking() or _Anomaly.check) and type(g) is Tensor:
+    if (nan_inf_checking() or STATE.anomaly[1]) and type(g) is Tensor:
         check_finite(np.asarray(g._data), f"{cls.__name__}Backward", f"grad {p}", None)
     return g
 
@@ -538,6 +539,9 @@ class inference_mode(ContextDecorator):
     def __init__(self, mode: bool = True):
         self.mode = bool(mode)
 
+    def _recreate_cm(self):  # as a decorator: one per call (calls may be in several threads)
+        return type(self)(self.mode)
+
     def __enter__(self):
         self.scope = no_grad() if self.mode else nullcontext()
         self.scope.__enter__()
@@ -547,11 +551,6 @@ class inference_mode(ContextDecorator):
 
 
 # ---------------------------------------------------------------- anomaly detection
-
-
-class _Anomaly:
-    enabled = False
-    check = False  # enabled with check_nan
 
 
 class AnomalyTrace(CheckingTrace):
@@ -566,9 +565,12 @@ class AnomalyTrace(CheckingTrace):
 
 
 def _set_anomaly(enabled: bool, check_nan: bool) -> None:
-    _Anomaly.enabled, _Anomaly.check = enabled, enabled and check_nan
+    """Anomaly mode in this thread (per thread, as nbflow's other modes; PyTorch keeps it
+    process-wide)."""
+    STATE.anomaly = (enabled, enabled and check_nan)
     if type(STATE.trace) in (EagerTrace, AnomalyTrace):  # (not inside a jit trace)
-        STATE.trace = AnomalyTrace() if _Anomaly.check else EagerTrace()
+        STATE.trace = AnomalyTrace() if STATE.anomaly[1] else EagerTrace()
+        modes_changed()
 
 
 class set_detect_anomaly(ContextDecorator):
@@ -578,7 +580,7 @@ class set_detect_anomaly(ContextDecorator):
     too). Eager mode only: a jitted function's Executor checks with check_nan_inf."""
 
     def __init__(self, mode: bool, check_nan: bool = True):
-        self.prev = (_Anomaly.enabled, _Anomaly.check)
+        self.prev = STATE.anomaly
         _set_anomaly(bool(mode), bool(check_nan))
 
     def __enter__(self):
@@ -595,8 +597,11 @@ class detect_anomaly(ContextDecorator):
     def __init__(self, check_nan: bool = True):
         self.check_nan = bool(check_nan)
 
+    def _recreate_cm(self):  # as a decorator: one per call (calls may be in several threads)
+        return type(self)(self.check_nan)
+
     def __enter__(self):
-        self.prev = (_Anomaly.enabled, _Anomaly.check)
+        self.prev = STATE.anomaly
         _set_anomaly(True, self.check_nan)
 
     def __exit__(self, *exc):
@@ -605,11 +610,11 @@ class detect_anomaly(ContextDecorator):
 
 
 def is_anomaly_enabled() -> bool:
-    return _Anomaly.enabled
+    return STATE.anomaly[0]
 
 
 def is_anomaly_check_nan_enabled() -> bool:
-    return _Anomaly.check
+    return STATE.anomaly[1]
 
 
 # ---------------------------------------------------------------- Variable

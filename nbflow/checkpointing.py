@@ -31,7 +31,7 @@ import warnings
 
 from .autograd import backprop, grad, toposort
 from .autograd_function import Function
-from .core import STATE, Trace, enable_grad, is_grad_enabled, no_grad
+from .core import STATE, Trace, enable_grad, is_grad_enabled, modes_changed, no_grad
 from .errors import GradientError, UnsupportedError
 from .func import _flatten, _unflatten
 from .graph.program import Var
@@ -293,10 +293,12 @@ def _Noting():
     trace.__dict__.update(getattr(STATE.trace, "__dict__", {}))
     trace.found, trace.ops, trace.random = {}, [], []
     prev, STATE.trace = STATE.trace, trace
+    modes_changed()
     try:
         yield trace
     finally:
         STATE.trace = prev
+        modes_changed()
 
 
 def checkpoint_sequential(functions, segments, input, use_reentrant=None, **kwargs):

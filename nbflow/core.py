@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import importlib
 import inspect
+import threading
 from collections.abc import Callable, Mapping
 from contextlib import ContextDecorator, contextmanager
 from dataclasses import dataclass, field
@@ -465,17 +466,86 @@ _NODE_OPTIONAL = frozenset(("location", "rule_inputs", "grad_of", "write_back"))
 # ---------------------------------------------------------------- modes
 
 
-class _State:
-    """Process-wide state read on every op: the current trace and the grad mode."""
+class _State(threading.local):
+    """The state read on every op, per thread as in PyTorch: the current trace, the grad
+    mode, the gradient rule running, autocast's policy and the NaN/Inf and anomaly checks.
 
-    trace: Any = None  # set by nbflow.tensor to the eager trace
+    A thread sees its own values once it sets them, and the class attributes (the defaults)
+    before: a new thread starts eager, with gradients on, no autocast and the checks off
+    (unless NBFLOW_CHECK_NAN_INF asks for them: nbflow/reliability.py sets the default). The
+    memory budget is process-wide: a property over `_PROCESS`.
+
+    Whoever sets `trace`, `grad_enabled` or `autocast` calls modes_changed() after: the hot
+    paths (bind(), the operators) skip reading this state while no thread has left those
+    defaults (`ODD` is empty), since a threading.local's read costs ~20 ns more than a plain
+    object's, a measurable part of a 1-element add."""
+
+    trace: Any = None  # the default set by nbflow.tensor to the eager trace
     grad_enabled: bool = True
     differentiating: Node | None = None  # the node whose gradient rule runs (autograd)
-    memory_budget: int = 1 << 62  # bytes one op may allocate (nbflow.set_memory_budget)
     autocast: Any = None  # nbflow.autocast's policy: casts an op's arguments (nbflow/amp.py)
+    nan_inf_check: bool = False  # nbflow.check_nan_inf (nbflow/reliability.py)
+    anomaly: tuple = (False, False)  # anomaly mode: (enabled, check_nan) (autograd_function)
+    odd: _Odd | None = None  # while this thread is not in the default modes (in ODD)
+
+    @property
+    def memory_budget(self) -> int:
+        """Bytes one op may allocate (nbflow.set_memory_budget): one for the process."""
+        return _PROCESS.memory_budget
+
+    @memory_budget.setter
+    def memory_budget(self, nbytes: int):
+        _PROCESS.memory_budget = nbytes
 
 
+class _Process:
+    memory_budget: int = 1 << 62
+    eager_type: type | None = None  # the default trace's type (the plain eager trace)
+
+
+_PROCESS = _Process()
 STATE = _State()
+
+# the threads not in the default modes (eager trace, gradients on, no autocast), by the id of
+# a token their state holds: dropped when it leaves them or when the thread ends (its state is
+# freed). Empty: every thread is in the defaults. (A dict: adding and popping are atomic.)
+ODD: dict[int, bool] = {}
+
+
+class _Odd:
+    __slots__ = ()
+
+    def __init__(self):
+        ODD[id(self)] = True
+
+    def __del__(self):
+        ODD.pop(id(self), None)
+
+
+def modes_changed() -> None:
+    """Note this thread's trace, grad mode and autocast after one of them was set."""
+    state = STATE
+    odd = (
+        not state.grad_enabled
+        or state.autocast is not None
+        or type(state.trace) is not _PROCESS.eager_type
+    )
+    if odd != (state.odd is not None):
+        state.odd = _Odd() if odd else None
+
+
+def set_thread_default(name: str, value) -> None:
+    """The value of STATE.<name> in every thread that has not set its own: what a new thread
+    starts with (nbflow's import sets them: the first default trace is the eager one, and any
+    other marks every thread as out of the default modes for good)."""
+    if name not in ("trace", "nan_inf_check"):
+        raise ValueError(f"no thread default for {name!r}")
+    setattr(_State, name, value)
+    if name == "trace":
+        if _PROCESS.eager_type is None:
+            _PROCESS.eager_type = type(value)
+        elif type(value) is not _PROCESS.eager_type:
+            ODD[0] = True
 
 
 class Trace:
@@ -496,6 +566,8 @@ def bind(op: Op, *args, **attrs):
     and drops nbflow's own frames from its traceback; both happen only on the error path
     (a try block costs nothing when nothing is raised)."""
     try:
+        if not ODD:  # every thread in the default modes: the eager trace
+            return _State.trace.apply(op, args, attrs)
         if STATE.autocast is not None:  # nbflow.autocast: the casts come first
             args = STATE.autocast(op, args)
         return STATE.trace.apply(op, args, attrs)
@@ -511,10 +583,12 @@ def bind(op: Op, *args, **attrs):
 def use_trace(trace):
     """Make `trace` current (graph mode pushes a graph trace); restores the previous one."""
     prev, STATE.trace = STATE.trace, trace
+    modes_changed()
     try:
         yield trace
     finally:
         STATE.trace = prev
+        modes_changed()
 
 
 class set_grad_enabled(ContextDecorator):
@@ -524,12 +598,14 @@ class set_grad_enabled(ContextDecorator):
     def __init__(self, mode: bool):
         self.prev = STATE.grad_enabled
         STATE.grad_enabled = bool(mode)
+        modes_changed()
 
     def __enter__(self):
         return None
 
     def __exit__(self, *exc):
         STATE.grad_enabled = self.prev
+        modes_changed()
         return False
 
 
@@ -537,10 +613,12 @@ class set_grad_enabled(ContextDecorator):
 def _grad_mode(enabled: bool):
     """Gradient recording set for a block, from the block's start (no_grad, enable_grad)."""
     prev, STATE.grad_enabled = STATE.grad_enabled, enabled
+    modes_changed()
     try:
         yield
     finally:
         STATE.grad_enabled = prev
+        modes_changed()
 
 
 def no_grad():

@@ -11,6 +11,7 @@ driver (nbflow/autograd.py) looks here only while some hook is registered.
 from __future__ import annotations
 
 import itertools
+import threading
 import weakref
 
 from .core import set_grad_enabled
@@ -180,8 +181,15 @@ def run_leaf_hooks(leaf, g, create_graph: bool):
     return run_grad_hooks(hooks, g, create_graph)
 
 
-# callbacks queued during a backward(), run once it has accumulated every leaf's .grad
-_callbacks: list = []
+class _Queued(threading.local):
+    """The callbacks queued during this thread's backward(), run once it has accumulated
+    every leaf's .grad (another thread's backward() runs its own)."""
+
+    def __init__(self):
+        self.callbacks: list = []
+
+
+_queued = _Queued()
 
 
 def queue_callback(callback) -> None:
@@ -190,12 +198,12 @@ def queue_callback(callback) -> None:
     DistributedDataParallel reduces its gradients from)."""
     if not callable(callback):
         raise TypeError(f"queue_callback expects a callable, got {type(callback).__name__}")
-    _callbacks.append(callback)
+    _queued.callbacks.append(callback)
 
 
 def run_queued_callbacks() -> None:
     """Run and forget the queued callbacks (each once, even if an earlier one raised)."""
-    callbacks, _callbacks[:] = list(_callbacks), []
+    callbacks, _queued.callbacks = _queued.callbacks, []
     error = None
     for callback in callbacks:
         try:

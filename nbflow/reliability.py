@@ -25,7 +25,7 @@ from contextlib import contextmanager
 
 import numpy as np
 
-from .core import REGISTRY, STATE, Node, Trace
+from .core import REGISTRY, STATE, Node, Trace, modes_changed, set_thread_default
 from .errors import NumericalError, user_location
 from .tensor import EagerTrace, Tensor
 
@@ -35,13 +35,13 @@ __all__ = ["check_nan_inf", "get_memory_budget", "nan_inf_checking", "set_memory
 # ---------------------------------------------------------------- NaN/Inf check
 
 
-class _Check:
-    enabled = os.environ.get("NBFLOW_CHECK_NAN_INF", "0") not in ("", "0")
+_FROM_ENVIRONMENT = os.environ.get("NBFLOW_CHECK_NAN_INF", "0") not in ("", "0")
 
 
 def nan_inf_checking() -> bool:
-    """Whether the NaN/Inf check is on (environment variable or check_nan_inf())."""
-    return _Check.enabled
+    """Whether the NaN/Inf check is on in this thread (the environment variable, the default
+    of every thread, or check_nan_inf())."""
+    return STATE.nan_inf_check
 
 
 class CheckingTrace(EagerTrace):
@@ -67,17 +67,19 @@ class CheckingTrace(EagerTrace):
 @contextmanager
 def check_nan_inf(enabled: bool = True):
     """Check every op's float outputs for NaN and Inf inside the block (eager mode, and
-    Executors made without an explicit check_nan_inf)."""
-    before_flag, before_trace = _Check.enabled, STATE.trace
-    _Check.enabled = enabled
+    Executors made without an explicit check_nan_inf), in this thread only."""
+    before_flag, before_trace = STATE.nan_inf_check, STATE.trace
+    STATE.nan_inf_check = enabled
     if isinstance(STATE.trace, EagerTrace):  # (autocast's eager trace too)
         STATE.trace = CheckingTrace() if enabled else EagerTrace()
+        modes_changed()
     try:
         yield
     finally:
-        _Check.enabled = before_flag
+        STATE.nan_inf_check = before_flag
         if STATE.trace is not before_trace and isinstance(STATE.trace, EagerTrace):
             STATE.trace = before_trace
+            modes_changed()
 
 
 def is_finite(array: np.ndarray) -> bool:
@@ -177,5 +179,6 @@ def _budget_from_environment() -> int | None:
 
 
 set_memory_budget(_budget_from_environment())
-if _Check.enabled:
-    STATE.trace = CheckingTrace()
+if _FROM_ENVIRONMENT:  # every thread starts checking
+    set_thread_default("nan_inf_check", True)
+    set_thread_default("trace", CheckingTrace())

@@ -14,7 +14,18 @@ import numpy as np
 
 from . import buffers, ops
 from . import dtypes as dt
-from .core import STATE, Node, Op, Spec, Trace, bind, normalize_axis, overlaps_partly
+from .core import (
+    ODD,
+    STATE,
+    Node,
+    Op,
+    Spec,
+    Trace,
+    bind,
+    normalize_axis,
+    overlaps_partly,
+    set_thread_default,
+)
 from .errors import (
     DTypeError,
     GradientError,
@@ -568,7 +579,8 @@ class EagerTrace(Trace):
                 except DTypeError as e:
                     raise _in_op(op, e) from None
         record = False
-        if STATE.grad_enabled and op.differentiable:
+        # (ODD empty: every thread, this one too, records gradients)
+        if op.differentiable and (not ODD or STATE.grad_enabled):
             for t in tensors:
                 if t._view is not None:  # (checked here first: this loop is hot)
                     refresh_if_stale(t)  # a view whose base was written since
@@ -842,7 +854,7 @@ def _in_op(op: Op, error: NbflowError) -> NbflowError:
     return error
 
 
-STATE.trace = EagerTrace()
+set_thread_default("trace", EagerTrace())  # every thread starts eager
 
 
 # ---------------------------------------------------------------- operators
@@ -857,7 +869,8 @@ def _operator(op: Op, reflected=False):
     cached = op.cache.get  # (the cache is cleared in place, never replaced)
 
     def forward(a, b):
-        if type(STATE.trace) is not EagerTrace:
+        # (ODD empty: every thread, this one too, is eager with gradients on; core.py)
+        if ODD and type(STATE.trace) is not EagerTrace:
             return STATE.trace.binary(op, a, b)
         if type(a) is Tensor:
             if type(b) is Tensor:
@@ -871,7 +884,11 @@ def _operator(op: Op, reflected=False):
                         launch(a._data, b._data, buf)
                     except NbflowError:  # a value check (x ** -1 on integers): run it again
                         return bind(op, a, b)  # through bind(), which says where the call was
-                    if (a.requires_grad or b.requires_grad) and float_out and STATE.grad_enabled:
+                    if (
+                        (a.requires_grad or b.requires_grad)
+                        and float_out
+                        and (not ODD or STATE.grad_enabled)
+                    ):
                         return _recorded(op, a, b, buf, sig)
                     t = _new(Tensor)  # _plain(buf) written out: its call is ~40 ns of ~1.3 us
                     t._data = buf
@@ -940,7 +957,7 @@ def _with_scalar(op, a, b, t, value, i):
     except NbflowError:  # a scalar the dtype cannot hold: bind() says where the call was
         return bind(op, a, b)
     out = _plain(buf, sig=plan.out_sig)
-    if t.requires_grad and plan.float_out and STATE.grad_enabled:
+    if t.requires_grad and plan.float_out and (not ODD or STATE.grad_enabled):
         inputs = [t, Tensor(np.asarray(s))]
         STATE.trace.record(op, inputs if i else inputs[::-1], {}, (out,))
     return out

@@ -17,7 +17,7 @@ import numpy as np
 from .. import device as devices
 from .. import dtypes as dt
 from .. import ops
-from ..core import STATE, Node, no_grad
+from ..core import STATE, Node, modes_changed, no_grad
 from ..errors import (
     DTypeError,
     NbflowError,
@@ -174,6 +174,7 @@ class Executor:
         # out: the two context managers cost about 3 us of every run
         trace, grad_enabled = STATE.trace, STATE.grad_enabled
         STATE.trace, STATE.grad_enabled = self.eager, False
+        modes_changed()
         try:
             if held is None or not held.replay or not self._replayed(held, env, scope):
                 self._steps(ops, env, scope, check, held, targets)
@@ -181,6 +182,7 @@ class Executor:
             raise e.with_traceback(filter_traceback(e.__traceback__)) from e.__cause__
         finally:
             STATE.trace, STATE.grad_enabled = trace, grad_enabled
+            modes_changed()
             if self.on_gpu:
                 self._download(program)
         results = [self._lookup(t, env, scope) for t in targets if isinstance(t, Var)]

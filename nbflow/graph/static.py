@@ -12,6 +12,7 @@ Inside the guard, bind() records into `main`; parameters also get an initialisin
 
 from __future__ import annotations
 
+import threading
 from contextlib import contextmanager
 
 import numpy as np
@@ -21,12 +22,26 @@ from ..core import REGISTRY, STATE, use_trace
 from ..errors import AttrError, ProgramError, ShapeError
 from .program import GraphTrace, Program, Var, user_location
 
-_startup: list[Program | None] = [None]
+
+class _Startup(threading.local):
+    """The startup program of this thread's program_guard, read as `_startup[0]`."""
+
+    program: Program | None = None
+
+    def __getitem__(self, index: int) -> Program | None:
+        return self.program
+
+    def __setitem__(self, index: int, program: Program | None):
+        self.program = program
+
+
+_startup = _Startup()
 
 
 @contextmanager
 def program_guard(main: Program, startup: Program | None = None):
-    """Ops called inside record into `main` (block 0); parameters initialise in `startup`."""
+    """Ops called inside record into `main` (block 0); parameters initialise in `startup`.
+    The guard holds in this thread only (another thread's ops stay eager, as do new threads')."""
     prev = _startup[0]
     _startup[0] = startup
     try:
