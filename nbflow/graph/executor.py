@@ -10,6 +10,7 @@ the compile-time rule generalises what happens at run time.
 from __future__ import annotations
 
 import os
+import threading
 import weakref
 
 import numpy as np
@@ -153,6 +154,7 @@ class Executor:
         self._written = weakref.WeakKeyDictionary()  # program -> (version, written data vars)
         self._arenas: dict = {}  # (id(plan), feed signature) -> (plan, its Arena)
         self._arena_space = ArenaSpace()  # the one buffer the arenas place into
+        self._plan_lock = threading.RLock()  # a plan is made by one thread, then published
 
     def run(self, program: Program, feed=None, fetch_list=None, scope=None, return_numpy=True):
         """Run the ops the fetch targets need; returns the fetched values in order."""
@@ -237,23 +239,32 @@ class Executor:
 
     def _plan(self, program, feed_names, targets, plain=False):
         """The steps to run, cached: the ops the targets need (no fetch targets means every
-        op: a startup program), then the passes (unless `plain`)."""
+        op: a startup program), then the passes (unless `plain`). A missing plan is made
+        under the executor's lock (once, when threads run the program at once) and published
+        whole."""
         plans = self._plans.get(program)  # (setdefault would make a weakref on every run)
-        if plans is None:
-            plans = self._plans[program] = {}
         key = (program.version, feed_names, tuple([id(t) for t in targets]), plain)
-        ops = plans.get(key)
+        ops = None if plans is None else plans.get(key)
         if ops is None:
-            if len(plans) > 256:
-                plans.clear()
-            block = program.global_block()
-            ops = needed_ops(block, targets) if targets else list(block.ops)
-            if self.fuse and not plain:
-                ops = fuse(rewrite(ops, targets, self.save_memory), targets)
-            if self.reuse_memory and not plain:
-                feeds = set(feed_names)
-                ops = plan_memory(ops, feeds, targets, self.poison_freed, self.save_memory)
-            plans[key] = ops
+            with self._plan_lock:
+                plans = self._plans.get(program)
+                if plans is None:
+                    plans = self._plans[program] = {}
+                ops = plans.get(key)
+                if ops is None:
+                    if len(plans) > 256:
+                        plans.clear()
+                    ops = plans[key] = self._make_plan(program, feed_names, targets, plain)
+        return ops
+
+    def _make_plan(self, program, feed_names, targets, plain):
+        block = program.global_block()
+        ops = needed_ops(block, targets) if targets else list(block.ops)
+        if self.fuse and not plain:
+            ops = fuse(rewrite(ops, targets, self.save_memory), targets)
+        if self.reuse_memory and not plain:
+            feeds = set(feed_names)
+            ops = plan_memory(ops, feeds, targets, self.poison_freed, self.save_memory)
         return ops
 
     def _arena(self, ops, env) -> Arena:

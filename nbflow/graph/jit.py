@@ -32,6 +32,7 @@ from __future__ import annotations
 import contextlib
 import inspect
 import re
+import threading
 from dataclasses import dataclass, field
 from functools import update_wrapper
 from types import BuiltinFunctionType, FunctionType, MethodType, ModuleType
@@ -415,7 +416,9 @@ class JitFunction:
     """A function that runs as a cached traced Program (see the module docstring).
 
     `cache` maps each signature to its Traced; `program(*args)` returns the Program the call
-    with these arguments runs (tracing it if needed)."""
+    with these arguments runs (tracing it if needed). Calls may come from several threads: a
+    signature is traced (and its gradient half built) once, under the function's lock, and
+    published when complete."""
 
     def __init__(self, fn):
         self.fn = fn
@@ -423,6 +426,7 @@ class JitFunction:
         self.names = _plain_names(self.signature)
         self.cache: dict = {}
         self.executors: dict = {}  # device -> Executor
+        self.lock = threading.RLock()  # held while tracing or building a gradient half
         update_wrapper(self, fn)
 
     @property
@@ -462,8 +466,13 @@ class JitFunction:
         traced = self.cache.get(key)
         # a captured tensor that started or stopped requiring grad needs other gradient ops
         if traced is None or traced.grad_flags != _grad_flags(traced.program):
-            traced = self.cache[key] = _trace(self.fn, self.signature, arguments)
-            traced.executor = self.executor_for(arguments, traced.program.captured.values())
+            with self.lock:  # (another thread may have traced it meanwhile)
+                traced = self.cache.get(key)
+                if traced is None or traced.grad_flags != _grad_flags(traced.program):
+                    traced = _trace(self.fn, self.signature, arguments)
+                    captured = traced.program.captured.values()
+                    traced.executor = self.executor_for(arguments, captured)
+                    self.cache[key] = traced
         return traced
 
     def executor_for(self, arguments: dict, captured=()) -> Executor:
@@ -484,9 +493,10 @@ class JitFunction:
                 f"jit({getattr(self.fn, '__name__', 'fn')}): the tensor arguments are on "
                 f"{where}; move them to one device"
             )
-        if device not in self.executors:
-            self.executors[device] = Executor(device)
-        return self.executors[device]
+        with self.lock:
+            if device not in self.executors:
+                self.executors[device] = Executor(device)
+            return self.executors[device]
 
     def run(self, traced: Traced, inputs: list[Tensor], fetch: list[Var]) -> list[Tensor]:
         feed = {v.name: t for v, t in zip(traced.inputs, inputs)}
@@ -496,8 +506,10 @@ class JitFunction:
     def run_with_grad(self, traced: Traced, inputs, captured):
         """Run forward, keep what the gradient ops read, and record one tape node."""
         if traced.backward is None:
-            name = getattr(self.fn, "__name__", "fn")
-            traced.backward = Backward(traced, traced.executor, name)
+            with self.lock:  # built once: it appends the gradient ops to the Program
+                if traced.backward is None:
+                    name = getattr(self.fn, "__name__", "fn")
+                    traced.backward = Backward(traced, traced.executor, name)
         backward = traced.backward
         values = self.run(traced, inputs, traced.outputs + backward.saved)
         outputs, saved = values[: len(traced.outputs)], values[len(traced.outputs) :]

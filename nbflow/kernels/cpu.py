@@ -15,6 +15,7 @@ import itertools
 import math
 import sys
 import textwrap
+import threading
 
 import numba
 import numpy as np
@@ -38,8 +39,8 @@ class _Bodies(dict):
     on first read: making a dispatcher costs ~0.2 ms, for each of ~100 ops at import."""
 
     def __missing__(self, name):
-        body = self[name] = njit(error_model="numpy")(SCALAR_BODIES[name])
-        return body
+        # (setdefault: two threads asking at once get one and the same dispatcher)
+        return self.setdefault(name, njit(error_model="numpy")(SCALAR_BODIES[name]))
 
 
 SCALAR_BODIES: dict[str, object] = {}  # op name -> the Python scalar body
@@ -135,6 +136,8 @@ _HELPERS_HASH = hashlib.sha1(
 
 
 STRIDED_RANK = 4
+# held while an Elementwise makes its module (generating, importing and guarding its kernels)
+_MODULE_LOCK = threading.RLock()
 # 1-D operands up to this size are run through `entry_point`: the call's overhead dominates
 SMALL_SIZE = 256
 
@@ -160,6 +163,13 @@ class Elementwise:
         return _source_hash(self.body) + codegen.file_hash(vecmath.__file__) + _HELPERS_HASH
 
     def _module(self):
+        """The generated module, made on first use (by one thread: the others wait for it)."""
+        with _MODULE_LOCK:
+            if self.mod is None:
+                self.mod = self._make_module()
+            return self.mod
+
+    def _make_module(self):
         xs = [f"x{i}" for i in range(self.n_inputs)]
         params = [f"p{i}" for i in range(len(self.params))]
 
@@ -195,11 +205,10 @@ class Elementwise:
             if "r" in mask:
                 src += kernel(f"rows_{''.join(mask)}", mask, _ROWS_LOOP, ("rows", "cols"))
         mod = codegen.load(f"nbflow_ew_{self.name}", src, self.salt)
-        for attr, kernel in vars(mod).items():
+        for attr, kernel in list(vars(mod).items()):
             if isinstance(kernel, Dispatcher) and attr != "f" and "_nbflow_op" not in vars(kernel):
                 _guard(kernel, self)
-        self.mod = mod
-        return self.mod
+        return mod
 
     def __call__(self, *arrays, **attrs):
         """out[...] = body(*inputs, *params) with broadcasting; `out` may be strided (an
