@@ -22,8 +22,9 @@ The manifest is `{"format": "nbflow.checkpoint", "version": 1, "tree": ..., "ten
 
 Saving is atomic: the file is written to a temporary file in the same folder, flushed and
 fsynced, renamed over `path` (os.replace) and the folder fsynced, so a crash at any moment
-leaves either the previous checkpoint or the new one at `path` (an interrupted save can leave
-a `.NAME.*.tmp` file behind in the folder; it is never read).
+leaves either the previous checkpoint or the new one at `path` (a killed save can leave a
+`.NAME.XXXXXXXX.tmp` file behind in the folder; it is never read, and the next save to `path`
+removes it).
 
 Loading treats every byte as hostile: the file must be a regular file within `max_bytes`
 (checked before reading); then the magic, the manifest length (at most MAX_MANIFEST_BYTES and

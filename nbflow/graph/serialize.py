@@ -44,17 +44,26 @@ enclosing block: no recursion), writes only its own vars, and fits its op's inpu
 outputs; `load(..., require_loop_bounds=True)` also rejects a while loop without
 max_iterations.
 
-Both files are written atomically (a temporary file in the same folder, fsync, os.replace),
-the .npz first: a crash leaves the old pair or the new .npz with the old document, which the
-digest check rejects, never a half-written file.
+Crash safety: a save killed at any moment (or a power loss) leaves the previous program or
+the new one loadable, never neither. The document is the manifest, written last: it names the
+sha256 of its parameters, which `load` finds either under `path + ".npz"` or, when a save was
+cut short between its steps, under `path + ".npz." + sha256[:16]`. A save (1) writes the new
+parameters there (old document and old .npz untouched), (2) replaces the document, (3) renames
+the staged parameters over `path + ".npz"`. Every file is written to a temporary sibling
+(`.NAME.XXXXXXXX.tmp`), fsynced and renamed over its target (os.replace), and the folder is
+fsynced after each rename, so the steps reach the disk in this order. The next save to the
+same path removes what killed saves left (temporary files, staged parameters no document
+names any more); one process at a time should save to a path.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import math
 import os
+import re
 import stat
 import tempfile
 import warnings
@@ -287,14 +296,57 @@ def _dump(doc: dict) -> bytes:
 
 
 def save(program: Program, path, scope=None) -> None:
-    """Write the program to `path` and its persistable values to `path + ".npz"`."""
+    """Write the program to `path` and its persistable values to `path + ".npz"`, crash-safe
+    (the module's docstring: the previous program or this one loads, whenever it stops)."""
     path = os.fspath(path)
     doc = _document(program)
     from_document(_parse(_dump(doc)))  # never write a file that would not load
     values = _param_values(program, scope)
-    doc["params_sha256"] = _atomic_write(path + ".npz", lambda f: _write_npz(f, values))
+    params = path + ".npz"
+    tmp, digest = _written_temp(params, lambda f: _write_npz(f, values))
+    staged = _publish(tmp, _staged_name(params, digest))  # (1) beside the old parameters
+    doc["params_sha256"] = digest
     text = _dump(doc)
-    _atomic_write(path, lambda f: f.write(text))
+    _atomic_write(path, lambda f: f.write(text))  # (2) the new document names them
+    _publish(staged, params)  # (3) under their usual name
+    _remove_staged(params)  # what earlier saves cut short left
+
+
+def _staged_name(params: str, digest: str) -> str:
+    """Where a save puts the parameters before its document names them."""
+    return f"{params}.{digest[:16]}"
+
+
+def _remove_staged(params: str):
+    """Remove the staged parameters of saves cut short (none is named by the document now
+    at the path: it names the parameters at `params`)."""
+    folder, name = os.path.split(os.path.abspath(params))
+    staged = re.compile(re.escape(name) + r"\.[0-9a-f]{16}")
+    for entry in _entries(folder):
+        if staged.fullmatch(entry):
+            _unlink_quietly(os.path.join(folder, entry))
+
+
+def _remove_temporaries(path: str):
+    """Remove the temporary files that killed saves to `path` left (`.NAME.XXXXXXXX.tmp`:
+    mkstemp's names, so those of another file's saves never match)."""
+    folder, name = os.path.split(os.path.abspath(path))
+    temporary = re.compile(r"\." + re.escape(name) + r"\.[a-z0-9_]{8}\.tmp")
+    for entry in _entries(folder):
+        if temporary.fullmatch(entry):
+            _unlink_quietly(os.path.join(folder, entry))
+
+
+def _entries(folder: str) -> list[str]:
+    try:
+        return os.listdir(folder)
+    except OSError:
+        return []
+
+
+def _unlink_quietly(path: str):
+    with contextlib.suppress(OSError):  # gone already, or not ours to remove: the save goes on
+        os.unlink(path)
 
 
 def _document(program: Program) -> dict:
@@ -442,8 +494,20 @@ def _write_npz(f, values: dict[str, np.ndarray]):
 
 
 def _atomic_write(path: str, write) -> str:
-    """Write a file through a temporary sibling and os.replace; returns its sha256."""
+    """Write a file through a temporary sibling and os.replace; returns its sha256. Killed at
+    any moment, it leaves the old file or the new one at `path` (and maybe a temporary file,
+    which the next write to `path` removes)."""
+    tmp, digest = _written_temp(path, write)
+    _publish(tmp, path)
+    return digest
+
+
+def _written_temp(path: str, write) -> tuple[str, str]:
+    """A temporary sibling of `path` holding what `write` wrote, on disk (fsynced), with the
+    mode `path` has or would get; and its sha256. The temporary files of earlier writes to
+    `path` that were killed are removed first."""
     folder = os.path.dirname(os.path.abspath(path))
+    _remove_temporaries(path)
     fd, tmp = tempfile.mkstemp(dir=folder, prefix="." + os.path.basename(path) + ".", suffix=".tmp")
     try:
         with os.fdopen(fd, "w+b") as f:
@@ -453,12 +517,22 @@ def _atomic_write(path: str, write) -> str:
             f.seek(0)
             digest = _sha256(f)
         os.chmod(tmp, _file_mode(path))
-        os.replace(tmp, path)
     except BaseException:
         os.unlink(tmp)
         raise
-    _fsync_dir(folder)  # makes the rename itself durable
-    return digest
+    return tmp, digest
+
+
+def _publish(tmp: str, path: str) -> str:
+    """Rename `tmp` over `path` (atomic) and fsync the folder, so that the rename is on disk
+    before whatever the caller writes next; returns path."""
+    try:
+        os.replace(tmp, path)
+    except BaseException:
+        _unlink_quietly(tmp)
+        raise
+    _fsync_dir(os.path.dirname(os.path.abspath(path)))
+    return path
 
 
 def _file_mode(path: str) -> int:
@@ -923,7 +997,7 @@ def load_params(path, program: Program, scope=None, max_bytes: int | None = None
 
 def _read_params(path: str, program: Program, max_bytes: int, digest) -> dict:
     persistable = {v.name: v for b in program.blocks for v in b.vars.values() if v.persistable}
-    _check_file(path, persistable, max_bytes, digest)
+    path = _check_file(path, persistable, max_bytes, digest)
     try:
         # the zip opened directly rather than by np.load, which would read a bare .npy (or
         # refuse a pickle) only after allocating it; members are read with allow_pickle=False
@@ -936,7 +1010,30 @@ def _read_params(path: str, program: Program, max_bytes: int, digest) -> dict:
         raise ProgramError(f"{path}: damaged parameters file ({_short(str(e))})") from None
 
 
-def _check_file(path: str, persistable: dict, max_bytes: int, digest):
+def _check_file(path: str, persistable: dict, max_bytes: int, digest) -> str:
+    """The file holding the parameters, checked: `path`, or where a save cut short between
+    its steps left the parameters its document names (the staged name, see save)."""
+    candidates = [path] if digest is None else [path, _staged_name(path, str(digest))]
+    first = None
+    for candidate in candidates:
+        try:
+            _check_size(candidate, persistable, max_bytes)
+        except ProgramError as e:
+            first = first or e
+            continue
+        if digest is None:
+            return candidate
+        with open(candidate, "rb") as f:
+            if _sha256(f) == digest:
+                return candidate
+        first = first or ProgramError(
+            f"{path} is not the parameters file saved with this program "
+            "(its sha256 differs from the one the program records)"
+        )
+    raise first
+
+
+def _check_size(path: str, persistable: dict, max_bytes: int):
     try:
         size = os.path.getsize(path)
     except OSError as e:
@@ -948,14 +1045,6 @@ def _check_file(path: str, persistable: dict, max_bytes: int, digest):
             f"{path} has {size} bytes, more than its program's parameters "
             f"({declared} bytes) or the budget ({max_bytes} bytes) allow"
         )
-    if digest is not None:
-        with open(path, "rb") as f:
-            found = _sha256(f)
-        if found != digest:
-            raise ProgramError(
-                f"{path} is not the parameters file saved with this program "
-                "(its sha256 differs from the one the program records)"
-            )
 
 
 def _nbytes(shape, dtype) -> int:
