@@ -375,13 +375,13 @@ REFLECTED = {
     "floordiv": ops.floor_div,
     "mod": ops.mod,
     "pow": ops.pow,
-    "and": ops.logical_and,
-    "or": ops.logical_or,
-    "xor": ops.logical_xor,
+    "and": ops.bitwise_and,  # bit by bit on integers, logical on bools (PyTorch)
+    "or": ops.bitwise_or,
+    "xor": ops.bitwise_xor,
     "matmul": ops.matmul,
 }
 COMPARISONS = {"eq": ops.eq, "ne": ops.ne, "lt": ops.lt, "le": ops.le, "gt": ops.gt, "ge": ops.ge}
-UNARY = {"neg": ops.neg, "abs": ops.abs, "invert": ops.logical_not}
+UNARY = {"neg": ops.neg, "abs": ops.abs, "invert": ops.bitwise_not}
 INPLACE = {"iadd": ops.add_, "isub": ops.sub_, "imul": ops.mul_, "itruediv": ops.div_}
 
 # methods that mirror ops: x.exp() is ops.exp(x); x.sum(axis=1) is ops.sum(x, axis=1)
