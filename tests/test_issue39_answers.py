@@ -6,6 +6,7 @@ import pytest
 
 import nbflow as nb
 from nbflow import errors
+from nbflow.testing import check_modes, gradcheck
 
 # ---------------------------------------------------------------- &, |, ^, ~ on integers
 
@@ -52,3 +53,32 @@ def test_bitwise_operators_refuse_floats():
         _ = x & x
     with pytest.raises(errors.NbflowError):
         _ = ~x
+
+
+# ---------------------------------------------------------------- max(input, other)
+
+
+@pytest.mark.parametrize(
+    "name, ref", [("max", np.maximum), ("min", np.minimum)], ids=["max", "min"]
+)
+def test_max_min_with_a_tensor_other_compare_elementwise(name, ref):
+    a = np.array([[1.0, 5.0, 3.0], [-2.0, 4.0, np.nan]])
+    for b in (np.array(4.0), np.array([0.0, 9.0, 3.5]), np.array([[2.0], [3.0]])):
+        fn = getattr(nb, name)
+        for got in (
+            fn(nb.tensor(a), nb.tensor(b)),
+            fn(nb.tensor(a), other=nb.tensor(b)),
+            getattr(nb.tensor(a), name)(nb.tensor(b)),
+        ):
+            np.testing.assert_array_equal(got.numpy(), ref(a, b))
+    ints = np.array([1, 7, -3])
+    got = fn(nb.tensor(ints), nb.tensor(2))
+    assert got.dtype == nb.int64
+    np.testing.assert_array_equal(got.numpy(), ref(ints, 2))
+    # a number is still the dim
+    values, indices = fn(nb.tensor(a[:, :2]), dim=1)
+    np.testing.assert_array_equal(values.numpy(), getattr(np, name)(a[:, :2], axis=1))
+    # the gradient: each element to the input it came from (finite differences)
+    x = np.array([1.0, 5.0, 3.0])
+    gradcheck(lambda u, v: fn(u, v), [nb.tensor(x), nb.tensor(4.0)])
+    check_modes(fn, x, np.array(4.0))

@@ -331,10 +331,11 @@ def _reduction(
     differentiable=True,
     to_float=False,
     cols=None,
+    cls=Op,
 ):
     """Declare a reduction of x over `axis` whose row kernel is `kernel(x2d, out1d, *params)`;
     attrs beyond axis and keepdims are passed to the kernel in declaration order. `cols` is
-    the optional column kernel for leading axes (see reduce_rows)."""
+    the optional column kernel for leading axes (see reduce_rows); `cls` the Op class."""
 
     def spec(x, axis, keepdims, **params):
         axes = reduced_axes(axis, x.ndim)
@@ -356,7 +357,7 @@ def _reduction(
 
     launch.specialize = specialize
 
-    return Op(
+    return cls(
         name=name,
         inputs=("x",),
         outputs=("out",),
@@ -547,6 +548,30 @@ def _checked_axes(x, axis):
     return axes
 
 
+class _Extremum(Op):
+    """max and min, which also take PyTorch's binary overload max(input, other): a tensor
+    where the axis would be (or `other=`) is compared with x elementwise, broadcast (the op in
+    `binary`: maximum or minimum), as in PyTorch; a number there is still the axis."""
+
+    binary = None
+
+    def __call__(self, *args, **attrs):
+        if "other" in attrs:
+            other, rest = attrs.pop("other"), args[1:]
+        elif len(args) > 1 and _is_tensor(args[1]):
+            other, rest = args[1], args[2:]
+        else:
+            return Op.__call__(self, *args, **attrs)
+        if rest or attrs or not args:
+            raise TypeError(f"{self.name}(input, other) takes the two tensors only")
+        return self.binary(args[0], other)
+
+
+def _is_tensor(v):
+    """A tensor or a graph value (not an array, a number or a tuple of axes)."""
+    return hasattr(v, "shape") and not isinstance(v, np.ndarray | np.number)
+
+
 max = _reduction(
     "max",
     _max_rows,
@@ -555,8 +580,10 @@ max = _reduction(
     out_dtype=_same,
     nonempty=True,
     cols=_max_cols,
+    cls=_Extremum,
     doc="Largest value over `axis` (numpy's max, PyTorch's amax); NaN if any is NaN. An "
-    "empty reduction raises ShapeError. The gradient is split equally between ties.",
+    "empty reduction raises ShapeError. The gradient is split equally between ties. "
+    "max(x, other) with a tensor `other` is maximum(x, other), as in PyTorch.",
 )
 min = _reduction(
     "min",
@@ -566,9 +593,12 @@ min = _reduction(
     out_dtype=_same,
     nonempty=True,
     cols=_min_cols,
+    cls=_Extremum,
     doc="Smallest value over `axis` (numpy's min, PyTorch's amin); NaN if any is NaN. An "
-    "empty reduction raises ShapeError. The gradient is split equally between ties.",
+    "empty reduction raises ShapeError. The gradient is split equally between ties. "
+    "min(x, other) with a tensor `other` is minimum(x, other), as in PyTorch.",
 )
+max.binary, min.binary = maximum, _ew.minimum
 
 
 def _extremum_grad(g, out, x, axis, keepdims):
