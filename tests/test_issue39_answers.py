@@ -82,3 +82,47 @@ def test_max_min_with_a_tensor_other_compare_elementwise(name, ref):
     x = np.array([1.0, 5.0, 3.0])
     gradcheck(lambda u, v: fn(u, v), [nb.tensor(x), nb.tensor(4.0)])
     check_modes(fn, x, np.array(4.0))
+
+
+# ---------------------------------------------------------------- cosine_similarity
+
+
+def _cosine_ref(a, b, dim, eps=1e-8):
+    a, b = np.broadcast_arrays(a, b)
+    n1 = np.maximum(np.linalg.norm(a, axis=dim, keepdims=True), eps)
+    n2 = np.maximum(np.linalg.norm(b, axis=dim, keepdims=True), eps)
+    return np.sum((a / n1) * (b / n2), axis=dim)
+
+
+@pytest.mark.parametrize(
+    "shapes, dim",
+    [(((1, 2), (2, 2)), 0), (((3, 1, 4), (5, 4)), 1), (((3, 1, 4), (5, 4)), 2), (((2, 3),) * 2, 1)],
+)
+def test_cosine_similarity_broadcasting_along_dim(shapes, dim):
+    rng = np.random.default_rng(0)
+    a, b = (rng.uniform(0.1, 1, s) for s in shapes)
+    got = nb.nn.functional.cosine_similarity(nb.tensor(a), nb.tensor(b), dim=dim).numpy()
+    np.testing.assert_allclose(got, _cosine_ref(a, b, dim), rtol=1e-12)
+    assert np.all(got <= 1 + 1e-12)
+    gradcheck(
+        lambda u, v: nb.nn.functional.cosine_similarity(u, v, dim=dim),
+        [nb.tensor(a, requires_grad=True), nb.tensor(b, requires_grad=True)],
+    )
+
+
+def test_cosine_similarity_of_same_direction_is_one_when_broadcast():
+    # x1 (1, 2) against two rows along dim 0: each column is (1, 1) against (v, v)
+    x1 = nb.tensor([[1.0, 2.0]])
+    x2 = nb.tensor([[3.0, 5.0], [3.0, 5.0]])
+    got = nb.nn.functional.cosine_similarity(x1, x2, dim=0).numpy()
+    np.testing.assert_allclose(got, [1.0, 1.0], rtol=1e-6)
+
+
+def test_cosine_similarity_clamped_norm_gradient_matches_torch():
+    torch = pytest.importorskip("torch")
+    a, b = np.array([[1e-10, 2e-10]]), np.array([[3.0, -1.0]])
+    t1 = torch.tensor(a, requires_grad=True)
+    torch.nn.functional.cosine_similarity(t1, torch.tensor(b)).sum().backward()
+    x1 = nb.tensor(a, requires_grad=True)
+    nb.nn.functional.cosine_similarity(x1, nb.tensor(b)).sum().backward()
+    np.testing.assert_allclose(x1.grad.numpy(), t1.grad.numpy(), rtol=1e-10)

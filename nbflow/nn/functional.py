@@ -639,10 +639,20 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
 
 
 def cosine_similarity(x1, x2, dim=1, eps=1e-8):
-    """sum(x1 x2) / (max(|x1|, eps) max(|x2|, eps)) along dim (PyTorch's: each norm clamped)."""
-    n1 = ops.maximum(ops.norm(x1, 2, axis=dim, keepdims=True), eps)
-    n2 = ops.maximum(ops.norm(x2, 2, axis=dim, keepdims=True), eps)
+    """sum((x1 / n1) (x2 / n2)) along dim, x1 and x2 broadcast together first and n1, n2 the
+    2-norms of each along dim raised to eps where smaller: PyTorch's formula (a norm taken
+    before broadcasting would count a broadcast element once, not once per copy, and the
+    result could exceed 1). PyTorch clamps the norms in place under no_grad, so the gradient
+    goes through the unclamped norm; so it does here."""
+    x1, x2 = ops.broadcast_tensors(x1, x2)
+    n1 = _at_least(ops.norm(x1, 2, axis=dim, keepdims=True), eps)
+    n2 = _at_least(ops.norm(x2, 2, axis=dim, keepdims=True), eps)
     return ops.sum((x1 / n1) * (x2 / n2), axis=dim)
+
+
+def _at_least(n, eps):
+    """max(n, eps) whose gradient is n's (the clamp itself passes the gradient through)."""
+    return n + (ops.maximum(n, eps) - n).detach()
 
 
 def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
