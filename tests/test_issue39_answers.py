@@ -126,3 +126,35 @@ def test_cosine_similarity_clamped_norm_gradient_matches_torch():
     x1 = nb.tensor(a, requires_grad=True)
     nb.nn.functional.cosine_similarity(x1, nb.tensor(b)).sum().backward()
     np.testing.assert_allclose(x1.grad.numpy(), t1.grad.numpy(), rtol=1e-10)
+
+
+# ---------------------------------------------------------------- index_fill
+
+
+def test_index_fill_value_gradient_counts_a_repeated_index_once():
+    a = np.arange(6.0).reshape(2, 3)
+    index = np.array([0, 2, 0])
+    want = a.copy()
+    want[:, np.unique(index)] = 2.0
+    x = nb.tensor(a, requires_grad=True)
+    v = nb.tensor(2.0, dtype=nb.float64, requires_grad=True)
+    y = x.index_fill(1, nb.tensor(index), v)
+    np.testing.assert_array_equal(y.numpy(), want)
+    g = np.array([[1.0, 10.0, 100.0], [1000.0, 1e4, 1e5]])
+    y.backward(nb.tensor(g))
+    assert v.grad.item() == g[:, [0, 2]].sum()  # 202 + 101000: each filled column once
+    np.testing.assert_array_equal(x.grad.numpy(), g * [0, 1, 0])  # the filled columns: 0
+    gradcheck(
+        lambda u, w: nb.index_fill(u, 1, nb.tensor(index), w),
+        [nb.tensor(a, requires_grad=True), nb.tensor(2.0, dtype=nb.float64, requires_grad=True)],
+    )
+
+
+def test_index_fill_keeps_dtype_and_negative_indices():
+    got = nb.arange(3).index_fill(0, nb.tensor([1]), 2.7)
+    assert got.dtype == nb.int64 and got.numpy().tolist() == [0, 2, 2]  # truncated, as torch
+    got = nb.arange(3.0).index_fill(0, nb.tensor([-1, -1]), 7.0)
+    np.testing.assert_array_equal(got.numpy(), [0.0, 1.0, 7.0])
+    x = nb.ones(3)
+    x.index_fill_(0, nb.tensor([1, 1]), 0.0)
+    np.testing.assert_array_equal(x.numpy(), [1.0, 0.0, 1.0])

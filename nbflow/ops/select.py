@@ -12,7 +12,7 @@ import numpy as np
 from .. import dtypes as dt
 from ..core import UNKNOWN
 from ..errors import AttrError, DomainError, OutOfRangeError, ShapeError, UnsupportedError
-from .creation import arange, eye, full, ones_like
+from .creation import arange, eye, full, full_like_op, ones_like
 from .elementwise import eq, mul, where
 from .index import getitem, index_put, index_put_, index_select, take_along_axis
 from .reduce import amax, amin, cumsum, prod
@@ -209,9 +209,13 @@ def index_copy(x, dim, index, source):
 
 
 def index_fill(x, dim, index, value):
-    """x with its slices at `index` along `dim` set to `value`."""
+    """x with its slices at `index` along `dim` set to `value`. The slices are marked first and
+    filled once each, so a repeated index counts once in value's gradient (the sum of the
+    gradient over the filled slices, as in PyTorch); index_put would count it per repeat."""
     a = axis_of(dim, x.ndim)
-    return index_put(x, _along(a) + (index,), value)
+    filled = index_put(full_like_op(x, value=0, dtype=dt.bool_), _along(a) + (index,), True)
+    out = where(filled, value, x)
+    return out if out.dtype == x.dtype else out.astype(x.dtype)
 
 
 # ---------------------------------------------------------------- take
