@@ -486,7 +486,7 @@ class _State(threading.local):
     autocast: Any = None  # nbflow.autocast's policy: casts an op's arguments (nbflow/amp.py)
     nan_inf_check: bool = False  # nbflow.check_nan_inf (nbflow/reliability.py)
     anomaly: tuple = (False, False)  # anomaly mode: (enabled, check_nan) (autograd_function)
-    odd: _Odd | None = None  # while this thread is not in the default modes (in ODD)
+    odd: _Odd | None = None  # this thread's token in ODD, made when it first leaves them
 
     @property
     def memory_budget(self) -> int:
@@ -513,10 +513,9 @@ ODD: dict[int, bool] = {}
 
 
 class _Odd:
-    __slots__ = ()
+    """A thread's token in ODD (made on its first need, freed with the thread's state)."""
 
-    def __init__(self):
-        ODD[id(self)] = True
+    __slots__ = ()
 
     def __del__(self):
         ODD.pop(id(self), None)
@@ -525,13 +524,14 @@ class _Odd:
 def modes_changed() -> None:
     """Note this thread's trace, grad mode and autocast after one of them was set."""
     state = STATE
-    odd = (
-        not state.grad_enabled
-        or state.autocast is not None
-        or type(state.trace) is not _PROCESS.eager_type
-    )
-    if odd != (state.odd is not None):
-        state.odd = _Odd() if odd else None
+    if state.grad_enabled and state.autocast is None and type(state.trace) is _PROCESS.eager_type:
+        if ODD:
+            ODD.pop(id(state.odd), None)
+        return
+    token = state.odd
+    if token is None:
+        token = state.odd = _Odd()
+    ODD[id(token)] = True
 
 
 def set_thread_default(name: str, value) -> None:
