@@ -158,3 +158,73 @@ def test_index_fill_keeps_dtype_and_negative_indices():
     x = nb.ones(3)
     x.index_fill_(0, nb.tensor([1, 1]), 0.0)
     np.testing.assert_array_equal(x.numpy(), [1.0, 0.0, 1.0])
+
+
+# ---------------------------------------------------------------- relu and the margin losses
+
+INF = np.inf
+
+
+def test_relu_of_infinities_and_its_gradient_convention():
+    a = np.array([-INF, INF, np.nan, -1.0, 0.0, 2.0])
+    x = nb.tensor(a, requires_grad=True)
+    y = nb.relu(x)
+    np.testing.assert_array_equal(y.numpy(), np.maximum(a, 0))  # relu(-inf) is 0, not NaN
+    g = np.array([1.0, 2.0, 5.0, np.nan, INF, 3.0])
+    y.backward(nb.tensor(g))
+    # PyTorch's threshold_backward: 0 where x <= 0 whatever g is, g elsewhere (NaN x too)
+    np.testing.assert_array_equal(x.grad.numpy(), [0.0, 2.0, 5.0, 0.0, 0.0, 3.0])
+
+
+def _margin_ranking_ref(a, b, t, margin=0.0):
+    with np.errstate(invalid="ignore"):
+        return np.maximum(-t * (a - b) + margin, 0)
+
+
+def test_margin_ranking_loss_with_infinite_inputs():
+    a = np.array([INF, -INF, 1.0, INF, 2.0])
+    b = np.array([1.0, 1.0, INF, INF, -INF])
+    for t in (np.array([1.0, 1, 1, -1, -1]), np.array([-1.0, -1, -1, 1, 1])):
+        got = nb.nn.functional.margin_ranking_loss(
+            nb.tensor(a), nb.tensor(b), nb.tensor(t), reduction="none"
+        )
+        want = _margin_ranking_ref(a, b, t)
+        np.testing.assert_array_equal(got.numpy(), want)
+        assert np.isnan(want[3]) and np.isnan(want).sum() == 1  # only inf - inf
+
+
+def test_margin_ranking_loss_on_integers_is_float():
+    a, b, t = np.array([1, 5, 3]), np.array([2, 2, 2]), np.array([1, -1, 1])
+    F = nb.nn.functional
+    for reduction, reduce in (("none", lambda v: v), ("mean", np.mean), ("sum", np.sum)):
+        for margin in (0, 1):
+            got = F.margin_ranking_loss(
+                nb.tensor(a), nb.tensor(b), nb.tensor(t), margin=margin, reduction=reduction
+            )
+            assert got.dtype == nb.float32
+            want = reduce(_margin_ranking_ref(a, b, t, margin))
+            np.testing.assert_allclose(got.numpy(), want, rtol=1e-6)
+
+
+def test_hinge_embedding_loss_with_infinite_inputs():
+    x = np.array([INF, -INF, INF, -INF, 1.0, 0.5])
+    t = np.array([1.0, 1, -1, -1, -1, 0])
+    got = nb.nn.functional.hinge_embedding_loss(nb.tensor(x), nb.tensor(t), reduction="none")
+    # PyTorch's rule: max(0, 1 - x) where t != 1, plus x where t != -1
+    want = np.where(t != 1, np.maximum(1 - x, 0), 0) + np.where(t != -1, x, 0)
+    np.testing.assert_array_equal(got.numpy(), want.astype(np.float32))
+    assert not np.isnan(got.numpy()).any()
+
+
+def test_margin_losses_match_torch_at_infinities():
+    torch = pytest.importorskip("torch")
+    TF, F = torch.nn.functional, nb.nn.functional
+    a = np.array([INF, -INF, 1.0, INF, 2.0])
+    b = np.array([1.0, 1.0, INF, INF, -INF])
+    t = np.array([1.0, 1, 1, -1, -1])
+    want = TF.margin_ranking_loss(*map(torch.tensor, (a, b, t)), reduction="none").numpy()
+    got = F.margin_ranking_loss(*map(nb.tensor, (a, b, t)), reduction="none").numpy()
+    np.testing.assert_array_equal(got, want)
+    want = TF.hinge_embedding_loss(torch.tensor(a), torch.tensor(t), reduction="none").numpy()
+    got = F.hinge_embedding_loss(nb.tensor(a), nb.tensor(t), reduction="none").numpy()
+    np.testing.assert_array_equal(got, want)

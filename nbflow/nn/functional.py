@@ -665,10 +665,11 @@ def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
 def margin_ranking_loss(
     input1, input2, target, margin=0, size_average=None, reduce=None, reduction="mean"
 ):
-    """max(0, -target (input1 - input2) + margin); target holds 1 or -1."""
+    """max(0, -target (input1 - input2) + margin); target holds 1 or -1. margin is a float,
+    as in PyTorch's signature: integer inputs give a float loss (the default dtype)."""
     reduction = _reduction("margin_ranking_loss", reduction, size_average, reduce)
     _same_dims("margin_ranking_loss", input1=input1, input2=input2, target=target)
-    return _reduce(ops.relu(-target * (input1 - input2) + margin), reduction)
+    return _reduce(ops.relu(-target * (input1 - input2) + float(margin)), reduction)
 
 
 def hinge_embedding_loss(

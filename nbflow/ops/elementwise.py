@@ -932,18 +932,19 @@ sigmoid.defgrad(lambda g, out, x: (g * out * (1 - out),))
 
 @elementwise(dtypes=NUMERIC, ref=lambda x: np.maximum(x, 0).astype(x.dtype))
 def relu(x):
-    """max(x, 0); NaN stays NaN."""
-    return x - x if x < 0 else x
+    """max(x, 0); NaN stays NaN, -inf gives 0 (x - x would be NaN there)."""
+    return 0 if x < 0 else x
 
 
 relu.defgrad(lambda g, out, x: (relu_grad(x, g),))
 
 
-@elementwise(dtypes=NUMERIC, ref=lambda x, g: np.where(x > 0, g, 0).astype(np.result_type(x, g)))
+@elementwise(dtypes=NUMERIC, ref=lambda x, g: np.where(x <= 0, 0, g).astype(np.result_type(x, g)))
 def relu_grad(x, g):
-    """g where x > 0, else 0: relu's gradient in one pass (instead of gt, two constants and a
-    where)."""
-    return g if x > 0 else g - g
+    """0 where x <= 0 (even where g is infinite or NaN), else g (at a NaN x too): relu's
+    gradient in one pass (instead of le, two constants and a where), PyTorch's
+    threshold_backward."""
+    return 0 if x <= 0 else g
 
 
 # linear in g (the mask is piecewise constant in x, whose gradient is 0 almost everywhere)
