@@ -228,3 +228,35 @@ def test_margin_losses_match_torch_at_infinities():
     want = TF.hinge_embedding_loss(torch.tensor(a), torch.tensor(t), reduction="none").numpy()
     got = F.hinge_embedding_loss(nb.tensor(a), nb.tensor(t), reduction="none").numpy()
     np.testing.assert_array_equal(got, want)
+
+
+# ---------------------------------------------------------------- vector norms' gradients
+
+
+def _norm_grad_ref(v, p):
+    """PyTorch's rule: sgn(v) |v|^(p-1) / norm^(p-1), 0 at zero elements and at the zero
+    vector."""
+    a = np.abs(v)
+    n = np.sum(a**p) ** (1 / p)
+    if n == 0:
+        return np.zeros_like(v)
+    safe = np.where(a > 0, a, 1.0)
+    return np.where(a > 0, np.sign(v) * safe ** (p - 1) / n ** (p - 1), 0.0)
+
+
+@pytest.mark.parametrize("p", [0.5, 1.5, 3.0])
+def test_vector_norm_gradient_at_zeros(p):
+    for v in (np.zeros(3), np.array([0.0, 1.0, -2.0]), np.array([0.5, 1.0, -2.0])):
+        x = nb.tensor(v, requires_grad=True)
+        y = nb.linalg.norm(x, p)
+        np.testing.assert_allclose(y.item(), np.linalg.norm(v, p))
+        y.backward()
+        np.testing.assert_allclose(x.grad.numpy(), _norm_grad_ref(v, p), rtol=1e-12)
+    v = np.array([0.5, 1.0, -2.0])  # away from zeros: finite differences
+    gradcheck(lambda u: nb.linalg.norm(u, p), [nb.tensor(v, requires_grad=True)])
+
+
+def test_vector_norm_of_nan_is_nan():
+    for p in (2, 0.5, 3.0, 1, np.inf):
+        assert np.isnan(nb.linalg.norm(nb.tensor([np.nan, 1.0]), p).item())
+        assert nb.linalg.norm(nb.tensor([np.inf, 1.0]), p).item() == np.inf

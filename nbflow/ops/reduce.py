@@ -680,7 +680,8 @@ def amin(x, axis=None, keepdims=False):
 def norm(x, p=2, axis=None, keepdims=False):
     """PyTorch's norm: the vector p-norm over `axis` (every element when None) of a float
     tensor; p is 2 ("fro" too), 1, inf, -inf, 0 (the count of nonzeros) or another positive
-    number. The 2-norm's gradient at zero is 0 (a subgradient), not NaN."""
+    number. The gradient at the zero vector is 0 (a subgradient), not NaN, and for p < 1 it
+    is 0 at each zero element (PyTorch's), not infinite."""
     if not dt.is_float(x.dtype):
         raise DTypeError(f"norm needs a float tensor, got {x.dtype}")
     p = 2 if p == "fro" else p
@@ -688,9 +689,9 @@ def norm(x, p=2, axis=None, keepdims=False):
         raise ValueError(f"norm: p must be a number >= 0, inf, -inf or 'fro', got {p!r}")
     if p == 2:
         s = sum(x * x, axis=axis, keepdims=keepdims)
-        positive = s > 0
+        nonzero = s != 0  # (a NaN stays NaN)
         # sqrt at 0 has an infinite slope: the inner where keeps it out of the gradient
-        return where(positive, _ew.sqrt(where(positive, s, 1.0)), 0.0)
+        return where(nonzero, _ew.sqrt(where(nonzero, s, 1.0)), 0.0)
     a = _ew.abs(x)
     if p == math.inf:
         return max(a, axis=axis, keepdims=keepdims)
@@ -700,7 +701,12 @@ def norm(x, p=2, axis=None, keepdims=False):
         return sum(_ew.astype(a != 0, x.dtype), axis=axis, keepdims=keepdims)
     if p == 1:
         return sum(a, axis=axis, keepdims=keepdims)
-    return sum(a**p, axis=axis, keepdims=keepdims) ** (1.0 / p)
+    # a**p has an infinite slope at a = 0 for p < 1, and s**(1/p) at s = 0 for p > 1: the
+    # inner wheres keep both out of the gradient, which is 0 there (PyTorch's)
+    nonzero = a != 0
+    s = sum(where(nonzero, where(nonzero, a, 1.0) ** p, 0.0), axis=axis, keepdims=keepdims)
+    nonzero = s != 0
+    return where(nonzero, where(nonzero, s, 1.0) ** (1.0 / p), 0.0)
 
 
 # ---------------------------------------------------------------- cumsum
