@@ -260,3 +260,27 @@ def test_vector_norm_of_nan_is_nan():
     for p in (2, 0.5, 3.0, 1, np.inf):
         assert np.isnan(nb.linalg.norm(nb.tensor([np.nan, 1.0]), p).item())
         assert nb.linalg.norm(nb.tensor([np.inf, 1.0]), p).item() == np.inf
+
+
+# ---------------------------------------------------------------- elu, celu, selu at 0
+
+
+@pytest.mark.parametrize(
+    "name, fn, slope_at_0",
+    [
+        ("elu", lambda x: nb.nn.functional.elu(x, alpha=2.0), 2.0),
+        ("celu", lambda x: nb.nn.functional.celu(x, alpha=2.0), 1.0),
+        ("selu", nb.nn.functional.selu, 1.6732632423543772 * 1.0507009873554805),
+    ],
+    ids=["elu", "celu", "selu"],
+)
+def test_elu_family_gradient_at_zero_is_the_negative_branch(name, fn, slope_at_0):
+    # PyTorch's elu_backward takes the x <= 0 branch at 0: its left derivative (the one-sided
+    # finite difference from below)
+    x = nb.tensor([0.0, -0.0, -1.0, 1.0], requires_grad=True, dtype=nb.float64)
+    fn(x).sum().backward()
+    assert x.grad.numpy()[:2].tolist() == pytest.approx([slope_at_0] * 2, rel=1e-12)
+    h = 1e-7
+    left = (fn(nb.tensor(0.0, dtype=nb.float64)) - fn(nb.tensor(-h, dtype=nb.float64))).item()
+    assert x.grad.numpy()[0] == pytest.approx(left / h, rel=1e-6)
+    gradcheck(fn, [nb.tensor([-1.0, 1.0, -0.3], requires_grad=True, dtype=nb.float64)])

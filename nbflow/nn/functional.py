@@ -112,9 +112,16 @@ def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
     return _maybe_inplace(input, lambda x: ops.hardtanh(x, **bounds), inplace)
 
 
+def _not_positive(x):
+    """x where x <= 0, else 0: the negative branch's input of elu and celu, whose gradient at
+    0 is the whole of the negative branch's (PyTorch's elu_backward takes x <= 0 there; a
+    minimum(x, 0) would split it in two at the tie)."""
+    return ops.where(x > 0, 0.0, x)
+
+
 def elu(input, alpha=1.0, inplace=False):
     def fn(x):
-        return ops.where(x > 0, x, ops.expm1(ops.minimum(x, 0.0)) * alpha)
+        return ops.where(x > 0, x, ops.expm1(_not_positive(x)) * alpha)
 
     return _maybe_inplace(input, fn, inplace)
 
@@ -438,7 +445,7 @@ def celu(input, alpha=1.0, inplace=False):
         raise AttrError("celu: alpha must not be 0 (it divides the input)")
 
     def fn(x):
-        return ops.where(x > 0, x, ops.expm1(ops.minimum(x, 0.0) / alpha) * alpha)
+        return ops.where(x > 0, x, ops.expm1(_not_positive(x) / alpha) * alpha)
 
     return _maybe_inplace(input, fn, inplace)
 
