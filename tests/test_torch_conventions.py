@@ -1,5 +1,7 @@
-"""Wrong answers found by PyTorch's OpInfo samples (issue 39), each checked against an
-independent reference: numpy, or finite differences."""
+"""PyTorch's conventions where nbflow once answered otherwise (bitwise operators on integers,
+max/min against a tensor, broadcasting cosine similarity, index_fill's value gradient, relu
+at -inf, norm and elu-family gradients at 0), each checked against an independent reference:
+numpy, or finite differences."""
 
 import numpy as np
 import pytest
