@@ -33,6 +33,7 @@ from .core import (
     set_grad_enabled,
 )
 from .device import DeviceError
+from .dlpack import DLPackDTypeError, DLPackError, from_dlpack
 from .dtypes import bool_, float16, float32, float64, int32, int64
 from .errors import (
     ArgumentError,

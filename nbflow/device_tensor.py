@@ -57,6 +57,20 @@ class CudaTensor(Tensor):
         a = self.numpy()
         return a if dtype is None or a.dtype == dtype else a.astype(dtype)
 
+    @property
+    def __cuda_array_interface__(self) -> dict:
+        """The device array's interface: CuPy, PyTorch and numba read the buffer in place.
+        (Under numba's simulator, whose stand-in wraps a host array, the "device" pointer is
+        that array's host address, so the import side can be tested without a GPU.)"""
+        from .dlpack import cuda_array_interface
+
+        return cuda_array_interface(self._data)
+
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        from .dlpack import export_device
+
+        return export_device(self, stream, max_version, dl_device, copy)
+
     def item(self):
         if self._data.size != 1:
             raise ValueError(f"item() needs a tensor with one element, got shape {self.shape}")

@@ -146,6 +146,24 @@ class Tensor(Operators):
             return a.astype(dtype)
         return a.copy() if copy else a.view()
 
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        """The DLPack capsule of this tensor's memory (no copy unless copy=True): what
+        np.from_dlpack, torch.from_dlpack and nbflow.from_dlpack read (nbflow/dlpack.py)."""
+        from .dlpack import export
+
+        return export(self, stream, max_version, dl_device, copy)
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        from .dlpack import _device_code
+
+        return _device_code(self.device)
+
+    def __array_namespace__(self, *, api_version=None):
+        """The Array API standard's namespace for nbflow tensors (nbflow.array_api)."""
+        from . import array_api
+
+        return array_api.namespace(api_version)
+
     def item(self):
         if self._data.size != 1:
             raise ValueError(f"item() needs a tensor with one element, got shape {self.shape}")

@@ -1,0 +1,222 @@
+"""DLPack: tensors shared with numpy, PyTorch, JAX or CuPy without a copy.
+
+`Tensor.__dlpack__` / `__dlpack_device__` export (a CPU tensor through numpy's own exporter,
+which writes the capsule and keeps the buffer alive as long as the consumer holds it), and
+`nbflow.from_dlpack(obj)` imports anything that implements the protocol. A CPU import goes
+through `np.from_dlpack`; a GPU import becomes a numba device array over the producer's memory
+(by its `__cuda_array_interface__`, or by cuda.core's DLPack reader), so it never visits the host.
+
+What cannot be shared raises DLPackError (a BufferError, as the standard asks) or, for a dtype
+nbflow does not hold (uint8, int16, complex, bfloat16, ...), DLPackDTypeError (also a
+DTypeError). Writes through either side of a shared buffer bypass nbflow's version counter, as
+writes through `Tensor.numpy()` do.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import dtypes as dt
+from .errors import DTypeError, NbflowError
+
+# DLDeviceType codes (dlpack.h)
+CPU, CUDA, CUDA_HOST, CUDA_MANAGED = 1, 2, 3, 13
+_HOST_READABLE = (CPU, CUDA_HOST, CUDA_MANAGED)
+
+
+class DLPackError(NbflowError, BufferError):
+    """A buffer that cannot be exchanged through DLPack as asked (a device or copy request
+    that cannot be met, a read-only buffer for a consumer that cannot be told so)."""
+
+
+class DLPackDTypeError(DLPackError, DTypeError):
+    """A DLPack buffer whose dtype nbflow does not hold."""
+
+
+def _device_code(device) -> tuple[int, int]:
+    """A DLPack (device_type, device_id) for an nbflow device name."""
+    from . import device as devices
+
+    name = devices.parse(device)
+    if name == devices.CPU:
+        return (CPU, 0)
+    return (CUDA, int(name.split(":")[1]))
+
+
+def export(t, stream=None, max_version=None, dl_device=None, copy=None):
+    """The capsule of a CPU tensor (Tensor.__dlpack__)."""
+    a = t._data
+    if dl_device is not None and tuple(dl_device) != (CPU, 0):
+        raise DLPackError(
+            f"__dlpack__: a CPU tensor cannot be exported to device {tuple(dl_device)} "
+            "(DLPack does not move data between devices; move it with .to() first)"
+        )
+    if stream is not None and stream != -1:
+        raise DLPackError(f"__dlpack__: stream must be None for a CPU tensor, got {stream!r}")
+    if not a.flags.writeable and not copy and (max_version is None or max_version[0] < 1):
+        raise DLPackError(
+            "__dlpack__: this tensor's buffer is read-only, and a consumer asking for DLPack "
+            f"{'0.x' if max_version is None else max_version} cannot be told so; pass "
+            "copy=True, export a clone(), or use a consumer of DLPack >= 1.0"
+        )
+    try:
+        if max_version is None:  # a pre-1.0 consumer: the legacy capsule
+            return (a.copy() if copy else a).__dlpack__()
+        return a.__dlpack__(max_version=tuple(max_version), copy=copy)
+    except BufferError as e:
+        raise DLPackError(f"__dlpack__: {e}") from e
+
+
+def _checked_dtype(dtype, where: str):
+    try:
+        return dt.as_dtype(dtype)
+    except (DTypeError, TypeError) as e:
+        raise DLPackDTypeError(
+            f"{where}: dtype {dtype} is not one nbflow holds (bool, int32, int64, float16, "
+            "float32, float64); convert it on the producer's side first"
+        ) from e
+
+
+def from_dlpack(x, *, device=None, copy=None):
+    """A tensor over the memory of `x`, any object with `__dlpack__` (numpy, PyTorch, JAX,
+    CuPy arrays, nbflow tensors): no copy, so a write on one side is seen on the other.
+
+    device: where the result lives (default: where `x` is); asking for another device needs
+    a copy, which copy=False refuses (DLPackError) and copy=None or True makes. copy=True
+    always copies. A read-only producer (a JAX array) gives a read-only tensor: in-place ops
+    on it raise UnsupportedError, clone() it to write."""
+    from . import device as devices
+    from .tensor import Tensor
+
+    if not hasattr(x, "__dlpack__"):
+        if isinstance(x, np.ndarray | np.generic):  # numpy without DLPack: not reached on >= 1.22
+            x = np.asarray(x)
+        else:
+            raise DLPackError(
+                f"from_dlpack: {type(x).__name__} does not implement __dlpack__ (use "
+                "nbflow.tensor() or nbflow.asarray() to copy it)"
+            )
+    if hasattr(x, "__dlpack_device__"):
+        kind, index = (int(v) for v in x.__dlpack_device__())
+    else:
+        kind, index = CPU, 0
+    if kind in _HOST_READABLE:
+        here = devices.CPU
+    elif kind == CUDA:
+        here = f"cuda:{index}"
+    else:
+        raise DLPackError(f"from_dlpack: DLPack device type {kind} is not one nbflow can use")
+    target = here if device is None else devices.parse(device)
+    if target == here:
+        return Tensor(_host_import(x, copy)) if here == devices.CPU else _device_import(x, copy)
+    if copy is False:
+        raise DLPackError(
+            f"from_dlpack: the buffer is on {here} and {target} was asked for with copy=False; "
+            "moving it needs a copy"
+        )
+    return from_dlpack(x).to(target)  # (to() copies)
+
+
+def _host_import(x, copy) -> np.ndarray:
+    try:
+        a = np.from_dlpack(x, copy=copy)
+    except BufferError as e:
+        raise DLPackError(f"from_dlpack: {e}") from e
+    except (RuntimeError, TypeError) as e:  # numpy: "Unsupported dtype in DLTensor"
+        if "dtype" in str(e):
+            raise DLPackDTypeError(
+                f"from_dlpack: the buffer's dtype is not one nbflow holds ({e})"
+            ) from e
+        raise DLPackError(f"from_dlpack: {e}") from e
+    _checked_dtype(a.dtype, "from_dlpack")
+    return a.view(np.ndarray)
+
+
+def _device_import(x, copy):
+    """A numba device array over a GPU producer's memory (no host round trip)."""
+    from . import device as devices
+    from .device_tensor import CudaTensor
+
+    cuda = devices.cuda()
+    if hasattr(x, "__cuda_array_interface__"):
+        desc = x.__cuda_array_interface__
+        _checked_dtype(np.dtype(desc["typestr"]), "from_dlpack")
+        if devices.simulator():
+            arr = _simulated(desc, x)
+        else:
+            arr = cuda.from_cuda_array_interface(desc, owner=x, sync=True)
+    else:
+        from numba.cuda.cudadrv.devicearray import _make_strided_memory_view
+
+        smv = _make_strided_memory_view(x, stream_ptr=-1)
+        dtype = _checked_dtype(np.dtype(smv.dtype), "from_dlpack")
+        itemsize = dtype.itemsize
+        strides = smv.strides
+        desc = {
+            "shape": tuple(smv.shape),
+            "strides": None if strides is None else tuple(s * itemsize for s in strides),
+            "typestr": dtype.str,
+            "data": (int(smv.ptr), bool(getattr(smv, "readonly", False))),
+            "version": 3,
+        }
+        arr = cuda.from_cuda_array_interface(desc, owner=smv, sync=False)
+    t = CudaTensor(arr)
+    return t.clone() if copy else t
+
+
+def export_device(t, stream=None, max_version=None, dl_device=None, copy=None):
+    """A GPU tensor's __dlpack__: DLPack export on the device is not written yet (numba's
+    device arrays have no DLPack exporter); `__cuda_array_interface__` shares it instead."""
+    here = _device_code(t.device)
+    if dl_device is not None and tuple(dl_device) == (CPU, 0):
+        if copy is False:
+            raise DLPackError(
+                "__dlpack__: a GPU tensor exported to the CPU needs a copy; copy=False refuses it"
+            )
+        return export(t.cpu(), stream=None, max_version=max_version, copy=None)
+    raise DLPackError(
+        f"__dlpack__ of a GPU tensor ({here}) is not supported yet: share it through "
+        "__cuda_array_interface__ (torch.as_tensor(t, device='cuda'), cupy.asarray(t) and "
+        "numba.cuda.as_cuda_array(t) read it without a copy), or pass dl_device=(1, 0) for a "
+        "host copy"
+    )
+
+
+def cuda_array_interface(a) -> dict:
+    """`__cuda_array_interface__` (version 3) of a numba device array or, under the
+    simulator, of its stand-in: the wrapped host array's address."""
+    from . import device as devices
+
+    if not devices.simulator():
+        return a.__cuda_array_interface__
+    host = a._ary
+    desc = dict(host.__array_interface__)
+    return {
+        "shape": tuple(host.shape),
+        "strides": None if host.flags.c_contiguous else tuple(host.strides),
+        "typestr": host.dtype.str,
+        "data": desc["data"],
+        "version": 3,
+        "stream": None,
+    }
+
+
+class _Interface:
+    """A host array interface over a simulated device pointer, keeping its owner alive."""
+
+    def __init__(self, desc, owner):
+        self.__array_interface__ = {
+            "shape": desc["shape"],
+            "strides": desc.get("strides"),
+            "typestr": desc["typestr"],
+            "data": desc["data"],
+            "version": 3,
+        }
+        self.owner = owner
+
+
+def _simulated(desc, owner):
+    """The simulator's stand-in over the memory `desc` points at (no copy)."""
+    from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray
+
+    return FakeCUDAArray(np.asarray(_Interface(desc, owner)))
