@@ -344,7 +344,51 @@ def test_a_version_1_document_still_loads():
     original = mlp()[0]
     doc = json.loads(dumps(original))
     doc["version"] = 1
+    del doc["sha256"]  # version 1 (and 2) had no content hash
     assert str(loads(json.dumps(doc))) == str(original)
+
+
+def _doubling(tmp_path):
+    main, startup = nb.Program(), nb.Program()
+    with nb.program_guard(main, startup):
+        x = nb.static.data("x", [-1, 3])
+        y = x * 2.0
+    path = str(tmp_path / "double.json")
+    save(main, path)
+    return path, y.name
+
+
+def test_an_edited_or_damaged_program_file_is_refused_naming_the_file(tmp_path):
+    path, out = _doubling(tmp_path)
+    x = np.ones((2, 3), np.float32)
+    np.testing.assert_array_equal(nb.Executor().run(load(path), {"x": x}, [out])[0], 2 * x)
+    with open(path) as f:
+        text = f.read()
+    assert text.count('"value": 2.0') == 1
+    with open(path, "w") as f:  # one bit: '2' is 0x32, '3' is 0x33
+        f.write(text.replace('"value": 2.0', '"value": 3.0'))
+    for read in (load, load_program, nb.load):
+        with pytest.raises(ProgramError, match=f"{path} is corrupt or was edited"):
+            read(path)
+    with pytest.raises(ProgramError, match="the program document is corrupt or was edited"):
+        loads(text.replace('"value": 2.0', '"value": 3.0'))
+    doc = json.loads(text)
+    doc["sha256"] = "0" * 64  # a damaged hash is refused too
+    with pytest.raises(ProgramError, match="corrupt or was edited"):
+        loads(json.dumps(doc))
+    doc["sha256"] = None  # an unsealed document (hand-written, or edited on purpose) loads
+    doc["blocks"][0]["ops"][0]["attrs"]["value"] = 3.0
+    assert loads(json.dumps(doc)).global_block().ops[0].attrs["value"] == 3.0
+
+
+def test_the_content_hash_does_not_depend_on_the_layout(tmp_path):
+    path, out = _doubling(tmp_path)
+    with open(path) as f:
+        doc = json.load(f)
+    with open(path, "w") as f:  # re-indented, keys reordered: the same content
+        json.dump(dict(reversed(doc.items())), f, indent=7)
+    x = np.ones((2, 3), np.float32)
+    np.testing.assert_array_equal(nb.Executor().run(load(path), {"x": x}, [out])[0], 2 * x)
 
 
 # ---------------------------------------------------------------- hostile documents
@@ -471,7 +515,7 @@ HOSTILE = {
     "unknown field": (_set(["blocks", 0, "ops", 0, "code"], "import os"), "Additional properties"),
     "missing field": (lambda d: d["blocks"][0]["vars"][0].pop("dtype"), "'dtype' is a required"),
     "wrong format": (_set(["format"], "onnx"), "not an nbflow program"),
-    "wrong version": (_set(["version"], 3), "version 3 is not supported"),
+    "wrong version": (_set(["version"], 99), "version 99 is not supported"),
     "block order": (_set(["blocks", 0, "idx"], 3), "block 0 is numbered 3"),
 }
 

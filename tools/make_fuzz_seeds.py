@@ -132,7 +132,7 @@ PROGRAM_MUTATIONS = {
     "unknown_field": lambda d: d["blocks"][0]["ops"][0].update(code="import os"),
     "missing_field": lambda d: var(d, "x").pop("dtype"),
     "wrong_format": lambda d: d.update(format="onnx"),
-    "wrong_version": lambda d: d.update(version=3),
+    "wrong_version": lambda d: d.update(version=99),
     "location_too_long": lambda d: op(d, "relu").update(location="x" * 2000),
 }
 

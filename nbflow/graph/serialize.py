@@ -15,20 +15,20 @@ API:
 - `dumps(program) -> str`, `loads(text) -> Program`: the document alone, in memory.
 - `SCHEMA`: the JSON Schema of the document; `FORMAT`, `VERSION`.
 
-The document: `{"format": "nbflow.program", "version": 2, "blocks": [...], "backward_start",
-"next_name", "params_sha256"}`; a block has `idx`, `parent`, `vars` (name, shape, dtype short
-name, persistable, stop_gradient, is_data, location) and `ops` (type, input and output var
-names in slot order, attrs, location, `grad_edges` (which inputs pass a gradient back, fixed
-when the op was built), `rule_inputs` when an in-place op's gradient reads a saved copy of
-its target, and `grad_of` for an op of a gradient rule: the type and location of the forward
-op it differentiates, which a NaN/Inf check names), and `write_back: true` for the op that
-gives a base the history of a write through one of its views (nbflow/views.py: it changes no
-value, so it is no new version; since version 2). A sub-block (control flow) also lists its
+The document: `{"format": "nbflow.program", "version": 3, "blocks": [...], "backward_start",
+"next_name", "params_sha256", "sha256"}`; a block has `idx`, `parent`, `vars` (name, shape,
+dtype short name, persistable, stop_gradient, is_data, location) and `ops` (type, input and
+output var names in slot order, attrs, location, `grad_edges` (which inputs pass a gradient
+back, fixed when the op was built), `rule_inputs` when an in-place op's gradient reads a saved
+copy of its target, and `grad_of` for an op of a gradient rule: the type and location of the
+forward op it differentiates, which a NaN/Inf check names), and `write_back: true` for the op
+that gives a base the history of a write through one of its views (nbflow/views.py: it changes
+no value, so it is no new version; since version 2). A sub-block (control flow) also lists its
 `inputs` and `outputs` by name, and ops refer to sub-blocks by index (attr kind "block").
 Attrs are stored by their declared kind: dtypes by short name, non-finite floats as "inf",
 "-inf" or "nan" (JSON has no such numbers), index keys as lists of lists. A random op's
-`generator` is stored as null: a loaded program draws from the default generator (seed it
-with nbflow.manual_seed). The in-place map is implied by the op type.
+`generator` is stored as null: a loaded program draws from the default generator (seed it with
+nbflow.manual_seed). The in-place map is implied by the op type.
 
 Loading is validation, never code: the text is parsed by `json` (no pickle, eval, exec or
 import driven by the file), checked against SCHEMA, then semantically: op types from the
@@ -38,7 +38,11 @@ nesting, shapes and element counts bounded, in-place outputs equal to their targ
 op's shape rule re-run and compared with the declared output vars. The .npz is read with
 allow_pickle=False after every array header (name, dtype, shape) was checked against the
 program and the total size against a budget. Any failure raises ProgramError naming the field,
-op or var; the document records a digest of its .npz so a mismatched pair is detected.
+op or var; the document records a digest of its .npz so a mismatched pair is detected, and
+(since version 3) the sha256 of its own content (`sha256`: canonical JSON of every other field),
+checked after everything else, so a document damaged or edited after saving (a `2.0` made
+`3.0`) is refused with a ProgramError naming the file; a document whose `sha256` is null (or
+older than version 3) is not sealed.
 Sub-blocks: each is run by exactly one op of its parent block (so no block runs itself or an
 enclosing block: no recursion), writes only its own vars, and fits its op's inputs and
 outputs; `load(..., require_loop_bounds=True)` also rejects a while loop without
@@ -94,8 +98,9 @@ __all__ = [
 ]
 
 FORMAT = "nbflow.program"
-VERSION = 2
-READABLE = (1, 2)  # version 1 had no write_back mark (a write-back counted as a new version)
+VERSION = 3
+# version 1 had no write_back mark (a write-back counted as a new version); version 2 no sha256
+READABLE = (1, 2, 3)
 
 # Bounds on what a loaded document may declare (a saved program may come from anyone).
 MAX_FILE_BYTES = 256 << 20
@@ -216,6 +221,7 @@ SCHEMA = {
         "backward_start": {"type": ["integer", "null"], "minimum": 0, "maximum": MAX_OPS},
         "next_name": {"type": "integer", "minimum": 0, "maximum": 1 << 40},
         "params_sha256": {"type": ["string", "null"], "pattern": "^[0-9a-f]{64}$"},
+        "sha256": {"type": ["string", "null"], "pattern": "^[0-9a-f]{64}$"},
     },
 }
 
@@ -268,8 +274,28 @@ def _short(text: str, n: int = 200) -> str:
 
 
 def dumps(program: Program) -> str:
-    """The program as a JSON document (without parameters)."""
-    return _dump(_document(program)).decode()
+    """The program as a JSON document (without parameters), sealed with its sha256."""
+    doc = _document(program)
+    doc["sha256"] = _content_sha256(doc)
+    return _dump(doc).decode()
+
+
+def _content_sha256(doc: dict) -> str:
+    """The sha256 of a document's content: every field but `sha256` itself, as canonical JSON
+    (sorted keys, no spaces), so it does not depend on the layout of the text."""
+    content = {k: v for k, v in doc.items() if k != "sha256"}
+    text = json.dumps(content, sort_keys=True, separators=(",", ":"), allow_nan=False)
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _check_content(doc: dict, name: str):
+    """The document's recorded sha256 against its content (checked after every other check,
+    so a document edited into something invalid gets the error that says what is wrong)."""
+    recorded = doc.get("sha256")
+    if recorded is not None and recorded != _content_sha256(doc):
+        raise ProgramError(
+            f"{name} is corrupt or was edited: its content does not match the sha256 it records"
+        )
 
 
 def _dump(doc: dict) -> bytes:
@@ -306,6 +332,7 @@ def save(program: Program, path, scope=None) -> None:
     tmp, digest = _written_temp(params, lambda f: _write_npz(f, values))
     staged = _publish(tmp, _staged_name(params, digest))  # (1) beside the old parameters
     doc["params_sha256"] = digest
+    doc["sha256"] = _content_sha256(doc)
     text = _dump(doc)
     _atomic_write(path, lambda f: f.write(text))  # (2) the new document names them
     _publish(staged, params)  # (3) under their usual name
@@ -357,6 +384,7 @@ def _document(program: Program) -> dict:
         "backward_start": program.backward_start,
         "next_name": program._names,  # so names made after loading match the original's
         "params_sha256": None,
+        "sha256": None,
     }
 
 
@@ -580,6 +608,7 @@ def load(
     max_param_bytes = _param_budget(max_param_bytes)
     doc = _parse(_read_bounded(path, MAX_FILE_BYTES))
     program = from_document(doc, require_loop_bounds)
+    _check_content(doc, path)
     digest = doc.get("params_sha256")
     if digest is not None:  # null: saved without a parameters file (dumps)
         values = _read_params(path + ".npz", program, max_param_bytes, digest)
@@ -590,7 +619,11 @@ def load(
 
 def load_program(path, require_loop_bounds: bool = False) -> Program:
     """Load only the program document (checked); no parameters."""
-    return loads(_read_bounded(os.fspath(path), MAX_FILE_BYTES), require_loop_bounds)
+    path = os.fspath(path)
+    doc = _parse(_read_bounded(path, MAX_FILE_BYTES))
+    program = from_document(doc, require_loop_bounds)
+    _check_content(doc, path)
+    return program
 
 
 def loads(text: str | bytes, require_loop_bounds: bool = False) -> Program:
@@ -599,7 +632,10 @@ def loads(text: str | bytes, require_loop_bounds: bool = False) -> Program:
         text = text.encode("utf-8", "surrogatepass")
     if len(text) > MAX_FILE_BYTES:
         raise ProgramError(f"a program document is at most {MAX_FILE_BYTES} bytes")
-    return from_document(_parse(text), require_loop_bounds)
+    doc = _parse(text)
+    program = from_document(doc, require_loop_bounds)
+    _check_content(doc, "the program document")
+    return program
 
 
 def _read_bounded(path: str, limit: int) -> bytes:
