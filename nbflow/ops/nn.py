@@ -16,7 +16,7 @@ import numpy as np
 from .. import dtypes as dt
 from ..core import UNKNOWN, Attr, Op, Spec, broadcast_shapes, normalize_axis
 from ..errors import AttrError, DTypeError, OutOfRangeError, ShapeError
-from ..kernels import vecmath
+from ..kernels import threads, vecmath
 from ..kernels.cpu import JIT, axis_rows, sum64, write_axis_rows
 from ..kernels.jit import njit
 from . import reduce as _reduce
@@ -54,14 +54,24 @@ def _softmax_exps(x, exps):
     return m
 
 
+@njit(**dict(JIT, fastmath={"reassoc"}))
+def _row_sum(a):
+    """The float64 sum of a 1-D array, reassociated: LLVM keeps vector partial sums, where an
+    ordered sum is a chain of dependent adds (a third of a softmax over rows of 64)."""
+    total = 0.0
+    for j in range(a.shape[0]):
+        total += a[j]
+    return total
+
+
 @njit(**JIT)
 def _softmax_rows(x, out, log):
     """Softmax (or log-softmax) of each row of the 2-D array x (out C-contiguous), max-shifted:
-    the exps in x's dtype (_softmax_exps), each row's sum in float64 (sum64)."""
+    the exps in x's dtype (_softmax_exps), each row's sum in float64 (_row_sum)."""
     m = _softmax_exps(x, out)
     n = x.shape[1]
     for i in range(x.shape[0]):
-        s = sum64(out[i])
+        s = _row_sum(out[i])
         if log:
             shift = m[i] + math.log(s)
             for j in range(n):
@@ -186,9 +196,21 @@ def _softmax_launcher(log):
             return
         axis = _softmax_axis(x.ndim, axis)
         rows = axis_rows(x, axis)
-        write_axis_rows(out, axis, lambda o: _softmax_rows(rows, o, log))
+        write_axis_rows(out, axis, lambda o: _by_rows(rows, o, log))
 
     return launch
+
+
+def _by_rows(x, out, log):
+    """_softmax_rows, its rows split over threads when there are enough of them."""
+    if out.size < THREADED_ELEMENTS:
+        _softmax_rows(x, out, log)
+    else:
+        part = lambda a, b: _softmax_rows(x[a:b], out[a:b], log)
+        threads.split_range(part, out.shape[0])
+
+
+THREADED_ELEMENTS = 1 << 16  # elements from which a softmax's rows are split over threads
 
 
 def _softmax_ref(x, axis=-1):
