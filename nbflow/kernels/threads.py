@@ -161,6 +161,20 @@ def _workers(n: int):
         return _WORKERS
 
 
+# elements from which a memory-bound pass (a channel's or a row's kernel) is split over threads
+THREADED_ELEMENTS = 1 << 16
+
+
+def split_pass(fn, n: int, elements: int):
+    """fn(start, stop) over [0, n) (channels, rows) as split_range does, or whole on this
+    thread when the pass reads fewer than THREADED_ELEMENTS elements (a hand-off costs tens of
+    microseconds)."""
+    if elements < THREADED_ELEMENTS:
+        fn(0, n)
+    else:
+        split_range(fn, n)
+
+
 def split_range(fn, n: int):
     """fn(start, stop) over [0, n) cut into one range per thread (get_num_threads(), at most
     n), the first on this thread and the others on worker threads, with numpy's OpenBLAS on one

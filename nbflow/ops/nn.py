@@ -203,14 +203,8 @@ def _softmax_launcher(log):
 
 def _by_rows(x, out, log):
     """_softmax_rows, its rows split over threads when there are enough of them."""
-    if out.size < THREADED_ELEMENTS:
-        _softmax_rows(x, out, log)
-    else:
-        part = lambda a, b: _softmax_rows(x[a:b], out[a:b], log)
-        threads.split_range(part, out.shape[0])
-
-
-THREADED_ELEMENTS = 1 << 16  # elements from which a softmax's rows are split over threads
+    part = lambda a, b: _softmax_rows(x[a:b], out[a:b], log)
+    threads.split_pass(part, out.shape[0], out.size)
 
 
 def _softmax_ref(x, axis=-1):

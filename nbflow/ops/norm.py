@@ -181,13 +181,7 @@ def _affine_channels_grad(g, y, w, dy, dw, db, first, last):
 def _by_channels(kernel, x3, *args):
     """kernel(*args, first, last) over the channels of x3 (N, C, S), split over threads
     when the batch is large enough to pay for them."""
-    if x3.size < THREADED_CHANNELS:
-        kernel(*args, 0, x3.shape[1])
-    else:
-        threads.split_range(lambda first, last: kernel(*args, first, last), x3.shape[1])
-
-
-THREADED_CHANNELS = 1 << 16  # elements from which the channels are split over threads
+    threads.split_pass(lambda first, last: kernel(*args, first, last), x3.shape[1], x3.size)
 
 
 # ---------------------------------------------------------------- helpers
