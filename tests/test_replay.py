@@ -315,10 +315,11 @@ def test_a_replay_in_poison_mode_poisons_what_the_steps_release(replays, poison)
     assert replays[0] >= 3 and np.all(np.isfinite(losses))
     exe._arena_space.buffer[:] = 0  # (the padding between buffers stays 0)
     count = replays[0]
-    (loss,) = exe.run(main, _feed(), fetch[:1], scope)
-    # (fetching the loss alone is another plan: its own arena, recorded, then replayed)
+    test = main.clone(for_test=True)  # (fetching the training program's loss trains)
+    (loss,) = exe.run(test, _feed(), fetch[:1], scope)
+    # (the forward alone is another plan: its own arena, recorded, then replayed)
     for _ in range(2):
-        assert exe.run(main, _feed(), fetch[:1], scope)[0] == loss
+        assert exe.run(test, _feed(), fetch[:1], scope)[0] == loss
     assert replays[0] == count + 1
     arena = exe._arena_space.buffer.view(np.float32)  # the intermediates, released
     assert np.isnan(arena).any() == poison

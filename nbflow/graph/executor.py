@@ -41,7 +41,7 @@ from .memory import (
     plan_memory,
     poison_default,
 )
-from .program import Program, Var, compatible
+from .program import Program, Var, compatible, unique
 from .replay import Replay
 from .rewrite import rewrite
 
@@ -93,6 +93,35 @@ def needed_ops(block, targets) -> list[Node]:
                 want(outer_reads(node))
     kept.reverse()
     return kept
+
+
+def is_seed(node: Node) -> bool:
+    """Whether the node seeds a backward appended for a loss: ones_like(loss), which
+    append_backward makes outside any gradient rule (what a saved program keeps of it)."""
+    return node.grad_of is None and node.op.name == "full_like" and node.attrs["value"] == 1
+
+
+def updates(block, loss: Var) -> list[Node]:
+    """The updates of `loss` (PaddlePaddle's optimizer ops): the in-place writes to
+    persistable vars that follow a backward appended for the loss, up to the next backward's
+    seed, where minimize() (or the user, after append_backward) appends them. Fetching the
+    loss runs them: a training program trains when its loss is fetched."""
+    start = block.program.backward_start
+    if start is None or block.idx != 0:
+        return []
+    found, mine = [], False
+    for node in block.ops[start:]:
+        if is_seed(node):
+            mine = node.inputs[0] is loss
+        elif mine and any(node.inputs[j].persistable for j in node.op.inplace.values()):
+            found.append(node)
+    return found
+
+
+def with_updates(block, targets) -> list:
+    """The targets and the updates of the losses among them (implicit targets)."""
+    implied = [u for t in targets if isinstance(t, Var) for u in updates(block, t)]
+    return unique(targets + implied) if implied else targets
 
 
 def prune(program: Program, targets) -> Program:
@@ -157,7 +186,10 @@ class Executor:
         self._plan_lock = threading.RLock()  # a plan is made by one thread, then published
 
     def run(self, program: Program, feed=None, fetch_list=None, scope=None, return_numpy=True):
-        """Run the ops the fetch targets need; returns the fetched values in order."""
+        """Run the ops the fetch targets need, and the updates of a fetched loss that an
+        optimizer minimized (as PaddlePaddle's executor does: see `updates`; to run the
+        forward alone, fetch from `program.clone(for_test=True)`); returns the fetched
+        values in order."""
         scope = _global_scope if scope is None else scope
         feed = feed or {}
         fetch_list = list(fetch_list or [])
@@ -259,6 +291,7 @@ class Executor:
 
     def _make_plan(self, program, feed_names, targets, plain):
         block = program.global_block()
+        targets = with_updates(block, targets)
         ops = needed_ops(block, targets) if targets else list(block.ops)
         if self.fuse and not plain:
             ops = fuse(rewrite(ops, targets, self.save_memory), targets)

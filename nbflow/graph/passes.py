@@ -7,7 +7,7 @@ from ..core import Spec
 from ..dtypes import SHORT
 from ..errors import NbflowError, ProgramError
 from . import fusion
-from .executor import compatible, needed_ops
+from .executor import compatible, needed_ops, updates, with_updates
 from .printer import format_attr, format_op
 from .program import Program, Var
 from .rewrite import rewrite
@@ -77,17 +77,26 @@ def _check_shapes(block, node, where: str):
 def explain(
     program: Program, fetch_list, device: str = "cpu", fuse: bool = True, save_memory=False
 ) -> str:
-    """For each op: whether it survives pruning for `fetch_list`, the first target that needs
-    it, the kernel key (op, device, dtype) it will run with, and, with `fuse` on the CPU, the
-    fused kernel it runs in (`fused #k`, as the Executor's fusion pass groups them) or the op a
-    rewrite folded it into (`folded into sgd_matmul_update_`: graph/rewrite.py; `save_memory`
-    as the Executor's option)."""
+    """For each op: whether it survives pruning for `fetch_list`, and why: the first target
+    that needs it, or for an optimizer's update the fetched loss it updates for ("update of
+    %loss", executor.updates), the kernel key (op, device, dtype) it will run with, and, with
+    `fuse` on the CPU, the fused kernel it runs in (`fused #k`, as the Executor's fusion pass
+    groups them) or the op a rewrite folded it into (`folded into sgd_matmul_update_`:
+    graph/rewrite.py; `save_memory` as the Executor's option)."""
     block = program.global_block()
     targets = [t if not isinstance(t, str) else block.var(t) for t in fetch_list]
-    needed_by = {}
+    needed_by = {}  # id(op) -> why it runs
     for t in targets:
+        name = f"%{t.name}" if isinstance(t, Var) else t.op.name
         for node in needed_ops(block, [t]):
-            needed_by.setdefault(id(node), t)
+            needed_by.setdefault(id(node), f"for {name}")
+    for t in targets:  # a fetched loss's updates (the Executor runs them: executor.updates)
+        for update in updates(block, t) if isinstance(t, Var) else ():
+            why = f"update of %{t.name}"
+            needed_by.setdefault(id(update), why)
+            for node in needed_ops(block, [update]):
+                needed_by.setdefault(id(node), f"for {why}")
+    targets = with_updates(block, targets)
     group_of = {}
     if fuse and devices.parse(device) == devices.CPU:  # as the Executor plans (on the CPU
         # only: a GPU executor runs the plain plan): the rewrites, then fusion
@@ -101,14 +110,10 @@ def explain(
                 group_of[id(node)] = f"   fused #{k} ({'+'.join(group.op_names)})"
     lines = []
     for node in block.ops:
-        target = needed_by.get(id(node))
-        if target is None:
-            status = "pruned"
-        else:
-            name = f"%{target.name}" if isinstance(target, Var) else target.op.name
-            status = f"runs (for {name})"
+        why = needed_by.get(id(node))
+        status = "pruned" if why is None else f"runs ({why})"
         lines.append(f"{status:<24} {_explain_op(node, device)}{group_of.get(id(node), '')}")
-        if target is not None:
+        if why is not None:
             lines += _explain_blocks(program, node, device, "  ")
     return "\n".join(lines)
 

@@ -249,6 +249,26 @@ class Program:
     def ops(self) -> list[Node]:
         return list(self.global_block().ops)
 
+    def prune(self, targets) -> Program:
+        """A Program (sharing the vars) with only the ops the targets (vars or ops) need:
+        no update runs unless it is a target."""
+        from .executor import prune
+
+        return prune(self, targets)
+
+    def clone(self, for_test: bool = False) -> Program:
+        """A Program with this one's ops (sharing the vars); for_test=True keeps the forward
+        ops alone (PaddlePaddle's clone for evaluation: no backward, no update, so fetching
+        the loss leaves the parameters as they are). A module's train/eval mode is baked in
+        when it is traced: build the test program after model.eval() for dropout and batch
+        norm in eval mode."""
+        block = self.global_block()
+        if for_test and self.backward_start is not None:
+            return self.prune(block.ops[: self.backward_start])
+        clone = self.prune(block.ops)
+        clone.backward_start = self.backward_start  # fetching a loss still runs its updates
+        return clone
+
 
 def unique(values) -> list:
     """The values in order, each object once (vars compare by identity: == builds an op)."""
