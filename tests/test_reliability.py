@@ -427,6 +427,23 @@ def test_huge_and_overflowing_sizes_raise_resource_exhausted():
         nb.zeros(-1, 2)
 
 
+def test_budget_bounds_fused_graph_mode_groups(budget):
+    f = nb.jit(lambda a, b: (a + b) * 2.0)  # add and mul fuse into one kernel
+    small = f(nb.ones(3, 1), nb.ones(1, 4))
+    np.testing.assert_array_equal(small, np.full((3, 4), 4.0, "f4"))
+    budget(1 << 30)
+    with pytest.raises(nb.ResourceExhaustedError, match=r"fused add\+mul.*over the memory budget"):
+        f(nb.ones(30000, 1), nb.ones(1, 30000))  # 3.35 GiB of output
+    g = nb.jit(lambda a, b: nb.sum((a + b) * 2.0, axis=1))  # a fused reduction
+    np.testing.assert_array_equal(g(nb.ones(3, 1), nb.ones(1, 4)), np.full(3, 16.0, "f4"))
+    with pytest.raises(nb.ResourceExhaustedError, match="over the memory budget"):
+        g(nb.ones(30000, 1), nb.ones(1, 30000))  # its broadcast input would be copied out
+    budget(48)  # the outputs of the small call: 48 bytes, at the budget
+    np.testing.assert_array_equal(f(nb.ones(3, 4), nb.ones(3, 4)), np.full((3, 4), 4.0, "f4"))
+    with pytest.raises(nb.ResourceExhaustedError):
+        f(nb.ones(3, 5), nb.ones(3, 5))
+
+
 def test_budget_bounds_what_loaders_read(budget, tmp_path):
     path = tmp_path / "state.ckpt"
     nb.save_state({"w": nb.ones(1000)}, path)
@@ -465,6 +482,35 @@ def test_indices_out_of_range_raise_before_the_kernel(name):
         with pytest.raises(nb.OutOfRangeError) as e:
             make(i)
         assert isinstance(e.value, IndexError) and f"defined at {HERE}:" in str(e.value)
+
+
+@pytest.mark.parametrize("jit", [False, True], ids=["eager", "jit"])
+def test_scatter_reduce_refuses_out_of_range_and_negative_indices_in_every_mode(jit):
+    def f(x, i, s):
+        return nb.scatter_reduce(x, 0, i, s, "sum")
+
+    run = nb.jit(f) if jit else f
+    x, src = nb.zeros(4), nb.ones(2)
+    np.testing.assert_array_equal(run(x, nb.tensor([0, 3]), src), [1, 0, 0, 1])
+    for bad in (4, -1, -4, 2**62):  # PyTorch's scatter takes no negative index either
+        with pytest.raises(nb.OutOfRangeError, match=f"must be in \\[0, 3\\], got {bad}"):
+            run(x, nb.tensor([0, bad]), src)
+    with pytest.raises(nb.OutOfRangeError, match="got -1"):  # index_reduce goes through it
+        nb.index_reduce(nb.zeros(4, 2), 0, nb.tensor([-1]), nb.ones(1, 2), "amax")
+
+
+@pytest.mark.parametrize("jit", [False, True], ids=["eager", "jit"])
+def test_put_counts_a_negative_index_from_the_end_once(jit):
+    def f(x, i):
+        return nb.put(x, i, nb.ones(1))
+
+    run = nb.jit(f) if jit else f
+    x = nb.zeros(3, 4)
+    for i, want in ((-1, 11), (-12, 0), (11, 11)):
+        assert np.flatnonzero(run(x, nb.tensor([i])).numpy()).tolist() == [want]
+    for bad in (-13, -24, 12):  # -13 wrapped twice was -13 + 12 + 12 = 11
+        with pytest.raises(nb.OutOfRangeError, match=f"index {bad} is out of range"):
+            run(x, nb.tensor([bad]))
 
 
 # ---------------------------------------------------------------- eager and graph agree

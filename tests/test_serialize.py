@@ -4,6 +4,7 @@ must raise ProgramError and nothing else."""
 
 import contextlib
 import copy
+import io
 import json
 import os
 import subprocess
@@ -389,6 +390,60 @@ def test_the_content_hash_does_not_depend_on_the_layout(tmp_path):
         json.dump(dict(reversed(doc.items())), f, indent=7)
     x = np.ones((2, 3), np.float32)
     np.testing.assert_array_equal(nb.Executor().run(load(path), {"x": x}, [out])[0], 2 * x)
+
+
+def _loop_program(max_iterations):
+    main = nb.Program()
+    with nb.program_guard(main):
+        x = nb.static.data("x", [3])
+        nb.while_loop(lambda h: nb.sum(h) < 10.0, lambda h: h + 1.0, x, max_iterations)
+    return dumps(main)
+
+
+def test_require_loop_bounds_caps_max_iterations(tmp_path):
+    huge = _loop_program(2**62)
+    loads(huge)  # fine unless asked
+    with pytest.raises(ProgramError, match=r"max_iterations=4611686018427387904 is over the 1048"):
+        loads(huge, require_loop_bounds=True)
+    path = tmp_path / "loop.json"
+    path.write_text(huge)
+    for read in (load, load_program, nb.load):
+        with pytest.raises(ProgramError, match="is over the 1048576 iterations"):
+            read(path, require_loop_bounds=True)
+    assert serialize.MAX_LOOP_ITERATIONS == 1 << 20
+    loads(_loop_program(1 << 20), require_loop_bounds=True)  # at the cap
+    loads(_loop_program(100), require_loop_bounds=100)  # a bound of the caller's
+    with pytest.raises(ProgramError, match="max_iterations=101 is over the 100 iterations"):
+        loads(_loop_program(101), require_loop_bounds=100)
+    with pytest.raises(TypeError, match="require_loop_bounds"):
+        loads(_loop_program(1), require_loop_bounds=-1)
+
+
+def test_a_small_npz_declaring_a_huge_parameter_is_refused_before_allocating(tmp_path):
+    main, startup = nb.Program(), nb.Program()
+    with nb.program_guard(main, startup):
+        nb.static.create_parameter("w", [40000, 40000])  # 6.4 GB declared
+    path = str(tmp_path / "huge.json")
+    save(main, path)  # no values: no member
+    header = io.BytesIO()
+    np.lib.format.write_array_header_1_0(
+        header, {"descr": "<f4", "fortran_order": False, "shape": (40000, 40000)}
+    )
+    with zipfile.ZipFile(path + ".npz", "w") as zf:
+        zf.writestr("w.npy", header.getvalue() + bytes(16))
+    assert os.path.getsize(path + ".npz") < 1000
+    message = r"%w declares float32\[40000, 40000\] \(6400000000 bytes\), but its member holds"
+    with pytest.raises(ProgramError, match=message):
+        serialize.load_params(path, main, max_bytes=1 << 40)
+    with open(path) as f:
+        doc = json.load(f)
+    with open(path + ".npz", "rb") as f:
+        doc["params_sha256"] = serialize._sha256(f)
+    doc["sha256"] = None
+    with open(path, "w") as f:
+        json.dump(doc, f)
+    with pytest.raises(ProgramError, match=message):
+        nb.load(path, max_param_bytes=1 << 40)
 
 
 # ---------------------------------------------------------------- hostile documents

@@ -46,7 +46,8 @@ import numpy as np
 from numba.core.errors import NumbaError
 
 from .. import dtypes as dt
-from ..core import Node, Spec
+from ..core import STATE, Node, Spec
+from ..errors import ResourceExhaustedError
 from ..kernels import codegen
 from ..kernels.cpu import SUM_BLOCK, Elementwise, broadcast_view, cacheable, reduce_layout
 from ..kernels.threads import Chooser as _Chooser
@@ -398,6 +399,10 @@ class FusedGroup:
         # the attrs the kernel was generated with (constants, a reduction's axes): a node's
         # attrs edited since then run the ops one by one
         self.baked = [(n.attrs, tuple(n.attrs.values())) for n in nodes if n.attrs]
+        # bytes per element of the full shape the group may allocate at most (every output,
+        # every input materialised): only over the memory budget is the exact need counted
+        itemsizes = [np.dtype(v.dtype).itemsize for v in (*self.outputs, *self.inputs)]
+        self.bound = sum(itemsizes)
 
     # -------------------------------------------------------------- what it shows
 
@@ -575,6 +580,8 @@ class FusedGroup:
         size = 1
         for n in shape:
             size *= n
+        if size * self.bound > STATE.memory_budget:
+            self._check_budget(arrays, shape, size)
         if self.reduction is not None:
             outs = self._run_reduced(arrays, take, shape, size)
             return None if outs is None else (outs, shape)
@@ -637,6 +644,33 @@ class FusedGroup:
         if chooser is not None:
             chooser.record(choice, time.perf_counter() - start)
         return outs
+
+    def _check_budget(self, arrays, shape, size):
+        """Refuse a run whose outputs and materialised inputs (broadcasts _layout copies out)
+        need more than the memory budget, before anything is allocated, as an eager op does."""
+        outputs = self.outputs if self.reduction is None else self.outputs[:-1]
+        need = sum(size * np.dtype(v.dtype).itemsize for v in outputs)
+        if self.reduction is not None:
+            reduced = self._reduced_shape(shape)
+            need += math.prod(reduced) * np.dtype(self.outputs[-1].dtype).itemsize
+        for a in arrays:
+            if a.size == 1 or (a.shape == shape and a.flags.c_contiguous):
+                continue
+            rows = (
+                self.reduction is None
+                and a.flags.c_contiguous
+                and a.ndim <= len(shape)
+                and _trailing(a.shape) == shape[len(shape) - len(_trailing(a.shape)) :]
+            )
+            if not rows:
+                need += size * a.itemsize
+        if need > STATE.memory_budget:
+            ins = ", ".join(f"{list(a.shape)} {a.dtype}" for a in arrays)
+            raise ResourceExhaustedError(
+                f"fused {'+'.join(self.op_names)}({ins}): shape {list(shape)} needs {need} "
+                f"bytes, over the memory budget of {STATE.memory_budget} bytes "
+                "(nbflow.set_memory_budget)"
+            )
 
     def _put_shaped(self, env, shape):
         """Stand-ins for the values read outside for their shape only: no memory, read-only

@@ -46,7 +46,7 @@ older than version 3) is not sealed.
 Sub-blocks: each is run by exactly one op of its parent block (so no block runs itself or an
 enclosing block: no recursion), writes only its own vars, and fits its op's inputs and
 outputs; `load(..., require_loop_bounds=True)` also rejects a while loop without
-max_iterations.
+max_iterations or with more than MAX_LOOP_ITERATIONS (`require_loop_bounds=N`: more than N).
 
 Crash safety: a save killed at any moment (or a power loss) leaves the previous program or
 the new one loadable, never neither. The document is the manifest, written last: it names the
@@ -116,6 +116,7 @@ MAX_NAME = 256
 MAX_LOCATION = 1024
 MAX_PARAM_BYTES = 1 << 34  # default budget for the parameters read from an .npz
 INT64 = (-(1 << 63), (1 << 63) - 1)  # range of every int in an attr
+MAX_LOOP_ITERATIONS = 1 << 20  # the bound on a loop's max_iterations with require_loop_bounds
 
 DTYPES = {short: d for d, short in dt.SHORT.items()}
 NON_FINITE = {"inf": math.inf, "-inf": -math.inf, "nan": math.nan}
@@ -603,7 +604,8 @@ def load(
     """Load a saved program and its parameters (into `scope`, or as captured tensors).
     max_param_bytes: the most the parameters may take (default: MAX_PARAM_BYTES or the
     memory budget, the smaller). require_loop_bounds: reject a while loop without
-    max_iterations (for programs from untrusted sources, which could otherwise loop forever)."""
+    max_iterations or with more than MAX_LOOP_ITERATIONS (a number: more than that many), for
+    programs from untrusted sources, which could otherwise loop (all but) forever."""
     path = os.fspath(path)
     max_param_bytes = _param_budget(max_param_bytes)
     doc = _parse(_read_bounded(path, MAX_FILE_BYTES))
@@ -684,6 +686,7 @@ def _unique_keys(pairs) -> dict:
 
 def from_document(doc, require_loop_bounds: bool = False) -> Program:
     """Check a parsed document and build its Program."""
+    loop_cap = _loop_cap(require_loop_bounds)
     if not isinstance(doc, dict):
         raise ProgramError(f"a program document is a JSON object, got {type(doc).__name__}")
     if doc.get("format") != FORMAT:
@@ -712,7 +715,7 @@ def from_document(doc, require_loop_bounds: bool = False) -> Program:
     for block, b in zip(program.blocks, doc["blocks"]):
         for i, op in enumerate(b["ops"]):
             _load_op(block, i, op, defined, written)
-            _check_sub_blocks(block, block.ops[-1], users, require_loop_bounds)
+            _check_sub_blocks(block, block.ops[-1], users, loop_cap)
     for block in program.blocks[1:]:
         for v in block.outputs:
             if id(v) not in defined:
@@ -857,20 +860,42 @@ def _load_signature(block: Block, d: dict):
             raise ProgramError(f"{where}: input %{v.name} is data, persistable or listed twice")
 
 
-def _check_sub_blocks(block: Block, node, users: dict, require_loop_bounds: bool):
+def _check_sub_blocks(block: Block, node, users: dict, loop_cap: int | None):
     """Block references: each sub-block is run by one op of its parent block, so none can
-    run itself (recursion); loops are bounded when the caller asks."""
+    run itself (recursion); loops are bounded by loop_cap when it is not None."""
     where = f"block {block.idx}, op {len(block.ops) - 1} ({node.op.name})"
     for name in (n for n, attr in node.op.attrs.items() if attr.kind == "block"):
         idx = node.attrs[name]
         user = users.setdefault(idx, f"{where}'s {name}")
         if user != f"{where}'s {name}":
             raise ProgramError(f"{where}: {name} {idx} is already run by {user}")
-    unbounded = "max_iterations" in node.op.attrs and node.attrs["max_iterations"] is None
-    if require_loop_bounds and unbounded:
+    if loop_cap is None or "max_iterations" not in node.op.attrs:
+        return
+    limit = node.attrs["max_iterations"]
+    if limit is None:
         raise ProgramError(
             f"{where}: a loop without max_iterations (the loader was asked for bounds)"
         )
+    if limit > loop_cap:
+        raise ProgramError(
+            f"{where}: max_iterations={limit} is over the {loop_cap} iterations the loader "
+            "allows (require_loop_bounds=N sets another bound)"
+        )
+
+
+def _loop_cap(require_loop_bounds) -> int | None:
+    """The most iterations a loop may declare: None (no bound) for require_loop_bounds=False,
+    MAX_LOOP_ITERATIONS for True, and a number (>= 0) itself."""
+    if require_loop_bounds is False or require_loop_bounds is None:
+        return None
+    if require_loop_bounds is True:
+        return MAX_LOOP_ITERATIONS
+    if isinstance(require_loop_bounds, int) and require_loop_bounds >= 0:
+        return require_loop_bounds
+    raise TypeError(
+        "require_loop_bounds: True, False or a number of iterations >= 0, "
+        f"got {require_loop_bounds!r}"
+    )
 
 
 def _check_control(op, block: Block, inputs, outputs, attrs, where: str):
@@ -1088,8 +1113,9 @@ def _nbytes(shape, dtype) -> int:
 
 
 def _check_members(path: str, zf, persistable: dict, max_bytes: int) -> dict:
-    """Each member's name, dtype and shape against its var, and the total against the
-    budget, read from the .npy headers before any array is allocated."""
+    """Each member's name, dtype and shape against its var, its size against the bytes the
+    member holds (so a small file cannot make the loader reserve a huge array), and the total
+    against the budget, read from the .npy headers before any array is allocated."""
     members, total = {}, 0
     _check_layout(path, zf)
     for info in zf.infolist():
@@ -1105,6 +1131,12 @@ def _check_members(path: str, zf, persistable: dict, max_bytes: int) -> dict:
             raise ProgramError(
                 f"{path}: %{name} is stored as {dtype}{list(shape)}, "
                 f"the program declares {v.dtype}{list(v.shape)}"
+            )
+        nbytes = math.prod(shape) * dtype.itemsize
+        if nbytes > info.file_size:  # what the header declares must be in the file
+            raise ProgramError(
+                f"{path}: %{name} declares {dtype}{list(shape)} ({nbytes} bytes), but its "
+                f"member holds {info.file_size} bytes"
             )
         total += _nbytes(shape, dtype)
         if total > max_bytes:

@@ -270,11 +270,9 @@ def put(input, index, source, accumulate=False):
     if index.dtype not in dt.INTS:
         raise DTypeError(f"put: index must be an integer tensor, got {index.dtype}")
     _same_dtype("put", input, source, "source")
-    n = numel(input)
     if numel(index) != numel(source):
         raise ShapeError(f"put: index has {numel(index)} elements, source {numel(source)}")
-    idx = reshape(index, (-1,))
-    idx = where(idx < 0, idx + n, idx)
+    idx = reshape(index, (-1,))  # index_put counts a negative index from the end, once
     out = index_put(reshape(input, (-1,)), (idx,), reshape(source, (-1,)), accumulate=accumulate)
     return reshape(out, tuple(input.shape))
 

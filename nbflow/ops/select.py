@@ -14,7 +14,7 @@ from ..core import UNKNOWN
 from ..errors import AttrError, DomainError, OutOfRangeError, ShapeError, UnsupportedError
 from .creation import arange, eye, full, full_like_op, ones_like
 from .elementwise import eq, mul, where
-from .index import getitem, index_put, index_put_, index_select, take_along_axis
+from .index import checked_range, getitem, index_put, index_put_, index_select, take_along_axis
 from .reduce import amax, amin, cumsum, prod
 from .reduce import sum as reduce_sum
 from .shape import (
@@ -144,8 +144,9 @@ def scatter_reduce(x, dim, index, src, reduce, include_self=True):
     n = _known("scatter_reduce", x, a)
     region = tuple(slice(0, m) if d != a else slice(None) for d, m in enumerate(index.shape))
     base = getitem(x, region)  # the block of x that index reaches
-    if n:
-        take_along_axis(base, index, a)  # raises for an index out of range (eager mode)
+    # every index in [0, n), as PyTorch requires (no negative ones: -1 is out of range), in
+    # every mode: the checked index is what the one-hot below reads, so a program runs the check
+    index = checked_range(index, low=0, high=n - 1, what=f"scatter_reduce: index along dim {a}")
     # hit[..., j, k, ...] = index[..., j, ...] == k, with k (the target position) after dim
     targets = reshape(arange(n, device=getattr(x, "device", None)), (n,) + (1,) * (x.ndim - a - 1))
     hit = eq(unsqueeze(index, a + 1), targets)
