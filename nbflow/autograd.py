@@ -15,7 +15,7 @@ import numpy as np
 
 from . import hooks, ops
 from .core import STATE, Node, set_grad_enabled
-from .errors import GradientError, ShapeError
+from .errors import ArgumentError, GradientError, ShapeError
 from .tensor import Tensor, _Stale, grad_edge, tensor
 from .views import refresh_if_stale
 
@@ -145,7 +145,11 @@ def _seeds(outputs, grad_outputs):
     seeds = []
     for o, g in zip(outputs, grad_outputs):
         if not isinstance(o, Tensor):
-            raise TypeError(f"backward needs tensors, got {type(o).__name__}")
+            raise ArgumentError(
+                f"backward and grad need tensors, got {type(o).__name__}; for a graph value "
+                "(a Var) use nbflow.append_backward(loss) in a static program, or "
+                "loss.backward() under @jit"
+            )
         if not o.requires_grad:
             raise GradientError("element 0 of the outputs does not require grad and has no grad_fn")
         if g is None:
@@ -182,13 +186,17 @@ def backward(outputs: Sequence[Tensor], grad_outputs=None, create_graph: bool = 
 
 def _accumulate(leaf, g, create_graph):
     if not create_graph:
-        # a plain, contiguous buffer (a gradient can be a transposed view): optimizers
-        # update parameters from it in place (reshaped: ascontiguousarray makes 0-d 1-d)
-        if type(g) is Tensor:
-            g = Tensor(np.ascontiguousarray(g._data).reshape(g._data.shape))
-        else:
-            g = g.plain()
+        g = plain_grad(g)
     leaf.grad = g if leaf.grad is None else _add_no_record(leaf.grad, g, create_graph)
+
+
+def plain_grad(g):
+    """A gradient as a plain, contiguous buffer (a gradient can be a transposed view):
+    optimizers update parameters from it in place (reshaped: ascontiguousarray makes 0-d
+    1-d). Eager backward and a jitted training step (graph/jit.py) bind .grad to it."""
+    if type(g) is Tensor:
+        return Tensor(np.ascontiguousarray(g._data).reshape(g._data.shape))
+    return g.plain()
 
 
 def _add_no_record(a, b, create_graph):
@@ -196,13 +204,17 @@ def _add_no_record(a, b, create_graph):
         return a + b
 
 
+def _values(x) -> list:
+    """One value, or an iterable of them (a graph Var is one value: _seeds refuses it)."""
+    return list(x) if hasattr(x, "__iter__") and not isinstance(x, Tensor) else [x]
+
+
 def grad(outputs, inputs, grad_outputs=None, create_graph=False, allow_unused=False):
     """d(outputs)/d(inputs) as a tuple, without touching .grad (PyTorch's autograd.grad)."""
-    single = isinstance(outputs, Tensor)
-    outputs = [outputs] if single else list(outputs)
+    outputs = _values(outputs)
     if isinstance(grad_outputs, Tensor):
         grad_outputs = [grad_outputs]
-    inputs = [inputs] if isinstance(inputs, Tensor) else list(inputs)
+    inputs = _values(inputs)
     seeds = _seeds(outputs, grad_outputs)
     leaf_grads, node_grads = backprop(outputs, seeds, create_graph)
     result = []

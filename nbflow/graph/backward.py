@@ -21,14 +21,9 @@ def append_backward(loss: Var, parameter_list=None, no_grad_set=None) -> list[tu
     if loss.stop_gradient:
         raise ProgramError(f"%{loss.name} does not depend on anything trainable")
     block = loss.block
-    program = block.program
     skip = {edge_key(_edge(_var(block, v))) for v in (no_grad_set or ())}
     skip.discard(edge_key(None))
-    if program.backward_start is None:
-        program.backward_start = len(block.ops)
-    with use_trace(GraphTrace(block)):
-        seed = ops.ones_like(loss)
-        leaves, _ = backprop([loss], [seed], create_graph=True, skip=skip)
+    leaves = gradients(loss, skip=skip)
     if parameter_list is None:
         params = [v for v in block.vars.values() if v.persistable and v.requires_grad]
     else:
@@ -40,6 +35,21 @@ def append_backward(loss: Var, parameter_list=None, no_grad_set=None) -> list[tu
             _rename(block, grad, f"{p.name}@GRAD")
             pairs.append((p, grad))
     return pairs
+
+
+def gradients(loss: Var, seed: Var | None = None, skip=frozenset()) -> dict:
+    """Append the backward of `loss` to its block, seeded by ones_like(loss) (the seed that
+    marks a loss whose updates follow: executor.updates) or by `seed`; returns the eager
+    driver's leaves (id -> (leaf var, gradient var)). append_backward and, under @jit,
+    loss.backward() (jit.Grads) both append through here."""
+    block = loss.block
+    program = block.program
+    if program.backward_start is None:
+        program.backward_start = len(block.ops)
+    with use_trace(GraphTrace(block)):
+        seed = ops.ones_like(loss) if seed is None else seed
+        leaves, _ = backprop([loss], [seed], create_graph=True, skip=skip)
+    return leaves
 
 
 def _var(block, v) -> Var:

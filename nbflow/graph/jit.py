@@ -40,13 +40,14 @@ from types import BuiltinFunctionType, FunctionType, MethodType, ModuleType
 import numpy as np
 
 from .. import dtypes as dt
-from ..autograd import backprop
-from ..core import STATE, Node, is_grad_enabled, rebuilt, set_grad_enabled, use_trace
+from .. import ops
+from ..autograd import backprop, plain_grad
+from ..core import STATE, Node, is_grad_enabled, no_grad, rebuilt, set_grad_enabled, use_trace
 from ..device import DeviceError
-from ..errors import GradientError, TracedValueError, UnsupportedError
+from ..errors import GradientError, ShapeError, TracedValueError, UnsupportedError
 from ..tensor import Tensor, _Stale, tensor
 from ..views import refresh_if_stale
-from .backward import _rename
+from .backward import _rename, gradients
 from .executor import Executor, Scope, needed_ops
 from .program import GraphTrace, Program, Var, unique
 
@@ -174,6 +175,126 @@ def _call(fn, signature: inspect.Signature, arguments: dict):
     return fn(*bound.args, **bound.kwargs)
 
 
+# ---------------------------------------------------------------- .grad under tracing
+
+
+class Grads:
+    """The .grad of eager tensors as a traced function leaves them: PyTorch's training step
+    (zero_grad(); loss.backward(); step()) traced into one Program.
+
+    While tracing, a tensor's .grad holds the graph value it has at that point of the
+    function (None, or a Var), so that the step's code reads it as eager code does. A .grad
+    the call starts with and the function reads (to accumulate onto, or to step with) is an
+    input of the program (`reads`: fed on each call; whether it is None is part of the
+    trace); a .grad the function sets is fetched after each run and bound (`writes`). The
+    tensors' .grad are restored when tracing ends: the runs bind them."""
+
+    def __init__(self, block):
+        self.block = block
+        self.before: dict[int, tuple] = {}  # id(t) -> (t, t.grad when tracing began)
+        self.reads: list[tuple] = []  # (t, the data var its .grad is fed to, or None)
+        self.ran_backward = False
+
+    def get(self, t: Tensor):
+        """t.grad at this point of the traced function (a call's own: an input)."""
+        if id(t) in self.before:
+            return t.grad
+        g = t.grad
+        v = None
+        if g is not None:
+            name = _free_name(self.block, f"{getattr(t, '_name', None) or 'tensor'}@GRAD_IN")
+            v = self.block.create_var(name, g.shape, g.dtype, stop_gradient=True)
+            v.is_data = True
+        self.reads.append((t, v))
+        self.set(t, v)
+        return v
+
+    def set(self, t: Tensor, value):
+        self.before.setdefault(id(t), (t, t.grad))
+        t.grad = value
+
+    def zero(self, t: Tensor, set_to_none: bool):
+        """Optimizer.zero_grad under tracing."""
+        if set_to_none:
+            self.set(t, None)
+        elif self.get(t) is not None:
+            with no_grad():
+                self.set(t, ops.zeros_like(t.grad))
+
+    def backward(self, loss: Var, gradient, create_graph: bool, inputs):
+        """loss.backward() under tracing: the backward appended by append_backward's driver
+        (backward.gradients), each captured leaf tensor's gradient added to its .grad."""
+        if create_graph:
+            raise UnsupportedError(
+                "loss.backward(create_graph=True) under @jit: call it in eager mode, or use "
+                "nbflow.grad(..., create_graph=True) outside the jitted function"
+            )
+        leaves = gradients(loss, self._seed(loss, gradient))
+        self.ran_backward = True
+        program = self.block.program
+        wanted = None if inputs is None else {id(t) for t in _as_list(inputs)}
+        with no_grad():
+            for name, t in program.captured.items():
+                if t._node is not None or (wanted is not None and id(t) not in wanted):
+                    continue  # eager mode accumulates into leaves only
+                v = program.global_block().vars[name]
+                g = leaves.get(id(v), (None, None))[1]
+                if g is not None:
+                    _rename(self.block, g, f"{name}@GRAD")
+                    held = self.get(t)
+                    self.set(t, g if held is None else held + g)
+
+    def _seed(self, loss: Var, gradient):
+        """None (ones_like(loss), made by the driver) or the gradient given, as a Var."""
+        if gradient is None:
+            if int(np.prod(loss.shape)) != 1:
+                raise GradientError(
+                    f"%{loss.name}.backward(): a gradient can be made implicitly only for a "
+                    f"one-element loss, this one has shape {loss.shape}; reduce it first "
+                    "(loss.sum() or loss.mean()), or pass gradient= of that shape"
+                )
+            return None
+        with no_grad():
+            seed = ops.cast(gradient, dtype=loss.dtype)
+        if seed.shape != loss.shape:
+            raise ShapeError(f"gradient of shape {seed.shape} for %{loss.name} of {loss.shape}")
+        return seed
+
+    def finish(self) -> list[tuple]:
+        """Restore the tensors' .grad; (tensor, the value each call binds to its .grad)."""
+        writes = []
+        for t, before in self.before.values():
+            value = t.grad
+            t.grad = before
+            if not (isinstance(value, Var) and value.is_data):  # (a .grad read, not set)
+                writes.append((t, value))
+        return writes
+
+
+def _as_list(values) -> list:
+    return [values] if isinstance(values, Tensor) else list(values)
+
+
+def traced_grads() -> Grads | None:
+    """The Grads of the @jit trace running now (None in eager mode or a static program)."""
+    trace = STATE.trace
+    return trace.block.program.grads if isinstance(trace, GraphTrace) else None
+
+
+def _grad_spec(t: Tensor):
+    g = t.grad
+    return None if g is None else (tuple(g.shape), np.dtype(g.dtype))
+
+
+def _var_spec(v: Var | None):
+    return None if v is None else (v.shape, v.dtype)
+
+
+def _grads_hold(traced: Traced) -> bool:
+    """Whether the .grad the trace read are as it found them (None or not, shape, dtype)."""
+    return all(_grad_spec(t) == _var_spec(v) for t, v in traced.reads)
+
+
 # ---------------------------------------------------------------- tracing
 
 
@@ -190,6 +311,9 @@ class Traced:
     effects: list[Node]
     scope: Scope = field(default_factory=Scope)
     grad_flags: tuple = ()  # requires_grad of the captured tensors when traced
+    reads: list = field(default_factory=list)  # (tensor, var): the .grad a call feeds (Grads)
+    writes: list = field(default_factory=list)  # (tensor, var or None): .grad a call binds
+    ran_backward: bool = False  # the function called loss.backward(): its outputs are values
     backward: Backward | None = None
     executor: Executor | None = None  # on the device of the tensor arguments
 
@@ -214,6 +338,7 @@ def _trace(fn, signature: inspect.Signature, arguments: dict) -> Traced:
     leaves = iter(inputs)  # consumed in _tensors order across the arguments
     symbolic = {name: _replace(value, leaves) for name, value in arguments.items()}
     graph = GraphTrace(block)
+    grads = program.grads = Grads(block)
     # traced with gradients on whatever the caller's mode: the Program serves every call
     with use_trace(graph), set_grad_enabled(True):
         try:
@@ -222,9 +347,13 @@ def _trace(fn, signature: inspect.Signature, arguments: dict) -> Traced:
             hint = _HINT if isinstance(e, TracedValueError) else ""
             e.args = (f"while tracing {_describe(fn)}: {e}{hint}",)
             raise
-    # returned eager tensors (captured, or made inside) become program values too
-    result = _capture_tensors(result, graph)
-    return Traced(program, inputs, _outputs(result, []), result, _effects(fn, block))
+        finally:
+            writes, program.grads = grads.finish(), None
+        # returned eager tensors (captured, or made inside) become program values too
+        result = _capture_tensors(result, graph)
+    traced = Traced(program, inputs, _outputs(result, []), result, _effects(fn, block))
+    traced.reads, traced.writes, traced.ran_backward = grads.reads, writes, grads.ran_backward
+    return traced
 
 
 _HINT = (
@@ -425,6 +554,7 @@ class JitFunction:
         self.signature = _signature(fn)  # bound on every call: computed once
         self.names = _plain_names(self.signature)
         self.cache: dict = {}
+        self.grads_read: dict = {}  # key -> the tensors whose .grad a trace read (Grads)
         self.executors: dict = {}  # device -> Executor
         self.lock = threading.RLock()  # held while tracing or building a gradient half
         update_wrapper(self, fn)
@@ -448,7 +578,7 @@ class JitFunction:
             arguments = dict(zip(self.names, args))
         inputs = [t for name, v in arguments.items() for _, t in _tensors(v, name, [])]
         traced = self.lookup(arguments)
-        if is_grad_enabled():
+        if is_grad_enabled() and not traced.ran_backward:
             captured = list(traced.program.captured.values())
             for t in inputs + captured:
                 refresh_if_stale(t)  # a view whose base was written since
@@ -463,15 +593,22 @@ class JitFunction:
         # (and one made inside nbflow.autocast holds its casts)
         autocast = STATE.autocast
         key = (key, _modes(self.fn, arguments), dt.default_float(), autocast and autocast.key)
+        # the .grad a training step reads: None on a first step, then the last step's (a
+        # trace each, so that accumulating steps do not trace again and again)
+        base, read = key, self.grads_read.get(key)
+        key = key if read is None else (key, tuple(_grad_spec(t) for t in read))
         traced = self.cache.get(key)
         # a captured tensor that started or stopped requiring grad needs other gradient ops
-        if traced is None or traced.grad_flags != _grad_flags(traced.program):
+        if traced is None or not _holds(traced):
             with self.lock:  # (another thread may have traced it meanwhile)
                 traced = self.cache.get(key)
-                if traced is None or traced.grad_flags != _grad_flags(traced.program):
+                if traced is None or not _holds(traced):
                     traced = _trace(self.fn, self.signature, arguments)
                     captured = traced.program.captured.values()
                     traced.executor = self.executor_for(arguments, captured)
+                    if traced.reads:
+                        self.grads_read[base] = [t for t, _ in traced.reads]
+                        key = (base, tuple(_var_spec(v) for _, v in traced.reads))
                     self.cache[key] = traced
         return traced
 
@@ -499,9 +636,16 @@ class JitFunction:
             return self.executors[device]
 
     def run(self, traced: Traced, inputs: list[Tensor], fetch: list[Var]) -> list[Tensor]:
+        """Run the program for `fetch`, its side effects, and the .grad the function reads
+        and sets (Grads)."""
         feed = {v.name: t for v, t in zip(traced.inputs, inputs)}
-        targets = fetch + traced.effects
-        return traced.executor.run(traced.program, feed, targets, traced.scope, False)
+        feed.update((v.name, t.grad) for t, v in traced.reads if v is not None)
+        grads = [v for _, v in traced.writes if isinstance(v, Var)]
+        targets = fetch + grads + traced.effects
+        values = traced.executor.run(traced.program, feed, targets, traced.scope, False)
+        if traced.writes:
+            _bind_grads(traced.writes, values[len(fetch) : len(fetch) + len(grads)])
+        return values[: len(fetch)]
 
     def run_with_grad(self, traced: Traced, inputs, captured):
         """Run forward, keep what the gradient ops read, and record one tape node."""
@@ -529,6 +673,20 @@ class JitFunction:
     def __get__(self, obj, owner=None):
         """As a method: the instance is the first argument (a constant of the signature)."""
         return self if obj is None else MethodType(self, obj)
+
+
+def _holds(traced: Traced) -> bool:
+    """Whether a traced program fits this call: the captured tensors require grad as they
+    did (else other gradient ops), and the .grad it reads are as they were (Grads)."""
+    return traced.grad_flags == _grad_flags(traced.program) and _grads_hold(traced)
+
+
+def _bind_grads(writes: list, values: list):
+    """Each .grad a run set (in order, the fetched ones from `values`), as eager backward
+    leaves it: a plain buffer the optimizers update from."""
+    fetched = iter(values)
+    for t, v in writes:
+        t.grad = plain_grad(next(fetched)) if isinstance(v, Var) else v
 
 
 def _unflatten(traced: Traced, inputs: list[Tensor], values: list[Tensor]):

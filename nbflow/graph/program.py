@@ -34,15 +34,19 @@ from ..views import (
 )
 
 
+def _user_line() -> tuple[str, str]:
+    """("file.py:LINE", the line's source) of the user code running now."""
+    frame = user_frame(sys._getframe(2))
+    if frame is None:
+        return "?", ""
+    where = f"{os.path.basename(frame.f_code.co_filename)}:{frame.f_lineno}"
+    return where, linecache.getline(frame.f_code.co_filename, frame.f_lineno).strip()
+
+
 def truth_message(v) -> str:
     """Why `if v:` / `while v:` fails on a graph value, naming the user's line and what to
     write instead."""
-    frame = user_frame(sys._getframe(1))
-    if frame is None:
-        where, source = "?", ""
-    else:
-        where = f"{os.path.basename(frame.f_code.co_filename)}:{frame.f_lineno}"
-        source = linecache.getline(frame.f_code.co_filename, frame.f_lineno).strip()
+    where, source = _user_line()
     quoted = f" `{source}`" if source else ""
     if source.startswith("while"):
         use = "nbflow.while_loop(cond_fn, body_fn, loop_vars) for a loop the program runs"
@@ -136,10 +140,62 @@ class Var(Operators):
             raise TracedValueError(f"len() of %{self.name} with shape {self.shape}")
         return self.shape[0]
 
-    def numpy(self):
-        raise TracedValueError(f"%{self.name} is a graph value: run it with an Executor")
+    def _no_value(self, what: str):
+        """A value read (item(), float(), ...) that a graph value cannot answer: names the
+        user's line and what to write instead."""
+        where, source = _user_line()
+        quoted = f" `{source}`" if source else ""
+        raise TracedValueError(
+            f"{where}:{quoted} calls {what} on %{self.name}, a graph value known only when "
+            "the program runs; return it from the @jit function (or fetch it with "
+            f"Executor.run) and call {what} on the result, or keep to tensor ops here"
+        )
 
-    __array__ = numpy
+    def numpy(self, *args, **kwargs):
+        self._no_value("numpy()")
+
+    def __array__(self, *args, **kwargs):
+        self._no_value("numpy.asarray()")
+
+    def item(self, *args):
+        self._no_value("item()")
+
+    def tolist(self):
+        self._no_value("tolist()")
+
+    def __float__(self):
+        self._no_value("float()")
+
+    def __int__(self):
+        self._no_value("int()")
+
+    def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
+        """Under @jit: append this loss's backward to the traced program and bind each
+        captured tensor's .grad to its gradient (accumulating as eager mode does: jit.Grads).
+        A static program (program_guard) has no .grad to fill: ProgramError."""
+        grads = self.program.grads
+        if grads is None:
+            raise ProgramError(
+                f"%{self.name}.backward() in a static program: use "
+                "nbflow.append_backward(loss) for the gradient vars, or "
+                "optimizer.minimize(loss) for backward and updates"
+            )
+        grads.backward(self, gradient, create_graph, inputs)
+
+    def __getattr__(self, name):
+        # only for a name that is not there: a typed error (still an AttributeError, so
+        # hasattr() and getattr(v, name, default) work)
+        if name.startswith("__"):
+            raise AttributeError(name)
+        raise TracedAttributeError(
+            f"%{self.name} is a graph value (a Var), which has no attribute '{name}'; it "
+            "takes nbflow's tensor ops and methods: call the function without @jit to use "
+            f"'{name}', or return the value and use it on the result"
+        )
+
+
+class TracedAttributeError(TracedValueError, AttributeError):
+    """An attribute a graph value does not have (nbflow's type, and an AttributeError)."""
 
 
 class Block:
@@ -224,6 +280,7 @@ class Program:
         self.version = 0
         self.captured: dict[str, Tensor] = {}  # eager tensors the program reads (by var name)
         self.backward_start: int | None = None  # index in block 0 where backward ops begin
+        self.grads = None  # while @jit traces it: the .grad bindings of its tensors (jit.Grads)
         self._names = 0
 
     def global_block(self) -> Block:

@@ -9,6 +9,7 @@ from .. import dtypes as dt
 from .. import ops
 from ..core import no_grad
 from ..errors import UnsupportedError
+from ..graph.jit import traced_grads
 from .optimizer import (
     ComposedOptimizer,
     Optimizer,
@@ -91,6 +92,9 @@ class SGD(Optimizer):
     def step(self, closure=None):
         # PyTorch's first momentum step takes the buffer as d = g + weight_decay p itself, not
         # dampened: a new buffer starts where one dampened step gives d (dampening d / momentum)
+        if traced_grads() is not None:  # under @jit: minimize's updates (as minimize refuses)
+            self._check_traceable()
+            return super().step(closure)
         loss = _evaluate(closure)
         with no_grad():
             for group, indices in self._groups():
@@ -107,13 +111,17 @@ class SGD(Optimizer):
         return loss
 
     def minimize(self, loss, *args, **kwargs):
+        self._check_traceable()
+        return super().minimize(loss, *args, **kwargs)
+
+    def _check_traceable(self):
         if any(group["momentum"] and group["dampening"] for group in self.param_groups):
             raise UnsupportedError(  # (before anything is appended)
-                "SGD with momentum and dampening under minimize: its first step takes the "
-                "gradient itself as the buffer (PyTorch's), which the program's update cannot "
-                "tell from a later one; use dampening=0, or step() in eager mode"
+                "SGD with momentum and dampening in a program (minimize, or step() under "
+                "@jit): its first step takes the gradient itself as the buffer (PyTorch's), "
+                "which the program's update cannot tell from a later one; use dampening=0, or "
+                "step() in eager mode"
             )
-        return super().minimize(loss, *args, **kwargs)
 
 
 class Adam(Optimizer):

@@ -35,9 +35,10 @@ import numpy as np
 
 from .. import dtypes as dt
 from .. import ops
-from ..core import enable_grad, no_grad
+from ..core import STATE, enable_grad, no_grad
 from ..errors import ProgramError, UnsupportedError
 from ..graph import GraphTrace, Var, append_backward
+from ..graph.jit import traced_grads
 from ..graph.static import _startup
 from ..nn.utils.clip_grad import clip_grads_by_norm_
 from ..tensor import Tensor
@@ -177,9 +178,13 @@ class Optimizer:
     # -------------------------------------------------------------- eager mode
 
     def zero_grad(self, set_to_none: bool = True):
-        """Forget the gradients (set_to_none=False zeroes them in place instead)."""
+        """Forget the gradients (set_to_none=False zeroes them in place instead); under @jit
+        as the traced step's .grad (graph/jit.py's Grads)."""
+        grads = traced_grads()
         for p in self.params or ():
-            if set_to_none or p.grad is None:
+            if grads is not None:
+                grads.zero(p, set_to_none)
+            elif set_to_none or p.grad is None:
                 p.grad = None
             else:
                 with no_grad():
@@ -188,8 +193,10 @@ class Optimizer:
     def step(self, closure=None):
         """Eager mode: update every parameter that has a gradient, in place. `closure`, if
         given, is called first with gradients on (it recomputes the loss and its gradients)
-        and its loss returned, as in PyTorch."""
+        and its loss returned, as in PyTorch. Under @jit: the updates appended (_traced_step)."""
         loss = _evaluate(closure)
+        if traced_grads() is not None:
+            return self._traced_step(loss)
         with no_grad():
             for group, indices in self._groups():
                 attrs = self.attrs()  # once per group (made per parameter: ~2 us each)
@@ -238,6 +245,29 @@ class Optimizer:
         pairs = _average_over_ranks(pairs, tensors)
         if max_grad_norm is not None:
             clip_grads_by_norm_([g for _, g in pairs], max_grad_norm)
+        self._append_updates(trace, pairs, tensors)
+        return pairs
+
+    def _traced_step(self, loss):
+        """step() under @jit: the updates minimize() appends, reading each parameter's .grad
+        as the traced function has it (loss.backward() made it: graph/jit.py's Grads)."""
+        grads, trace = traced_grads(), STATE.trace
+        pairs, tensors = [], {}
+        for group, indices in self._groups():
+            for i, p in zip(indices, group["params"]):
+                g = grads.get(p)
+                if g is not None:
+                    v = trace.capture(p)
+                    tensors[id(v)] = (i, p, group)
+                    pairs.append((v, g))
+        with no_grad():
+            self._append_updates(trace, pairs, tensors)
+        return loss
+
+    def _append_updates(self, trace: GraphTrace, pairs, tensors: dict):
+        """An update per (param var, grad var) pair, its state the optimizer's own tensors
+        for an eager parameter (`tensors`: id(var) -> (index, tensor, group)), else state
+        vars initialised by the startup program."""
         try:
             for p, g in pairs:
                 if id(p) in tensors:  # (a program's own parameters: the first group's options)
@@ -250,7 +280,6 @@ class Optimizer:
                 self.hyper = self.param_groups[0]
         finally:
             self.hyper = self.param_groups[0]
-        return pairs
 
     def _append_update(self, trace: GraphTrace, p: Var, g: Var, states: dict):
         """Append p's update op (minimize), its attrs the current group's hyperparameters."""
@@ -542,8 +571,10 @@ class ComposedOptimizer(Optimizer):
 
     def step(self, closure=None):
         """Eager mode: update every parameter that has a gradient, in place (`closure` as in
-        Optimizer.step)."""
+        Optimizer.step); under @jit, the updates appended."""
         loss = _evaluate(closure)
+        if traced_grads() is not None:
+            return self._traced_step(loss)
         with no_grad():
             for group, indices in self._groups():
                 for i, p in zip(indices, group["params"]):
