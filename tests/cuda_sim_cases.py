@@ -176,6 +176,11 @@ def structured_cases():
             yield name, f"f32 axis={axis}", (lambda x, op=op, a=axis: op(x, axis=a)), [x3]
         yield name, "f16", (lambda x, op=op: op(x, axis=-1)), [x3.astype(np.float16)]
         yield name, "f64", (lambda x, op=op: op(x, axis=-1)), [x3.astype(np.float64)]
+    grad = REGISTRY["softmax_grad"]
+    probabilities = np.exp(x3) / np.exp(x3).sum(axis=1, keepdims=True)
+    for log, out in ((False, probabilities), (True, np.log(probabilities))):
+        fn = lambda g, o, lg=log: grad(g, o, axis=1, log=lg)
+        yield "softmax_grad", f"f32 axis=1 log={log}", fn, [x3, out.astype(np.float32)]
     ops = nb.ops
     a, b = values((5 * N, 7), dt.float32), values((7, 3 * N), dt.float32)
     for d in (dt.float32, dt.float64, dt.float16, dt.int64):

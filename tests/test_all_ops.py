@@ -116,6 +116,14 @@ SAMPLES = {
     "addmm_": (inplace(nb.addmm_), lambda: [x(2, 3), x(2, 4), x(4, 3)], {"beta": 2.0}),
     "softmax": (nb.softmax, lambda: [x(2, 5)], {"axis": 1}),
     "log_softmax": (nb.log_softmax, lambda: [x(2, 5)], {"axis": -1}),
+    "softmax_grad": (  # softmax's (along axis 0) plus log_softmax's (along the last axis)
+        lambda g, a: (
+            nb.softmax_grad(g, nb.softmax(a, axis=0), axis=0)
+            + nb.softmax_grad(g, nb.log_softmax(a, axis=-1), axis=-1, log=True)
+        ),
+        lambda: [x(3, 2, low=-1), x(3, 2)],
+        {},
+    ),
     "cross_entropy": (lambda z: nb.cross_entropy(z, idx(1, 0, 3)), lambda: [x(3, 4)], {}),
     "cross_entropy_grad": (
         lambda g, z: nb.cross_entropy_grad(g, z, idx(1, -100, 3), label_smoothing=0.1),

@@ -450,6 +450,52 @@ def softmax_rows(x, out, axes, mode):
     _from_rows(res, x.shape, kept, axes, out)
 
 
+_SOFTMAX_GRAD: dict = {}
+
+
+def _softmax_grad_kernel(acc, log):
+    """The gradient of softmax (log False: o (g - sum(g o))) or log_softmax (g - exp(o) sum(g))
+    along each row, from the output gradient g and the output o."""
+    key = (np.dtype(acc), log)
+    if key in _SOFTMAX_GRAD:
+        return _SOFTMAX_GRAD[key]
+    acc_t, tpb = acc, TPB
+
+    @cuda.jit
+    def rows(g, o, out):
+        shared = cuda.shared.array(tpb, acc_t)
+        tid = cuda.threadIdx.x
+        n = g.shape[1]
+        for row in range(cuda.blockIdx.x, g.shape[0], cuda.gridDim.x):
+            s = acc_t(0)
+            for j in range(tid, n, tpb):
+                s += acc_t(g[row, j]) if log else acc_t(g[row, j]) * acc_t(o[row, j])
+            shared[tid] = s
+            cuda.syncthreads()
+            total = _block_reduce(shared, tid, tpb, False)
+            cuda.syncthreads()
+            for j in range(tid, n, tpb):
+                gj, oj = acc_t(g[row, j]), acc_t(o[row, j])
+                out[row, j] = gj - math.exp(oj) * total if log else oj * (gj - total)
+
+    _SOFTMAX_GRAD[key] = rows
+    return rows
+
+
+def softmax_grad_rows(g, o, out, axis, log):
+    """softmax_grad (nbflow.ops.nn) of the rows along `axis` of g and o into out."""
+    kept = [i for i in range(g.ndim) if i != axis]
+    inner = g.shape[axis]
+    outer = int(np.prod([g.shape[i] for i in kept], dtype=np.int64))
+    if outer == 0 or inner == 0:
+        return
+    g2, o2 = (_rows_view(a, kept, [axis], outer, inner) for a in (g, o))
+    res = devices.empty((outer, inner), out.dtype)
+    kernel = _softmax_grad_kernel(_acc_dtype(out.dtype), log)
+    kernel[min(outer, MAX_BLOCKS * 64), TPB](g2, o2, res)
+    _from_rows(res, g.shape, kept, [axis], out)
+
+
 def _from_rows(res, shape, kept, axes, out):
     """Write res, a (rows, cols) array of a tensor of `shape` with `axes` moved last (as
     _rows_view made it), back into out in the original layout."""

@@ -32,6 +32,11 @@ def _logsumexp(x, out, axis, keepdims):
     impl().softmax_rows(x, out, reduced_axes(axis, x.ndim), mode=2)
 
 
+def _softmax_grad(g, out, dx, axis, log):
+    if dx.size:
+        impl().softmax_grad_rows(g, out, dx, axis % out.ndim if out.ndim else 0, log)
+
+
 def _softmax(mode):
     def launch(x, out, axis):
         if x.ndim == 0:
@@ -538,6 +543,7 @@ KERNELS = {
     ),
     "softmax": _softmax(0),
     "log_softmax": _softmax(1),
+    "softmax_grad": _softmax_grad,
     "sum_to_like": _sum_to_like,
     "broadcast_to_like": _broadcast_to_like,
     "expand_reduced": _expand_reduced,

@@ -238,7 +238,7 @@ softmax = Op(
 
 @softmax.defgrad
 def _softmax_grad(g, out, x, axis):
-    return (out * (g - _reduce.sum(g * out, axis=axis, keepdims=True)),)
+    return (softmax_grad(g, out, axis=axis, log=False),)
 
 
 log_softmax = Op(
@@ -256,7 +256,89 @@ log_softmax = Op(
 
 @log_softmax.defgrad
 def _log_softmax_grad(g, out, x, axis):
-    return (g - exp(out) * _reduce.sum(g, axis=axis, keepdims=True),)
+    return (softmax_grad(g, out, axis=axis, log=True),)
+
+
+# ---------------------------------------------------------------- softmax_grad
+
+
+@njit(**dict(JIT, fastmath={"reassoc"}))
+def _softmax_grad_rows(g, out, dx, log):
+    """For each row: log False, dx = out (g - sum(g out)) (softmax's gradient, out its
+    output); log True, dx = g - exp(out) sum(g) (log_softmax's). Sums in float64."""
+    n = g.shape[1]
+    for i in range(g.shape[0]):
+        gi, oi, di = g[i], out[i], dx[i]
+        total = 0.0
+        if log:
+            for j in range(n):
+                total += gi[j]
+            for j in range(n):
+                di[j] = gi[j] - vecmath.exp(oi[j]) * total
+        else:
+            for j in range(n):
+                total += gi[j] * oi[j]
+            for j in range(n):
+                di[j] = oi[j] * (gi[j] - total)
+
+
+def _softmax_grad_spec(g, out, axis, log):
+    if tuple(g.shape) != tuple(out.shape):
+        raise ShapeError(f"g of shape {tuple(g.shape)} differs from out {tuple(out.shape)}")
+    _softmax_axis(len(out.shape), axis)
+    return Spec(out.shape, dt.promote([g.dtype, out.dtype]))
+
+
+def _softmax_grad_cpu(g, out, dx, axis, log):
+    if dx.size == 0:
+        return
+    axis = _softmax_axis(out.ndim, axis)
+    g2, o2 = axis_rows(g, axis), axis_rows(out, axis)
+
+    def fill(rows):
+        part = lambda a, b: _softmax_grad_rows(g2[a:b], o2[a:b], rows[a:b], log)
+        threads.split_pass(part, rows.shape[0], rows.size)
+
+    write_axis_rows(dx, axis, fill)
+
+
+def _softmax_grad_ref(g, out, axis=-1, log=False):
+    g64, o64 = g.astype(np.float64), out.astype(np.float64)
+    if log:
+        dx = g64 - np.exp(o64) * g64.sum(axis=axis, keepdims=True)
+    else:
+        dx = o64 * (g64 - (g64 * o64).sum(axis=axis, keepdims=True))
+    return dx.astype(dt.promote([g.dtype, out.dtype]))
+
+
+softmax_grad = Op(
+    name="softmax_grad",
+    inputs=("g", "out"),
+    outputs=("dx",),
+    spec=_softmax_grad_spec,
+    kernels={"cpu": _softmax_grad_cpu, "cuda": None},
+    dtypes=FLOATS,
+    ref=_softmax_grad_ref,
+    attrs={"axis": Attr("int", -1), "log": Attr("bool", False)},
+    doc=(
+        "The gradient of softmax (log=False: out * (g - sum(g * out))) or of log_softmax "
+        "(log=True: g - exp(out) * sum(g)) along `axis`, from the output gradient g and the "
+        "output `out`: one pass for the sum, one for the result, per row."
+    ),
+)
+
+
+@softmax_grad.defgrad
+def _softmax_grad_grad(h, dx, g, out, axis, log):
+    # linear in g (and symmetric for softmax: the g-gradient is the op again); out enters
+    # through out * (g - s), s = sum(g out), or through exp(out) * sum(g)
+    if log:
+        dg = h - _reduce.sum(exp(out) * h, axis=axis, keepdims=True)
+        dout = -exp(out) * h * _reduce.sum(g, axis=axis, keepdims=True)
+        return dg, dout
+    s = _reduce.sum(g * out, axis=axis, keepdims=True)
+    t = _reduce.sum(h * out, axis=axis, keepdims=True)
+    return softmax_grad(h, out, axis=axis, log=False), h * (g - s) - g * t
 
 
 # ---------------------------------------------------------------- one_hot
@@ -615,4 +697,12 @@ def _mse_grad(g, out, input, target, reduction):
     return gd, -gd
 
 
-__all__ = ["softmax", "log_softmax", "one_hot", "cross_entropy", "cross_entropy_grad", "mse_loss"]
+__all__ = [
+    "softmax",
+    "log_softmax",
+    "softmax_grad",
+    "one_hot",
+    "cross_entropy",
+    "cross_entropy_grad",
+    "mse_loss",
+]
