@@ -136,6 +136,30 @@ def prune(program: Program, targets) -> Program:
     return pruned
 
 
+class Plan(list):
+    """The steps of a run, and the persistable vars they read from the scope (`stored`)."""
+
+    def __init__(self, steps, stored):
+        super().__init__(steps)
+        self.stored = stored
+
+
+def _check_stored(stored: list[Var], scope):
+    """The scope's values of the persistable vars a run reads, as the program declares them
+    (a float64 value in a float32 program would make float64 results; an int64 one would fail
+    inside a kernel): DTypeError or ShapeError naming the var."""
+    for v in stored:
+        t = scope.get(v.name)
+        if t is None or (t.dtype == v.dtype and compatible(v.shape, t.shape)):
+            continue
+        what = f"dtype {t.dtype}" if t.dtype != v.dtype else f"shape {tuple(t.shape)}"
+        error = (DTypeError if t.dtype != v.dtype else ShapeError)(
+            f"the scope's value of %{v.name} has {what}, the program declares {v.spec}; "
+            "put a value of that dtype and shape in the scope (or build the program for it)"
+        )
+        raise locate(error, v.location) if v.location else error
+
+
 def _flag(name: str, value, default: str = "1") -> bool:
     """An explicit flag, else the environment variable `name` (unset: `default`; on unless 0)."""
     return os.environ.get(name, default) != "0" if value is None else bool(value)
@@ -203,6 +227,7 @@ class Executor:
         check = nan_inf_checking() if self.check_nan_inf is None else self.check_nan_inf
         self.checking = check  # read by control flow ops running their sub-blocks
         ops = self._plan(program, tuple(sorted(feed)), targets, check)
+        _check_stored(ops.stored, scope)
         held = None if check or not self.reuse_memory else self._arena(ops, env)
         # the eager trace without gradients, as use_trace() and no_grad() make them, written
         # out: the two context managers cost about 3 us of every run
@@ -293,12 +318,13 @@ class Executor:
         block = program.global_block()
         targets = with_updates(block, targets)
         ops = needed_ops(block, targets) if targets else list(block.ops)
+        stored = unique(v for node in ops for v in node.inputs if v.persistable)
         if self.fuse and not plain:
             ops = fuse(rewrite(ops, targets, self.save_memory), targets)
         if self.reuse_memory and not plain:
             feeds = set(feed_names)
             ops = plan_memory(ops, feeds, targets, self.poison_freed, self.save_memory)
-        return ops
+        return Plan(ops, stored)
 
     def _arena(self, ops, env) -> Arena:
         """The Arena of this plan and feed signature (graph/memory.py)."""
@@ -398,7 +424,7 @@ class Executor:
             ):
                 error = DTypeError(f"feed '{name}': dtype {array.dtype}, expected {v.dtype}")
                 raise locate(error, v.location)  # the data var's declaration
-            array = array.astype(v.dtype)
+            array = _narrowed(name, array, v)
         if not compatible(v.shape, array.shape):
             error = ShapeError(f"feed '{name}': shape {array.shape} does not fit {list(v.shape)}")
             raise locate(error, v.location)
@@ -415,7 +441,14 @@ class Executor:
     def _lookup(self, v: Var, env, scope) -> Tensor:
         t = scope.get(v.name) if v.persistable else env.get(v.name)
         if t is None:
-            what = "feed" if v.is_data else "value (run the startup program first?)"
+            what = (
+                "feed"
+                if v.is_data
+                else "value (run the startup program first?)"
+                if v.persistable
+                else "value: no op the run ran computes it (nbflow.graph.verify finds reads "
+                "of a var no op before them defines)"
+            )
             where = f" declared at {v.location}" if v.location else ""
             raise ProgramError(f"missing {what} for %{v.name}{where}")
         if self.on_gpu and type(t) is Tensor:  # put in the scope by hand: moved once
@@ -450,6 +483,26 @@ class Executor:
         if not self.on_gpu:
             return results
         return [t.to(self.device) if type(t) is Tensor else t for t in results]
+
+
+def _narrowed(name: str, array: np.ndarray, v: Var) -> np.ndarray:
+    """A feed as its var's dtype of the same kind, refusing values that do not fit (an int
+    out of range wraps, a finite float out of range becomes inf): DTypeError naming the var."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        out = array.astype(v.dtype)
+    if array.dtype.kind in "iu" and v.dtype.kind in "iu":
+        lost = array.size and not np.array_equal(out, array)
+    elif array.dtype.kind == "f" and v.dtype.kind == "f":
+        lost = bool(np.any(np.isinf(out) & np.isfinite(array)))
+    else:
+        lost = False
+    if lost:
+        error = DTypeError(
+            f"feed '{name}': values of dtype {array.dtype} do not fit the var's {v.dtype} "
+            f"(they lie outside its range); feed values in range, or declare %{v.name} wider"
+        )
+        raise locate(error, v.location)
+    return out
 
 
 def _explain(error: NbflowError, node: Node, args) -> NbflowError:

@@ -310,7 +310,7 @@ class Traced:
     result: object
     effects: list[Node]
     scope: Scope = field(default_factory=Scope)
-    grad_flags: tuple = ()  # requires_grad of the captured tensors when traced
+    grad_flags: tuple = ()  # requires_grad, shape, dtype of the captured tensors when traced
     reads: list = field(default_factory=list)  # (tensor, var): the .grad a call feeds (Grads)
     writes: list = field(default_factory=list)  # (tensor, var or None): .grad a call binds
     ran_backward: bool = False  # the function called loss.backward(): its outputs are values
@@ -322,7 +322,10 @@ class Traced:
 
 
 def _grad_flags(program: Program) -> tuple:
-    return tuple(t.requires_grad for t in program.captured.values())
+    """What a trace assumed of its captured tensors: whether each requires grad (else other
+    gradient ops), its shape and dtype (a tensor resized since: the program's var has the
+    old ones), so that a change traces again."""
+    return tuple((t.requires_grad, t.shape, t.dtype) for t in program.captured.values())
 
 
 def _trace(fn, signature: inspect.Signature, arguments: dict) -> Traced:
@@ -598,7 +601,7 @@ class JitFunction:
         base, read = key, self.grads_read.get(key)
         key = key if read is None else (key, tuple(_grad_spec(t) for t in read))
         traced = self.cache.get(key)
-        # a captured tensor that started or stopped requiring grad needs other gradient ops
+        # a captured tensor that started or stopped requiring grad, or changed shape: again
         if traced is None or not _holds(traced):
             with self.lock:  # (another thread may have traced it meanwhile)
                 traced = self.cache.get(key)
@@ -676,8 +679,8 @@ class JitFunction:
 
 
 def _holds(traced: Traced) -> bool:
-    """Whether a traced program fits this call: the captured tensors require grad as they
-    did (else other gradient ops), and the .grad it reads are as they were (Grads)."""
+    """Whether a traced program fits this call: the captured tensors are as they were
+    (_grad_flags), and so are the .grad it reads (Grads)."""
     return traced.grad_flags == _grad_flags(traced.program) and _grads_hold(traced)
 
 

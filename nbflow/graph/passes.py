@@ -15,8 +15,9 @@ from .rewrite import rewrite
 
 def verify(program: Program) -> None:
     """Re-run every op's shape rule on its input vars and check the output vars agree; check
-    that no op reads a var that an in-place write overwrote after the op was built (the op
-    would see the new value instead of the one it was built for). Raises ProgramError."""
+    that every var an op reads is defined by then (_check_defined), and that no op reads a
+    var that an in-place write overwrote after the op was built (the op would see the new
+    value instead of the one it was built for). Raises ProgramError."""
     for block in program.blocks:
         # by version counter: a view shares its base's; an in-place write's node says the
         # version it leaves (a write-back through a view leaves the one the write made)
@@ -36,6 +37,7 @@ def verify(program: Program) -> None:
             for i, j in node.op.inplace.items():
                 key = id(node.inputs[j]._version)
                 versions[key] = node.versions[1][i] if node.versions else versions.get(key, 0) + 1
+        _check_defined(block)
 
 
 def _check_local(block, node, where: str):
@@ -48,6 +50,20 @@ def _check_local(block, node, where: str):
             raise ProgramError(
                 f"{where} in block {block.idx} uses %{v.name} of block {v.block.idx}"
             )
+
+
+def _check_defined(block):
+    """Every var an op reads has a value by then: fed (data), kept in the scope
+    (persistable), an enclosing block's, a block input, or written by an op before it."""
+    defined = {id(v) for v in block.inputs}
+    for node in block.ops:
+        for v in node.inputs:
+            if not (id(v) in defined or v.is_data or v.persistable or v.block is not block):
+                raise ProgramError(
+                    f"{node.op.name} (created at {node.location}) reads %{v.name}, which no "
+                    "op before it computes (and which is neither fed nor persistable)"
+                )
+        defined.update(id(v) for v in node.outputs)
 
 
 def _check_shapes(block, node, where: str):

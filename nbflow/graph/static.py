@@ -59,6 +59,9 @@ def current_block():
 
 
 def _shape(shape) -> tuple[int, ...]:
+    shape = tuple(shape)
+    if not all(isinstance(n, (int, np.integer)) and not isinstance(n, bool) for n in shape):
+        raise ShapeError(f"bad shape {shape}: dims are integers (sizes >= 0, or -1 for unknown)")
     shape = tuple(int(n) for n in shape)
     if any(n < -1 for n in shape):
         raise ShapeError(f"bad shape {shape}: dims are sizes >= 0, or -1 for unknown")

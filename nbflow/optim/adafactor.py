@@ -17,6 +17,7 @@ import math
 import numpy as np
 
 from .. import ops
+from ..errors import DomainError
 from .optimizer import ComposedOptimizer, _coef, _count_step, _maximum, _number, _sqrt
 
 __all__ = ["Adafactor"]
@@ -60,18 +61,18 @@ class Adafactor(ComposedOptimizer):
         maximize=False,
     ):
         if not lr >= 0.0:
-            raise ValueError(f"Learning rate should be >= 0 but is: {lr}")
+            raise DomainError(f"Learning rate should be >= 0 but is: {lr}")
         if not beta2_decay <= 0.0:
-            raise ValueError(f"beta2_decay should be <= 0 but is: {beta2_decay}")
+            raise DomainError(f"beta2_decay should be <= 0 but is: {beta2_decay}")
         eps1, eps2 = eps
         if eps1 is not None and not eps1 >= 0.0:
-            raise ValueError(f"epsilon1 should be >= 0 but is: {eps1}")
+            raise DomainError(f"epsilon1 should be >= 0 but is: {eps1}")
         if not eps2 >= 0.0:
-            raise ValueError(f"epsilon2 should be >= 0 but is: {eps2}")
+            raise DomainError(f"epsilon2 should be >= 0 but is: {eps2}")
         if not d >= 1.0:
-            raise ValueError(f"Clipping threshold d should be >= 1 but is: {d}")
+            raise DomainError(f"Clipping threshold d should be >= 1 but is: {d}")
         if not weight_decay >= 0.0:
-            raise ValueError(f"weight_decay should be >= 0 but is: {weight_decay}")
+            raise DomainError(f"weight_decay should be >= 0 but is: {weight_decay}")
         hyper = {
             "lr": float(lr),
             "beta2_decay": float(beta2_decay),

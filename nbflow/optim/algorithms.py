@@ -8,7 +8,7 @@ from __future__ import annotations
 from .. import dtypes as dt
 from .. import ops
 from ..core import no_grad
-from ..errors import UnsupportedError
+from ..errors import DomainError, UnsupportedError
 from ..graph.jit import traced_grads
 from .optimizer import (
     ComposedOptimizer,
@@ -63,10 +63,10 @@ class SGD(Optimizer):
         *,
         maximize=False,
     ):
-        if lr < 0 or momentum < 0 or weight_decay < 0:
-            raise ValueError("lr, momentum and weight_decay must be >= 0")
+        if not (lr >= 0 and momentum >= 0 and weight_decay >= 0):  # (NaN too)
+            raise DomainError("lr, momentum and weight_decay must be >= 0")
         if nesterov and (momentum <= 0 or dampening != 0):
-            raise ValueError("Nesterov momentum needs momentum > 0 and dampening 0")
+            raise DomainError("Nesterov momentum needs momentum > 0 and dampening 0")
         hyper = {
             "lr": float(lr),
             "momentum": float(momentum),
@@ -147,7 +147,7 @@ class Adam(Optimizer):
         beta1, beta2 = betas
         _check(lr=lr, eps=eps, weight_decay=weight_decay)
         if not (0 <= beta1 < 1 and 0 <= beta2 < 1):
-            raise ValueError(f"betas must be in [0, 1), got {betas}")
+            raise DomainError(f"betas must be in [0, 1), got {betas}")
         hyper = {
             "lr": float(lr),
             "beta1": float(beta1),
@@ -438,7 +438,7 @@ class Adadelta(ComposedOptimizer):
     def __init__(self, params=None, lr=1.0, rho=0.9, eps=1e-6, weight_decay=0.0, *, maximize=False):
         _check(lr=lr, eps=eps, weight_decay=weight_decay)
         if not 0.0 <= rho <= 1.0:
-            raise ValueError(f"rho must be in [0, 1], got {rho}")
+            raise DomainError(f"rho must be in [0, 1], got {rho}")
         hyper = {
             "lr": float(lr),
             "rho": float(rho),
@@ -472,7 +472,7 @@ class Rprop(ComposedOptimizer):
         _check(lr=lr)
         etaminus, etaplus = etas
         if not 0.0 < etaminus < 1.0 < etaplus:
-            raise ValueError(f"etas must satisfy 0 < etaminus < 1 < etaplus, got {etas}")
+            raise DomainError(f"etas must satisfy 0 < etaminus < 1 < etaplus, got {etas}")
         hyper = {
             "lr": float(lr),
             "etaminus": float(etaminus),

@@ -18,7 +18,7 @@ import math
 
 from .. import ops
 from ..core import no_grad
-from ..errors import UnsupportedError
+from ..errors import DomainError, UnsupportedError
 from ..tensor import Tensor
 from .optimizer import Optimizer, _evaluate
 
@@ -183,7 +183,7 @@ class LBFGS(Optimizer):
         line_search_fn=None,
     ):
         if not lr >= 0.0:
-            raise ValueError(f"Invalid learning rate: {lr}")
+            raise DomainError(f"Invalid learning rate: {lr}")
         if max_eval is None:
             max_eval = max_iter * 5 // 4
         hyper = {
@@ -197,12 +197,12 @@ class LBFGS(Optimizer):
         }
         super().__init__(params, hyper)
         if len(self.param_groups) != 1:
-            raise ValueError("LBFGS doesn't support per-parameter options (parameter groups)")
+            raise DomainError("LBFGS doesn't support per-parameter options (parameter groups)")
         self._params = self.param_groups[0]["params"]
 
     def add_param_group(self, group: dict):
         if self.param_groups:
-            raise ValueError("LBFGS doesn't support per-parameter options (parameter groups)")
+            raise DomainError("LBFGS doesn't support per-parameter options (parameter groups)")
         super().add_param_group(group)
 
     def _numel(self) -> int:
@@ -384,14 +384,14 @@ class LBFGS(Optimizer):
     def _restored(self, i: int, p: Tensor, name: str, value):
         where = f"LBFGS.load_state_dict: state '{name}'"
         if i != 0 or name not in _STATES:
-            raise ValueError(f"{where} of parameter {i} is not a state of LBFGS")
+            raise DomainError(f"{where} of parameter {i} is not a state of LBFGS")
         n = self._numel()
         if name in _VECTORS or name in _VECTOR_LISTS:
             vectors = value if name in _VECTOR_LISTS else [value]
             if not isinstance(vectors, list) or not all(
                 isinstance(v, Tensor) and tuple(v.shape) == (n,) for v in vectors
             ):
-                raise ValueError(f"{where}: expected flat tensors of {n} elements")
+                raise DomainError(f"{where}: expected flat tensors of {n} elements")
         return _copied(value)
 
 

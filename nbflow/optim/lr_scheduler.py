@@ -7,6 +7,7 @@ from __future__ import annotations
 import bisect
 import math
 
+from ..errors import ArgumentError, DomainError
 from .optimizer import Optimizer
 
 __all__ = [
@@ -110,7 +111,7 @@ class LRScheduler:
     def load_state_dict(self, state_dict: dict):
         own = self.state_dict()
         if set(state_dict) != set(own):
-            raise ValueError(f"{type(self).__name__}.load_state_dict: keys {sorted(own)} expected")
+            raise DomainError(f"{type(self).__name__}.load_state_dict: keys {sorted(own)} expected")
         self.__dict__.update(state_dict)
         self._apply(self.get_lr())
 
@@ -122,7 +123,7 @@ class StepLR(LRScheduler):
 
     def __init__(self, optimizer, step_size: int, gamma: float = 0.1, last_epoch: int = -1):
         if int(step_size) < 1:
-            raise ValueError(f"step_size must be >= 1, got {step_size}")
+            raise DomainError(f"step_size must be >= 1, got {step_size}")
         self.step_size, self.gamma = int(step_size), float(gamma)
         super().__init__(optimizer, last_epoch)
 
@@ -161,7 +162,7 @@ def _lambdas(lr_lambda, optimizer) -> list:
     fns = _per_group(lr_lambda, optimizer.param_groups, "lr_lambda")
     for f in fns:
         if not callable(f):
-            raise TypeError(f"lr_lambda must be callable, got {type(f).__name__}")
+            raise ArgumentError(f"lr_lambda must be callable, got {type(f).__name__}")
     return fns
 
 
@@ -185,7 +186,7 @@ class CosineAnnealingLR(LRScheduler):
 
     def __init__(self, optimizer, T_max: int, eta_min: float = 0.0, last_epoch: int = -1):
         if int(T_max) < 1:
-            raise ValueError(f"T_max must be >= 1, got {T_max}")
+            raise DomainError(f"T_max must be >= 1, got {T_max}")
         self.T_max, self.eta_min = int(T_max), float(eta_min)
         super().__init__(optimizer, last_epoch)
 
@@ -220,7 +221,7 @@ class LinearLR(LRScheduler):
         last_epoch: int = -1,
     ):
         if not 0 < start_factor <= 1 or not 0 <= end_factor <= 1:
-            raise ValueError(
+            raise DomainError(
                 f"start_factor must be in (0, 1] and end_factor in [0, 1], got "
                 f"{start_factor} and {end_factor}"
             )
@@ -240,7 +241,7 @@ class ConstantLR(LRScheduler):
 
     def __init__(self, optimizer, factor: float = 1.0 / 3, total_iters: int = 5, last_epoch=-1):
         if not 0 <= factor <= 1:
-            raise ValueError(f"factor must be in [0, 1], got {factor}")
+            raise DomainError(f"factor must be in [0, 1], got {factor}")
         self.factor, self.total_iters = float(factor), int(total_iters)
         super().__init__(optimizer, last_epoch)
 
@@ -255,7 +256,7 @@ class PolynomialLR(LRScheduler):
 
     def __init__(self, optimizer, total_iters: int = 5, power: float = 1.0, last_epoch=-1):
         if int(total_iters) < 1:
-            raise ValueError(f"total_iters must be >= 1, got {total_iters}")
+            raise DomainError(f"total_iters must be >= 1, got {total_iters}")
         self.total_iters, self.power = int(total_iters), float(power)
         super().__init__(optimizer, last_epoch)
 
@@ -301,9 +302,9 @@ class CosineAnnealingWarmRestarts(LRScheduler):
 
     def __init__(self, optimizer, T_0: int, T_mult: int = 1, eta_min: float = 0.0, last_epoch=-1):
         if not isinstance(T_0, int) or T_0 <= 0:
-            raise ValueError(f"Expected positive integer T_0, but got {T_0}")
+            raise DomainError(f"Expected positive integer T_0, but got {T_0}")
         if not isinstance(T_mult, int) or T_mult < 1:
-            raise ValueError(f"Expected integer T_mult >= 1, but got {T_mult}")
+            raise DomainError(f"Expected integer T_mult >= 1, but got {T_mult}")
         self.T_0, self.T_mult, self.eta_min = T_0, T_mult, float(eta_min)
         # what step(epoch) was given beyond last_epoch = floor(epoch): later step()s go on
         # from there, as PyTorch's T_cur does (step(0.5), step() is at 1.5)
@@ -333,7 +334,7 @@ class CosineAnnealingWarmRestarts(LRScheduler):
 
     def step(self, epoch=None):
         if epoch is not None and epoch < 0:
-            raise ValueError(f"Expected non-negative epoch, but got {epoch}")
+            raise DomainError(f"Expected non-negative epoch, but got {epoch}")
         if epoch is None:
             self.last_epoch += 1
         else:
@@ -358,7 +359,7 @@ def _momentum_name(optimizer) -> str:
     for name in ("momentum", "beta1"):
         if name in optimizer.hyper:
             return name
-    raise ValueError(
+    raise DomainError(
         "optimizer must support momentum or beta1 with `cycle_momentum` option enabled"
     )
 
@@ -388,9 +389,9 @@ class OneCycleLR(LRScheduler):
     ):
         self.total_steps = _total_steps(total_steps, epochs, steps_per_epoch)
         if not 0 <= pct_start <= 1 or isinstance(pct_start, bool):
-            raise ValueError(f"Expected float between 0 and 1 pct_start, but got {pct_start}")
+            raise DomainError(f"Expected float between 0 and 1 pct_start, but got {pct_start}")
         if anneal_strategy not in ("cos", "linear"):
-            raise ValueError(
+            raise DomainError(
                 f"anneal_strategy must be one of 'cos' or 'linear', instead got {anneal_strategy}"
             )
         self.anneal_strategy = anneal_strategy
@@ -418,7 +419,7 @@ class OneCycleLR(LRScheduler):
     def _values(self, step: int, group: int) -> tuple[float, float]:
         """(lr, momentum) of parameter group number `group` at `step`."""
         if step > self.total_steps:
-            raise ValueError(
+            raise DomainError(
                 f"Tried to step {step} times. The specified number of total steps is "
                 f"{self.total_steps}"
             )
@@ -453,14 +454,14 @@ class OneCycleLR(LRScheduler):
 def _total_steps(total_steps, epochs, steps_per_epoch) -> int:
     if total_steps is not None:
         if not isinstance(total_steps, int) or total_steps <= 0:
-            raise ValueError(f"Expected positive integer total_steps, but got {total_steps}")
+            raise DomainError(f"Expected positive integer total_steps, but got {total_steps}")
         return total_steps
     if epochs is None or steps_per_epoch is None:
-        raise ValueError("You must define either total_steps OR (epochs AND steps_per_epoch)")
+        raise DomainError("You must define either total_steps OR (epochs AND steps_per_epoch)")
     if not isinstance(epochs, int) or epochs <= 0:
-        raise ValueError(f"Expected positive integer epochs, but got {epochs}")
+        raise DomainError(f"Expected positive integer epochs, but got {epochs}")
     if not isinstance(steps_per_epoch, int) or steps_per_epoch <= 0:
-        raise ValueError(f"Expected positive integer steps_per_epoch, but got {steps_per_epoch}")
+        raise DomainError(f"Expected positive integer steps_per_epoch, but got {steps_per_epoch}")
     return epochs * steps_per_epoch
 
 
@@ -516,9 +517,9 @@ class CyclicLR(LRScheduler):
         last_epoch: int = -1,
     ):
         if mode not in ("triangular", "triangular2", "exp_range") and scale_fn is None:
-            raise ValueError("mode is invalid and scale_fn is None")
+            raise DomainError("mode is invalid and scale_fn is None")
         if scale_mode not in ("cycle", "iterations"):
-            raise ValueError(f"scale_mode must be 'cycle' or 'iterations', got {scale_mode!r}")
+            raise DomainError(f"scale_mode must be 'cycle' or 'iterations', got {scale_mode!r}")
         up = float(step_size_up)
         down = float(step_size_down) if step_size_down is not None else up
         self.total_size, self.step_ratio = up + down, up / (up + down)
@@ -590,15 +591,15 @@ class SequentialLR(LRScheduler):
     def __init__(self, optimizer, schedulers, milestones, last_epoch: int = -1):
         schedulers = list(schedulers)
         if not schedulers:
-            raise ValueError("SequentialLR expects at least one scheduler")
+            raise DomainError("SequentialLR expects at least one scheduler")
         for i, s in enumerate(schedulers):
             if not isinstance(s, LRScheduler) or s.optimizer is not optimizer:
-                raise ValueError(
+                raise DomainError(
                     f"SequentialLR expects all schedulers to belong to the same optimizer, "
                     f"but got scheduler at index {i} to be different"
                 )
         if len(milestones) != len(schedulers) - 1:
-            raise ValueError(
+            raise DomainError(
                 f"Sequential Schedulers expects number of schedulers provided to be one more "
                 f"than the number of milestone points, but got number of schedulers "
                 f"{len(schedulers)} and the number of milestones to be equal to {len(milestones)}"
@@ -646,11 +647,11 @@ class ChainedScheduler(LRScheduler):
     def __init__(self, schedulers, optimizer=None):
         schedulers = list(schedulers)
         if not schedulers:
-            raise ValueError("ChainedScheduler expects at least one scheduler")
+            raise DomainError("ChainedScheduler expects at least one scheduler")
         optimizer = optimizer or schedulers[0].optimizer
         for i, s in enumerate(schedulers):
             if s.optimizer is not optimizer:
-                raise ValueError(
+                raise DomainError(
                     f"ChainedScheduler expects all schedulers to belong to the same optimizer, "
                     f"but got scheduler at index {i} to be different"
                 )
@@ -696,9 +697,9 @@ class ReduceLROnPlateau:
         eps=1e-8,
     ):
         if mode not in ("min", "max") or threshold_mode not in ("rel", "abs"):
-            raise ValueError(f"mode {mode!r} / threshold_mode {threshold_mode!r} unknown")
+            raise DomainError(f"mode {mode!r} / threshold_mode {threshold_mode!r} unknown")
         if not 0.0 <= factor < 1.0:
-            raise ValueError(f"factor must be in [0, 1), got {factor}")
+            raise DomainError(f"factor must be in [0, 1), got {factor}")
         self.optimizer = optimizer
         self.mode, self.factor, self.patience = mode, float(factor), int(patience)
         self.threshold, self.threshold_mode = float(threshold), threshold_mode
@@ -744,7 +745,7 @@ class ReduceLROnPlateau:
     def load_state_dict(self, state_dict: dict):
         own = self.state_dict()
         if set(state_dict) != set(own):
-            raise ValueError(f"ReduceLROnPlateau.load_state_dict: keys {sorted(own)} expected")
+            raise DomainError(f"ReduceLROnPlateau.load_state_dict: keys {sorted(own)} expected")
         self.__dict__.update(state_dict)
 
 
@@ -752,6 +753,6 @@ def _per_group(value, groups, name: str) -> list:
     """One value per parameter group: a list or tuple of them, or one for every group."""
     if isinstance(value, (list, tuple)):
         if len(value) != len(groups):
-            raise ValueError(f"expected {len(groups)} values for {name}, got {len(value)}")
+            raise DomainError(f"expected {len(groups)} values for {name}, got {len(value)}")
         return list(value)
     return [value] * len(groups)

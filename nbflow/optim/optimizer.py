@@ -36,7 +36,7 @@ import numpy as np
 from .. import dtypes as dt
 from .. import ops
 from ..core import STATE, enable_grad, no_grad
-from ..errors import ProgramError, UnsupportedError
+from ..errors import ArgumentError, DomainError, ProgramError, UnsupportedError
 from ..graph import GraphTrace, Var, append_backward
 from ..graph.jit import traced_grads
 from ..graph.static import _startup
@@ -61,7 +61,7 @@ class Optimizer:
 
     def __init__(self, params, hyper: dict):
         if isinstance(params, Tensor):
-            raise TypeError("params must be an iterable of tensors, not a tensor")
+            raise ArgumentError("params must be an iterable of tensors, not a tensor")
         self.defaults = hyper
         self.param_groups: list[dict] = []
         self.params = None  # all groups' parameters in order (None: a program's, minimize)
@@ -71,10 +71,11 @@ class Optimizer:
             self.params = []
             for group in groups:
                 self.add_param_group(group)
-        else:  # (graph mode: the program's parameters, minimize())
+        else:  # (graph mode: the program's parameters, minimize(); checked as a group is)
+            self._check_group(hyper)
             self.param_groups.append(ParamGroup(self, {"params": [], **hyper}))
         if not self.param_groups:
-            raise ValueError(f"{type(self).__name__}: no parameter groups given")
+            raise DomainError(f"{type(self).__name__}: no parameter groups given")
         self.hyper = self.param_groups[0]
         self.state: dict[int, dict[str, Tensor]] = {}
         self._graph_nodes: list = []  # (update op, its group) that minimize() appended
@@ -83,16 +84,16 @@ class Optimizer:
         """Add a group of parameters with its own hyperparameters (the others: defaults)."""
         name = type(self).__name__
         if not isinstance(group, dict) or "params" not in group:
-            raise TypeError(f"{name}: a parameter group is a dict with a 'params' entry")
+            raise ArgumentError(f"{name}: a parameter group is a dict with a 'params' entry")
         params = group["params"]
         params = [params] if isinstance(params, Tensor) else list(params)
         group = _split_pairs(group, self.defaults)
         unknown = set(group) - set(self.defaults) - {"params", *SCHEDULE_KEYS}
         if unknown:
-            raise ValueError(f"{name}: unknown hyperparameters {sorted(unknown)} in a group")
+            raise DomainError(f"{name}: unknown hyperparameters {sorted(unknown)} in a group")
         seen = {id(p) for p in self.params or ()}
         if any(id(p) in seen for p in params) or len({id(p) for p in params}) != len(params):
-            raise ValueError(f"{name}: some parameters appear in more than one group")
+            raise DomainError(f"{name}: some parameters appear in more than one group")
         full = {**self.defaults, **{k: v for k, v in group.items() if k != "params"}}
         self._check_group(full)
         if self.params is None:
@@ -103,7 +104,7 @@ class Optimizer:
     def _check_group(self, hyper: dict):
         """Refuse a group's hyperparameters the constructor would refuse (lr >= 0 here)."""
         if not float(hyper["lr"]) >= 0:
-            raise ValueError(f"lr must be >= 0, got {hyper['lr']}")
+            raise DomainError(f"lr must be >= 0, got {hyper['lr']}")
 
     # -------------------------------------------------------------- hyperparameters
 
@@ -122,7 +123,7 @@ class Optimizer:
         appended for its parameters (graph mode: their attributes)."""
         value = float(value)
         if name == "lr" and not value >= 0:
-            raise ValueError(f"lr must be >= 0, got {value}")
+            raise DomainError(f"lr must be >= 0, got {value}")
         group[name] = value  # (ParamGroup: also into the graph ops)
 
     def attrs(self) -> dict:
@@ -329,14 +330,14 @@ class Optimizer:
         try:
             groups, saved = state_dict["param_groups"], state_dict["state"]
         except (KeyError, TypeError):
-            raise ValueError(f"{name}.load_state_dict: needs 'state' and 'param_groups'") from None
+            raise DomainError(f"{name}.load_state_dict: needs 'state' and 'param_groups'") from None
         params = self.params or []
         own = [list(indices) for _, indices in self._groups()]
         if not isinstance(groups, list) or not all(isinstance(g, dict) for g in groups):
-            raise ValueError(f"{name}.load_state_dict: 'param_groups' must be a list of dicts")
+            raise DomainError(f"{name}.load_state_dict: 'param_groups' must be a list of dicts")
         if [g.get("params") for g in groups] != own:
             sizes = [_count(g.get("params")) for g in groups]
-            raise ValueError(
+            raise DomainError(
                 f"{name}.load_state_dict: the saved state is for groups of {sizes} parameters, "
                 f"this optimizer has {[len(indices) for indices in own]}"
             )
@@ -346,20 +347,20 @@ class Optimizer:
             for key in self.newer_options:  # (a state saved before the option existed)
                 group.setdefault(key, self.defaults[key])
             if set(group) - SCHEDULE_KEYS != set(self.defaults):
-                raise ValueError(
+                raise DomainError(
                     f"{name}.load_state_dict: hyperparameters {sorted(group)} do not match "
                     f"{sorted(self.defaults)} (state of another optimizer type?)"
                 )
             for key, value in group.items():
                 if key in self.defaults and type(value) is not type(self.defaults[key]):
-                    raise ValueError(f"{name}.load_state_dict: hyperparameter {key}={value!r}")
+                    raise DomainError(f"{name}.load_state_dict: hyperparameter {key}={value!r}")
             options.append(group)
         if not isinstance(saved, dict):
-            raise ValueError(f"{name}.load_state_dict: 'state' must be a dict")
+            raise DomainError(f"{name}.load_state_dict: 'state' must be a dict")
         state = {}
         for i, entries in saved.items():
             if not isinstance(i, int) or not 0 <= i < len(params) or not isinstance(entries, dict):
-                raise ValueError(f"{name}.load_state_dict: bad state entry {i!r}")
+                raise DomainError(f"{name}.load_state_dict: bad state entry {i!r}")
             state[i] = {k: self._restored(i, params[i], k, v) for k, v in entries.items()}
         for group, saved_options in zip(self.param_groups, options):
             for key, value in saved_options.items():
@@ -372,11 +373,11 @@ class Optimizer:
     def _restored(self, i: int, p: Tensor, name: str, value) -> Tensor:
         where = f"{type(self).__name__}.load_state_dict: state '{name}' of parameter {i}"
         if name not in self.state_names:
-            raise ValueError(f"{where} is not a state of {type(self).__name__}")
+            raise DomainError(f"{where} is not a state of {type(self).__name__}")
         a = value.numpy() if isinstance(value, Tensor) else np.asarray(value)
         shape, dtype, _ = self.state_spec(name, p)
         if a.shape != tuple(shape) or a.dtype.kind not in ("iu" if dtype in dt.INTS else "f"):
-            raise ValueError(f"{where} has shape {a.shape} and dtype {a.dtype}, expected {shape}")
+            raise DomainError(f"{where} has shape {a.shape} and dtype {a.dtype}, expected {shape}")
         restored = Tensor(np.array(a, dtype=dtype, order="C"))  # a copy the updates may write
         if p.device != "cpu" and name not in self.host_states:
             restored = restored.to(p.device)  # state lives with its parameter (_eager_state)
@@ -491,7 +492,7 @@ def _count(indices) -> str:
 def _check(**values):
     for name, v in values.items():
         if isinstance(v, bool) or not float(v) >= 0:
-            raise ValueError(f"{name} must be a number >= 0, got {v!r}")
+            raise DomainError(f"{name} must be a number >= 0, got {v!r}")
 
 
 # ---------------------------------------------------------------- composed updates
@@ -624,7 +625,7 @@ def _count_step(state: dict):
 def _betas(betas) -> tuple[float, float]:
     beta1, beta2 = betas
     if not (0 <= beta1 < 1 and 0 <= beta2 < 1):
-        raise ValueError(f"betas must be in [0, 1), got {betas}")
+        raise DomainError(f"betas must be in [0, 1), got {betas}")
     return float(beta1), float(beta2)
 
 

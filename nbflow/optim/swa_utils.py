@@ -15,7 +15,7 @@ import math
 from .. import dtypes as dt
 from .. import ops
 from ..core import STATE, no_grad
-from ..errors import UnsupportedError
+from ..errors import DomainError, UnsupportedError
 from ..nn.layers import _BatchNorm
 from ..nn.module import Module
 from ..tensor import EagerTrace, Tensor, tensor
@@ -44,7 +44,7 @@ def _assign(target: Tensor, value: Tensor) -> None:
 
 def _check_decay(decay: float) -> None:
     if decay < 0.0 or decay > 1.0:
-        raise ValueError(
+        raise DomainError(
             f"Invalid decay value {decay} provided. Please provide a value in [0,1] range."
         )
 
@@ -122,7 +122,7 @@ class AveragedModel(Module):
     def __init__(self, model, device=None, avg_fn=None, multi_avg_fn=None, use_buffers=False):
         super().__init__()
         if avg_fn is not None and multi_avg_fn is not None:
-            raise ValueError("Only one of avg_fn and multi_avg_fn should be provided")
+            raise DomainError("Only one of avg_fn and multi_avg_fn should be provided")
         self.module = copy.deepcopy(model)
         if device is not None:
             self.module = self.module.to(device)
@@ -208,12 +208,12 @@ class SWALR(LRScheduler):
         for value, group in zip(swa_lrs, optimizer.param_groups):
             group["swa_lr"] = float(value)
         if anneal_strategy not in ("cos", "linear"):
-            raise ValueError(
+            raise DomainError(
                 f"anneal_strategy must be one of 'cos' or 'linear', instead got {anneal_strategy}"
             )
         self._set_anneal_func(anneal_strategy)
         if not isinstance(anneal_epochs, int) or anneal_epochs < 0:
-            raise ValueError(f"anneal_epochs must be equal or greater than 0, got {anneal_epochs}")
+            raise DomainError(f"anneal_epochs must be equal or greater than 0, got {anneal_epochs}")
         self.anneal_epochs = anneal_epochs
         self._step_count = 0  # steps since made, PyTorch's counter (not last_epoch)
         super().__init__(optimizer, last_epoch)
@@ -263,6 +263,6 @@ class SWALR(LRScheduler):
         """PyTorch's: the counters and settings back, the lr left as it is."""
         own = self.state_dict()
         if set(state_dict) != set(own):
-            raise ValueError(f"SWALR.load_state_dict: keys {sorted(own)} expected")
+            raise DomainError(f"SWALR.load_state_dict: keys {sorted(own)} expected")
         self.__dict__.update(state_dict)
         self._set_anneal_func(self._anneal_strategy)
