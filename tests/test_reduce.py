@@ -157,6 +157,23 @@ def test_leading_and_trailing_axes_of_wide_arrays(dtype):
                 nt.assert_close(got, np.asarray(op.ref(a, axis=axis)), msg=f"{op.name} {axis}")
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32])
+def test_middle_axes_of_wide_arrays(dtype):
+    # axes between kept ones, with wide rows after them: each leading slice's columns (a mean
+    # over a sequence's steps); NaN in a column wins
+    rng = np.random.default_rng(6)
+    x = (rng.standard_normal((5, 7, 3, 70)) * 5).astype(dtype)
+    if dtype != np.int32:
+        x[1, 2, 0, 3] = x[4, 6, 2, 69] = np.nan
+    t = nb.from_numpy(x)
+    for axis in (1, (1, 2), 2):
+        for op in (nb.max, nb.min, nb.sum, nb.mean):
+            if op is nb.mean and dtype == np.int32:
+                continue
+            got = op(t, axis=axis)
+            nt.assert_close(got, np.asarray(op.ref(x, axis=axis)), msg=f"{op.name} {axis}")
+
+
 def test_infinities():
     x = nb.tensor([[-np.inf, -np.inf], [np.inf, 1.0], [-np.inf, 0.0]], dtype="float64")
     assert nb.logsumexp(x, axis=1).tolist() == [-np.inf, np.inf, 0.0]

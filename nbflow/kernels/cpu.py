@@ -492,19 +492,42 @@ def reduce_rows(kernel, x: np.ndarray, axes, out: np.ndarray, *params, cols=None
     Reduced axes are moved last (a copy only when that is not already contiguous); `out` is
     any array with the kept elements in order (keepdims or not). When the reduced axes lead
     and x is contiguous, `cols(x2d, out1d, *params)` reduces the columns of x viewed as
-    (reduced, kept) instead, with no copy (the bias gradient's sum over the batch)."""
+    (reduced, kept) instead, with no copy (the bias gradient's sum over the batch); when they
+    lie between kept axes, each leading slice's columns so (a mean over a sequence's steps),
+    if its rows are wide enough to pay a call each (MIDDLE_WIDTH)."""
     kept = [i for i in range(x.ndim) if i not in axes]
     inner = math.prod([x.shape[i] for i in axes])  # (np.prod: 4 us a call)
     outer = math.prod([x.shape[i] for i in kept])
     out1 = out.reshape(outer)
     leading = tuple(axes) == tuple(range(len(axes)))
+    middle = _middle(x.shape, axes) if cols is not None and x.flags.c_contiguous else None
     if cols is not None and leading and kept and x.flags.c_contiguous:
         cols(x.reshape(inner, outer), out1, *params)
+    elif middle is not None:
+        x3, out2 = x.reshape(middle), out1.reshape(middle[0], middle[2])
+        for i in range(middle[0]):
+            cols(x3[i], out2[i], *params)
     else:
         x2 = np.ascontiguousarray(x.transpose(kept + list(axes))).reshape(outer, inner)
         kernel(x2, out1, *params)
     if not out.flags.c_contiguous:  # reshape may have copied
         out[...] = out1.reshape(out.shape)
+
+
+MIDDLE_WIDTH = 64  # kept elements after a middle reduction's axes from which cols runs on it
+
+
+def _middle(shape, axes):
+    """(before, reduced, after) sizes of a reduction over one run of axes with kept axes on
+    both sides and at least MIDDLE_WIDTH elements after, else None."""
+    axes = tuple(axes)
+    if not axes or axes != tuple(range(axes[0], axes[-1] + 1)):
+        return None
+    first, last = axes[0], axes[-1] + 1
+    after = math.prod(shape[last:])
+    if first == 0 or last == len(shape) or after < MIDDLE_WIDTH:
+        return None
+    return math.prod(shape[:first]), math.prod(shape[first:last]), after
 
 
 def reduce_layout(ndim: int, axes) -> str | None:
