@@ -527,7 +527,7 @@ def test_a_folded_bias_step_equals_the_sum_and_update_it_replaces(dtype):
 def test_matmul_relu_grad_equals_the_product_then_relu_grad():
     rng = np.random.default_rng(8)
     a, b = rng.standard_normal((5, 4)), rng.standard_normal((4, 6))
-    b[0, 0] = np.inf  # an infinite product under a mask stays NaN (g - g), as in relu_grad
+    b[0, 0] = np.inf  # an infinite product under the mask gives 0, as relu_grad does
     r = rng.standard_normal((5, 6))
     r[1, 2] = np.nan
     ta, tb, tr = (nb.tensor(v.astype(np.float32)) for v in (a, b, r))

@@ -424,8 +424,7 @@ def matmul_relu_grad_columns(r, a, b, out, first_col: int):
 
 def _matmul_relu_grad_ref(r, a, b):
     product = _matmul_ref(a, b)
-    with np.errstate(invalid="ignore"):  # inf - inf: NaN, as relu_grad's g - g
-        masked = np.where(r > 0, product, product - product)
+    masked = np.where(r <= 0, 0, product)  # relu_grad's rule: 0 under the mask, g at a NaN r
     return masked.astype(dt.promote([r.dtype, product.dtype]))
 
 
