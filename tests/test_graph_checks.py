@@ -94,3 +94,26 @@ def test_a_scope_value_unlike_its_declaration_is_refused_naming_the_var(value, e
     scope["w"] = nb.tensor(value)
     with pytest.raises(error, match="%w"):
         exe.run(main, {"x": np.ones(3, np.float32)}, [loss], scope)
+
+
+def test_a_pruned_program_stands_on_its_own():
+    main, startup = nb.Program(), nb.Program()
+    with nb.program_guard(main, startup):
+        x = nb.static.data("x", [-1, 3])
+        w = nb.static.create_parameter("w", [3, 2])
+        hidden = nb.relu(x @ w)
+        loss = nb.mean(hidden)
+        nb.optim.SGD(lr=0.1).minimize(loss)
+    exe, scope = nb.Executor(), nb.Scope()
+    exe.run(startup, scope=scope)
+    pruned = main.prune([hidden])
+    text = str(pruned)
+    assert text.startswith("program(%x: f32[-1,3], %w: f32[3,2] persistable)")
+    assert set(pruned.global_block().vars) < set(main.global_block().vars)  # only its own
+    with nb.program_guard(pruned):
+        doubled = pruned.global_block().var(hidden.name) * 2  # new ops on the copy
+    feed = {"x": np.ones((2, 3), np.float32)}
+    got, twice = exe.run(pruned, feed, [hidden, doubled], scope)  # (main's var: by name)
+    np.testing.assert_allclose(twice, 2 * got)
+    np.testing.assert_array_equal(got, exe.run(main, feed, [hidden], scope)[0])
+    assert "sgd_update_" not in str(main.clone(for_test=True))

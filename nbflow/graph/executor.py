@@ -125,15 +125,16 @@ def with_updates(block, targets) -> list:
 
 
 def prune(program: Program, targets) -> Program:
-    """A new Program (sharing the vars) with only the ops the targets need."""
-    pruned = Program()
-    block = pruned.global_block()
-    source = program.global_block()
-    block.vars = dict(source.vars)
-    block.ops = needed_ops(source, targets)
-    pruned.blocks += program.blocks[1:]  # sub-blocks, shared (control flow ops refer to them)
-    pruned.captured = dict(program.captured)
-    return pruned
+    """A new Program with only the ops the targets need (Program.prune)."""
+    return program.prune(targets)
+
+
+def own_target(block, t):
+    """A fetch target as a var or op of `block`'s program: a var given by name, or a var of
+    the program it was pruned or cloned from, is found by its name."""
+    if isinstance(t, str) or (isinstance(t, Var) and t.program is not block.program):
+        return block.var(t if isinstance(t, str) else t.name)
+    return t
 
 
 class Plan(list):
@@ -367,10 +368,10 @@ class Executor:
             self._uploaded[id(t)] = (t, t.version, held[2], held[2].version)
 
     def _target(self, block, t):
-        if isinstance(t, (Var, Node)):
+        if type(t) is Var and t.block is block:  # the common case, written out
             return t
         try:
-            return block.var(t)
+            return own_target(block, t)
         except KeyError:
             error = ProgramError(f"fetch: the program has no var named '{t}'")
             raise locate(error, user_location()) from None  # the run call

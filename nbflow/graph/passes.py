@@ -7,7 +7,7 @@ from ..core import Spec
 from ..dtypes import SHORT
 from ..errors import NbflowError, ProgramError
 from . import fusion
-from .executor import compatible, needed_ops, updates, with_updates
+from .executor import compatible, needed_ops, own_target, updates, with_updates
 from .printer import format_attr, format_op
 from .program import Program, Var
 from .rewrite import rewrite
@@ -100,7 +100,7 @@ def explain(
     groups them) or the op a rewrite folded it into (`folded into sgd_matmul_update_`:
     graph/rewrite.py; `save_memory` as the Executor's option)."""
     block = program.global_block()
-    targets = [t if not isinstance(t, str) else block.var(t) for t in fetch_list]
+    targets = [own_target(block, t) for t in fetch_list]
     needed_by = {}  # id(op) -> why it runs
     for t in targets:
         name = f"%{t.name}" if isinstance(t, Var) else t.op.name

@@ -307,24 +307,74 @@ class Program:
         return list(self.global_block().ops)
 
     def prune(self, targets) -> Program:
-        """A Program (sharing the vars) with only the ops the targets (vars or ops) need:
-        no update runs unless it is a target."""
-        from .executor import prune
+        """A Program of its own with only the ops the targets (vars or ops) need: no update
+        runs unless it is a target (its vars are copies, fetched by name or by this
+        program's vars)."""
+        from .executor import needed_ops
 
-        return prune(self, targets)
+        block = self.global_block()
+        targets = [block.var(t) if isinstance(t, str) else t for t in targets]
+        return self.copy(needed_ops(block, targets))
 
     def clone(self, for_test: bool = False) -> Program:
-        """A Program with this one's ops (sharing the vars); for_test=True keeps the forward
-        ops alone (PaddlePaddle's clone for evaluation: no backward, no update, so fetching
-        the loss leaves the parameters as they are). A module's train/eval mode is baked in
-        when it is traced: build the test program after model.eval() for dropout and batch
-        norm in eval mode."""
-        block = self.global_block()
+        """A copy of this Program; for_test=True keeps the forward ops alone (PaddlePaddle's
+        clone for evaluation: no backward, no update, so fetching the loss leaves the
+        parameters as they are). A module's train/eval mode is baked in when it is traced:
+        build the test program after model.eval() for dropout and batch norm in eval mode."""
+        ops = self.global_block().ops
         if for_test and self.backward_start is not None:
-            return self.prune(block.ops[: self.backward_start])
-        clone = self.prune(block.ops)
+            return self.copy(ops[: self.backward_start])
+        clone = self.copy(ops)
         clone.backward_start = self.backward_start  # fetching a loss still runs its updates
         return clone
+
+    def copy(self, ops) -> Program:
+        """A Program holding copies of `ops` (block 0's, in order) and of the vars they use,
+        so that it prints, runs and takes new ops on its own; sub-blocks are shared (the
+        control flow ops refer to them by index)."""
+        copy = Program()
+        copy.blocks += self.blocks[1:]
+        copy._names = self._names
+        source, block = self.global_block(), copy.global_block()
+        new_vars, new_nodes, counters = {}, {}, {}
+
+        def var(v: Var) -> Var:
+            if v.block is not source:
+                return v
+            new = new_vars.get(id(v))
+            if new is None:
+                new = new_vars[id(v)] = block.create_var(
+                    v.name,
+                    v.shape,
+                    v.dtype,
+                    persistable=v.persistable,
+                    stop_gradient=v.stop_gradient,
+                )
+                new.is_data, new.location = v.is_data, v.location
+                new._version = counters.setdefault(id(v._version), [v._version[0]])
+            return new
+
+        def edge(e):
+            if type(e) is tuple:
+                node = new_nodes.get(id(e[0]))
+                return None if node is None else (node, e[1])
+            return None if e is None else var(e)
+
+        for node in ops:
+            inputs, outputs = [var(v) for v in node.inputs], [var(v) for v in node.outputs]
+            edges = [edge(e) for e in node.edges]
+            new = Node(node.op, inputs, dict(node.attrs), outputs, node.versions, edges)
+            for name in ("location", "grad_of", "write_back"):
+                setattr(new, name, getattr(node, name))
+            if node.rule_inputs is not None:
+                new.rule_inputs = [var(v) for v in node.rule_inputs]
+            for i, v in enumerate(outputs):  # (as Block.append: the last writer's history)
+                v._node, v._index = new, i
+            new_nodes[id(node)] = new
+            block.ops.append(new)
+        copy.captured = {k: t for k, t in self.captured.items() if k in block.vars}
+        copy.version += 1
+        return copy
 
 
 def unique(values) -> list:
