@@ -190,6 +190,7 @@ def test_backward_of_a_non_scalar_needs_a_gradient():
     w = nb.ones(3, requires_grad=True)
     info = _traced_error(lambda x: (x * w).backward(), nb.ones(3))
     assert isinstance(info.value, nb.GradientError) and "gradient=" in str(info.value)
+    assert "test_jit_training.py" in str(info.value)  # the user's line
 
     @nb.jit
     def seeded(x):
@@ -205,7 +206,7 @@ def test_static_var_backward_and_grad_point_to_append_backward():
         x = nb.static.data("x", [3])
         w = nb.static.create_parameter("w", [3])
         loss = nb.sum(x * w)
-        with pytest.raises(nb.ProgramError, match="append_backward"):
+        with pytest.raises(nb.ProgramError, match="append_backward.*test_jit_training.py"):
             loss.backward()
         with pytest.raises(nb.NbflowError, match="append_backward"):
             nb.grad(loss, [w])
@@ -213,3 +214,34 @@ def test_static_var_backward_and_grad_point_to_append_backward():
             loss.grad_fn_of  # noqa: B018
         assert isinstance(info.value, AttributeError)
         assert not hasattr(loss, "register_something")
+
+
+def test_nb_compile_and_parameter_groups_take_the_same_path():
+    x, y = _data((8, 6))
+    models = []
+    for _ in range(2):
+        nb.manual_seed(0)
+        model = _mlp()
+        groups = [
+            {"params": model[0].parameters(), "lr": 0.05},
+            {"params": model[2].parameters(), "momentum": 0.5},
+        ]
+        models.append((model, nb.optim.SGD(groups, lr=0.1)))
+    (eager, eager_opt), (traced, traced_opt) = models
+    step = nb.compile(lambda x, y: _step(traced, traced_opt, x, y))
+    for _ in range(STEPS):
+        want = _step(eager, eager_opt, x, y).item()
+        assert step(x, y).item() == pytest.approx(want, rel=1e-4)
+    _assert_same(eager, traced)
+
+
+def test_backward_inputs_fills_only_those_grads():
+    w, b = nb.ones(3, requires_grad=True), nb.ones(3, requires_grad=True)
+
+    @nb.jit
+    def partial(x):
+        ((x * w + b) ** 2).sum().backward(inputs=[w])
+
+    partial(nb.tensor([1.0, 2.0, 3.0]))
+    np.testing.assert_allclose(w.grad.numpy(), [4.0, 12.0, 24.0])
+    assert b.grad is None

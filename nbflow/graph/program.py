@@ -18,7 +18,15 @@ import numpy as np
 from .. import dtypes as dt
 from .. import ops
 from ..core import REGISTRY, STATE, Node, Op, Spec, Trace, no_grad
-from ..errors import ProgramError, TracedValueError, UnsupportedError, user_frame, user_location
+from ..errors import (
+    NbflowError,
+    ProgramError,
+    TracedValueError,
+    UnsupportedError,
+    locate,
+    user_frame,
+    user_location,
+)
 from ..operators import Operators, Size
 from ..tensor import Tensor, _Stale, stale_message, tensor
 from ..views import (
@@ -175,12 +183,16 @@ class Var(Operators):
         A static program (program_guard) has no .grad to fill: ProgramError."""
         grads = self.program.grads
         if grads is None:
-            raise ProgramError(
+            error = ProgramError(
                 f"%{self.name}.backward() in a static program: use "
                 "nbflow.append_backward(loss) for the gradient vars, or "
                 "optimizer.minimize(loss) for backward and updates"
             )
-        grads.backward(self, gradient, create_graph, inputs)
+            raise locate(error, user_location())
+        try:
+            grads.backward(self, gradient, create_graph, inputs)
+        except NbflowError as e:  # (the user's backward() line)
+            raise locate(e, user_location()) from None
 
     def __getattr__(self, name):
         # only for a name that is not there: a typed error (still an AttributeError, so
