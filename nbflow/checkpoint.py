@@ -125,6 +125,11 @@ def load(path, scope=None, max_param_bytes: int | None = None, require_loop_boun
                 "require_loop_bounds= are for programs"
             )
         return load_state(path, max_param_bytes)
+    if _damaged_magic(path):
+        raise CheckpointError(
+            f"{path}: not an nbflow checkpoint (wrong magic bytes), though the rest of its "
+            "header is a checkpoint's: the file is damaged"
+        )
     return serialize.load(path, scope, max_param_bytes, require_loop_bounds)
 
 
@@ -135,6 +140,24 @@ def _is_checkpoint(path) -> bool:
         return False
     with open(path, "rb") as f:
         return f.read(len(MAGIC)) == MAGIC
+
+
+def _damaged_magic(path) -> bool:
+    """Whether `path` is a regular file whose magic is not the checkpoint's but whose header
+    is: the manifest length and sha256 that follow the magic fit the manifest after them."""
+    if not os.path.isfile(path):  # (before opening: a FIFO would block)
+        return False
+    try:
+        with open(path, "rb") as f:
+            head = f.read(PREFIX.size)
+            if len(head) < PREFIX.size:
+                return False
+            _, n, digest = PREFIX.unpack(head)
+            if n > MAX_MANIFEST_BYTES:
+                return False
+            return hashlib.sha256(f.read(n)).digest() == digest
+    except OSError:
+        return False  # the program loader reports it
 
 
 def _align(n: int) -> int:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import importlib
 import inspect
+import operator
 import threading
 from collections.abc import Callable, Mapping
 from contextlib import ContextDecorator, contextmanager
@@ -70,6 +71,18 @@ def is_int(v) -> bool:
     return isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
 
 
+def as_int(value, what: str) -> int:
+    """value as an int: an int, a numpy integer or a 0-d integer tensor (`__index__`), as
+    PyTorch takes a size, an offset or a shift; a float (1.5, even 2.0), a bool or anything
+    else raises AttrError naming `what` (int() would truncate 1.5 to 1)."""
+    if not isinstance(value, (bool, np.bool_, float, np.floating)):
+        try:
+            return operator.index(value)
+        except TypeError:
+            pass
+    raise AttrError(f"{what} must be an int, got {type(value).__name__} {value!r}")
+
+
 def is_probability(p) -> bool:
     """Whether p is a real number in [0, 1] (a bool, a string or a NaN is not)."""
     real = isinstance(p, (int, float, np.integer, np.floating))
@@ -103,6 +116,10 @@ def _to_str(v):
 def _to_ints(v):
     if isinstance(v, (int, np.integer)) and not isinstance(v, bool):
         return (int(v),)
+    if isinstance(v, (str, bytes)):  # iterable, but no ints ('' was an empty tuple)
+        raise TypeError
+    if getattr(v, "ndim", None) == 0:  # a 0-d integer tensor is its value, as in PyTorch
+        return (operator.index(v),)
     return tuple(_to_int(x) for x in v)
 
 
@@ -185,23 +202,40 @@ def public(fn):
                 locate(e, user_location())
             raise
         except AttributeError as e:
-            param = _argument_of(signature, args, kwargs, getattr(e, "obj", _MISSING))
-            if param is None:
+            error = argument_error(fn.__name__, signature, args, kwargs, e)
+            if error is None:
                 raise  # an attribute missing from something else: a bug, shown as it is
-            value = repr(e.obj)
-            value = value if len(value) <= 60 else value[:57] + "..."
-            error = ArgumentError(
-                f"{fn.__name__}: argument '{param}' must be a tensor, got "
-                f"{type(e.obj).__name__} {value}"
-            )
-            raise locate(error, user_location()) from None
+            raise error from None
 
     return call
 
 
+def argument_error(name: str, signature, args, kwargs, e: AttributeError):
+    """The located ArgumentError naming `name` and the argument when `e` is an attribute
+    (`ndim`, `shape`) missing from an argument itself, not from an nbflow value; else None.
+    public() and Module.__call__ (whose forward reads x.ndim first) raise it."""
+    value = getattr(e, "obj", _MISSING)
+    param = _argument_of(signature, args, kwargs, value)
+    if param is None:
+        return None
+    text = repr(value)
+    text = text if len(text) <= 60 else text[:57] + "..."
+    error = ArgumentError(
+        f"{name}: argument '{param}' must be a tensor, got {type(value).__name__} {text}"
+    )
+    return locate(error, user_location())
+
+
+def _is_value(x) -> bool:
+    """A tensor or a graph var (their operators' base class): a missing attribute is a bug."""
+    return any(
+        c.__name__ == "Operators" and c.__module__ == "nbflow.operators" for c in type(x).__mro__
+    )
+
+
 def _argument_of(signature, args, kwargs, value):
     """The name of the argument that is `value` itself (not an nbflow value), or None."""
-    if value is _MISSING or type(value).__module__.startswith("nbflow"):
+    if value is _MISSING or _is_value(value):
         return None
     try:
         bound = signature.bind(*args, **kwargs).arguments

@@ -268,6 +268,20 @@ def test_garbage_and_other_files(tmp_path):
         nb.load_state(tmp_path / "missing")
 
 
+def test_nb_load_reports_a_checkpoint_with_damaged_magic_as_a_checkpoint(tmp_path, saved):
+    _, data = saved
+    path = tmp_path / "damaged.ckpt"
+    for pos, bit in ((0, 0), (3, 5), (7, 1)):
+        damaged = bytearray(data)
+        damaged[pos] ^= 1 << bit
+        path.write_bytes(bytes(damaged))
+        with pytest.raises(CheckpointError, match="wrong magic bytes.*the file is damaged"):
+            nb.load(path)  # was: ProgramError, not a valid JSON program document
+    path.write_bytes(b"PK\x03\x04" + bytes(100))  # not a checkpoint at all: the program loader's
+    with pytest.raises(nb.ProgramError, match="not a valid JSON program document"):
+        nb.load(path)
+
+
 def _forge(manifest: dict, data: bytes = b"", raw: bytes | None = None) -> bytes:
     """A file with correct hashes around a hand-written manifest: only validation stops it."""
     manifest = dict(manifest)

@@ -1,5 +1,6 @@
 """Bad input gets typed errors naming the op, the arguments and their shapes or dtypes."""
 
+import numpy as np
 import pytest
 
 import nbflow as nb
@@ -68,6 +69,82 @@ def test_a_non_tensor_for_a_tensor_argument_names_the_function_and_argument(
         call()
     with pytest.raises(TypeError, match=f"got {kind}"):  # (ArgumentError is a TypeError)
         call()
+
+
+F = nb.nn.functional
+X3, X4 = nb.ones(2, 3, 4), nb.ones(1, 2, 4, 4)
+NOT_TENSORS = [nb.Generator(), nb.nn.Linear(2, 2), "abc"]  # nbflow objects too (issue 42)
+
+
+@pytest.mark.parametrize(
+    "call, function, argument",
+    [
+        (lambda b: nb.nn.LSTM(4, 3)(b), "LSTM.forward", "input"),
+        (lambda b: nb.nn.BatchNorm1d(3)(b), "BatchNorm1d.forward", "x"),
+        (lambda b: nb.topk(b, 2), "topk", "x"),
+        (lambda b: nb.narrow(b, 0, 0, 1), "narrow", "x"),
+        (lambda b: nb.bmm(X3, b), "bmm", "b"),
+        (lambda b: F.conv1d(b, nb.ones(2, 3, 1)), "conv1d", "x"),
+        (lambda b: F.conv2d(X4, b), "conv2d", "weight"),
+        (lambda b: F.avg_pool2d(b, 2), "avg_pool2d", "x"),
+        (lambda b: F.binary_cross_entropy(nb.full((3,), 0.5), b), "binary_cross_entropy", "target"),
+        (lambda b: F.interpolate(b, scale_factor=2), "interpolate", "input"),
+        (lambda b: F.pad(b, (1, 1)), "pad", "input"),
+    ],
+)
+def test_a_generator_module_or_string_for_a_tensor_raises_argument_error(call, function, argument):
+    for bad in NOT_TENSORS:
+        with pytest.raises(nb.ArgumentError) as e:  # was AttributeError: ... 'ndim'
+            call(bad)
+        assert f"{function}: argument '{argument}' must be a tensor, got" in str(e.value)
+        assert type(bad).__name__ in str(e.value)
+
+
+def test_a_missing_attribute_of_a_module_argument_is_still_an_attribute_error():
+    class Reads(nb.nn.Module):
+        def forward(self, x):
+            return x.no_such_attribute  # a tensor's missing attribute: a bug, shown as it is
+
+    with pytest.raises(AttributeError, match="no_such_attribute"):
+        Reads()(nb.ones(2))
+
+
+def test_an_axis_given_as_a_tensor_or_a_string():
+    x = nb.ones(2, 3)
+    for axis in (nb.tensor(1), np.int64(1)):  # a 0-d integer tensor is its value, as in PyTorch
+        assert nb.sum(x, axis=axis).shape == (2,)
+        assert nb.sum(x, dim=axis).shape == (2,)
+        assert nb.mean(x, axis=axis).shape == (2,)
+    for axis in ("", "ab", nb.tensor(1.0), nb.tensor([0, 1])):  # '' reduced nothing
+        with pytest.raises(nb.AttrError, match="attribute 'axis' must be ints"):
+            nb.sum(x, axis=axis)
+    with pytest.raises(nb.AttrError):
+        nb.amax(x, axis="")
+
+
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (lambda: nb.nn.Embedding(10, 1.5), "Embedding: embedding_dim must be an int, got float"),
+        (lambda: nb.nn.Embedding(10.0, 2), "Embedding: num_embeddings must be an int"),
+        (lambda: nb.nn.EmbeddingBag(10, 2.5), "EmbeddingBag: embedding_dim must be an int"),
+        (lambda: nb.nn.Linear(2.5, 3), "Linear: in_features must be an int"),
+        (lambda: nb.tril(nb.ones(3, 3), 1.5), "tril: diagonal must be an int, got float 1.5"),
+        (lambda: nb.triu(nb.ones(3, 3), 2.0), "triu: diagonal must be an int, got float 2.0"),
+        (lambda: nb.diag(nb.ones(3), 0.5), "diag: diagonal must be an int"),
+        (lambda: nb.roll(nb.arange(5), -3.5), "roll: a shift must be an int, got float -3.5"),
+        (lambda: nb.roll(nb.ones(2, 3), (1, 0.5), (0, 1)), "roll: a shift must be an int"),
+    ],
+)
+def test_float_sizes_and_offsets_are_refused_not_truncated(call, message):
+    with pytest.raises(nb.AttrError, match=message):
+        call()
+
+
+def test_int_sizes_and_offsets_of_every_integer_kind_work():
+    assert nb.nn.Embedding(np.int64(10), nb.tensor(3)).weight.shape == (10, 3)
+    assert nb.tril(nb.ones(3, 3), np.int32(-1)).numpy().sum() == 3
+    assert nb.roll(nb.arange(5), nb.tensor(-3)).numpy().tolist() == [3, 4, 0, 1, 2]
 
 
 def test_errors_raised_by_composites_name_the_users_line():

@@ -446,6 +446,47 @@ def test_a_small_npz_declaring_a_huge_parameter_is_refused_before_allocating(tmp
         nb.load(path, max_param_bytes=1 << 40)
 
 
+def _recursing(depth: int, f):
+    return f() if depth == 0 else _recursing(depth - 1, f)
+
+
+@pytest.mark.parametrize("frames", [0, 600])  # called at the top, or deep in a caller's stack
+def test_a_deeply_nested_document_raises_program_error(frames):
+    program = nb.Program()
+    with nb.program_guard(program):
+        nb.static.data("x", [3]) * 2.0
+    text = dumps(program)
+    for depth in (64, 400, 990, 5000):
+        deep = text.replace('"value": 2.0', '"value": ' + "[" * depth + "]" * depth)
+        with pytest.raises(ProgramError) as e:  # was a bare RecursionError from 380 deep
+            _recursing(frames, lambda deep=deep: loads(deep))
+        # too deep for the checker, or (past Python's recursion limit) for the JSON parser
+        assert "nests more than 64 deep" in str(e.value) or "recursion depth" in str(e.value)
+        if depth == 64:
+            assert "nests more than 64 deep" in str(e.value)
+    fine = text.replace('"value": 2.0', '"value": ' + "[" * 50 + "]" * 50)
+    with pytest.raises(ProgramError, match="bad program document at"):  # the usual error
+        _recursing(frames, lambda: loads(fine))
+
+
+def test_loading_a_missing_file_a_fifo_or_a_folder(tmp_path):
+    missing = tmp_path / "missing.json"
+    for read in (load, load_program, nb.load):
+        with pytest.raises(FileNotFoundError, match="missing.json"):
+            read(missing)
+    fifo = tmp_path / "fifo.json"
+    os.mkfifo(fifo)
+    for read in (load, load_program, nb.load):  # refused at once (open would block)
+        for path in (fifo, tmp_path):
+            with pytest.raises(ProgramError, match="is not a regular file"):
+                read(path)
+    path, _ = _doubling(tmp_path)
+    os.replace(path + ".npz", tmp_path / "moved")
+    os.mkfifo(path + ".npz")
+    with pytest.raises(ProgramError, match="the parameters file .* is not a regular file"):
+        load(path)
+
+
 # ---------------------------------------------------------------- hostile documents
 
 

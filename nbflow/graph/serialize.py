@@ -116,6 +116,8 @@ MAX_NAME = 256
 MAX_LOCATION = 1024
 MAX_PARAM_BYTES = 1 << 34  # default budget for the parameters read from an .npz
 INT64 = (-(1 << 63), (1 << 63) - 1)  # range of every int in an attr
+_NONBLOCK = os.O_NONBLOCK if os.name == "posix" else 0  # opening a FIFO does not wait
+MAX_NESTING = 64  # JSON arrays and objects inside each other (a real document: under 10)
 MAX_LOOP_ITERATIONS = 1 << 20  # the bound on a loop's max_iterations with require_loop_bounds
 
 DTYPES = {short: d for d, short in dt.SHORT.items()}
@@ -641,11 +643,25 @@ def loads(text: str | bytes, require_loop_bounds: bool = False) -> Program:
 
 
 def _read_bounded(path: str, limit: int) -> bytes:
+    """The file's bytes: a missing file raises FileNotFoundError (as open does), anything but
+    a regular file ProgramError (opened without blocking: a FIFO would wait for a writer)."""
     try:
-        with open(path, "rb") as f:
+        fd = os.open(path, os.O_RDONLY | _NONBLOCK)
+    except FileNotFoundError:
+        raise  # (names the path)
+    except OSError as e:
+        raise ProgramError(f"cannot read {path}: {e.strerror or e}") from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ProgramError(f"{path} is not a regular file")
+        with os.fdopen(fd, "rb") as f:
+            fd = None
             data = f.read(limit + 1)
     except OSError as e:
         raise ProgramError(f"cannot read {path}: {e.strerror or e}") from None
+    finally:
+        if fd is not None:
+            os.close(fd)
     if len(data) > limit:
         raise ProgramError(f"{path} is larger than the {limit} bytes a program may have")
     return data
@@ -697,6 +713,7 @@ def from_document(doc, require_loop_bounds: bool = False) -> Program:
             f"program format version {_short(repr(version))} is not supported "
             f"(this nbflow reads versions {', '.join(map(str, READABLE))})"
         )
+    _check_nesting(doc)
     _check_schema(doc)
     _check_blocks(doc["blocks"])
     program = Program()
@@ -726,6 +743,20 @@ def from_document(doc, require_loop_bounds: bool = False) -> Program:
     program.backward_start = start
     program._names = doc.get("next_name", 0)
     return program
+
+
+def _check_nesting(doc):
+    """Refuse a document nested deeper than MAX_NESTING (the schema check and the content
+    hash recurse through it: a deep one would end in a RecursionError), without recursing."""
+    stack = [(doc, 0)]
+    while stack:
+        x, depth = stack.pop()
+        items = x.values() if isinstance(x, dict) else x
+        for item in items:
+            if isinstance(item, (dict, list)):
+                if depth + 1 >= MAX_NESTING:
+                    raise ProgramError(f"the document nests more than {MAX_NESTING} deep")
+                stack.append((item, depth + 1))
 
 
 def _check_blocks(blocks: list):
@@ -1096,9 +1127,12 @@ def _check_file(path: str, persistable: dict, max_bytes: int, digest) -> str:
 
 def _check_size(path: str, persistable: dict, max_bytes: int):
     try:
-        size = os.path.getsize(path)
+        info = os.stat(path)
     except OSError as e:
         raise ProgramError(f"cannot read the parameters file {path}: {e.strerror or e}") from None
+    if not stat.S_ISREG(info.st_mode):  # a FIFO would block the reads below
+        raise ProgramError(f"the parameters file {path} is not a regular file")
+    size = info.st_size
     declared = sum(_nbytes(v.shape, v.dtype) for v in persistable.values())
     allowed = min(declared, max_bytes) + 4096 * (len(persistable) + 1)  # headers, directory
     if size > allowed:

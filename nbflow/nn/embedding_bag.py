@@ -16,6 +16,7 @@ import numpy as np
 
 import nbflow as nb
 
+from ..core import as_int
 from ..errors import ShapeError, UnsupportedError
 from ..tensor import Tensor
 from . import init
@@ -113,7 +114,8 @@ class EmbeddingBag(Module):
         generator=None,
     ):
         super().__init__()
-        self.num_embeddings, self.embedding_dim = int(num_embeddings), int(embedding_dim)
+        self.num_embeddings = as_int(num_embeddings, "EmbeddingBag: num_embeddings")
+        self.embedding_dim = as_int(embedding_dim, "EmbeddingBag: embedding_dim")
         if padding_idx is not None:
             if not -self.num_embeddings <= padding_idx < self.num_embeddings:
                 raise ValueError(f"padding_idx {padding_idx} out of range")

@@ -13,7 +13,7 @@ from collections import OrderedDict
 
 import nbflow as nb
 
-from ..core import STATE, UNKNOWN, is_int, is_probability
+from ..core import STATE, UNKNOWN, as_int, is_int, is_probability
 from ..errors import UnsupportedError
 from ..operators import Operators
 from ..tensor import EagerTrace
@@ -332,7 +332,8 @@ class Linear(Module):
 
     def __init__(self, in_features, out_features, bias=True, dtype=None, generator=None) -> None:
         super().__init__()
-        self.in_features, self.out_features = int(in_features), int(out_features)
+        self.in_features = as_int(in_features, "Linear: in_features")
+        self.out_features = as_int(out_features, "Linear: out_features")
         self.weight = _empty(self.out_features, self.in_features, dtype=dtype)
         if bias:
             self.bias = _empty(self.out_features, dtype=dtype)
@@ -728,7 +729,8 @@ class Embedding(Module):
                 "Embedding: scale_grad_by_freq and sparse gradients are not supported"
             )
         self.max_norm, self.norm_type = max_norm, float(norm_type)
-        self.num_embeddings, self.embedding_dim = int(num_embeddings), int(embedding_dim)
+        self.num_embeddings = as_int(num_embeddings, "Embedding: num_embeddings")
+        self.embedding_dim = as_int(embedding_dim, "Embedding: embedding_dim")
         if padding_idx is not None:
             if not -self.num_embeddings <= padding_idx < self.num_embeddings:
                 raise ValueError(f"padding_idx {padding_idx} out of range")

@@ -30,6 +30,7 @@ the program.
 from __future__ import annotations
 
 import functools
+import inspect
 from collections import Counter, OrderedDict
 from typing import NamedTuple
 
@@ -37,7 +38,7 @@ import numpy as np
 
 from .. import dtypes as dt
 from .. import ops
-from ..core import STATE, no_grad, use_trace
+from ..core import STATE, argument_error, no_grad, use_trace
 from ..errors import DTypeError, NbflowError, ShapeError, UnsupportedError
 from ..hooks import HookDict, RemovableHandle, add_node_hook
 from ..tensor import EagerTrace, Tensor, from_numpy, tensor
@@ -461,9 +462,17 @@ class Module:
         raise UnsupportedError(f"{type(self).__name__} does not define forward()")
 
     def __call__(self, *args, **kwargs):
-        if not self._has_hooks():
-            return self.forward(*args, **kwargs)
-        return self._call_with_hooks(args, kwargs)
+        try:
+            if not self._has_hooks():
+                return self.forward(*args, **kwargs)
+            return self._call_with_hooks(args, kwargs)
+        except AttributeError as e:  # forward read x.ndim of a non-tensor x: name the argument
+            error = argument_error(
+                f"{type(self).__name__}.forward", inspect.signature(self.forward), args, kwargs, e
+            )
+            if error is None:
+                raise
+            raise error from None
 
     # -------------------------------------------------------------- hooks
 

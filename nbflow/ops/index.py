@@ -20,7 +20,7 @@ import numpy as np
 
 from .. import device as devices
 from .. import dtypes as dt
-from ..core import UNKNOWN, Attr, Op, Spec, broadcast_shapes
+from ..core import UNKNOWN, Attr, Op, Spec, as_int, broadcast_shapes
 from ..errors import AttrError, DTypeError, OutOfRangeError, ShapeError, UnsupportedError
 from ..kernels.cpu import JIT
 from ..kernels.jit import njit
@@ -852,7 +852,7 @@ def _triangle(name, x, diagonal, keep):
     device = getattr(x, "device", None)  # (a graph value has none: the executor places it)
     cols, rows = arange(m, device=device), arange(n, device=device)
     offset = reshape_op(cols, shape=(1, m)) - reshape_op(rows, shape=(n, 1))
-    return where(keep(offset, int(diagonal)), x, 0)
+    return where(keep(offset, as_int(diagonal, f"{name}: diagonal")), x, 0)
 
 
 def tril(x, diagonal=0):
@@ -868,7 +868,7 @@ def triu(x, diagonal=0):
 def diag(x, diagonal=0):
     """PyTorch's diag: a 1-D x becomes a square matrix with x on the `diagonal`-th diagonal
     (zeros elsewhere); a 2-D x gives its `diagonal`-th diagonal."""
-    k = int(diagonal)
+    k = as_int(diagonal, "diag: diagonal")
     if x.ndim == 1:
         n = x.shape[0]
         mask = eye(n, dtype="bool", device=getattr(x, "device", None))

@@ -17,7 +17,7 @@ import math
 import numpy as np
 
 from .. import dtypes as dt
-from ..core import UNKNOWN, Attr, Op, Spec, normalize_axis
+from ..core import UNKNOWN, Attr, Op, Spec, as_int, normalize_axis
 from ..errors import AttrError, ShapeError
 from .broadcast import sum_to_like
 
@@ -565,7 +565,7 @@ def roll(x, shifts, axis=None):
         raise ShapeError(f"roll: {len(shifts)} shifts for {len(axes)} axes")
     for shift, a in zip(shifts, axes):
         n = x.shape[axis_of(a, x.ndim)]
-        k = int(shift) % n if n > 0 else 0
+        k = as_int(shift, "roll: a shift") % n if n > 0 else 0
         if k:
             tail, head = split_op(x, sizes=(n - k, k), axis=a)
             x = concat_op(head, tail, axis=a)
