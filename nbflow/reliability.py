@@ -8,7 +8,10 @@
 
 The check runs after each op on its float outputs and raises NumericalError (a
 FloatingPointError) naming the op, the output, the NaN and Inf counts and the line that
-defined the op; an op of a gradient rule also names the forward op it differentiates. When
+defined the op; an op of a gradient rule also names the forward op it differentiates. An
+in-place op (an optimizer's update, add_) that the check refuses leaves its targets as they
+were before it (eager mode keeps a copy of them while the check is on), so a bad step loses
+no parameter. When
 the check is off nothing of it runs: eager mode swaps in a checking trace only while it is on,
 and the Executor decides once per run.
 
@@ -50,10 +53,16 @@ class CheckingTrace(EagerTrace):
     binary = Trace.binary  # no shortcut: every op goes through apply() and its check
 
     def apply(self, op, args, attrs, checked=False):
+        kept = _targets(op, args) if op.inplace else ()
         out = super().apply(op, args, attrs, checked)
-        for i, t in enumerate(out if isinstance(out, tuple) else (out,)):
-            if type(t) is Tensor:
-                check_finite(t._data, op.name, op.outputs[min(i, len(op.outputs) - 1)], None)
+        try:
+            for i, t in enumerate(out if isinstance(out, tuple) else (out,)):
+                if type(t) is Tensor:
+                    check_finite(t._data, op.name, op.outputs[min(i, len(op.outputs) - 1)], None)
+        except NumericalError:
+            for t, old in kept:  # an in-place op (an optimizer's step): nothing is lost
+                t._data[...] = old
+            raise
         return out
 
     def record(self, op, inputs, attrs, outs):
@@ -62,6 +71,17 @@ class CheckingTrace(EagerTrace):
         for o in outs:
             if o._node is not None and o._node.location is None:
                 o._node.location = user_location()
+
+
+def _targets(op, args) -> list:
+    """The tensors an in-place op overwrites, each with a copy of its values (restored
+    when the check refuses what the op wrote into them)."""
+    kept = []
+    for i in set(op.inplace.values()):
+        t = args[i] if i < len(args) else None
+        if type(t) is Tensor:
+            kept.append((t, t._data.copy()))
+    return kept
 
 
 @contextmanager

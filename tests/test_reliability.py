@@ -374,6 +374,35 @@ def test_inf_counts_and_environment_switches(tmp_path):
     assert run.stdout.split("\n")[:3] == ["1000", "1 2", "budget"], run.stderr
 
 
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda ps: nb.optim.SGD(ps, lr=1e30),
+        lambda ps: nb.optim.SGD(ps, lr=1e30, momentum=0.9),
+        lambda ps: nb.optim.Adam(ps, lr=1e30),
+    ],
+    ids=["sgd", "momentum", "adam"],
+)
+def test_a_step_refused_by_the_nan_inf_check_loses_no_parameter(make):
+    p = nb.nn.Parameter(nb.tensor([1.0, 2.0]))
+    p.grad = nb.tensor([1e30, 1.0])  # lr * g overflows float32
+    opt = make([p])
+    with nb.check_nan_inf(), pytest.raises(nb.NumericalError, match="update_ produced"):
+        opt.step()
+    np.testing.assert_array_equal(p.numpy(), [1.0, 2.0])  # was overwritten with inf or NaN
+    for v in opt.state[0].values():  # the state as it started (Adam's step count included)
+        assert not v.numpy().any()
+    x = nb.ones(3)
+    with nb.check_nan_inf(), pytest.raises(nb.NumericalError):
+        x.div_(nb.tensor([1.0, 0.0, 1.0]))  # any in-place op
+    np.testing.assert_array_equal(x.numpy(), [1.0, 1.0, 1.0])
+    p.grad = nb.tensor([1.0, 1.0])
+    opt = nb.optim.SGD([p], lr=0.5)
+    with nb.check_nan_inf():
+        opt.step()  # a finite step goes through
+    np.testing.assert_array_equal(p.numpy(), [0.5, 1.5])
+
+
 # ---------------------------------------------------------------- memory budget
 
 
