@@ -4,6 +4,7 @@ gradients and parameters; idioms that cannot trace raise nbflow's errors saying 
 
 import numpy as np
 import pytest
+import test_optim_more as _more
 
 import nbflow as nb
 import nbflow.nn.functional as F
@@ -245,3 +246,34 @@ def test_backward_inputs_fills_only_those_grads():
     partial(nb.tensor([1.0, 2.0, 3.0]))
     np.testing.assert_allclose(w.grad.numpy(), [4.0, 12.0, 24.0])
     assert b.grad is None
+
+
+# every optimizer minimize() serves, through step() under @jit, to float64 exactness
+EVERY_OPTIMIZER = [
+    ("SGD", {"lr": 0.05, "momentum": 0.9, "nesterov": True, "weight_decay": 0.01}),
+    ("Adam", {"lr": 0.05, "amsgrad": True}),
+    ("AdamW", {"lr": 0.05}),
+    ("Adagrad", {"lr": 0.05}),
+    ("RMSprop", {"lr": 0.01, "momentum": 0.5, "centered": True}),
+    *[(name, options) for name, options in _more.GRAPH_CASES],
+]
+
+
+@pytest.mark.parametrize("name,options", EVERY_OPTIMIZER)
+def test_every_optimizer_steps_under_jit_as_in_eager_mode(name, options):
+    _, want_w, want_b = _more._train_nbflow(name, options)
+    w = nb.tensor(_more.W0, dtype=nb.float64, requires_grad=True)
+    b = nb.tensor(_more.B0, dtype=nb.float64, requires_grad=True)
+    opt = getattr(nb.optim, name)([w, b], **options)
+    x, y = nb.tensor(_more.X, dtype=nb.float64), nb.tensor(_more.Y, dtype=nb.float64)
+
+    @nb.jit
+    def step(x, y):
+        opt.zero_grad()
+        ((x @ w.T + b - y) ** 2).mean().backward()
+        opt.step()
+
+    for _ in range(_more.STEPS):
+        step(x, y)
+    np.testing.assert_allclose(w.numpy(), want_w, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(b.numpy(), want_b, rtol=1e-10, atol=1e-12)
