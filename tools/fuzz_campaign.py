@@ -87,6 +87,7 @@ class Corpus:
             self.npz = f.read()
         self.doc = json.loads(self.program_text)
         self.doc["params_sha256"] = None
+        self.doc["sha256"] = None  # unsealed: a mutated tree that still checks out is run
         self.ckpt = seeds.saved_checkpoint()
         self.texts, self.ckpts = [self.program_text], [self.ckpt]
         for name in sorted(os.listdir(SEEDS_DIR)):
