@@ -117,3 +117,18 @@ def test_a_pruned_program_stands_on_its_own():
     np.testing.assert_allclose(twice, 2 * got)
     np.testing.assert_array_equal(got, exe.run(main, feed, [hidden], scope)[0])
     assert "sgd_update_" not in str(main.clone(for_test=True))
+
+
+def test_dynamic_rnn_checks_lengths_against_the_run_time_time_dim():
+    cell = nb.nn.LSTMCell(4, 5)
+    main = nb.Program()
+    with nb.program_guard(main):
+        xs = nb.static.data("x", [-1, -1, 4])  # the time dim known only when run
+        lengths = nb.static.data("lengths", [-1], dtype="int64")
+        _, (h, _) = nb.nn.dynamic_rnn(cell, xs, lengths)
+    x, exe = np.ones((4, 2, 4), np.float32), nb.Executor()
+    assert exe.run(main, {"x": x, "lengths": np.array([4, 0])}, [h])[0].shape == (2, 5)
+    for bad in ([5, 2], [-1, 2]):
+        with pytest.raises(nb.OutOfRangeError, match="lengths outside .0, the time dim") as info:
+            exe.run(main, {"x": x, "lengths": np.array(bad)}, [h])
+        assert str(2**63 - 1) not in str(info.value)

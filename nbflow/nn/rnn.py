@@ -92,11 +92,15 @@ def _lengths(lengths, inputs):
         raise ShapeError(f"dynamic_rnn: {lengths.shape[0]} lengths for a batch of {batch}")
     if isinstance(lengths, Tensor) and np.any((lengths.numpy() < 0) | (lengths.numpy() > steps)):
         raise ShapeError(f"dynamic_rnn: lengths must be in [0, {steps}], got {lengths.tolist()}")
-    if not isinstance(lengths, Tensor):  # a graph value: checked when the program runs
-        # (a time known only at run time bounds nothing here: a length past it meets the
-        # loop's limit, a LoopLimitError)
-        high = steps if steps >= 0 else np.iinfo(np.int64).max
-        lengths = nb.checked_range(lengths, low=0, high=high, what="dynamic_rnn: lengths")
+    if not isinstance(lengths, Tensor) and steps >= 0:  # a graph value: checked when run
+        lengths = nb.checked_range(lengths, low=0, high=steps, what="dynamic_rnn: lengths")
+    elif not isinstance(lengths, Tensor):  # against the time dim the run is given
+        first = inputs[(slice(None),) + (0,) * (inputs.ndim - 1)]  # (time,)
+        time = nb.sum(nb.ones_like(first).astype(nb.int64))
+        outside = nb.sum(((lengths < 0) | (lengths > time)).astype(nb.int64))
+        what = "dynamic_rnn: the count of lengths outside [0, the time dim of the inputs]"
+        check = nb.checked_range(outside, low=0, high=0, what=what)
+        lengths = nb.ops.depend_(lengths.clone(), check)  # (reading them runs the check)
     return lengths
 
 
