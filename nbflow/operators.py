@@ -11,7 +11,7 @@ import numpy as np
 from . import dtypes as dt
 from . import ops
 from .core import STATE, bind
-from .errors import UnsupportedError
+from .errors import DTypeError, UnsupportedError
 
 
 class Size(int):
@@ -434,7 +434,15 @@ def written_back(x, fn, *args, **kwargs):
     records it, fn reads a clone of x, as PyTorch keeps the original input: fn's gradient
     may read its input, which the write then overwrites (x.relu_() after a Linear)."""
     source = x.clone() if x.requires_grad and STATE.grad_enabled else x
-    return x.copy_(fn(source, *args, **kwargs))
+    result = fn(source, *args, **kwargs)
+    if not np.can_cast(result.dtype, x.dtype, "same_kind"):  # (tanh_ of an int tensor)
+        name = getattr(fn, "name", None) or fn.__name__
+        raise DTypeError(
+            f"{name}_: the result's dtype {result.dtype} cannot be written into a tensor of "
+            f"dtype {x.dtype} in place (it would be truncated; PyTorch refuses too): use "
+            f"x.{name}(), or x.float().{name}_()"
+        )
+    return x.copy_(result)
 
 
 def _written_back(op, name=None):

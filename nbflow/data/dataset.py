@@ -13,6 +13,7 @@ import warnings
 import numpy as np
 
 from .. import dtypes as dt
+from ..errors import ArgumentError, DomainError
 from ..tensor import Tensor, from_numpy, tensor
 from .sampler import _rng
 
@@ -53,7 +54,7 @@ class IterableDataset(Dataset):
 
     def __len__(self) -> int:
         # TypeError, as len() raises for objects without a length (PyTorch defines none)
-        raise TypeError(f"{type(self).__name__} has no len(); define __len__ to give one")
+        raise ArgumentError(f"{type(self).__name__} has no len(); define __len__ to give one")
 
     def __add__(self, other):
         return ChainDataset([self, other])
@@ -67,15 +68,15 @@ class TensorDataset(Dataset):
 
     def __init__(self, *tensors):
         if not tensors:
-            raise ValueError("TensorDataset needs at least one tensor")
+            raise DomainError("TensorDataset needs at least one tensor")
         arrays = [t.numpy() if isinstance(t, Tensor) else np.asarray(t) for t in tensors]
         self.devices = tuple(t.device if isinstance(t, Tensor) else "cpu" for t in tensors)
         if any(a.ndim == 0 for a in arrays):
-            raise ValueError("TensorDataset: every tensor needs a first (sample) dimension")
+            raise DomainError("TensorDataset: every tensor needs a first (sample) dimension")
         n = len(arrays[0])
         if any(len(a) != n for a in arrays):
             sizes = [len(a) for a in arrays]
-            raise ValueError(f"TensorDataset: tensors have different lengths {sizes}")
+            raise DomainError(f"TensorDataset: tensors have different lengths {sizes}")
         self.arrays = arrays
 
     @property
@@ -145,9 +146,9 @@ class ConcatDataset(Dataset):
     def __init__(self, datasets):
         self.datasets = list(datasets)
         if not self.datasets:
-            raise ValueError("ConcatDataset: datasets should not be an empty iterable")
+            raise DomainError("ConcatDataset: datasets should not be an empty iterable")
         if any(isinstance(d, IterableDataset) for d in self.datasets):
-            raise TypeError("ConcatDataset does not support IterableDataset (use ChainDataset)")
+            raise ArgumentError("ConcatDataset does not support IterableDataset (use ChainDataset)")
         self.cumulative_sizes = list(itertools.accumulate(len(d) for d in self.datasets))
 
     def __len__(self) -> int:
@@ -157,7 +158,7 @@ class ConcatDataset(Dataset):
         index, n = operator.index(index), len(self)
         if index < 0:
             if -index > n:
-                raise ValueError("absolute value of index should not exceed dataset length")
+                raise DomainError("absolute value of index should not exceed dataset length")
             index += n
         if index >= n:
             raise IndexError(f"index {index} is out of range for a dataset of {n} samples")
@@ -175,7 +176,7 @@ class ChainDataset(IterableDataset):
     def _parts(self):
         for d in self.datasets:
             if not isinstance(d, IterableDataset):
-                raise TypeError("ChainDataset only supports IterableDataset")
+                raise ArgumentError("ChainDataset only supports IterableDataset")
             yield d
 
     def __iter__(self):
@@ -192,16 +193,16 @@ class StackDataset(Dataset):
 
     def __init__(self, *args, **kwargs):
         if args and kwargs:
-            raise ValueError(
+            raise DomainError(
                 "StackDataset: pass datasets positionally (tuple samples) or by keyword "
                 "(dict samples), not both"
             )
         parts = args or kwargs
         lengths = [len(d) for d in (args or kwargs.values())]
         if not lengths:
-            raise ValueError("StackDataset: at least one dataset should be passed")
+            raise DomainError("StackDataset: at least one dataset should be passed")
         if any(n != lengths[0] for n in lengths):
-            raise ValueError(f"StackDataset: size mismatch between datasets {lengths}")
+            raise DomainError(f"StackDataset: size mismatch between datasets {lengths}")
         self.datasets, self._length = parts, lengths[0]
 
     def __getitem__(self, index):
@@ -220,7 +221,7 @@ def _split_lengths(lengths, n: int) -> list[int]:
         return [operator.index(k) for k in lengths]
     for i, frac in enumerate(lengths):
         if not 0 <= frac <= 1:
-            raise ValueError(f"random_split: fraction at index {i} is not between 0 and 1")
+            raise DomainError(f"random_split: fraction at index {i} is not between 0 and 1")
     counts = [int(math.floor(n * frac)) for frac in lengths]
     for i in range(n - sum(counts)):
         counts[i % len(counts)] += 1
@@ -235,9 +236,9 @@ def random_split(dataset, lengths, generator=None) -> list[Subset]:
     len(dataset), or fractions summing to 1), from one permutation of `generator`."""
     counts = _split_lengths(lengths, len(dataset))
     if any(k < 0 for k in counts):
-        raise ValueError(f"random_split: lengths must be non-negative, got {counts}")
+        raise DomainError(f"random_split: lengths must be non-negative, got {counts}")
     if sum(counts) != len(dataset):
-        raise ValueError("Sum of input lengths does not equal the length of the input dataset!")
+        raise DomainError("Sum of input lengths does not equal the length of the input dataset!")
     order = _rng(generator).permutation(sum(counts))
     ends = itertools.accumulate(counts)
     return [Subset(dataset, order[end - k : end]) for end, k in zip(ends, counts, strict=True)]
@@ -251,9 +252,9 @@ def load_digits(split: str = "train", seed: int = 0, test_fraction: float = 0.2,
     them for testing: the same split as examples/train_digits.py), or "all" (file order).
     Needs scikit-learn (`pip install 'nbflow[examples]'`)."""
     if split not in ("train", "test", "all"):
-        raise ValueError(f"split must be 'train', 'test' or 'all', got {split!r}")
+        raise DomainError(f"split must be 'train', 'test' or 'all', got {split!r}")
     if not 0 < test_fraction < 1:
-        raise ValueError(f"test_fraction must be in (0, 1), got {test_fraction}")
+        raise DomainError(f"test_fraction must be in (0, 1), got {test_fraction}")
     try:
         from sklearn.datasets import load_digits as sklearn_digits
     except ImportError as e:

@@ -17,6 +17,7 @@ import operator
 import numpy as np
 
 from .. import comm
+from ..errors import ArgumentError, DomainError
 from .sampler import Sampler, _check_bool
 
 __all__ = ["DistributedSampler"]
@@ -43,7 +44,7 @@ def _int(value, name: str) -> int:
             return operator.index(value)
     except TypeError:
         pass
-    raise TypeError(f"{name} should be an integer, but got {name}={value!r}")
+    raise ArgumentError(f"{name} should be an integer, but got {name}={value!r}")
 
 
 class DistributedSampler(Sampler):
@@ -62,9 +63,9 @@ class DistributedSampler(Sampler):
             rank = own if rank is None else rank
         num_replicas, rank = _int(num_replicas, "num_replicas"), _int(rank, "rank")
         if num_replicas < 1:
-            raise ValueError(f"num_replicas should be a positive integer, got {num_replicas}")
+            raise DomainError(f"num_replicas should be a positive integer, got {num_replicas}")
         if rank >= num_replicas or rank < 0:
-            raise ValueError(
+            raise DomainError(
                 f"Invalid rank {rank}, rank should be in the interval [0, {num_replicas - 1}]"
             )
         self.dataset, self.num_replicas, self.rank = dataset, num_replicas, rank

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import dtypes as dt
+from ..errors import ArgumentError, DomainError
 from ..ops import creation
 from ..tensor import Tensor, from_numpy, tensor
 from .dataset import Dataset, IterableDataset, _batchable, _sample_indices
@@ -70,7 +71,7 @@ def default_convert(data):
 def _collate_fields(samples):
     first = samples[0]
     if any(len(s) != len(first) for s in samples):
-        raise ValueError("default_collate: samples have different numbers of fields")
+        raise DomainError("default_collate: samples have different numbers of fields")
     fields = [default_collate([s[i] for s in samples]) for i in range(len(first))]
     return type(first)(*fields) if _is_namedtuple(first) else fields
 
@@ -81,17 +82,17 @@ def _collate_leaves(samples):
         return _as_tensor(np.stack([s.numpy() for s in samples]))
     if isinstance(first, np.ndarray | np.generic):
         if np.asarray(first).dtype.kind in "SUOV":
-            raise TypeError(f"default_collate: cannot batch numpy arrays of {first.dtype}")
+            raise ArgumentError(f"default_collate: cannot batch numpy arrays of {first.dtype}")
         return _as_tensor(np.stack([np.asarray(s) for s in samples]))
     if isinstance(first, bool | int | float):  # the kind of them all, as torch.tensor takes
         kinds = {bool if isinstance(s, bool) else type(s) for s in samples}
         if not kinds <= {bool, int, float}:
-            raise TypeError(
+            raise ArgumentError(
                 f"default_collate: cannot batch numbers with {kinds - {bool, int, float}}"
             )
         dtype = np.float32 if float in kinds else np.int64 if int in kinds else np.bool_
         return _as_tensor(np.array(samples, dtype=dtype))
-    raise TypeError(f"default_collate: cannot batch samples of type {type(first).__name__}")
+    raise ArgumentError(f"default_collate: cannot batch samples of type {type(first).__name__}")
 
 
 def default_collate(samples):
@@ -112,19 +113,19 @@ def default_collate(samples):
 def _check_workers(num_workers, timeout, multiprocessing_context, prefetch, persistent) -> int:
     """PyTorch's checks of the worker options, with its messages; returns prefetch_factor."""
     if isinstance(num_workers, bool) or not isinstance(num_workers, int) or num_workers < 0:
-        raise ValueError(
+        raise DomainError(
             "num_workers option should be non-negative; use num_workers=0 to disable "
             f"multiprocessing, got {num_workers!r}"
         )
     if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout >= 0:
-        raise ValueError(f"timeout option should be non-negative, got {timeout!r}")
+        raise DomainError(f"timeout option should be non-negative, got {timeout!r}")
     if num_workers == 0:
         if multiprocessing_context is not None:
-            raise ValueError("multiprocessing_context needs worker processes (num_workers > 0)")
+            raise DomainError("multiprocessing_context needs worker processes (num_workers > 0)")
         if prefetch is not None:
-            raise ValueError("prefetch_factor needs worker processes (num_workers > 0)")
+            raise DomainError("prefetch_factor needs worker processes (num_workers > 0)")
         if persistent:
-            raise ValueError("persistent_workers option needs num_workers > 0")
+            raise DomainError("persistent_workers option needs num_workers > 0")
         return 0
     _check_bool(persistent, "persistent_workers")
     return 2 if prefetch is None else _positive_int(prefetch, "prefetch_factor")
@@ -135,26 +136,26 @@ def _check_options(iterable, shuffle, sampler, batch_sampler, batch_size, drop_l
     if iterable:
         for name, value in (("shuffle", shuffle), ("sampler", sampler)):
             if value is not None and value is not False:
-                raise ValueError(
+                raise DomainError(
                     f"DataLoader with IterableDataset: expected unspecified {name} option, "
                     f"but got {name}={value!r}"
                 )
         if batch_sampler is not None:
-            raise ValueError(
+            raise DomainError(
                 "DataLoader with IterableDataset: expected unspecified batch_sampler option, "
                 f"but got batch_sampler={batch_sampler!r}"
             )
     shuffle = bool(shuffle)
     if sampler is not None and shuffle:
-        raise ValueError("sampler option is mutually exclusive with shuffle")
+        raise DomainError("sampler option is mutually exclusive with shuffle")
     if batch_sampler is not None:
         if batch_size != 1 or shuffle or sampler is not None or drop_last:
-            raise ValueError(
+            raise DomainError(
                 "batch_sampler option is mutually exclusive with batch_size, shuffle, "
                 "sampler, and drop_last"
             )
     elif batch_size is None and drop_last:
-        raise ValueError(
+        raise DomainError(
             "batch_size=None option disables auto-batching and is mutually exclusive with drop_last"
         )
     return shuffle
@@ -198,7 +199,7 @@ class DataLoader:
             num_workers, timeout, multiprocessing_context, prefetch_factor, persistent_workers
         )
         if seed is not None and generator is not None:
-            raise ValueError("DataLoader: pass seed or generator, not both")
+            raise DomainError("DataLoader: pass seed or generator, not both")
         iterable = isinstance(dataset, IterableDataset)
         shuffle = _check_options(iterable, shuffle, sampler, batch_sampler, batch_size, drop_last)
         if batch_sampler is not None:

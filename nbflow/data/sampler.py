@@ -10,6 +10,7 @@ import operator
 
 import numpy as np
 
+from ..errors import ArgumentError, DomainError
 from ..ops import creation
 
 __all__ = [
@@ -31,7 +32,7 @@ def _rng(generator) -> np.random.Generator:
         return generator.numpy
     if isinstance(generator, np.random.Generator):
         return generator
-    raise TypeError(
+    raise ArgumentError(
         f"generator must be an nbflow.Generator or a numpy Generator, got {type(generator)}"
     )
 
@@ -44,7 +45,7 @@ def _positive_int(value, name: str) -> int:
     except TypeError:
         number = None
     if number is None or number < 1:
-        raise ValueError(f"{name} should be a positive integer value, but got {name}={value!r}")
+        raise DomainError(f"{name} should be a positive integer value, but got {name}={value!r}")
     return number
 
 
@@ -136,14 +137,14 @@ class WeightedRandomSampler(Sampler):
         self.replacement = _check_bool(replacement, "replacement")
         self.weights = np.asarray(weights, dtype=np.float64)
         if self.weights.ndim != 1:
-            raise ValueError(
+            raise DomainError(
                 f"weights should be a 1d sequence but given weights have shape {self.weights.shape}"
             )
         w = self.weights
         if not (np.isfinite(w).all() and (w >= 0).all() and w.sum() > 0):
-            raise ValueError("weights should be finite, non-negative and not all zero")
+            raise DomainError("weights should be finite, non-negative and not all zero")
         if not replacement and self.num_samples > np.count_nonzero(w):
-            raise ValueError(
+            raise DomainError(
                 f"cannot draw num_samples={self.num_samples} without replacement from "
                 f"{np.count_nonzero(w)} non-zero weights"
             )

@@ -31,6 +31,7 @@ import traceback
 from dataclasses import dataclass
 from typing import Any
 
+from ..errors import ArgumentError, DomainError
 from .sampler import _rng
 
 POLL_SECONDS = 1.0  # how often a wait for a batch checks that the workers are alive
@@ -126,13 +127,13 @@ def _context(spec):
         return ctx
     if isinstance(spec, str):
         if spec not in multiprocessing.get_all_start_methods():
-            raise ValueError(
+            raise DomainError(
                 f"multiprocessing_context option should specify a valid start method in "
                 f"{multiprocessing.get_all_start_methods()!r}, but got {spec!r}"
             )
         return multiprocessing.get_context(spec)
     if not hasattr(spec, "Process"):
-        raise TypeError(
+        raise ArgumentError(
             "multiprocessing_context option should be a start method name or a "
             f"multiprocessing context, but got {spec!r}"
         )
@@ -166,7 +167,7 @@ class _Workers:
                 p.start()
         except (pickle.PicklingError, AttributeError, TypeError) as e:
             self.stop()
-            raise TypeError(
+            raise ArgumentError(
                 "DataLoader: num_workers > 0 sends the dataset, collate_fn and worker_init_fn "
                 f"to the worker processes by pickling, and one of them cannot be: {e}"
             ) from e

@@ -14,7 +14,7 @@ from collections import OrderedDict
 import nbflow as nb
 
 from ..core import STATE, UNKNOWN, as_int, is_int, is_probability
-from ..errors import UnsupportedError
+from ..errors import DomainError, UnsupportedError
 from ..operators import Operators
 from ..tensor import EagerTrace
 from . import functional as F
@@ -691,7 +691,7 @@ class Dropout(Module):
     def __init__(self, p: float = 0.5, inplace: bool = False, generator=None):
         super().__init__()
         if not is_probability(p):
-            raise ValueError(f"dropout probability must be in [0, 1], got {p}")
+            raise DomainError(f"dropout probability must be in [0, 1], got {p}")
         self.p, self.generator = float(p), generator
 
     def forward(self, x):

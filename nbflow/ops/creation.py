@@ -10,7 +10,7 @@ import numpy as np
 
 from .. import dtypes as dt
 from ..core import Attr, Op, Spec
-from ..errors import AttrError, DomainError, ShapeError, UnsupportedError
+from ..errors import ArgumentError, AttrError, DomainError, ShapeError, UnsupportedError
 from ..kernels.cpu import JIT
 from ..kernels.jit import njit
 
@@ -194,12 +194,25 @@ eye_op = _declare(
 )
 
 
+def _entropy(seed):
+    """A seed as numpy's entropy, checked as PyTorch checks it: an int in [-2**63, 2**64),
+    a negative one remapped to 2**64 - 1 + seed (numpy takes neither a str nor a negative)."""
+    if seed is None:
+        return None
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
+        raise ArgumentError(f"a seed is an int, got {type(seed).__name__} {seed!r}")
+    seed = int(seed)
+    if not -(2**63) <= seed < 2**64:
+        raise DomainError(f"a seed must be in [-2**63, 2**64), got {seed}")
+    return seed if seed >= 0 else 2**64 - 1 + seed
+
+
 class Generator:
     """A seeded random stream (numpy's PCG64), passed to the random ops explicitly."""
 
     def __init__(self, seed: int | None = None):
         self.seed = seed
-        self.numpy = np.random.Generator(np.random.PCG64(seed))
+        self.numpy = np.random.Generator(np.random.PCG64(_entropy(seed)))
 
     def manual_seed(self, seed: int) -> "Generator":
         self.__init__(seed)
