@@ -487,6 +487,25 @@ def test_loading_a_missing_file_a_fifo_or_a_folder(tmp_path):
         load(path)
 
 
+def test_an_executor_can_bound_the_loops_of_a_loaded_program(tmp_path):
+    main = nb.Program()
+    with nb.program_guard(main):
+        x = nb.static.data("x", [3])
+        out = nb.while_loop(lambda h: nb.sum(h) > -1.0, lambda h: h + 1.0, x)  # never ends
+    path = tmp_path / "forever.json"
+    save(main, path)
+    loaded, feed = load(path), {"x": np.zeros(3, np.float32)}
+    with pytest.raises(nb.LoopLimitError, match="still runs after max_iterations=50"):
+        nb.Executor(max_loop_iterations=50).run(loaded, feed, [out.name])
+    with nb.program_guard(main):
+        y = nb.while_loop(lambda h: nb.sum(h) < 30.0, lambda h: h + 1.0, x, 1000)
+    exe = nb.Executor(max_loop_iterations=10)  # a loop's own bound above the executor's
+    np.testing.assert_array_equal(exe.run(main, feed, [y])[0], [10.0] * 3)
+    with pytest.raises(nb.LoopLimitError, match="max_iterations=9"):
+        nb.Executor(max_loop_iterations=9).run(main, feed, [y])
+    assert nb.Executor().max_loop_iterations is None  # off by default
+
+
 # ---------------------------------------------------------------- hostile documents
 
 

@@ -478,6 +478,9 @@ class WhileOp(ControlOp):
         n = len(bb.outputs) - stacked
         values, outer = list(args[:n]), list(args[n:])
         limit, history = node.attrs["max_iterations"], node.attrs["history"]
+        bound = getattr(executor, "max_loop_iterations", None)  # Executor(max_loop_iterations=)
+        if bound is not None and (limit is None or bound < limit):
+            limit = bound
         where = f"{self.name} (created at {node.location})"
         kept = [[] for _ in range(n)] if history else None
         ys = [[] for _ in range(stacked)]

@@ -177,7 +177,9 @@ class Executor:
     `reuse_memory`); `poison_freed` fills released buffers with NaN
     (NBFLOW_POISON_FREED). `check_nan_inf` checks every op's float outputs for NaN and Inf
     (None: when NBFLOW_CHECK_NAN_INF is set or inside nbflow.check_nan_inf()); a checked run
-    skips the passes, so that each op's own outputs are there to check."""
+    skips the passes, so that each op's own outputs are there to check. `max_loop_iterations`
+    (off by default) bounds every while loop a run makes, whatever its own max_iterations:
+    a loaded program's loop that never ends raises LoopLimitError instead of running forever."""
 
     def __init__(
         self,
@@ -188,7 +190,9 @@ class Executor:
         poison_freed=None,
         check_nan_inf: bool | None = None,
         replay=None,
+        max_loop_iterations: int | None = None,
     ):
+        self.max_loop_iterations = max_loop_iterations
         self.device = devices.parse(device)
         self.on_gpu = self.device != devices.CPU
         if self.on_gpu:
