@@ -15,6 +15,12 @@ baked into the Program as constants. Eager tensors the function reads (parameter
 enclosing scope) become persistable vars bound to those very Tensor objects
 (`program.captured`), so in-place updates to them between calls are seen.
 
+Training steps: PyTorch's step traces as it is written (`opt.zero_grad(); loss = ...;
+loss.backward(); opt.step()`): loss.backward() appends the loss's backward by the driver
+append_backward uses and binds each captured parameter's .grad to its gradient var, step()
+appends the updates minimize() appends, and each run binds the .grad the function set
+(Grads, below). Such a call records nothing on the tape: its outputs are values.
+
 Gradients: when grad mode is on and an input or a captured tensor requires grad, the
 Program runs too, and the call records one node on the eager tape for the whole function.
 Its gradient rule runs the gradient ops that the same driver as append_backward appended to
