@@ -178,6 +178,7 @@ def _traced_error(fn, *args):
         (lambda v: float(v.sum()), "float()"),
         (lambda v: int(v.sum()), "int()"),
         (lambda v: v.numpy(), "numpy()"),
+        (lambda v: complex(v.sum()), "complex()"),
     ],
 )
 def test_reading_a_traced_value_says_where_and_what_to_write(read, name):

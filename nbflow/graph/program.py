@@ -177,6 +177,9 @@ class Var(Operators):
     def __int__(self):
         self._no_value("int()")
 
+    def __complex__(self):
+        self._no_value("complex()")
+
     def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
         """Under @jit: append this loss's backward to the traced program and bind each
         captured tensor's .grad to its gradient (accumulating as eager mode does: jit.Grads).
