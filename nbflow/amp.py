@@ -30,7 +30,7 @@ import numpy as np
 
 from . import dtypes as dt
 from .core import STATE, Trace, modes_changed
-from .errors import DTypeError
+from .errors import DTypeError, UnsupportedError
 from .ops import elementwise
 from .tensor import EagerTrace, Tensor, version_counter
 
@@ -143,6 +143,19 @@ def get_autocast_dtype(device_type="cpu"):
 # ---------------------------------------------------------------- GradScaler
 
 
+def _refuse_tracing(method: str):
+    """GradScaler decides on values (the scale it holds, whether a gradient is finite),
+    which a program being traced does not have yet: say so, and what to write."""
+    from .graph.program import GraphTrace  # (graph builds on this module)
+
+    if isinstance(STATE.trace, GraphTrace):
+        raise UnsupportedError(
+            f"GradScaler.{method} under @jit or in a static program: the scaler skips steps "
+            "on the gradients' values, which a traced program does not have; call the "
+            "scaler's scale/backward/step/update eagerly, or train without it under @jit"
+        )
+
+
 class GradScaler:
     """PyTorch's GradScaler: scale(loss) multiplies the loss by the scale so that small
     float16 gradients do not flush to zero; step(optimizer) unscales the gradients (unless
@@ -194,6 +207,7 @@ class GradScaler:
         """outputs (a tensor, or tensors nested in lists and tuples) times the scale."""
         if not self._enabled:
             return outputs
+        _refuse_tracing("scale")
         if isinstance(outputs, (list, tuple)):
             return type(outputs)(self.scale(o) for o in outputs)
         # a float32 scale: a float16 loss times 65536 would overflow float16
@@ -207,6 +221,7 @@ class GradScaler:
         note whether any is inf or NaN. Once per optimizer between update() calls."""
         if not self._enabled:
             return
+        _refuse_tracing("unscale_")
         state = self._state(optimizer)
         if state["unscaled"]:
             raise RuntimeError(

@@ -278,3 +278,17 @@ def test_every_optimizer_steps_under_jit_as_in_eager_mode(name, options):
         step(x, y)
     np.testing.assert_allclose(w.numpy(), want_w, rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(b.numpy(), want_b, rtol=1e-10, atol=1e-12)
+
+
+def test_grad_scaler_under_jit_says_to_call_it_eagerly():
+    model = nn.Linear(3, 1)
+    opt, scaler = nb.optim.SGD(model.parameters(), lr=0.1), nb.amp.GradScaler()
+
+    @nb.jit
+    def step(x):
+        opt.zero_grad()
+        scaler.scale(model(x).sum()).backward()
+        scaler.step(opt)
+
+    with pytest.raises(nb.UnsupportedError, match="GradScaler.scale under @jit.*eagerly"):
+        step(nb.ones(2, 3))
