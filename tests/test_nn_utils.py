@@ -321,3 +321,28 @@ def test_embedding_bag_errors():
         )
     with pytest.raises(ValueError, match="offsets has to be None"):
         nb.nn.functional.embedding_bag(nb.tensor([[0, 1]]), w, nb.tensor([0]))
+
+
+@pytest.mark.parametrize("mode", ["sum", "mean", "max"])
+@pytest.mark.parametrize(
+    "offsets, last",
+    [([0, 1], False), ([0, 0, 3], False), ([0, 2, 5], True), ([0], False), ([0, 5], True)],
+)
+def test_embedding_bag_with_offsets_under_jit_equals_eager(mode, offsets, last):
+    weight = nb.tensor(np.arange(12, dtype=np.float32).reshape(6, 2))
+    idx, off = nb.tensor([0, 2, 4, 5, 1]), nb.tensor(offsets)
+
+    def bag(i, w, o):
+        return nb.nn.functional.embedding_bag(i, w, o, mode=mode, include_last_offset=last)
+
+    want = bag(idx, weight, off).numpy()
+    np.testing.assert_array_equal(nb.jit(bag)(idx, weight, off).numpy(), want)  # was TypeError
+
+
+def test_embedding_bag_under_jit_checks_its_offsets_as_it_runs():
+    weight, idx = nb.ones(6, 2), nb.tensor([0, 2, 4])
+    bag = nb.jit(lambda i, w, o: nb.nn.functional.embedding_bag(i, w, o, mode="sum"))
+    assert bag(idx, weight, nb.tensor([0, 1])).shape == (2, 2)
+    for bad in ([1, 2], [0, 2, 1], [0, 4], [0, -1]):  # (eager mode: ShapeError)
+        with pytest.raises(nb.OutOfRangeError, match="embedding_bag: offsets"):
+            bag(idx, weight, nb.tensor(bad))

@@ -16,7 +16,7 @@ import numpy as np
 
 import nbflow as nb
 
-from ..core import as_int
+from ..core import UNKNOWN, as_int
 from ..errors import ShapeError, UnsupportedError
 from ..tensor import Tensor
 from . import init
@@ -34,6 +34,8 @@ def _bags(input, offsets, include_last_offset, device):
         return nb.reshape(input, -1), nb.tensor(seg.astype(np.int64), device=device), bags
     if input.ndim != 1 or offsets is None:
         raise ShapeError(f"input must be 2-D, or 1-D with offsets; got {tuple(input.shape)}")
+    if not isinstance(offsets, (Tensor, list, tuple, np.ndarray)):  # a graph value (@jit)
+        return _graph_bags(input, offsets, include_last_offset)
     offs = np.asarray(offsets.numpy() if isinstance(offsets, Tensor) else offsets, np.int64)
     n = input.shape[0]
     if offs.ndim != 1 or (len(offs) and offs[0] != 0) or np.any(np.diff(offs) < 0):
@@ -43,6 +45,31 @@ def _bags(input, offsets, include_last_offset, device):
     starts = offs[:-1] if include_last_offset else offs
     seg = np.searchsorted(starts, np.arange(n), side="right") - 1
     return input, nb.tensor(seg.astype(np.int64), device=device), len(starts)
+
+
+def _graph_bags(input, offsets, include_last_offset):
+    """_bags for offsets known only when the program runs: the bag of entry i is the number
+    of starts <= i, less 1. The offsets are checked as they run (the first 0, none smaller
+    than the one before, none past the input), by checked_range ops whose outputs make the
+    starts, so the checks run as eager mode's do."""
+    count = offsets.shape[0]
+    if count == UNKNOWN:
+        raise UnsupportedError("embedding_bag: under @jit the number of offsets must be known")
+    n = input.shape[0]
+    high = n if n != UNKNOWN else (1 << 62)
+    what = "embedding_bag: offsets (from 0, never decreasing, up to the number of indices)"
+    parts = [nb.checked_range(offsets[:1], low=0, high=0, what=what)]
+    if count > 1:
+        parts.append(nb.checked_range(offsets[1:] - offsets[:-1], low=0, high=high, what=what))
+    offs = nb.checked_range(nb.cumsum(nb.concat(parts), 0), low=0, high=high, what=what)
+    starts = offs[:-1] if include_last_offset else offs
+    if n != UNKNOWN:
+        positions = nb.arange(n, dtype=offs.dtype)
+    else:
+        positions = nb.cumsum(nb.ones_like(input, dtype=offs.dtype), 0) - 1
+    hit = nb.reshape(positions, (-1, 1)) >= nb.reshape(starts, (1, -1))
+    seg = nb.sum(nb.cast(hit, "int64"), axis=1) - 1
+    return input, seg, count - 1 if include_last_offset else count
 
 
 def embedding_bag(
