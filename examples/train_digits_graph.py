@@ -31,7 +31,8 @@ def build(hidden=64, lr=0.1):
         for p, g in nb.append_backward(loss):
             nb.sub_(p, g * lr)
     # the updates write parameters in place and produce nothing new, so nothing fetched
-    # depends on them: they are fetched as op targets, or pruning would drop them
+    # depends on them; written after the loss's backward, they are its updates, which a run
+    # fetching the loss runs (as PaddlePaddle's executor runs the optimizer ops)
     updates = [n for n in main.global_block().ops if n.op.name == "sub_"]
     return main, startup, loss, logits, updates
 
@@ -58,7 +59,7 @@ def main(epochs=30, batch=64, seed=0):
         for i in range(0, len(order), batch):
             idx = order[i : i + batch]
             feed = {"x": x_train[idx], "y": y_train[idx]}
-            (value,) = exe.run(main_program, feed, [loss, *updates], scope)
+            (value,) = exe.run(main_program, feed, [loss], scope)  # (and its updates)
             total += float(value) * len(idx)
         if epoch % 5 == 4 or epoch == epochs - 1:
             print(f"epoch {epoch + 1:3d}  loss {total / len(order):.4f}")
