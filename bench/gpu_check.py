@@ -11,7 +11,10 @@
 3. elementwise bandwidth (add, float32) as a fraction of the device's memory bandwidth (the
    nominal figure from the device's clock and bus width, and a device-to-device copy);
 4. matmul GFLOP/s (float32, the tiled shared-memory kernel) against the device's fp32
-   (non-tensor-core) peak from its SM count and clock.
+   (non-tensor-core) peak from its SM count and clock;
+5. DLPack and `__cuda_array_interface__` on the device (issue 40): tests/dlpack_sim_check.py's
+   checks on the real GPU, and, when a CUDA PyTorch is installed, a GPU tensor shared both ways
+   with it (same device pointer, a write on one side seen on the other).
 
 Prints each figure as it goes and a JSON summary on the last line.
 """
@@ -173,6 +176,35 @@ def matmul(n: int, facts: dict) -> dict:
     return result
 
 
+def dlpack_gpu() -> dict:
+    sys.path.insert(0, os.path.join(ROOT, "tests"))
+    import dlpack_sim_check
+
+    dlpack_sim_check.main()  # raises on a failed check
+    result = {"checks": "ok"}
+    try:
+        import torch
+    except ImportError:
+        return {**result, "torch": "not installed"}
+    if not torch.cuda.is_available():
+        return {**result, "torch": "no CUDA build"}
+    t = nb.tensor(np.arange(6.0, dtype=np.float32).reshape(2, 3)).cuda()
+    x = torch.as_tensor(t, device="cuda")  # by __cuda_array_interface__
+    same = x.data_ptr() == t.data_ptr()
+    x[0, 0] = 42.0
+    torch.cuda.synchronize()
+    seen = t.numpy()[0, 0] == 42.0
+    y = torch.arange(4.0, device="cuda")
+    u = nb.from_dlpack(y)
+    y[1] = -1.0
+    torch.cuda.synchronize()
+    return {
+        **result,
+        "torch_shares_nbflow": bool(same and seen),
+        "nbflow_shares_torch": bool(u.device == "cuda:0" and u.numpy()[1] == -1.0),
+    }
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--smoke", action="store_true", help="tiny sizes (the simulator)")
@@ -189,6 +221,7 @@ def main():
                                       8 if args.smoke else 128, 2 if args.smoke else 50)),
         ("bandwidth", lambda: bandwidth(1 << 8 if args.smoke else 1 << 26, facts)),
         ("matmul", lambda: matmul(16 if args.smoke else 4096, facts)),
+        ("dlpack", dlpack_gpu),
     ]  # fmt: skip
     for name, run in steps:
         t = time.time()

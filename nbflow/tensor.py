@@ -164,6 +164,32 @@ class Tensor(Operators):
 
         return array_api.namespace(api_version)
 
+    def to_device(self, device, /, *, stream=None) -> Tensor:
+        """The Array API standard's to(device): itself when already there."""
+        return self.to(device)
+
+    def __complex__(self) -> complex:
+        return complex(self.item())
+
+    # the shifts of the Array API standard's operators (nbflow.bitwise_*_shift)
+    def __lshift__(self, other):
+        return ops.bitwise_left_shift(self, other)
+
+    def __rshift__(self, other):
+        return ops.bitwise_right_shift(self, other)
+
+    def __rlshift__(self, other):
+        return ops.bitwise_left_shift(tensor(other, self.dtype), self)
+
+    def __rrshift__(self, other):
+        return ops.bitwise_right_shift(tensor(other, self.dtype), self)
+
+    def __ilshift__(self, other):
+        return self.copy_(self << other)
+
+    def __irshift__(self, other):
+        return self.copy_(self >> other)
+
     def item(self):
         if self._data.size != 1:
             raise ValueError(f"item() needs a tensor with one element, got shape {self.shape}")
