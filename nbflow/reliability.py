@@ -149,6 +149,24 @@ def check_node(node: Node, values) -> None:
             STATE.differentiating = outer
 
 
+def run_checked(executor, node: Node, env, scope):
+    """The Executor's checked run of one op: an in-place op (an optimizer's update) whose
+    outputs the check refuses leaves its targets as they were before it."""
+    kept = []
+    for i in set(node.op.inplace.values()):
+        t = executor._lookup(node.inputs[i], env, scope) if i < len(node.inputs) else None
+        if type(t) is Tensor:
+            kept.append((t, t._data.copy()))
+    values = executor._run_op(node, env, scope)
+    try:
+        check_node(node, values)
+    except NumericalError:
+        for t, old in kept:
+            t._data[...] = old
+        raise
+    return values
+
+
 def _finite_range(array: np.ndarray) -> str:
     finite = array[np.isfinite(array)]
     if finite.size == 0:

@@ -403,6 +403,23 @@ def test_a_step_refused_by_the_nan_inf_check_loses_no_parameter(make):
     np.testing.assert_array_equal(p.numpy(), [0.5, 1.5])
 
 
+def test_a_graph_mode_step_refused_by_the_check_loses_no_parameter():
+    main, startup = nb.Program(), nb.Program()
+    with nb.program_guard(main, startup):
+        x = nb.static.data("x", [2])
+        w = nb.static.create_parameter("w", [2])
+        loss = nb.sum(w * x)
+        nb.optim.SGD(lr=1e30).minimize(loss)
+    scope = nb.Scope({"w": nb.tensor(np.array([1.0, 2.0], np.float32))})
+    exe = nb.Executor(check_nan_inf=True)
+    with pytest.raises(nb.NumericalError, match="sgd_update_ produced 0 NaN and 1 Inf in output"):
+        exe.run(main, {"x": np.array([1e30, 1.0], np.float32)}, [loss], scope)
+    np.testing.assert_array_equal(scope["w"].numpy(), [1.0, 2.0])  # was [-inf, 2.0]
+    exe.run(main, {"x": np.array([1e-30, 1.0], np.float32)}, [loss], scope)  # a finite step
+    w = scope["w"].numpy()
+    assert np.isfinite(w).all() and abs(w[0]) < 1e-6 and w[1] < -1e29
+
+
 # ---------------------------------------------------------------- memory budget
 
 

@@ -50,7 +50,7 @@ from ..errors import (
     UnsupportedError,
 )
 from ..ops.index import index_select_op
-from ..reliability import check_node
+from ..reliability import run_checked
 from ..tensor import Tensor, _Stale
 from . import memory
 from .executor import REPLAY_MISSES, compatible, needed_ops
@@ -595,7 +595,7 @@ def run_block(executor, block: Block, values, scope, outer_env) -> list[Tensor]:
         env = ChainMap(env, outer_env)
     if executor.checking:
         for node in plan.ops:
-            check_node(node, executor._run_op(node, env, scope))
+            run_checked(executor, node, env, scope)
     elif not plan.replayable:
         _run_steps(executor, plan.steps, env, scope)
     else:

@@ -28,7 +28,7 @@ from ..errors import (
     locate,
     user_location,
 )
-from ..reliability import check_node, nan_inf_checking
+from ..reliability import nan_inf_checking, run_checked
 from ..tensor import EagerTrace, Tensor
 from .fusion import fuse
 from .memory import (
@@ -266,7 +266,7 @@ class Executor:
         try:
             if check:  # decided once per run: the plain loop stays as it was
                 for node in ops:
-                    check_node(node, self._run_op(node, env, scope))
+                    run_checked(self, node, env, scope)
             else:
                 for step in ops:
                     if type(step) is Node:
