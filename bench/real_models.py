@@ -31,7 +31,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 import models  # noqa: E402
 
-TRAIN_PEERS = ("torch", "torch.compile", "nbflow eager", "nbflow jit")
+TRAIN_PEERS = ("torch", "torch.compile", "nbflow eager", "nbflow jit", "nbflow jit step")
 INFER_PEERS = ("torch", "nbflow eager", "nbflow jit")
 PEAK_GFLOPS = 245  # float32 FMA, both cores (shared/notes/performance-anchors.md)
 
@@ -51,7 +51,8 @@ def framework(peer):
 
 def training_step(name, peer):
     """A function running one training step of model `name` in `peer`'s framework, written
-    as a PyTorch user writes it (nbflow's @jit step: optimizer.minimize)."""
+    as a PyTorch user writes it: "nbflow jit" traces the step with optimizer.minimize,
+    "nbflow jit step" PyTorch's own (zero_grad, backward, step) under @jit."""
     lib = framework(peer)
     model = models.build(lib, name)
     optimizer = models.optimizer(lib, name, model)
@@ -84,6 +85,19 @@ def training_step(name, peer):
         def step():
             with lib.no_grad():
                 train(x, y)
+
+    elif peer == "nbflow jit step":
+
+        @lib.jit
+        def train(x, y):
+            optimizer.zero_grad()
+            loss = cross_entropy(model(x), y)
+            loss.backward()
+            optimizer.step()
+            return loss
+
+        def step():
+            train(x, y)
 
     return step
 
@@ -175,18 +189,20 @@ def ratio(a, b):
 def report(names, peers, times, args):
     lines = [
         "| training step (ms) | " + " | ".join(peers) + " | eager / torch | jit / torch "
-        "| jit / eager | jit GFLOP/s (% of peak) |",
-        "|---" * (len(peers) + 5) + "|",
+        "| jit / eager | jit step / torch | jit GFLOP/s (% of peak) |",
+        "|---" * (len(peers) + 6) + "|",
     ]
     for name in names:
         got = {p: times.get(("train", name, p)) for p in peers}
         cells = [f"{got[p]:.2f}" if got[p] is not None else "n/a" for p in peers]
         torch_ms, eager, jit = got.get("torch"), got.get("nbflow eager"), got.get("nbflow jit")
+        jit_step = got.get("nbflow jit step")
         rate = models.flops(name) / jit / 1e6 if jit else None
         lines.append(
             f"| {name} | "
             + " | ".join(cells)
             + f" | {ratio(eager, torch_ms)} | {ratio(jit, torch_ms)} | {ratio(jit, eager)} | "
+            + f"{ratio(jit_step, torch_ms)} | "
             + (f"{rate:.0f} ({100 * rate / PEAK_GFLOPS:.0f}%) |" if rate else "n/a |")
         )
     lines += ["", "| inference, batch 1 (ms) | " + " | ".join(INFER_PEERS) + " | jit / torch |"]
