@@ -121,3 +121,48 @@ def test_the_standards_test_suite(tmp_path):
         args, cwd=dst, env=suite_env(), capture_output=True, text=True, timeout=600
     )
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+
+
+SKLEARN_SCRIPT = """
+import numpy as np, sklearn
+import nbflow as nb
+from sklearn.decomposition import PCA
+from sklearn.discriminant_analysis import LinearDiscriminantAnalysis
+
+rng = np.random.default_rng(0)
+X = rng.normal(size=(40, 5))
+y = (X[:, 0] + 0.3 * X[:, 1] > 0).astype(np.int64)
+ref_z = PCA(n_components=2, svd_solver="full").fit(X).transform(X)
+ref_y = LinearDiscriminantAnalysis().fit(X, y).predict(X)
+sklearn.set_config(array_api_dispatch=True)
+z = PCA(n_components=2, svd_solver="full").fit(nb.tensor(X)).transform(nb.tensor(X))
+assert isinstance(z, nb.Tensor), type(z)
+np.testing.assert_allclose(np.abs(z.numpy()), np.abs(ref_z), rtol=1e-6, atol=1e-9)
+p = LinearDiscriminantAnalysis().fit(nb.tensor(X), nb.tensor(y)).predict(nb.tensor(X))
+assert isinstance(p, nb.Tensor), type(p)
+np.testing.assert_array_equal(p.numpy(), ref_y)
+
+from scipy.special import logsumexp  # SciPy functions that take Array API inputs
+import scipy.stats
+r = logsumexp(nb.tensor(X), axis=0)
+assert isinstance(r, nb.Tensor)
+np.testing.assert_allclose(r.numpy(), logsumexp(X, axis=0))
+m = scipy.stats.moment(nb.tensor(X), order=2, axis=0)
+assert isinstance(m, nb.Tensor)
+np.testing.assert_allclose(m.numpy(), scipy.stats.moment(X, order=2, axis=0))
+print("ok")
+"""
+
+
+def test_scikit_learn_and_scipy_take_nbflow_tensors():
+    """scikit-learn's Array API support runs PCA and LDA on nbflow tensors (through
+    array-api-compat, which finds nbflow.array_api by __array_namespace__), and SciPy's
+    Array API functions (logsumexp, stats.moment) return nbflow tensors."""
+    pytest.importorskip("sklearn")
+    pytest.importorskip("array_api_compat")
+    env = dict(os.environ, SCIPY_ARRAY_API="1", PYTHONPATH=str(ROOT))  # before scipy's import
+    proc = subprocess.run(
+        [sys.executable, "-c", SKLEARN_SCRIPT], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.strip().endswith("ok")
