@@ -292,3 +292,23 @@ def test_grad_scaler_under_jit_says_to_call_it_eagerly():
 
     with pytest.raises(nb.UnsupportedError, match="GradScaler.scale under @jit.*eagerly"):
         step(nb.ones(2, 3))
+
+
+@pytest.mark.parametrize("set_to_none", [True, False])
+def test_module_zero_grad_traces_as_the_optimizers_does(set_to_none):
+    x, y = _data((8, 6))
+    (eager, eager_opt), (traced, traced_opt) = _pair(_mlp, "adam")
+
+    def step(model, opt, x, y):
+        model.zero_grad(set_to_none=set_to_none)
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+
+    jitted = nb.jit(lambda x, y: step(traced, traced_opt, x, y))
+    for _ in range(STEPS):
+        want = step(eager, eager_opt, x, y).item()
+        assert jitted(x, y).item() == pytest.approx(want, rel=1e-4)
+    _assert_same(eager, traced)
+    assert len(jitted.cache) <= 2  # (set_to_none=False reads the .grad a call starts with)

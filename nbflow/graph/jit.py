@@ -277,6 +277,21 @@ class Grads:
         return writes
 
 
+def zero_grads(params, set_to_none: bool = True):
+    """Forget each parameter's .grad, or zero it in place (set_to_none=False, as PyTorch: a
+    reference to the old .grad sees the zeros): Optimizer.zero_grad and Module.zero_grad,
+    eagerly or, under @jit, as the traced step's .grad (Grads)."""
+    grads = traced_grads()
+    for p in params:
+        if grads is not None:
+            grads.zero(p, set_to_none)
+        elif p.grad is not None and set_to_none:
+            p.grad = None
+        elif p.grad is not None:
+            with no_grad():
+                ops.zero_(p.grad)
+
+
 def _as_list(values) -> list:
     return [values] if isinstance(values, Tensor) else list(values)
 

@@ -40,6 +40,7 @@ from .. import dtypes as dt
 from .. import ops
 from ..core import STATE, argument_error, no_grad, use_trace
 from ..errors import DTypeError, NbflowError, ShapeError, UnsupportedError
+from ..graph.jit import zero_grads
 from ..hooks import HookDict, RemovableHandle, add_node_hook
 from ..tensor import EagerTrace, Tensor, from_numpy, tensor
 from .parameter import assign_buffer, buffer_persistence, is_lazy
@@ -361,15 +362,9 @@ class Module:
         return self
 
     def zero_grad(self, set_to_none: bool = True) -> None:
-        """Clear every parameter's gradient (set_to_none=False: fill it with zeros)."""
-        for p in self.parameters():
-            if p.grad is None:
-                continue
-            if set_to_none:
-                p.grad = None
-            else:  # in place, as PyTorch (a reference to the old .grad sees the zeros)
-                with no_grad():
-                    ops.zero_(p.grad)
+        """Clear every parameter's gradient (set_to_none=False: fill it with zeros in
+        place); under @jit, the traced step's (graph/jit.py's zero_grads)."""
+        zero_grads(self.parameters(), set_to_none)
 
     # -------------------------------------------------------------- state
 

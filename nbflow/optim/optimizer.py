@@ -38,7 +38,7 @@ from .. import ops
 from ..core import STATE, enable_grad, no_grad
 from ..errors import ArgumentError, DomainError, ProgramError, UnsupportedError
 from ..graph import GraphTrace, Var, append_backward
-from ..graph.jit import traced_grads
+from ..graph.jit import traced_grads, zero_grads
 from ..graph.static import _startup
 from ..nn.utils.clip_grad import clip_grads_by_norm_
 from ..tensor import Tensor
@@ -181,15 +181,7 @@ class Optimizer:
     def zero_grad(self, set_to_none: bool = True):
         """Forget the gradients (set_to_none=False zeroes them in place instead); under @jit
         as the traced step's .grad (graph/jit.py's Grads)."""
-        grads = traced_grads()
-        for p in self.params or ():
-            if grads is not None:
-                grads.zero(p, set_to_none)
-            elif set_to_none or p.grad is None:
-                p.grad = None
-            else:
-                with no_grad():
-                    ops.zero_(p.grad)
+        zero_grads(self.params or (), set_to_none)
 
     def step(self, closure=None):
         """Eager mode: update every parameter that has a gradient, in place. `closure`, if
