@@ -312,3 +312,25 @@ def test_module_zero_grad_traces_as_the_optimizers_does(set_to_none):
         assert jitted(x, y).item() == pytest.approx(want, rel=1e-4)
     _assert_same(eager, traced)
     assert len(jitted.cache) <= 2  # (set_to_none=False reads the .grad a call starts with)
+
+
+def test_minimize_under_jit_with_grad_mode_on_trains_and_its_program_trains_when_saved(tmp_path):
+    w = nb.ones(3, requires_grad=True)
+    opt = nb.optim.SGD([w], lr=0.01)
+
+    @nb.jit
+    def train(x):
+        loss = ((x * w).sum() - 1.0) ** 2
+        opt.minimize(loss)
+        return loss
+
+    x = nb.tensor([1.0, 2.0, 3.0])
+    losses = [train(x).item() for _ in range(3)]  # (grad mode on: no tape node, values)
+    assert losses[2] < losses[1] < losses[0]
+    (traced,) = train.cache.values()
+    nb.graph.save(traced.program, tmp_path / "train.json")
+    scope = nb.Scope()
+    loaded = nb.graph.load(tmp_path / "train.json", scope)
+    exe, name = nb.Executor(), traced.outputs[0].name
+    again = [float(exe.run(loaded, {"x": x}, [name], scope)[0]) for _ in range(2)]
+    assert again[1] < again[0] < losses[2]  # fetching the loss runs its updates

@@ -334,7 +334,9 @@ class Traced:
     grad_flags: tuple = ()  # requires_grad, shape, dtype of the captured tensors when traced
     reads: list = field(default_factory=list)  # (tensor, var): the .grad a call feeds (Grads)
     writes: list = field(default_factory=list)  # (tensor, var or None): .grad a call binds
-    ran_backward: bool = False  # the function called loss.backward(): its outputs are values
+    # the function trained (loss.backward(), or a backward and updates: minimize): a call
+    # records no tape node, its outputs are values (the updates overwrote what they read)
+    trains: bool = False
     backward: Backward | None = None
     executor: Executor | None = None  # on the device of the tensor arguments
 
@@ -376,7 +378,9 @@ def _trace(fn, signature: inspect.Signature, arguments: dict) -> Traced:
         # returned eager tensors (captured, or made inside) become program values too
         result = _capture_tensors(result, graph)
     traced = Traced(program, inputs, _outputs(result, []), result, _effects(fn, block))
-    traced.reads, traced.writes, traced.ran_backward = grads.reads, writes, grads.ran_backward
+    traced.reads, traced.writes = grads.reads, writes
+    backward = program.backward_start is not None  # (appended while tracing)
+    traced.trains = grads.ran_backward or (backward and bool(traced.effects))
     return traced
 
 
@@ -462,7 +466,9 @@ class Backward:
             for v in traced.outputs
             if v._node is not None and v.requires_grad and not (v.is_data or v.persistable)
         )
-        program.backward_start = len(block.ops)
+        start, before = len(block.ops), program.backward_start
+        if before is None:  # (a minimize() traced in keeps its own: executor.updates)
+            program.backward_start = start
         self.seeds = [
             block.create_var(_free_name(block, f"{v.name}@GRAD"), v.shape, v.dtype)
             for v in self.outputs
@@ -473,8 +479,8 @@ class Backward:
             with use_trace(GraphTrace(block)):
                 leaves, _ = backprop(self.outputs, self.seeds, create_graph=True)
         except Exception:  # e.g. a gradient needing a value overwritten in place
-            del block.ops[program.backward_start :]  # the forward Program stays usable
-            program.backward_start, program.version = None, program.version + 1
+            del block.ops[start:]  # the forward Program stays usable
+            program.backward_start, program.version = before, program.version + 1
             raise
         self.wrt = traced.inputs + [block.vars[name] for name in program.captured]
         self.grads = [leaves.get(id(v), (None, None))[1] for v in self.wrt]
@@ -483,7 +489,7 @@ class Backward:
                 _rename(block, g, f"{v.name}@GRAD")
         self.program = Program()  # the gradient ops alone, sharing the vars
         self.program.global_block().vars = block.vars
-        self.program.global_block().ops = block.ops[program.backward_start :]
+        self.program.global_block().ops = block.ops[start:]
         self.program.captured = program.captured
         ops = needed_ops(self.program.global_block(), [g for g in self.grads if g is not None])
         produced = {id(v) for node in ops for v in node.outputs}
@@ -602,7 +608,7 @@ class JitFunction:
             arguments = dict(zip(self.names, args))
         inputs = [t for name, v in arguments.items() for _, t in _tensors(v, name, [])]
         traced = self.lookup(arguments)
-        if is_grad_enabled() and not traced.ran_backward:
+        if is_grad_enabled() and not traced.trains:
             captured = list(traced.program.captured.values())
             for t in inputs + captured:
                 refresh_if_stale(t)  # a view whose base was written since
