@@ -194,6 +194,8 @@ def dlpack_gpu() -> dict:
     x[0, 0] = 42.0
     torch.cuda.synchronize()
     seen = t.numpy()[0, 0] == 42.0
+    z = torch.from_dlpack(t)  # by nbflow's own capsule
+    torch_reads_capsule = z.data_ptr() == t.data_ptr() and z[0, 0].item() == 42.0
     y = torch.arange(4.0, device="cuda")
     u = nb.from_dlpack(y)
     y[1] = -1.0
@@ -201,6 +203,7 @@ def dlpack_gpu() -> dict:
     return {
         **result,
         "torch_shares_nbflow": bool(same and seen),
+        "torch_from_dlpack": bool(torch_reads_capsule),
         "nbflow_shares_torch": bool(u.device == "cuda:0" and u.numpy()[1] == -1.0),
     }
 

@@ -1,7 +1,8 @@
 """DLPack: tensors shared with numpy, PyTorch, JAX or CuPy without a copy.
 
 `Tensor.__dlpack__` / `__dlpack_device__` export (a CPU tensor through numpy's own exporter,
-which writes the capsule and keeps the buffer alive as long as the consumer holds it), and
+which writes the capsule and keeps the buffer alive as long as the consumer holds it; a GPU
+tensor through a capsule written here, make_capsule, as numba has no exporter), and
 `nbflow.from_dlpack(obj)` imports anything that implements the protocol. A CPU import goes
 through `np.from_dlpack`; a GPU import becomes a numba device array over the producer's memory
 (by its `__cuda_array_interface__`, or by cuda.core's DLPack reader), so it never visits the host.
@@ -165,8 +166,11 @@ def _device_import(x, copy):
 
 
 def export_device(t, stream=None, max_version=None, dl_device=None, copy=None):
-    """A GPU tensor's __dlpack__: DLPack export on the device is not written yet (numba's
-    device arrays have no DLPack exporter); `__cuda_array_interface__` shares it instead."""
+    """A GPU tensor's __dlpack__: a capsule written here (make_capsule) over the device
+    array's memory, after the device has finished the work queued on it; dl_device=(1, 0)
+    gives a host copy (refused under copy=False)."""
+    from . import device as devices
+
     here = _device_code(t.device)
     if dl_device is not None and tuple(dl_device) == (CPU, 0):
         if copy is False:
@@ -174,12 +178,18 @@ def export_device(t, stream=None, max_version=None, dl_device=None, copy=None):
                 "__dlpack__: a GPU tensor exported to the CPU needs a copy; copy=False refuses it"
             )
         return export(t.cpu(), stream=None, max_version=max_version, copy=None)
-    raise DLPackError(
-        f"__dlpack__ of a GPU tensor ({here}) is not supported yet: share it through "
-        "__cuda_array_interface__ (torch.as_tensor(t, device='cuda'), cupy.asarray(t) and "
-        "numba.cuda.as_cuda_array(t) read it without a copy), or pass dl_device=(1, 0) for a "
-        "host copy"
-    )
+    if dl_device is not None and tuple(dl_device) != here:
+        raise DLPackError(f"__dlpack__: a tensor on {here} cannot be exported to {dl_device}")
+    if copy:
+        t = t.clone()
+    if not devices.simulator():
+        devices.cuda().synchronize()  # the consumer's stream then sees the finished values
+    desc = cuda_array_interface(t._data)
+    ptr, read_only = desc["data"]
+    return make_capsule(
+        ptr, desc["shape"], desc.get("strides"), np.dtype(desc["typestr"]), here, t._data,
+        max_version, read_only,
+    )  # fmt: skip
 
 
 def cuda_array_interface(a) -> dict:
@@ -220,3 +230,122 @@ def _simulated(desc, owner):
     from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray
 
     return FakeCUDAArray(np.asarray(_Interface(desc, owner)))
+
+
+# ------------------------------------------------------------------ a capsule written here
+# numba's device arrays have no DLPack exporter, so a GPU tensor's capsule is written by hand
+# (dlpack.h's structs through ctypes); tests/test_dlpack.py checks the writer on host memory,
+# which numpy reads back, and bench/gpu_check.py on a GPU with PyTorch.
+
+_LIVE: dict[int, tuple] = {}  # the address of a managed tensor -> what it keeps alive
+
+
+def _structs():
+    import ctypes as c
+
+    class DLDevice(c.Structure):
+        _fields_ = [("device_type", c.c_int32), ("device_id", c.c_int32)]
+
+    class DLDataType(c.Structure):
+        _fields_ = [("code", c.c_uint8), ("bits", c.c_uint8), ("lanes", c.c_uint16)]
+
+    class DLTensor(c.Structure):
+        _fields_ = [
+            ("data", c.c_void_p),
+            ("device", DLDevice),
+            ("ndim", c.c_int32),
+            ("dtype", DLDataType),
+            ("shape", c.POINTER(c.c_int64)),
+            ("strides", c.POINTER(c.c_int64)),
+            ("byte_offset", c.c_uint64),
+        ]
+
+    deleter_type = c.CFUNCTYPE(None, c.c_void_p)
+
+    class DLManagedTensor(c.Structure):
+        _fields_ = [("dl_tensor", DLTensor), ("manager_ctx", c.c_void_p), ("deleter", deleter_type)]
+
+    class DLPackVersion(c.Structure):
+        _fields_ = [("major", c.c_uint32), ("minor", c.c_uint32)]
+
+    class DLManagedTensorVersioned(c.Structure):
+        _fields_ = [
+            ("version", DLPackVersion),
+            ("manager_ctx", c.c_void_p),
+            ("deleter", deleter_type),
+            ("flags", c.c_uint64),
+            ("dl_tensor", DLTensor),
+        ]
+
+    @deleter_type
+    def deleter(address):
+        _LIVE.pop(address, None)
+
+    destructor_type = c.CFUNCTYPE(None, c.c_void_p)
+    api = c.pythonapi
+    api.PyCapsule_New.restype = c.py_object
+    api.PyCapsule_New.argtypes = [c.c_void_p, c.c_char_p, destructor_type]
+    api.PyCapsule_IsValid.restype = c.c_int
+    api.PyCapsule_IsValid.argtypes = [c.c_void_p, c.c_char_p]
+    api.PyCapsule_GetPointer.restype = c.c_void_p
+    api.PyCapsule_GetPointer.argtypes = [c.c_void_p, c.c_char_p]
+    names = {False: b"dltensor", True: b"dltensor_versioned"}
+
+    def destructor_for(versioned):
+        @destructor_type
+        def destructor(capsule):
+            name = names[versioned]
+            if api.PyCapsule_IsValid(capsule, name):  # never consumed: free it here
+                _LIVE.pop(api.PyCapsule_GetPointer(capsule, name), None)
+
+        return destructor
+
+    destructors = {v: destructor_for(v) for v in (False, True)}
+    return {
+        "c": c,
+        "DLDevice": DLDevice,
+        "DLDataType": DLDataType,
+        "DLTensor": DLTensor,
+        "managed": {False: DLManagedTensor, True: DLManagedTensorVersioned},
+        "deleter": deleter,
+        "destructors": destructors,
+        "names": names,
+        "api": api,
+    }
+
+
+_STRUCTS: dict = {}
+_CODES = {"b": 6, "i": 0, "u": 1, "f": 2}  # kDLBool, kDLInt, kDLUInt, kDLFloat
+
+
+def make_capsule(ptr, shape, strides, dtype, device, owner, max_version=None, read_only=False):
+    """A DLPack capsule over `ptr` (strides in bytes, or None for C order) that keeps `owner`
+    alive until the consumer's deleter runs (or the capsule dies unconsumed)."""
+    if not _STRUCTS:
+        _STRUCTS.update(_structs())
+    s = _STRUCTS
+    c = s["c"]
+    dtype = np.dtype(dtype)
+    versioned = max_version is not None and max_version[0] >= 1
+    ndim = len(shape)
+    shape_arr = (c.c_int64 * max(ndim, 1))(*shape)
+    strides_arr = None
+    if strides is not None:
+        strides_arr = (c.c_int64 * max(ndim, 1))(*(b // dtype.itemsize for b in strides))
+    managed = s["managed"][versioned]()
+    t = managed.dl_tensor
+    t.data = ptr
+    t.device = s["DLDevice"](*device)
+    t.ndim = ndim
+    t.dtype = s["DLDataType"](_CODES[dtype.kind], dtype.itemsize * 8, 1)
+    t.shape = c.cast(shape_arr, c.POINTER(c.c_int64))
+    if strides_arr is not None:
+        t.strides = c.cast(strides_arr, c.POINTER(c.c_int64))
+    t.byte_offset = 0
+    managed.deleter = s["deleter"]
+    if versioned:
+        managed.version.major, managed.version.minor = 1, 0
+        managed.flags = 1 if read_only else 0  # DLPACK_FLAG_BITMASK_READ_ONLY
+    address = c.addressof(managed)
+    _LIVE[address] = (managed, shape_arr, strides_arr, owner)
+    return s["api"].PyCapsule_New(address, s["names"][versioned], s["destructors"][versioned])

@@ -142,3 +142,42 @@ def test_gpu_path_under_the_simulator():
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert proc.stdout.strip().endswith("ok")
+
+
+def test_the_capsule_writer_on_host_memory():
+    """make_capsule, which writes a GPU tensor's capsule (numba has no DLPack exporter), over
+    host memory: numpy and PyTorch read it (legacy and versioned), share it, and free it."""
+    import gc
+
+    from nbflow import dlpack
+
+    class Producer:
+        def __init__(self, a, versioned):
+            self.a, self.versioned = a, versioned
+
+        def __dlpack__(self, stream=None, max_version=None, dl_device=None, copy=None):
+            a = self.a
+            mv = max_version if self.versioned else None
+            return dlpack.make_capsule(a.ctypes.data, a.shape, a.strides, a.dtype, (1, 0), a, mv)
+
+        def __dlpack_device__(self):
+            return (1, 0)
+
+    live = len(dlpack._LIVE)
+    a = np.arange(12.0).reshape(3, 4)[:, ::2]
+    for versioned in (False, True):
+        b = np.from_dlpack(Producer(a, versioned))
+        assert b.strides == a.strides and b.ctypes.data == a.ctypes.data
+        np.testing.assert_array_equal(b, a)
+        del b
+        gc.collect()
+        assert len(dlpack._LIVE) == live
+    unused = Producer(np.ones(2, bool), True).__dlpack__(max_version=(1, 0))
+    del unused  # a capsule nobody consumed frees its tensor too
+    assert len(dlpack._LIVE) == live
+    torch = pytest.importorskip("torch")
+    x = torch.from_dlpack(Producer(np.arange(4, dtype=np.int32), True))
+    assert x.tolist() == [0, 1, 2, 3] and x.dtype == torch.int32
+    del x
+    gc.collect()
+    assert len(dlpack._LIVE) == live

@@ -194,7 +194,7 @@ def can_cast(from_, to, /):
     if f.kind in "iu" and to.kind in "iu":
         return np.can_cast(f, to)
     if f.kind in "iu" and to.kind == "f":
-        return False  # the standard has no cross-kind casts
+        return builtins.bool(np.can_cast(f, to))  # beyond the standard: numpy's safe casts
     if f.kind == "f" and to.kind == "f":
         return f.itemsize <= to.itemsize
     return False
@@ -855,7 +855,30 @@ def matrix_transpose(x, /):
 
 
 def tensordot(x1, x2, /, *, axes=2):
-    return _nb.tensordot(_arr(x1), _arr(x2), axes)
+    """By permute, reshape and one matmul (differentiable; empty operands give zeros)."""
+    x1, x2 = _arr(x1), _arr(x2)
+    if isinstance(axes, int):
+        a_axes = list(range(x1.ndim - axes, x1.ndim))
+        b_axes = list(range(axes))
+    else:
+        a_axes = [a % x1.ndim for a in axes[0]]
+        b_axes = [b % x2.ndim for b in axes[1]]
+    for a, b in zip(a_axes, b_axes):
+        if x1.shape[a] != x2.shape[b]:
+            raise ValueError(f"tensordot: dims {x1.shape[a]} and {x2.shape[b]} differ")
+    free_a = [i for i in range(x1.ndim) if i not in a_axes]
+    free_b = [i for i in range(x2.ndim) if i not in b_axes]
+    k = math.prod(x1.shape[a] for a in a_axes)
+    m = math.prod(x1.shape[i] for i in free_a)
+    n = math.prod(x2.shape[i] for i in free_b)
+    d = _promote(x1.dtype, x2.dtype)
+    x1, x2 = (x if x.dtype == d else _nb.astype(x, d) for x in (x1, x2))
+    out_shape = tuple(x1.shape[i] for i in free_a) + tuple(x2.shape[i] for i in free_b)
+    if k == 0 or m == 0 or n == 0:
+        return zeros(out_shape, dtype=d) if k == 0 and m and n else empty(out_shape, dtype=d)
+    a = _nb.reshape(_nb.permute(x1, *(free_a + a_axes)), (m, k))
+    b = _nb.reshape(_nb.permute(x2, *(b_axes + free_b)), (k, n))
+    return _nb.reshape(_nb.matmul(a, b), out_shape)
 
 
 def vecdot(x1, x2, /, *, axis=-1):

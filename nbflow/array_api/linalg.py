@@ -3,6 +3,7 @@ it as through nbflow.linalg)."""
 
 from __future__ import annotations
 
+import math
 from collections import namedtuple
 
 from .. import linalg as _la
@@ -104,8 +105,17 @@ def trace(x, /, *, offset=0, dtype=None):
 
 
 def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):
-    return _la.vector_norm(_arr(x), ord=ord, dim=axis, keepdim=keepdims)
+    x = _arr(x)
+    if isinstance(ord, int | float) and -math.inf < ord < 0:  # (nbflow's norm takes p >= 0)
+        from . import sum as sum_
+
+        p = _nb.abs(x) ** _scalar_like(float(ord), x)
+        s = sum_(p, axis=axis, keepdims=keepdims)
+        return s ** _scalar_like(1.0 / ord, s)
+    return _la.vector_norm(x, ord=ord, dim=axis, keepdim=keepdims)
 
 
-__all__ = [n for n in dir() if not n.startswith("_") and n not in ("namedtuple", "annotations")]
-del _scalar_like, float64
+__all__ = [
+    n for n in dir() if not n.startswith("_") and n not in ("namedtuple", "annotations", "math")
+]
+del float64
