@@ -329,9 +329,11 @@ def make_capsule(ptr, shape, strides, dtype, device, owner, max_version=None, re
     versioned = max_version is not None and max_version[0] >= 1
     ndim = len(shape)
     shape_arr = (c.c_int64 * max(ndim, 1))(*shape)
-    strides_arr = None
-    if strides is not None:
-        strides_arr = (c.c_int64 * max(ndim, 1))(*(b // dtype.itemsize for b in strides))
+    if strides is None:  # C order, written out (DLPack >= 1.2 deprecates NULL strides)
+        strides = [dtype.itemsize] * ndim
+        for i in range(ndim - 2, -1, -1):
+            strides[i] = strides[i + 1] * shape[i + 1]
+    strides_arr = (c.c_int64 * max(ndim, 1))(*(b // dtype.itemsize for b in strides))
     managed = s["managed"][versioned]()
     t = managed.dl_tensor
     t.data = ptr
@@ -339,8 +341,7 @@ def make_capsule(ptr, shape, strides, dtype, device, owner, max_version=None, re
     t.ndim = ndim
     t.dtype = s["DLDataType"](_CODES[dtype.kind], dtype.itemsize * 8, 1)
     t.shape = c.cast(shape_arr, c.POINTER(c.c_int64))
-    if strides_arr is not None:
-        t.strides = c.cast(strides_arr, c.POINTER(c.c_int64))
+    t.strides = c.cast(strides_arr, c.POINTER(c.c_int64))
     t.byte_offset = 0
     managed.deleter = s["deleter"]
     if versioned:

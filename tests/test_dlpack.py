@@ -172,6 +172,18 @@ def test_the_capsule_writer_on_host_memory():
         del b
         gc.collect()
         assert len(dlpack._LIVE) == live
+    c_order = np.arange(6.0).reshape(2, 3)  # strides None: C order written out
+
+    class Holder:
+        def __dlpack__(self, **kwargs):
+            a = c_order
+            return dlpack.make_capsule(a.ctypes.data, a.shape, None, a.dtype, (1, 0), a, (1, 0))
+
+        def __dlpack_device__(self):
+            return (1, 0)
+
+    np.testing.assert_array_equal(np.from_dlpack(Holder()), c_order)
+    gc.collect()
     unused = Producer(np.ones(2, bool), True).__dlpack__(max_version=(1, 0))
     del unused  # a capsule nobody consumed frees its tensor too
     assert len(dlpack._LIVE) == live
