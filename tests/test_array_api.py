@@ -2,7 +2,7 @@
 (autograd through the namespace, the protocol methods), and a bounded run of the standard's own
 test suite (data-apis/array-api-tests, a snapshot in ../shared/third_party/array-api-tests)
 against it, with the commented xfail list tests/array_api_xfails.txt. The full run is the
-README's command (section "The Array API standard")."""
+README's command (section "Working with other libraries")."""
 
 import os
 import shutil
