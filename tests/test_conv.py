@@ -122,34 +122,6 @@ def test_gradient_ops_match_their_references():
     assert np.isclose((y * g).sum(), (w * dw.numpy()).sum())
 
 
-# batch-1 convolutions above the threading threshold (ops/conv.py THREADED_WORK), which split
-# each image's output rows over threads: stride 1 (one run per column row), strided, dilated
-# and grouped, with a bias
-ROW_SPLIT_CASES = [
-    ((1, 16, 30, 30), (32, 16, 3, 3), {"padding": 1}),
-    ((1, 32, 40, 40), (64, 32, 3, 3), {"stride": 2, "padding": 1}),
-    ((1, 32, 33, 29), (64, 16, 3, 3), {"padding": 2, "dilation": 2, "groups": 2}),
-]
-
-
-@pytest.mark.parametrize("case", range(len(ROW_SPLIT_CASES)))
-def test_batch_one_convolutions_split_by_rows(case, monkeypatch):
-    from nbflow.ops import conv as conv_ops
-
-    xs, ws, attrs = ROW_SPLIT_CASES[case]
-    x, w = RNG.uniform(-1, 1, xs), RNG.uniform(-1, 1, ws)
-    b = RNG.uniform(-1, 1, ws[0])
-    splits = []
-    real = conv_ops.threads.split_range
-    monkeypatch.setattr(
-        conv_ops.threads, "split_range", lambda fn, n: splits.append(n) or real(fn, n)
-    )
-    out = nb.conv2d(nb.tensor(x), nb.tensor(w), nb.tensor(b), **attrs)
-    assert splits == [out.shape[2]]  # split over the output rows
-    expected = conv2d_numpy(x, w, **_pairs(attrs)) + b.reshape(-1, 1, 1)
-    nt.assert_close(out, expected)
-
-
 def test_conv1d_is_conv2d_of_height_one():
     x = RNG.standard_normal((2, 4, 9))
     w = RNG.standard_normal((6, 2, 3))

@@ -42,12 +42,12 @@ FLOATS = dt.FLOATS
 
 
 @njit(**JIT)
-def _unfold_rows(x, padded, cols, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow, first_row):
+def _unfold_rows(x, padded, cols, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow):
     """A chunk of images' columns from a zero-padded copy of each (Columns): image b of x
     (B, C, H, W) goes into the interior of padded (C, Hp * Wp + tail, its border zero), and
     column row (c, i, j) of cols (C * kh * kw, B * oh * ow), from column b * oh * ow on, reads
     padded[c] from i*dh*Wp + j*dw: at stride 1 one run (ow is then Wp, the padded width),
-    else a strided run a row. The oh output rows are those from first_row on."""
+    else a strided run a row."""
     n_images, channels, height, width = x.shape
     row = width + 2 * pw
     for b in range(n_images):
@@ -62,7 +62,7 @@ def _unfold_rows(x, padded, cols, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow, first_
             for i in range(kh):
                 for j in range(kw):
                     tap = cols[(c * kh + i) * kw + j]
-                    base = i * dh * row + j * dw + first_row * sh * row
+                    base = i * dh * row + j * dw
                     if sh == 1 and sw == 1:
                         run, dst = plane[base : base + oh * ow], tap[first : first + oh * ow]
                         for q in range(oh * ow):
@@ -384,15 +384,11 @@ class Columns:
         size = channels * math.prod(conv.kernel) * self.length * np.dtype(dtype).itemsize
         self.chunk = max(1, COLUMN_BYTES // max(size, 1))
 
-    def split(self, part, n, out_channels, by_rows=False):
+    def split(self, part, n, out_channels):
         """part(start, stop) over a batch of n, on threads when its work pays for them (a
-        hand-off costs tens of microseconds: the digits' 8x8 convolutions run whole). With
-        `by_rows`, a batch smaller than the threads (batch-1 inference) is split by output
-        rows instead: part(0, n, (first, last)) on each thread."""
+        hand-off costs tens of microseconds: the digits' 8x8 convolutions run whole)."""
         if n * out_channels * self.k * self.length < THREADED_WORK:
             return [part(0, n)]
-        if by_rows and self.from_padded and n < threads.get_num_threads():
-            return threads.split_range(lambda a, b: part(0, n, (a, b)), self.conv.out_hw[0])
         return threads.split_range(part, n)
 
     def chunks(self, start, stop):
@@ -405,17 +401,14 @@ class Columns:
         padded = np.zeros(self.padded_shape, self.dtype) if self.from_padded else None
         return cols, padded
 
-    def unfold(self, x, start, stop, space, rows=None):
-        """Images [start, stop) of x (contiguous) in the column layout; with rows = (first,
-        last), a 2-D convolution's output rows [first, last) of each only."""
+    def unfold(self, x, start, stop, space):
+        """Images [start, stop) of x (contiguous) in the column layout."""
         flat, padded = space
+        cols = _view(flat, (self.conv.groups, self.k, (stop - start) * self.length))
         conv = self.conv
-        first, last = rows or (0, conv.out_hw[0])
-        length = (last - first) * self.width if self.from_padded else self.length
-        cols = _view(flat, (conv.groups, self.k, (stop - start) * length))
         if self.from_padded:
-            args = (*self._rows_args()[:-2], last - first, self.width, first)
-            _unfold_rows(x[start:stop], padded, cols.reshape(-1, cols.shape[2]), *args)
+            rows = cols.reshape(-1, cols.shape[2])
+            _unfold_rows(x[start:stop], padded, rows, *self._rows_args())
         else:
             conv.im2col(x[start:stop], cols, *conv.args(*conv.out_hw))
         return cols
@@ -518,17 +511,15 @@ def _conv_forward(conv, x, w, *rest):
     columns = Columns(conv, x.shape, x.dtype)
     bias = rest[0] if len(rest) == 2 else None
 
-    def part(start, stop, rows=None):
+    def part(start, stop):
         space = columns.space()
         products = np.empty(w3.shape[0] * w3.shape[1] * columns.chunk * columns.length, out.dtype)
-        target = out if rows is None else out[:, :, rows[0] : rows[1]]
         for a, b in columns.chunks(start, stop):
-            cols = columns.unfold(x, a, b, space, rows)
-            product = _view(products, (*w3.shape[:2], cols.shape[2]))
-            np.matmul(w3, cols, out=product)
-            columns.place(product, target, a, b, bias)
+            product = _view(products, (*w3.shape[:2], (b - a) * columns.length))
+            np.matmul(w3, columns.unfold(x, a, b, space), out=product)
+            columns.place(product, out, a, b, bias)
 
-    columns.split(part, x.shape[0], out.shape[1], by_rows=True)
+    columns.split(part, x.shape[0], out.shape[1])
 
 
 BATCH_CHANNEL = (slice(None), slice(None))  # the leading key of the references' slices
