@@ -772,9 +772,10 @@ def main(argv=None):
     eager = {"nbflow": ms.get("nbflow eager"), "torch": ms.get("torch"), "jax": ms.get("jax")}
     graph = {"nbflow": ms.get("nbflow graph"), "torch": ms.get("torch"), "jax": ms.get("jax")}
     label = "P4 MLP 784-256-256-10 b128 SGD step"
-    tab.add(f"{label}, graph", "ms", graph, ("nbflow", "torch"), ("<=", 0.8))
+    # (issue 37's targets on the fair basis, each framework in its own process)
+    tab.add(f"{label}, graph", "ms", graph, ("nbflow", "torch"), ("<=", 0.9))
     tab.add(f"{label}, graph", "ms", graph, ("nbflow", "jax"), ("<=", 1.0))
-    tab.add(f"{label}, eager", "ms", eager, ("nbflow", "torch"), ("<=", 1.0))
+    tab.add(f"{label}, eager", "ms", eager, ("nbflow", "torch"), ("<=", 1.1))
     saving = {"nbflow": ms.get("nbflow save_memory"), "graph": ms.get("nbflow graph")}
     ratio = (
         ("save_memory/graph", saving["nbflow"] / saving["graph"]) if all(saving.values()) else None
