@@ -629,20 +629,21 @@ def diff(x, /, *, axis=-1, n=1, prepend=None, append=None):
 # ------------------------------------------------------------------ searching and sorting
 
 
-def argmax(x, /, *, axis=None, keepdims=False):
+def _arg_extremum(fn, x, axis, keepdims):
+    """fn (nbflow's argmax or argmin) with the standard's axis=None: over the flattened x."""
     x = _arr(x)
     if axis is None:
-        out = _nb.argmax(_nb.reshape(x, -1), axis=0)
+        out = fn(_nb.reshape(x, -1), axis=0)
         return _nb.reshape(out, (1,) * x.ndim) if keepdims else out
-    return _nb.argmax(x, axis=axis, keepdims=keepdims)
+    return fn(x, axis=axis, keepdims=keepdims)
+
+
+def argmax(x, /, *, axis=None, keepdims=False):
+    return _arg_extremum(_nb.argmax, x, axis, keepdims)
 
 
 def argmin(x, /, *, axis=None, keepdims=False):
-    x = _arr(x)
-    if axis is None:
-        out = _nb.argmin(_nb.reshape(x, -1), axis=0)
-        return _nb.reshape(out, (1,) * x.ndim) if keepdims else out
-    return _nb.argmin(x, axis=axis, keepdims=keepdims)
+    return _arg_extremum(_nb.argmin, x, axis, keepdims)
 
 
 def count_nonzero(x, /, *, axis=None, keepdims=False):
