@@ -96,6 +96,7 @@ from .nn.functional import (
 from .ops import *  # noqa: F403  (the ops are the public functions)
 from .ops._define import elementwise  # declare your own ops as nbflow does
 from .reliability import check_nan_inf, get_memory_budget, set_memory_budget
+from .safetensors_io import load_safetensors, save_safetensors
 from .tensor import (
     Tensor,
     allclose,

@@ -41,7 +41,8 @@ No pickle, eval, exec or import is driven by the file.
 `nbflow.save(obj, path)` / `nbflow.load(path)` are the front door, as `torch.save` and
 `paddle.save` take a model's state as well as a program: a Program goes to the program format
 (graph/serialize.py), anything else to a checkpoint; loading tells the two apart by the
-checkpoint's magic.
+checkpoint's magic. A `.safetensors` path (or `format="safetensors"`) goes to the safetensors
+format instead (safetensors_io.py), the one PyTorch and Hugging Face tools exchange.
 """
 
 from __future__ import annotations
@@ -61,6 +62,7 @@ from .errors import CheckpointError
 from .graph import serialize
 from .graph.program import Program
 from .graph.serialize import _atomic_write
+from .safetensors_io import is_safetensors_path, load_safetensors, save_safetensors
 from .tensor import Tensor
 
 __all__ = ["FORMAT", "MAGIC", "VERSION", "load", "load_state", "save", "save_state"]
@@ -103,9 +105,16 @@ NON_FINITE = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
 TAGS = ("dict", "list", "tuple", "tensor", "array", "float")
 
 
-def save(obj, path, scope=None) -> None:
+def save(obj, path, scope=None, format: str | None = None) -> None:
     """Save a Program with its parameters (from `scope`, or its captured tensors), or any other
-    state a checkpoint holds (`model.state_dict()`, nested dicts of tensors: save_state)."""
+    state a checkpoint holds (`model.state_dict()`, nested dicts of tensors: save_state).
+    A path ending in `.safetensors`, or `format="safetensors"`, writes a state_dict in the
+    safetensors format instead (safetensors_io.py: for PyTorch and Hugging Face tools)."""
+    if _safetensors(path, format, "save"):
+        if isinstance(obj, Program) or scope is not None:
+            raise TypeError("save: the safetensors format holds a state_dict, not a Program")
+        save_safetensors(obj, path)
+        return
     if isinstance(obj, Program):
         serialize.save(obj, path, scope)
         return
@@ -114,10 +123,21 @@ def save(obj, path, scope=None) -> None:
     save_state(obj, path)
 
 
-def load(path, scope=None, max_param_bytes: int | None = None, require_loop_bounds=False):
+def load(
+    path,
+    scope=None,
+    max_param_bytes: int | None = None,
+    require_loop_bounds=False,
+    format: str | None = None,
+):
     """What `save` wrote: the state of a checkpoint, or a Program (graph/serialize.py's load,
     its parameters into `scope` or captured). max_param_bytes: the largest checkpoint, or the
-    most a program's parameters may take."""
+    most a program's parameters may take. A `.safetensors` path, or `format="safetensors"`,
+    reads a safetensors file's tensors by name (safetensors_io.load_safetensors)."""
+    if _safetensors(path, format, "load"):
+        if scope is not None or require_loop_bounds:
+            raise TypeError("load: a safetensors file holds tensors, not a Program")
+        return load_safetensors(path, max_param_bytes)
     if _is_checkpoint(path):
         if scope is not None or require_loop_bounds:
             raise TypeError(
@@ -131,6 +151,14 @@ def load(path, scope=None, max_param_bytes: int | None = None, require_loop_boun
             "header is a checkpoint's: the file is damaged"
         )
     return serialize.load(path, scope, max_param_bytes, require_loop_bounds)
+
+
+def _safetensors(path, format, what: str) -> bool:
+    """Whether save/load use the safetensors format: format="safetensors", or a `.safetensors`
+    path with no format given ("nbflow": nbflow's own whatever the suffix)."""
+    if format not in (None, "nbflow", "safetensors"):
+        raise ValueError(f"{what}: format is 'nbflow' or 'safetensors', not {format!r}")
+    return format == "safetensors" or (format is None and is_safetensors_path(path))
 
 
 def _is_checkpoint(path) -> bool:
