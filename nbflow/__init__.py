@@ -195,9 +195,9 @@ def typename(obj) -> str:
 
 
 def __getattr__(name):
-    """nbflow.distributions, nbflow.distributed and nbflow.testing on first use, so that
-    `import nbflow` stays cheap."""
-    if name in ("distributions", "distributed", "testing"):
+    """nbflow.distributions, nbflow.distributed, nbflow.testing and nbflow.onnx on first use,
+    so that `import nbflow` stays cheap."""
+    if name in ("distributions", "distributed", "testing", "onnx"):
         import importlib
 
         return importlib.import_module(f"{__name__}.{name}")
