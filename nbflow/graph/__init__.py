@@ -3,6 +3,7 @@ that runs only what the fetch targets need."""
 
 from . import control  # noqa: F401  (registers cond and while, which loaded programs use)
 from .backward import append_backward
+from .draw import GraphvizNotFoundError, to_dot, to_svg
 from .executor import Executor, Scope, compatible, global_scope, needed_ops, prune
 from .jit import jit, trace
 from .passes import explain, verify
@@ -14,6 +15,7 @@ from .static import create_parameter, data, program_guard
 __all__ = [
     "Block",
     "Executor",
+    "GraphvizNotFoundError",
     "GraphTrace",
     "Program",
     "Scope",
@@ -31,6 +33,8 @@ __all__ = [
     "program_guard",
     "prune",
     "save",
+    "to_dot",
+    "to_svg",
     "trace",
     "verify",
 ]

@@ -318,6 +318,25 @@ class Program:
 
         return format_program(self)
 
+    def to_dot(self, target=None) -> str:
+        """The program as Graphviz DOT text; `target`: a fetch target whose pruned ops are
+        drawn grey (graph/draw.py)."""
+        from .draw import to_dot
+
+        return to_dot(self, target)
+
+    def to_svg(self, target=None) -> str:
+        """The program drawn as SVG by Graphviz (the `graphviz` package and its `dot` program:
+        GraphvizNotFoundError without them; graph/draw.py)."""
+        from .draw import to_svg
+
+        return to_svg(self, target)
+
+    def _repr_svg_(self):
+        from .draw import repr_svg
+
+        return repr_svg(self)  # (None without graphviz: Jupyter shows the text)
+
     def ops(self) -> list[Node]:
         return list(self.global_block().ops)
 
