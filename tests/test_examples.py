@@ -45,3 +45,12 @@ def test_sequence_classifier_in_graph_mode_learns_on_variable_lengths():
 
 def test_transformer_written_as_pytorch_code_learns_the_digits():
     assert _load("transformer_digits").train(epochs=8, log=False) >= 0.93
+
+
+def test_digits_cnn_exported_to_onnx_runs_the_same_under_onnxruntime(tmp_path):
+    import pytest
+
+    pytest.importorskip("onnxruntime")
+    result = _load("export_digits_onnx").main(steps=20, path=str(tmp_path / "digits.onnx"))
+    assert result["max_difference"] < 1e-4 and result["same_prediction"] == 1.0
+    assert result["accuracy"] >= 0.7

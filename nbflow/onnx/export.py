@@ -101,6 +101,7 @@ class Plan:
         self.shapes = shapes  # id(var) -> dims
         self.sources = sources  # dynamic dim's symbol -> (input name, axis)
         self.params = params  # persistable var name -> numpy array
+        self.param_names = {}  # persistable var name -> initializer name, where it differs
 
 
 def _axes_spec(dynamic_axes) -> dict:
@@ -181,7 +182,7 @@ def _traced_plan(model, example_inputs, input_names, output_names, dynamic_axes)
     else:
         attrs, shapes = _merged(traces, check, keys, symbols, sizes)
     params = {name: t.numpy() for name, t in program.captured.items()}
-    return Plan(
+    plan = Plan(
         nodes,
         list(zip(ins, names)),
         list(zip(outs, out_names)),
@@ -190,6 +191,11 @@ def _traced_plan(model, example_inputs, input_names, output_names, dynamic_axes)
         {s: (names[i], axis) for s, ((i, axis), *_) in places.items()},
         params,
     )
+    if _is_module(model):  # initializers named as the state_dict names them
+        keys = {id(t): k for k, t in (*model.named_parameters(), *model.named_buffers())}
+        for name, t in program.captured.items():
+            plan.param_names[name] = keys.get(id(t), name)
+    return plan
 
 
 def _output_name(count: int):
@@ -363,7 +369,8 @@ def _build(plan: Plan, opset: int, dynamic_axes: dict) -> onnx.ModelProto:
     for node in plan.nodes:
         for v in node.inputs:
             if id(v) not in env and v.persistable:
-                env[id(v)] = b.initializer(plan.params[v.name], v.name)
+                name = plan.param_names.get(v.name, v.name)
+                env[id(v)] = b.initializer(plan.params[v.name], name)
         _convert(b, node, plan.attrs[id(node)], env)
     graph_outputs = []
     for v, name in plan.outputs:
@@ -371,7 +378,7 @@ def _build(plan: Plan, opset: int, dynamic_axes: dict) -> onnx.ModelProto:
         if isinstance(source, NotExported):
             raise UnsupportedError(f"export: output '{name}' is the {source.what} of {source.op}")
         if source is None:  # a persistable returned as it is
-            source = b.initializer(plan.params[v.name], v.name)
+            source = b.initializer(plan.params[v.name], plan.param_names.get(v.name, v.name))
         b.nodes.append(helper.make_node("Identity", [source], [name]))
         graph_outputs.append(_value_info(name, v, plan.shapes[id(v)], dynamic_axes.get(name, {})))
     return b.model(graph_inputs, graph_outputs, "nbflow")
