@@ -225,3 +225,27 @@ def test_importing_nbflow_does_not_import_onnx():
 
     code = "import sys, nbflow; assert 'onnx' not in sys.modules; nbflow.onnx.export"
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
+
+
+def test_windows_tiles_gathers_and_casts():
+    import nbflow.nn.functional as F
+
+    rng = np.random.default_rng(0)
+    w = nb.tensor(rng.standard_normal((2, 3, 2, 2, 2)).astype(np.float32))
+
+    def f(x):
+        a = F.conv3d(x, w, padding=1, stride=(1, 2, 1))
+        b = F.avg_pool2d(x[:, 0], 2, count_include_pad=False, padding=1)
+        c = nb.tile(x[:, 0, 0], (1, 2, 1)).sum() + nb.broadcast_to(x[:1, 0, 0], (3, 4, 4))
+        d = nb.index_select(x, 1, nb.tensor([2, 0])).min(axis=1) * x.prod(axis=1).round()
+        e = (x.argmin(1) != 1).float() + F.hardtanh(x).sum(1)
+        g = nb.split(x, [1, 2], axis=1)[1].unsqueeze(0) + x[:, 1:].astype("float64").sum(0)
+        return a, b, c, d, e, g
+
+    proto = nb.onnx.export(
+        f, rng.standard_normal((2, 3, 3, 4, 4)).astype(np.float32), dynamic_axes={"input_0": [0]}
+    )
+    run = session(proto)
+    for batch in (2, 4):
+        x = rng.standard_normal((batch, 3, 3, 4, 4)).astype(np.float32)
+        assert_agree(run.run(None, {"input_0": x}), [t.numpy() for t in f(nb.tensor(x))])

@@ -245,7 +245,7 @@ def embedding(b, node, ins, padding_idx=None):
     return b.op("Gather", [weight, indices], axis=0)
 
 
-@converts("conv2d", "conv1d", "conv3d")
+@converts("conv2d", "conv3d")
 def conv(b, node, ins, stride=1, padding=0, dilation=1, groups=1):
     n = _rank(node.inputs[0]) - 2
     pads = list(_ints(padding, n, node))
@@ -263,7 +263,8 @@ def conv(b, node, ins, stride=1, padding=0, dilation=1, groups=1):
 def _ints(value, n: int, node) -> tuple:
     value = _static(value, "a window attr", node)
     if isinstance(value, (tuple, list)):
-        return tuple(int(v) for v in value)
+        value = tuple(int(v) for v in value)
+        return value * n if len(value) == 1 else value  # (one size for every spatial dim)
     return (int(value),) * n
 
 
