@@ -179,7 +179,8 @@ class Builder:
 
     def model(self, inputs, outputs, name: str) -> onnx.ModelProto:
         graph = helper.make_graph(self.nodes, name, inputs, outputs, self.initializers)
-        return helper.make_model(
+        # the IR version of the opset, not the onnx package's newest: older runtimes read it
+        return helper.make_model_gen_version(
             graph,
             opset_imports=[helper.make_opsetid("", self.opset)],
             producer_name="nbflow",
