@@ -6,7 +6,7 @@ from .. import device as devices
 from ..core import Spec
 from ..dtypes import SHORT
 from ..errors import NbflowError, ProgramError
-from . import fusion
+from . import fusion, plan_report
 from .executor import compatible, needed_ops, own_target, updates, with_updates
 from .printer import format_attr, format_op
 from .program import Program, Var
@@ -91,14 +91,31 @@ def _check_shapes(block, node, where: str):
 
 
 def explain(
-    program: Program, fetch_list, device: str = "cpu", fuse: bool = True, save_memory=False
-) -> str:
+    program: Program,
+    fetch_list,
+    device: str = "cpu",
+    fuse: bool = True,
+    save_memory=False,
+    reuse_memory: bool = True,
+    feed_shapes: dict | None = None,
+    memory: bool = True,
+    kernels: bool = True,
+    structured: bool = False,
+):
     """For each op: whether it survives pruning for `fetch_list`, and why: the first target
     that needs it, or for an optimizer's update the fetched loss it updates for ("update of
     %loss", executor.updates), the kernel key (op, device, dtype) it will run with, and, with
     `fuse` on the CPU, the fused kernel it runs in (`fused #k`, as the Executor's fusion pass
     groups them) or the op a rewrite folded it into (`folded into sgd_matmul_update_`:
-    graph/rewrite.py; `save_memory` as the Executor's option)."""
+    graph/rewrite.py; `save_memory` as the Executor's option).
+
+    Then (graph/plan_report.py) with `memory`, the memory plan of the memory-reuse pass
+    (`reuse_memory`, on the CPU): each value's buffer and arena offset or the value it
+    shares, the op after which it is freed, and the peak bytes with and without the pass
+    (-1 dims from `feed_shapes`, {data var name: shape}, else taken as 1); with `kernels`,
+    each kernel's compile status (compiled in this process, loaded from numba's disk cache,
+    on the disk cache, or to compile) with its cache folder. Returns the text, or with
+    `structured` a plan_report.Explanation (its fields as records, `.text` the text)."""
     block = program.global_block()
     targets = [own_target(block, t) for t in fetch_list]
     needed_by = {}  # id(op) -> why it runs
@@ -114,9 +131,11 @@ def explain(
                 needed_by.setdefault(id(node), f"for {why}")
     targets = with_updates(block, targets)
     group_of = {}
-    if fuse and devices.parse(device) == devices.CPU:  # as the Executor plans (on the CPU
-        # only: a GPU executor runs the plain plan): the rewrites, then fusion
-        needed = needed_ops(block, targets)
+    on_cpu = devices.parse(device) == devices.CPU
+    needed = needed_ops(block, targets)
+    steps = needed
+    if fuse and on_cpu:  # as the Executor plans (on the CPU only: a GPU executor runs the
+        # plain plan): the rewrites, then fusion
         rewritten = rewrite(needed, targets, save_memory)
         group_of = _folds(needed, rewritten)
         steps = fusion.fuse(rewritten, targets)
@@ -124,14 +143,51 @@ def explain(
         for k, group in enumerate(groups):
             for node in group.nodes:
                 group_of[id(node)] = f"   fused #{k} ({'+'.join(group.op_names)})"
-    lines = []
+    lines, records = [], []
     for node in block.ops:
         why = needed_by.get(id(node))
         status = "pruned" if why is None else f"runs ({why})"
-        lines.append(f"{status:<24} {_explain_op(node, device)}{group_of.get(id(node), '')}")
+        note = group_of.get(id(node), "")
+        lines.append(f"{status:<24} {_explain_op(node, device)}{note}")
+        records.append(
+            {
+                "op": node.op.name,
+                "outputs": [v.name for v in node.outputs],
+                "status": "pruned" if why is None else "runs",
+                "why": why,
+                "kernel": None
+                if hasattr(node.op, "run_blocks")
+                else (node.op.name, device, _kernel_dtype(node)),
+                "note": note.strip() or None,
+            }
+        )
         if why is not None:
             lines += _explain_blocks(program, node, device, "  ")
-    return "\n".join(lines)
+    plan = None
+    if memory and on_cpu and reuse_memory:
+        feeds = [v.name for v in block.vars.values() if v.is_data]
+        plan = plan_report.memory_plan(steps, feeds, targets, save_memory, feed_shapes)
+        lines += plan.lines()
+    statuses, fused = [], []
+    if kernels:
+        seen = set()
+        for step in steps:
+            if isinstance(step, fusion.FusedGroup):
+                fused.append("+".join(step.op_names))
+                continue
+            if hasattr(step.op, "run_blocks"):
+                continue
+            key = (step.op.name, _kernel_dtype(step))
+            if key not in seen:
+                seen.add(key)
+                statuses.append(plan_report.kernel_status(step, device, _key_dtype(step)))
+        lines.append("kernels:")
+        lines += [k.line() for k in statuses]
+        lines += [f"  fused({f}): generated for the plan at its first run" for f in fused]
+    text = "\n".join(lines)
+    if structured:
+        return plan_report.Explanation(records, plan, statuses, fused, text)
+    return text
 
 
 def _folds(ops, rewritten) -> dict:
@@ -183,8 +239,12 @@ def _explain_blocks(program, node, device: str, indent: str) -> list[str]:
     return lines
 
 
-def _kernel_dtype(node) -> str:
+def _key_dtype(node):
     specs = [Spec(v.shape, v.dtype) for v in node.inputs]
     key = node.op.key_dtype(specs) if specs else None
-    key = node.outputs[0].dtype if key is None else key
+    return node.outputs[0].dtype if key is None else key
+
+
+def _kernel_dtype(node) -> str:
+    key = _key_dtype(node)
     return SHORT.get(key, str(key))
