@@ -32,7 +32,15 @@ TIMING = [False]
 DEPTH = [0]  # launchers running: only the outermost is timed
 
 
-def timed(name, kernel):
+def layouts(args):
+    """The arrays' shapes, each marked with its layout: C (row-major), F (column-major) or s
+    (strided)."""
+    arrays = [a for a in args if hasattr(a, "strides")]
+    marks = ["C" if a.flags.c_contiguous else "F" if a.flags.f_contiguous else "s" for a in arrays]
+    return " ".join(f"{tuple(a.shape)}{m}" for a, m in zip(arrays, marks))
+
+
+def timed(name, kernel, by_shape=False):
     def launch(*args, **kwargs):
         if not TIMING[0] or DEPTH[0]:
             return kernel(*args, **kwargs)
@@ -41,8 +49,9 @@ def timed(name, kernel):
         try:
             return kernel(*args, **kwargs)
         finally:
-            SECONDS[name] += time.perf_counter() - start
-            CALLS[name] += 1
+            key = f"{name} {layouts(args)}" if by_shape else name
+            SECONDS[key] += time.perf_counter() - start
+            CALLS[key] += 1
             DEPTH[0] -= 1
 
     return launch
@@ -55,10 +64,13 @@ def main():
     parser.add_argument("--infer", action="store_true", help="batch-1 inference")
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--top", type=int, default=20)
+    parser.add_argument(
+        "--by-shape", nargs="*", default=[], metavar="OP", help="these ops' time by operand layouts"
+    )
     args = parser.parse_args()
     for name, op in REGISTRY.items():
         if op.kernels.get("cpu") is not None:
-            op.kernels["cpu"] = timed(name, op.kernels["cpu"])
+            op.kernels["cpu"] = timed(name, op.kernels["cpu"], name in args.by_shape)
     import real_models  # after the wrapping: the model's plans capture the wrapped launchers
 
     peer = "nbflow jit" if args.jit else "nbflow eager"
@@ -76,7 +88,8 @@ def main():
     print(f"{peer} {args.model}: {total:.2f} ms a step, {kernels:.2f} ms in kernels\n")
     print("| op | ms a step | calls a step |\n|---|---|---|")
     for name, seconds in sorted(SECONDS.items(), key=lambda kv: -kv[1])[: args.top]:
-        print(f"| {name} | {seconds / args.steps * 1e3:.3f} | {CALLS[name] // args.steps} |")
+        calls = CALLS[name] / args.steps
+        print(f"| {name} | {seconds / args.steps * 1e3:.3f} | {calls:.3g} |")
 
 
 if __name__ == "__main__":
