@@ -1,11 +1,24 @@
-"""A fuzz campaign against nbflow's loaders: programs (the JSON document and its .npz) and
-checkpoints. Reports inputs tried, crashes (a worker process died: segfault, abort, OOM kill),
-hangs (an input over one second) and untyped exceptions (anything but an NbflowError).
+"""Fuzz and stress campaigns against nbflow (--campaign):
+
+- loaders (the default): programs (the JSON document and its .npz) and checkpoints. Reports
+  inputs tried, crashes (a worker process died: segfault, abort, OOM kill), hangs (an input
+  over one second) and untyped exceptions (anything but an NbflowError);
+- threads: 2-8 threads at once in a fresh process training eagerly, calling a shared @jit
+  function and a shared program, using ops first, each in its own grad mode, autocast or
+  check; results must equal single-threaded ones and no mode may leak (tools/fuzz_threads.py);
+- kill-save: nb.save of a Program, a state_dict and a .safetensors file SIGKILLed at random
+  moments; the path must load the previous or the new version (tools/fuzz_kill_save.py);
+- api: random arguments of wrong types, shapes and dtypes to nbflow's public functions, ops,
+  Tensor methods, layers and optimizers; a result or a typed nbflow error with a clear message
+  are the only outcomes allowed (tools/fuzz_api.py).
 
     python tools/fuzz_campaign.py                       # 100,000 inputs on 2 workers
     python tools/fuzz_campaign.py --inputs 10000 --workers 1 --seed 3 --json report.json
+    python tools/fuzz_campaign.py --campaign api --inputs 20000 --seed 1
+    python tools/fuzz_campaign.py --campaign threads --inputs 200 --chunk-size 10
+    python tools/fuzz_campaign.py --campaign kill-save --inputs 600 --chunk-size 50
 
-Inputs, in turn:
+The loaders campaign's inputs, in turn:
 - bytes: a seed file of tests/fuzz_seeds/ or the valid program, with bit flips, byte
   insertions and deletions, truncation, a chunk spliced in from another seed, or a digit run
   swapped for a huge number; loaded with nbflow.graph.serialize.loads;
@@ -309,6 +322,164 @@ def _run_pool(chunks, workers, seed, chunk_size, memory, totals, start) -> list[
     return broken
 
 
+# ---------------------------------------------------------------- threads, kill-save, api
+
+STRESS = ("threads", "kill-save", "api")
+# per campaign: the outcomes that pass (anything else is a defect the campaign found)
+PASSING = {
+    "threads": ("ok",),
+    "kill-save": ("previous", "new", "missing"),
+    "api": ("ok", "typed", "binding"),
+}
+TRIAL_SECONDS = {"threads": 300, "kill-save": 120}
+_API = None
+
+
+def _init_stress(name: str, memory_limit_gib: float):
+    """A worker: nbflow imported, nothing run (each threads trial forks a fresh process from
+    it); the api campaign's worker under an address-space limit, with its targets."""
+    global _API
+    sys.path.insert(0, HERE)
+    import nbflow  # noqa: F401
+
+    if name == "api":
+        import fuzz_api
+
+        if memory_limit_gib > 0:
+            import resource
+
+            limit = int(memory_limit_gib * (1 << 30))
+            resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+        _API = fuzz_api.ApiFuzzer()
+        signal.signal(signal.SIGALRM, _alarm)
+
+
+def _forked(fn, args, seconds: float) -> dict:
+    """fn(*args) in a forked child; its dict, or a crash or hang outcome."""
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(read)
+        try:
+            data = json.dumps(fn(*args)).encode()
+        except BaseException as e:
+            data = json.dumps({"outcome": "error", "error": f"{type(e).__name__}: {e}"[:300]})
+            data = data.encode()
+        with os.fdopen(write, "wb") as f:
+            f.write(data)
+        os._exit(0)
+    os.close(write)
+    import selectors
+
+    chunks, deadline = [], time.monotonic() + seconds
+    with os.fdopen(read, "rb") as f, selectors.DefaultSelector() as sel:
+        sel.register(f, selectors.EVENT_READ)
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0 or not sel.select(left):
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+                return {"outcome": "hang", "error": f"still running after {seconds} s"}
+            data = os.read(f.fileno(), 1 << 16)
+            if not data:
+                break
+            chunks.append(data)
+    _, status = os.waitpid(pid, 0)
+    if not chunks:
+        return {"outcome": "crash", "error": f"wait status {status}"}
+    return json.loads(b"".join(chunks))
+
+
+def run_stress_chunk(name: str, seed: int, chunk: int, count: int) -> dict:
+    """count trials (threads, kill-save) or calls (api) of chunk; outcome counts by kind and
+    the inputs that did not pass."""
+    result = {"inputs": 0, "outcomes": {}, "by_kind": {}, "problems": []}
+    if name == "api":
+        import fuzz_api
+
+        rng = random.Random(f"{seed}:{chunk}")
+    for i in range(count):
+        trial = chunk * count + i
+        if name == "threads":
+            import fuzz_threads
+
+            r = _forked(fuzz_threads.run_trial, (seed, trial), TRIAL_SECONDS[name])
+            kind = f"{r.get('threads', '?')} threads"
+        elif name == "kill-save":
+            import fuzz_kill_save
+
+            r = _forked(fuzz_kill_save.run_trial, (seed, trial), TRIAL_SECONDS[name])
+            kind = r.get("kind", "?")
+            if r.get("leftovers"):
+                r = dict(r, outcome="leftovers", error=f"left behind: {r['leftovers']}")
+        else:
+            kind = rng.choice(_API.names)
+            r = {"outcome": "ok"}
+            start = time.perf_counter()
+            signal.alarm(KILL_SECONDS)
+            try:
+                _API.call(kind, rng)
+            except _Timeout:
+                r = {"outcome": "hang", "error": f"over {KILL_SECONDS} s"}
+            except (Exception, RecursionError, MemoryError) as e:
+                r = {"outcome": fuzz_api.classify(e), "error": fuzz_api.message(e)}
+                r["at"] = fuzz_api.where(e)
+            finally:
+                signal.alarm(0)
+            if r["outcome"] != "hang" and time.perf_counter() - start > 10 * HANG_SECONDS:
+                r = {"outcome": "hang", "error": f"{time.perf_counter() - start:.1f} s"}
+            r["target"], kind = kind, kind.split(".")[0]
+        outcome = r["outcome"]
+        result["inputs"] += 1
+        result["outcomes"][outcome] = result["outcomes"].get(outcome, 0) + 1
+        per = result["by_kind"].setdefault(kind, {})
+        per[outcome] = per.get(outcome, 0) + 1
+        if outcome not in PASSING[name]:
+            result["problems"].append(dict(r, chunk=chunk, input=i))
+    return result
+
+
+def stress_campaign(name, inputs, workers, seed, chunk_size, memory, only=None) -> dict:
+    chunks = [only] if only is not None else list(range(-(-inputs // chunk_size)))
+    totals = {"inputs": 0, "outcomes": {}, "by_kind": {}, "problems": [], "crashes": []}
+    start = time.time()
+    with ProcessPoolExecutor(workers, initializer=_init_stress, initargs=(name, memory)) as pool:
+        futures = {c: pool.submit(run_stress_chunk, name, seed, c, chunk_size) for c in chunks}
+        for c, fut in futures.items():
+            try:
+                r = fut.result()
+            except BrokenProcessPool:  # an api worker died: the chunk is the crash's
+                totals["crashes"].append({"chunk": c})
+                continue
+            totals["inputs"] += r["inputs"]
+            for outcome, n in r["outcomes"].items():
+                totals["outcomes"][outcome] = totals["outcomes"].get(outcome, 0) + n
+            for kind, per in r["by_kind"].items():
+                k = totals["by_kind"].setdefault(kind, {})
+                for outcome, n in per.items():
+                    k[outcome] = k.get(outcome, 0) + n
+            totals["problems"] += r["problems"]
+            elapsed = time.time() - start
+            print(f"\r{totals['inputs']} inputs, {elapsed:.0f} s", end="", file=sys.stderr)
+    print(file=sys.stderr)
+    if totals["crashes"]:
+        totals["outcomes"]["crash"] = len(totals["crashes"])
+    totals["seconds"] = round(time.time() - start, 1)
+    return totals
+
+
+def _print_stress(name: str, report: dict, seed: int) -> None:
+    print(f"{name}: {report['inputs']} inputs ({report['seconds']} s, seed {seed})")
+    for outcome, n in sorted(report["outcomes"].items(), key=lambda kv: -kv[1]):
+        verdict = "" if outcome in PASSING[name] else "   <- defect"
+        print(f"  {outcome:10s} {n:7d}{verdict}")
+    for kind, per in sorted(report["by_kind"].items()):
+        counts = ", ".join(f"{o} {n}" for o, n in sorted(per.items(), key=lambda kv: -kv[1]))
+        print(f"  {kind:12s} {counts}")
+    for item in (report["crashes"] + report["problems"])[:30]:
+        print("  ", {k: v for k, v in item.items() if v is not None})
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--inputs", type=int, default=100_000)
@@ -318,7 +489,18 @@ def main(argv=None):
     parser.add_argument("--chunk", type=int, default=None, help="rerun one chunk only")
     parser.add_argument("--memory-limit-gib", type=float, default=4.0)
     parser.add_argument("--json", help="write the full report here")
+    parser.add_argument("--campaign", choices=("loaders",) + STRESS, default="loaders")
     args = parser.parse_args(argv)
+    if args.campaign != "loaders":
+        report = stress_campaign(
+            args.campaign, args.inputs, args.workers, args.seed, args.chunk_size,
+            args.memory_limit_gib, args.chunk,
+        )  # fmt: skip
+        _print_stress(args.campaign, report, args.seed)
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump(report, f, indent=1)
+        return 1 if report["problems"] or report["crashes"] else 0
     report = campaign(
         args.inputs, args.workers, args.seed, args.chunk_size, args.memory_limit_gib, args.chunk
     )
