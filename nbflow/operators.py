@@ -11,7 +11,7 @@ import numpy as np
 from . import dtypes as dt
 from . import ops
 from .core import STATE, bind
-from .errors import DTypeError, UnsupportedError
+from .errors import ArgumentError, DTypeError, UnsupportedError
 
 
 class Size(int):
@@ -556,4 +556,12 @@ def _resize_(self, *sizes):
 
 
 Operators.resize_ = _resize_
-Operators.resize_as_ = lambda self, other: self.resize_(other.shape)
+
+
+def _resize_as_(self, other):
+    if not hasattr(other, "shape"):  # (AttributeError from other.shape)
+        raise ArgumentError(f"resize_as_: other must be a tensor, got {type(other).__name__}")
+    return self.resize_(other.shape)
+
+
+Operators.resize_as_ = _resize_as_

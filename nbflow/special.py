@@ -94,13 +94,16 @@ def logsumexp(input, dim, keepdim=False):
     return _logsumexp(input, axis=dim, keepdims=keepdim)
 
 
+MULTIGAMMALN_MAX_P = 4096
+
+
 def multigammaln(input, p):
     """The log of the multivariate gamma function of dimension p:
     p (p - 1) / 4 log(pi) + sum_j lgamma(input - j / 2), j = 0 .. p - 1.
     Every element must exceed (p - 1) / 2 (PyTorch raises otherwise; checked here where the
     values are known, that is eagerly)."""
-    if not is_int(p) or p < 1:
-        raise DomainError(f"multigammaln: p must be an int >= 1, got {p!r}")
+    if not is_int(p) or not 1 <= p <= MULTIGAMMALN_MAX_P:  # one lgamma op per j: 2**63 hung
+        raise DomainError(f"multigammaln: p must be an int in [1, {MULTIGAMMALN_MAX_P}], got {p!r}")
     p = int(p)
     try:
         values = eager_values("multigammaln", "input", input)

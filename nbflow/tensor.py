@@ -192,7 +192,7 @@ class Tensor(Operators):
 
     def item(self):
         if self._data.size != 1:
-            raise ValueError(f"item() needs a tensor with one element, got shape {self.shape}")
+            raise ShapeError(f"item() needs a tensor with one element, got shape {self.shape}")
         return self._data.reshape(()).item()
 
     def tolist(self):
@@ -200,7 +200,7 @@ class Tensor(Operators):
 
     def __bool__(self) -> bool:
         if self._data.size != 1:
-            raise ValueError(
+            raise ShapeError(
                 f"the truth value of a tensor with shape {self.shape} is ambiguous; "
                 "use .any() or .all()"
             )

@@ -332,6 +332,7 @@ PASSING = {
     "api": ("ok", "typed", "binding"),
 }
 TRIAL_SECONDS = {"threads": 300, "kill-save": 120}
+API_HANG_SECONDS = 60  # a call still running then is a hang (a first use compiles for seconds)
 _API = None
 
 
@@ -415,19 +416,16 @@ def run_stress_chunk(name: str, seed: int, chunk: int, count: int) -> dict:
         else:
             kind = rng.choice(_API.names)
             r = {"outcome": "ok"}
-            start = time.perf_counter()
-            signal.alarm(KILL_SECONDS)
+            signal.alarm(API_HANG_SECONDS)
             try:
                 _API.call(kind, rng)
             except _Timeout:
-                r = {"outcome": "hang", "error": f"over {KILL_SECONDS} s"}
+                r = {"outcome": "hang", "error": f"over {API_HANG_SECONDS} s"}
             except (Exception, RecursionError, MemoryError) as e:
                 r = {"outcome": fuzz_api.classify(e), "error": fuzz_api.message(e)}
                 r["at"] = fuzz_api.where(e)
             finally:
                 signal.alarm(0)
-            if r["outcome"] != "hang" and time.perf_counter() - start > 10 * HANG_SECONDS:
-                r = {"outcome": "hang", "error": f"{time.perf_counter() - start:.1f} s"}
             r["target"], kind = kind, kind.split(".")[0]
         outcome = r["outcome"]
         result["inputs"] += 1

@@ -14,7 +14,7 @@ from collections import OrderedDict
 import nbflow as nb
 
 from ..core import STATE, UNKNOWN, as_int, is_int, is_probability
-from ..errors import DomainError, UnsupportedError
+from ..errors import AttrError, DomainError, UnsupportedError
 from ..operators import Operators
 from ..tensor import EagerTrace
 from . import functional as F
@@ -61,9 +61,9 @@ __all__ = [
 def _tuple(value, n: int) -> tuple:
     if isinstance(value, (tuple, list)):
         if len(value) != n:
-            raise ValueError(f"expected {n} values, got {tuple(value)}")
-        return tuple(int(v) for v in value)
-    return (int(value),) * n
+            raise AttrError(f"expected {n} values, got {tuple(value)}")
+        return tuple(as_int(v, "a size") for v in value)
+    return (as_int(value, "a size"),) * n
 
 
 def _empty(*shape, dtype):

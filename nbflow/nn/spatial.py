@@ -295,6 +295,14 @@ def _bins(n, m):
     """PyTorch's adaptive bins of n positions into m: bin i is [floor(i n / m), ceil((i + 1) n
     / m)). Returns the starts and an (m, longest bin) index array, short bins repeating their
     last index."""
+    from ..errors import ResourceExhaustedError
+    from ..reliability import get_memory_budget
+
+    if m * 8 > get_memory_budget():  # (numpy reserved 8 TiB for 2**40 bins: MemoryError)
+        raise ResourceExhaustedError(
+            f"adaptive max pool: {m} output positions need {m * 8} bytes of bin starts, over "
+            f"the memory budget of {get_memory_budget()} bytes"
+        )
     i = np.arange(m)
     starts, ends = (i * n) // m, -(-((i + 1) * n) // m)
     taps = np.arange(int((ends - starts).max()))

@@ -63,8 +63,7 @@ class SGD(Optimizer):
         *,
         maximize=False,
     ):
-        if not (lr >= 0 and momentum >= 0 and weight_decay >= 0):  # (NaN too)
-            raise DomainError("lr, momentum and weight_decay must be >= 0")
+        _check(lr=lr, momentum=momentum, weight_decay=weight_decay)  # (NaN, a string too)
         if nesterov and (momentum <= 0 or dampening != 0):
             raise DomainError("Nesterov momentum needs momentum > 0 and dampening 0")
         hyper = {
@@ -144,10 +143,8 @@ class Adam(Optimizer):
         maximize=False,
         decoupled_weight_decay=False,
     ):
-        beta1, beta2 = betas
         _check(lr=lr, eps=eps, weight_decay=weight_decay)
-        if not (0 <= beta1 < 1 and 0 <= beta2 < 1):
-            raise DomainError(f"betas must be in [0, 1), got {betas}")
+        beta1, beta2 = _betas(betas)  # two numbers in [0, 1)
         hyper = {
             "lr": float(lr),
             "beta1": float(beta1),

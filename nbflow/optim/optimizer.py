@@ -481,9 +481,22 @@ def _count(indices) -> str:
     return str(len(indices)) if isinstance(indices, list) else "an unknown number of"
 
 
+def _is_real(v) -> bool:
+    """A real number, a 0-d array or a 0-d tensor (not a bool, a string, a complex)."""
+    if isinstance(v, (bool, np.bool_)):
+        return False
+    if isinstance(v, (int, float, np.integer, np.floating)):
+        return True
+    return (
+        getattr(v, "ndim", None) == 0
+        and getattr(v, "dtype", None) is not None
+        and (np.dtype(v.dtype).kind in "iuf")
+    )
+
+
 def _check(**values):
     for name, v in values.items():
-        if isinstance(v, bool) or not float(v) >= 0:
+        if not _is_real(v) or not float(v) >= 0:  # (float() of a list raised TypeError)
             raise DomainError(f"{name} must be a number >= 0, got {v!r}")
 
 
@@ -615,6 +628,9 @@ def _count_step(state: dict):
 
 
 def _betas(betas) -> tuple[float, float]:
+    pair = isinstance(betas, (tuple, list)) and len(betas) == 2
+    if not pair or not all(_is_real(b) for b in betas):  # (unpacking raised ValueError)
+        raise DomainError(f"betas must be two numbers in [0, 1), got {betas!r}")
     beta1, beta2 = betas
     if not (0 <= beta1 < 1 and 0 <= beta2 < 1):
         raise DomainError(f"betas must be in [0, 1), got {betas}")
