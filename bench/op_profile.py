@@ -61,6 +61,9 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("model", choices=["cnn", "transformer", "lstm", "mlp"])
     parser.add_argument("--jit", action="store_true", help="the @jit step (default: eager)")
+    parser.add_argument(
+        "--jit-step", action="store_true", help="PyTorch's own step (backward, step) under @jit"
+    )
     parser.add_argument("--infer", action="store_true", help="batch-1 inference")
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--top", type=int, default=20)
@@ -73,7 +76,7 @@ def main():
             op.kernels["cpu"] = timed(name, op.kernels["cpu"], name in args.by_shape)
     import real_models  # after the wrapping: the model's plans capture the wrapped launchers
 
-    peer = "nbflow jit" if args.jit else "nbflow eager"
+    peer = "nbflow jit step" if args.jit_step else "nbflow jit" if args.jit else "nbflow eager"
     make = real_models.inference if args.infer else real_models.training_step
     step = make(args.model, peer)
     for _ in range(5):

@@ -9,14 +9,12 @@ recorded and can be differentiated again.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import numpy as np
 
 from . import hooks, ops
 from .core import STATE, Node, set_grad_enabled
 from .errors import ArgumentError, GradientError, ShapeError
-from .tensor import Tensor, _Stale, grad_edge, tensor
+from .tensor import Tensor, _Stale, free_saved, grad_edge, tensor
 from .views import refresh_if_stale
 
 
@@ -40,13 +38,14 @@ def toposort(edges) -> list[Node]:
     return order
 
 
-def backprop(roots, seeds, create_graph: bool, skip=frozenset()) -> tuple[dict, dict]:
+def backprop(roots, seeds, create_graph: bool, skip=frozenset(), free=False) -> tuple[dict, dict]:
     """Propagate `seeds` from `roots` through the nodes that lead to them.
 
     Works for both modes: the current trace runs the gradient rules (eager: computes them;
     graph: appends them) and supplies each node's saved values. Contributions to one value
     are summed once (_total). `skip` holds edge keys (see edge_key) that get no
-    gradient. Returns (leaf id -> (leaf, grad), node id -> gradient per output)."""
+    gradient; `free` (eager tape nodes) frees each node's saved values once its rule ran.
+    Returns (leaf id -> (leaf, grad), node id -> gradient per output)."""
     node_grads: dict[int, list] = {}
     leaf_grads: dict[int, tuple] = {}
 
@@ -72,10 +71,13 @@ def backprop(roots, seeds, create_graph: bool, skip=frozenset()) -> tuple[dict, 
             grads = node_grads[id(node)] = [_total(gs) for gs in node_grads[id(node)]]
             if hooked:
                 hooks.run_node_hooks(node, grads, create_graph)
-            for t, edge, g in zip(node.inputs, node.edges, _apply_rule(node, grads)):
+            in_grads = _apply_rule(node, grads)
+            if free:
+                free_saved(node)
+            for t, edge, g in zip(node.inputs, node.edges, in_grads):
                 if g is None or edge is None:
                     continue
-                if isinstance(g, _Stale):  # this gradient needed an overwritten value
+                if isinstance(g, _Stale):  # this gradient needed an overwritten or freed value
                     raise GradientError(g.message)
                 accumulate(edge, fit_gradient(g, t))
         leaves = {k: (leaf, _total(gs)) for k, (leaf, gs) in leaf_grads.items()}
@@ -169,10 +171,20 @@ def _seeds(outputs, grad_outputs):
     return seeds
 
 
-def backward(outputs: Sequence[Tensor], grad_outputs=None, create_graph: bool = False):
-    """Accumulate gradients of `outputs` into the .grad of every leaf that requires grad."""
+def backward(outputs, grad_outputs=None, retain_graph=None, create_graph=False, inputs=None):
+    """Accumulate gradients of `outputs` into the .grad of every leaf that requires grad (of
+    `inputs` only, when given: leaves or not, as PyTorch's). The graph's saved values are
+    freed unless retain_graph (default: create_graph)."""
+    outputs = _values(outputs)
+    if isinstance(grad_outputs, Tensor):
+        grad_outputs = [grad_outputs]
     seeds = _seeds(outputs, grad_outputs)
-    leaf_grads, _ = backprop(outputs, seeds, create_graph)
+    free = not (create_graph if retain_graph is None else retain_graph)
+    leaf_grads, node_grads = backprop(outputs, seeds, create_graph, free=free)
+    if inputs is not None:
+        targets = _values(inputs)
+        grads = _gradients_of(targets, leaf_grads, node_grads, allow_unused=True)
+        leaf_grads = {id(t): (t, g) for t, g in zip(targets, grads) if g is not None}
     hooked = hooks.any_hooks()
     try:
         for leaf, g in leaf_grads.values():
@@ -209,14 +221,23 @@ def _values(x) -> list:
     return list(x) if hasattr(x, "__iter__") and not isinstance(x, Tensor) else [x]
 
 
-def grad(outputs, inputs, grad_outputs=None, create_graph=False, allow_unused=False):
-    """d(outputs)/d(inputs) as a tuple, without touching .grad (PyTorch's autograd.grad)."""
+def grad(
+    outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False, allow_unused=False
+):
+    """d(outputs)/d(inputs) as a tuple, without touching .grad (PyTorch's autograd.grad). The
+    graph's saved values are freed unless retain_graph (default: create_graph)."""
     outputs = _values(outputs)
     if isinstance(grad_outputs, Tensor):
         grad_outputs = [grad_outputs]
-    inputs = _values(inputs)
     seeds = _seeds(outputs, grad_outputs)
-    leaf_grads, node_grads = backprop(outputs, seeds, create_graph)
+    free = not (create_graph if retain_graph is None else retain_graph)
+    leaf_grads, node_grads = backprop(outputs, seeds, create_graph, free=free)
+    result = _gradients_of(_values(inputs), leaf_grads, node_grads, allow_unused)
+    return tuple(g if g is None or create_graph else g.detach() for g in result)
+
+
+def _gradients_of(inputs, leaf_grads, node_grads, allow_unused):
+    """The gradient backprop found for each of `inputs` (a leaf or a computed tensor)."""
     result = []
     for x in inputs:
         if x._node is None:
@@ -230,10 +251,8 @@ def grad(outputs, inputs, grad_outputs=None, create_graph=False, allow_unused=Fa
                 "one of the inputs was not used to compute the outputs "
                 "(pass allow_unused=True to get None for it)"
             )
-        if g is not None and not create_graph:
-            g = g.detach()
         result.append(g)
-    return tuple(result)
+    return result
 
 
 # PyTorch's torch.autograd.Function and torch.autograd's other names (they build on the above)

@@ -745,7 +745,7 @@ def _analytic(out, xs, check_dtypes) -> list[np.ndarray]:
     for j in range(out.size):
         seed = np.zeros(out.size, out.dtype)
         seed[j] = 1
-        gs = grad(out, xs, tensor(seed.reshape(out.shape)), allow_unused=True)
+        gs = grad(out, xs, tensor(seed.reshape(out.shape)), retain_graph=True, allow_unused=True)
         for row, x, g in zip(rows, xs, gs):
             if g is None:
                 continue

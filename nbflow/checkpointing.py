@@ -203,7 +203,7 @@ class _Checkpoint(Function):
                 return (None, None) + (None,) * len(inputs)
             outs, seeds = zip(*pairs)
             with enable_grad():
-                in_grads = grad(list(outs), list(inputs), list(seeds), create_graph, True)
+                in_grads = grad(list(outs), list(inputs), list(seeds), None, create_graph, True)
         return (None, None, *in_grads)
 
 

@@ -470,6 +470,7 @@ class Node:
         "rule_inputs",
         "grad_of",
         "write_back",
+        "freed",
         "__weakref__",
     )
 
@@ -493,8 +494,8 @@ class Node:
 # "file.py:LINE" of the user code that made the node (graph mode, and eager under the NaN
 # check); what the gradient rule sees when not `inputs` (graph mode); for an op of a gradient
 # rule, the forward node it differentiates; whether it is a write-back (graph mode,
-# nbflow/views.py)
-_NODE_OPTIONAL = frozenset(("location", "rule_inputs", "grad_of", "write_back"))
+# nbflow/views.py); whether a backward without retain_graph freed its saved values (eager)
+_NODE_OPTIONAL = frozenset(("location", "rule_inputs", "grad_of", "write_back", "freed"))
 
 
 # ---------------------------------------------------------------- modes

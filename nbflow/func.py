@@ -124,7 +124,11 @@ def grad_and_value(func, argnums=0, has_aux: bool = False):
             out, aux = _split_aux(func(*args, **kwargs), has_aux, "grad_and_value")
         _check_scalar(out)
         keep = _needs_graph([out], xs)
-        gs = _grad(out, xs, create_graph=keep, allow_unused=True) if out.requires_grad else None
+        gs = (
+            _grad(out, xs, retain_graph=True, create_graph=keep, allow_unused=True)
+            if out.requires_grad
+            else None
+        )
         gs = _zeros_for_none(gs or (None,) * len(xs), xs)
         gs = gs if is_tuple else gs[0]
         if not keep:
@@ -189,7 +193,7 @@ def vjp(func, *primals, has_aux: bool = False):
         if live:
             os_, cs = zip(*live)
             with enable_grad():
-                gs = _grad(list(os_), list(xs), list(cs), create_graph=keep, allow_unused=True)
+                gs = _grad(list(os_), list(xs), list(cs), True, keep, allow_unused=True)
         return _zeros_for_none(gs, xs)
 
     if not keep:
@@ -249,7 +253,7 @@ def _blocks(out, xs, keep: bool) -> tuple:
         # on out's device: the backward pass combines the seed with out's graph
         seed = tensor(seed.reshape(tuple(out.shape)), dtype=out.dtype, device=out.device)
         with enable_grad():
-            gs = _grad(out, xs, seed, keep, allow_unused=True)
+            gs = _grad(out, xs, seed, True, keep, allow_unused=True)
         for r, g in zip(rows, _zeros_for_none(gs, xs)):
             r.append(g)
     return tuple(

@@ -67,7 +67,7 @@ def _vjp_raw(outputs, inputs, seeds, create_graph: bool) -> tuple:
     if not live:
         return (None,) * len(inputs)
     outs, gs = zip(*live)
-    return _grad(list(outs), list(inputs), list(gs), create_graph=create_graph, allow_unused=True)
+    return _grad(list(outs), list(inputs), list(gs), True, create_graph, allow_unused=True)
 
 
 def _fill_zeros(grads, refs, strict: bool, message: str) -> tuple:

@@ -248,11 +248,14 @@ class Tensor(Operators):
         self.requires_grad = flag
         return self
 
-    def backward(self, grad=None, create_graph: bool = False) -> None:
-        """Accumulate d(self)/d(leaf) into every leaf's .grad (grad: the seed, default 1)."""
+    def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
+        """Accumulate d(self)/d(leaf) into every leaf's .grad (gradient: the seed, default 1;
+        inputs: only these tensors' .grad). The graph's saved values are freed unless
+        retain_graph (default: create_graph), as PyTorch's."""
         from .autograd import backward
 
-        backward([self], None if grad is None else [grad], create_graph=create_graph)
+        seeds = None if gradient is None else [gradient]
+        backward([self], seeds, retain_graph, create_graph, inputs)
 
     def register_hook(self, hook):
         """Call hook(grad) when this tensor's gradient is computed (by backward() or
@@ -692,6 +695,8 @@ class EagerTrace(Trace):
         """(outputs, inputs) of a tape node for its gradient rule: a value overwritten in place
         since it was saved comes as a _Stale placeholder (never for a view op, whose rule reads
         only shapes: a write through the view into its base keeps them)."""
+        if node.freed:
+            return freed_values(node)
         view = getattr(node.op, "view", False)  # (a jit function's node has no op declaration)
         outs = []
         for i, (data, version, v) in enumerate(node.outputs):
@@ -868,6 +873,58 @@ def version_counter(t) -> list:
     if v is None:
         v = t._version = [0]
     return v
+
+
+FREED = (
+    "{}: trying to backward through the graph a second time (or to read saved values after "
+    "they were freed). A backward frees the graph's saved values; pass retain_graph=True to "
+    "the first backward() or grad() to go through the graph again"
+)
+
+
+_STAND_INS: dict = {}  # (shape, dtype, wrapped) -> a memoryless stand-in, shared
+
+
+def _shape_only(t):
+    """A stand-in with t's shape and dtype but no memory (for a CPU tensor or array), for a
+    rule that reads only shapes; t itself otherwise."""
+    wrapped = isinstance(t, Tensor)
+    data = t._data if wrapped else t
+    if type(data) is not np.ndarray or (wrapped and type(t) is not Tensor):
+        return t
+    key = (data.shape, data.dtype, wrapped)
+    stand_in = _STAND_INS.get(key)
+    if stand_in is None:
+        if len(_STAND_INS) > 4096:  # (many shapes: start again)
+            _STAND_INS.clear()
+        stand_in = np.broadcast_to(np.empty((), data.dtype), data.shape)
+        stand_in = _STAND_INS[key] = Tensor(stand_in) if wrapped else stand_in
+    return stand_in
+
+
+def free_saved(node):
+    """Drop what a tape node saved for its gradient rule (a backward without retain_graph):
+    the values become memoryless stand-ins, and a later rule reading one raises (FREED). A
+    view op saves nothing but its input, which its view needs: it is kept; so is a number
+    (a 0-d constant), which PyTorch saves as a scalar, not as a tensor to free."""
+    if getattr(node.op, "view", False) or node.freed:
+        return
+    freed = [not (t._node is None and not t.requires_grad and t.ndim == 0) for t in node.inputs]
+    node.freed = freed
+    node.outputs = [(_shape_only(data), version, v) for data, version, v in node.outputs]
+    node.inputs = [_shape_only(t) if f else t for t, f in zip(node.inputs, freed)]
+
+
+def freed_values(node):
+    """(outputs, inputs) of a freed node: placeholders that poison what is computed from them
+    (as _Stale's do), so only a gradient that needed a freed value raises."""
+    message = FREED.format(getattr(node.op, "name", "a traced function"))
+    outs = [
+        _Stale(message, _wrap(data, True, node, i, version))
+        for i, (data, version, _) in enumerate(node.outputs)
+    ]
+    ins = [_Stale(message, t) if f else t for t, f in zip(node.inputs, node.freed)]
+    return outs, ins
 
 
 def stale_message(node, what, saved, now):

@@ -129,7 +129,7 @@ def gradcheck(fn, inputs, eps=1e-6, rtol=1e-5, atol=1e-7, directions=3, seed=0):
     live = [(o, u) for o, u in zip(outs, cots) if o.requires_grad]
     grads = [None] * len(diff)
     if live:
-        grads = grad([o for o, _ in live], diff, [u for _, u in live], allow_unused=True)
+        grads = grad([o for o, _ in live], diff, [u for _, u in live], True, allow_unused=True)
     for x, g in zip(diff, grads):
         if g is not None and g.shape != x.shape:
             raise GradcheckError(f"gradient shape {g.shape} != input shape {x.shape}")
@@ -291,7 +291,7 @@ def _run_with_grads(fn, inputs, seed):
     if diff and live:
         rng = np.random.default_rng(seed)
         cots = [tensor(rng.standard_normal(o.shape), o.dtype, device=o.device) for o in live]
-        grads = grad(live, diff, cots, allow_unused=True)
+        grads = grad(live, diff, cots, retain_graph=True, allow_unused=True)
     return outs, grads
 
 

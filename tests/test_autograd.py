@@ -1,6 +1,8 @@
 """Tape semantics: accumulation, fan-out, broadcasting, no_grad, grad(), higher order, and the
 version counter that guards saved tensors against in-place changes."""
 
+import tracemalloc
+
 import numpy as np
 import pytest
 
@@ -237,3 +239,84 @@ def test_a_0d_leaf_gets_a_0d_gradient_and_trains():
     assert p.grad.shape == ()  # (np.ascontiguousarray made it (1,))
     nb.optim.SGD([p], lr=0.1).step()
     assert p.shape == () and abs(p.item() - 1.6) < 1e-6
+
+
+# ---------------------------------------------------------------- retain_graph
+
+
+def test_a_second_backward_through_freed_values_raises_unless_retained():
+    w = nb.tensor([1.0, 2.0], requires_grad=True)
+    h = w * w  # mul saves both inputs
+    loss = total(h * h)
+    loss.backward()
+    with pytest.raises(nb.GradientError, match="second time.*retain_graph=True"):
+        loss.backward()  # PyTorch raises here too: no silent double accumulation
+    nt.assert_close(w.grad, 4 * np.array([1.0, 8.0], np.float32))  # 4 w^3, once
+
+    w.grad = None
+    loss = total(w * w * w)
+    loss.backward(retain_graph=True)
+    loss.backward()  # the retained graph: a second pass adds 3 w^2 again
+    nt.assert_close(w.grad, 2 * 3 * np.array([1.0, 4.0], np.float32))
+    with pytest.raises(nb.GradientError, match="second time"):
+        loss.backward()
+
+
+def test_grad_frees_unless_retained_and_create_graph_retains():
+    x = nb.tensor([3.0], requires_grad=True)
+    y = x * x
+    (g,) = nb.grad(y, x, retain_graph=True)
+    (again,) = nb.grad(y, x)
+    nt.assert_close(g, again.numpy())
+    with pytest.raises(nb.GradientError, match="second time"):
+        nb.grad(y, x)
+    z = x * x * x
+    (dz,) = nb.grad(z, x, create_graph=True)  # retain_graph defaults to create_graph
+    nb.grad(z, x, retain_graph=True)  # so z's graph is still there
+    (d2z,) = nb.grad(dz, x)  # (this pass goes through z's graph too, and frees it)
+    nt.assert_close(d2z, np.array([18.0], np.float32))
+    with pytest.raises(nb.GradientError, match="second time"):
+        nb.grad(z, x)
+
+
+def test_graphs_that_save_no_tensors_go_back_twice_as_in_pytorch():
+    x = nb.tensor([1.0, 2.0], requires_grad=True)
+    y = total(x * 2 + x.reshape(2) - 1.0)  # scalars, a view, add and sub: nothing to free
+    y.backward()
+    y.backward()
+    nt.assert_close(x.grad, np.array([6.0, 6.0], np.float32))
+
+
+def test_backward_inputs_accumulates_only_into_the_given_tensors():
+    a = nb.tensor([1.0, 2.0], requires_grad=True)
+    b = nb.tensor([3.0, 4.0], requires_grad=True)
+    h = a * b
+    loss = total(h * h)
+    loss.backward(inputs=[b, h], retain_graph=True)
+    assert a.grad is None
+    nt.assert_close(b.grad, (2 * (a * b) * a).numpy())
+    nt.assert_close(h.grad, (2 * h).detach().numpy())
+    nb.backward([loss], inputs=a)
+    nt.assert_close(a.grad, (2 * (a * b) * b).detach().numpy())
+
+
+def test_backward_frees_the_saved_activations():
+    x = nb.randn(256, 256)
+    layers = [nb.randn(256, 256, requires_grad=True) for _ in range(6)]
+
+    def peak(retain):
+        h = x
+        for w in layers:
+            h = nb.tanh(h @ w)
+        loss = total(h)
+        tracemalloc.start()
+        try:
+            loss.backward(retain_graph=retain)
+            del h
+            return tracemalloc.get_traced_memory()[0]  # what the graph still holds
+        finally:
+            tracemalloc.stop()
+
+    kept, freed = peak(True), peak(False)
+    # six (256, 256) float32 tanh outputs and products are saved: 12 x 256 KB kept alive
+    assert kept - freed > 6 * 256 * 256 * 4, (kept, freed)

@@ -252,7 +252,7 @@ def test_prod_gradient_with_zeros(row):
     # second order at the zeros too: d2 prod / dx_i dx_j is the product of the rest
     (g,) = nb.grad(nb.prod(x), [x], create_graph=True)
     for i in range(len(row)):
-        (h,) = nb.grad(g[i], [x])
+        (h,) = nb.grad(g[i], [x], retain_graph=True)  # (g[i] share one graph)
         rest = [math.prod(v for k, v in enumerate(row) if k not in (i, j)) for j in range(len(row))]
         nt.assert_close(h, np.where(np.arange(len(row)) == i, 0.0, rest))
 
