@@ -29,7 +29,8 @@ from contextlib import ContextDecorator
 import numpy as np
 
 from . import dtypes as dt
-from .core import STATE, Trace, modes_changed
+from . import ops
+from .core import STATE, Trace, modes_changed, no_grad
 from .errors import DTypeError, UnsupportedError
 from .ops import elementwise
 from .tensor import EagerTrace, Tensor, version_counter
@@ -143,17 +144,19 @@ def get_autocast_dtype(device_type="cpu"):
 # ---------------------------------------------------------------- GradScaler
 
 
-def _refuse_tracing(method: str):
-    """GradScaler decides on values (the scale it holds, whether a gradient is finite),
-    which a program being traced does not have yet: say so, and what to write."""
-    from .graph.program import GraphTrace  # (graph builds on this module)
-
-    if isinstance(STATE.trace, GraphTrace):
+def _traced_grads():
+    """The .grad of the @jit trace running now (graph/jit.py's Grads), None in eager mode;
+    a static program (program_guard) has no .grad for the scaler to read: refused."""
+    trace = STATE.trace
+    if isinstance(trace, EagerTrace):
+        return None
+    grads = trace.block.program.grads
+    if grads is None:
         raise UnsupportedError(
-            f"GradScaler.{method} under @jit or in a static program: the scaler skips steps "
-            "on the gradients' values, which a traced program does not have; call the "
-            "scaler's scale/backward/step/update eagerly, or train without it under @jit"
+            "GradScaler in a static program: it scales a loss that backward() differentiates "
+            "and steps an optimizer; use it eagerly or under @jit"
         )
+    return grads
 
 
 class GradScaler:
@@ -161,7 +164,12 @@ class GradScaler:
     float16 gradients do not flush to zero; step(optimizer) unscales the gradients (unless
     unscale_ already did) and skips the step when any is inf or NaN; update() multiplies the
     scale by backoff_factor after a skipped step, by growth_factor after growth_interval
-    steps in a row without one. Eager mode (the step decision reads the gradients)."""
+    steps in a row without one.
+
+    The scale and the growth count are 0-d tensors, as PyTorch's, so the whole step traces
+    under @jit: there a skipped step is the step's updates undone by where(found_inf, ...)
+    for the parameters and optimizer states it wrote, and update() is where() of the
+    counts; call update() inside the jitted function too."""
 
     def __init__(
         self, device="cpu", init_scale=2.0**16, growth_factor=2.0, backoff_factor=0.5,
@@ -174,16 +182,19 @@ class GradScaler:
         if int(growth_interval) <= 0:
             raise ValueError("growth_interval must be a positive integer")
         self.device, self._enabled = device, bool(enabled)
-        self._init_scale, self._scale = float(init_scale), float(init_scale)
+        self._init_scale = float(init_scale)
+        self._scale = Tensor(np.array(init_scale, dt.float32))
+        self._growth_tracker = Tensor(np.array(0, dt.int64))
         self._growth_factor, self._backoff_factor = float(growth_factor), float(backoff_factor)
-        self._growth_interval, self._growth_tracker = int(growth_interval), 0
+        self._growth_interval = int(growth_interval)
         self._per_optimizer: dict[int, dict] = {}  # id(optimizer) -> {"unscaled", "found_inf"}
+        self._traced = False  # a jitted function unscaled or stepped
 
     def is_enabled(self) -> bool:
         return self._enabled
 
     def get_scale(self) -> float:
-        return self._scale if self._enabled else 1.0
+        return float(self._scale._data) if self._enabled else 1.0
 
     def get_growth_factor(self) -> float:
         return self._growth_factor
@@ -204,14 +215,13 @@ class GradScaler:
         self._growth_interval = int(new_interval)
 
     def scale(self, outputs):
-        """outputs (a tensor, or tensors nested in lists and tuples) times the scale."""
+        """outputs (a tensor, or tensors nested in lists and tuples) times the scale (a
+        float32 one: a float16 loss times 65536 would overflow float16)."""
         if not self._enabled:
             return outputs
-        _refuse_tracing("scale")
         if isinstance(outputs, (list, tuple)):
             return type(outputs)(self.scale(o) for o in outputs)
-        # a float32 scale: a float16 loss times 65536 would overflow float16
-        return outputs * Tensor(np.array(self._scale, dt.float32))
+        return outputs * self._scale
 
     def _state(self, optimizer) -> dict:
         return self._per_optimizer.setdefault(id(optimizer), {"unscaled": False, "found_inf": 0})
@@ -221,29 +231,54 @@ class GradScaler:
         note whether any is inf or NaN. Once per optimizer between update() calls."""
         if not self._enabled:
             return
-        _refuse_tracing("unscale_")
         state = self._state(optimizer)
         if state["unscaled"]:
             raise RuntimeError(
                 "unscale_() has already been called on this optimizer since the last update()."
             )
-        inverse, found = 1.0 / self._scale, 0
-        for group in optimizer.param_groups:
-            for p in group["params"]:
-                if p.grad is None:
+        grads = _traced_grads()
+        if grads is not None:
+            found = self._unscale_traced(optimizer, grads)
+        else:
+            found = self._unscale_eager(optimizer)
+        state.update(unscaled=True, found_inf=found)
+
+    def _unscale_eager(self, optimizer) -> int:
+        inverse, found = 1.0 / self.get_scale(), 0
+        for p in _params(optimizer):
+            if p.grad is None:
+                continue
+            g = p.grad._data
+            if g.dtype == dt.float16:
+                raise ValueError("Attempting to unscale FP16 gradients.")
+            with np.errstate(over="ignore", invalid="ignore"):
+                np.multiply(g, inverse, out=g, casting="unsafe")
+            version_counter(p.grad)[0] += 1
+            found |= not np.isfinite(g).all()
+        return int(found)
+
+    def _unscale_traced(self, optimizer, grads):
+        """The traced gradients, unscaled (each .grad rebound to g / scale), and whether any
+        is inf or NaN, as a program value."""
+        self._traced = True
+        found = None
+        with no_grad():
+            inverse = ops.reciprocal(self._scale)
+            for p in _params(optimizer):
+                g = grads.get(p)
+                if g is None:
                     continue
-                g = p.grad._data
                 if g.dtype == dt.float16:
                     raise ValueError("Attempting to unscale FP16 gradients.")
-                with np.errstate(over="ignore", invalid="ignore"):
-                    np.multiply(g, inverse, out=g, casting="unsafe")
-                version_counter(p.grad)[0] += 1
-                found |= not np.isfinite(g).all()
-        state.update(unscaled=True, found_inf=int(found))
+                g = g * ops.cast(inverse, dtype=g.dtype)
+                grads.set(p, g)
+                bad = ops.logical_not(ops.all(ops.isfinite(g)))
+                found = bad if found is None else ops.logical_or(found, bad)
+        return ops.full((), False, dtype="bool") if found is None else found
 
     def step(self, optimizer, *args, **kwargs):
         """optimizer.step(*args, **kwargs) on unscaled gradients, unless one is inf or NaN
-        (then the step is skipped and None returned)."""
+        (then the step is skipped and None returned; under @jit, its updates are undone)."""
         if not self._enabled:
             return optimizer.step(*args, **kwargs)
         if "closure" in kwargs:
@@ -251,6 +286,8 @@ class GradScaler:
         state = self._state(optimizer)
         if not state["unscaled"]:
             self.unscale_(optimizer)
+        if _traced_grads() is not None:
+            return optimizer.step_unless(state["found_inf"])
         if state["found_inf"]:
             return None
         return optimizer.step(*args, **kwargs)
@@ -259,31 +296,64 @@ class GradScaler:
         """Adjust the scale for the next iteration (or set it to new_scale)."""
         if not self._enabled:
             return
-        if new_scale is not None:
-            self._scale = float(new_scale.item() if hasattr(new_scale, "item") else new_scale)
-        elif not self._per_optimizer:
-            raise RuntimeError("No inf checks were recorded prior to update.")
-        elif any(s["found_inf"] for s in self._per_optimizer.values()):
-            self._scale *= self._backoff_factor
-            self._growth_tracker = 0
-        else:
-            self._growth_tracker += 1
-            if self._growth_tracker == self._growth_interval:
-                grown = self._scale * self._growth_factor
-                if math.isfinite(grown):
-                    self._scale = grown
-                self._growth_tracker = 0
+        with no_grad():
+            found = [s["found_inf"] for s in self._per_optimizer.values()]
+            if new_scale is not None:
+                value = new_scale.item() if hasattr(new_scale, "item") else new_scale
+                ops.fill_(self._scale, float(value))
+            elif not found:
+                self._nothing_recorded()
+            elif _traced_grads() is not None:
+                self._update_traced(found)
+            elif any(not isinstance(f, int) for f in found):
+                self._nothing_recorded()  # program values of a jitted unscale_
+            else:
+                self._update_eager(any(found))
         self._per_optimizer.clear()
+
+    def _nothing_recorded(self):
+        if self._traced:
+            raise UnsupportedError(
+                "GradScaler.update() after a jitted step: its inf checks are program values; "
+                "call scaler.update() inside the jitted function, after scaler.step()"
+            )
+        raise RuntimeError("No inf checks were recorded prior to update.")
+
+    def _update_eager(self, found: bool):
+        scale, tracker = self.get_scale(), int(self._growth_tracker._data)
+        if found:
+            scale, tracker = scale * self._backoff_factor, 0
+        else:
+            tracker += 1
+            if tracker == self._growth_interval:
+                grown = scale * self._growth_factor
+                scale = grown if math.isfinite(grown) else scale
+                tracker = 0
+        ops.fill_(self._scale, scale)
+        ops.fill_(self._growth_tracker, tracker)
+
+    def _update_traced(self, found_infs):
+        found = found_infs[0]
+        for f in found_infs[1:]:
+            found = ops.logical_or(found, f)
+        scale, tracker = self._scale, self._growth_tracker
+        counted = ops.where(found, ops.zeros_like(tracker), tracker + 1)
+        grow = counted == self._growth_interval
+        grown = scale * self._growth_factor
+        grown = ops.where(ops.isfinite(grown), grown, scale)
+        backed = scale * self._backoff_factor
+        ops.copy_(scale, ops.where(found, backed, ops.where(grow, grown, scale)))
+        ops.copy_(tracker, ops.where(grow, ops.zeros_like(tracker), counted))
 
     def state_dict(self) -> dict:
         if not self._enabled:
             return {}
         return {
-            "scale": self._scale,
+            "scale": self.get_scale(),
             "growth_factor": self._growth_factor,
             "backoff_factor": self._backoff_factor,
             "growth_interval": self._growth_interval,
-            "_growth_tracker": self._growth_tracker,
+            "_growth_tracker": int(self._growth_tracker._data),
         }
 
     def load_state_dict(self, state_dict: dict) -> None:
@@ -294,8 +364,13 @@ class GradScaler:
                 "The source state dict is empty, possibly because it was saved from a "
                 "disabled instance of GradScaler."
             )
-        self._scale = float(state_dict["scale"])
+        with no_grad():
+            ops.fill_(self._scale, float(state_dict["scale"]))
+            ops.fill_(self._growth_tracker, int(state_dict["_growth_tracker"]))
         self._growth_factor = float(state_dict["growth_factor"])
         self._backoff_factor = float(state_dict["backoff_factor"])
         self._growth_interval = int(state_dict["growth_interval"])
-        self._growth_tracker = int(state_dict["_growth_tracker"])
+
+
+def _params(optimizer):
+    return [p for group in optimizer.param_groups for p in group["params"]]

@@ -280,7 +280,42 @@ def test_every_optimizer_steps_under_jit_as_in_eager_mode(name, options):
     np.testing.assert_allclose(b.numpy(), want_b, rtol=1e-10, atol=1e-12)
 
 
-def test_grad_scaler_under_jit_says_to_call_it_eagerly():
+@pytest.mark.parametrize("optimizer", ["sgd", "adam", "nadam"])
+def test_grad_scaler_steps_trace_and_skip_as_eagerly(optimizer):
+    # the third batch has an inf input: its gradients are not finite, the step is skipped
+    # (parameters and optimizer states kept) and the scale backs off; growth_interval=2 lets
+    # the scale grow on the other steps
+    x, y = _data((8, 6))
+    batches = [x, x * 0.5, x * float("inf"), x * 2.0, x]
+    (eager, eager_opt), (traced, traced_opt) = _pair(_mlp, optimizer)
+    scalers = [nb.amp.GradScaler(init_scale=2.0**10, growth_interval=2) for _ in range(2)]
+
+    def step(model, opt, scaler, x, y):
+        opt.zero_grad()
+        loss = F.cross_entropy(model(x), y)
+        scaler.scale(loss).backward()
+        scaler.step(opt)
+        scaler.update()
+        return loss
+
+    jitted = nb.jit(lambda x, y: step(traced, traced_opt, scalers[1], x, y))
+    scales = []
+    for xb in batches:
+        step(eager, eager_opt, scalers[0], xb, y)
+        jitted(xb, y)
+        scales.append((scalers[0].get_scale(), scalers[1].get_scale()))
+        for p, q in zip(eager.parameters(), traced.parameters()):
+            np.testing.assert_allclose(q.numpy(), p.numpy(), rtol=1e-4, atol=1e-5)
+    assert [s for s, _ in scales] == [t for _, t in scales]
+    assert scales[2][0] == scales[1][0] / 2  # backed off after the inf
+    assert scales[1][0] == 2 * scales[0][0]  # grown after two finite steps
+    for i, s in eager_opt.state.items():  # the skipped step left the states as eager's
+        for name, t in s.items():
+            np.testing.assert_allclose(traced_opt.state[i][name].numpy(), t.numpy(), rtol=1e-4)
+    assert len(jitted.cache) == 1
+
+
+def test_grad_scaler_update_outside_the_jitted_step_is_refused_clearly():
     model = nn.Linear(3, 1)
     opt, scaler = nb.optim.SGD(model.parameters(), lr=0.1), nb.amp.GradScaler()
 
@@ -290,8 +325,9 @@ def test_grad_scaler_under_jit_says_to_call_it_eagerly():
         scaler.scale(model(x).sum()).backward()
         scaler.step(opt)
 
-    with pytest.raises(nb.UnsupportedError, match="GradScaler.scale under @jit.*eagerly"):
-        step(nb.ones(2, 3))
+    step(nb.ones(2, 3))
+    with pytest.raises(nb.UnsupportedError, match="update.*inside the jitted function"):
+        scaler.update()
 
 
 @pytest.mark.parametrize("set_to_none", [True, False])

@@ -241,7 +241,17 @@ class Optimizer:
         self._append_updates(trace, pairs, tensors)
         return pairs
 
-    def _traced_step(self, loss):
+    def step_unless(self, skip):
+        """step() under @jit with its updates undone where `skip`, a program's bool, holds
+        (GradScaler.step after an inf or NaN gradient): each parameter and optimizer state
+        the step writes takes back its value from before the step."""
+        self._check_traceable()
+        return self._traced_step(None, skip)
+
+    def _check_traceable(self):
+        """Refuse options a program's update cannot follow (SGD's dampened first step)."""
+
+    def _traced_step(self, loss, skip=None):
         """step() under @jit: the updates minimize() appends, reading each parameter's .grad
         as the traced function has it (loss.backward() made it: graph/jit.py's Grads)."""
         grads, trace = traced_grads(), STATE.trace
@@ -254,8 +264,21 @@ class Optimizer:
                     tensors[id(v)] = (i, p, group)
                     pairs.append((v, g))
         with no_grad():
+            kept = [] if skip is None else self._snapshot(trace, pairs, tensors)
             self._append_updates(trace, pairs, tensors)
+            for value, before in kept:
+                ops.copy_(value, ops.where(skip, before, value))
         return loss
+
+    def _snapshot(self, trace: GraphTrace, pairs, tensors: dict) -> list:
+        """(value, its copy) for each parameter in `pairs` and each state of its update."""
+        values = []
+        for p, _ in pairs:
+            i, tensor, self.hyper = tensors[id(p)]
+            state = self._eager_state(i, tensor)
+            values += [p] + [trace.capture(state[name]) for name in self.states_for(p)]
+        self.hyper = self.param_groups[0]
+        return [(v, ops.clone(v)) for v in values]
 
     def _append_updates(self, trace: GraphTrace, pairs, tensors: dict):
         """An update per (param var, grad var) pair, its state the optimizer's own tensors
