@@ -1101,6 +1101,9 @@ def tensor(data, dtype=None, requires_grad: bool = False, device=None) -> Tensor
     except ValueError as e:  # ragged nested lists, unparsable strings
         error = ShapeError(f"cannot make a tensor from this data: {e}")
         raise locate(error, user_location()) from None
+    except OverflowError as e:  # tensor([2**40], dtype="int32"): PyTorch refuses it too
+        error = DTypeError(f"cannot make a {np.dtype(d).name} tensor from this data: {e}")
+        raise locate(error, user_location()) from None
     if requires_grad:
         t.requires_grad_(True)
     return t

@@ -1,9 +1,12 @@
 """Arguments refused with nbflow's error classes (issue 38, 4), where numpy's error, a plain
 ValueError, or a silent truncation came before."""
 
+import os
+
 import pytest
 
 import nbflow as nb
+from nbflow.errors import CheckpointError
 
 
 @pytest.mark.parametrize("seed", ["a", 1.5, True, 2**64])
@@ -41,3 +44,24 @@ def test_module_loader_and_optimizer_checks_raise_nbflow_errors(make):
     with pytest.raises(nb.NbflowError) as info:
         make()
     assert isinstance(info.value, (ValueError, TypeError))  # and the builtin, as before
+
+
+def test_an_integer_that_does_not_fit_the_dtype_is_refused():
+    with pytest.raises(nb.DTypeError, match="int32"):
+        nb.tensor([2**40], dtype="int32")
+
+
+@pytest.mark.parametrize("folder", ["missing/deeper", None])
+def test_save_into_a_missing_or_unwritable_folder_names_the_users_path(tmp_path, folder):
+    if folder is None:  # a folder that exists but takes no new files
+        target = tmp_path / "locked"
+        target.mkdir()
+        target.chmod(0o500)
+        if os.access(target, os.W_OK):  # (root writes anyway: use a file as the folder)
+            target = tmp_path / "a_file"
+            target.write_text("")
+        path = str(target / "model.nbf")
+    else:
+        path = str(tmp_path / folder / "model.nbf")
+    with pytest.raises(CheckpointError, match="cannot save to .*model.nbf"):
+        nb.save({"w": nb.ones(2)}, path)

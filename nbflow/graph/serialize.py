@@ -78,7 +78,7 @@ import numpy as np
 
 from .. import dtypes as dt
 from ..core import REGISTRY, STATE, Spec
-from ..errors import ProgramError
+from ..errors import CheckpointError, ProgramError
 from ..tensor import Tensor
 from ..views import is_write_back
 from .executor import Scope, compatible
@@ -538,8 +538,14 @@ def _written_temp(path: str, write) -> tuple[str, str]:
     mode `path` has or would get; and its sha256. The temporary files of earlier writes to
     `path` that were killed are removed first."""
     folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise CheckpointError(f"cannot save to {path!r}: the folder {folder!r} does not exist")
     _remove_temporaries(path)
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix="." + os.path.basename(path) + ".", suffix=".tmp")
+    prefix = "." + os.path.basename(path) + "."
+    try:
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=prefix, suffix=".tmp")
+    except OSError as e:  # (named by the user's path, not the temporary file's)
+        raise CheckpointError(f"cannot save to {path!r}: {e.strerror}") from None
     try:
         with os.fdopen(fd, "w+b") as f:
             write(f)
