@@ -2,7 +2,7 @@
 
     python bench/run.py            # the full table (a few minutes)
     python bench/run.py --quick    # a smoke run (fewer repeats, shorter loops)
-    python bench/run.py --readme   # also write the table into README.md
+    python bench/run.py --docs     # also write the table into docs/performance.md
     python bench/run.py --profile  # also profile nbflow's eager 1-element add
 
 Times are the minimum over several repeats of a timeit loop sized like `Timer.autorange`, and
@@ -695,9 +695,10 @@ def header():
     print()
 
 
-def write_readme(table: Table, notes: list[str]):
-    """Replace the block between the bench markers in README.md with this run's table."""
-    path = ROOT / "README.md"
+def write_docs(table: Table, notes: list[str]):
+    """Replace the block between the bench markers in docs/performance.md with this run's
+    table."""
+    path = ROOT / "docs" / "performance.md"
     text = path.read_text()
     begin, end = "<!-- bench:begin -->", "<!-- bench:end -->"
     block = [
@@ -738,7 +739,13 @@ def profile_add(seconds=1.0):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="fewer repeats, shorter loops")
-    ap.add_argument("--readme", action="store_true", help="write the table into README.md")
+    ap.add_argument(
+        "--docs",
+        "--readme",
+        dest="docs",
+        action="store_true",
+        help="write the table into docs/performance.md (--readme: the old name)",
+    )
     ap.add_argument("--profile", action="store_true", help="also cProfile nbflow's eager add")
     ap.add_argument("--n", type=int, default=1024, help="matmul size (default 1024)")
     args = ap.parse_args(argv)
@@ -820,9 +827,9 @@ def main(argv=None):
         f"\n{verdicts.count('PASS')} PASS, {verdicts.count('MISS')} MISS, "
         f"{verdicts.count('n/a')} n/a of {len(verdicts) - verdicts.count('info')} targeted rows"
     )
-    if args.readme:
-        write_readme(tab, notes)
-        print("README.md updated")
+    if args.docs:
+        write_docs(tab, notes)
+        print("docs/performance.md updated")
     if args.profile:
         profile_add()
 

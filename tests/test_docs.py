@@ -48,7 +48,7 @@ def python_blocks(path):
             continue
         no_run = NO_RUN.match(info)
         if info not in ("python", "py") and not no_run:
-            raise AssertionError(f'{path}:{line}: a python block is ```python or no-run: {info}')
+            raise AssertionError(f"{path}:{line}: a python block is ```python or no-run: {info}")
         yield line, source, no_run["reason"] if no_run else None
 
 
