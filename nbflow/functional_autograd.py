@@ -162,7 +162,7 @@ def jacobian(
 ):
     """d func / d inputs, one vjp per output element (row by row).
 
-    result[i][j] has shape outputs[i].shape + inputs[j].shape. `vectorize` is accepted for
+    `result[i][j]` has shape `outputs[i].shape + inputs[j].shape`. `vectorize` is accepted for
     PyTorch's signature but changes nothing here: rows are always computed in a loop."""
     if strategy != "reverse-mode":
         raise NotImplementedError("nbflow's jacobian has only strategy='reverse-mode'")
@@ -238,7 +238,7 @@ def hessian(
     outer_jacobian_strategy="reverse-mode",
 ):
     """The jacobian of the gradient: the inner jacobian is recorded (create_graph=True) so the
-    outer one can differentiate it. result[i][j] has shape inputs[i].shape + inputs[j].shape."""
+    outer one can differentiate it. `result[i][j]` has shape `inputs[i].shape + inputs[j].shape`."""
     in_tuple, xs = _as_tuple(inputs, "inputs", "hessian")
     scalar = _scalar_output(func, "hessian", strict)
 

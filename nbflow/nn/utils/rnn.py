@@ -174,7 +174,7 @@ def pack_sequence(sequences, enforce_sorted=True):
 
 
 def unpad_sequence(padded_sequences, lengths, batch_first=False):
-    """The list of sequences padded_sequences[:, b][:lengths[b]] (batch_first: [b])."""
+    """The list of sequences `padded_sequences[:, b][:lengths[b]]` (batch_first: `[b]`)."""
     x = padded_sequences if batch_first else nb.transpose(padded_sequences, 0, 1)
     return [x[b][: int(n)] for b, n in enumerate(_host_lengths(lengths))]
 
