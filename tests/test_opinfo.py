@@ -1,0 +1,295 @@
+"""PyTorch's own OpInfo database against nbflow (issue 39, item 1): for every entry of
+torch.testing._internal.common_methods_invocations.op_db that maps to an nbflow function or
+method, its first sample inputs in float64, float32 and int64 (those the op supports): forward
+values, dtypes and shapes, and float64 gradients (a fixed random cotangent), against PyTorch.
+
+Every outcome other than a pass is listed here: DOCUMENTED (an intended difference, also stated
+in README.md's "Differences from PyTorch") or XFAIL (not fixed yet, with the kind observed).
+Both are strict: a sample failing in a way not listed fails its entry's test, and so does a
+listed (entry, kind) that no sample shows any more. Keys are "entry" (any dtype) or
+"entry@dtype". `python tools/opinfo_report.py` prints the coverage figures."""
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("expecttest")  # torch.testing._internal needs it (the `test` extra has it)
+
+import opinfo_harness as h  # noqa: E402
+
+# ---------------------------------------------------------------- documented differences
+_INT_KERNELS = "float kernels only: integer inputs raise a typed KernelNotFoundError"
+_NO_ROUNDING_GRAD = "rounding and sign functions are not differentiable (PyTorch: a zero grad)"
+DOCUMENTED = {
+    **{
+        f"{name}@int64": {"refused": _INT_KERNELS}
+        for name in (
+            "addmm",
+            "addmm.decomposed",
+            "linspace",
+            "nn.functional.linear",
+            "nn.functional.avg_pool1d",
+            "nn.functional.avg_pool2d",
+            "nn.functional.avg_pool3d",
+            "nn.functional.max_pool2d",
+            "nn.functional.max_pool3d",
+            "nn.functional.conv1d",
+            "nn.functional.conv2d",
+            "nn.functional.conv3d",
+            "nn.functional.conv_transpose1d",
+            "nn.functional.conv_transpose2d",
+            "nn.functional.conv_transpose3d",
+        )
+    },
+    **{
+        name: {"no_grad": _NO_ROUNDING_GRAD}
+        for name in ("floor", "ceil", "round", "trunc", "sign", "sgn")
+    },
+    # bernoulli draws are not differentiable in p (PyTorch: a zero gradient)
+    "bernoulli": {"no_grad": "a random draw has no gradient in p (PyTorch: zero)"},
+    # integers to negative integer powers: numpy's error, not PyTorch's garbage values
+    "__rpow__@int64": {"refused": "integer ** negative integer raises (numpy's rule)"},
+    # which of equal values' indices is returned is unspecified in PyTorch too
+    "kthvalue@int64": {"wrong_value": "index among tied values differs (unspecified)"},
+    "topk@int64": {"wrong_value": "index among tied values differs (unspecified)"},
+    # a positional axis is numpy's (values only): PyTorch's (values, indices) needs dim=
+    "max.reduction_with_dim": {"wrong_shape": "max(x, 1) is values only; max(x, dim=1) pairs"},
+    "min.reduction_with_dim": {"wrong_shape": "min(x, 1) is values only; min(x, dim=1) pairs"},
+    # arguments without meaning that PyTorch accepts silently
+    "nn.functional.hardshrink": {"refused": "a negative lambd raises (PyTorch: accepted)"},
+    "nn.functional.layer_norm": {"refused": "a negative eps raises (PyTorch: accepted)"},
+}
+
+# ---------------------------------------------------------------- not fixed yet (issue 39)
+XFAIL = {
+    # arguments PyTorch accepts and nbflow refuses
+    **{
+        name: {"bad_args": "memory_format= not accepted"}
+        for name in ("bool", "double", "float", "half", "int", "long", "to")
+    },
+    "clamp": {"refused": "tensor min/max bounds"},
+    "div.floor_rounding": {"refused": "rounding_mode="},
+    "div.trunc_rounding": {"refused": "rounding_mode="},
+    "softmax.with_dtype": {"refused": "dtype="},
+    "log_softmax.with_dtype": {"refused": "dtype="},
+    "round.decimals_0": {"refused": "decimals="},
+    "round.decimals_3": {"refused": "decimals="},
+    "round.decimals_neg_3": {"refused": "decimals="},
+    "std": {"refused": "unbiased="},
+    "std.unbiased": {"refused": "unbiased as the second positional argument"},
+    "var": {"refused": "unbiased="},
+    "var.unbiased": {"refused": "unbiased as the second positional argument"},
+    "unique": {"bad_args": "dim="},
+    "linalg.lstsq": {"bad_args": "driver="},
+    "linalg.lstsq.grad_oriented": {"bad_args": "driver="},
+    "gradient": {"refused": "spacing=None / tensors / dim lists"},
+    "linspace.tensor_overload": {"refused": "0-d tensor endpoints"},
+    "logspace.tensor_overload": {"refused": "0-d tensor endpoints"},
+    "narrow": {"refused": "a 0-d tensor start"},
+    "normal": {"refused": "tensor mean/std"},
+    "normal.number_mean": {"refused": "tensor std with a number mean", "bad_args": "size="},
+    "tensordot": {"refused": "dims given as lists of pairs"},
+    "norm.nuc": {"internal_error": "p='nuc' raises a ValueError"},
+    "nn.functional.cross_entropy": {"refused": "class-probability targets"},
+    "nn.functional.interpolate.linear": {"bad_args": "recompute_scale_factor="},
+    "nn.functional.interpolate.nearest": {"bad_args": "recompute_scale_factor="},
+    "nn.functional.interpolate.area": {
+        "internal_error": "mode 'area' missing (a ValueError)",
+        "bad_args": "recompute_scale_factor=",
+    },
+    "nn.functional.interpolate.nearest-exact": {
+        "internal_error": "mode 'nearest-exact' missing (a ValueError)",
+        "bad_args": "recompute_scale_factor=",
+    },
+    "nn.functional.interpolate.bicubic": {"internal_error": "mode 'bicubic' missing"},
+    "nn.functional.interpolate.trilinear": {"internal_error": "mode 'trilinear' missing"},
+    # 0-d tensors treated as errors where PyTorch treats them as one element
+    **{
+        name: {"refused": "0-d input"}
+        for name in (
+            "index_add",
+            "index_copy",
+            "index_fill",
+            "index_select",
+            "index_reduce.amax",
+            "index_reduce.amin",
+            "index_reduce.mean",
+            "index_reduce.prod",
+            "median",
+            "meshgrid.list_of_tensors",
+            "meshgrid.variadic_tensors",
+            "quantile",
+            "nanquantile",
+            "nn.functional.multi_margin_loss",
+            "nn.functional.multilabel_margin_loss",
+        )
+    },
+    "nanmedian@int64": {"refused": "0-d integer input (median's path)"},
+    # empty matrices
+    "linalg.matrix_rank": {"refused": "0xN matrices (max of an empty reduction)"},
+    "linalg.matrix_rank.hermitian": {"refused": "0xN matrices (max of an empty reduction)"},
+    "pinverse": {"refused": "0xN matrices (max of an empty reduction)"},
+    "linalg.pinv.hermitian": {
+        "refused": "0xN matrices (max of an empty reduction)",
+        "wrong_value": "hermitian=True on a non-symmetric sample: PyTorch reads one triangle",
+    },
+    # wrong dtypes
+    "addbmm@int64": {"wrong_dtype": "int64 inputs give float32"},
+    "addmv@int64": {"wrong_dtype": "int64 inputs give float32"},
+    "baddbmm@int64": {"wrong_dtype": "int64 inputs give float32"},
+    # outputs not marked as requiring grad (empty or degenerate inputs)
+    "norm": {"no_grad": "p=0 norm"},
+    "linalg.norm": {"no_grad": "ord=0 norm"},
+    "linalg.norm.subgradients_at_zero": {"no_grad": "ord=0 norm"},
+    "cdist": {"no_grad": "an empty operand"},
+    "linalg.matrix_power": {"no_grad": "n=0 (the identity)"},
+    # accuracy
+    "matrix_exp@float32": {"wrong_value": "float32 Pade/scaling less accurate than PyTorch's"},
+    "special.bessel_j0@float64": {"wrong_value": "~2e-7 absolute error near zeros"},
+    "special.bessel_y1@float64": {"wrong_value": "~3e-7 absolute error near zeros"},
+    "nn.functional.ctc_loss": {"wrong_grad": "the gradient differs from PyTorch's"},
+}
+
+# ---------------------------------------------------------------- entries with no counterpart
+# Families: harness.UNMAPPED_FAMILIES (fft., masked., signal.windows., sparse., PyTorch-private
+# aten entry points). The rest, one by one:
+_NO_COMPLEX = "complex dtypes: not supported yet (issue 39, item 3)"
+_NO_SMALL_INTS = "uint8/int8/int16: not supported yet (issue 39, item 3)"
+_COPY_VARIANT = "an aten *_copy variant: nbflow has the view op (and .clone())"
+UNMAPPED = {
+    **dict.fromkeys(
+        (
+            "angle",
+            "cdouble",
+            "cfloat",
+            "chalf",
+            "complex",
+            "conj",
+            "conj_physical",
+            "imag",
+            "real",
+            "polar",
+            "resolve_conj",
+            "resolve_neg",
+            "view_as_complex",
+            "view_as_real",
+        ),
+        _NO_COMPLEX,
+    ),
+    **dict.fromkeys(("byte", "char", "short"), _NO_SMALL_INTS),
+    **dict.fromkeys(
+        (
+            "alias_copy",
+            "diagonal_copy",
+            "expand_copy",
+            "narrow_copy",
+            "permute_copy",
+            "split_with_sizes_copy",
+            "squeeze_copy",
+            "t_copy",
+            "transpose_copy",
+            "unbind_copy",
+            "unfold_copy",
+            "unsqueeze_copy",
+            "view_copy",
+        ),
+        _COPY_VARIANT,
+    ),
+    "as_strided": "as_strided: not yet (issue 39, item 3)",
+    "as_strided.partial_views": "as_strided: not yet (issue 39, item 3)",
+    "as_strided_copy": "as_strided: not yet (issue 39, item 3)",
+    "as_strided_scatter": "as_strided: not yet (issue 39, item 3)",
+    "linalg.eig": "linalg.eig: complex results, not yet (issue 39, item 3)",
+    "linalg.eigvals": "linalg.eigvals: complex results, not yet (issue 39, item 3)",
+    "stft": "stft: not yet (issue 39, item 3)",
+    "istft": "istft: not yet (issue 39, item 3)",
+    "bfloat16": "no bfloat16 dtype",
+    "cauchy": "no Tensor.cauchy_-style function (cauchy_ method only)",
+    "exponential": "no exponential() function (exponential_ method only)",
+    "geometric": "no geometric() function (geometric_ method only)",
+    "log_normal": "no log_normal() function (log_normal_ method only)",
+    "constant_pad_nd": "aten name: nbflow.nn.functional.pad",
+    "empty_permuted": "not provided",
+    "empty_strided": "not provided: nbflow tensors have no user-set strides",
+    "new_empty_strided": "not provided: nbflow tensors have no user-set strides",
+    "fill": "aten name: fill_ / full_like",
+    "geqrf": "LAPACK's raw Householder form: not provided",
+    "ormqr": "LAPACK's raw Householder form: not provided",
+    "grid_sampler_2d": "aten name: nbflow.nn.functional.grid_sample",
+    "grid_sampler_3d": "aten name: nbflow.nn.functional.grid_sample",
+    "hash_tensor": "not provided",
+    "histogramdd": "not provided",
+    "max_pool2d_with_indices_backward": "aten backward entry point",
+    "native_batch_norm": "aten name: nbflow.nn.functional.batch_norm",
+    "native_dropout_backward": "aten backward entry point",
+    "native_group_norm": "aten name: nbflow.nn.functional.group_norm",
+    "native_layer_norm": "aten name: nbflow.nn.functional.layer_norm",
+    "nn.functional.linear_cross_entropy": "not provided",
+    "nn.functional.linear_cross_entropy.chunked": "not provided",
+    "nn.functional.linear_cross_entropy.chunked_none": "not provided",
+    "nn.functional.multi_head_attention_forward": "not provided (nn.MultiheadAttention is)",
+    "nonzero_static": "not provided",
+    "pca_lowrank": "not provided",
+    "svd_lowrank": "not provided",
+    "slice": "aten name: indexing",
+    "to_sparse": "sparse tensors: nbflow has dense tensors only",
+}
+
+MAPPED = sorted(k for k in h.ENTRIES if h.resolve(k) is not None)
+
+
+def expected(key, dtype, kind):
+    """The table ("DOCUMENTED" or "XFAIL") and key that list this outcome, or None."""
+    for name, table in (("DOCUMENTED", DOCUMENTED), ("XFAIL", XFAIL)):
+        for tkey in (f"{key}@{dtype}", key):
+            if kind in table.get(tkey, {}):
+                return name, tkey
+    return None
+
+
+def check_entry(key):
+    """(unexpected outcomes, listed (table key, kind) pairs no sample shows, counts by category)"""
+    results = h.run_entry(key)
+    seen, unexpected, counts = set(), [], {}
+    for dtype, i, kind, detail in results:
+        if kind in ("pass", "n/a"):
+            category = kind
+        else:
+            hit = expected(key, dtype, kind)
+            if hit is None:
+                unexpected.append(f"{dtype} sample {i}: {kind}: {detail}")
+                category = f"unexpected {kind}"
+            else:
+                seen.add((hit[1], kind))
+                category = "documented" if hit[0] == "DOCUMENTED" else f"xfail {kind}"
+        counts[category] = counts.get(category, 0) + 1
+    listed = {
+        (tkey, kind)
+        for table in (DOCUMENTED, XFAIL)
+        for tkey, kinds in table.items()
+        if tkey == key or tkey.startswith(key + "@")
+        for kind in kinds
+    }
+    return unexpected, sorted(listed - seen), counts
+
+
+@pytest.mark.parametrize("key", MAPPED)
+def test_opinfo_entry(key):
+    unexpected, stale, _ = check_entry(key)
+    assert not unexpected, "new mismatches with PyTorch:\n" + "\n".join(unexpected)
+    assert not stale, f"listed but not observed any more (remove from the table): {stale}"
+
+
+def test_unmapped_entries_are_listed():
+    unmapped = {k for k in h.ENTRIES if h.resolve(k) is None}
+    by_family = {k for k in unmapped if h.unmapped_reason(k) is not None}
+    assert unmapped - by_family == set(UNMAPPED), (
+        f"unlisted: {sorted(unmapped - by_family - set(UNMAPPED))}; "
+        f"mapped now (remove from UNMAPPED): {sorted(set(UNMAPPED) - unmapped)}"
+    )
+
+
+def test_tables_name_real_entries():
+    for table in (DOCUMENTED, XFAIL):
+        for tkey, kinds in table.items():
+            assert tkey.split("@")[0] in h.ENTRIES, tkey
+            assert set(kinds) <= set(h.KINDS), (tkey, kinds)
