@@ -119,13 +119,29 @@ def _eps(x):
 def pinv(A, *, rtol=None, hermitian=False):
     """The pseudo-inverse through the SVD: singular values below rtol * max(S) (default
     max(m, n) * eps) count as zero. `hermitian` is accepted and the SVD used anyway."""
-    u, s, vh = decomp.svd(A, full_matrices=False)
+    const = A.detach() if A.requires_grad else A
+    u, s, vh = decomp.svd(const, full_matrices=False)
     if rtol is None:
         rtol = max(A.shape[-2:]) * _eps(A)
     cutoff = unsqueeze(max_(s, axis=-1), -1) * rtol
     keep = s > cutoff
-    s_inv = where(keep, 1.0 / where(keep, s, 1.0), 0.0)  # no 1/0 in the gradient
-    return matmul(matrix_transpose(vh) * unsqueeze(s_inv, -2), matrix_transpose(u))
+    s_inv = where(keep, 1.0 / where(keep, s, 1.0), 0.0)
+    X = matmul(matrix_transpose(vh) * unsqueeze(s_inv, -2), matrix_transpose(u))
+    if not A.requires_grad:
+        return X
+    # The gradient by the pseudo-inverse's own derivative (Golub & Pereyra; PyTorch's
+    # pinv_backward), not through the SVD's, which is NaN at repeated singular values: X plus
+    # a term linear in D = A - const, which is 0 in value and dX = -X D X + X X^T D^T (I - A X)
+    # + (I - X A) D^T X^T X in derivative.
+    D = A - const
+    Dt, Xt = matrix_transpose(D), matrix_transpose(X)
+    XXt, XtX = matmul(X, Xt), matmul(Xt, X)
+    P = matmul(XXt, Dt)  # X X^T D^T
+    Q = matmul(Dt, XtX)  # D^T X^T X
+    term = (
+        -matmul(matmul(X, D), X) + P - matmul(matmul(P, const), X) + Q - matmul(matmul(X, const), Q)
+    )
+    return X + term
 
 
 def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False):
@@ -352,6 +368,8 @@ def inv_ex(A, *, check_errors=False):
     inverse) instead of an error."""
     n = _square(A)
     factor, pivots, info = fz.lu_factor_ex(A, errors=_errors("inv_ex", check_errors))
+    if n == 0:  # the empty inverse (and an empty gradient: no 0x0 solve)
+        return InvExResult(A * 0.0, info)
     identity = broadcast_to(eye(n, dtype=A.dtype, device=getattr(A, "device", None)), A.shape)
     return InvExResult(fz.linalg_lu_solve(factor, pivots, identity), info)
 

@@ -446,7 +446,6 @@ def test_concat_of_mismatched_shapes_names_the_arguments():
         lambda x: x.transpose(0, 3),
         lambda x: x.permute(0, 1),
         lambda x: x.permute(0, 0, 1),
-        lambda x: x.squeeze(1),
         lambda x: x.unsqueeze(4),
         lambda x: x.flatten(2, 1),
         lambda x: nb.concat(x, x, axis=3),

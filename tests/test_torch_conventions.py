@@ -286,3 +286,100 @@ def test_elu_family_gradient_at_zero_is_the_negative_branch(name, fn, slope_at_0
     left = (fn(nb.tensor(0.0, dtype=nb.float64)) - fn(nb.tensor(-h, dtype=nb.float64))).item()
     assert x.grad.numpy()[0] == pytest.approx(left / h, rel=1e-6)
     gradcheck(fn, [nb.tensor([-1.0, 1.0, -0.3], requires_grad=True, dtype=nb.float64)])
+
+
+# ---------------------------------------------------------------- issue 39, second round
+# (the OpInfo sweep's wrong answers and internal errors; references: PyTorch, mpmath values)
+
+torch = pytest.importorskip("torch")
+
+
+def test_pinv_gradient_at_repeated_singular_values_matches_torch():
+    rng = np.random.default_rng(0)
+    for a in (np.linalg.qr(rng.standard_normal((3, 3)))[0], rng.standard_normal((2, 4, 3))):
+        cot = rng.standard_normal(a.shape[:-2] + a.shape[-2:][::-1])
+        x = nb.tensor(a, requires_grad=True)
+        (nb.linalg.pinv(x) * nb.tensor(cot)).sum().backward()
+        xt = torch.tensor(a, requires_grad=True)
+        (torch.linalg.pinv(xt) * torch.tensor(cot)).sum().backward()
+        np.testing.assert_allclose(x.grad.numpy(), xt.grad.numpy(), rtol=1e-9, atol=1e-12)
+
+
+def test_igamma_for_large_a_near_x():
+    # P(a, x) and Q(a, x) by mpmath (50 digits); torch and scipy lose the lower tail here
+    a = np.array([1e20, 2e6, 2e6])
+    x = np.array([1e20, 2e6 - 5 * np.sqrt(2e6), 2e6])
+    p = nb.igamma(nb.tensor(a), nb.tensor(x)).numpy()
+    q = nb.igammac(nb.tensor(a), nb.tensor(x)).numpy()
+    np.testing.assert_allclose(p[:2], [0.5000000000132981, 2.7834177838339720e-07], rtol=1e-9)
+    np.testing.assert_allclose(p + q, 1.0, rtol=1e-12)
+    want = torch.igamma(torch.tensor(a[[0, 2]]), torch.tensor(x[[0, 2]])).numpy()
+    np.testing.assert_allclose(p[[0, 2]], want, rtol=1e-9)
+
+
+def test_frexp_and_nextafter_gradients_match_torch():
+    v = np.array([1.5, 3.0, -0.3, 0.0, 1e-310])
+    x = nb.tensor(v, requires_grad=True)
+    nb.frexp(x).mantissa.sum().backward()
+    xt = torch.tensor(v, requires_grad=True)
+    torch.frexp(xt).mantissa.sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), xt.grad.numpy())
+    x, y = nb.tensor(v, requires_grad=True), nb.tensor(np.full(5, 2.0), requires_grad=True)
+    nb.nextafter(x, y).sum().backward()
+    xt, yt = torch.tensor(v, requires_grad=True), torch.tensor(np.full(5, 2.0), requires_grad=True)
+    torch.nextafter(xt, yt).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), xt.grad.numpy())
+    np.testing.assert_array_equal(0 if y.grad is None else y.grad.numpy(), yt.grad.numpy())
+
+
+def test_nanmedian_of_a_0d_tensor():
+    for keepdim in (False, True):
+        got = nb.nanmedian(nb.tensor(3.0, dtype=nb.float64), 0, keepdim=keepdim)
+        want = torch.nanmedian(torch.tensor(3.0, dtype=torch.float64), 0, keepdim=keepdim)
+        assert got.values.shape == tuple(want.values.shape)
+        assert got.values.item() == want.values.item() and got.indices.item() == 0
+
+
+def test_tensor_split_with_a_0d_tensor_of_sections():
+    got = nb.tensor_split(nb.arange(10), nb.tensor(3))
+    want = torch.tensor_split(torch.arange(10), torch.tensor(3))
+    assert [p.numpy().tolist() for p in got] == [p.numpy().tolist() for p in want]
+
+
+def test_randint_forms_and_float_dtype():
+    x = nb.randint(0, 5, (3, 4), dtype=nb.float32)
+    assert x.dtype == nb.float32 and x.shape == (3, 4)
+    assert ((x.numpy() >= 0) & (x.numpy() < 5) & (x.numpy() == np.floor(x.numpy()))).all()
+    y = nb.randint(5, (6,))  # randint(high, size), as torch.randint(5, (6,))
+    assert y.shape == (6,) and y.dtype == nb.int64 and ((y.numpy() >= 0) & (y.numpy() < 5)).all()
+    z = nb.randint(2, 4, size=(2,))
+    assert ((z.numpy() >= 2) & (z.numpy() < 4)).all()
+
+
+def test_inv_ex_gradient_of_an_empty_matrix():
+    for shape in ((0, 0), (2, 0, 0)):
+        x = nb.tensor(np.zeros(shape), requires_grad=True)
+        inverse, info = nb.linalg.inv_ex(x)
+        inverse.sum().backward()
+        assert inverse.shape == shape and x.grad.shape == shape
+        assert info.shape == shape[:-2]
+
+
+def test_stack_with_a_positional_dim_and_squeeze_of_a_non_1_dim():
+    a = np.arange(6.0).reshape(2, 3)
+    got = nb.stack([nb.tensor(a), nb.tensor(a + 1)], -1)
+    want = torch.stack([torch.tensor(a), torch.tensor(a + 1)], -1)
+    np.testing.assert_array_equal(got.numpy(), want.numpy())
+    x = nb.tensor(a.reshape(2, 1, 3))
+    for dim in (0, 1, 2, (0, 1)):
+        assert x.squeeze(dim).shape == tuple(torch.tensor(a.reshape(2, 1, 3)).squeeze(dim).shape)
+
+
+def test_sort_and_argsort_take_stable():
+    v = np.array([3.0, 1.0, 3.0, 1.0, 2.0])
+    got = nb.sort(nb.tensor(v), stable=True)
+    want = torch.sort(torch.tensor(v), stable=True)
+    np.testing.assert_array_equal(got.indices.numpy(), want.indices.numpy())
+    got = nb.argsort(nb.tensor(v), descending=True, stable=True)
+    want = torch.argsort(torch.tensor(v), descending=True, stable=True)
+    np.testing.assert_array_equal(got.numpy(), want.numpy())

@@ -139,6 +139,10 @@ def nanmedian(input, dim=None, keepdim=False):
         return nanmedian(reshape(input, (-1,)), 0).values
     if not dt.is_float(input.dtype):
         return median(input, dim, keepdim)
+    if input.ndim == 0:  # one element (PyTorch's): dim 0 or -1 of a 0-d tensor
+        _dim("nanmedian", reshape(input, (1,)), dim)
+        values, indices = nanmedian(reshape(input, (1,)), 0)
+        return ValuesIndices(reshape(values, ()), reshape(indices, ()))
     a, n = _dim("nanmedian", input, dim)
     if n == 0:
         raise ShapeError(f"nanmedian of an empty dim (input of shape {input.shape})")

@@ -482,11 +482,34 @@ def randn(*shape, dtype=None, generator=None, device=None, requires_grad=False):
     )
 
 
-def randint(low, high, shape, dtype=dt.DEFAULT_INT, generator=None, device=None):
-    shape = (shape,) if isinstance(shape, int) else tuple(shape)
-    return on_device(
-        randint_op(shape=shape, low=low, high=high, dtype=dtype, generator=generator), device
-    )
+def randint(
+    low,
+    high=None,
+    shape=None,
+    dtype=dt.DEFAULT_INT,
+    generator=None,
+    device=None,
+    *,
+    size=None,
+    requires_grad=False,
+):
+    """Integers in [low, high) of the given shape: randint(low, high, shape) or, as PyTorch,
+    randint(high, size) (from 0); a float dtype holds the integers drawn (PyTorch's)."""
+    if shape is None:
+        shape = size
+    if shape is None and isinstance(high, (tuple, list)):
+        low, high, shape = 0, low, high  # randint(high, size)
+    if high is None or shape is None:
+        raise ArgumentError("randint needs high and a shape: randint([low,] high, size)")
+    shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
+    dtype = dt.as_dtype(dtype)
+    draw = dtype if dtype in dt.INTS else dt.int64
+    out = randint_op(shape=shape, low=low, high=high, dtype=draw, generator=generator)
+    if draw != dtype:
+        out = out.astype(dtype)
+    if requires_grad:
+        out.requires_grad_(True)
+    return on_device(out, device)
 
 
 __all__ = [

@@ -8,7 +8,8 @@ from collections import namedtuple
 import numpy as np
 
 from .. import dtypes as dt
-from ._define import NOT_IN_PYTORCH, elementwise
+from ..core import needs_grad
+from ._define import elementwise
 from .creation import full_like
 from .elementwise import (
     abs,
@@ -21,6 +22,7 @@ from .elementwise import (
     logical_and,
     logical_or,
     mul,
+    neg,
     sqrt,
     where,
 )
@@ -95,11 +97,14 @@ def bitwise_right_shift(x, y):
     return x >> y
 
 
-@elementwise(dtypes=(dt.float32, dt.float64), ref=np.nextafter, no_derivative=NOT_IN_PYTORCH)
+@elementwise(dtypes=(dt.float32, dt.float64), ref=np.nextafter)
 def nextafter(x, y):
     """The next float after x toward y, in x's dtype (no float16: numba's CPU target would
-    step in float32)."""
+    step in float32). PyTorch's gradient: 1 for x, 0 for y."""
     return math.nextafter(x, y)
+
+
+nextafter.defgrad(lambda g, out, x, y: (g if needs_grad(x) else None, None))
 
 
 def _frexp_mantissa_ref(x):
@@ -110,9 +115,10 @@ def _frexp_exponent_ref(x):
     return np.frexp(x)[1].astype(np.int32)
 
 
-@elementwise(dtypes=dt.FLOATS, ref=_frexp_mantissa_ref, no_derivative=NOT_IN_PYTORCH)
+@elementwise(dtypes=dt.FLOATS, ref=_frexp_mantissa_ref)
 def frexp_mantissa(x):
-    """The mantissa of frexp: x = mantissa * 2**exponent, 0.5 <= |mantissa| < 1."""
+    """The mantissa of frexp: x = mantissa * 2**exponent, 0.5 <= |mantissa| < 1. Its gradient
+    is 2**-exponent (PyTorch's)."""
     return math.frexp(x)[0]
 
 
@@ -122,12 +128,16 @@ def frexp_exponent(x):
     return math.frexp(x)[1]
 
 
+frexp_mantissa.defgrad(lambda g, out, x: (ldexp(g, neg(frexp_exponent(x))),))
+
+
 Frexp = namedtuple("Frexp", ["mantissa", "exponent"])
 
 
 def frexp(input):
     """(mantissa, exponent) with input = mantissa * 2**exponent, 0.5 <= |mantissa| < 1 (0, inf
-    and NaN give themselves and exponent 0), the exponent in int32. No gradient, as PyTorch."""
+    and NaN give themselves and exponent 0), the exponent in int32. The mantissa's gradient is
+    2**-exponent, as PyTorch's; the exponent has none."""
     return Frexp(frexp_mantissa(input), frexp_exponent(input))
 
 

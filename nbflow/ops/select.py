@@ -269,6 +269,11 @@ def tensor_split(x, indices_or_sections, dim=0):
     first ones longer); a sequence of indices cuts at those positions (clamped, as PyTorch)."""
     a = axis_of(dim, x.ndim)
     n = _known("tensor_split", x, a)
+    if hasattr(indices_or_sections, "shape") and len(indices_or_sections.shape) == 0:
+        # a 0-d tensor is a number of sections (PyTorch's)
+        indices_or_sections = int(
+            eager_values("tensor_split", "indices_or_sections", indices_or_sections)
+        )
     if isinstance(indices_or_sections, (int, np.integer)):
         k = int(indices_or_sections)
         if k <= 0:

@@ -293,6 +293,14 @@ squeeze_op.defgrad(lambda g, out, x, axis: (reshape_like(g, x),))
 
 
 def squeeze(x, axis=None):
+    """x without the given size-1 axes (all of them when axis is None). As PyTorch, a named
+    axis of a known size other than 1 is left in place (squeeze_op itself refuses it)."""
+    if axis is not None and x.ndim > 0:
+        axes = axes_of(axis, x.ndim)
+        keep = tuple(a for a in axes if x.shape[a] in (1, UNKNOWN))
+        if not keep:
+            return squeeze_op(x, axis=())
+        axis = keep
     return squeeze_op(x, axis=axis)
 
 
@@ -500,7 +508,10 @@ stack_op.defgrad(_stack_grad)
 
 
 def stack(*xs, axis=0):
-    """Join tensors of one shape along a new axis: stack(a, b) or stack([a, b], axis=1)."""
+    """Join tensors of one shape along a new axis: stack(a, b), stack([a, b], axis=1) or, as
+    PyTorch, stack([a, b], 1)."""
+    if len(xs) == 2 and isinstance(xs[0], (list, tuple)) and isinstance(xs[1], (int, np.integer)):
+        xs, axis = (xs[0],), int(xs[1])
     return stack_op(*_tensors(xs), axis=axis)
 
 

@@ -80,13 +80,15 @@ def _sort_grad(g, out, x, axis, descending):
     return (scatter_add_op(zeros_like(x), out[1], g_values, axis=axis),)
 
 
-def sort(x, axis=-1, descending=False):
-    """(values, indices) of x sorted along `axis` (PyTorch's sort; see sort_op)."""
+def sort(x, axis=-1, descending=False, *, stable=False):
+    """(values, indices) of x sorted along `axis` (PyTorch's sort; see sort_op). The sort is
+    always stable, so `stable=` (PyTorch's) changes nothing."""
     return ValuesIndices(*sort_op(x, axis=axis, descending=descending))
 
 
-def argsort(x, axis=-1, descending=False):
-    """The indices that sort x along `axis` (stable; PyTorch's NaN order)."""
+def argsort(x, axis=-1, descending=False, *, stable=False):
+    """The indices that sort x along `axis` (always stable, whatever `stable=` says; PyTorch's
+    NaN order)."""
     return sort_op(x, axis=axis, descending=descending)[1]
 
 
