@@ -1,4 +1,4 @@
-"""The documentation's code runs: every ```python block in docs/**/*.md is executed.
+"""The documentation's code runs: every ```python block in docs/**/*.md and README.md runs.
 
 A page's blocks run in order in one namespace (a page reads as one session), in a fresh
 temporary folder, so files a block writes go there. A block that truly cannot run in CI (it
@@ -16,6 +16,7 @@ import pytest
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
 PAGES = sorted(DOCS.rglob("*.md"))
+RUN = [*PAGES, ROOT / "README.md"]  # the front page's taste runs too
 NO_RUN = re.compile(r'^python\s+title="no-run: (?P<reason>[^"]+)"\s*$')
 FENCE = re.compile(r"^(?P<indent> *)(?P<fence>```+|~~~+)(?P<info>.*)$")
 
@@ -52,7 +53,7 @@ def python_blocks(path):
         yield line, source, no_run["reason"] if no_run else None
 
 
-@pytest.mark.parametrize("page", PAGES, ids=[str(p.relative_to(DOCS)) for p in PAGES])
+@pytest.mark.parametrize("page", RUN, ids=[str(p.relative_to(ROOT)) for p in RUN])
 def test_page_runs(page, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     namespace = {"__name__": "__docs__"}
@@ -95,6 +96,6 @@ def test_api_pages_name_importable_modules():
 
 
 def test_no_run_blocks_say_why():
-    for page in PAGES:
+    for page in RUN:
         for line, _source, reason in python_blocks(page):
             assert reason is None or len(reason.split()) >= 2, f"{page}:{line}: say why"
