@@ -2,7 +2,7 @@
 (autograd through the namespace, the protocol methods), and a bounded run of the standard's own
 test suite (data-apis/array-api-tests, a snapshot in ../shared/third_party/array-api-tests)
 against it, with the commented xfail list tests/array_api_xfails.txt. The full run is the
-README's command (section "Working with other libraries")."""
+command in docs/interop.md ("The Python Array API standard")."""
 
 import os
 import shutil
@@ -24,7 +24,7 @@ XFAILS = ROOT / "tests" / "array_api_xfails.txt"
 
 # The bounded CI run: every file of the suite but test_special_cases.py (the IEEE special values
 # of each elementwise function, 1000+ cases) and test_fft.py (nbflow has no fft), with a few
-# hypothesis examples each; the whole suite is the README's command.
+# hypothesis examples each; the whole suite is the command in docs/interop.md.
 CI_FILES = [
     "test_constants.py",
     "test_creation_functions.py",

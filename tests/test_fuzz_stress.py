@@ -3,7 +3,7 @@ threads (trials of 2-8 threads training, calling a shared @jit function and prog
 first, each in its own grad mode, autocast or check, in fresh processes), kill-save (saves of a
 Program, a state_dict and a .safetensors file SIGKILLed at random moments) and the API argument
 fuzzer; then one regression test per defect the campaigns found and this file fixed. The long
-runs and their figures are in the README's "Reliability" section."""
+runs and their figures are in docs/reliability.md ("Stress campaigns")."""
 
 import math
 import os
@@ -43,7 +43,7 @@ def test_kill_save_campaign_always_leaves_the_previous_or_the_new_version():
 
 # The API fuzzer's seed-0 run of 1500 calls after the fixes below: no crash, hang or unclear
 # message; the defects left (builtin exceptions from deep inside nbflow, numpy or Python for
-# hostile hyperparameters, listed in the README) may not grow.
+# hostile hyperparameters, listed in docs/reliability.md) may not grow.
 API_CALLS = 1500
 API_CEILING = {"untyped": 30, "plain": 35}
 

@@ -1,8 +1,8 @@
 """nbflow.onnx.export: the benchmark models (CNN with batch norm and residual blocks, Transformer
 encoder, LSTM, MLP) and the digits CNN, small, exported and run under onnxruntime: the file
 passes onnx's full check and gives nbflow's outputs to float32 tolerance, at the example's
-batch size and at another one where the batch dim is dynamic (README: Working with other
-libraries)."""
+batch size and at another one where the batch dim is dynamic (docs/interop.md, "ONNX
+export")."""
 
 from __future__ import annotations
 
