@@ -240,6 +240,11 @@ SAMPLES = {
         lambda: [x(3, 2, 2, low=-1), x(3, 2, 2, low=-1), x(3, 2, 2)],
         {},
     ),
+    "batch_norm_eval": (  # (running_var from x(): kept away from 0)
+        lambda a, m, v, w, b: nb.batch_norm_eval(a, m, v, w, b, eps=1e-5),
+        lambda: [x(3, 2, 2, low=-1), x(2, low=-1), x(2), x(2, low=-1), x(2, low=-1)],
+        {},
+    ),
     "channel_affine": (nb.channel_affine, lambda: [x(3, 2, 2), x(2), x(2)], {}),
     "channel_affine_grad": (
         lambda g, y, w: nb.channel_affine_grad(g, y, w),

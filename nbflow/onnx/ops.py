@@ -335,6 +335,13 @@ def channel_affine(b, node, ins):
     return b.op("Add", [b.op("Mul", [y, w]), bias])
 
 
+@converts("batch_norm_eval")
+def batch_norm_eval(b, node, ins, eps=1e-5):
+    """Batch norm by its running statistics: ONNX's BatchNormalization in inference mode."""
+    x, mean, var, w, bias = b.cast_inputs(node, ins)
+    return b.op("BatchNormalization", [x, w, bias, mean, var], epsilon=float(eps))
+
+
 @converts("layer_norm")
 def layer_norm(b, node, ins, normalized_shape, eps=1e-5):
     shape = [int(s) for s in _static(normalized_shape, "normalized_shape", node)]

@@ -28,6 +28,7 @@ from ..core import UNKNOWN, Attr, Op, Spec, is_probability, needs_grad
 from ..errors import AttrError, DTypeError, OutOfRangeError, ShapeError
 from ..kernels import threads
 from ..kernels.cpu import JIT
+from ..kernels.cuda import not_supported
 from ..kernels.jit import njit
 from . import reduce as _reduce
 from . import shape as _shape
@@ -976,6 +977,77 @@ def _batch_norm_train_affine_grad_grad(h, outs, g, x, w, eps):
     return dg, dxx, dw
 
 
+# ---------------------------------------------------------------- batch_norm_eval
+
+
+def _eval_spec(x, mean, var, w, b, eps):
+    _check_bn_input(x)
+    _check_stats(x, (mean, var, w, b))
+    return Spec(x.shape, dt.promote([a.dtype for a in (x, mean, var, w, b)]))
+
+
+def _eval_affine(mean, var, w, b, eps, dtype):
+    """The per-channel scale w / sqrt(var + eps) and shift b - mean * scale (C-long vectors:
+    numpy's ops, where six graph ops each cost their dispatch)."""
+    scale = (w / np.sqrt(var.astype(dtype) + dtype.type(eps))).astype(dtype)
+    return scale, (b - mean * scale).astype(dtype)
+
+
+def _eval_cpu(x, mean, var, w, b, out, eps):
+    if out.size:
+        scale, shift = _eval_affine(mean, var, w, b, eps, out.dtype)
+        x3 = _channels_last3(x)
+        _by_channels(_affine_channels, x3, x3, scale, shift, out.reshape(x3.shape))
+
+
+def _eval_ref(x, mean, var, w, b, eps=1e-5):
+    d = dt.promote([a.dtype for a in (x, mean, var, w, b)])
+    x, mean, var, w, b = (a.astype(np.float64) for a in (x, mean, var, w, b))
+    per_channel = (-1,) + (1,) * (x.ndim - 2)
+    y = (x - mean.reshape(per_channel)) / np.sqrt(var.reshape(per_channel) + eps)
+    return (y * w.reshape(per_channel) + b.reshape(per_channel)).astype(d)
+
+
+batch_norm_eval = Op(
+    name="batch_norm_eval",
+    inputs=("x", "running_mean", "running_var", "weight", "bias"),
+    outputs=("out",),
+    spec=_eval_spec,
+    kernels={
+        "cpu": _eval_cpu,
+        "cuda": not_supported(
+            "batch_norm_eval runs on the CPU; F.batch_norm composes it from rsqrt and "
+            "channel_affine on a GPU"
+        ),
+    },
+    dtypes=FLOATS,
+    ref=_eval_ref,
+    attrs={"eps": Attr("float", 1e-5)},
+    doc=(
+        "Batch norm in evaluation mode, x (N, C, ...) by its running statistics: "
+        "(x - running_mean[c]) / sqrt(running_var[c] + eps) * weight[c] + bias[c], in one pass "
+        "(the per-channel scale and shift made first)."
+    ),
+)
+
+
+@batch_norm_eval.defgrad
+def _batch_norm_eval_grad(g, out, x, mean, var, w, b, eps):
+    # out = channel_affine(x, scale, shift), scale = w rsqrt(var + eps), shift = b - mean scale
+    inverse = rsqrt(var + eps)
+    scale = inverse * w
+    dx, d_scale, d_shift = channel_affine_grad(g, x, scale)
+    d_scale = d_scale - d_shift * mean  # (the shift reads the scale too)
+    d_var = d_scale * w * inverse * inverse * inverse * -0.5 if needs_grad(var) else None
+    return (
+        dx if needs_grad(x) else None,
+        -d_shift * scale if needs_grad(mean) else None,
+        d_var,
+        d_scale * inverse if needs_grad(w) else None,
+        d_shift if needs_grad(b) else None,
+    )
+
+
 def _per_channel(t, ndim):
     """A (C,) tensor shaped (C, 1, ...) to broadcast along axis 1 of an ndim-D input."""
     for _ in range(ndim - 2):
@@ -1019,7 +1091,11 @@ def batch_norm(
         return batch_norm_train_affine(x, scale, shift, *stats, eps=eps)
     if running_mean is None:
         raise ShapeError("batch_norm: evaluation needs running_mean and running_var")
-    # one pass: x * scale + shift, the statistics and the affine folded per channel
+    if not getattr(x, "is_cuda", False):
+        weight = ones_like(running_var) if weight is None else weight
+        bias = zeros_like(running_mean) if bias is None else bias
+        return batch_norm_eval(x, running_mean, running_var, weight, bias, eps=eps)
+    # on a GPU: x * scale + shift, the statistics and the affine folded per channel
     scale = rsqrt(running_var + eps)
     if weight is not None:
         scale = scale * weight
@@ -1044,6 +1120,7 @@ __all__ = [
     "batch_norm_train_grad",
     "batch_norm_train_affine",
     "batch_norm_train_affine_grad",
+    "batch_norm_eval",
     "channel_affine",
     "channel_affine_grad",
     "batch_norm_update_stats_",
