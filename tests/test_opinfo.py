@@ -3,8 +3,9 @@ torch.testing._internal.common_methods_invocations.op_db that maps to an nbflow 
 method, its first sample inputs in float64, float32 and int64 (those the op supports): forward
 values, dtypes and shapes, and float64 gradients (a fixed random cotangent), against PyTorch.
 
-Every outcome other than a pass is listed here: DOCUMENTED (an intended difference, also stated
-in README.md's "Differences from PyTorch") or XFAIL (not fixed yet, with the kind observed).
+Every outcome other than a pass is listed here: DOCUMENTED (an intended difference, also
+stated in docs/eager.md, "Where nbflow differs from PyTorch") or XFAIL (not fixed yet, with the
+kind observed).
 Both are strict: a sample failing in a way not listed fails its entry's test, and so does a
 listed (entry, kind) that no sample shows any more. Keys are "entry" (any dtype) or
 "entry@dtype". `python tools/opinfo_report.py` prints the coverage figures."""
