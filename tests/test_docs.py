@@ -99,3 +99,19 @@ def test_no_run_blocks_say_why():
     for page in RUN:
         for line, _source, reason in python_blocks(page):
             assert reason is None or len(reason.split()) >= 2, f"{page}:{line}: say why"
+
+
+def test_the_op_table_lists_every_op():
+    """docs/api/ops.md's table (tools/docs_hooks.py) has a row for each registered op."""
+    import importlib.util
+
+    import nbflow
+
+    spec = importlib.util.spec_from_file_location("docs_hooks", ROOT / "tools" / "docs_hooks.py")
+    hooks = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(hooks)
+    page = (DOCS / "api" / "ops.md").read_text()
+    assert hooks.MARKER in page
+    table = hooks.on_page_markdown(page, None, None, None)
+    for name in nbflow.ops.REGISTRY:
+        assert f"| `{name}` |" in table, name
