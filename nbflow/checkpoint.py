@@ -58,7 +58,7 @@ import numpy as np
 
 from . import dtypes as dt
 from .core import STATE
-from .errors import CheckpointError
+from .errors import ArgumentError, CheckpointError, DomainError
 from .graph import serialize
 from .graph.program import Program
 from .graph.serialize import _atomic_write
@@ -112,14 +112,14 @@ def save(obj, path, scope=None, format: str | None = None) -> None:
     safetensors format instead (safetensors_io.py: for PyTorch and Hugging Face tools)."""
     if _safetensors(path, format, "save"):
         if isinstance(obj, Program) or scope is not None:
-            raise TypeError("save: the safetensors format holds a state_dict, not a Program")
+            raise ArgumentError("save: the safetensors format holds a state_dict, not a Program")
         save_safetensors(obj, path)
         return
     if isinstance(obj, Program):
         serialize.save(obj, path, scope)
         return
     if scope is not None:
-        raise TypeError(f"save: scope= is for saving a Program, not a {type(obj).__name__}")
+        raise ArgumentError(f"save: scope= is for saving a Program, not a {type(obj).__name__}")
     save_state(obj, path)
 
 
@@ -136,11 +136,11 @@ def load(
     reads a safetensors file's tensors by name (safetensors_io.load_safetensors)."""
     if _safetensors(path, format, "load"):
         if scope is not None or require_loop_bounds:
-            raise TypeError("load: a safetensors file holds tensors, not a Program")
+            raise ArgumentError("load: a safetensors file holds tensors, not a Program")
         return load_safetensors(path, max_param_bytes)
     if _is_checkpoint(path):
         if scope is not None or require_loop_bounds:
-            raise TypeError(
+            raise ArgumentError(
                 f"load: {path} is a checkpoint of state, not a Program: scope= and "
                 "require_loop_bounds= are for programs"
             )
@@ -157,7 +157,7 @@ def _safetensors(path, format, what: str) -> bool:
     """Whether save/load use the safetensors format: format="safetensors", or a `.safetensors`
     path with no format given ("nbflow": nbflow's own whatever the suffix)."""
     if format not in (None, "nbflow", "safetensors"):
-        raise ValueError(f"{what}: format is 'nbflow' or 'safetensors', not {format!r}")
+        raise DomainError(f"{what}: format is 'nbflow' or 'safetensors', not {format!r}")
     return format == "safetensors" or (format is None and is_safetensors_path(path))
 
 

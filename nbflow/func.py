@@ -31,7 +31,7 @@ from . import ops
 from .autograd import grad as _grad
 from .autograd import toposort
 from .core import enable_grad, rebuilt
-from .errors import UnsupportedError
+from .errors import ArgumentError, DomainError, ShapeError, UnsupportedError
 from .functional_autograd import _vjp_raw
 from .ops.queries import is_tensor
 from .tensor import Tensor, tensor
@@ -59,7 +59,7 @@ def _argnums(argnums, nargs: int, fn: str) -> tuple[bool, tuple]:
 def _fresh(x, fn: str):
     """A handle to differentiate with respect to: viewed (keeping its graph) if x has one."""
     if not isinstance(x, Tensor):
-        raise TypeError(f"{fn}: the argument to differentiate must be a Tensor, got {type(x)}")
+        raise ArgumentError(f"{fn}: the argument to differentiate must be a Tensor, got {type(x)}")
     return x.view_as(x) if x.requires_grad else x.detach().requires_grad_(True)
 
 
@@ -282,7 +282,7 @@ def vmap(func, in_dims=0, out_dims=0, randomness: str = "error", *, chunk_size=N
     recipe works: vmap(lambda p, b, x: functional_call(model, (p, b), (x,)), in_dims=(0, 0,
     None))(*stack_module_state(models), x)."""
     if randomness not in ("error", "different", "same"):
-        raise ValueError(
+        raise DomainError(
             f"vmap: randomness must be 'error', 'different' or 'same', got {randomness!r}"
         )
 
@@ -376,18 +376,18 @@ def _broadcast(dims, structure):
 def _in_dims(in_dims, args, leaves, structure) -> list:
     """One mapped dim (or None) per input leaf, checked against the leaf as torch does."""
     if not isinstance(in_dims, (int, tuple, list)) and in_dims is not None:
-        raise ValueError(
+        raise DomainError(
             "vmap: expected `in_dims` to be int or a (potentially nested) tuple matching the "
             f"structure of inputs, got: {type(in_dims)}"
         )
     if isinstance(in_dims, (tuple, list)) and len(in_dims) != len(args):
-        raise ValueError(
+        raise ShapeError(
             f"vmap: in_dims is not compatible with the structure of `inputs`. in_dims has "
             f"{len(in_dims)} entries but there are {len(args)} inputs"
         )
     dims = _broadcast(tuple(in_dims) if isinstance(in_dims, list) else in_dims, structure)
     if dims is None:
-        raise ValueError(
+        raise ShapeError(
             f"vmap: in_dims is not compatible with the structure of `inputs`. in_dims is "
             f"{in_dims!r}, but the inputs are {_describe(structure)}"
         )
@@ -395,15 +395,15 @@ def _in_dims(in_dims, args, leaves, structure) -> list:
         if d is None:
             continue
         if not isinstance(d, int):
-            raise ValueError(f"vmap: in_dim for input {i} must be an int or None, got {d!r}")
+            raise DomainError(f"vmap: in_dim for input {i} must be an int or None, got {d!r}")
         if not is_tensor(a):
-            raise ValueError(
+            raise DomainError(
                 f"vmap: Got in_dim={d} for an input but the input is of type {type(a)}. We "
                 "cannot vmap over non-Tensor arguments, please use None as the respective "
                 "in_dim"
             )
         if a.ndim == 0 or not -a.ndim <= d < a.ndim:
-            raise ValueError(
+            raise ShapeError(
                 f"vmap: Got in_dim={d} for input {i}, but input {i} is a Tensor of "
                 f"dimensionality {a.ndim} so expected in_dim to satisfy -{a.ndim} <= in_dim "
                 f"< {a.ndim}."
@@ -426,11 +426,11 @@ def _describe(structure) -> str:
 def _batch_size(leaves, dims) -> int:
     sizes = {a.shape[d] for a, d in zip(leaves, dims) if d is not None}
     if not sizes:
-        raise ValueError(
+        raise ShapeError(
             "vmap: at least one input must be a Tensor mapped over a dimension (in_dims not None)"
         )
     if len(sizes) > 1:
-        raise ValueError(
+        raise DomainError(
             f"vmap: Expected all tensors to have the same size in the mapped dimension, got "
             f"sizes {sorted(sizes)} for the mapped dimension"
         )
@@ -448,7 +448,7 @@ def _stack(results, out_dims):
     for r in results[1:]:
         leaves, s = _flatten(r)
         if s != structure:
-            raise ValueError(
+            raise DomainError(
                 "vmap: `func` returned outputs of different structures for different slices: "
                 f"{_describe(structure)} and {_describe(s)}"
             )
@@ -458,7 +458,7 @@ def _stack(results, out_dims):
         out_dims = out_dims[0]  # torch takes (d,) for a single tensor output too
     dims = _broadcast(out_dims, structure)
     if dims is None:
-        raise ValueError(
+        raise ShapeError(
             f"vmap: out_dims is not compatible with the structure of `outputs`. out_dims is "
             f"{out_dims!r}, but the outputs are {_describe(structure)}"
         )
@@ -471,21 +471,21 @@ def _stack_one(ts, d):
     if d is None:
         if all(t is ts[0] for t in ts) or (all(is_tensor(t) for t in ts) and _all_equal(ts)):
             return ts[0]
-        raise ValueError(
+        raise ShapeError(
             "vmap: `out_dims` can be None only if the output does not vary across the mapped "
             "dimension"
         )
     if not all(is_tensor(t) for t in ts):
         bad = next(t for t in ts if not is_tensor(t))
-        raise ValueError(
+        raise DomainError(
             f"vmap: `func` must only return Tensors, got type {type(bad)}. Did you mean to set "
             "out_dims= to None for output?"
         )
     if not isinstance(d, int):
-        raise ValueError(f"vmap: out_dim must be an int or None, got {d!r}")
+        raise DomainError(f"vmap: out_dim must be an int or None, got {d!r}")
     stacked = ops.stack(ts, axis=0)
     if not -stacked.ndim <= d < stacked.ndim:
-        raise ValueError(
+        raise ShapeError(
             f"vmap: Got out_dim={d} for an output of dimensionality {stacked.ndim - 1}; "
             f"expected -{stacked.ndim} <= out_dim < {stacked.ndim}"
         )
@@ -512,12 +512,12 @@ def _merged(dicts) -> dict:
     if isinstance(dicts, dict):
         return dicts
     if not isinstance(dicts, Sequence) or isinstance(dicts, str):
-        raise ValueError(
+        raise DomainError(
             "Expected parameter_and_buffer_dicts to be a dict, or a list/tuple of dicts, but "
             f"got {type(dicts)}"
         )
     if not all(isinstance(d, dict) for d in dicts):
-        raise ValueError("Expected all elements of parameter_and_buffer_dicts to be dictionaries")
+        raise DomainError("Expected all elements of parameter_and_buffer_dicts to be dictionaries")
     seen, repeated = set(), []
     for d in dicts:
         for k in d:
@@ -525,7 +525,7 @@ def _merged(dicts) -> dict:
                 repeated.append(k)
             seen.add(k)
     if repeated:
-        raise ValueError(
+        raise DomainError(
             f"{repeated} appeared in multiple dictionaries; behavior of functional call is "
             "ambiguous"
         )
@@ -555,7 +555,7 @@ def _untied(module, given: dict) -> dict:
     for name in [n for n in given if n in tied]:
         values = {id(given[n]) for n in tied[name] if n in given}
         if len(values) > 1:
-            raise ValueError(
+            raise DomainError(
                 f"functional_call got multiple values for keys {sorted(tied[name])}, which "
                 "are tied. Consider using tie_weights=False"
             )
@@ -725,7 +725,7 @@ def jacfwd(func, argnums=0, has_aux=False, *, randomness="error"):
     double-vjp trick (module doc). `randomness` is accepted for PyTorch's signature (it is
     vmap's; nbflow's jacfwd loops)."""
     if randomness not in ("error", "different", "same"):
-        raise ValueError(
+        raise DomainError(
             f"jacfwd: randomness must be 'error', 'different' or 'same', got {randomness!r}"
         )
 

@@ -13,8 +13,9 @@ from collections import namedtuple
 import numpy as np
 
 from . import dtypes as dt
+from .argcheck import shown
 from .core import UNKNOWN, public
-from .errors import DTypeError, ShapeError, UnsupportedError
+from .errors import ArgumentError, DomainError, DTypeError, ShapeError, UnsupportedError
 from .ops import decomp
 from .ops import factorizations as fz
 from .ops.creation import eye, ones_like, zeros
@@ -61,7 +62,7 @@ def qr(A, mode="reduced"):
     n one orthonormal completion, differentiated as computed where PyTorch refuses); 'r' R
     alone, with an empty Q."""
     if mode not in ("reduced", "complete", "r"):
-        raise ValueError(f"qr: mode must be 'reduced', 'complete' or 'r', got {mode!r}")
+        raise DomainError(f"qr: mode must be 'reduced', 'complete' or 'r', got {mode!r}")
     m, n = A.shape[-2:] if A.ndim >= 2 else (0, 0)  # (decomp.qr raises for a vector)
     device = getattr(A, "device", None)
     if mode != "complete" or m <= n:
@@ -89,8 +90,8 @@ def eigvalsh(A, UPLO="L"):
 
 
 def _lower_from(A, UPLO):
-    if UPLO not in ("L", "U"):
-        raise ValueError(f"UPLO must be 'L' or 'U', got {UPLO!r}")
+    if not isinstance(UPLO, str) or UPLO not in ("L", "U"):
+        raise DomainError(f"UPLO must be 'L' or 'U', got {UPLO!r}")
     return A if UPLO == "L" else matrix_transpose(A)  # A^T's lower triangle is A's upper
 
 
@@ -170,7 +171,7 @@ def _norm_axes(ord, rows, cols):
         return rows, cols  # the largest (smallest) column sum
     if ord in (math.inf, -math.inf):
         return cols, rows  # the largest (smallest) row sum
-    raise ValueError(f"matrix_norm: ord must be 'fro', 'nuc', 2, -2, 1, -1, inf or -inf: {ord!r}")
+    raise DomainError(f"matrix_norm: ord must be 'fro', 'nuc', 2, -2, 1, -1, inf or -inf: {ord!r}")
 
 
 def _spectral_norm(A, ord):
@@ -244,8 +245,10 @@ def matrix_rank(A, *, atol=None, rtol=None, hermitian=False):
 def multi_dot(tensors):
     """The product of the matrices in `tensors`, left to right; the first may be a row and
     the last a column vector (their dims are dropped from the result)."""
+    if not isinstance(tensors, (list, tuple)):
+        raise ArgumentError(f"multi_dot: tensors must be a list of tensors, got {shown(tensors)}")
     if len(tensors) < 2:
-        raise ValueError(f"multi_dot needs at least 2 tensors, got {len(tensors)}")
+        raise DomainError(f"multi_dot needs at least 2 tensors, got {len(tensors)}")
     out = tensors[0]
     for t in tensors[1:]:
         out = matmul(out, t)
@@ -392,7 +395,9 @@ def tensorinv(A, ind=2):
     """The inverse of A for tensordot over `ind` dims: A.shape[ind:] + A.shape[:ind], with
     prod(A.shape[:ind]) == prod(A.shape[ind:])."""
     if isinstance(ind, bool) or not isinstance(ind, int) or ind <= 0:
-        raise ValueError(f"linalg.tensorinv: expected a strictly positive integer ind, got {ind!r}")
+        raise DomainError(
+            f"linalg.tensorinv: expected a strictly positive integer ind, got {ind!r}"
+        )
     rows, cols = tuple(A.shape[:ind]), tuple(A.shape[ind:])
     if math.prod(rows) != math.prod(cols):
         raise ShapeError(
@@ -430,7 +435,7 @@ def vander(x, *, N=None):
     x = unsqueeze(x, -1) if x.ndim == 0 else x
     n = x.shape[-1] if N is None else N
     if isinstance(n, bool) or not isinstance(n, int) or n <= 1:
-        raise ValueError(f"linalg.vander: N must be greater than 1, got {n!r}")
+        raise DomainError(f"linalg.vander: N must be greater than 1, got {n!r}")
     columns = [unsqueeze(ones_like(x), -1)]
     for _ in range(n - 1):  # products, not powers: pow's gradient at 0 would be 0 * inf
         columns.append(columns[-1] * unsqueeze(x, -1))

@@ -38,7 +38,7 @@ import struct
 import numpy as np
 
 from .core import STATE
-from .errors import CheckpointError
+from .errors import CheckpointError, DomainError
 from .graph.serialize import _atomic_write
 from .tensor import Tensor
 
@@ -133,7 +133,7 @@ def load_safetensors(
     `bfloat16="float32"` loads bfloat16 tensors widened to float32 (exactly); by default
     they raise CheckpointError, as every dtype nbflow lacks does."""
     if bfloat16 not in ("error", "float32"):
-        raise ValueError(f"load_safetensors: bfloat16 is 'error' or 'float32', not {bfloat16!r}")
+        raise DomainError(f"load_safetensors: bfloat16 is 'error' or 'float32', not {bfloat16!r}")
     path = os.fspath(path)
     if max_bytes is None:
         max_bytes = min(MAX_FILE_BYTES, STATE.memory_budget)

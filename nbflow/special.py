@@ -13,6 +13,7 @@ nbflow's modified_bessel_i0 and modified_bessel_i1 are i0 and i1, so they do dif
 import math
 
 from . import dtypes as dt
+from .argcheck import tensors
 from .core import is_int, public
 from .errors import DomainError, UnsupportedError
 from .ops.elementwise import (
@@ -121,6 +122,7 @@ def multigammaln(input, p):
 
 def _shifted(polynomial):
     def shifted(input, n):
+        tensors(name, input=input)  # (a list would be repeated by * 2)
         return polynomial(input * 2 - 1, n)
 
     name = polynomial.name.replace("chebyshev", "shifted_chebyshev")

@@ -12,6 +12,7 @@ import numpy as np
 from . import dtypes as dt
 from .autograd import grad
 from .core import Spec, no_grad
+from .errors import ArgumentError, DomainError, ShapeError
 from .tensor import Tensor, tensor
 
 # default (rtol, atol) per dtype: float16 is computed in float32 but stored with 11 bits
@@ -48,7 +49,7 @@ def _shape(shape) -> tuple:
     if len(shape) == 1 and isinstance(shape[0], list | tuple):
         shape = tuple(shape[0])
     if any(isinstance(n, bool) or not isinstance(n, int) or n < 0 for n in shape):
-        raise ValueError(f"make_tensor: the shape must be non-negative ints, got {shape!r}")
+        raise ShapeError(f"make_tensor: the shape must be non-negative ints, got {shape!r}")
     return tuple(shape)
 
 
@@ -58,9 +59,9 @@ def _bounds(dtype, low, high):
     low = (0 if dtype.kind == "u" else -9) if low is None else low
     high = 9 if high is None else high
     if np.isnan(low) or np.isnan(high):
-        raise ValueError(f"make_tensor: low and high must not be NaN, got {low} and {high}")
+        raise DomainError(f"make_tensor: low and high must not be NaN, got {low} and {high}")
     if low > high:
-        raise ValueError(f"make_tensor: low {low} must be at most high {high}")
+        raise DomainError(f"make_tensor: low {low} must be at most high {high}")
     return max(low, info.min), min(high, info.max)
 
 
@@ -425,7 +426,7 @@ def op_property_test(
     low, high = domain
     n = len(op.inputs)
     if shapes is None and n > 1 and not hasattr(op, "scalar_body"):
-        raise TypeError(f"op_property_test({op.name}): pass shapes= for a structured op")
+        raise ArgumentError(f"op_property_test({op.name}): pass shapes= for a structured op")
 
     def shape_strategy():
         if shapes is not None:

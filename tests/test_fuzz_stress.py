@@ -41,11 +41,12 @@ def test_kill_save_campaign_always_leaves_the_previous_or_the_new_version():
     assert set(report["by_kind"]) == {"program", "state_dict", "safetensors"}
 
 
-# The API fuzzer's seed-0 run of 1500 calls after the fixes below: no crash, hang or unclear
-# message; the defects left (builtin exceptions from deep inside nbflow, numpy or Python for
-# hostile hyperparameters, listed in docs/reliability.md) may not grow.
+# The API fuzzer's seed-0 run of 1500 calls after the fixes below and those of
+# tests/test_typed_arguments.py: no crash, hang or unclear message; the defects left (builtin
+# exceptions from nn/layers.py, nn/attention.py, nn/recurrent.py, operators.py and tensor.py,
+# listed in docs/reliability.md) may not grow.
 API_CALLS = 1500
-API_CEILING = {"untyped": 30, "plain": 35}
+API_CEILING = {"untyped": 8, "plain": 5}
 
 
 def test_api_fuzzer_calls_give_a_result_or_a_typed_error():

@@ -22,6 +22,10 @@ import numpy as np
 
 from .. import dtypes as _dt
 from ..dlpack import from_dlpack as _from_dlpack
+from ..errors import ArgumentError as _ArgumentError
+from ..errors import DomainError as _DomainError
+from ..errors import OutOfRangeError as _OutOfRangeError
+from ..errors import ShapeError as _ShapeError
 from ..tensor import Tensor as _Tensor
 
 _nb = __import__("nbflow")
@@ -45,7 +49,7 @@ _DTYPES = {"bool": bool, "int32": int32, "int64": int64, "float32": float32, "fl
 def namespace(api_version=None):
     """This module, for Tensor.__array_namespace__ (api_version: a version it conforms to)."""
     if api_version is not None and api_version not in _VERSIONS:
-        raise ValueError(f"nbflow.array_api conforms to {_VERSIONS}, not {api_version!r}")
+        raise _DomainError(f"nbflow.array_api conforms to {_VERSIONS}, not {api_version!r}")
     import sys
 
     return sys.modules[__name__]
@@ -58,7 +62,7 @@ def _default_float():
 def _arr(x) -> _Tensor:
     if isinstance(x, _Tensor):
         return x
-    raise TypeError(f"expected an nbflow Tensor, got {type(x).__name__}")
+    raise _ArgumentError(f"expected an nbflow Tensor, got {type(x).__name__}")
 
 
 def _dtype(d):
@@ -66,7 +70,7 @@ def _dtype(d):
         return None
     dd = np.dtype(d)
     if dd not in _DTYPES.values() and dd != _dt.float16:
-        raise TypeError(f"nbflow.array_api has no dtype {d}")
+        raise _ArgumentError(f"nbflow.array_api has no dtype {d}")
     return dd
 
 
@@ -136,7 +140,7 @@ def isdtype(dtype, kind):
         return dtype.kind == "c"
     if kind == "numeric":
         return dtype.kind in "iufc"
-    raise ValueError(f"unknown dtype kind {kind!r}")
+    raise _DomainError(f"unknown dtype kind {kind!r}")
 
 
 _PROMOTE = {
@@ -168,7 +172,7 @@ def result_type(*arrays_and_dtypes):
         else:
             dtypes.append(np.dtype(a))
     if not dtypes:
-        raise TypeError("result_type needs at least one array or dtype")
+        raise _ArgumentError("result_type needs at least one array or dtype")
     out = dtypes[0]
     for d in dtypes[1:]:
         out = _promote(out, d)
@@ -180,7 +184,7 @@ def result_type(*arrays_and_dtypes):
         elif isinstance(s, float) and out.kind != "f":
             out = _default_float()
         elif isinstance(s, complex):
-            raise TypeError("nbflow has no complex dtypes")
+            raise _ArgumentError("nbflow has no complex dtypes")
     return out
 
 
@@ -241,10 +245,10 @@ def _scalar_dtype(value):
     if isinstance(value, float | np.floating):
         return _default_float()
     if isinstance(value, complex):
-        raise TypeError("nbflow has no complex dtypes")
+        raise _ArgumentError("nbflow has no complex dtypes")
     if isinstance(value, _Tensor):
         return value.dtype
-    raise TypeError(f"a fill value must be a Python scalar, got {type(value).__name__}")
+    raise _ArgumentError(f"a fill value must be a Python scalar, got {type(value).__name__}")
 
 
 def _shape(shape):
@@ -266,7 +270,7 @@ def asarray(obj, /, *, dtype=None, device=None, copy=None):
         out = obj
         if dtype is not None and out.dtype != dtype:
             if copy is False:
-                raise ValueError("asarray: a dtype change needs a copy, and copy=False")
+                raise _DomainError("asarray: a dtype change needs a copy, and copy=False")
             out = _nb.astype(out, dtype)
         elif copy:
             out = _nb.clone(out)
@@ -281,19 +285,19 @@ def asarray(obj, /, *, dtype=None, device=None, copy=None):
     if isinstance(obj, np.ndarray | np.generic):
         a = np.asarray(obj)
         if copy is False and (dtype is not None and a.dtype != dtype):
-            raise ValueError("asarray: a dtype change needs a copy, and copy=False")
+            raise _DomainError("asarray: a dtype change needs a copy, and copy=False")
         if dtype is None and a.dtype not in _DTYPES.values():
-            raise TypeError(f"asarray: nbflow has no dtype {a.dtype}")
+            raise _ArgumentError(f"asarray: nbflow has no dtype {a.dtype}")
         a = a.astype(dtype or a.dtype, copy=copy is not False)
         return _new(a, device)
     if copy is False and not isinstance(obj, memoryview):
-        raise ValueError("asarray: a Python object can only be copied, and copy=False")
+        raise _DomainError("asarray: a Python object can only be copied, and copy=False")
     if dtype is None:
         flat = _flatten(obj)
         if flat and builtins.all(isinstance(v, _Tensor) for v in flat):
             return _nb.stack([asarray(v) for v in obj]) if isinstance(obj, list | tuple) else obj
         if builtins.any(isinstance(v, complex) for v in flat):
-            raise TypeError("nbflow has no complex dtypes")
+            raise _ArgumentError("nbflow has no complex dtypes")
         if builtins.any(isinstance(v, float) for v in flat):
             dtype = _default_float()
         elif builtins.any(isinstance(v, builtins.bool) for v in flat) and builtins.all(
@@ -333,7 +337,7 @@ def arange(start, /, stop=None, step=1, *, dtype=None, device=None):
         isint = builtins.all(isinstance(v, int) for v in (start, stop, step))
         dtype = int64 if isint else _default_float()
     if step == 0:
-        raise ValueError("arange: step must not be 0")
+        raise _DomainError("arange: step must not be 0")
     n = builtins.max(math.ceil((stop - start) / step), 0)
     a = start + step * np.arange(n, dtype=np.float64 if dtype.kind == "f" else np.int64)
     return _new(a.astype(dtype), device)
@@ -389,7 +393,7 @@ def from_dlpack(x, /, *, device=None, copy=None):
 
 def meshgrid(*arrays, indexing="xy"):
     if indexing not in ("xy", "ij"):
-        raise ValueError(f"meshgrid: indexing is 'xy' or 'ij', not {indexing!r}")
+        raise _DomainError(f"meshgrid: indexing is 'xy' or 'ij', not {indexing!r}")
     arrays = [_arr(a) for a in arrays]
     if indexing == "xy" and len(arrays) >= 2:
         out = list(_nb.meshgrid(arrays[1], arrays[0], *arrays[2:], indexing="ij"))
@@ -422,7 +426,7 @@ def _unary(name, fn=None):
 
 def _binary_args(x1, x2):
     if not isinstance(x1, _Tensor) and not isinstance(x2, _Tensor):
-        raise TypeError("at least one of the arguments must be an array")
+        raise _ArgumentError("at least one of the arguments must be an array")
     if not isinstance(x1, _Tensor):
         x1 = _scalar_like(x1, x2)
     if not isinstance(x2, _Tensor):
@@ -576,13 +580,13 @@ def _cumulative(fn, x, axis, dtype, include_initial, initial):
     x = _arr(x)
     if axis is None:
         if x.ndim > 1:
-            raise ValueError("cumulative functions need an axis for arrays of 2 or more dims")
+            raise _ShapeError("cumulative functions need an axis for arrays of 2 or more dims")
         axis = 0
     d = _sum_dtype(x, dtype)
     if x.dtype != d:
         x = _nb.astype(x, d)
     if x.ndim == 0:
-        raise ValueError("cumulative functions need an array of 1 or more dims")
+        raise _ShapeError("cumulative functions need an array of 1 or more dims")
     out = fn(x, axis) if x.shape[axis % x.ndim] else x
     if out.dtype != d:
         out = _nb.astype(out, d)
@@ -656,7 +660,7 @@ def count_nonzero(x, /, *, axis=None, keepdims=False):
 def nonzero(x, /):
     a = _arr(x).numpy()
     if a.ndim == 0:
-        raise ValueError("nonzero of a 0-d array")
+        raise _ShapeError("nonzero of a 0-d array")
     return tuple(_new(i.astype(np.int64)) for i in np.nonzero(a))
 
 
@@ -759,7 +763,7 @@ def concat(arrays, /, *, axis=0):
 def expand_dims(x, /, axis=0):
     x = _arr(x)
     if not -x.ndim - 1 <= axis <= x.ndim:
-        raise IndexError(f"expand_dims: axis {axis} is out of range for {x.ndim} dims")
+        raise _OutOfRangeError(f"expand_dims: axis {axis} is out of range for {x.ndim} dims")
     return _nb.unsqueeze(x, axis if axis >= 0 else x.ndim + 1 + axis)
 
 
@@ -805,7 +809,7 @@ def squeeze(x, /, axis):
     axes = _axes(axis)
     for a in axes:
         if x.shape[a] != 1:
-            raise ValueError(f"squeeze: axis {a} has size {x.shape[a]}, not 1")
+            raise _ShapeError(f"squeeze: axis {a} has size {x.shape[a]}, not 1")
     return _nb.squeeze(x, axes)
 
 
@@ -832,7 +836,7 @@ def take(x, indices, /, *, axis=None):
     x = _arr(x)
     if axis is None:
         if x.ndim != 1:
-            raise ValueError("take: axis is needed for arrays of 2 or more dims")
+            raise _ShapeError("take: axis is needed for arrays of 2 or more dims")
         axis = 0
     return _nb.index_select(x, axis, _arr(indices))
 
@@ -851,7 +855,7 @@ def matmul(x1, x2, /):
 def matrix_transpose(x, /):
     x = _arr(x)
     if x.ndim < 2:
-        raise ValueError("matrix_transpose needs an array of 2 or more dims")
+        raise _ShapeError("matrix_transpose needs an array of 2 or more dims")
     return _nb.swapaxes(x, -1, -2)
 
 
@@ -866,7 +870,7 @@ def tensordot(x1, x2, /, *, axes=2):
         b_axes = [b % x2.ndim for b in axes[1]]
     for a, b in zip(a_axes, b_axes):
         if x1.shape[a] != x2.shape[b]:
-            raise ValueError(f"tensordot: dims {x1.shape[a]} and {x2.shape[b]} differ")
+            raise _ShapeError(f"tensordot: dims {x1.shape[a]} and {x2.shape[b]} differ")
     free_a = [i for i in range(x1.ndim) if i not in a_axes]
     free_b = [i for i in range(x2.ndim) if i not in b_axes]
     k = math.prod(x1.shape[a] for a in a_axes)
@@ -885,7 +889,7 @@ def tensordot(x1, x2, /, *, axes=2):
 def vecdot(x1, x2, /, *, axis=-1):
     x1, x2 = _arr(x1), _arr(x2)
     if x1.ndim == 0 or x2.ndim == 0 or x1.shape[axis] != x2.shape[axis]:
-        raise ValueError(f"vecdot: shapes {x1.shape} and {x2.shape} differ along axis {axis}")
+        raise _ShapeError(f"vecdot: shapes {x1.shape} and {x2.shape} differ along axis {axis}")
     d = _promote(x1.dtype, x2.dtype)
     out = _nb.sum(x1 * x2, axis=axis)
     return out if out.dtype == d else _nb.astype(out, d)

@@ -7,6 +7,7 @@ import math
 from collections import namedtuple
 
 from .. import linalg as _la
+from ..errors import ShapeError as _ShapeError
 from . import _arr, _nb, _scalar_like, float64
 from . import matmul as matmul
 from . import matrix_transpose as matrix_transpose
@@ -26,7 +27,7 @@ def cholesky(x, /, *, upper=False):
 def cross(x1, x2, /, *, axis=-1):
     x1, x2 = _arr(x1), _arr(x2)
     if x1.shape[axis] != 3 or x2.shape[axis] != 3:
-        raise ValueError("cross: the axis must have size 3")
+        raise _ShapeError("cross: the axis must have size 3")
     return _la.cross(x1, x2, dim=axis)
 
 

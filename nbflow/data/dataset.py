@@ -13,7 +13,7 @@ import warnings
 import numpy as np
 
 from .. import dtypes as dt
-from ..errors import ArgumentError, DomainError
+from ..errors import ArgumentError, DomainError, OutOfRangeError
 from ..tensor import Tensor, from_numpy, tensor
 from .sampler import _rng
 
@@ -101,7 +101,7 @@ def _sample_indices(indices, who) -> np.ndarray:
     would truncate 0.9 to 0 silently)."""
     a = np.asarray(indices)
     if a.size and a.dtype.kind not in "iu":
-        raise IndexError(f"{who}: sample indices must be integers, got {a.dtype} values")
+        raise OutOfRangeError(f"{who}: sample indices must be integers, got {a.dtype} values")
     return a.astype(np.int64)
 
 
@@ -123,7 +123,7 @@ class Subset(Dataset):
         if self.indices.ndim != 1 or (len(self.indices) and not (
             -n <= self.indices.min() and self.indices.max() < n
         )):  # fmt: skip
-            raise IndexError(f"Subset: indices out of range for a dataset of {n} samples")
+            raise OutOfRangeError(f"Subset: indices out of range for a dataset of {n} samples")
 
     def __getitem__(self, index):
         return self.dataset[int(self.indices[index])]
@@ -161,7 +161,7 @@ class ConcatDataset(Dataset):
                 raise DomainError("absolute value of index should not exceed dataset length")
             index += n
         if index >= n:
-            raise IndexError(f"index {index} is out of range for a dataset of {n} samples")
+            raise OutOfRangeError(f"index {index} is out of range for a dataset of {n} samples")
         k = bisect.bisect_right(self.cumulative_sizes, index)
         return self.datasets[k][index - (self.cumulative_sizes[k - 1] if k else 0)]
 

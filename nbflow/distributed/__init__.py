@@ -27,7 +27,7 @@ import numpy as np
 
 from .. import comm
 from ..core import no_grad
-from ..errors import DistributedError, UnsupportedError
+from ..errors import ArgumentError, DistributedError, UnsupportedError
 from ..ops import collective
 from ..tensor import Tensor, version_counter
 
@@ -162,7 +162,7 @@ def resolve_group(group) -> ProcessGroup:
     if group is None:
         return _default()
     if not isinstance(group, ProcessGroup):
-        raise TypeError(f"group should be a ProcessGroup or None, got {type(group).__name__}")
+        raise ArgumentError(f"group should be a ProcessGroup or None, got {type(group).__name__}")
     return group
 
 
@@ -271,7 +271,7 @@ def _array(t, what="tensor") -> np.ndarray:
             raise UnsupportedError(
                 f"{what}: graph mode runs all_reduce and broadcast only; call this eagerly"
             )
-        raise TypeError(f"{what} should be an nbflow CPU Tensor, got {type(t).__name__}")
+        raise ArgumentError(f"{what} should be an nbflow CPU Tensor, got {type(t).__name__}")
     return np.ascontiguousarray(t._data)
 
 

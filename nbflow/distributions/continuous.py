@@ -9,6 +9,7 @@ import math
 import numpy as np
 
 from .. import ops
+from ..errors import DomainError
 from ..ops import creation
 from ..ops.sampling import _device
 from . import constraints
@@ -121,7 +122,7 @@ class Uniform(Distribution):
         super().__init__(tuple(self.low.shape), validate_args=validate_args)
         checked = self._validate_args and not (traced(self.low) or traced(self.high))
         if checked and not np.all(self.low.detach().numpy() < self.high.detach().numpy()):
-            raise ValueError("Uniform is not defined when low>= high")
+            raise DomainError("Uniform is not defined when low>= high")
 
     @property
     def support(self):

@@ -7,6 +7,7 @@ distribution stays differentiable through whichever the caller passed.
 import numpy as np
 
 from .. import ops
+from ..errors import DomainError
 from ..ops import creation, sampling
 from ..ops.sampling import _device
 from . import constraints
@@ -20,7 +21,7 @@ def _clamp_probs(probs):
 
 def _one_of(probs, logits):
     if (probs is None) == (logits is None):
-        raise ValueError("Either `probs` or `logits` must be specified, but not both.")
+        raise DomainError("Either `probs` or `logits` must be specified, but not both.")
 
 
 class Bernoulli(Distribution):
@@ -101,13 +102,13 @@ class Categorical(Distribution):
         if probs is not None:
             (probs,) = broadcast_all(probs)
             if probs.ndim < 1:
-                raise ValueError("`probs` parameter must be at least one-dimensional.")
+                raise DomainError("`probs` parameter must be at least one-dimensional.")
             self.__dict__["probs"] = probs / probs.sum(-1, keepdim=True)
             param = probs
         else:
             (logits,) = broadcast_all(logits)
             if logits.ndim < 1:
-                raise ValueError("`logits` parameter must be at least one-dimensional.")
+                raise DomainError("`logits` parameter must be at least one-dimensional.")
             self.__dict__["logits"] = logits - logits.logsumexp(-1, keepdim=True)
             param = logits
         self._num_events = param.shape[-1]

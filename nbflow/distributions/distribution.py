@@ -9,6 +9,7 @@ import numpy as np
 
 from .. import dtypes as dt
 from ..core import no_grad
+from ..errors import ShapeError
 from ..ops import creation
 from ..ops.queries import is_tensor
 from ..tensor import Tensor, tensor
@@ -70,7 +71,7 @@ class Distribution:
                 if value is None or traced(value):  # derived (probs from logits), or traced
                     continue
                 if not np.all(constraint.check(value)):
-                    raise ValueError(
+                    raise ShapeError(
                         f"Expected parameter {name} ({type(value).__name__} of shape "
                         f"{tuple(value.shape)}) of distribution {self!r} to satisfy the "
                         f"constraint {constraint!r}, but found invalid values:\n{value}"
@@ -151,18 +152,18 @@ class Distribution:
         shape = tuple(value.shape) if is_tensor(value) else np.shape(value)
         event = self._event_shape
         if len(shape) < len(event) or shape[len(shape) - len(event) :] != event:
-            raise ValueError(f"The right-most size of value must match event_shape: {event}")
+            raise ShapeError(f"The right-most size of value must match event_shape: {event}")
         try:
             np.broadcast_shapes(shape, self._batch_shape + event)
         except ValueError:
-            raise ValueError(
+            raise ShapeError(
                 f"Value of shape {shape} is not broadcastable with batch_shape+event_shape: "
                 f"{self._batch_shape + event}"
             ) from None
         if traced(value) or _has_traced(self):
             return
         if self.support is not None and not np.all(self.support.check(value)):
-            raise ValueError(
+            raise ShapeError(
                 f"Expected value argument ({type(value).__name__} of shape {shape}) to be within "
                 f"the support ({self.support!r}) of the distribution {self!r}, "
                 f"but found invalid values:\n{value}"

@@ -4,6 +4,7 @@ A diagonal Gaussian over vectors is Independent(Normal(loc, scale), 1): log_prob
 sum over the reinterpreted dims, everything else delegates to the base distribution.
 """
 
+from ..errors import ShapeError
 from . import constraints
 from .distribution import Distribution
 
@@ -20,7 +21,7 @@ class Independent(Distribution):
     def __init__(self, base_distribution, reinterpreted_batch_ndims, validate_args=None):
         n = reinterpreted_batch_ndims
         if n > len(base_distribution.batch_shape):
-            raise ValueError(
+            raise ShapeError(
                 "Expected reinterpreted_batch_ndims <= len(base_distribution.batch_shape), "
                 f"actual {n} vs {len(base_distribution.batch_shape)}"
             )

@@ -6,6 +6,7 @@ The lookup takes the most specific registration along both types' MROs, as PyTor
 import numpy as np
 
 from .. import linalg, ops
+from ..errors import ShapeError
 from .continuous import Exponential, Normal, Uniform
 from .discrete import Bernoulli, Categorical, OneHotCategorical
 from .independent import Independent, _sum_rightmost
@@ -83,7 +84,7 @@ def _kl_exponential_exponential(p, q):
 def _kl_mvn_mvn(p, q):
     """0.5 (tr(Sq^-1 Sp) + mahalanobis(q.loc - p.loc) - d) + log|Lq| - log|Lp|."""
     if p.event_shape != q.event_shape:
-        raise ValueError(
+        raise ShapeError(
             "KL-divergence between two Multivariate Normals with different event shapes "
             "cannot be computed"
         )

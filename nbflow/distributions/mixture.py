@@ -4,7 +4,7 @@ The rightmost batch dim of the component distribution indexes the components; lo
 the logsumexp over it of the component log densities plus the log mixture weights.
 """
 
-from ..errors import ShapeError
+from ..errors import DomainError, ShapeError
 from .discrete import Categorical
 from .distribution import Distribution, as_tensor
 from .transformed import _any_param
@@ -18,12 +18,12 @@ class MixtureSameFamily(Distribution):
 
     def __init__(self, mixture_distribution, component_distribution, validate_args=None):
         if not isinstance(mixture_distribution, Categorical):
-            raise ValueError(
+            raise DomainError(
                 "The Mixture distribution needs to be an instance of "
                 "nbflow.distributions.Categorical"
             )
         if not isinstance(component_distribution, Distribution):
-            raise ValueError(
+            raise DomainError(
                 "The Component distribution needs to be an instance of "
                 "nbflow.distributions.Distribution"
             )

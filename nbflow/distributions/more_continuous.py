@@ -12,7 +12,7 @@ import math
 import numpy as np
 
 from .. import ops
-from ..errors import UnsupportedError
+from ..errors import DomainError, ShapeError, UnsupportedError
 from ..ops import creation
 from ..ops.sampling import _device
 from ..tensor import tensor
@@ -191,7 +191,7 @@ class Dirichlet(Distribution):
     def __init__(self, concentration, validate_args=None):
         (concentration,) = broadcast_all(concentration)
         if concentration.ndim < 1:
-            raise ValueError("`concentration` parameter must be at least one-dimensional.")
+            raise ShapeError("`concentration` parameter must be at least one-dimensional.")
         self.concentration = concentration
         shape = tuple(concentration.shape)
         super().__init__(shape[:-1], shape[-1:], validate_args=validate_args)
@@ -278,7 +278,7 @@ def _poly(y, coef):
 def log_modified_bessel(x, order=0):
     """log I_order(x) for x > 0 and order 0 or 1, without overflow for large x."""
     if order not in (0, 1):
-        raise ValueError(f"order must be 0 or 1, got {order}")
+        raise DomainError(f"order must be 0 or 1, got {order}")
     small_x = x.clamp_max(3.75)  # each branch sees only the arguments it is accurate for
     small = _poly((small_x / 3.75).square(), _BESSEL_SMALL[order])
     small = (small_x.abs() * small if order == 1 else small).log()

@@ -10,6 +10,7 @@ standard_gamma and poisson; so they all sample under nbflow.jit, on the Generato
 import numpy as np
 
 from .. import ops
+from ..errors import DomainError
 from ..ops import creation
 from ..ops.random_params import binomial, poisson
 from ..ops.sampling import _device
@@ -143,7 +144,7 @@ class Geometric(_BinaryParams):
         super().__init__(tuple(param.shape), validate_args=validate_args)
         checked = self._validate_args and probs is not None and not traced(param)
         if checked and not np.all(param.detach().numpy() > 0):
-            raise ValueError(
+            raise DomainError(
                 f"Expected parameter probs of distribution {self!r} to be positive but "
                 f"found invalid values:\n{param}"
             )

@@ -9,6 +9,7 @@ import math
 import numpy as np
 
 from .. import linalg
+from ..errors import DomainError, ShapeError
 from ..ops import creation
 from ..ops.sampling import _device
 from . import constraints
@@ -51,16 +52,16 @@ class MultivariateNormal(Distribution):
     ):
         given = [m for m in (covariance_matrix, precision_matrix, scale_tril) if m is not None]
         if len(given) != 1:
-            raise ValueError(
+            raise DomainError(
                 "Exactly one of covariance_matrix or precision_matrix or scale_tril may be "
                 "specified."
             )
         (loc,) = broadcast_all(loc)
         (matrix,) = broadcast_all(given[0])
         if loc.ndim < 1:
-            raise ValueError("loc must be at least one-dimensional.")
+            raise ShapeError("loc must be at least one-dimensional.")
         if matrix.ndim < 2:
-            raise ValueError("the matrix parameter must be at least two-dimensional")
+            raise DomainError("the matrix parameter must be at least two-dimensional")
         if matrix.dtype != loc.dtype:
             matrix = matrix.astype(loc.dtype)
         name = ("covariance_matrix", "precision_matrix", "scale_tril")[

@@ -12,6 +12,7 @@ import math
 import numpy as np
 
 from .. import ops
+from ..errors import DomainError, ShapeError
 from ..tensor import tensor
 from . import constraints
 from .continuous import Exponential, Normal, Uniform
@@ -55,13 +56,13 @@ class TransformedDistribution(Distribution):
         elif not isinstance(transforms, list) or not all(
             isinstance(t, Transform) for t in transforms
         ):
-            raise ValueError(f"transforms must be a Transform or a list of them, got {transforms}")
+            raise DomainError(f"transforms must be a Transform or a list of them, got {transforms}")
         self.transforms = transforms
         base_shape = base_distribution.batch_shape + base_distribution.event_shape
         base_event_dim = len(base_distribution.event_shape)
         transform = ComposeTransform(self.transforms)
         if len(base_shape) < transform.domain.event_dim:
-            raise ValueError(
+            raise ShapeError(
                 f"base_distribution needs to have shape with size at least "
                 f"{transform.domain.event_dim}, but got {base_shape}."
             )

@@ -15,7 +15,7 @@ import numbers
 import numpy as np
 
 from .. import ops
-from ..errors import DomainError
+from ..errors import DomainError, ShapeError
 from . import constraints
 from .distribution import broadcast_all, traced
 from .independent import _sum_rightmost
@@ -61,7 +61,7 @@ class Transform:
     def event_dim(self):
         if self.domain.event_dim == self.codomain.event_dim:
             return self.domain.event_dim
-        raise ValueError("Please use either .domain.event_dim or .codomain.event_dim")
+        raise DomainError("Please use either .domain.event_dim or .codomain.event_dim")
 
     @property
     def inv(self):
@@ -503,12 +503,12 @@ class StickBreakingTransform(Transform):
 
     def forward_shape(self, shape):
         if len(shape) < 1:
-            raise ValueError("Too few dimensions on input")
+            raise ShapeError("Too few dimensions on input")
         return tuple(shape[:-1]) + (shape[-1] + 1,)
 
     def inverse_shape(self, shape):
         if len(shape) < 1:
-            raise ValueError("Too few dimensions on input")
+            raise ShapeError("Too few dimensions on input")
         return tuple(shape[:-1]) + (shape[-1] - 1,)
 
 

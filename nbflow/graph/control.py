@@ -116,7 +116,7 @@ def _result(trace: GraphTrace, r) -> Var:
     if isinstance(r, (bool, int, float, np.bool_, np.integer, np.floating)):
         return trace.constant(r, dt.scalar_dtype(r))
     if not isinstance(r, (Var, Tensor, np.ndarray)):
-        raise TypeError(f"a cond/while_loop function returned {type(r).__name__}, not a tensor")
+        raise ArgumentError(f"a cond/while_loop function returned {type(r).__name__}, not a tensor")
     return trace.value(r)
 
 

@@ -50,7 +50,7 @@ from .. import ops
 from ..autograd import backprop, plain_grad
 from ..core import STATE, Node, is_grad_enabled, no_grad, rebuilt, set_grad_enabled, use_trace
 from ..device import DeviceError
-from ..errors import GradientError, ShapeError, TracedValueError, UnsupportedError
+from ..errors import ArgumentError, GradientError, ShapeError, TracedValueError, UnsupportedError
 from ..tensor import Tensor, _Stale, tensor
 from ..views import refresh_if_stale
 from .backward import _rename, gradients
@@ -96,7 +96,7 @@ def _key(value):
     try:
         hash(value)
     except TypeError:
-        raise TypeError(
+        raise ArgumentError(
             f"jit: argument {value!r} is neither a tensor nor hashable, so it cannot be part "
             "of the cache key"
         ) from None

@@ -78,7 +78,7 @@ import numpy as np
 
 from .. import dtypes as dt
 from ..core import REGISTRY, STATE, Spec
-from ..errors import CheckpointError, ProgramError
+from ..errors import ArgumentError, CheckpointError, ProgramError
 from ..tensor import Tensor
 from ..views import is_write_back
 from .executor import Scope, compatible
@@ -929,7 +929,7 @@ def _loop_cap(require_loop_bounds) -> int | None:
         return MAX_LOOP_ITERATIONS
     if isinstance(require_loop_bounds, int) and require_loop_bounds >= 0:
         return require_loop_bounds
-    raise TypeError(
+    raise ArgumentError(
         "require_loop_bounds: True, False or a number of iterations >= 0, "
         f"got {require_loop_bounds!r}"
     )

@@ -10,11 +10,13 @@ PyTorch code does.
 from __future__ import annotations
 
 import math
+import sys
 import warnings
 
 import numpy as np
 
 from .. import ops
+from ..argcheck import choice, integer, integers, real, shown, tensors
 from ..core import is_int, is_probability, no_grad, public
 from ..errors import AttrError, DomainError, DTypeError, ShapeError, UnsupportedError
 from ..operators import written_back
@@ -87,6 +89,10 @@ def linear(input, weight, bias=None):
 def _maybe_inplace(x, fn, inplace: bool):
     """fn(x), or with PyTorch's `inplace=True` written into x (by copy_, which bumps x's
     version; fn reads a clone where autograd records it: operators.written_back)."""
+    if not isinstance(inplace, (bool, np.bool_)):
+        name = sys._getframe(1).f_code.co_name  # the activation that was called
+        raise AttrError(f"{name}: inplace must be a bool, got {shown(inplace)}")
+    tensors(sys._getframe(1).f_code.co_name, input=x)
     return written_back(x, fn) if inplace else fn(x)
 
 
@@ -99,6 +105,7 @@ def relu6(input, inplace=False):
 
 
 def leaky_relu(input, negative_slope=0.01, inplace=False):
+    negative_slope = real(negative_slope, "leaky_relu: negative_slope")
     return _maybe_inplace(
         input, lambda x: ops.leaky_relu(x, negative_slope=negative_slope), inplace
     )
@@ -106,6 +113,7 @@ def leaky_relu(input, negative_slope=0.01, inplace=False):
 
 def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
     """x clamped into [min_val, max_val]; its gradient is 0 at the bounds (PyTorch's)."""
+    min_val, max_val = real(min_val, "hardtanh: min_val"), real(max_val, "hardtanh: max_val")
     if min_val > max_val:
         raise AttrError(f"hardtanh: min_val {min_val} is greater than max_val {max_val}")
     bounds = {"min_val": min_val, "max_val": max_val}
@@ -120,6 +128,8 @@ def _not_positive(x):
 
 
 def elu(input, alpha=1.0, inplace=False):
+    alpha = real(alpha, "elu: alpha")
+
     def fn(x):
         return ops.where(x > 0, x, ops.expm1(_not_positive(x)) * alpha)
 
@@ -228,18 +238,17 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     as PyTorch's, default False), composed from index_select, so it differentiates."""
     spatial = input.ndim - 2
     if spatial < 1:
-        raise ValueError(f"interpolate needs (N, C, ...) input, got shape {tuple(input.shape)}")
-    if mode not in ("nearest", "linear", "bilinear"):
-        raise ValueError(f"interpolate: mode {mode!r} is not 'nearest', 'linear' or 'bilinear'")
+        raise ShapeError(f"interpolate needs (N, C, ...) input, got shape {tuple(input.shape)}")
+    choice(mode, ("nearest", "linear", "bilinear"), "interpolate: mode")
     if (size is None) == (scale_factor is None):
-        raise ValueError("interpolate: give exactly one of size and scale_factor")
+        raise DomainError("interpolate: give exactly one of size and scale_factor")
     if mode != "nearest" and (mode == "bilinear") != (spatial == 2):
-        raise ValueError(f"interpolate: mode {mode!r} does not fit {spatial} spatial dims")
+        raise ShapeError(f"interpolate: mode {mode!r} does not fit {spatial} spatial dims")
     ins = input.shape[2:]
     if size is not None:
         outs = (size,) * spatial if isinstance(size, int) else tuple(size)
         if len(outs) != spatial or not all(is_int(n) and n >= 1 for n in outs):
-            raise ValueError(f"interpolate: output size {outs} for {spatial} spatial dims")
+            raise DomainError(f"interpolate: output size {outs} for {spatial} spatial dims")
         ratios = [n / m for n, m in zip(ins, outs)]
     else:  # as PyTorch: the source position of output i uses 1 / scale_factor itself
         factors = scale_factor if isinstance(scale_factor, (tuple, list)) else (scale_factor,)
@@ -247,11 +256,11 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         if len(factors) != spatial or not all(
             isinstance(f, (int, float)) and not isinstance(f, bool) and f > 0 for f in factors
         ):
-            raise ValueError(f"interpolate: scale_factor {scale_factor!r} for {spatial} dims")
+            raise DomainError(f"interpolate: scale_factor {scale_factor!r} for {spatial} dims")
         outs = tuple(int(math.floor(n * f)) for n, f in zip(ins, factors))
         ratios = [1.0 / f for f in factors]
         if min(outs) < 1:
-            raise ValueError(f"interpolate: output size {outs} for {spatial} spatial dims")
+            raise DomainError(f"interpolate: output size {outs} for {spatial} spatial dims")
     x = input
     for d, (n_in, n_out, ratio) in enumerate(zip(ins, outs, ratios)):
         x = _resize_axis(x, 2 + d, n_in, n_out, ratio, mode, bool(align_corners))
@@ -291,7 +300,7 @@ def one_hot(tensor, num_classes=-1):
     as it reads the values)."""
     if num_classes == -1:
         if tensor.size == 0:
-            raise ValueError("one_hot: cannot infer num_classes from an empty tensor")
+            raise DomainError("one_hot: cannot infer num_classes from an empty tensor")
         num_classes = int(ops.max(tensor).item()) + 1
     return ops.one_hot(tensor, num_classes=num_classes)
 
@@ -324,12 +333,17 @@ def pad(input, pad, mode="constant", value=None):
     """PyTorch's pad: `pad` holds (before, after) pairs from the last dim backwards, so
     pad(x, (1, 1)) pads the last dim; mode 'constant' (with `value`), 'reflect', 'replicate'
     or 'circular' (nn/spatial.py)."""
+    pad = integers(pad, "pad: pad")
+    if not isinstance(mode, str):
+        raise AttrError(
+            f"pad: mode must be 'constant', 'reflect', 'replicate' or 'circular', got {shown(mode)}"
+        )
     if mode != "constant":
         if value not in (None, 0, 0.0):
             raise UnsupportedError(f"pad: mode {mode!r} takes no value (got {value!r})")
         return _spatial.pad_modes(input, pad, mode)
     if len(pad) % 2 or len(pad) > 2 * input.ndim:
-        raise ValueError(f"pad: {len(pad)} values for a tensor of {input.ndim} dims")
+        raise ShapeError(f"pad: {len(pad)} values for a tensor of {input.ndim} dims")
     pairs = [(0, 0)] * input.ndim
     for i in range(len(pad) // 2):
         pairs[input.ndim - 1 - i] = (pad[2 * i], pad[2 * i + 1])
@@ -441,6 +455,7 @@ def selu(input, inplace=False):
 
 
 def celu(input, alpha=1.0, inplace=False):
+    alpha = real(alpha, "celu: alpha")
     if alpha == 0:
         raise AttrError("celu: alpha must not be 0 (it divides the input)")
 
@@ -476,23 +491,27 @@ def tanhshrink(input):
     return input - ops.tanh(input)
 
 
-def _check_lambd(name, lambd):
+def _check_lambd(name, lambd, input):
+    lambd = real(lambd, f"{name}: lambd")
+    tensors(name, input=input)
     if lambd < 0:
         raise AttrError(f"{name}: lambd must be >= 0, got {lambd}")
+    return lambd
 
 
 def softshrink(input, lambd=0.5):
-    _check_lambd("softshrink", lambd)
+    lambd = _check_lambd("softshrink", lambd, input)
     shrunk = ops.where(input > lambd, input - lambd, input + lambd)
     return ops.where(ops.abs(input) > lambd, shrunk, 0.0)
 
 
 def hardshrink(input, lambd=0.5):
-    _check_lambd("hardshrink", lambd)
+    lambd = _check_lambd("hardshrink", lambd, input)
     return ops.where(ops.abs(input) > lambd, input, 0.0)
 
 
 def threshold(input, threshold, value, inplace=False):
+    threshold, value = real(threshold, "threshold: threshold"), real(value, "threshold: value")
     return _maybe_inplace(input, lambda x: ops.where(x > threshold, x, value), inplace)
 
 
@@ -500,9 +519,11 @@ def glu(input, dim=-1):
     """a * sigmoid(b), a and b the two halves of input along dim."""
     if input.ndim == 0:
         raise ShapeError("glu: a 0-D input has no dim to halve")
-    size = input.shape[dim]
+    size = input.shape[ops.shape.axis_of(integer(dim, "glu: dim"), input.ndim)]
     if size >= 0 and size % 2:  # (-1: unknown until run time)
         raise ShapeError(f"glu: dim {dim} of input shape {tuple(input.shape)} is odd")
+    if size == 0:  # two empty halves: an empty result of input's shape
+        return input * ops.sigmoid(input)
     a, b = ops.chunk(input, 2, axis=dim)
     return a * ops.sigmoid(b)
 
@@ -564,7 +585,7 @@ def _reduction(name, reduction, size_average=None, reduce=None, more=()):
         else:
             reduction = "sum" if size_average is False else "mean"
     allowed = ("mean", "sum", "none", *more)
-    if reduction not in allowed:
+    if not isinstance(reduction, str) or reduction not in allowed:
         raise AttrError(f"{name}: reduction must be one of {allowed}, got {reduction!r}")
     return reduction
 
@@ -608,6 +629,8 @@ def binary_cross_entropy(
 def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     """0.5 d^2 where |d| < delta, else delta (|d| - 0.5 delta); d = input - target."""
     reduction = _reduction("huber_loss", reduction)
+    delta = real(delta, "huber_loss: delta")
+    tensors("huber_loss", input=input, target=target)
     if delta <= 0:
         raise AttrError(f"huber_loss: delta must be positive, got {delta}")
     diff = ops.abs(input - target)
@@ -621,6 +644,8 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
 def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
     """0.5 d^2 / beta where |d| < beta, else |d| - 0.5 beta (the l1 loss when beta is 0)."""
     reduction = _reduction("smooth_l1_loss", reduction, size_average, reduce)
+    beta = real(beta, "smooth_l1_loss: beta")
+    tensors("smooth_l1_loss", input=input, target=target)
     if beta < 0:
         raise AttrError(f"smooth_l1_loss: beta must be >= 0, got {beta}")
     diff = ops.abs(input - target)
@@ -664,6 +689,8 @@ def _at_least(n, eps):
 
 def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
     """The p-norm of x1 - x2 + eps over the last dim."""
+    p, eps = real(p, "pairwise_distance: p"), real(eps, "pairwise_distance: eps")
+    tensors("pairwise_distance", x1=x1, x2=x2)
     if p < 0:
         raise AttrError(f"pairwise_distance: p must be >= 0, got {p}")
     return ops.norm(x1 - x2 + eps, p, axis=-1, keepdims=keepdim)
@@ -676,7 +703,8 @@ def margin_ranking_loss(
     as in PyTorch's signature: integer inputs give a float loss (the default dtype)."""
     reduction = _reduction("margin_ranking_loss", reduction, size_average, reduce)
     _same_dims("margin_ranking_loss", input1=input1, input2=input2, target=target)
-    return _reduce(ops.relu(-target * (input1 - input2) + float(margin)), reduction)
+    margin = real(margin, "margin_ranking_loss: margin")
+    return _reduce(ops.relu(-target * (input1 - input2) + margin), reduction)
 
 
 def hinge_embedding_loss(
@@ -685,6 +713,8 @@ def hinge_embedding_loss(
     """input where target is 1, max(0, margin - input) where target is -1 (PyTorch's rule:
     the first where target != -1, the second where target != 1, summed)."""
     reduction = _reduction("hinge_embedding_loss", reduction, size_average, reduce)
+    margin = real(margin, "hinge_embedding_loss: margin")
+    tensors("hinge_embedding_loss", input=input, target=target)
     loss = ops.where(target != 1, ops.relu(margin - input), 0.0)
     loss = loss + ops.where(target != -1, input, 0.0)
     return _reduce(loss, reduction)
@@ -693,6 +723,7 @@ def hinge_embedding_loss(
 def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
     """log(1 + exp(-target input)), averaged over every element by 'mean'."""
     reduction = _reduction("soft_margin_loss", reduction, size_average, reduce)
+    tensors("soft_margin_loss", input=input, target=target)
     return _reduce(ops.softplus(-target * input), reduction)
 
 
@@ -814,7 +845,8 @@ def multilabel_soft_margin_loss(
 def rms_norm(input, normalized_shape, weight=None, eps=None):
     """input / sqrt(mean(input^2) + eps) over the last len(normalized_shape) dims, times
     weight; eps None is the machine epsilon of input's dtype (PyTorch's default)."""
-    shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    shape = integers(normalized_shape, "rms_norm: normalized_shape")
+    eps = None if eps is None else real(eps, "rms_norm: eps")
     if tuple(input.shape[input.ndim - len(shape) :]) != shape or len(shape) > input.ndim:
         raise ShapeError(
             f"rms_norm: normalized_shape {shape} does not end input shape {tuple(input.shape)}"
@@ -921,6 +953,11 @@ def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):
 def bilinear(input1, input2, weight, bias=None):
     """input1^T weight[o] input2 for each output o (+ bias[o]); weight (out, in1, in2), the
     inputs (..., in1) and (..., in2)."""
+    if min(input1.ndim, input2.ndim) < 1:
+        raise ShapeError(
+            f"bilinear: inputs need at least 1 dim, got shapes {tuple(input1.shape)} and "
+            f"{tuple(input2.shape)}"
+        )
     if (
         weight.ndim != 3
         or input1.shape[-1] != weight.shape[1]

@@ -11,6 +11,7 @@ import numpy as np
 
 from .. import ops
 from ..core import no_grad
+from ..errors import DomainError, ShapeError
 from ..ops.creation import default_generator
 from ..tensor import Tensor, tensor
 
@@ -77,20 +78,20 @@ def calculate_gain(nonlinearity: str, param: float | None = None) -> float:
         return math.sqrt(2.0 / (1 + slope**2))
     if nonlinearity == "selu":
         return 3.0 / 4
-    raise ValueError(f"calculate_gain: unsupported nonlinearity {nonlinearity!r}")
+    raise DomainError(f"calculate_gain: unsupported nonlinearity {nonlinearity!r}")
 
 
 def fan_in_and_fan_out(shape) -> tuple[int, int]:
     """(fan_in, fan_out) of a weight laid out as PyTorch's: (out, in, *kernel)."""
     if len(shape) < 2:
-        raise ValueError(f"fan in and fan out need at least 2 dims, got shape {tuple(shape)}")
+        raise ShapeError(f"fan in and fan out need at least 2 dims, got shape {tuple(shape)}")
     receptive = math.prod(shape[2:])
     return shape[1] * receptive, shape[0] * receptive
 
 
 def _fan(shape, mode: str) -> int:
     if mode not in ("fan_in", "fan_out"):
-        raise ValueError(f"mode must be 'fan_in' or 'fan_out', got {mode!r}")
+        raise DomainError(f"mode must be 'fan_in' or 'fan_out', got {mode!r}")
     fan_in, fan_out = fan_in_and_fan_out(shape)
     return fan_in if mode == "fan_in" else fan_out
 
@@ -167,7 +168,7 @@ def orthogonal_(t: Tensor, gain: float = 1.0, generator=None) -> Tensor:
     rows or columns, whichever are fewer, times gain. QR of a normal matrix, its R's diagonal
     signs folded in so that the result is uniform over orthogonal matrices."""
     if t.ndim < 2:
-        raise ValueError("Only tensors with 2 or more dimensions are supported")
+        raise DomainError("Only tensors with 2 or more dimensions are supported")
     if t.size == 0:
         return t
     rows = t.shape[0]
@@ -192,12 +193,12 @@ def trunc_normal_(
     """Samples of normal(mean, std) restricted to [a, b] (redrawn until inside: exact, and
     fast unless [a, b] holds almost none of the distribution's mass)."""
     if not a < b:
-        raise ValueError(f"trunc_normal_: need a < b, got a={a}, b={b}")
+        raise DomainError(f"trunc_normal_: need a < b, got a={a}, b={b}")
     if not std > 0:
-        raise ValueError(f"trunc_normal_: std must be > 0, got {std}")
+        raise DomainError(f"trunc_normal_: std must be > 0, got {std}")
     mass = _normal_cdf((b - mean) / std) - _normal_cdf((a - mean) / std)
     if mass < 1e-6:
-        raise ValueError(
+        raise DomainError(
             f"trunc_normal_: [{a}, {b}] holds {mass:.2g} of normal({mean}, {std})'s mass; "
             "move mean into (or next to) the interval"
         )
@@ -215,7 +216,7 @@ def trunc_normal_(
 def eye_(t: Tensor) -> Tensor:
     """The identity matrix (ones on the diagonal of a 2-D tensor, also a rectangular one)."""
     if t.ndim != 2:
-        raise ValueError("Only tensors with 2 dimensions are supported")
+        raise ShapeError("Only tensors with 2 dimensions are supported")
     return _write_array(t, np.eye(*t.shape))
 
 
@@ -223,9 +224,9 @@ def dirac_(t: Tensor, groups: int = 1) -> Tensor:
     """The Dirac delta of a 3-, 4- or 5-D convolution weight: the convolution keeps as many
     input channels as it can, per group (a 1 at the kernel's centre of weight[g*out + d, d])."""
     if t.ndim not in (3, 4, 5):
-        raise ValueError("Only tensors with 3, 4, or 5 dimensions are supported")
+        raise ShapeError("Only tensors with 3, 4, or 5 dimensions are supported")
     if not isinstance(groups, int) or groups < 1 or t.shape[0] % groups:
-        raise ValueError(f"dim 0 ({t.shape[0]}) must be divisible by groups ({groups})")
+        raise ShapeError(f"dim 0 ({t.shape[0]}) must be divisible by groups ({groups})")
     out_per_group = t.shape[0] // groups
     values = np.zeros(t.shape)
     centre = tuple(k // 2 for k in t.shape[2:])
@@ -239,9 +240,9 @@ def sparse_(t: Tensor, sparsity: float, std: float = 0.01, generator=None) -> Te
     """A sparse 2-D matrix (Martens): normal(0, std) with ceil(sparsity * rows) zeros in each
     column, at rows drawn at random."""
     if t.ndim != 2:
-        raise ValueError("Only tensors with 2 dimensions are supported")
+        raise DomainError("Only tensors with 2 dimensions are supported")
     if not 0 <= sparsity <= 1:
-        raise ValueError(f"sparsity must be in [0, 1], got {sparsity}")
+        raise DomainError(f"sparsity must be in [0, 1], got {sparsity}")
     rows, cols = t.shape
     gen = _numpy(generator)
     values = gen.normal(0.0, std, (rows, cols))

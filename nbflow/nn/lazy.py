@@ -29,7 +29,7 @@ import numpy as np
 
 from ..core import UNKNOWN, no_grad
 from ..dtypes import as_dtype
-from ..errors import ShapeError, UnsupportedError
+from ..errors import DomainError, ShapeError, UnsupportedError
 from . import init
 from .layers import (
     BatchNorm1d,
@@ -209,7 +209,7 @@ class _LazyConv(LazyModuleMixin):
             )
         n = input.shape[1 if input.ndim == batched else 0]
         if n != UNKNOWN and n % self.groups:
-            raise ValueError(
+            raise DomainError(
                 f"{type(self).__name__}: in_channels ({n}) must be divisible by groups "
                 f"({self.groups})"
             )

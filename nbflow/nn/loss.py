@@ -4,7 +4,8 @@ state_dict)."""
 
 from __future__ import annotations
 
-from ..errors import AttrError
+from ..argcheck import real
+from ..errors import AttrError, DomainError
 from . import functional as F
 from .module import Module
 
@@ -14,8 +15,8 @@ _REDUCTIONS = ("mean", "sum", "none")
 class _Loss(Module):
     def __init__(self, reduction: str = "mean"):
         super().__init__()
-        if reduction not in _REDUCTIONS:
-            raise ValueError(f"reduction must be one of {_REDUCTIONS}, got {reduction!r}")
+        if not isinstance(reduction, str) or reduction not in _REDUCTIONS:
+            raise DomainError(f"reduction must be one of {_REDUCTIONS}, got {reduction!r}")
         self.reduction = reduction
 
     def extra_repr(self) -> str:
@@ -118,7 +119,7 @@ class BCELoss(_LegacyLoss):
 class HuberLoss(_Loss):
     def __init__(self, reduction="mean", delta=1.0):
         super().__init__(reduction)
-        self.delta = float(delta)
+        self.delta = real(delta, "HuberLoss: delta")
 
     def forward(self, input, target):
         return F.huber_loss(input, target, self.reduction, self.delta)
@@ -156,7 +157,7 @@ class MarginRankingLoss(_LegacyLoss):
 class HingeEmbeddingLoss(_LegacyLoss):
     def __init__(self, margin=1.0, size_average=None, reduce=None, reduction="mean"):
         super().__init__(size_average, reduce, reduction)
-        self.margin = float(margin)
+        self.margin = real(margin, "HingeEmbeddingLoss: margin")
 
     def forward(self, input, target):
         return F.hinge_embedding_loss(input, target, self.margin, reduction=self.reduction)
@@ -253,7 +254,8 @@ class CosineSimilarity(Module):
 class PairwiseDistance(Module):
     def __init__(self, p=2.0, eps=1e-6, keepdim=False):
         super().__init__()
-        self.norm, self.eps, self.keepdim = float(p), float(eps), bool(keepdim)
+        self.norm = real(p, "PairwiseDistance: p")
+        self.eps, self.keepdim = real(eps, "PairwiseDistance: eps"), bool(keepdim)
 
     def forward(self, x1, x2):
         return F.pairwise_distance(x1, x2, self.norm, self.eps, self.keepdim)

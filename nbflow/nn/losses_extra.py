@@ -12,7 +12,10 @@ from __future__ import annotations
 
 import warnings
 
+import numpy as np
+
 from .. import ops
+from ..argcheck import integer
 from ..errors import DomainError, ShapeError
 from . import functional as F
 from .loss import NLLLoss, PairwiseDistance, _LegacyLoss, _Loss
@@ -43,7 +46,7 @@ def multi_margin_loss(
     """sum over i != y of weight[y] max(0, margin - x[y] + x[i])^p / C for each sample
     (input (N, C) or (C,), int target (N,) or () in [0, C)); p is 1 or 2."""
     reduction = F._reduction("multi_margin_loss", reduction, size_average, reduce)
-    if p not in (1, 2):
+    if not isinstance(p, (int, float, np.integer, np.floating)) or p not in (1, 2):
         raise DomainError(f"multi_margin_loss: only p == 1 and p == 2 are supported, got {p!r}")
     if weight is not None and weight.ndim != 1:
         raise ShapeError(f"multi_margin_loss: weight must be 1-D, got shape {tuple(weight.shape)}")
@@ -126,7 +129,8 @@ FUNCTIONS = ["multi_margin_loss", "multilabel_margin_loss", "triplet_margin_with
 class CTCLoss(_Loss):
     def __init__(self, blank=0, reduction="mean", zero_infinity=False):
         super().__init__(reduction)
-        self.blank, self.zero_infinity = int(blank), bool(zero_infinity)
+        self.blank = integer(blank, "CTCLoss: blank")
+        self.zero_infinity = bool(zero_infinity)
 
     def forward(self, log_probs, targets, input_lengths, target_lengths):
         return ops.ctc_loss(

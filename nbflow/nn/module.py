@@ -39,7 +39,15 @@ import numpy as np
 from .. import dtypes as dt
 from .. import ops
 from ..core import STATE, argument_error, no_grad, use_trace
-from ..errors import DTypeError, NbflowError, ShapeError, UnsupportedError
+from ..errors import (
+    ArgumentError,
+    DomainError,
+    DTypeError,
+    NbflowError,
+    OutOfRangeError,
+    ShapeError,
+    UnsupportedError,
+)
 from ..graph.jit import zero_grads
 from ..hooks import HookDict, RemovableHandle, add_node_hook
 from ..tensor import EagerTrace, Tensor, from_numpy, tensor
@@ -193,7 +201,7 @@ class Module:
         self._check_name(name, "parameter")
         if param is not None:
             if not isinstance(param, Tensor) or not param.is_leaf:
-                raise TypeError(f"parameter {name!r} must be a leaf Tensor or None")
+                raise ArgumentError(f"parameter {name!r} must be a leaf Tensor or None")
             param.requires_grad_(True)
         self._forget(name, "_parameters")
         self.__dict__["_parameters"][name] = param
@@ -205,7 +213,7 @@ class Module:
         Non-persistent buffers are left out of state_dict()."""
         self._check_name(name, "buffer")
         if value is not None and not isinstance(value, Tensor):
-            raise TypeError(f"buffer {name!r} must be a Tensor or None")
+            raise ArgumentError(f"buffer {name!r} must be a Tensor or None")
         self._forget(name, "_buffers")
         self.__dict__["_buffers"][name] = value
         _name_state(self, name, value)
@@ -215,7 +223,7 @@ class Module:
 
     def add_module(self, name: str, module: Module | None) -> None:
         if module is not None and not isinstance(module, Module):
-            raise TypeError(f"{name!r}: {type(module).__name__} is not a Module")
+            raise ArgumentError(f"{name!r}: {type(module).__name__} is not a Module")
         _EPOCH[0] += 1
         self._forget(name, "_modules")
         self.__dict__["_modules"][name] = module
@@ -331,7 +339,7 @@ class Module:
     def train(self, mode: bool = True) -> Module:
         """Set the `training` flag of this module and every descendant."""
         if not isinstance(mode, bool):
-            raise TypeError(f"train(mode): mode must be a bool, got {type(mode).__name__}")
+            raise ArgumentError(f"train(mode): mode must be a bool, got {type(mode).__name__}")
         _EPOCH[0] += 1
         for m in self.modules():
             m.__dict__["training"] = mode
@@ -413,7 +421,7 @@ class Module:
         missing or unexpected keys raise StateDictError (a KeyError); with strict=False they
         are skipped. Returns (missing_keys, unexpected_keys)."""
         if not hasattr(state, "keys"):
-            raise TypeError(f"load_state_dict expects a mapping, got {type(state).__name__}")
+            raise ArgumentError(f"load_state_dict expects a mapping, got {type(state).__name__}")
         targets = self.state_dict(keep_vars=True)
         optional = self._optional_keys()
         missing = [k for k in targets if k not in state and k not in optional]
@@ -483,7 +491,7 @@ class Module:
 
     def _add_hook(self, table: str, hook) -> RemovableHandle:
         if not callable(hook):
-            raise TypeError(f"a module hook must be callable, got {type(hook).__name__}")
+            raise ArgumentError(f"a module hook must be callable, got {type(hook).__name__}")
         hooks = self.__dict__.setdefault(table, HookDict())
         handle = _ModuleHookHandle(hooks)
         hooks[handle.id] = hook
@@ -544,9 +552,9 @@ class Module:
         """Put `module` at a dotted path whose parent exists (strict=True: only replace an
         existing submodule)."""
         if target == "":
-            raise ValueError("Cannot set the submodule without a target name!")
+            raise DomainError("Cannot set the submodule without a target name!")
         if not isinstance(module, Module):
-            raise ValueError(f"`module` is not an nn.Module, found {type(module)}")
+            raise DomainError(f"`module` is not an nn.Module, found {type(module)}")
         parent_path, _, name = target.rpartition(".")
         parent = self.get_submodule(parent_path)
         if strict and not hasattr(parent, name):
@@ -700,7 +708,7 @@ def _call_backward_hooks(state, grad_input):
         if result is not None:
             result = tuple(result)
             if len(result) != len(grad_input):
-                raise ValueError(
+                raise DomainError(
                     f"backward hook returned {len(result)} gradients for {len(grad_input)} inputs"
                 )
             grad_input = replaced = result
@@ -740,7 +748,7 @@ def renumber(container: Module, modules) -> None:
     numbering after an insertion or a deletion); a non-Module among them changes nothing."""
     for m in modules:
         if not isinstance(m, Module):
-            raise TypeError(f"{type(container).__name__}: {type(m).__name__} is not a Module")
+            raise ArgumentError(f"{type(container).__name__}: {type(m).__name__} is not a Module")
     for name in list(container._modules):
         delattr(container, name)
     for i, m in enumerate(modules):
@@ -750,7 +758,7 @@ def renumber(container: Module, modules) -> None:
 def insertion_index(container: Module, index: int) -> int:
     n = len(container._modules)
     if not -n <= index <= n:
-        raise IndexError(f"index {index} out of range for inserting into {n} modules")
+        raise OutOfRangeError(f"index {index} out of range for inserting into {n} modules")
     return index + n if index < 0 else index
 
 
@@ -774,7 +782,7 @@ class ModuleList(Module):
     def _index(self, i: int) -> int:
         n = len(self._modules)
         if not -n <= i < n:
-            raise IndexError(f"index {i} out of range for {type(self).__name__} of length {n}")
+            raise OutOfRangeError(f"index {i} out of range for {type(self).__name__} of length {n}")
         return i + n if i < 0 else i
 
     def __getitem__(self, i):

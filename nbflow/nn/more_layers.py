@@ -30,9 +30,10 @@ import numpy as np
 
 from .. import comm, ops
 from .. import dtypes as dt
+from ..argcheck import integers
 from ..core import STATE, no_grad
 from ..dtypes import as_dtype
-from ..errors import AttrError, DomainError, DTypeError, ShapeError
+from ..errors import ArgumentError, AttrError, DomainError, DTypeError, ShapeError
 from ..ops.conv import _batched
 from ..tensor import EagerTrace
 from . import functional as F
@@ -320,7 +321,7 @@ class DataParallel(Module):
     def __init__(self, module, device_ids=None, output_device=None, dim=0):
         super().__init__()
         if not isinstance(module, Module):
-            raise TypeError(f"DataParallel: expected an nn.Module, got {type(module).__name__}")
+            raise ArgumentError(f"DataParallel: expected an nn.Module, got {type(module).__name__}")
         self.module = module
         self.device_ids = [] if device_ids is None else list(device_ids)
         if len(self.device_ids) > 1:
@@ -365,8 +366,8 @@ class RNNBase(_RNNBase, metaclass=_Covers):
         self, mode, input_size, hidden_size, num_layers=1, bias=True, batch_first=False,
         dropout=0.0, bidirectional=False, proj_size=0, device=None, dtype=None, generator=None,
     ):  # fmt: skip
-        if mode not in _RNN_MODES:
-            raise ValueError(f"Unrecognized RNN mode: {mode}")
+        if not isinstance(mode, str) or mode not in _RNN_MODES:
+            raise DomainError(f"Unrecognized RNN mode: {mode}")
         kind, nonlinearity = _RNN_MODES[mode]
         # (read by _RNNBase.__init__, before Module.__init__ allows attribute assignment)
         self.__dict__.update(gates=kind.gates, states=kind.states, _kind=kind)
@@ -417,9 +418,9 @@ class AdaptiveLogSoftmaxWithLoss(Module):
         dtype=None,
     ):  # fmt: skip
         super().__init__()
-        cutoffs = list(cutoffs)
+        cutoffs = list(integers(cutoffs, "AdaptiveLogSoftmaxWithLoss: cutoffs"))
         if len(cutoffs) == 0:
-            raise ValueError("cutoffs should be a sequence of length larger than 0")
+            raise ShapeError("cutoffs should be a sequence of length larger than 0")
         if (
             cutoffs != sorted(cutoffs)
             or min(cutoffs) <= 0
@@ -427,7 +428,7 @@ class AdaptiveLogSoftmaxWithLoss(Module):
             or len(set(cutoffs)) != len(cutoffs)
             or any(int(c) != c for c in cutoffs)
         ):
-            raise ValueError(
+            raise DomainError(
                 "cutoffs should be a sequence of unique, positive integers sorted in an "
                 "increasing order, where each value is between 1 and n_classes-1"
             )

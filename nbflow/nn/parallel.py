@@ -25,7 +25,7 @@ import numpy as np
 
 from .. import comm, hooks
 from .. import distributed as dist
-from ..errors import DistributedError, UnsupportedError
+from ..errors import ArgumentError, DistributedError, UnsupportedError
 from ..tensor import Tensor, version_counter
 from .module import Module
 from .more_layers import DataParallel
@@ -43,7 +43,7 @@ class DistributedDataParallel(Module):
     ):  # fmt: skip
         super().__init__()
         if not isinstance(module, Module):
-            raise TypeError(f"DistributedDataParallel: expected an nn.Module, got {module!r}")
+            raise ArgumentError(f"DistributedDataParallel: expected an nn.Module, got {module!r}")
         group = dist.resolve_group(process_group)
         self.module = module
         self.process_group = group

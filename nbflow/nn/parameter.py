@@ -20,7 +20,7 @@ import weakref
 import numpy as np
 
 from .. import dtypes as dt
-from ..errors import NbflowError, UnsupportedError
+from ..errors import ArgumentError, NbflowError, UnsupportedError
 from ..tensor import Tensor
 
 __all__ = ["Buffer", "UninitializedBuffer", "UninitializedParameter"]
@@ -50,7 +50,7 @@ class Buffer(metaclass=_BufferMeta):
         if data is None:
             data = Tensor(np.empty((0,), dt.float32))
         if not isinstance(data, Tensor):
-            raise TypeError(f"nn.Buffer takes a Tensor, got {type(data).__name__}")
+            raise ArgumentError(f"nn.Buffer takes a Tensor, got {type(data).__name__}")
         t = data.detach()
         t.requires_grad = data.requires_grad
         key = id(t)
@@ -71,7 +71,7 @@ def assign_buffer(module, name: str, value) -> None:
     holds a parameter or a submodule)."""
     for registry, kind in (("_parameters", "parameter"), ("_modules", "child module")):
         if name in module.__dict__[registry]:
-            raise TypeError(
+            raise ArgumentError(
                 f"cannot assign an nn.Buffer as {kind} {name!r} (delete the attribute first)"
             )
     module.register_buffer(name, value, buffer_persistence(value))

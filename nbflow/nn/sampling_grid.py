@@ -26,6 +26,7 @@ import numpy as np
 
 from .. import dtypes as dt
 from .. import ops
+from ..argcheck import integers, real
 from ..core import UNKNOWN
 from ..errors import AttrError, DTypeError, ShapeError
 from ..ops.conv import _batched
@@ -79,7 +80,7 @@ def affine_grid(theta, size, align_corners=None):
     fn = "affine_grid"
     align_corners = _align_corners(align_corners, fn)
     _floats(theta, fn, "theta")
-    size = tuple(int(s) for s in size)
+    size = integers(size, f"{fn}: size")
     if len(size) not in (4, 5):
         raise ShapeError(
             f"{fn}: only supports 4D and 5D sizes, for 2D and 3D affine transforms, "
@@ -486,6 +487,7 @@ def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False, ge
     """PyTorch's F.rrelu: x where x > 0, else x * a; while training a is drawn uniformly from
     [lower, upper] per element (from `generator`, or the default generator), in eval a is the
     mean slope (lower + upper) / 2. The gradient is the slope used."""
+    lower, upper = real(lower, "rrelu: lower"), real(upper, "rrelu: upper")
     if lower > upper:
         raise AttrError(f"rrelu: lower bound {lower} must be at most the upper bound {upper}")
     if not training:

@@ -25,6 +25,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .. import ops
+from ..argcheck import integers
 from ..core import UNKNOWN
 from ..errors import AttrError, ShapeError
 from ..ops.conv import _batched, conv2d_input_grad
@@ -337,6 +338,9 @@ def _adaptive_sizes(x, output_size, k, fn):
         layout = "(N, C, L) or (C, L)" if k == 1 else "(N, C, H, W) or (C, H, W)"
         raise ShapeError(f"{fn}: input of shape {tuple(x.shape)} must be {layout}")
     _known_dims(x, fn, x.ndim - k)
+    if hasattr(output_size, "ndim"):  # a tensor or an array: its ints
+        ints = integers(output_size, f"{fn}: output_size")
+        output_size = ints[0] if output_size.ndim == 0 else ints
     sizes = tuple(output_size) if isinstance(output_size, (tuple, list)) else (output_size,) * k
     if len(sizes) != k:
         raise AttrError(f"{fn}: output_size must be an int or {k} ints, got {output_size!r}")
@@ -360,6 +364,10 @@ def adaptive_max_pool2d(input, output_size, return_indices=False):
     pair, where None keeps the input's size; return_indices also returns the int64 flat index
     into the H x W plane of each maximum."""
     oh, ow = _adaptive_sizes(input, output_size, 2, "adaptive_max_pool2d")
+    if not isinstance(return_indices, (bool, np.bool_)):
+        raise AttrError(
+            f"adaptive_max_pool2d: return_indices must be a bool, got {return_indices!r}"
+        )
     h_axis, w_axis = input.ndim - 2, input.ndim - 1
     out, cols, _ = _adaptive_max_axis(input, w_axis, ow)
     out, rows, (cols,) = _adaptive_max_axis(out, h_axis, oh, riders=(cols,))

@@ -14,8 +14,9 @@ import math
 
 import nbflow as nb
 
+from ..argcheck import integer, shown
 from ..dtypes import as_dtype
-from ..errors import ShapeError
+from ..errors import ArgumentError, ShapeError
 from . import functional as F
 from . import init
 from .attention import MultiheadAttention
@@ -30,7 +31,7 @@ def _activation(activation, module):
             return getattr(F, activation)
         raise RuntimeError(f"{module}: activation should be relu/gelu, not {activation}")
     if not callable(activation):
-        raise TypeError(f"{module}: activation must be 'relu', 'gelu' or a callable")
+        raise ArgumentError(f"{module}: activation must be 'relu', 'gelu' or a callable")
     return activation
 
 
@@ -171,6 +172,13 @@ def _clones(layer, num_layers):
     return ModuleList([copy.deepcopy(layer) for _ in range(int(num_layers))])
 
 
+def _norm_module(norm, name):
+    """norm: a Module or None (it is called on the last layer's output)."""
+    if norm is not None and not isinstance(norm, Module):
+        raise ArgumentError(f"{name}: norm must be a Module or None, got {shown(norm)}")
+    return norm
+
+
 class TransformerEncoder(Module):
     """`num_layers` copies of `encoder_layer` in sequence, then `norm` when given.
     enable_nested_tensor and mask_check are PyTorch's fast-path switches: accepted, no
@@ -180,8 +188,9 @@ class TransformerEncoder(Module):
         self, encoder_layer, num_layers, norm=None, enable_nested_tensor=True, mask_check=True
     ):
         super().__init__()
+        num_layers = integer(num_layers, "TransformerEncoder: num_layers")
         self.layers = _clones(encoder_layer, num_layers)
-        self.num_layers, self.norm = int(num_layers), norm
+        self.num_layers, self.norm = num_layers, _norm_module(norm, "TransformerEncoder")
         self.enable_nested_tensor, self.mask_check = enable_nested_tensor, mask_check
 
     def forward(self, src, mask=None, src_key_padding_mask=None, is_causal=None):
@@ -196,8 +205,9 @@ class TransformerDecoder(Module):
 
     def __init__(self, decoder_layer, num_layers, norm=None):
         super().__init__()
+        num_layers = integer(num_layers, "TransformerDecoder: num_layers")
         self.layers = _clones(decoder_layer, num_layers)
-        self.num_layers, self.norm = int(num_layers), norm
+        self.num_layers, self.norm = num_layers, _norm_module(norm, "TransformerDecoder")
 
     def forward(
         self,

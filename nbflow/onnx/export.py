@@ -19,6 +19,7 @@ import nbflow
 from nbflow import ProgramError, UnsupportedError
 from nbflow.graph import Program, global_scope, needed_ops, trace
 
+from ..errors import DomainError
 from .builder import Builder, NotExported, onnx_dtype
 from .ops import CONVERTERS, slice_
 from .shapes import Dim, Mismatch, merge, subsets
@@ -67,7 +68,7 @@ def export(
 
     Raises UnmappedOpError naming the first op with no ONNX mapping."""
     if not MIN_OPSET <= opset_version <= onnx.defs.onnx_opset_version():
-        raise ValueError(
+        raise DomainError(
             f"opset_version {opset_version} is outside {MIN_OPSET}.."
             f"{onnx.defs.onnx_opset_version()} (the onnx package's newest)"
         )

@@ -9,6 +9,7 @@ from collections import namedtuple
 import numpy as np
 
 from .. import dtypes as dt
+from ..argcheck import shown
 from ..core import UNKNOWN
 from ..errors import (
     AttrError,
@@ -194,6 +195,9 @@ def svd(input, some=True, compute_uv=True):
     """(U, S, V) with input = U diag(S) V^T (V, not linalg.svd's Vh); some=False gives the
     full U and V; compute_uv=False gives zero U and V of the full shapes, as PyTorch."""
     linalg = _linalg()
+    for arg, v in (("some", some), ("compute_uv", compute_uv)):
+        if not isinstance(v, (bool, np.bool_)):
+            raise AttrError(f"svd: {arg} must be a bool, got {shown(v)}")
     if not compute_uv:
         m, n = (_known("svd", input, d) for d in (-2, -1))
         batch = tuple(input.shape[:-2])
@@ -205,6 +209,8 @@ def svd(input, some=True, compute_uv=True):
 
 def qr(input, some=True):
     """(Q, R): linalg.qr in mode "reduced" (some) or "complete"."""
+    if not isinstance(some, (bool, np.bool_)):
+        raise AttrError(f"qr: some must be a bool, got {shown(some)}")
     return _linalg().qr(input, "reduced" if some else "complete")
 
 
@@ -261,7 +267,9 @@ def _reduction(name, reduction):
     passed on as it is."""
     if isinstance(reduction, str):
         return reduction
-    if isinstance(reduction, bool) or reduction not in _REDUCTION_CODES:
+    if not isinstance(reduction, (int, np.integer)) or isinstance(reduction, bool):
+        raise AttrError(f"{name}: reduction must be 0, 1, 2 or a name, got {shown(reduction)}")
+    if reduction not in _REDUCTION_CODES:
         raise AttrError(f"{name}: reduction must be 0, 1, 2 or a name, got {reduction!r}")
     return _REDUCTION_CODES[int(reduction)]
 

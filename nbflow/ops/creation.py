@@ -9,6 +9,7 @@ import math
 import numpy as np
 
 from .. import dtypes as dt
+from ..argcheck import integers
 from ..core import Attr, Op, Spec
 from ..errors import ArgumentError, AttrError, DomainError, ShapeError, UnsupportedError
 from ..kernels.cpu import JIT
@@ -387,7 +388,7 @@ def full(shape, value, dtype=None, device=None, requires_grad=False):
     """A tensor of `shape` filled with `value` (dtype from the value when not given)."""
     if dtype is None:
         dtype = dt.scalar_dtype(value)
-    shape = (shape,) if isinstance(shape, int) else tuple(shape)
+    shape = integers(shape, "full: size")
     return on_device(full_op(shape=shape, value=value, dtype=dtype), device, requires_grad)
 
 

@@ -17,6 +17,7 @@ import math
 import numpy as np
 
 from .. import dtypes as dt
+from ..argcheck import integers
 from ..core import UNKNOWN, Attr, Op, Spec
 from ..errors import AttrError, DTypeError, OutOfRangeError, ShapeError
 from ..kernels import cuda_ctc
@@ -383,7 +384,9 @@ def _ctc_vjp(g, out, log_probs, targets, input_lengths, target_lengths, blank, z
 
 def _as_lengths(lengths):
     """A tensor as it is; ints and int sequences as an int64 array (an input of the op)."""
-    return lengths if hasattr(lengths, "shape") else np.asarray(lengths, dtype=np.int64)
+    if hasattr(lengths, "shape"):
+        return lengths
+    return np.asarray(integers(lengths, "ctc_loss: lengths"), dtype=np.int64)
 
 
 def ctc_loss(

@@ -7,7 +7,7 @@ summed, right)), so BLAS does the work and the gradient, graph mode and the GPU 
 ops. `...` stands for the leading dims each operand does not name (broadcast right-aligned);
 without `->` the output is the letters used once, in alphabetical order."""
 
-from ..errors import AttrError, ShapeError
+from ..errors import AttrError, DomainError, ShapeError
 from .creation import eye
 from .elementwise import where
 from .linalg import matmul
@@ -49,12 +49,12 @@ def _parse(equation: str, operands):
     lhs, arrow, rhs = eq.partition("->")
     inputs = lhs.split(",")
     if len(inputs) != len(operands):
-        raise ValueError(
+        raise DomainError(
             f"einsum '{equation}': {len(inputs)} operands named, {len(operands)} given"
         )
     for term in inputs + ([rhs] if arrow else []):
         if not all(c in _LETTERS or c == "." for c in term) or "." in term.replace("...", ""):
-            raise ValueError(f"einsum '{equation}': '{term}' is not letters a-z, A-Z and '...'")
+            raise DomainError(f"einsum '{equation}': '{term}' is not letters a-z, A-Z and '...'")
     ell = max((x.ndim - len(t.replace("...", "")) for t, x in zip(inputs, operands)), default=0)
     spare = _SPARE[len(_SPARE) - ell :] if ell > 0 else ""
     named = []
@@ -70,7 +70,7 @@ def _parse(equation: str, operands):
         once = sorted(c for c in set(counts) if counts.count(c) == 1 and c in _LETTERS)
         out = spare + "".join(once)
     if len(set(out)) != len(out) or not set(out) <= set("".join(named)):
-        raise ValueError(f"einsum '{equation}': output '{rhs}' repeats or invents a letter")
+        raise DomainError(f"einsum '{equation}': output '{rhs}' repeats or invents a letter")
     return named, out
 
 

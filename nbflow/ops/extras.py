@@ -107,6 +107,8 @@ def _number(name, arg, v):
 
 
 def _known(name, x, dim):
+    if x.ndim == 0:
+        raise ShapeError(f"{name}: needs at least one dim, got a 0-d tensor")
     n = x.shape[dim]
     if n == UNKNOWN:
         raise ShapeError(f"{name}: dim {dim} of the input (shape {x.shape}) must be known")

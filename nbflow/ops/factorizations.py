@@ -213,7 +213,8 @@ def _permutation_rows(pivots, perm):
 
 def _permutation_cpu(pivots, out, m):
     _check_pivots("lu_unpack", pivots, m)
-    flat = np.ascontiguousarray(pivots).reshape(-1, pivots.shape[-1])
+    rows = int(np.prod(pivots.shape[:-1]))  # (-1 cannot be inferred when pivots is empty)
+    flat = np.ascontiguousarray(pivots).reshape(rows, pivots.shape[-1])
     perm = np.empty((flat.shape[0], m), np.int64)
     _permutation_rows(flat, perm)
     np.copyto(out, perm.reshape(out.shape))

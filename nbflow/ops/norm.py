@@ -24,6 +24,7 @@ import math
 import numpy as np
 
 from .. import dtypes as dt
+from ..argcheck import integer, integers
 from ..core import UNKNOWN, Attr, Op, Spec, is_probability, needs_grad
 from ..errors import AttrError, DTypeError, OutOfRangeError, ShapeError
 from ..kernels import threads
@@ -509,7 +510,7 @@ def _check_affine(t, shape, what, name):
 def layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5):
     """PyTorch's F.layer_norm: normalise over the trailing dims `normalized_shape`, then
     multiply by weight and add bias (each of that shape, or None)."""
-    shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    shape = integers(normalized_shape, "layer_norm: normalized_shape")
     _check_affine(weight, shape, "weight", "layer_norm")
     _check_affine(bias, shape, "bias", "layer_norm")
     out = layer_norm_op(x, normalized_shape=shape, eps=eps)
@@ -527,6 +528,7 @@ def group_norm(x, num_groups, weight=None, bias=None, eps=1e-5):
     if x.ndim < 2:
         raise ShapeError(f"group_norm needs x (N, C, ...), got shape {tuple(x.shape)}")
     channels = x.shape[1]
+    num_groups = integer(num_groups, "group_norm: num_groups")
     if num_groups < 1 or channels % num_groups:
         raise ShapeError(f"group_norm: {channels} channels do not split into {num_groups} groups")
     _check_affine(weight, (channels,), "weight", "group_norm")

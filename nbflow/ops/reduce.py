@@ -32,8 +32,9 @@ import numpy as np
 from numba.extending import register_jitable
 
 from .. import dtypes as dt
+from ..argcheck import integers
 from ..core import Attr, Op, Spec, normalize_axis
-from ..errors import DTypeError, ShapeError
+from ..errors import ArgumentError, DomainError, DTypeError, ShapeError
 from ..kernels import vecmath
 from ..kernels.cpu import (
     JIT,
@@ -66,8 +67,7 @@ def reduced_axes(axis, ndim: int) -> tuple[int, ...]:
     (PyTorch) and has nothing to reduce."""
     if axis is None:
         return tuple(range(ndim))
-    if isinstance(axis, (int, np.integer)):
-        axis = (int(axis),)
+    axis = integers(axis, "axis")
     if ndim == 0:
         for a in axis:
             if a not in (0, -1):
@@ -563,7 +563,7 @@ class _Extremum(Op):
         else:
             return Op.__call__(self, *args, **attrs)
         if rest or attrs or not args:
-            raise TypeError(f"{self.name}(input, other) takes the two tensors only")
+            raise ArgumentError(f"{self.name}(input, other) takes the two tensors only")
         return self.binary(args[0], other)
 
 
@@ -684,9 +684,9 @@ def norm(x, p=2, axis=None, keepdims=False):
     is 0 at each zero element (PyTorch's), not infinite."""
     if not dt.is_float(x.dtype):
         raise DTypeError(f"norm needs a float tensor, got {x.dtype}")
-    p = 2 if p == "fro" else p
+    p = 2 if isinstance(p, str) and p == "fro" else p
     if isinstance(p, bool) or not isinstance(p, (int, float)) or p < 0 and p != -math.inf:
-        raise ValueError(f"norm: p must be a number >= 0, inf, -inf or 'fro', got {p!r}")
+        raise DomainError(f"norm: p must be a number >= 0, inf, -inf or 'fro', got {p!r}")
     if p == 2:
         s = sum(x * x, axis=axis, keepdims=keepdims)
         nonzero = s != 0  # (a NaN stays NaN)

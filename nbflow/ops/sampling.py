@@ -9,6 +9,7 @@ gradient. Draws need a known shape: a graph value with a -1 dim raises Unsupport
 import numpy as np
 
 from .. import dtypes as dt
+from ..argcheck import integer, real
 from ..core import UNKNOWN
 from ..errors import AttrError, DomainError, DTypeError, UnsupportedError
 from .creation import normal, randint, uniform
@@ -150,6 +151,7 @@ def _float_target(name, x):
 def uniform_(x, from_=0.0, to=1.0, *, generator=None):
     """x filled with uniform draws in [from_, to)."""
     _float_target("uniform_", x)
+    from_, to = real(from_, "uniform_: from_"), real(to, "uniform_: to")
     if not from_ <= to:
         raise DomainError(f"uniform_: expects from_ <= to, got from_={from_}, to={to}")
     return copy_(x, rand_like(x, generator=generator) * (to - from_) + from_)
@@ -228,6 +230,7 @@ def random_(x, from_=None, to=None, *, generator=None):
         low, high = 0 if from_ is None else from_, to
     if high is None:
         high = _random_end(dt.as_dtype(x.dtype))
+    low, high = integer(low, "random_: from_"), integer(high, "random_: to")
     if not low < high:
         raise DomainError(f"random_: expects from_ < to, got from_={low}, to={high}")
     return copy_(x, randint_like(x, low, high, dtype=dt.int64, generator=generator))

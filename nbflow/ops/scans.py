@@ -11,6 +11,7 @@ from collections import namedtuple
 import numpy as np
 
 from .. import dtypes as dt
+from ..argcheck import integer, real
 from ..core import UNKNOWN
 from ..errors import AttrError, DomainError, ShapeError, UnsupportedError
 from . import reduce
@@ -189,7 +190,7 @@ def diff(x, n=1, dim=-1, prepend=None, append=None):
     if prepend is not None or append is not None:
         parts = [p for p in (prepend, x, append) if p is not None]
         x = concat([_as_part(p, x, a) for p in parts], axis=a)
-    for _ in range(int(n)):
+    for _ in range(integer(n, "diff: n")):
         length = x.shape[a]
         if length <= 0:
             break
@@ -290,8 +291,9 @@ def _check_q(name, q, x):
             values = None
         q = q.astype(x.dtype)
     else:
+        q = real(q, f"{name}: q")
         values = np.asarray([q], np.float64)
-        q = full((1,), float(q), dtype=x.dtype, device=device)
+        q = full((1,), q, dtype=x.dtype, device=device)
     if values is not None and (np.any(values < 0) or np.any(values > 1)):
         raise DomainError(f"{name}: q must be in [0, 1], got {np.asarray(values).tolist()}")
     return q

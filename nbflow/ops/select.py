@@ -10,8 +10,16 @@ OutOfRangeError (an IndexError) before a kernel runs.
 import numpy as np
 
 from .. import dtypes as dt
+from ..argcheck import integer, integers
 from ..core import UNKNOWN
-from ..errors import AttrError, DomainError, OutOfRangeError, ShapeError, UnsupportedError
+from ..errors import (
+    ArgumentError,
+    AttrError,
+    DomainError,
+    OutOfRangeError,
+    ShapeError,
+    UnsupportedError,
+)
 from .creation import arange, eye, full, full_like_op, ones_like
 from .elementwise import eq, mul, where
 from .index import checked_range, getitem, index_put, index_put_, index_select, take_along_axis
@@ -32,6 +40,8 @@ from .shape import (
 
 
 def _known(name, x, dim):
+    if x.ndim == 0:
+        raise ShapeError(f"{name}: needs at least one dim, got a 0-d tensor")
     n = x.shape[dim]
     if n == UNKNOWN:
         raise ShapeError(f"{name}: dim {dim} of x (shape {x.shape}) must be known")
@@ -49,6 +59,8 @@ def _int(name, arg, v, low=None):
 def eager_values(name, arg, t):
     """The values of an eager tensor (for a result whose shape depends on them); graph values
     have none until the program runs."""
+    if not hasattr(t, "shape"):
+        raise ArgumentError(f"{name}: {arg} must be a tensor, got {type(t).__name__}")
     try:
         return np.asarray(t.numpy())  # (a graph value's numpy() raises)
     except (AttributeError, UnsupportedError):
@@ -137,7 +149,7 @@ def scatter_reduce(x, dim, index, src, reduce, include_self=True):
     Composed as a one-hot comparison of index with every position along `dim`, so it takes
     memory index.numel() * x.shape[dim]: meant for moderate sizes. Gradients are those of
     sum / prod / max / min over the one-hot (ties in amax / amin share the gradient)."""
-    if reduce not in _REDUCTIONS:
+    if not isinstance(reduce, str) or reduce not in _REDUCTIONS:
         raise AttrError(f"scatter_reduce: reduce must be one of {_REDUCTIONS}, got {reduce!r}")
     a, _ = _scatter_key("scatter_reduce", x, dim, index)
     src = _src_block("scatter_reduce", src, index)
@@ -261,7 +273,7 @@ def unbind(x, dim=0):
 
 def split_with_sizes(x, split_sizes, dim=0):
     """x cut along `dim` into pieces of the given lengths (they must sum to its length)."""
-    return split(x, [int(s) for s in split_sizes], dim)
+    return split(x, list(integers(split_sizes, "split_with_sizes: split_sizes")), dim)
 
 
 def tensor_split(x, indices_or_sections, dim=0):
@@ -284,7 +296,7 @@ def tensor_split(x, indices_or_sections, dim=0):
         cuts = indices_or_sections
         if hasattr(cuts, "shape"):
             cuts = eager_values("tensor_split", "indices_or_sections", cuts).tolist()
-        cuts = [int(c) for c in cuts]
+        cuts = integers(cuts, "tensor_split: indices_or_sections")
         bounds = [0] + [min(max(c if c >= 0 else c + n, 0), n) for c in cuts] + [n]
     pieces = zip(bounds[:-1], bounds[1:], strict=True)
     return tuple(getitem(x, _along(a) + (slice(lo, max(lo, hi)),)) for lo, hi in pieces)
@@ -328,7 +340,7 @@ def repeat_interleave(x, repeats=None, dim=None, output_size=None):
     if isinstance(repeats, (int, np.integer)):
         from .shape import repeat
 
-        return repeat(x, int(repeats), a)
+        return repeat(x, integer(repeats, "repeat_interleave: repeats"), a)
     counts = eager_values("repeat_interleave", "repeats", repeats).reshape(-1)
     n = _known("repeat_interleave", x, a)
     if counts.size == 1:
@@ -366,7 +378,7 @@ def diag_embed(x, offset=0, dim1=-2, dim2=-1):
     if x.ndim == 0:
         raise ShapeError("diag_embed needs at least one dim")
     n = _known("diag_embed", x, -1)
-    k = int(offset)
+    k = integer(offset, "diag_embed: offset")
     mask = eye(n, dtype="bool", device=getattr(x, "device", None))
     square = where(mask, unsqueeze(x, -1), 0)
     widths = [(0, 0)] * (x.ndim - 1) + ([(0, k), (k, 0)] if k >= 0 else [(-k, 0), (0, -k)])
@@ -434,7 +446,8 @@ view_as = reshape_as
 def unflatten(x, dim, sizes):
     """Dim `dim` of x split into dims of `sizes` (one may be -1)."""
     a = axis_of(dim, x.ndim)
-    return reshape(x, tuple(x.shape[:a]) + tuple(int(s) for s in sizes) + tuple(x.shape[a + 1 :]))
+    sizes = integers(sizes, "unflatten: sizes")
+    return reshape(x, tuple(x.shape[:a]) + sizes + tuple(x.shape[a + 1 :]))
 
 
 __all__ = [

@@ -17,8 +17,9 @@ import math
 import numpy as np
 
 from .. import dtypes as dt
+from ..argcheck import integers
 from ..core import UNKNOWN, Attr, Op, Spec, as_int, normalize_axis
-from ..errors import AttrError, ShapeError
+from ..errors import AttrError, DomainError, ShapeError
 from .broadcast import sum_to_like
 
 # ---------------------------------------------------------------- helpers
@@ -60,7 +61,7 @@ def axis_of(axis: int, ndim: int) -> int:
 
 def axes_of(axis, ndim: int) -> tuple[int, ...]:
     """Normalised, distinct axes (an int or a sequence of ints)."""
-    axes = (axis,) if isinstance(axis, int) else tuple(axis)
+    axes = integers(axis, "axis")
     out = tuple(axis_of(a, ndim) for a in axes)
     if len(set(out)) != len(out):
         raise ShapeError(f"repeated axis in {axes}")
@@ -588,8 +589,8 @@ def meshgrid(*tensors, indexing="ij"):
     default) or with the first two axes swapped ("xy", numpy's default)."""
     if len(tensors) == 1 and isinstance(tensors[0], (tuple, list)):
         tensors = tuple(tensors[0])
-    if indexing not in ("ij", "xy"):
-        raise ValueError(f"meshgrid: indexing must be 'ij' or 'xy', got {indexing!r}")
+    if not isinstance(indexing, str) or indexing not in ("ij", "xy"):
+        raise DomainError(f"meshgrid: indexing must be 'ij' or 'xy', got {indexing!r}")
     if any(t.ndim != 1 for t in tensors):
         raise ShapeError(f"meshgrid needs 1-D tensors, got {[tuple(t.shape) for t in tensors]}")
     sizes = [t.shape[0] for t in tensors]
@@ -689,7 +690,11 @@ pad_op.defgrad(_pad_grad)
 def pad(x, pad_width, value=0, mode="constant"):
     """pad(x, ((1, 1), (0, 2))) or pad(x, (1, 1, 0, 2)): (before, after) per axis, axis 0
     first; constant mode only."""
-    flat = tuple(int(v) for p in pad_width for v in (p if isinstance(p, (tuple, list)) else (p,)))
+    if isinstance(pad_width, np.ndarray):
+        pad_width = pad_width.tolist()
+    elif not isinstance(pad_width, (tuple, list)):
+        pad_width = integers(pad_width, "pad: pad_width")
+    flat = sum((integers(p, "pad: pad_width") for p in pad_width), ())
     return pad_op(x, pad_width=flat, value=value, mode=mode)
 
 

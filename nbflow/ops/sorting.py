@@ -9,7 +9,7 @@ import numpy as np
 
 from .. import dtypes as dt
 from ..core import UNKNOWN, Attr, Op, Spec
-from ..errors import AttrError, OutOfRangeError, ShapeError
+from ..errors import ArgumentError, AttrError, OutOfRangeError, ShapeError
 from ..kernels.cpu import JIT, axis_rows, write_axis_rows
 from ..kernels.jit import njit
 from ..kernels.sorting import sort_row
@@ -100,7 +100,7 @@ def topk(x, k: int, axis=-1, largest=True, sorted=True):
         raise ShapeError("topk: needs at least one dim")
     n = x.shape[axis_of(axis, x.ndim)]
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)):
-        raise TypeError(f"topk: k must be an int, got {type(k).__name__}")
+        raise ArgumentError(f"topk: k must be an int, got {type(k).__name__}")
     if n == UNKNOWN:
         raise ShapeError("topk: the axis has an unknown (-1) length")
     if not 0 <= k <= n:

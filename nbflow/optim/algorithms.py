@@ -467,6 +467,10 @@ class Rprop(ComposedOptimizer):
         self, params=None, lr=1e-2, etas=(0.5, 1.2), step_sizes=(1e-6, 50), *, maximize=False
     ):
         _check(lr=lr)
+        for name, pair in (("etas", etas), ("step_sizes", step_sizes)):
+            if not isinstance(pair, (tuple, list)) or len(pair) != 2:
+                raise DomainError(f"Rprop: {name} must be two numbers, got {pair!r}")
+            _check(**{f"{name}[{i}]": v for i, v in enumerate(pair)})
         etaminus, etaplus = etas
         if not 0.0 < etaminus < 1.0 < etaplus:
             raise DomainError(f"etas must satisfy 0 < etaminus < 1 < etaplus, got {etas}")

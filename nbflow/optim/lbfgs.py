@@ -20,7 +20,7 @@ from .. import ops
 from ..core import no_grad
 from ..errors import DomainError, UnsupportedError
 from ..tensor import Tensor
-from .optimizer import Optimizer, _evaluate
+from .optimizer import Optimizer, _check, _evaluate
 
 __all__ = ["LBFGS"]
 
@@ -182,8 +182,10 @@ class LBFGS(Optimizer):
         history_size=100,
         line_search_fn=None,
     ):
-        if not lr >= 0.0:
-            raise DomainError(f"Invalid learning rate: {lr}")
+        _check(lr=lr, max_iter=max_iter, tolerance_grad=tolerance_grad)
+        _check(tolerance_change=tolerance_change, history_size=history_size)
+        if max_eval is not None:
+            _check(max_eval=max_eval)
         if max_eval is None:
             max_eval = max_iter * 5 // 4
         hyper = {

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ... import ops
 from ...core import no_grad
-from ...errors import ShapeError
+from ...errors import ArgumentError, ShapeError
 from ...tensor import Tensor
 from . import clip_grad, fusion, parametrizations, parametrize, prune, rnn, stateless
 from .clip_grad import (
@@ -32,7 +32,7 @@ def vector_to_parameters(vec, parameters) -> None:
     """Copy consecutive slices of the 1-d `vec` into the parameters, in place (no gradient),
     each reshaped to its parameter's shape."""
     if not isinstance(vec, Tensor):
-        raise TypeError(f"expected vec to be a Tensor, but got: {type(vec).__name__}")
+        raise ArgumentError(f"expected vec to be a Tensor, but got: {type(vec).__name__}")
     params = _as_list(parameters)
     total = sum(p.numel() if callable(p.numel) else p.numel for p in params)
     if vec.ndim != 1 or vec.shape[0] != total:

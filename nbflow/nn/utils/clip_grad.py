@@ -9,7 +9,7 @@ import math
 from ... import dtypes as dt
 from ... import ops
 from ...core import no_grad
-from ...errors import GradientError, UnsupportedError
+from ...errors import DomainError, GradientError, UnsupportedError
 from ...graph import Var
 from ...tensor import Tensor
 
@@ -37,7 +37,7 @@ def get_total_norm(tensors, norm_type=2.0, error_if_nonfinite=False, foreach=Non
     tensors = [t for t in _as_list(tensors) if t is not None]
     norm_type = float(norm_type)
     if not norm_type > 0:
-        raise ValueError(f"norm_type must be > 0 (or inf), got {norm_type}")
+        raise DomainError(f"norm_type must be > 0 (or inf), got {norm_type}")
     if not tensors:
         return ops.zeros()
     with no_grad():
@@ -103,7 +103,7 @@ def clip_grads_by_norm_(grads, max_norm: float, norm_type: float = 2.0):
     grads = [g for g in grads if g is not None]
     norm_type = float(norm_type)
     if not norm_type > 0:
-        raise ValueError(f"norm_type must be > 0 (or inf), got {norm_type}")
+        raise DomainError(f"norm_type must be > 0 (or inf), got {norm_type}")
     if not grads:
         return ops.zeros()
     with no_grad():

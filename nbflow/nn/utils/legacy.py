@@ -21,6 +21,7 @@ import warnings
 import nbflow as nb
 
 from ...core import STATE, no_grad, use_trace
+from ...errors import DomainError
 from ...tensor import EagerTrace
 from ..module import Module, Parameter
 from .parametrizations import _norm_except_dim
@@ -121,7 +122,7 @@ def remove_weight_norm(module: Module, name: str = "weight") -> Module:
     """Turn module.<name> back into one parameter (its current value)."""
     fn = _find(module, WeightNorm, name)
     if fn is None:
-        raise ValueError(f"weight_norm of '{name}' not found in {module}")
+        raise DomainError(f"weight_norm of '{name}' not found in {module}")
     fn.remove(module)
     fn.unregister()
     return module
@@ -134,7 +135,7 @@ class SpectralNorm(_WeightHook):
 
     def __init__(self, name="weight", n_power_iterations=1, dim=0, eps=1e-12):
         if n_power_iterations <= 0:
-            raise ValueError(
+            raise DomainError(
                 "Expected n_power_iterations to be positive, but got "
                 f"n_power_iterations={n_power_iterations}"
             )
@@ -185,7 +186,7 @@ def spectral_norm(
     fn = SpectralNorm(name, n_power_iterations, dim, eps)
     weight = module._parameters.get(name)
     if weight is None:
-        raise ValueError(f"`SpectralNorm` cannot be applied as parameter `{name}` is None")
+        raise DomainError(f"`SpectralNorm` cannot be applied as parameter `{name}` is None")
     with no_grad():
         h, w = fn.reshape_weight_to_matrix(weight).shape
         u = fn._normalize(nb.randn(h, dtype=weight.dtype, device=weight.device))
@@ -203,7 +204,7 @@ def remove_spectral_norm(module: Module, name: str = "weight") -> Module:
     """Turn module.<name> back into one parameter (weight_orig / sigma with the current u, v)."""
     fn = _find(module, SpectralNorm, name)
     if fn is None:
-        raise ValueError(f"spectral_norm of '{name}' not found in {module}")
+        raise DomainError(f"spectral_norm of '{name}' not found in {module}")
     fn.remove(module)
     fn.unregister()
     return module

@@ -8,6 +8,7 @@ from __future__ import annotations
 import nbflow as nb
 
 from ...core import no_grad
+from ...errors import DomainError
 from ..module import Module
 from .parametrize import register_parametrization
 
@@ -52,7 +53,7 @@ class _SpectralNorm(Module):
     def __init__(self, weight, n_power_iterations=1, dim=0, eps=1e-12):
         super().__init__()
         if n_power_iterations <= 0:
-            raise ValueError(
+            raise DomainError(
                 "Expected n_power_iterations to be positive, but got "
                 f"n_power_iterations={n_power_iterations}"
             )

@@ -11,6 +11,7 @@ class); caching (parametrize.cached) is not implemented.
 from __future__ import annotations
 
 from ...core import no_grad
+from ...errors import DomainError
 from ..module import Module, ModuleDict, ModuleList, Parameter
 
 
@@ -83,7 +84,7 @@ def remove_parametrizations(module: Module, tensor_name: str, leave_parametrized
     """Turn module.<tensor_name> back into a plain parameter: its current parametrized value
     (leave_parametrized) or the single original."""
     if not is_parametrized(module, tensor_name):
-        raise ValueError(
+        raise DomainError(
             f"Module {type(module).__name__} does not have a parametrization on {tensor_name}"
         )
     plist = module.parametrizations[tensor_name]
@@ -93,7 +94,7 @@ def remove_parametrizations(module: Module, tensor_name: str, leave_parametrized
         elif plist.is_tensor:
             value = plist.original.detach()
         else:
-            raise ValueError(
+            raise DomainError(
                 "Cannot leave unparametrized (`leave_parametrized=False`) a "
                 "tensor that is parametrized in terms of a sequence of tensors."
             )

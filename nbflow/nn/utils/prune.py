@@ -18,6 +18,7 @@ import numbers
 import numpy as np
 
 from ...core import no_grad
+from ...errors import ArgumentError, DomainError, ShapeError
 from ...ops import creation
 from ...tensor import Tensor, tensor
 from ..module import Module, Parameter
@@ -50,11 +51,11 @@ __all__ = [
 def _check_amount(amount):
     """PyTorch's checks: an int count >= 0 or a float fraction in [0, 1]."""
     if isinstance(amount, bool) or not isinstance(amount, numbers.Real):
-        raise TypeError(f"Invalid type for amount: {amount}. Must be int or float.")
+        raise ArgumentError(f"Invalid type for amount: {amount}. Must be int or float.")
     if (isinstance(amount, numbers.Integral) and amount < 0) or (
         not isinstance(amount, numbers.Integral) and not 0.0 <= float(amount) <= 1.0
     ):
-        raise ValueError(
+        raise DomainError(
             f"amount={amount} should either be a float in the range [0, 1] or a "
             "non-negative integer"
         )
@@ -64,7 +65,7 @@ def _count(amount, size: int) -> int:
     """How many of `size` entries (or channels) the amount prunes."""
     if isinstance(amount, numbers.Integral):
         if amount > size:
-            raise ValueError(
+            raise DomainError(
                 f"amount={amount} should be smaller than the number of parameters to prune={size}"
             )
         return int(amount)
@@ -111,7 +112,7 @@ class BasePruningMethod(_WeightHook):
         orig = module._parameters[name + "_orig" if pruned else name]
         scores = orig if importance_scores is None else importance_scores
         if _host(scores).shape != tuple(orig.shape):
-            raise ValueError(
+            raise ShapeError(
                 "importance_scores should have the same shape as parameter "
                 f"{name} of {type(module).__name__}"
             )
@@ -135,7 +136,7 @@ class BasePruningMethod(_WeightHook):
     def remove(self, module: Module):
         """Make the pruned tensor the parameter again, without the mask (the pruning stays)."""
         if not hasattr(self, "handles"):
-            raise ValueError(f"Parameter '{self.name}' of module {module} has to be pruned")
+            raise DomainError(f"Parameter '{self.name}' of module {module} has to be pruned")
         with no_grad():
             weight = self.apply_mask(module)
         self.unregister()
@@ -262,7 +263,7 @@ class LnStructured(_Structured):
     def __init__(self, amount, n, dim=-1):
         _check_amount(amount)
         if n != "fro" and (isinstance(n, bool) or not isinstance(n, numbers.Real)):
-            raise ValueError(f"ln_structured: n must be a number, inf, -inf or 'fro', got {n!r}")
+            raise DomainError(f"ln_structured: n must be a number, inf, -inf or 'fro', got {n!r}")
         self.amount, self.n, self.dim = amount, n, dim
 
     def scores(self, t, dim):
@@ -280,7 +281,7 @@ class CustomFromMask(BasePruningMethod):
 
     def compute_mask(self, t, default_mask):
         if self.mask.shape != default_mask.shape:
-            raise ValueError(
+            raise ShapeError(
                 f"custom_from_mask: mask of shape {self.mask.shape} for a tensor "
                 f"of shape {default_mask.shape}"
             )
@@ -341,7 +342,7 @@ def global_unstructured(parameters, pruning_method, importance_scores=None, **kw
         defaults.append(np.ones(orig.numel()) if mask is None else _host(mask).reshape(-1))
     method = pruning_method(**kwargs)
     if method.PRUNING_TYPE != "unstructured":
-        raise TypeError(
+        raise ArgumentError(
             'Only "unstructured" PRUNING_TYPE supported for the `pruning_method`. Found method '
             f"{pruning_method} of type {method.PRUNING_TYPE}"
         )
@@ -358,7 +359,7 @@ def remove(module, name):
     """Make module.<name> a parameter again holding the pruned values (PyTorch's remove)."""
     method = _find_pruning(module, name)
     if method is None:
-        raise ValueError(
+        raise DomainError(
             f"Parameter '{name}' of module {module} has to be pruned before pruning can be removed"
         )
     method.remove(module)

@@ -17,7 +17,7 @@ import numpy as np
 
 import nbflow as nb
 
-from ...errors import ShapeError, UnsupportedError
+from ...errors import DomainError, ShapeError, UnsupportedError
 from ...tensor import Tensor
 
 
@@ -126,7 +126,7 @@ def pad_packed_sequence(sequence, batch_first=False, padding_value=0.0, total_le
     steps, batch = len(sizes), int(sizes[0]) if len(sizes) else 0
     if total_length is not None:
         if total_length < steps:
-            raise ValueError(
+            raise ShapeError(
                 "Expected total_length to be at least the length of the longest sequence in "
                 f"input, but got total_length={total_length} and max sequence length being "
                 f"{steps}"
@@ -150,7 +150,7 @@ def pad_sequence(sequences, batch_first=False, padding_value=0.0, padding_side="
     """Stack sequences (L_i, *) into (T, B, *) ((B, T, *) batch_first), T the longest,
     filling with padding_value on the right (or the left: padding_side='left')."""
     if padding_side not in ("left", "right"):
-        raise ValueError(f"padding_side must be 'left' or 'right', got {padding_side!r}")
+        raise DomainError(f"padding_side must be 'left' or 'right', got {padding_side!r}")
     sequences = list(sequences)
     if not sequences:
         raise ShapeError("pad_sequence: received an empty list of sequences")

@@ -1,0 +1,97 @@
+"""Checks of hyperparameters (the numbers, sizes and choices a function or layer takes besides its
+tensors): each returns the value normalised or raises an nbflow error naming the function and the
+argument (issue 42, 6), where float(), int(), a comparison or numpy deep inside would raise a
+builtin TypeError or ValueError naming neither.
+
+- `real(v, what)`: a real number (a Python or numpy int or float, or a 0-d real tensor/array),
+  as a float; else AttrError (a TypeError).
+- `integer(v, what)`: an int (core.as_int: a float, even 2.0, or a bool is refused).
+- `integers(v, what)`: an int or a sequence of ints, as a tuple.
+- `choice(v, options, what)`: one of `options`; else DomainError (a ValueError, as PyTorch's).
+- `tensors(name, arg=v, ...)`: each a tensor (or an array or a number); else ArgumentError.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .core import _is_value, as_int
+from .errors import ArgumentError, AttrError, DomainError
+
+__all__ = ["real", "integer", "integers", "choice", "shown", "tensors"]
+
+
+def shown(value) -> str:
+    """The type and a short repr of value, for messages."""
+    text = repr(value)
+    text = text if len(text) <= 60 else text[:57] + "..."
+    return f"{type(value).__name__} {text}"
+
+
+def real(value, what: str) -> float:
+    """value as a float: a Python or numpy real number (a bool counts, as for float()), or a 0-d
+    tensor or array of a real dtype; anything else raises AttrError naming `what`."""
+    if isinstance(value, (int, float, np.integer, np.floating)):
+        return float(value)
+    kind = getattr(getattr(value, "dtype", None), "kind", "")
+    if getattr(value, "ndim", None) == 0 and kind in ("b", "i", "u", "f"):
+        return float(value)
+    raise AttrError(f"{what} must be a real number, got {shown(value)}")
+
+
+def optional_real(value, what: str) -> float | None:
+    return None if value is None else real(value, what)
+
+
+def integer(value, what: str) -> int:
+    """value as an int (core.as_int: an int, a numpy integer, a 0-d integer tensor)."""
+    return as_int(value, what)
+
+
+def integers(value, what: str) -> tuple[int, ...]:
+    """An int or a sequence of ints (a list, a tuple, a 1-d integer tensor) as a tuple of ints;
+    anything else (a string, a float, a nested list, None) raises AttrError naming `what`."""
+    if isinstance(value, (str, bytes, dict, set)) or value is None:
+        raise AttrError(f"{what} must be an int or a sequence of ints, got {shown(value)}")
+    if getattr(value, "ndim", 1) == 0 or isinstance(value, (int, np.integer)):
+        return (as_int(value, what),)
+    try:
+        items = list(value)
+    except TypeError:
+        raise AttrError(
+            f"{what} must be an int or a sequence of ints, got {shown(value)}"
+        ) from None
+    return tuple(as_int(v, f"{what}[{i}]") for i, v in enumerate(items))
+
+
+def choice(value, options, what: str, error=DomainError):
+    """value if it is one of options (strings, numbers, None), else `error` (DomainError, a
+    ValueError, as PyTorch's; AttrError where the function raised that) naming `what` and the
+    options. A tensor, an array or a list is never one (no elementwise ==)."""
+    if _hashable_scalar(value):
+        for o in options:
+            if isinstance(o, str) != isinstance(value, str):
+                continue
+            if isinstance(o, bool) != isinstance(value, (bool, np.bool_)):
+                continue
+            if value == o:
+                return value
+    names = ", ".join(repr(o) for o in options)
+    raise error(f"{what} must be one of {names}, got {shown(value)}")
+
+
+def _hashable_scalar(value) -> bool:
+    return value is None or isinstance(value, (str, int, float, np.integer, np.floating))
+
+
+def tensors(name: str, **values) -> None:
+    """Raise ArgumentError naming `name` and the argument for a value that is not a tensor
+    (an nbflow tensor or graph value, a numpy array or a real number, which ops take as
+    constants): a list, a string, a Module ... would otherwise fail inside an operator with
+    a TypeError naming neither."""
+    for arg, v in values.items():
+        if _is_value(v) or isinstance(v, np.ndarray):
+            continue
+        if isinstance(v, (int, float, np.integer, np.floating)):
+            continue
+        raise ArgumentError(f"{name}: argument '{arg}' must be a tensor, got {shown(v)}")
