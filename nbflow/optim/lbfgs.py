@@ -20,7 +20,7 @@ from .. import ops
 from ..core import no_grad
 from ..errors import DomainError, UnsupportedError
 from ..tensor import Tensor
-from .optimizer import Optimizer, _check, _evaluate
+from .optimizer import Optimizer, _check, _evaluate, _is_real
 
 __all__ = ["LBFGS"]
 
@@ -182,7 +182,9 @@ class LBFGS(Optimizer):
         history_size=100,
         line_search_fn=None,
     ):
-        _check(lr=lr, max_iter=max_iter, tolerance_grad=tolerance_grad)
+        if not _is_real(lr) or not float(lr) >= 0.0:
+            raise DomainError(f"Invalid learning rate: {lr!r}")
+        _check(max_iter=max_iter, tolerance_grad=tolerance_grad)
         _check(tolerance_change=tolerance_change, history_size=history_size)
         if max_eval is not None:
             _check(max_eval=max_eval)
