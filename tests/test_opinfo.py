@@ -89,20 +89,20 @@ XFAIL = {
     "normal": {"refused": "tensor mean/std"},
     "normal.number_mean": {"refused": "tensor std with a number mean", "bad_args": "size="},
     "tensordot": {"refused": "dims given as lists of pairs"},
-    "norm.nuc": {"internal_error": "p='nuc' raises a ValueError"},
+    "norm.nuc": {"refused": "p='nuc' is refused (a DomainError)"},
     "nn.functional.cross_entropy": {"refused": "class-probability targets"},
     "nn.functional.interpolate.linear": {"bad_args": "recompute_scale_factor="},
     "nn.functional.interpolate.nearest": {"bad_args": "recompute_scale_factor="},
     "nn.functional.interpolate.area": {
-        "internal_error": "mode 'area' missing (a ValueError)",
+        "refused": "mode 'area' missing (a DomainError)",
         "bad_args": "recompute_scale_factor=",
     },
     "nn.functional.interpolate.nearest-exact": {
-        "internal_error": "mode 'nearest-exact' missing (a ValueError)",
+        "refused": "mode 'nearest-exact' missing (a DomainError)",
         "bad_args": "recompute_scale_factor=",
     },
-    "nn.functional.interpolate.bicubic": {"internal_error": "mode 'bicubic' missing"},
-    "nn.functional.interpolate.trilinear": {"internal_error": "mode 'trilinear' missing"},
+    "nn.functional.interpolate.bicubic": {"refused": "mode 'bicubic' missing"},
+    "nn.functional.interpolate.trilinear": {"refused": "mode 'trilinear' missing"},
     # 0-d tensors treated as errors where PyTorch treats them as one element
     **{
         name: {"refused": "0-d input"}

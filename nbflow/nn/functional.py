@@ -511,7 +511,8 @@ def hardshrink(input, lambd=0.5):
 
 
 def threshold(input, threshold, value, inplace=False):
-    threshold, value = real(threshold, "threshold: threshold"), real(value, "threshold: value")
+    # checked as numbers, used as given: an int threshold and value keep an int input int
+    real(threshold, "threshold: threshold"), real(value, "threshold: value")
     return _maybe_inplace(input, lambda x: ops.where(x > threshold, x, value), inplace)
 
 
