@@ -19,7 +19,6 @@ from . import (
     special,
 )
 from .autograd import backward, grad
-from .buffers import empty_cache
 from .checkpoint import load, load_state, save, save_state
 from .control import cond, while_loop
 from .core import (
@@ -35,6 +34,7 @@ from .core import (
 from .device import DeviceError
 from .dlpack import DLPackDTypeError, DLPackError, from_dlpack
 from .dtypes import bool_, float16, float32, float64, int32, int64
+from .eager.checking import check_nan_inf, get_memory_budget, set_memory_budget
 from .errors import (
     ArgumentError,
     AttrError,
@@ -95,7 +95,7 @@ from .nn.functional import (
 )
 from .ops import *  # noqa: F403  (the ops are the public functions)
 from .ops._define import elementwise  # declare your own ops as nbflow does
-from .reliability import check_nan_inf, get_memory_budget, set_memory_budget
+from .runtime.buffers import empty_cache
 from .safetensors_io import load_safetensors, save_safetensors
 from .tensor import (
     Tensor,
@@ -154,11 +154,7 @@ utils = _types.ModuleType(f"{__name__}.utils", "PyTorch's names for nbflow's uti
 utils.data = data
 _sys.modules[utils.__name__], _sys.modules[f"{__name__}.utils.data"] = utils, data
 
-# PyTorch's torch.autograd.functional: nbflow.autograd is a module, so the submodule is
-# attached by hand and registered for `import nbflow.autograd.functional`
-from . import autograd as _autograd  # noqa: E402
 from . import func  # noqa: E402  (PyTorch's torch.func)
-from . import functional_autograd as _functional_autograd  # noqa: E402
 from .amp import autocast, get_autocast_dtype, is_autocast_enabled  # noqa: E402  (torch.amp)
 from .compiled import compile  # noqa: E402  (PyTorch's torch.compile; the builtin's name)
 
@@ -169,14 +165,11 @@ from . import checkpointing as _checkpointing  # noqa: E402  (PyTorch's torch.ut
 utils.checkpoint = _checkpointing
 _sys.modules[f"{__name__}.utils.checkpoint"] = _checkpointing
 
-_autograd.functional = _functional_autograd
-_sys.modules[f"{__name__}.autograd.functional"] = _functional_autograd
-
 
 # PyTorch's printing and anomaly switches, dtype class and typename
-from .autograd_function import is_anomaly_enabled  # noqa: E402
-from .autograd_function import set_detect_anomaly as set_anomaly_enabled  # noqa: E402
-from .printing import get_printoptions, set_printoptions  # noqa: E402
+from .autograd import is_anomaly_enabled  # noqa: E402
+from .autograd import set_detect_anomaly as set_anomaly_enabled  # noqa: E402
+from .eager.printing import get_printoptions, set_printoptions  # noqa: E402
 
 dtype = _np.dtype  # nbflow's dtypes are numpy's: isinstance(x.dtype, nbflow.dtype) holds
 

@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .core import _is_value, as_int
-from .errors import ArgumentError, AttrError, DomainError
+from .core import as_int
+from .core.errors import ArgumentError, AttrError, DomainError
+from .core.op import _is_value
 
 __all__ = ["real", "integer", "integers", "choice", "shown", "tensors"]
 

@@ -56,14 +56,14 @@ import struct
 
 import numpy as np
 
-from . import dtypes as dt
 from .core import STATE
-from .errors import ArgumentError, CheckpointError, DomainError
+from .core import dtypes as dt
+from .core.errors import ArgumentError, CheckpointError, DomainError
+from .eager.tensor import Tensor
 from .graph import serialize
 from .graph.program import Program
 from .graph.serialize import _atomic_write
 from .safetensors_io import is_safetensors_path, load_safetensors, save_safetensors
-from .tensor import Tensor
 
 __all__ = ["FORMAT", "MAGIC", "VERSION", "load", "load_state", "save", "save_state"]
 

@@ -29,14 +29,14 @@ from __future__ import annotations
 import contextlib
 import warnings
 
-from .autograd import backprop, grad, toposort
-from .autograd_function import Function
+from .autograd.backprop import backprop, grad, toposort
+from .autograd.function import Function
 from .core import STATE, Trace, enable_grad, is_grad_enabled, modes_changed, no_grad
-from .errors import GradientError, UnsupportedError
+from .core.errors import GradientError, UnsupportedError
+from .eager.tensor import EagerTrace, Tensor
 from .func import _flatten, _unflatten
 from .graph.program import Var
 from .ops.creation import get_rng_state, set_rng_state
-from .tensor import EagerTrace, Tensor
 
 __all__ = ["CheckpointError", "checkpoint", "checkpoint_sequential", "noop_context_fn"]
 

@@ -13,7 +13,7 @@ name it; backend="eager" gives the function or module back as it is, as disable=
 
 from __future__ import annotations
 
-from .errors import ArgumentError, UnsupportedError
+from .core.errors import ArgumentError, UnsupportedError
 from .graph.jit import jit
 from .nn.module import Module
 

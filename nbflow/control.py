@@ -16,8 +16,8 @@ from __future__ import annotations
 import numpy as np
 
 from .core import STATE, is_int
-from .errors import ArgumentError, DTypeError, LoopLimitError, ShapeError, user_location
-from .tensor import EagerTrace, Tensor
+from .core.errors import ArgumentError, DTypeError, LoopLimitError, ShapeError, user_location
+from .eager.tensor import EagerTrace, Tensor
 
 __all__ = ["cond", "while_loop"]
 

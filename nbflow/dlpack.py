@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import dtypes as dt
-from .errors import DTypeError, NbflowError
+from .core import dtypes as dt
+from .core.errors import DTypeError, NbflowError
 
 # DLDeviceType codes (dlpack.h)
 CPU, CUDA, CUDA_HOST, CUDA_MANAGED = 1, 2, 3, 13
@@ -36,7 +36,7 @@ class DLPackDTypeError(DLPackError, DTypeError):
 
 def _device_code(device) -> tuple[int, int]:
     """A DLPack (device_type, device_id) for an nbflow device name."""
-    from . import device as devices
+    from .runtime import device as devices
 
     name = devices.parse(device)
     if name == devices.CPU:
@@ -86,8 +86,8 @@ def from_dlpack(x, *, device=None, copy=None):
     a copy, which copy=False refuses (DLPackError) and copy=None or True makes. copy=True
     always copies. A read-only producer (a JAX array) gives a read-only tensor: in-place ops
     on it raise UnsupportedError, clone() it to write."""
-    from . import device as devices
-    from .tensor import Tensor
+    from .eager.tensor import Tensor
+    from .runtime import device as devices
 
     if not hasattr(x, "__dlpack__"):
         if isinstance(x, np.ndarray | np.generic):  # numpy without DLPack: not reached on >= 1.22
@@ -135,8 +135,8 @@ def _host_import(x, copy) -> np.ndarray:
 
 def _device_import(x, copy):
     """A numba device array over a GPU producer's memory (no host round trip)."""
-    from . import device as devices
-    from .device_tensor import CudaTensor
+    from .eager.device_tensor import CudaTensor
+    from .runtime import device as devices
 
     cuda = devices.cuda()
     if hasattr(x, "__cuda_array_interface__"):
@@ -169,7 +169,7 @@ def export_device(t, stream=None, max_version=None, dl_device=None, copy=None):
     """A GPU tensor's __dlpack__: a capsule written here (make_capsule) over the device
     array's memory, after the device has finished the work queued on it; dl_device=(1, 0)
     gives a host copy (refused under copy=False)."""
-    from . import device as devices
+    from .runtime import device as devices
 
     here = _device_code(t.device)
     if dl_device is not None and tuple(dl_device) == (CPU, 0):
@@ -195,7 +195,7 @@ def export_device(t, stream=None, max_version=None, dl_device=None, copy=None):
 def cuda_array_interface(a) -> dict:
     """`__cuda_array_interface__` (version 3) of a numba device array or, under the
     simulator, of its stand-in: the wrapped host array's address."""
-    from . import device as devices
+    from .runtime import device as devices
 
     if not devices.simulator():
         return a.__cuda_array_interface__

@@ -28,13 +28,13 @@ from collections.abc import Sequence
 import numpy as np
 
 from . import ops
-from .autograd import grad as _grad
-from .autograd import toposort
+from .autograd.backprop import grad as _grad
+from .autograd.backprop import toposort
+from .autograd.functional import _vjp_raw
 from .core import enable_grad, rebuilt
-from .errors import ArgumentError, DomainError, ShapeError, UnsupportedError
-from .functional_autograd import _vjp_raw
+from .core.errors import ArgumentError, DomainError, ShapeError, UnsupportedError
+from .eager.tensor import Tensor, tensor
 from .ops.queries import is_tensor
-from .tensor import Tensor, tensor
 
 __all__ = ["grad", "grad_and_value", "vjp", "jacrev", "hessian", "vmap"]
 __all__ += ["functional_call", "jacfwd", "jvp", "stack_module_state"]

@@ -12,10 +12,10 @@ from collections import namedtuple
 
 import numpy as np
 
-from . import dtypes as dt
 from .argcheck import shown
 from .core import UNKNOWN, public
-from .errors import ArgumentError, DomainError, DTypeError, ShapeError, UnsupportedError
+from .core import dtypes as dt
+from .core.errors import ArgumentError, DomainError, DTypeError, ShapeError, UnsupportedError
 from .ops import decomp
 from .ops import factorizations as fz
 from .ops.creation import eye, ones_like, zeros

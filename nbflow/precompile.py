@@ -23,7 +23,7 @@ import numpy as np
 import nbflow as nb
 from nbflow import nn
 from nbflow.core import REGISTRY, REQUIRED
-from nbflow.errors import NbflowError
+from nbflow.core.errors import NbflowError
 from nbflow.kernels import codegen
 
 

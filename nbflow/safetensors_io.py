@@ -38,9 +38,9 @@ import struct
 import numpy as np
 
 from .core import STATE
-from .errors import CheckpointError, DomainError
+from .core.errors import CheckpointError, DomainError
+from .eager.tensor import Tensor
 from .graph.serialize import _atomic_write
-from .tensor import Tensor
 
 __all__ = ["SUFFIX", "is_safetensors_path", "load_safetensors", "save_safetensors"]
 

@@ -12,10 +12,10 @@ nbflow's modified_bessel_i0 and modified_bessel_i1 are i0 and i1, so they do dif
 
 import math
 
-from . import dtypes as dt
 from .argcheck import tensors
+from .core import dtypes as dt
 from .core import is_int, public
-from .errors import DomainError, UnsupportedError
+from .core.errors import DomainError, UnsupportedError
 from .ops.elementwise import (
     astype,
     digamma,

@@ -9,11 +9,11 @@ import math
 
 import numpy as np
 
-from . import dtypes as dt
-from .autograd import grad
+from .autograd.backprop import grad
 from .core import Spec, no_grad
-from .errors import ArgumentError, DomainError, ShapeError
-from .tensor import Tensor, tensor
+from .core import dtypes as dt
+from .core.errors import ArgumentError, DomainError, ShapeError
+from .eager.tensor import Tensor, tensor
 
 # default (rtol, atol) per dtype: float16 is computed in float32 but stored with 11 bits
 TOLERANCE = {
@@ -342,8 +342,8 @@ def check_devices(fn, *inputs, skip=True, rtol=None, atol=None, seed=0, device="
     import os
     import sys
 
-    from . import device as devices
-    from .errors import UnsupportedError
+    from .core.errors import UnsupportedError
+    from .runtime import device as devices
 
     try:
         devices.cuda()
@@ -505,8 +505,8 @@ def op_property_test(
         given(body, 4)
 
     def devices(skip=True):
-        from . import device
-        from .errors import UnsupportedError
+        from .core.errors import UnsupportedError
+        from .runtime import device
 
         try:
             device.cuda()

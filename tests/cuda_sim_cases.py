@@ -692,7 +692,7 @@ def _copy_into_a_buffer(h):
 
 
 def view_write_cases():
-    """In-place writes through views under autograd (nbflow/views.py): the gradients on the
+    """In-place writes through views under autograd (nbflow/core/views.py): the gradients on the
     GPU follow the writes as on the CPU (whose gradients tests/test_views_autograd.py checks
     against closed forms)."""
     cases = (_stale_view, _write_through_a_slice, _write_through_a_transposed_slice)
@@ -780,7 +780,7 @@ def _concat_backward(p, q):
 def device_fix_cases():
     import nbflow.distributions as D
     from nbflow import func
-    from nbflow.functional_autograd import hessian, jacobian
+    from nbflow.autograd.functional import hessian, jacobian
 
     x, v = np.array([[1.0, -2.0], [3.0, -4.0]], np.float32), np.array([0.5, 1.0], np.float32)
     yield "mask", "getitem", (lambda x: x[x > 0]), [x]

@@ -1,4 +1,4 @@
-"""nbflow.autocast and nbflow.amp.GradScaler (nbflow/amp.py): which ops run in float16,
+"""nbflow.autocast and nbflow.amp.GradScaler (nbflow/eager/amp.py): which ops run in float16,
 values against numpy's float16 rounding, gradients against float32 ones, traced programs,
 and the scaler's steps, skips and scale schedule (PyTorch's documented algorithm)."""
 

@@ -1,10 +1,10 @@
-"""Recycled large buffers (nbflow/buffers.py): reused only once nothing refers to them."""
+"""Recycled large buffers (nbflow/runtime/buffers.py): reused only once nothing refers to them."""
 
 import numpy as np
 import pytest
 
 import nbflow as nb
-from nbflow import buffers
+from nbflow.runtime import buffers
 
 N = (buffers.MIN_BYTES // 4) * 2  # float32 elements: over the recycling threshold
 

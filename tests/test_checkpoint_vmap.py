@@ -14,7 +14,7 @@ import pytest
 from nbflow.utils.checkpoint import CheckpointError, checkpoint, checkpoint_sequential
 
 import nbflow as nb
-import nbflow.buffers
+import nbflow.runtime.buffers
 from nbflow import distributions as D
 from nbflow.func import functional_call, stack_module_state, vmap
 from nbflow.testing import gradcheck
@@ -74,7 +74,7 @@ def train_step(layers, x, segment, use_reentrant):
 
 @pytest.mark.parametrize("use_reentrant", [False, True])
 def test_checkpoint_saves_memory_and_keeps_gradients(monkeypatch, use_reentrant):
-    monkeypatch.setattr(nbflow.buffers, "CACHE_BYTES", 0)  # freed buffers go back to malloc
+    monkeypatch.setattr(nbflow.runtime.buffers, "CACHE_BYTES", 0)  # freed buffers go back to malloc
     layers = mlp(12, 128)
     x = nb.randn(256, 128, requires_grad=use_reentrant)  # (reentrant: an input must)
     train_step(layers, x, 3, None)  # compile everything first

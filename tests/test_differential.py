@@ -363,7 +363,9 @@ def _check(program, passes):
             continue
         try:
             outputs = jitted(*inputs)
-        except nb.UnsupportedError as e:  # graph mode's limit (nbflow/views.py): said, not wrong
+        except (
+            nb.UnsupportedError
+        ) as e:  # graph mode's limit (nbflow/core/views.py): said, not wrong
             assert "reshape in a program" in str(e), e
             return
         for o, v in zip(outputs, expected):
@@ -395,7 +397,7 @@ def _check_saved(program):
         traced, _, outs = nb.graph.trace(
             lambda a, b, c: run_program(steps, returned, [a, b, c], captured), *inputs
         )
-    except nb.UnsupportedError as e:  # graph mode's limit (nbflow/views.py): said, not wrong
+    except nb.UnsupportedError as e:  # graph mode's limit (nbflow/core/views.py): said, not wrong
         assert "reshape in a program" in str(e), e
         return
     loaded = loads(dumps(traced))

@@ -298,7 +298,7 @@ def test_hooks_on_a_module_jitted_itself():
 
 
 def test_backward_hooks_leave_no_table_entries():
-    from nbflow.hooks import NODE_HOOKS
+    from nbflow.core.hooks import NODE_HOOKS
 
     before = len(NODE_HOOKS)
     m = _linear()

@@ -164,7 +164,7 @@ def _chain_peak(exe, n=1 << 18, length=8):
             h = nb.exp(h * 0.5)
     feed = {"x": np.ones(n, np.float32) * 0.1}
     exe.run(main, feed, [h], scope=nb.Scope())  # compile first
-    nb.empty_cache()  # no recycled buffers (nbflow/buffers.py): each allocation shows
+    nb.empty_cache()  # no recycled buffers (nbflow/runtime/buffers.py): each allocation shows
     tracemalloc.start()
     try:
         exe.run(main, feed, [h], scope=nb.Scope())

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import nbflow as nb
-from nbflow import printing
+from nbflow.eager import printing
 
 
 @pytest.fixture(autouse=True)

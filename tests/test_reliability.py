@@ -12,8 +12,7 @@ import pytest
 from test_all_ops import SAMPLES
 
 import nbflow as nb
-from nbflow import errors
-from nbflow.core import REGISTRY, STATE, Spec, Trace, use_trace
+from nbflow.core import REGISTRY, STATE, Spec, Trace, errors, use_trace
 from nbflow.ops import BUILTIN
 
 HERE = os.path.basename(__file__)
@@ -176,7 +175,7 @@ def test_traceback_leaves_out_nbflow_frames(monkeypatch):
     files = frames(e.value)
     internal = [f for f in files if errors.is_internal(f)]
     # only the public entry points stay (Op.__call__ and bind); the shape rule's frames go
-    assert len(internal) <= 2 and all(f.endswith("core.py") for f in internal), files
+    assert len(internal) <= 2 and all(f.endswith("op.py") for f in internal), files
     monkeypatch.setattr(errors, "FULL_TRACEBACK", True)
     with pytest.raises(nb.ShapeError) as e:
         nb.matmul(nb.zeros(2, 3), nb.zeros(4, 5))

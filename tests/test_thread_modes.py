@@ -239,7 +239,7 @@ def test_a_new_thread_starts_with_the_defaults_whatever_the_creating_thread_set(
 
     def probe():
         seen["grad"] = nb.is_grad_enabled()
-        seen["check"] = nb.reliability.nan_inf_checking()
+        seen["check"] = nb.eager.checking.nan_inf_checking()
         seen["eager"] = type(nb.ones(1) + nb.ones(1)) is nb.Tensor
 
     with nb.no_grad(), nb.check_nan_inf(), nb.program_guard(nb.Program()):

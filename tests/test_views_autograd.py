@@ -1,4 +1,4 @@
-"""In-place writes and views under autograd (nbflow/views.py), in eager mode and through
+"""In-place writes and views under autograd (nbflow/core/views.py), in eager mode and through
 `@jit` alike: a write through a view reaches its base's gradient, a view taken before its base
 was written is re-taken when read, and what autograd cannot follow raises before anything is
 written. Gradients are checked against the closed forms and against PyTorch's rules."""

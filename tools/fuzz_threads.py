@@ -50,7 +50,7 @@ def baseline_context(nb, baseline: str):
 
 def modes(nb) -> dict:
     """The modes this thread sees, and whether an eager op gives an eager tensor."""
-    from nbflow.reliability import nan_inf_checking
+    from nbflow.eager.checking import nan_inf_checking
 
     return {
         "grad": nb.is_grad_enabled(),

@@ -20,13 +20,13 @@ from collections import namedtuple
 
 import numpy as np
 
-from .. import dtypes as _dt
+from ..core import dtypes as _dt
+from ..core.errors import ArgumentError as _ArgumentError
+from ..core.errors import DomainError as _DomainError
+from ..core.errors import OutOfRangeError as _OutOfRangeError
+from ..core.errors import ShapeError as _ShapeError
 from ..dlpack import from_dlpack as _from_dlpack
-from ..errors import ArgumentError as _ArgumentError
-from ..errors import DomainError as _DomainError
-from ..errors import OutOfRangeError as _OutOfRangeError
-from ..errors import ShapeError as _ShapeError
-from ..tensor import Tensor as _Tensor
+from ..eager.tensor import Tensor as _Tensor
 
 _nb = __import__("nbflow")
 

@@ -7,7 +7,7 @@ import math
 from collections import namedtuple
 
 from .. import linalg as _la
-from ..errors import ShapeError as _ShapeError
+from ..core.errors import ShapeError as _ShapeError
 from . import _arr, _nb, _scalar_like, float64
 from . import matmul as matmul
 from . import matrix_transpose as matrix_transpose

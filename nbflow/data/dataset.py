@@ -12,9 +12,9 @@ import warnings
 
 import numpy as np
 
-from .. import dtypes as dt
-from ..errors import ArgumentError, DomainError, OutOfRangeError
-from ..tensor import Tensor, from_numpy, tensor
+from ..core import dtypes as dt
+from ..core.errors import ArgumentError, DomainError, OutOfRangeError
+from ..eager.tensor import Tensor, from_numpy, tensor
 from .sampler import _rng
 
 __all__ = [

@@ -16,8 +16,8 @@ import operator
 
 import numpy as np
 
-from .. import comm
-from ..errors import ArgumentError, DomainError
+from ..core.errors import ArgumentError, DomainError
+from ..runtime import comm
 from .sampler import Sampler, _check_bool
 
 __all__ = ["DistributedSampler"]

@@ -11,10 +11,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import dtypes as dt
-from ..errors import ArgumentError, DomainError
+from ..core import dtypes as dt
+from ..core.errors import ArgumentError, DomainError
+from ..eager.tensor import Tensor, from_numpy, tensor
 from ..ops import creation
-from ..tensor import Tensor, from_numpy, tensor
 from .dataset import Dataset, IterableDataset, _batchable, _sample_indices
 from .sampler import (
     BatchSampler,

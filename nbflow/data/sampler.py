@@ -10,7 +10,7 @@ import operator
 
 import numpy as np
 
-from ..errors import ArgumentError, DomainError
+from ..core.errors import ArgumentError, DomainError
 from ..ops import creation
 
 __all__ = [

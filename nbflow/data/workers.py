@@ -31,7 +31,7 @@ import traceback
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import ArgumentError, DomainError
+from ..core.errors import ArgumentError, DomainError
 from .sampler import _rng
 
 POLL_SECONDS = 1.0  # how often a wait for a batch checks that the workers are alive

@@ -25,11 +25,11 @@ import weakref
 
 import numpy as np
 
-from .. import comm
 from ..core import no_grad
-from ..errors import ArgumentError, DistributedError, UnsupportedError
+from ..core.errors import ArgumentError, DistributedError, UnsupportedError
+from ..eager.tensor import Tensor, version_counter
 from ..ops import collective
-from ..tensor import Tensor, version_counter
+from ..runtime import comm
 
 __all__ = [
     "ReduceOp", "Work", "ProcessGroup", "GroupMember", "is_available", "is_mpi_available",

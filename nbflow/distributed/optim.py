@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import DistributedError
-from ..tensor import Tensor, version_counter
+from ..core.errors import DistributedError
+from ..eager.tensor import Tensor, version_counter
 from . import broadcast, gather_object, get_rank, resolve_group
 
 __all__ = ["ZeroRedundancyOptimizer"]

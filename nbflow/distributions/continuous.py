@@ -9,7 +9,7 @@ import math
 import numpy as np
 
 from .. import ops
-from ..errors import DomainError
+from ..core.errors import DomainError
 from ..ops import creation
 from ..ops.sampling import _device
 from . import constraints

@@ -7,7 +7,7 @@ distribution stays differentiable through whichever the caller passed.
 import numpy as np
 
 from .. import ops
-from ..errors import DomainError
+from ..core.errors import DomainError
 from ..ops import creation, sampling
 from ..ops.sampling import _device
 from . import constraints

@@ -7,12 +7,12 @@ differentiable nbflow arithmetic; randomness comes only from an nbflow Generator
 
 import numpy as np
 
-from .. import dtypes as dt
+from ..core import dtypes as dt
 from ..core import no_grad
-from ..errors import ShapeError
+from ..core.errors import ShapeError
+from ..eager.tensor import Tensor, tensor
 from ..ops import creation
 from ..ops.queries import is_tensor
-from ..tensor import Tensor, tensor
 from . import constraints
 
 

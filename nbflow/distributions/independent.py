@@ -4,7 +4,7 @@ A diagonal Gaussian over vectors is Independent(Normal(loc, scale), 1): log_prob
 sum over the reinterpreted dims, everything else delegates to the base distribution.
 """
 
-from ..errors import ShapeError
+from ..core.errors import ShapeError
 from . import constraints
 from .distribution import Distribution
 

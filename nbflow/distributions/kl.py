@@ -6,7 +6,7 @@ The lookup takes the most specific registration along both types' MROs, as PyTor
 import numpy as np
 
 from .. import linalg, ops
-from ..errors import ShapeError
+from ..core.errors import ShapeError
 from .continuous import Exponential, Normal, Uniform
 from .discrete import Bernoulli, Categorical, OneHotCategorical
 from .independent import Independent, _sum_rightmost

@@ -4,7 +4,7 @@ The rightmost batch dim of the component distribution indexes the components; lo
 the logsumexp over it of the component log densities plus the log mixture weights.
 """
 
-from ..errors import DomainError, ShapeError
+from ..core.errors import DomainError, ShapeError
 from .discrete import Categorical
 from .distribution import Distribution, as_tensor
 from .transformed import _any_param

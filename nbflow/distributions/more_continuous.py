@@ -12,10 +12,10 @@ import math
 import numpy as np
 
 from .. import ops
-from ..errors import DomainError, ShapeError, UnsupportedError
+from ..core.errors import DomainError, ShapeError, UnsupportedError
+from ..eager.tensor import tensor
 from ..ops import creation
 from ..ops.sampling import _device
-from ..tensor import tensor
 from . import constraints
 from .distribution import Distribution, as_tensor, broadcast_all, numpy_generator, traced
 from .gamma import Gamma, gamma_draws

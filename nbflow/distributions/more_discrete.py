@@ -10,7 +10,7 @@ standard_gamma and poisson; so they all sample under nbflow.jit, on the Generato
 import numpy as np
 
 from .. import ops
-from ..errors import DomainError
+from ..core.errors import DomainError
 from ..ops import creation
 from ..ops.random_params import binomial, poisson
 from ..ops.sampling import _device

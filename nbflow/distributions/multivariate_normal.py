@@ -9,7 +9,7 @@ import math
 import numpy as np
 
 from .. import linalg
-from ..errors import DomainError, ShapeError
+from ..core.errors import DomainError, ShapeError
 from ..ops import creation
 from ..ops.sampling import _device
 from . import constraints

@@ -12,8 +12,8 @@ import math
 import numpy as np
 
 from .. import ops
-from ..errors import DomainError, ShapeError
-from ..tensor import tensor
+from ..core.errors import DomainError, ShapeError
+from ..eager.tensor import tensor
 from . import constraints
 from .continuous import Exponential, Normal, Uniform
 from .distribution import Distribution, as_tensor, broadcast_all

@@ -15,7 +15,7 @@ import numbers
 import numpy as np
 
 from .. import ops
-from ..errors import DomainError, ShapeError
+from ..core.errors import DomainError, ShapeError
 from . import constraints
 from .distribution import broadcast_all, traced
 from .independent import _sum_rightmost

@@ -4,9 +4,9 @@ gradient rules as eager backward (nbflow.autograd.backprop under a graph trace).
 from __future__ import annotations
 
 from .. import ops
-from ..autograd import backprop, edge_key
+from ..autograd.backprop import backprop, edge_key
 from ..core import use_trace
-from ..errors import ProgramError
+from ..core.errors import ProgramError
 from .program import GraphTrace, Var, _edge
 
 

@@ -35,12 +35,12 @@ from contextlib import contextmanager
 
 import numpy as np
 
-from .. import dtypes as dt
 from .. import ops
-from ..autograd import backprop
+from ..autograd.backprop import backprop
 from ..control import PYTHON_PREDICATES
 from ..core import STATE, Attr, Node, Op, bind, use_trace
-from ..errors import (
+from ..core import dtypes as dt
+from ..core.errors import (
     ArgumentError,
     DTypeError,
     GradientError,
@@ -49,9 +49,9 @@ from ..errors import (
     ShapeError,
     UnsupportedError,
 )
+from ..eager.checking import run_checked
+from ..eager.tensor import Tensor, _Stale
 from ..ops.index import index_select_op
-from ..reliability import run_checked
-from ..tensor import Tensor, _Stale
 from . import memory
 from .executor import REPLAY_MISSES, compatible, needed_ops
 from .fusion import fuse

@@ -31,8 +31,8 @@ the text form).
 from __future__ import annotations
 
 from ..core import Node
-from ..dtypes import SHORT
-from ..errors import UnsupportedError
+from ..core.dtypes import SHORT
+from ..core.errors import UnsupportedError
 from .printer import format_attr
 
 GREY = "gray60"

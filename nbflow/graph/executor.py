@@ -15,11 +15,10 @@ import weakref
 
 import numpy as np
 
-from .. import device as devices
-from .. import dtypes as dt
 from .. import ops
 from ..core import STATE, Node, modes_changed, no_grad
-from ..errors import (
+from ..core import dtypes as dt
+from ..core.errors import (
     DTypeError,
     NbflowError,
     ProgramError,
@@ -28,8 +27,9 @@ from ..errors import (
     locate,
     user_location,
 )
-from ..reliability import nan_inf_checking, run_checked
-from ..tensor import EagerTrace, Tensor
+from ..eager.checking import nan_inf_checking, run_checked
+from ..eager.tensor import EagerTrace, Tensor
+from ..runtime import device as devices
 from .fusion import fuse
 from .memory import (
     ARENA,

@@ -45,9 +45,9 @@ import time
 import numpy as np
 from numba.core.errors import NumbaError
 
-from .. import dtypes as dt
 from ..core import STATE, Node, Spec
-from ..errors import ResourceExhaustedError
+from ..core import dtypes as dt
+from ..core.errors import ResourceExhaustedError
 from ..kernels import codegen
 from ..kernels.cpu import SUM_BLOCK, Elementwise, broadcast_view, cacheable, reduce_layout
 from ..kernels.threads import Chooser as _Chooser

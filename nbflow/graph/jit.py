@@ -45,14 +45,20 @@ from types import BuiltinFunctionType, FunctionType, MethodType, ModuleType
 
 import numpy as np
 
-from .. import dtypes as dt
 from .. import ops
-from ..autograd import backprop, plain_grad
+from ..autograd.backprop import backprop, plain_grad
 from ..core import STATE, Node, is_grad_enabled, no_grad, rebuilt, set_grad_enabled, use_trace
-from ..device import DeviceError
-from ..errors import ArgumentError, GradientError, ShapeError, TracedValueError, UnsupportedError
-from ..tensor import Tensor, _Stale, tensor
-from ..views import refresh_if_stale
+from ..core import dtypes as dt
+from ..core.errors import (
+    ArgumentError,
+    GradientError,
+    ShapeError,
+    TracedValueError,
+    UnsupportedError,
+)
+from ..core.views import refresh_if_stale
+from ..eager.tensor import Tensor, _Stale, tensor
+from ..runtime.device import DeviceError
 from .backward import _rename, gradients
 from .executor import Executor, Scope, needed_ops
 from .program import GraphTrace, Program, Var, unique

@@ -39,9 +39,9 @@ import threading
 
 import numpy as np
 
-from .. import buffers
 from ..core import STATE, Node
-from ..tensor import Tensor, signature
+from ..eager.tensor import Tensor, signature
+from ..runtime import buffers
 from .program import compatible
 
 POOL = object()  # the key of the run's buffer pool in the executor's env

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from .. import device as devices
 from ..core import Spec
-from ..dtypes import SHORT
-from ..errors import NbflowError, ProgramError
+from ..core.dtypes import SHORT
+from ..core.errors import NbflowError, ProgramError
+from ..runtime import device as devices
 from . import fusion, plan_report
 from .executor import compatible, needed_ops, own_target, updates, with_updates
 from .printer import format_attr, format_op

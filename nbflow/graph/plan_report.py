@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..core import Node, Spec
-from ..errors import NbflowError
+from ..core.errors import NbflowError
 from .memory import Arena, ArenaSpace, IntoBuffer, Release, _has_sub_blocks, plan_memory
 
 

@@ -10,7 +10,7 @@ program(%x: f32[-1,4], %w: f32[4,3] persistable) {
 """
 
 from ..core import Node
-from ..dtypes import SHORT
+from ..core.dtypes import SHORT
 
 
 def format_var(v) -> str:

@@ -15,10 +15,10 @@ import sys
 
 import numpy as np
 
-from .. import dtypes as dt
 from .. import ops
 from ..core import REGISTRY, STATE, Node, Op, Spec, Trace, no_grad
-from ..errors import (
+from ..core import dtypes as dt
+from ..core.errors import (
     NbflowError,
     ProgramError,
     TracedValueError,
@@ -27,9 +27,7 @@ from ..errors import (
     user_frame,
     user_location,
 )
-from ..operators import Operators, Size
-from ..tensor import Tensor, _Stale, stale_message, tensor
-from ..views import (
+from ..core.views import (
     RESHAPES,
     UNCERTAIN_WRITE,
     ViewOf,
@@ -40,6 +38,8 @@ from ..views import (
     write_back,
     written_view,
 )
+from ..eager.operators import Operators, Size
+from ..eager.tensor import Tensor, _Stale, stale_message, tensor
 
 
 def _user_line() -> tuple[str, str]:
@@ -104,10 +104,10 @@ class Var(Operators):
         self._node = None
         self._index = 0
         self._version = [0]  # bumped by each in-place write recorded into the program
-        self._view = None  # how a view var was taken (nbflow/views.py)
+        self._view = None  # how a view var was taken (nbflow/core/views.py)
 
     def _adopt_history(self, other: Var):
-        """Take other's history (a view re-taken from its base: nbflow/views.py)."""
+        """Take other's history (a view re-taken from its base: nbflow/core/views.py)."""
         self._node, self._index, self.stop_gradient = other._node, other._index, other.stop_gradient
 
     @property
@@ -252,7 +252,7 @@ class Block:
         the node keeps the versions its gradient rule would read (inputs before the write,
         outputs after), so backward can tell a value that was overwritten since. A
         `write_back` (the base's history after a write through one of its views,
-        nbflow/views.py) changes no value: the memory holds the write already, so it is no
+        nbflow/core/views.py) changes no value: the memory holds the write already, so it is no
         new version and what the write's own node saved stays current."""
         edges = [_edge(v) for v in inputs]
         if op.view:  # a view shares its base's version counter, as in eager mode
@@ -455,7 +455,7 @@ class GraphTrace(Trace):
             values.append(self.value(a))
         for v in values:
             if isinstance(v, Var):
-                refresh_if_stale(v)  # its base was written since: re-take it (nbflow/views.py)
+                refresh_if_stale(v)  # its base was written since: re-take it (nbflow/core/views.py)
         specs = [
             v.spec if isinstance(v, Var) else Spec((), dt.scalar_dtype(v), weak=True)
             for v in values
@@ -491,7 +491,7 @@ class GraphTrace(Trace):
         node.rule_inputs = rule_inputs
         for j in op.inplace.values():  # after the write, the target carries what it holds
             inputs[j].stop_gradient = inputs[j].stop_gradient and stop
-        for v in written_views:  # the base gets the write's history (nbflow/views.py)
+        for v in written_views:  # the base gets the write's history (nbflow/core/views.py)
             if v._view.certain:
                 self.write_back(v)
             else:
@@ -501,7 +501,7 @@ class GraphTrace(Trace):
 
     def write_back(self, view: Var):
         """Append the write-back of a write through `view` into its parent, and on up to the
-        base (nbflow/views.py; no new version, see Block.append)."""
+        base (nbflow/core/views.py; no new version, see Block.append)."""
         op, inputs, attrs = write_back(view)
         parent = inputs[0]
         self.block.append(op, inputs, attrs, [parent], write_back=True)

@@ -35,9 +35,9 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .. import buffers
 from ..core import STATE, overlaps_partly
-from ..tensor import Tensor, version_counter
+from ..eager.tensor import Tensor, version_counter
+from ..runtime import buffers
 from .fusion import FusedGroup
 from .memory import IntoBuffer, Release
 from .program import Var

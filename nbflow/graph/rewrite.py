@@ -49,8 +49,8 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 
-from .. import dtypes as dt
 from ..core import REGISTRY, UNKNOWN, Node
+from ..core import dtypes as dt
 from ..ops.reduce import reduced_axes
 from .memory import Storages, reads
 from .program import Var

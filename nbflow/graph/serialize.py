@@ -76,11 +76,11 @@ from functools import lru_cache
 
 import numpy as np
 
-from .. import dtypes as dt
 from ..core import REGISTRY, STATE, Spec
-from ..errors import ArgumentError, CheckpointError, ProgramError
-from ..tensor import Tensor
-from ..views import is_write_back
+from ..core import dtypes as dt
+from ..core.errors import ArgumentError, CheckpointError, ProgramError
+from ..core.views import is_write_back
+from ..eager.tensor import Tensor
 from .executor import Scope, compatible
 from .program import Block, Program
 

@@ -17,9 +17,9 @@ from contextlib import contextmanager
 
 import numpy as np
 
-from .. import dtypes as dt
 from ..core import REGISTRY, STATE, use_trace
-from ..errors import AttrError, ProgramError, ShapeError
+from ..core import dtypes as dt
+from ..core.errors import AttrError, ProgramError, ShapeError
 from .program import GraphTrace, Program, Var, user_location
 
 

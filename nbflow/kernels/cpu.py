@@ -24,9 +24,9 @@ from numba.core.dispatcher import Dispatcher
 from numba.core.errors import NumbaError
 from numba.extending import overload
 
-from .. import dtypes as dt
+from ..core import dtypes as dt
 from ..core import overlaps_partly
-from ..errors import KernelCompileError
+from ..core.errors import KernelCompileError
 from . import codegen, vecmath
 from .jit import njit
 

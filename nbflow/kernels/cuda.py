@@ -7,7 +7,7 @@ on the first GPU launch.
 
 from numba.core.errors import NumbaError
 
-from ..errors import KernelCompileError, UnsupportedError
+from ..core.errors import KernelCompileError, UnsupportedError
 
 
 def impl():
@@ -38,7 +38,7 @@ class CudaElementwise:
         *ins, out = arrays
         params = tuple(_param(attrs[p], ins[0].dtype) for p in self.params)
         if self.check is not None:
-            from ..device import to_host
+            from ..runtime.device import to_host
 
             self.check(*[to_host(a) for a in ins])
         try:

@@ -18,7 +18,7 @@ import math
 
 import numpy as np
 
-from .. import device as devices
+from ..runtime import device as devices
 from .cuda import impl
 
 # numba.cuda once kernels() has run. A module global, not a local: the CUDA simulator runs a

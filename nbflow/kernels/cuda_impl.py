@@ -16,8 +16,8 @@ import math
 import numpy as np
 from numba import cuda, types
 
-from .. import device as devices
-from ..errors import UnsupportedError
+from ..core.errors import UnsupportedError
+from ..runtime import device as devices
 from . import codegen
 from .sorting import sort_row
 from .windows import adaptive_bin, avg_window, max_window

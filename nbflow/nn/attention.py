@@ -11,9 +11,9 @@ import math
 
 import nbflow as nb
 
-from .. import dtypes as dt
+from ..core import dtypes as dt
 from ..core import is_int
-from ..errors import DTypeError, ShapeError
+from ..core.errors import DTypeError, ShapeError
 from . import functional as F
 from . import init
 from .layers import Linear

@@ -17,8 +17,8 @@ import numpy as np
 import nbflow as nb
 
 from ..core import UNKNOWN, as_int
-from ..errors import ShapeError, UnsupportedError
-from ..tensor import Tensor
+from ..core.errors import ShapeError, UnsupportedError
+from ..eager.tensor import Tensor
 from . import init
 from .module import Module, Parameter
 

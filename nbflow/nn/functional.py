@@ -18,9 +18,9 @@ import numpy as np
 from .. import ops
 from ..argcheck import choice, integer, integers, real, shown, tensors
 from ..core import is_int, is_probability, no_grad, public
-from ..errors import AttrError, DomainError, DTypeError, ShapeError, UnsupportedError
-from ..operators import written_back
-from ..tensor import tensor as new_tensor  # (one_hot has a parameter named tensor)
+from ..core.errors import AttrError, DomainError, DTypeError, ShapeError, UnsupportedError
+from ..eager.operators import written_back
+from ..eager.tensor import tensor as new_tensor  # (one_hot has a parameter named tensor)
 from . import losses_extra as _losses_extra  # (reads this module at call time)
 from . import more_layers as _more_layers  # (reads this module at call time)
 from . import sampling_grid as _sampling_grid

@@ -11,9 +11,9 @@ import numpy as np
 
 from .. import ops
 from ..core import no_grad
-from ..errors import DomainError, ShapeError
+from ..core.errors import DomainError, ShapeError
+from ..eager.tensor import Tensor, tensor
 from ..ops.creation import default_generator
-from ..tensor import Tensor, tensor
 
 __all__ = [
     "calculate_gain",

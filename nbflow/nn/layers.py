@@ -14,9 +14,9 @@ from collections import OrderedDict
 import nbflow as nb
 
 from ..core import STATE, UNKNOWN, as_int, is_int, is_probability
-from ..errors import AttrError, DomainError, UnsupportedError
-from ..operators import Operators
-from ..tensor import EagerTrace
+from ..core.errors import AttrError, DomainError, UnsupportedError
+from ..eager.operators import Operators
+from ..eager.tensor import EagerTrace
 from . import functional as F
 from . import init
 from . import spatial as _spatial

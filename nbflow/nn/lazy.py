@@ -28,8 +28,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..core import UNKNOWN, no_grad
-from ..dtypes import as_dtype
-from ..errors import DomainError, ShapeError, UnsupportedError
+from ..core.dtypes import as_dtype
+from ..core.errors import DomainError, ShapeError, UnsupportedError
 from . import init
 from .layers import (
     BatchNorm1d,

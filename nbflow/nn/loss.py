@@ -5,7 +5,7 @@ state_dict)."""
 from __future__ import annotations
 
 from ..argcheck import real
-from ..errors import AttrError, DomainError
+from ..core.errors import AttrError, DomainError
 from . import functional as F
 from .module import Module
 

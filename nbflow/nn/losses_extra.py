@@ -16,7 +16,7 @@ import numpy as np
 
 from .. import ops
 from ..argcheck import integer
-from ..errors import DomainError, ShapeError
+from ..core.errors import DomainError, ShapeError
 from . import functional as F
 from .loss import NLLLoss, PairwiseDistance, _LegacyLoss, _Loss
 

@@ -36,10 +36,10 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .. import dtypes as dt
 from .. import ops
 from ..core import STATE, argument_error, no_grad, use_trace
-from ..errors import (
+from ..core import dtypes as dt
+from ..core.errors import (
     ArgumentError,
     DomainError,
     DTypeError,
@@ -48,9 +48,9 @@ from ..errors import (
     ShapeError,
     UnsupportedError,
 )
+from ..core.hooks import HookDict, RemovableHandle, add_node_hook
+from ..eager.tensor import EagerTrace, Tensor, from_numpy, tensor
 from ..graph.jit import zero_grads
-from ..hooks import HookDict, RemovableHandle, add_node_hook
-from ..tensor import EagerTrace, Tensor, from_numpy, tensor
 from .parameter import assign_buffer, buffer_persistence, is_lazy
 
 __all__ = ["Module", "ModuleDict", "ModuleList", "Parameter", "StateDictError"]

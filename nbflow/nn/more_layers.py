@@ -28,14 +28,15 @@ from collections import namedtuple
 
 import numpy as np
 
-from .. import comm, ops
-from .. import dtypes as dt
+from .. import ops
 from ..argcheck import integers
 from ..core import STATE, no_grad
-from ..dtypes import as_dtype
-from ..errors import ArgumentError, AttrError, DomainError, DTypeError, ShapeError
+from ..core import dtypes as dt
+from ..core.dtypes import as_dtype
+from ..core.errors import ArgumentError, AttrError, DomainError, DTypeError, ShapeError
+from ..eager.tensor import EagerTrace
 from ..ops.conv import _batched
-from ..tensor import EagerTrace
+from ..runtime import comm
 from . import functional as F
 from .layers import Linear, Sequential, _BatchNorm, _RNNCellBase
 from .module import Module, ModuleList

@@ -23,10 +23,11 @@ import contextlib
 
 import numpy as np
 
-from .. import comm, hooks
 from .. import distributed as dist
-from ..errors import ArgumentError, DistributedError, UnsupportedError
-from ..tensor import Tensor, version_counter
+from ..core import hooks
+from ..core.errors import ArgumentError, DistributedError, UnsupportedError
+from ..eager.tensor import Tensor, version_counter
+from ..runtime import comm
 from .module import Module
 from .more_layers import DataParallel
 

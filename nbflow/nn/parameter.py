@@ -19,9 +19,9 @@ import weakref
 
 import numpy as np
 
-from .. import dtypes as dt
-from ..errors import ArgumentError, NbflowError, UnsupportedError
-from ..tensor import Tensor
+from ..core import dtypes as dt
+from ..core.errors import ArgumentError, NbflowError, UnsupportedError
+from ..eager.tensor import Tensor
 
 __all__ = ["Buffer", "UninitializedBuffer", "UninitializedParameter"]
 

@@ -15,7 +15,7 @@ import numpy as np
 
 import nbflow as nb
 
-from ..operators import Operators
+from ..eager.operators import Operators
 from . import init
 from .layers import gru_gates, lstm_gates
 from .module import Module, Parameter

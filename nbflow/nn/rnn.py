@@ -19,8 +19,8 @@ import numpy as np
 import nbflow as nb
 
 from ..core import STATE
-from ..errors import ShapeError
-from ..tensor import EagerTrace, Tensor
+from ..core.errors import ShapeError
+from ..eager.tensor import EagerTrace, Tensor
 from .layers import GRUCell, LSTMCell, RNNCell
 
 __all__ = ["dynamic_rnn", "pack_offsets"]

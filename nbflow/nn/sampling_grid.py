@@ -24,11 +24,11 @@ import warnings
 
 import numpy as np
 
-from .. import dtypes as dt
 from .. import ops
 from ..argcheck import integers, real
 from ..core import UNKNOWN
-from ..errors import AttrError, DTypeError, ShapeError
+from ..core import dtypes as dt
+from ..core.errors import AttrError, DTypeError, ShapeError
 from ..ops.conv import _batched
 from . import functional as _functional  # (at call time: functional imports this module)
 from . import spatial as _spatial

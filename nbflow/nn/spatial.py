@@ -27,9 +27,9 @@ import numpy as np
 from .. import ops
 from ..argcheck import integers
 from ..core import UNKNOWN
-from ..errors import AttrError, ShapeError
+from ..core.errors import AttrError, ShapeError
+from ..eager.tensor import tensor as new_tensor
 from ..ops.conv import _batched, conv2d_input_grad
-from ..tensor import tensor as new_tensor
 
 ALL = slice(None)
 
@@ -296,8 +296,8 @@ def _bins(n, m):
     """PyTorch's adaptive bins of n positions into m: bin i is [floor(i n / m), ceil((i + 1) n
     / m)). Returns the starts and an (m, longest bin) index array, short bins repeating their
     last index."""
-    from ..errors import ResourceExhaustedError
-    from ..reliability import get_memory_budget
+    from ..core.errors import ResourceExhaustedError
+    from ..eager.checking import get_memory_budget
 
     if m * 8 > get_memory_budget():  # (numpy reserved 8 TiB for 2**40 bins: MemoryError)
         raise ResourceExhaustedError(

@@ -15,8 +15,8 @@ import math
 import nbflow as nb
 
 from ..argcheck import integer, shown
-from ..dtypes import as_dtype
-from ..errors import ArgumentError, ShapeError
+from ..core.dtypes import as_dtype
+from ..core.errors import ArgumentError, ShapeError
 from . import functional as F
 from . import init
 from .attention import MultiheadAttention

@@ -22,7 +22,7 @@ Errors name the PyTorch function and its 3-D arguments, checked before the 2-D o
 from __future__ import annotations
 
 from .. import ops
-from ..errors import AttrError, ShapeError
+from ..core.errors import AttrError, ShapeError
 from ..ops.conv import _batched, _out_size
 from ..ops.conv3d import conv3d, conv3d_input_grad
 from . import spatial as _spatial

@@ -19,7 +19,7 @@ import nbflow
 from nbflow import ProgramError, UnsupportedError
 from nbflow.graph import Program, global_scope, needed_ops, trace
 
-from ..errors import DomainError
+from ..core.errors import DomainError
 from .builder import Builder, NotExported, onnx_dtype
 from .ops import CONVERTERS, slice_
 from .shapes import Dim, Mismatch, merge, subsets

@@ -9,11 +9,11 @@ in this table keep `"cuda": None`; tests/test_cuda_sim.py lists them with the re
 
 import numpy as np
 
-from .. import device as devices
-from .. import dtypes as dt
 from ..core import REGISTRY
-from ..errors import OutOfRangeError, UnsupportedError
+from ..core import dtypes as dt
+from ..core.errors import OutOfRangeError, UnsupportedError
 from ..kernels.cuda import impl, not_supported
+from ..runtime import device as devices
 from . import conv as conv_ops
 from . import index, losses, nn, norm
 from . import shape as shape_ops

@@ -3,9 +3,9 @@ the in-place variant of an op."""
 
 import inspect
 
-from .. import dtypes as dt
 from ..core import REGISTRY, Op, Spec, broadcast_shapes
-from ..errors import DTypeError, NbflowError, ShapeError
+from ..core import dtypes as dt
+from ..core.errors import DTypeError, NbflowError, ShapeError
 from ..kernels.cpu import Elementwise
 from ..kernels.cuda import CudaElementwise
 

@@ -4,9 +4,9 @@ mode where the target's shape has unknown (-1) dims until run time."""
 
 import numpy as np
 
-from .. import dtypes as dt
 from ..core import Op, Spec, broadcast_shapes
-from ..errors import ShapeError
+from ..core import dtypes as dt
+from ..core.errors import ShapeError
 from ..kernels.cpu import reduce_rows, sum_cols, sum_rows
 
 

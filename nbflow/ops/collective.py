@@ -1,4 +1,4 @@
-"""The collective ops: allreduce and broadcast over a process group (nbflow/comm.py; the
+"""The collective ops: allreduce and broadcast over a process group (nbflow/runtime/comm.py; the
 ring_id attr names it, 0 the default group, as Paddle's c_allreduce_* ops do), with their
 in-place forms allreduce_ and broadcast_. broadcast's src is a rank of that group.
 
@@ -10,17 +10,17 @@ PyTorch's functional collectives). In a world of one process they give their inp
 which is what their references say.
 """
 
-from .. import comm
-from .. import dtypes as dt
 from ..core import Attr, Op, Spec
-from ..errors import DistributedError, GradientError
+from ..core import dtypes as dt
+from ..core.errors import DistributedError, GradientError
 from ..kernels.cuda import not_supported
+from ..runtime import comm
 from ._define import inplace_variant
 
 # (MPI moves host buffers; a GPU tensor goes to the CPU for its collective)
 ON_GPU = not_supported("collectives run on CPU tensors (MPI): call .cpu() first")
 
-RING = {"ring_id": Attr("int", 0)}  # the process group (nbflow/comm.py); 0: the default
+RING = {"ring_id": Attr("int", 0)}  # the process group (nbflow/runtime/comm.py); 0: the default
 
 
 def _allreduce_spec(x, reduce_op, ring_id):

@@ -8,10 +8,10 @@ from collections import namedtuple
 
 import numpy as np
 
-from .. import dtypes as dt
 from ..argcheck import shown
 from ..core import UNKNOWN
-from ..errors import (
+from ..core import dtypes as dt
+from ..core.errors import (
     AttrError,
     DomainError,
     DTypeError,

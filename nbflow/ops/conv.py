@@ -25,9 +25,9 @@ import math
 
 import numpy as np
 
-from .. import dtypes as dt
 from ..core import UNKNOWN, Attr, Op, Spec, needs_grad
-from ..errors import AttrError, ShapeError
+from ..core import dtypes as dt
+from ..core.errors import AttrError, ShapeError
 from ..kernels import blas, threads
 from ..kernels.cpu import JIT
 from ..kernels.jit import njit

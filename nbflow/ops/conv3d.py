@@ -12,8 +12,8 @@ PyTorch's signature: the bias, 'same' and 'valid' padding, unbatched (C, D, H, W
 On a GPU the same pipeline runs with CUDA column kernels (nbflow/kernels/cuda_conv3d.py).
 """
 
-from .. import dtypes as dt
 from ..core import Op
+from ..core import dtypes as dt
 from ..kernels import cuda_conv3d
 from ..kernels.cpu import JIT
 from ..kernels.jit import njit

@@ -8,10 +8,10 @@ import math
 
 import numpy as np
 
-from .. import dtypes as dt
 from ..argcheck import integers
 from ..core import Attr, Op, Spec
-from ..errors import ArgumentError, AttrError, DomainError, ShapeError, UnsupportedError
+from ..core import dtypes as dt
+from ..core.errors import ArgumentError, AttrError, DomainError, ShapeError, UnsupportedError
 from ..kernels.cpu import JIT
 from ..kernels.jit import njit
 

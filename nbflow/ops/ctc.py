@@ -16,10 +16,10 @@ import math
 
 import numpy as np
 
-from .. import dtypes as dt
 from ..argcheck import integers
 from ..core import UNKNOWN, Attr, Op, Spec
-from ..errors import AttrError, DTypeError, OutOfRangeError, ShapeError
+from ..core import dtypes as dt
+from ..core.errors import AttrError, DTypeError, OutOfRangeError, ShapeError
 from ..kernels import cuda_ctc
 from ..kernels.cpu import JIT
 from ..kernels.jit import njit

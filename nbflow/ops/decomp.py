@@ -14,9 +14,9 @@ import math
 
 import numpy as np
 
-from .. import dtypes as dt
 from ..core import UNKNOWN, Attr, Op, Spec, broadcast_shapes, needs_grad
-from ..errors import LinAlgError, ShapeError
+from ..core import dtypes as dt
+from ..core.errors import LinAlgError, ShapeError
 from ..kernels.cpu import JIT
 from ..kernels.cuda import not_supported
 from ..kernels.jit import njit

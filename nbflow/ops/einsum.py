@@ -7,7 +7,7 @@ summed, right)), so BLAS does the work and the gradient, graph mode and the GPU 
 ops. `...` stands for the leading dims each operand does not name (broadcast right-aligned);
 without `->` the output is the letters used once, in alphabetical order."""
 
-from ..errors import AttrError, DomainError, ShapeError
+from ..core.errors import AttrError, DomainError, ShapeError
 from .creation import eye
 from .elementwise import where
 from .linalg import matmul

@@ -10,9 +10,9 @@ import math
 import numpy as np
 from numba.extending import register_jitable
 
-from .. import dtypes as dt
 from ..core import Attr, Op, Spec, broadcast_shapes, is_int, needs_grad
-from ..errors import AttrError, DomainError, ShapeError
+from ..core import dtypes as dt
+from ..core.errors import AttrError, DomainError, ShapeError
 from ..kernels import vecmath
 from ._define import elementwise, inplace_variant
 

@@ -7,7 +7,7 @@ from collections import namedtuple
 
 import numpy as np
 
-from .. import dtypes as dt
+from ..core import dtypes as dt
 from ..core import needs_grad
 from ._define import elementwise
 from .creation import full_like

@@ -20,9 +20,9 @@ import warnings
 
 import numpy as np
 
-from .. import dtypes as dt
 from ..core import UNKNOWN, broadcast_shapes
-from ..errors import (
+from ..core import dtypes as dt
+from ..core.errors import (
     ArgumentError,
     AttrError,
     DomainError,

@@ -15,9 +15,9 @@ end (lu, lu_solve, lu_unpack, orgqr) are compositions of these ops.
 
 import numpy as np
 
-from .. import dtypes as dt
 from ..core import UNKNOWN, Attr, Deferred, Op, Spec, broadcast_shapes, needs_grad
-from ..errors import DTypeError, LinAlgError, OutOfRangeError, ShapeError, UnsupportedError
+from ..core import dtypes as dt
+from ..core.errors import DTypeError, LinAlgError, OutOfRangeError, ShapeError, UnsupportedError
 from ..kernels.cpu import JIT
 from ..kernels.jit import njit
 from ._define import NOT_IN_PYTORCH

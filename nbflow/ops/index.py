@@ -18,12 +18,12 @@ from functools import lru_cache
 
 import numpy as np
 
-from .. import device as devices
-from .. import dtypes as dt
 from ..core import UNKNOWN, Attr, Op, Spec, as_int, broadcast_shapes
-from ..errors import AttrError, DTypeError, OutOfRangeError, ShapeError, UnsupportedError
+from ..core import dtypes as dt
+from ..core.errors import AttrError, DTypeError, OutOfRangeError, ShapeError, UnsupportedError
 from ..kernels.cpu import JIT
 from ..kernels.jit import njit
+from ..runtime import device as devices
 from ._define import inplace_variant
 from .broadcast import broadcast_to_like
 from .creation import arange, eye, zeros_like

@@ -9,9 +9,9 @@ import warnings
 
 import numpy as np
 
-from .. import dtypes as dt
 from ..core import UNKNOWN
-from ..errors import (
+from ..core import dtypes as dt
+from ..core.errors import (
     ArgumentError,
     AttrError,
     DomainError,

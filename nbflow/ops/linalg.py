@@ -8,9 +8,9 @@ and float64 (float16 is computed in float32); integers use numpy's own loop.
 
 import numpy as np
 
-from .. import dtypes as dt
 from ..core import UNKNOWN, Attr, Op, Spec, broadcast_shapes, needs_grad
-from ..errors import ShapeError
+from ..core import dtypes as dt
+from ..core.errors import ShapeError
 from ..kernels import blas, threads
 from ..kernels.cpu import BODIES, JIT
 from ..kernels.cuda import not_supported

@@ -13,9 +13,9 @@ import math
 
 import numpy as np
 
-from .. import dtypes as dt
 from ..core import UNKNOWN, Attr, Op, Spec, broadcast_shapes, needs_grad
-from ..errors import DomainError, DTypeError, NbflowError, OutOfRangeError, ShapeError
+from ..core import dtypes as dt
+from ..core.errors import DomainError, DTypeError, NbflowError, OutOfRangeError, ShapeError
 from ..kernels.cpu import JIT
 from ..kernels.jit import njit
 from . import reduce as _reduce

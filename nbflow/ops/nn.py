@@ -13,9 +13,9 @@ import warnings
 
 import numpy as np
 
-from .. import dtypes as dt
 from ..core import UNKNOWN, Attr, Op, Spec, broadcast_shapes, normalize_axis
-from ..errors import AttrError, DTypeError, OutOfRangeError, ShapeError
+from ..core import dtypes as dt
+from ..core.errors import AttrError, DTypeError, OutOfRangeError, ShapeError
 from ..kernels import threads, vecmath
 from ..kernels.cpu import JIT, axis_rows, sum64, write_axis_rows
 from ..kernels.jit import njit

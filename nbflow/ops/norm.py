@@ -23,10 +23,10 @@ import math
 
 import numpy as np
 
-from .. import dtypes as dt
 from ..argcheck import integer, integers
 from ..core import UNKNOWN, Attr, Op, Spec, is_probability, needs_grad
-from ..errors import AttrError, DTypeError, OutOfRangeError, ShapeError
+from ..core import dtypes as dt
+from ..core.errors import AttrError, DTypeError, OutOfRangeError, ShapeError
 from ..kernels import threads
 from ..kernels.cpu import JIT
 from ..kernels.cuda import not_supported

@@ -14,9 +14,9 @@ back the value it read, so the stand-in is unchanged (also through float16's flo
 
 import numpy as np
 
-from .. import dtypes as dt
 from ..core import UNKNOWN, Attr, Op, Spec
-from ..errors import ShapeError, UnsupportedError
+from ..core import dtypes as dt
+from ..core.errors import ShapeError, UnsupportedError
 from ..kernels.cpu import JIT
 from ..kernels.cuda import not_supported
 from ..kernels.jit import njit

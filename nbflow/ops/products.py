@@ -4,7 +4,7 @@ composed from matmul and elementwise ops."""
 import numpy as np
 
 from ..core import UNKNOWN
-from ..errors import AttrError, ShapeError
+from ..core.errors import AttrError, ShapeError
 from .creation import eye
 from .decomp import inv
 from .elementwise import div, mul

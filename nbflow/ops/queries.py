@@ -5,10 +5,10 @@ import math
 
 import numpy as np
 
-from .. import dtypes as dt
 from ..core import REGISTRY
 from ..core import broadcast_shapes as broadcast_shapes_of
-from ..errors import (
+from ..core import dtypes as dt
+from ..core.errors import (
     DTypeError,
     ShapeError,
 )
@@ -27,7 +27,7 @@ from .shape import (
 def is_tensor(obj):
     """Whether obj is an nbflow tensor (a graph value counts, so a function traced by
     nbflow.jit decides as it does in eager mode)."""
-    from ..operators import Operators  # (lazily: operators imports the ops)
+    from ..eager.operators import Operators  # (lazily: operators imports the ops)
 
     return isinstance(obj, Operators)
 
@@ -129,7 +129,7 @@ def can_cast(from_, to):
 
 
 def promote_types(type1, type2):
-    """The dtype the two dtypes promote to (nbflow/dtypes.py's table, PyTorch's)."""
+    """The dtype the two dtypes promote to (nbflow/core/dtypes.py's table, PyTorch's)."""
     return dt.promote_pair(dt.as_dtype(type1), dt.as_dtype(type2))
 
 

@@ -19,13 +19,13 @@ import math
 import numpy as np
 from numba.extending import register_jitable
 
-from .. import device as devices
-from .. import dtypes as dt
 from ..core import Attr, Op, Spec, broadcast_shapes
-from ..errors import AttrError, DomainError
+from ..core import dtypes as dt
+from ..core.errors import AttrError, DomainError
 from ..kernels.cpu import JIT
 from ..kernels.cuda import impl
 from ..kernels.jit import njit
+from ..runtime import device as devices
 from . import special
 from ._define import elementwise
 from .creation import Generator, default_generator

@@ -10,9 +10,9 @@ Gates are stacked as PyTorch's: input, forget, cell, output.
 
 import numpy as np
 
-from .. import dtypes as dt
 from ..core import Attr, Op, Spec, needs_grad
-from ..errors import ShapeError
+from ..core import dtypes as dt
+from ..core.errors import ShapeError
 from ..kernels import threads
 from ..kernels.cpu import JIT
 from ..kernels.cuda import not_supported

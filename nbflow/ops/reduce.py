@@ -31,10 +31,10 @@ from collections import namedtuple
 import numpy as np
 from numba.extending import register_jitable
 
-from .. import dtypes as dt
 from ..argcheck import integers
 from ..core import Attr, Op, Spec, normalize_axis
-from ..errors import ArgumentError, DomainError, DTypeError, ShapeError
+from ..core import dtypes as dt
+from ..core.errors import ArgumentError, DomainError, DTypeError, ShapeError
 from ..kernels import vecmath
 from ..kernels.cpu import (
     JIT,

@@ -8,10 +8,10 @@ gradient. Draws need a known shape: a graph value with a -1 dim raises Unsupport
 
 import numpy as np
 
-from .. import dtypes as dt
 from ..argcheck import integer, real
 from ..core import UNKNOWN
-from ..errors import AttrError, DomainError, DTypeError, UnsupportedError
+from ..core import dtypes as dt
+from ..core.errors import AttrError, DomainError, DTypeError, UnsupportedError
 from .creation import normal, randint, uniform
 from .elementwise import copy_, exp, floor, isfinite, log, log1p, logical_and, logical_not, tan
 from .index import checked_range

@@ -10,10 +10,10 @@ from collections import namedtuple
 
 import numpy as np
 
-from .. import dtypes as dt
 from ..argcheck import integer, real
 from ..core import UNKNOWN
-from ..errors import AttrError, DomainError, ShapeError, UnsupportedError
+from ..core import dtypes as dt
+from ..core.errors import AttrError, DomainError, ShapeError, UnsupportedError
 from . import reduce
 from .broadcast import broadcast_to_like
 from .creation import arange, full, full_like

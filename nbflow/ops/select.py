@@ -9,10 +9,10 @@ OutOfRangeError (an IndexError) before a kernel runs.
 
 import numpy as np
 
-from .. import dtypes as dt
 from ..argcheck import integer, integers
 from ..core import UNKNOWN
-from ..errors import (
+from ..core import dtypes as dt
+from ..core.errors import (
     ArgumentError,
     AttrError,
     DomainError,

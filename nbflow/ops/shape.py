@@ -16,10 +16,10 @@ import math
 
 import numpy as np
 
-from .. import dtypes as dt
 from ..argcheck import integers
 from ..core import UNKNOWN, Attr, Op, Spec, as_int, normalize_axis
-from ..errors import AttrError, DomainError, ShapeError
+from ..core import dtypes as dt
+from ..core.errors import AttrError, DomainError, ShapeError
 from .broadcast import sum_to_like
 
 # ---------------------------------------------------------------- helpers

@@ -5,8 +5,8 @@ from collections import namedtuple
 
 import numpy as np
 
-from .. import dtypes as dt
-from ..errors import (
+from ..core import dtypes as dt
+from ..core.errors import (
     AttrError,
     DomainError,
     DTypeError,

@@ -7,9 +7,9 @@ their order. The values' gradient goes back to the positions they came from."""
 
 import numpy as np
 
-from .. import dtypes as dt
 from ..core import UNKNOWN, Attr, Op, Spec
-from ..errors import ArgumentError, AttrError, OutOfRangeError, ShapeError
+from ..core import dtypes as dt
+from ..core.errors import ArgumentError, AttrError, OutOfRangeError, ShapeError
 from ..kernels.cpu import JIT, axis_rows, write_axis_rows
 from ..kernels.jit import njit
 from ..kernels.sorting import sort_row

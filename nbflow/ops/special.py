@@ -20,9 +20,9 @@ import math
 import numpy as np
 from numba.extending import register_jitable
 
-from .. import dtypes as dt
 from ..core import Deferred, needs_grad
-from ..errors import GradientError
+from ..core import dtypes as dt
+from ..core.errors import GradientError
 from ._define import NOT_IN_PYTORCH, elementwise
 from .elementwise import (
     INV_SQRT_2PI,

@@ -17,7 +17,7 @@ import math
 import numpy as np
 
 from .. import ops
-from ..errors import DomainError
+from ..core.errors import DomainError
 from .optimizer import ComposedOptimizer, _coef, _count_step, _maximum, _number, _sqrt
 
 __all__ = ["Adafactor"]

@@ -5,10 +5,10 @@ update is a composition of tensor ops (optimizer.ComposedOptimizer)."""
 
 from __future__ import annotations
 
-from .. import dtypes as dt
 from .. import ops
+from ..core import dtypes as dt
 from ..core import no_grad
-from ..errors import DomainError, UnsupportedError
+from ..core.errors import DomainError, UnsupportedError
 from ..graph.jit import traced_grads
 from .optimizer import (
     ComposedOptimizer,

@@ -18,8 +18,8 @@ import math
 
 from .. import ops
 from ..core import no_grad
-from ..errors import DomainError, UnsupportedError
-from ..tensor import Tensor
+from ..core.errors import DomainError, UnsupportedError
+from ..eager.tensor import Tensor
 from .optimizer import Optimizer, _check, _evaluate, _is_real
 
 __all__ = ["LBFGS"]

@@ -7,7 +7,7 @@ from __future__ import annotations
 import bisect
 import math
 
-from ..errors import ArgumentError, DomainError
+from ..core.errors import ArgumentError, DomainError
 from .optimizer import Optimizer
 
 __all__ = [

@@ -33,15 +33,15 @@ import math
 
 import numpy as np
 
-from .. import dtypes as dt
 from .. import ops
 from ..core import STATE, enable_grad, no_grad
-from ..errors import ArgumentError, DomainError, ProgramError, UnsupportedError
+from ..core import dtypes as dt
+from ..core.errors import ArgumentError, DomainError, ProgramError, UnsupportedError
+from ..eager.tensor import Tensor
 from ..graph import GraphTrace, Var, append_backward
 from ..graph.jit import traced_grads, zero_grads
 from ..graph.static import _startup
 from ..nn.utils.clip_grad import clip_grads_by_norm_
-from ..tensor import Tensor
 
 __all__ = ["ComposedOptimizer", "Optimizer", "ParamGroup"]
 

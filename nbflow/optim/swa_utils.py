@@ -12,13 +12,13 @@ import copy
 import itertools
 import math
 
-from .. import dtypes as dt
 from .. import ops
 from ..core import STATE, no_grad
-from ..errors import DomainError, UnsupportedError
+from ..core import dtypes as dt
+from ..core.errors import DomainError, UnsupportedError
+from ..eager.tensor import EagerTrace, Tensor, tensor
 from ..nn.layers import _BatchNorm
 from ..nn.module import Module
-from ..tensor import EagerTrace, Tensor, tensor
 from .lr_scheduler import LRScheduler, _per_group
 
 __all__ = [

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from ... import ops
 from ...core import no_grad
-from ...errors import ArgumentError, ShapeError
-from ...tensor import Tensor
+from ...core.errors import ArgumentError, ShapeError
+from ...eager.tensor import Tensor
 from . import clip_grad, fusion, parametrizations, parametrize, prune, rnn, stateless
 from .clip_grad import (
     _as_list,

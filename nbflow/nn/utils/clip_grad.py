@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import math
 
-from ... import dtypes as dt
 from ... import ops
+from ...core import dtypes as dt
 from ...core import no_grad
-from ...errors import DomainError, GradientError, UnsupportedError
+from ...core.errors import DomainError, GradientError, UnsupportedError
+from ...eager.tensor import Tensor
 from ...graph import Var
-from ...tensor import Tensor
 
 __all__ = [
     "clip_grad_norm_",

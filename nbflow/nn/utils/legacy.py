@@ -21,8 +21,8 @@ import warnings
 import nbflow as nb
 
 from ...core import STATE, no_grad, use_trace
-from ...errors import DomainError
-from ...tensor import EagerTrace
+from ...core.errors import DomainError
+from ...eager.tensor import EagerTrace
 from ..module import Module, Parameter
 from .parametrizations import _norm_except_dim
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import nbflow as nb
 
 from ...core import no_grad
-from ...errors import DomainError
+from ...core.errors import DomainError
 from ..module import Module
 from .parametrize import register_parametrization
 

@@ -11,7 +11,7 @@ class); caching (parametrize.cached) is not implemented.
 from __future__ import annotations
 
 from ...core import no_grad
-from ...errors import DomainError
+from ...core.errors import DomainError
 from ..module import Module, ModuleDict, ModuleList, Parameter
 
 

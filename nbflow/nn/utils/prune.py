@@ -18,9 +18,9 @@ import numbers
 import numpy as np
 
 from ...core import no_grad
-from ...errors import ArgumentError, DomainError, ShapeError
+from ...core.errors import ArgumentError, DomainError, ShapeError
+from ...eager.tensor import Tensor, tensor
 from ...ops import creation
-from ...tensor import Tensor, tensor
 from ..module import Module, Parameter
 from .legacy import _WeightHook
 

@@ -17,8 +17,8 @@ import numpy as np
 
 import nbflow as nb
 
-from ...errors import DomainError, ShapeError, UnsupportedError
-from ...tensor import Tensor
+from ...core.errors import DomainError, ShapeError, UnsupportedError
+from ...eager.tensor import Tensor
 
 
 class PackedSequence(NamedTuple):

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .errors import DistributedError, DTypeError
+from ..core.errors import DistributedError, DTypeError
 
 REDUCE_OPS = ("sum", "avg", "product", "min", "max", "band", "bor", "bxor")
 BITWISE = ("band", "bor", "bxor")

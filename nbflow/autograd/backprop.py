@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import hooks, ops
-from .core import STATE, Node, set_grad_enabled
-from .errors import ArgumentError, GradientError, ShapeError
-from .tensor import Tensor, _Stale, free_saved, grad_edge, tensor
-from .views import refresh_if_stale
+from .. import ops
+from ..core import STATE, Node, hooks, set_grad_enabled
+from ..core.errors import ArgumentError, GradientError, ShapeError
+from ..core.views import refresh_if_stale
+from ..eager.tensor import Tensor, _Stale, free_saved, grad_edge, tensor
 
 
 def toposort(edges) -> list[Node]:
@@ -253,7 +253,3 @@ def _gradients_of(inputs, leaf_grads, node_grads, allow_unused):
             )
         result.append(g)
     return result
-
-
-# PyTorch's torch.autograd.Function and torch.autograd's other names (they build on the above)
-from .autograd_function import *  # noqa: E402, F403

@@ -40,9 +40,7 @@ from contextlib import ContextDecorator, nullcontext
 
 import numpy as np
 
-from . import dtypes as dt
-from .autograd import grad
-from .core import (
+from ..core import (
     REGISTRY,
     STATE,
     Attr,
@@ -54,15 +52,17 @@ from .core import (
     no_grad,
     set_grad_enabled,
 )
-from .errors import (
+from ..core import dtypes as dt
+from ..core.errors import (
     GradientError,
     ShapeError,
     TracedValueError,
     UnsupportedError,
 )
-from .operators import Operators
-from .reliability import CheckingTrace, check_finite, nan_inf_checking
-from .tensor import EagerTrace, Tensor, _Stale, tensor
+from ..eager.checking import CheckingTrace, check_finite, nan_inf_checking
+from ..eager.operators import Operators
+from ..eager.tensor import EagerTrace, Tensor, _Stale, tensor
+from .backprop import grad
 
 __all__ = [
     "Function",
@@ -707,8 +707,8 @@ def gradcheck(
         return True
     try:
         if fast_mode:
-            from .testing import GradcheckError as Mismatch
-            from .testing import gradcheck as projected
+            from ..testing import GradcheckError as Mismatch
+            from ..testing import gradcheck as projected
 
             try:
                 projected(func, inputs, eps=eps, rtol=rtol, atol=atol)

@@ -1,7 +1,7 @@
 """The core types: Spec, Attr, Op, Node, and bind(), the one dispatch point.
 
 This module imports nothing else of nbflow except errors and dtypes. Ops are declared with
-these types in nbflow/ops; eager mode (nbflow/tensor.py) and graph mode (nbflow/graph) each
+these types in nbflow/ops; eager mode (nbflow/eager/tensor.py) and graph mode (nbflow/graph) each
 provide a trace whose `apply(op, args, attrs)` bind() calls. Nothing else branches on the mode.
 """
 
@@ -229,7 +229,8 @@ def argument_error(name: str, signature, args, kwargs, e: AttributeError):
 def _is_value(x) -> bool:
     """A tensor or a graph var (their operators' base class): a missing attribute is a bug."""
     return any(
-        c.__name__ == "Operators" and c.__module__ == "nbflow.operators" for c in type(x).__mro__
+        c.__name__ == "Operators" and c.__module__ == "nbflow.eager.operators"
+        for c in type(x).__mro__
     )
 
 
@@ -494,7 +495,7 @@ class Node:
 # "file.py:LINE" of the user code that made the node (graph mode, and eager under the NaN
 # check); what the gradient rule sees when not `inputs` (graph mode); for an op of a gradient
 # rule, the forward node it differentiates; whether it is a write-back (graph mode,
-# nbflow/views.py); whether a backward without retain_graph freed its saved values (eager)
+# nbflow/core/views.py); whether a backward without retain_graph freed its saved values (eager)
 _NODE_OPTIONAL = frozenset(("location", "rule_inputs", "grad_of", "write_back", "freed"))
 
 
@@ -507,7 +508,7 @@ class _State(threading.local):
 
     A thread sees its own values once it sets them, and the class attributes (the defaults)
     before: a new thread starts eager, with gradients on, no autocast and the checks off
-    (unless NBFLOW_CHECK_NAN_INF asks for them: nbflow/reliability.py sets the default). The
+    (unless NBFLOW_CHECK_NAN_INF asks for them: nbflow/eager/checking.py sets the default). The
     memory budget is process-wide: a property over `_PROCESS`.
 
     Whoever sets `trace`, `grad_enabled` or `autocast` calls modes_changed() after: the hot
@@ -518,9 +519,9 @@ class _State(threading.local):
     trace: Any = None  # the default set by nbflow.tensor to the eager trace
     grad_enabled: bool = True
     differentiating: Node | None = None  # the node whose gradient rule runs (autograd)
-    autocast: Any = None  # nbflow.autocast's policy: casts an op's arguments (nbflow/amp.py)
-    nan_inf_check: bool = False  # nbflow.check_nan_inf (nbflow/reliability.py)
-    anomaly: tuple = (False, False)  # anomaly mode: (enabled, check_nan) (autograd_function)
+    autocast: Any = None  # nbflow.autocast's policy: casts an op's arguments (nbflow/eager/amp.py)
+    nan_inf_check: bool = False  # nbflow.check_nan_inf (nbflow/eager/checking.py)
+    anomaly: tuple = (False, False)  # anomaly mode: (enabled, check_nan) (autograd/function.py)
     odd: _Odd | None = None  # this thread's token in ODD, made when it first leaves them
 
     @property

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .errors import ArgumentError
+from ..core.errors import ArgumentError
 
 __all__ = ["get_printoptions", "set_printoptions"]
 FLOAT32 = np.dtype(np.float32)  # the dtype a repr does not name

@@ -17,8 +17,8 @@ made; a base whose node has changed since makes the view stale.
 
 from __future__ import annotations
 
-from .core import REGISTRY, Node, bind
 from .errors import GradientError, UnsupportedError
+from .op import REGISTRY, Node, bind
 
 # a reshape copies when the layout needs it: eager mode checks the memory it got, a program
 # learns it only when it runs, so in graph mode a reshape is an uncertain view

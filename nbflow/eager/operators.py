@@ -8,10 +8,10 @@ import math
 
 import numpy as np
 
-from . import dtypes as dt
-from . import ops
-from .core import STATE, bind
-from .errors import ArgumentError, DTypeError, UnsupportedError
+from .. import ops
+from ..core import STATE, bind
+from ..core import dtypes as dt
+from ..core.errors import ArgumentError, DTypeError, UnsupportedError
 
 
 class Size(int):
@@ -78,35 +78,35 @@ class Operators:
     # nbflow.special and nn are built on the ops)
     def polygamma(self, n):
         """PyTorch's x.polygamma(n): the n-th derivative of digamma at x."""
-        from . import special
+        from .. import special
 
         return special.polygamma(n, self)
 
     def igamma(self, other):
         """PyTorch's x.igamma(a): the regularized lower incomplete gamma P(x, a)."""
-        from . import special
+        from .. import special
 
         return special.gammainc(self, other)
 
     def igammac(self, other):
         """PyTorch's x.igammac(a): the regularized upper incomplete gamma Q(x, a)."""
-        from . import special
+        from .. import special
 
         return special.gammaincc(self, other)
 
     def mvlgamma(self, p):
         """PyTorch's x.mvlgamma(p): the multivariate log-gamma of dimension p."""
-        from . import special
+        from .. import special
 
         return special.multigammaln(self, p)
 
     def hardshrink(self, lambd=0.5):
-        from .nn import functional
+        from ..nn import functional
 
         return functional.hardshrink(self, lambd)
 
     def prelu(self, weight):
-        from .nn import functional
+        from ..nn import functional
 
         return functional.prelu(self, weight)
 
@@ -306,7 +306,7 @@ class Operators:
             mask[(i,) * self.ndim] = True
         return written_back(self, Operators.masked_fill, mask, fill_value)
 
-    # (eager-only functions of nbflow/tensor.py, which imports this module)
+    # (eager-only functions of nbflow/eager/tensor.py, which imports this module)
     def nonzero(self, as_tuple=False):
         from .tensor import nonzero
 

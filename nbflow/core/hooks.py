@@ -5,7 +5,7 @@ Hooks live here, not on the Tensor: a computed tensor's gradient is routed by it
 and output index (backward rebuilds Tensors around saved buffers), so a computed tensor's
 hooks are kept per (node, index), in a table that forgets a node when the node is freed. A
 leaf's hooks are kept by the leaf's id, forgotten when the leaf is freed. The backward
-driver (nbflow/autograd.py) looks here only while some hook is registered.
+driver (nbflow/autograd/backprop.py) looks here only while some hook is registered.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ import itertools
 import threading
 import weakref
 
-from .core import set_grad_enabled
 from .errors import GradientError, ShapeError
+from .op import set_grad_enabled
 
 _ids = itertools.count()
 

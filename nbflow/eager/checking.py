@@ -28,8 +28,8 @@ from contextlib import contextmanager
 
 import numpy as np
 
-from .core import REGISTRY, STATE, Node, Trace, modes_changed, set_thread_default
-from .errors import NumericalError, user_location
+from ..core import REGISTRY, STATE, Node, Trace, modes_changed, set_thread_default
+from ..core.errors import NumericalError, user_location
 from .tensor import EagerTrace, Tensor
 
 __all__ = ["check_nan_inf", "get_memory_budget", "nan_inf_checking", "set_memory_budget"]

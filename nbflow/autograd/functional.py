@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import ops
-from .autograd import grad as _grad
-from .core import enable_grad
-from .tensor import Tensor, tensor
+from .. import ops
+from ..core import enable_grad
+from ..eager.tensor import Tensor, tensor
+from .backprop import grad as _grad
 
 __all__ = ["vjp", "jvp", "jacobian", "hessian", "hvp", "vhp"]
 

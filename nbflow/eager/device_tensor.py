@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import device as devices
-from . import dtypes as dt
-from .core import STATE, Op, Spec
-from .device import DeviceError
-from .errors import NbflowError
+from ..core import STATE, Op, Spec
+from ..core import dtypes as dt
+from ..core.errors import NbflowError
+from ..core.views import RESHAPES, refresh_if_stale
+from ..runtime import device as devices
+from ..runtime.device import DeviceError
 from .printing import tensor_repr
 from .tensor import (
     DEVICE_TENSORS,
@@ -26,7 +27,6 @@ from .tensor import (
     version_counter,
     view_outputs,
 )
-from .views import RESHAPES, refresh_if_stale
 
 
 class CudaTensor(Tensor):
@@ -62,12 +62,12 @@ class CudaTensor(Tensor):
         """The device array's interface: CuPy, PyTorch and numba read the buffer in place.
         (Under numba's simulator, whose stand-in wraps a host array, the "device" pointer is
         that array's host address, so the import side can be tested without a GPU.)"""
-        from .dlpack import cuda_array_interface
+        from ..dlpack import cuda_array_interface
 
         return cuda_array_interface(self._data)
 
     def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
-        from .dlpack import export_device
+        from ..dlpack import export_device
 
         return export_device(self, stream, max_version, dl_device, copy)
 
@@ -93,7 +93,7 @@ class CudaTensor(Tensor):
 
     def plain(self) -> CudaTensor:
         """A leaf with a C-contiguous buffer (this buffer when it is one already)."""
-        from .kernels.cuda import impl
+        from ..kernels.cuda import impl
 
         return CudaTensor(impl().contiguous(self._data))
 
@@ -229,11 +229,11 @@ def apply(trace, op: Op, args, attrs) -> Tensor | tuple:
     record = False
     if STATE.grad_enabled and op.differentiable:
         for t in tensors:
-            refresh_if_stale(t)  # a view whose base was written since (nbflow/views.py)
+            refresh_if_stale(t)  # a view whose base was written since (nbflow/core/views.py)
             record = record or t.requires_grad
     arrays = [t._data for t in tensors]
     if plan.casts:
-        from .kernels.cuda import impl
+        from ..kernels.cuda import impl
 
         for i, d in plan.casts:
             arrays[i] = impl().contiguous(arrays[i], d)
@@ -268,7 +268,7 @@ def _run_view(op, plan, tensors, arrays, attrs):
 
 def _copy(a):
     """A fresh C-contiguous copy of GPU array a."""
-    from .kernels.cuda import impl
+    from ..kernels.cuda import impl
 
     copy = devices.empty(a.shape, a.dtype, devices.device_of(a))
     impl().copy_into(a, copy)

@@ -1,0 +1,163 @@
+"""Dtypes, dtype groups, promotion and the CPU compute dtype.
+
+Promotion follows PyTorch (which agrees with numpy 2 except where noted):
+
+| a \\ b          | bool  | int32 | int64 | float16 | float32 | float64 |
+|----------------|-------|-------|-------|---------|---------|---------|
+| bool           | bool  | int32 | int64 | float16 | float32 | float64 |
+| int32          | int32 | int32 | int64 | float16 | float32 | float64 |
+| int64          | int64 | int64 | int64 | float16 | float32 | float64 |
+| float16        | f16   | f16   | f16   | float16 | float32 | float64 |
+| float32        | f32   | f32   | f32   | float32 | float32 | float64 |
+| float64        | f64   | f64   | f64   | float64 | float64 | float64 |
+
+Kinds are ordered bool < int < float. Two dtypes of one kind give the wider; two kinds give the
+dtype of the higher kind (so int64 + float16 is float16, where numpy says float64).
+Python scalars are "weak": they take the tensor's dtype when their kind is not higher
+(`int32_tensor + 1` is int32, `float16_tensor * 0.5` is float16); otherwise the default dtype of
+their kind (int64, float32), so `int_tensor * 0.5` is float32.
+"""
+
+import numpy as np
+
+from .errors import DTypeError
+
+bool_ = np.dtype(np.bool_)
+int32 = np.dtype(np.int32)
+int64 = np.dtype(np.int64)
+float16 = np.dtype(np.float16)
+float32 = np.dtype(np.float32)
+float64 = np.dtype(np.float64)
+
+FLOATS = (float16, float32, float64)
+INTS = (int32, int64)
+NUMERIC = INTS + FLOATS
+ALL = (bool_,) + NUMERIC
+
+DEFAULT_INT = int64
+
+
+class _DefaultFloat:
+    """The default float dtype as a value to pass on (an op attr's default, a `dtype=`
+    default): it stands for whatever `default_float()` is when it is used."""
+
+    def __repr__(self) -> str:
+        return "the default float dtype"
+
+
+DEFAULT = _DefaultFloat()
+_default_float = float32  # what Python floats and float creation ops give: set_default_float
+
+
+def default_float() -> np.dtype:
+    """The dtype of tensors made from Python floats and of float creation ops without a dtype
+    (float32 unless set_default_dtype changed it)."""
+    return _default_float
+
+
+def set_default_float(d) -> None:
+    """Make `d`, float32 or float64, the default float dtype. float16 is refused: numba has no
+    CPU float16 arithmetic, so every op would compute through float32 copies."""
+    global _default_float
+    d = as_dtype(d)
+    if d not in (float32, float64):
+        raise DTypeError(f"the default float dtype must be float32 or float64, not {d}")
+    _default_float = d
+
+
+SHORT = {bool_: "bool", int32: "i32", int64: "i64", float16: "f16", float32: "f32", float64: "f64"}
+
+# numba's CPU target has no float16 arithmetic: store it, compute in float32.
+CPU_COMPUTE = {float16: float32}
+
+# numpy dtypes accepted by nbflow.tensor() and mapped onto a supported one (a copy is made).
+_WIDEN = {
+    np.dtype(np.int8): int32,
+    np.dtype(np.int16): int32,
+    np.dtype(np.uint8): int32,
+    np.dtype(np.uint16): int32,
+    np.dtype(np.uint32): int64,
+    np.dtype(np.uint64): int64,
+}
+
+_KIND = {bool_: 0, int32: 1, int64: 1, float16: 2, float32: 2, float64: 2}
+
+
+def as_dtype(d) -> np.dtype:
+    """The supported numpy dtype for `d` (a dtype, a type, or a name like 'float32' or 'f32');
+    None or DEFAULT: the default float dtype, as PyTorch's dtype=None (numpy's would be
+    float64 whatever the default)."""
+    if d is None or d is DEFAULT:
+        return _default_float
+    if isinstance(d, str) and d in _BY_SHORT:
+        return _BY_SHORT[d]
+    try:
+        dt = np.dtype(d)
+    except TypeError as e:
+        raise DTypeError(f"not a dtype: {d!r}") from e
+    if dt not in _KIND:
+        names = ", ".join(str(x) for x in ALL)
+        raise DTypeError(f"dtype {dt} is not supported (supported: {names})")
+    return dt
+
+
+_BY_SHORT = {v: k for k, v in SHORT.items()}
+
+
+def widen(dt: np.dtype) -> np.dtype:
+    """The supported dtype a numpy array of dtype `dt` converts to."""
+    return _WIDEN.get(dt, dt)
+
+
+def kind(dt: np.dtype) -> int:
+    return _KIND[dt]
+
+
+def is_float(dt: np.dtype) -> bool:
+    return _KIND[dt] == 2
+
+
+def promote_pair(a: np.dtype, b: np.dtype) -> np.dtype:
+    if a == b:
+        return a
+    ka, kb = _KIND[a], _KIND[b]
+    if ka != kb:
+        return a if ka > kb else b
+    return a if a.itemsize >= b.itemsize else b
+
+
+def promote(dts, weak=None) -> np.dtype:
+    """Result dtype of tensors with dtypes `dts` and `weak` Python-scalar dtypes."""
+    result = None
+    for d in dts:
+        result = d if result is None else promote_pair(result, d)
+    for w in weak or ():
+        # a weak scalar only matters when its kind is higher than what the tensors have
+        if result is None or _KIND[w] > _KIND[result]:
+            result = (bool_, DEFAULT_INT, _default_float)[_KIND[w]]
+    return result
+
+
+def scalar_dtype(value) -> np.dtype:
+    """The weak dtype of a Python scalar."""
+    if isinstance(value, (bool, np.bool_)):
+        return bool_
+    if isinstance(value, (int, np.integer)):
+        return DEFAULT_INT
+    if isinstance(value, (float, np.floating)):
+        return _default_float
+    raise DTypeError(f"not a number: {value!r} of type {type(value).__name__}")
+
+
+def scalar(value, dtype: np.dtype):
+    """`value` as a numpy scalar of `dtype`; DTypeError when it cannot be one (an infinity or
+    NaN into an integer, 2**40 into int32), instead of an OverflowError or a wrapped value."""
+    dtype = np.dtype(dtype)
+    if dtype.kind not in "iu":
+        return dtype.type(value)
+    if isinstance(value, (float, np.floating)) and not np.isfinite(value):
+        raise DTypeError(f"{value} cannot be stored in {dtype}")
+    info = np.iinfo(dtype)
+    if not info.min <= int(value) <= info.max:
+        raise DTypeError(f"{value} is out of range for {dtype} [{info.min}, {info.max}]")
+    return dtype.type(int(value))

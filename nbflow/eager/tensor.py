@@ -1,0 +1,1226 @@
+"""Eager mode: the Tensor and the eager trace that runs ops as they are called.
+
+A Tensor holds a numpy buffer, `requires_grad`, `grad`, a version counter shared with its
+views, and the tape node that produced it (`_node`, `_index`). Nodes hang off their outputs,
+so a graph nobody references is freed by reference counting.
+"""
+
+from __future__ import annotations
+
+import math
+from types import MappingProxyType
+
+import numpy as np
+
+from .. import ops
+from ..core import (
+    ODD,
+    STATE,
+    Node,
+    Op,
+    Spec,
+    Trace,
+    bind,
+    normalize_axis,
+    overlaps_partly,
+    set_thread_default,
+)
+from ..core import dtypes as dt
+from ..core.errors import (
+    DTypeError,
+    GradientError,
+    NbflowError,
+    ResourceExhaustedError,
+    ShapeError,
+    UnsupportedError,
+    locate,
+    user_location,
+)
+from ..core.views import RESHAPES, ViewOf, check_write, refresh_if_stale, restamp, write_back
+from ..runtime import buffers
+from .operators import COMPARISONS, REFLECTED, Operators, Size
+from .printing import tensor_repr
+
+
+class Tensor(Operators):
+    """An eager tensor: a numpy array and its autograd history. `Tensor(array)` adopts the
+    array as it is (nbflow.tensor() copies, from_numpy() shares the memory); what a tensor
+    hands out (`data`, numpy()) are views, as the plan caches key a tensor by a signature of
+    its shape and dtype made once (Sig)."""
+
+    __slots__ = (
+        "_data",
+        "_sig",
+        "requires_grad",
+        "grad",
+        "_node",
+        "_index",
+        "_version",
+        "_base",
+        "_view",
+        "_name",  # what a program capturing it names it (nn.Module: "linear_0.weight"); unset
+        "__weakref__",
+    )
+    __array_priority__ = 1000  # numpy defers `ndarray + Tensor` to Tensor.__radd__
+    __hash__ = object.__hash__  # == is elementwise, identity stays the hash
+
+    # (_plain() below sets the same fields for the operators' hot path)
+    def __init__(self, data, requires_grad=False, _node=None, _index=0, _version=None, _base=None):
+        self._data = data  # the array, its own: what it hands out are views (see `data`)
+        self._sig = None  # its Sig, made on first need (signature_of)
+        self.requires_grad = requires_grad
+        self.grad = None
+        self._node = _node
+        self._index = _index
+        self._version = _version  # shared by a buffer's views; see version_counter()
+        self._base = _base
+        self._view = None  # how a view was taken (nbflow/core/views.py); None for other tensors
+
+    # -------------------------------------------------------------- properties
+
+    @property
+    def data(self) -> np.ndarray:
+        """The tensor's memory as a numpy array (a view: no copy). Its shape or dtype set in
+        place would change only that view, as the tensor's cached signature requires."""
+        return self._data.view()
+
+    @data.setter
+    def data(self, array):
+        """PyTorch's `x.data = y`: x holds y's memory from then on (y a tensor or array)."""
+        if isinstance(array, Tensor) and array.device == "cpu":
+            array = array._data
+        if not isinstance(array, np.ndarray):
+            raise TypeError(f"Tensor.data takes a numpy array, got {type(array).__name__}")
+        dt.as_dtype(array.dtype)  # raises DTypeError for dtypes nbflow does not hold
+        self._data = array.view(np.ndarray)  # (the caller's array may be reshaped)
+        self._sig = None
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self._data.shape
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self._data.dtype
+
+    @property
+    def ndim(self) -> int:
+        return self._data.ndim
+
+    @property
+    def size(self) -> Size:
+        """The element count, an int; `size()` and `size(axis)` give PyTorch's answers."""
+        return Size(self._data.shape)
+
+    @property
+    def device(self) -> str:
+        return "cpu"
+
+    @property
+    def version(self) -> int:
+        v = self._version
+        return 0 if v is None else v[0]
+
+    @property
+    def is_leaf(self) -> bool:
+        return self._node is None
+
+    @property
+    def spec(self) -> Spec:
+        return Spec(self._data.shape, self._data.dtype)
+
+    def __len__(self) -> int:
+        if self.ndim == 0:
+            raise TypeError("len() of a 0-d tensor")
+        return self._data.shape[0]
+
+    # -------------------------------------------------------------- conversion
+
+    def numpy(self) -> np.ndarray:
+        """A view of the buffer (no copy, as PyTorch's numpy()); writing to it bypasses
+        version checks."""
+        return self._data.view()
+
+    def __array__(self, dtype=None, copy=None):
+        a = self._data
+        if dtype is not None and a.dtype != dtype:
+            return a.astype(dtype)
+        return a.copy() if copy else a.view()
+
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        """The DLPack capsule of this tensor's memory (no copy unless copy=True): what
+        np.from_dlpack, torch.from_dlpack and nbflow.from_dlpack read (nbflow/dlpack.py)."""
+        from ..dlpack import export
+
+        return export(self, stream, max_version, dl_device, copy)
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        from ..dlpack import _device_code
+
+        return _device_code(self.device)
+
+    def __array_namespace__(self, *, api_version=None):
+        """The Array API standard's namespace for nbflow tensors (nbflow.array_api)."""
+        from .. import array_api
+
+        return array_api.namespace(api_version)
+
+    def to_device(self, device, /, *, stream=None) -> Tensor:
+        """The Array API standard's to(device): itself when already there."""
+        return self.to(device)
+
+    def __complex__(self) -> complex:
+        return complex(self.item())
+
+    # the shifts of the Array API standard's operators (nbflow.bitwise_*_shift)
+    def __lshift__(self, other):
+        return ops.bitwise_left_shift(self, other)
+
+    def __rshift__(self, other):
+        return ops.bitwise_right_shift(self, other)
+
+    def __rlshift__(self, other):
+        return ops.bitwise_left_shift(tensor(other, self.dtype), self)
+
+    def __rrshift__(self, other):
+        return ops.bitwise_right_shift(tensor(other, self.dtype), self)
+
+    def __ilshift__(self, other):
+        return self.copy_(self << other)
+
+    def __irshift__(self, other):
+        return self.copy_(self >> other)
+
+    def item(self):
+        if self._data.size != 1:
+            raise ShapeError(f"item() needs a tensor with one element, got shape {self.shape}")
+        return self._data.reshape(()).item()
+
+    def tolist(self):
+        return self._data.tolist()
+
+    def __bool__(self) -> bool:
+        if self._data.size != 1:
+            raise ShapeError(
+                f"the truth value of a tensor with shape {self.shape} is ambiguous; "
+                "use .any() or .all()"
+            )
+        return bool(self._data.reshape(()))
+
+    def __float__(self) -> float:
+        return float(self.item())
+
+    def __int__(self) -> int:
+        return int(self.item())
+
+    def __index__(self) -> int:
+        if self.dtype.kind not in "iu" or self._data.size != 1:
+            raise TypeError("only integer tensors with one element can be used as an index")
+        return int(self.item())
+
+    def __repr__(self) -> str:
+        return tensor_repr(self, self._data)
+
+    # -------------------------------------------------------------- autograd
+
+    def detach(self) -> Tensor:
+        """The same buffer, cut from the graph (shares the version counter)."""
+        base = self if self._base is None else self._base
+        return type(self)(self._data, _version=version_counter(self), _base=base)
+
+    def detach_(self) -> Tensor:
+        """Cut from the graph in place: a leaf that requires no grad (PyTorch's detach_)."""
+        if self._view is not None and self._base is not None and self._base.requires_grad:
+            raise GradientError(
+                "detach_: this tensor is a view of one that requires grad; use detach()"
+            )
+        self._node, self._index, self.requires_grad = None, 0, False
+        return self
+
+    def _adopt_history(self, other: Tensor):
+        """Take other's history (a view re-taken from its base: nbflow/core/views.py)."""
+        self._node, self._index, self.requires_grad = other._node, other._index, other.requires_grad
+
+    def requires_grad_(self, flag: bool = True) -> Tensor:
+        if flag and not dt.is_float(self.dtype):
+            raise DTypeError(f"only float tensors can require grad, got {self.dtype}")
+        if self._node is not None and not flag:
+            raise GradientError("requires_grad can only be cleared on a leaf; use detach()")
+        self.requires_grad = flag
+        return self
+
+    def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
+        """Accumulate d(self)/d(leaf) into every leaf's .grad (gradient: the seed, default 1;
+        inputs: only these tensors' .grad). The graph's saved values are freed unless
+        retain_graph (default: create_graph), as PyTorch's."""
+        from ..autograd.backprop import backward
+
+        seeds = None if gradient is None else [gradient]
+        backward([self], seeds, retain_graph, create_graph, inputs)
+
+    def register_hook(self, hook):
+        """Call hook(grad) when this tensor's gradient is computed (by backward() or
+        nbflow.grad); a returned tensor replaces the gradient. Returns a handle whose
+        remove() unregisters the hook."""
+        from ..core.hooks import register_hook
+
+        return register_hook(self, hook)
+
+    def retain_grad(self) -> None:
+        """Fill this computed tensor's .grad on backward, as a leaf's is."""
+        from ..core.hooks import retain_grad
+
+        retain_grad(self)
+
+    @property
+    def retains_grad(self) -> bool:
+        from ..core.hooks import retains_grad
+
+        return retains_grad(self)
+
+    def register_post_accumulate_grad_hook(self, hook):
+        """Call hook(self) after backward() has accumulated this leaf's .grad."""
+        from ..core.hooks import register_post_accumulate_grad_hook
+
+        return register_post_accumulate_grad_hook(self, hook)
+
+    @property
+    def grad_fn(self):
+        """None for a leaf; for a computed tensor, an object whose name() is the op's."""
+        from ..core.hooks import GradFn
+
+        return None if self._node is None else GradFn(self._node)
+
+    # -------------------------------------------------------------- memory layout
+
+    def stride(self, dim=None):
+        """The strides in elements (PyTorch's stride()), or one dim's."""
+        size = np.dtype(self.dtype).itemsize
+        strides = tuple(s // size for s in self._data.strides)
+        return strides if dim is None else strides[normalize_axis(dim, self.ndim)]
+
+    def storage_offset(self) -> int:
+        """Where this tensor's first element sits in its base's buffer, in elements."""
+        root = self._data
+        if not isinstance(root, np.ndarray):
+            raise UnsupportedError("storage_offset() of a GPU tensor: move it to the CPU first")
+        while isinstance(root.base, np.ndarray):
+            root = root.base
+        return (_address(self._data) - _address(root)) // np.dtype(self.dtype).itemsize
+
+    def data_ptr(self) -> int:
+        """The address of the first element (a device address for a GPU tensor)."""
+        return _address(self._data)
+
+    # -------------------------------------------------------------- devices
+
+    def to(self, device=None, dtype=None) -> Tensor:
+        """This tensor on `device` ("cpu", "cuda", "cuda:N") and in `dtype`; itself when
+        already so. As in PyTorch, a dtype may come first: `t.to(nbflow.float64)`."""
+        from .device_tensor import move
+
+        if dtype is None and device is not None and not isinstance(device, str):
+            device, dtype = None, device  # t.to(float64)
+        t = self if device is None else move(self, device)
+        return t if dtype is None or t.dtype == dt.as_dtype(dtype) else t.astype(dtype)
+
+    def new_tensor(self, data, dtype=None, requires_grad=False) -> Tensor:
+        """A new tensor of `data`, in this one's dtype by default."""
+        return tensor(data, self.dtype if dtype is None else dtype, requires_grad)
+
+    def contiguous(self) -> Tensor:
+        """Itself, or a copy when its buffer is strided (a transposed view)."""
+        data = self._data
+        if isinstance(data, np.ndarray) and not data.flags.c_contiguous:
+            return self.clone()
+        return self
+
+    def cpu(self) -> Tensor:
+        return self.to("cpu")
+
+    def cuda(self, index: int = 0) -> Tensor:
+        return self.to(f"cuda:{index}")
+
+
+def _address(a) -> int:
+    """The address of an array's first element, host or device."""
+    if isinstance(a, np.ndarray):
+        return a.__array_interface__["data"][0]
+    return a.device_ctypes_pointer.value or 0  # (numba's device array)
+
+
+class _Stale:
+    """Stands for a saved tensor that was modified in place after it was saved.
+
+    Ops on it give it back (it poisons what is computed from it), and the backward driver
+    raises only when a poisoned gradient reaches an input that requires grad. So `y.mul_(2)`
+    works on an intermediate y although mul's rule also computes g * y for the constant 2."""
+
+    __slots__ = ("message", "original")
+
+    def __init__(self, message: str, original):
+        self.message, self.original = message, original  # original: the overwritten value
+
+    def _poison(self, *args):
+        return self
+
+    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = _poison
+    __truediv__ = __rtruediv__ = __pow__ = __rpow__ = __matmul__ = __rmatmul__ = _poison
+    __lt__ = __le__ = __gt__ = __ge__ = __neg__ = __getitem__ = _poison
+
+    def placeholder(self):
+        """For an input an op reads only the shape of: the overwritten value will do, since
+        in-place writes keep the shape."""
+        return self.original
+
+    # what in-place writes keep, a rule may read (index_put_'s reads value.ndim)
+    shape = property(lambda self: self.original.shape)
+    ndim = property(lambda self: self.original.ndim)
+    dtype = property(lambda self: self.original.dtype)
+
+    def __getattr__(self, name):
+        raise GradientError(self.message)
+
+
+# Tensor subclasses whose data live on a GPU (nbflow/eager/device_tensor.py adds CudaTensor): the
+# eager trace sends ops on them to that module. Empty until a GPU tensor is first made.
+DEVICE_TENSORS: set = set()
+
+
+def _wrap(data, *args):
+    """A Tensor around a saved buffer, of the class for where the buffer lives."""
+    if type(data) is np.ndarray:
+        return Tensor(data, *args)
+    from .device_tensor import wrap
+
+    return wrap(data, *args)
+
+
+def as_tensor_value(x):
+    """What bind() accepts as an input: a Tensor, a weak Python scalar, or array data."""
+    if type(x) is Tensor:
+        return x
+    if isinstance(x, (bool, int, float, np.bool_, np.integer, np.floating)) and not isinstance(
+        x, np.ndarray
+    ):
+        return x
+    if isinstance(x, (Tensor, _Stale)):
+        return x
+    return tensor(x)
+
+
+PLAN_CACHE_SIZE = 4096  # plans kept per op
+_PY_SCALARS = (float, int, bool)
+_NO_ATTRS = MappingProxyType({})  # the attrs of recorded binary ops: shared, so read-only
+
+
+class Sig:
+    """A CPU tensor's shape and dtype, interned (one object per pair): the plan caches' keys
+    for tensors hash and compare it by identity. Reading shape and dtype from the arrays and
+    building, hashing and comparing tuples of them on every op was a fifth of a 1-element
+    add's instructions (bench/, P1)."""
+
+    __slots__ = ("shape", "dtype")
+
+    def __reduce__(self):  # a copied or unpickled tensor keys the same plans
+        return interned, (self.shape, self.dtype)
+
+    def __copy__(self) -> Sig:
+        return self
+
+    def __deepcopy__(self, memo) -> Sig:
+        return self
+
+
+_SIGS: dict = {}  # (shape, dtype) -> its Sig
+SIG_CACHE_SIZE = 1 << 16
+
+
+def signature_of(t: Tensor) -> Sig:
+    """t's Sig, kept on t (`t.data = ...` clears it; the array itself is never handed out,
+    so its shape cannot change under the tensor)."""
+    a = t._data
+    sig = t._sig = _SIGS.get((a.shape, a.dtype)) or interned(a.shape, a.dtype)  # (a hit: one get)
+    return sig
+
+
+def interned(shape, dtype) -> Sig:
+    """The one Sig of (shape, dtype)."""
+    key = (tuple(shape), np.dtype(dtype))
+    sig = _SIGS.get(key)
+    if sig is None:
+        if len(_SIGS) >= SIG_CACHE_SIZE:  # ever new shapes: start afresh (the plans keyed by
+            _SIGS.clear()  # the old Sigs stay right, only no longer shared with new tensors)
+        sig = _SIGS[key] = Sig()
+        sig.shape, sig.dtype = key
+    return sig
+
+
+class Plan:
+    """What running an op on one input signature needs, worked out once and cached on the op:
+    output specs, the kernel, which inputs to cast, what to allocate."""
+
+    __slots__ = (
+        "specs",
+        "out_shapes",
+        "out_shape",
+        "key",
+        "launcher",
+        "casts",
+        "allocs",
+        "finals",
+        "scalars",
+        "single",
+        "fast",
+        "float_out",
+        "out_dtype",
+        "alloc",
+        "scalar_loop",
+        "out_sig",
+    )
+
+    def __init__(self, op: Op, values, attrs):
+        specs = [
+            Spec(v._data.shape, v._data.dtype)
+            if type(v) is Tensor
+            else Spec((), dt.scalar_dtype(v), weak=True)
+            for v in values
+        ]
+        self.specs = op.infer(specs, attrs)
+        self.out_shapes = [s.shape for s in self.specs]
+        self.out_shape = self.out_shapes[0] if self.out_shapes else None
+        key = op.key_dtype(specs) if specs else None
+        self.key = self.specs[0].dtype if key is None else key
+        compute = dt.CPU_COMPUTE.get(self.key, self.key)
+        promoted = range(len(specs)) if op.promote is None else op.promote
+        # weak scalars become 0-d arrays of the promoted dtype (their own when not promoted)
+        self.scalars = tuple(
+            (i, compute if i in promoted else s.dtype) for i, s in enumerate(specs) if s.weak
+        )
+        # (an input left out of promotion in a dtype numba cannot compute, float16: in its
+        # compute dtype too, such as where's condition)
+        self.casts = tuple(
+            (i, compute if i in promoted else dt.CPU_COMPUTE[s.dtype])
+            for i, s in enumerate(specs)
+            if not s.weak and (s.dtype != compute if i in promoted else s.dtype in dt.CPU_COMPUTE)
+        )
+        # outputs are allocated in the CPU compute dtype and cast back (float16)
+        self.allocs = tuple((s.shape, dt.CPU_COMPUTE.get(s.dtype, s.dtype)) for s in self.specs)
+        self.finals = tuple(
+            None if a[1] == s.dtype else s.dtype for a, s in zip(self.allocs, self.specs)
+        )
+        if not any(self.finals):
+            self.finals = None
+        if not op.view and not op.inplace:
+            _check_budget(op, specs, self.allocs)
+        self.single = len(self.specs) == 1 and not op.view and not op.inplace
+        self.out_dtype = self.allocs[0][1] if self.allocs else None
+        kernel = self.launcher = op.kernel("cpu", self.key)
+        if hasattr(kernel, "specialize"):  # e.g. elementwise without broadcasting
+            self.launcher = kernel.specialize(self.launch_specs(specs), attrs)
+        # a tensor and a Python scalar with nothing else to convert (x * 0.5): the loop that
+        # takes the scalar as it is, for the operators
+        self.scalar_loop = None
+        if (
+            hasattr(kernel, "scalar_loop")
+            and len(specs) == 2
+            and len(self.scalars) == 1
+            and not self.casts
+            and self.finals is None
+            and self.single
+            and not op.attrs
+            and specs[1 - self.scalars[0][0]].shape == self.out_shapes[0]
+        ):
+            self.scalar_loop = kernel.scalar_loop(self.scalars[0][0])
+        # large outputs come from recycled buffers (nbflow/runtime/buffers.py: fresh ones fault)
+        nbytes = [math.prod(shape) * np.dtype(d).itemsize for shape, d in self.allocs]
+        self.alloc = buffers.empty if max(nbytes, default=0) >= buffers.MIN_BYTES else np.empty
+        self.float_out = self.out_dtype is not None and np.dtype(self.out_dtype).kind == "f"
+        # the one output's Sig, given to it as it is made (the next op's key costs nothing)
+        self.out_sig = None
+        if self.single and self.finals is None:
+            self.out_sig = interned(self.out_shape, self.out_dtype)
+        # nothing to cast, convert or check: what the operators' shortest path unpacks
+        self.fast = None
+        if (
+            self.single
+            and not op.attrs
+            and op.differentiable
+            and not self.scalars
+            and not self.casts
+            and self.finals is None
+        ):
+            self.fast = (
+                self.alloc,
+                self.out_shape,
+                self.out_dtype,
+                self.launcher,
+                self.float_out,
+                self.out_sig,
+            )
+
+    def launch_specs(self, specs) -> list[Spec]:
+        """What the launcher receives: the inputs as cast (and scalars as made into arrays),
+        then the outputs as allocated."""
+        converted = dict(self.scalars + self.casts)
+        ins = [Spec(s.shape, converted.get(i, s.dtype)) for i, s in enumerate(specs)]
+        return ins + [Spec(shape, d) for shape, d in self.allocs]
+
+
+def _check_budget(op: Op, specs, allocs):
+    """Refuse outputs over the memory budget before anything is allocated (once per plan:
+    the budget's setter clears the plan caches). Sizes are Python ints: no overflow."""
+    nbytes = sum(math.prod(shape) * np.dtype(d).itemsize for shape, d in allocs)
+    if nbytes > STATE.memory_budget:
+        args = ", ".join(f"{n}: {s}" for n, s in zip(op.input_names(len(specs)), specs))
+        shapes = ", ".join(f"{list(shape)} {np.dtype(d)}" for shape, d in allocs)
+        raise ResourceExhaustedError(
+            f"{op.name}({args}): the outputs ({shapes}) need {nbytes} bytes, over the memory "
+            f"budget of {STATE.memory_budget} bytes (nbflow.set_memory_budget)"
+        )
+
+
+class EagerTrace(Trace):
+    """Runs each op at once; records a tape node when a gradient may be needed."""
+
+    def apply(self, op: Op, args, attrs, checked=False):
+        """Run `op` (checked=True: attrs are already normalised, as in an executor's plan)."""
+        if (attrs or op.attrs) and not checked:
+            attrs = op.check_attrs(attrs)
+        # the plan cache key; written out for one and two tensors, the hot path
+        n = len(args)
+        if n == 2 and type(args[0]) is Tensor and type(args[1]) is Tensor:
+            a, b = args
+            arrays = (a._data, b._data)
+            sig = (a._sig or signature_of(a), b._sig or signature_of(b))
+        elif n == 1 and type(args[0]) is Tensor:
+            a = args[0]
+            arrays = (a._data,)
+            sig = a._sig or signature_of(a)
+        else:
+            arrays = None
+            args = [as_tensor_value(a) for a in args]
+            on_device = False
+            for i, v in enumerate(args):
+                if type(v) is not _Stale:
+                    if type(v) in DEVICE_TENSORS:
+                        on_device = True
+                    continue
+                if op.reads_only_shape(i):
+                    args[i] = v.placeholder()
+                else:  # inside a gradient rule: poison the result
+                    return v if len(op.outputs) == 1 else (v,) * len(op.outputs)
+            if on_device:  # a GPU tensor: nbflow/eager/device_tensor.py runs it
+                from .device_tensor import apply as apply_on_device
+
+                return apply_on_device(self, op, args, attrs)
+            sig = signature(args)
+        plan = None if attrs else op.cache.get(sig)
+        if plan is None:
+            plan = self.plan(op, sig, args, attrs)
+        tensors = args
+        if plan.scalars:
+            tensors = list(args)
+            for i, d in plan.scalars:
+                try:
+                    tensors[i] = Tensor(np.asarray(dt.scalar(args[i], d)))
+                except DTypeError as e:
+                    raise _in_op(op, e) from None
+        record = False
+        # (ODD empty: every thread, this one too, records gradients)
+        if op.differentiable and (not ODD or STATE.grad_enabled):
+            for t in tensors:
+                if t._view is not None:  # (checked here first: this loop is hot)
+                    refresh_if_stale(t)  # a view whose base was written since
+                if t.requires_grad:
+                    record = True
+        if op.view:
+            outs = self.run_view(op, plan, tensors, attrs)
+        elif op.inplace:
+            saved = self.save_targets(op, tensors) if record and op.saves_target else None
+            outs = self.run_inplace(op, plan, tensors, attrs, record)
+            if record:
+                self.record(op, saved or tensors, attrs, outs)
+                for t in outs:
+                    if t._view is not None:
+                        self.write_back(t)
+            return outs[0] if len(outs) == 1 else tuple(outs)
+        else:
+            if arrays is None or plan.scalars or plan.casts:
+                arrays = [t._data for t in tensors]
+                for i, d in plan.casts:
+                    arrays[i] = arrays[i].astype(d)
+            if plan.single:  # the hot path, written out: no lists, no extra frame
+                shape, dtype = plan.allocs[0]
+                buf = plan.alloc(shape, dtype)
+                try:
+                    plan.launcher(*arrays, buf, **attrs)
+                except NbflowError as e:
+                    raise _in_op(op, e) from None
+                out = Tensor(buf if plan.finals is None else _narrowed(buf, plan.finals[0]))
+                out._sig = plan.out_sig
+                if record:
+                    self.record(op, tensors, attrs, (out,))
+                return out
+            outs = self.run(op, plan, arrays, attrs)
+        if record:
+            self.record(op, tensors, attrs, outs)
+        return outs[0] if len(outs) == 1 else tuple(outs)
+
+    def run(self, op, plan, arrays, attrs):
+        """Allocate the outputs (in the compute dtype), run the kernel, wrap the results."""
+        bufs = [plan.alloc(shape, d) for shape, d in plan.allocs]
+        try:
+            plan.launcher(*arrays, *bufs, **attrs)
+        except NbflowError as e:
+            raise _in_op(op, e) from None
+        if plan.finals:
+            bufs = [b if d is None else _narrowed(b, d) for b, d in zip(bufs, plan.finals)]
+        return [Tensor(b) for b in bufs]
+
+    def plan(self, op, sig, values, attrs) -> Plan:
+        """The cached plan for this input signature (shapes, dtypes, attrs)."""
+        if attrs:
+            sig = (sig, tuple(attrs.values()))
+        try:
+            plan = op.cache.get(sig)
+        except TypeError:  # an unhashable attr (rare): no caching
+            return Plan(op, values, attrs)
+        if plan is None:
+            if len(op.cache) >= PLAN_CACHE_SIZE:  # e.g. x[i] in a loop: one key per i
+                op.cache.clear()
+            plan = op.cache[sig] = Plan(op, values, attrs)
+        return plan
+
+    def saved(self, node):
+        """(outputs, inputs) of a tape node for its gradient rule: a value overwritten in place
+        since it was saved comes as a _Stale placeholder (never for a view op, whose rule reads
+        only shapes: a write through the view into its base keeps them)."""
+        if node.freed:
+            return freed_values(node)
+        view = getattr(node.op, "view", False)  # (a jit function's node has no op declaration)
+        outs = []
+        for i, (data, version, v) in enumerate(node.outputs):
+            if version[0] != v and not view:
+                message = stale_message(node, f"output {i}", v, version[0])
+                outs.append(_Stale(message, _wrap(data, True, node, i, version)))
+            else:  # a new Tensor around the saved buffer (routing goes by node and index)
+                outs.append(_wrap(data, True, node, i, version))
+        ins = []
+        for t, v in zip(node.inputs, node.versions):
+            now = t.version
+            if now != v and not view:
+                message = stale_message(node, "an input", v, now)
+                ins.append(_Stale(message, t))
+            else:
+                ins.append(t)
+        return outs, ins
+
+    def record(self, op, inputs, attrs, outs):
+        """Attach a tape node to the float outputs."""
+        # one plain loop: this runs for every recorded op (see bench/, eager overhead)
+        versions, edges = [], []
+        for t in inputs:
+            v = t._version  # (Tensor.version written out: this runs for every recorded op)
+            versions.append(0 if v is None else v[0])
+            if t._node is not None:
+                edges.append((t._node, t._index))
+            else:
+                edges.append(t if t.requires_grad else None)
+        node = Node(op, inputs, attrs, [], versions, edges)
+        if op.inplace:
+            for i, j in op.inplace.items():
+                if inputs[j] is outs[i]:  # the rule needs the value from before the write
+                    versions[j] -= 1
+        for i, o in enumerate(outs):
+            if o._data.dtype.kind == "f":
+                o.requires_grad, o._node, o._index = True, node, i
+            # the buffer, not the Tensor: no cycle, and backward rebuilds an equivalent Tensor
+            version = version_counter(o)
+            node.outputs.append((o._data, version, version[0]))
+
+    def save_targets(self, op, tensors):
+        """Inputs with each in-place target replaced by a copy of its current value (same
+        history), for gradient rules that read it."""
+        saved = list(tensors)
+        for j in op.inplace.values():
+            t = tensors[j]
+            saved[j] = Tensor(t._data.copy(), t.requires_grad, t._node, t._index)
+        return saved
+
+    def run_inplace(self, op, plan, tensors, attrs, record):
+        """Write into the target's buffer (through a compute-dtype copy for float16)."""
+        self.check_inplace(op, tensors, record)
+        targets = [tensors[op.inplace[i]] for i in range(len(plan.allocs))]  # output order
+        # an input overlapping a target other than as the target itself (x[1:] += x[:-1]) is
+        # read as it was before the op, as numpy does: the kernel would see its own writes.
+        # Only views of one buffer can overlap, and they share its version counter (a pointer
+        # comparison, so the common case pays no memory-overlap test); a target without a
+        # counter has had no view made of it.
+        arrays = [t._data for t in tensors]
+        shared = [b for b in targets if b._version is not None]
+        if shared:
+            for i, t in enumerate(tensors):
+                for b in shared:
+                    if (
+                        t._version is b._version
+                        and t is not b
+                        and overlaps_partly(arrays[i], b._data)
+                    ):
+                        arrays[i] = arrays[i].copy()
+                        break
+        for i, d in plan.casts:
+            arrays[i] = arrays[i].astype(d)
+        bufs = [
+            t._data if t._data.dtype == d else np.empty(shape, d)
+            for t, (shape, d) in zip(targets, plan.allocs)
+        ]
+        try:
+            plan.launcher(*arrays, *bufs, **attrs)
+        except NbflowError as e:
+            raise _in_op(op, e) from None
+        for t, b in zip(targets, bufs):
+            if b is not t._data:
+                np.copyto(t._data, b, casting="unsafe")
+            version_counter(t)[0] += 1
+        return targets
+
+    def check_inplace(self, op, tensors, record):
+        """Refuse, before anything is written, writes to read-only memory and in-place writes
+        autograd cannot follow."""
+        for j in op.inplace.values():
+            if not tensors[j]._data.flags.writeable:
+                raise read_only(op)
+        if record:
+            check_recorded_writes(op, tensors)
+
+    def run_view(self, op, plan, tensors, attrs):
+        """A view op: the outputs share the input's buffer and version counter."""
+        try:
+            results = plan.launcher(*[t._data for t in tensors], **attrs)
+        except NbflowError as e:
+            raise _in_op(op, e) from None
+        results = results if isinstance(results, tuple) else (results,)
+        copied = op.name in RESHAPES and not np.may_share_memory(results[0], tensors[0]._data)
+        return view_outputs(op, tensors[0], attrs, results, copied)
+
+    def write_back(self, view: Tensor):
+        """Record the history of a write through `view` into its parent, and on up to the
+        base (nbflow/core/views.py). The memory already holds it: only the tape node is made."""
+        op, (parent, source), attrs = write_back(view)
+        # the write-back's rule reads no values, only shapes: aliases with their own version
+        # counters, so that later writes into the memory do not make them stale
+        old = type(parent)(parent._data, parent.requires_grad, parent._node, parent._index)
+        new = type(source)(source._data, source.requires_grad, source._node, source._index)
+        self.record(op, [old, new], attrs, [parent])
+        if parent._view is not None:
+            self.write_back(parent)
+        restamp(view)
+
+
+def view_outputs(op, parent, attrs, results, copied: bool) -> list:
+    """The tensors (of parent's class) of view op's `results`: views sharing parent's buffer
+    and version counter, or fresh tensors where a reshape had to copy."""
+    cls = type(parent)
+    if copied:
+        return [cls(r) for r in results]
+    base = parent if parent._base is None else parent._base
+    outs = [cls(r, _version=version_counter(parent), _base=base) for r in results]
+    if parent._base is None or parent._view is not None:  # (not a view of a detach())
+        for i, t in enumerate(outs):
+            t._view = ViewOf(op, parent, attrs, i)
+    return outs
+
+
+def read_only(op) -> UnsupportedError:
+    return UnsupportedError(
+        f"{op.name}: the target is read-only (a broadcast view or read-only array); clone() it "
+        "first"
+    )
+
+
+def check_recorded_writes(op, tensors):
+    """Refuse, before anything is written, a recorded in-place write autograd cannot follow
+    (on any device): into a leaf that requires grad, through a view it cannot write back
+    (nbflow/core/views.py), or into a detach()ed alias."""
+    for j in op.inplace.values():
+        t = tensors[j]
+        if t.requires_grad and t._node is None:
+            raise GradientError(
+                f"{op.name}: a leaf tensor that requires grad is used in an in-place op; "
+                "wrap it in nbflow.no_grad() or use the out-of-place op"
+            )
+        if t._view is not None:
+            check_write(op, t)
+        elif t._base is not None:
+            raise UnsupportedError(
+                f"{op.name}: an in-place write into a detach()ed tensor is not recorded "
+                "for autograd; clone() it first"
+            )
+
+
+def _narrowed(buf, dtype):
+    """A float32 result rounded to its float16 output: beyond float16's range is inf, as the
+    op's result is (numpy would also warn)."""
+    with np.errstate(over="ignore"):
+        return buf.astype(dtype)
+
+
+def version_counter(t) -> list:
+    """The version counter of t's buffer, shared with its views: made on first need (an
+    in-place write, a view, a tape record), since most tensors never need one and making a
+    list for each cost ~80 ns of a 1-element add's 1.3 us. None reads as version 0."""
+    v = t._version
+    if v is None:
+        v = t._version = [0]
+    return v
+
+
+FREED = (
+    "{}: trying to backward through the graph a second time (or to read saved values after "
+    "they were freed). A backward frees the graph's saved values; pass retain_graph=True to "
+    "the first backward() or grad() to go through the graph again"
+)
+
+
+_STAND_INS: dict = {}  # (shape, dtype, wrapped) -> a memoryless stand-in, shared
+
+
+def _shape_only(t):
+    """A stand-in with t's shape and dtype but no memory (for a CPU tensor or array), for a
+    rule that reads only shapes; t itself otherwise."""
+    wrapped = isinstance(t, Tensor)
+    data = t._data if wrapped else t
+    if type(data) is not np.ndarray or (wrapped and type(t) is not Tensor):
+        return t
+    key = (data.shape, data.dtype, wrapped)
+    stand_in = _STAND_INS.get(key)
+    if stand_in is None:
+        if len(_STAND_INS) > 4096:  # (many shapes: start again)
+            _STAND_INS.clear()
+        stand_in = np.broadcast_to(np.empty((), data.dtype), data.shape)
+        stand_in = _STAND_INS[key] = Tensor(stand_in) if wrapped else stand_in
+    return stand_in
+
+
+def free_saved(node):
+    """Drop what a tape node saved for its gradient rule (a backward without retain_graph):
+    the values become memoryless stand-ins, and a later rule reading one raises (FREED). A
+    view op saves nothing but its input, which its view needs: it is kept; so is a number
+    (a 0-d constant), which PyTorch saves as a scalar, not as a tensor to free."""
+    if getattr(node.op, "view", False) or node.freed:
+        return
+    freed = [not (t._node is None and not t.requires_grad and t.ndim == 0) for t in node.inputs]
+    node.freed = freed
+    node.outputs = [(_shape_only(data), version, v) for data, version, v in node.outputs]
+    node.inputs = [_shape_only(t) if f else t for t, f in zip(node.inputs, freed)]
+
+
+def freed_values(node):
+    """(outputs, inputs) of a freed node: placeholders that poison what is computed from them
+    (as _Stale's do), so only a gradient that needed a freed value raises."""
+    message = FREED.format(getattr(node.op, "name", "a traced function"))
+    outs = [
+        _Stale(message, _wrap(data, True, node, i, version))
+        for i, (data, version, _) in enumerate(node.outputs)
+    ]
+    ins = [_Stale(message, t) if f else t for t, f in zip(node.inputs, node.freed)]
+    return outs, ins
+
+
+def stale_message(node, what, saved, now):
+    return (
+        f"{node.op.name}: {what} saved for the gradient was modified in place "
+        f"(version {saved} when saved, {now} now); backward needs its old value. "
+        "Use an out-of-place op or .clone() before modifying it."
+    )
+
+
+def grad_edge(t: Tensor):
+    """Where t's gradient goes: (node, output index), the leaf itself, or None."""
+    if t._node is not None:
+        return (t._node, t._index)
+    return t if t.requires_grad else None
+
+
+def signature(values) -> tuple:
+    """The plan cache key of any inputs: each tensor's Sig, each Python scalar's type."""
+    return tuple((v._sig or signature_of(v)) if type(v) is Tensor else type(v) for v in values)
+
+
+def _in_op(op: Op, error: NbflowError) -> NbflowError:
+    """A kernel-time error (such as a bounds check) with the op's name in front."""
+    message = str(error)
+    if not message.startswith((f"{op.name}:", f"{op.name}(")):
+        error.args = (f"{op.name}: {message}",)
+    return error
+
+
+set_thread_default("trace", EagerTrace())  # every thread starts eager
+
+
+# ---------------------------------------------------------------- operators
+
+
+def _operator(op: Op, reflected=False):
+    """Tensor's `a + b` (and the other binary operators): the hottest path of eager mode.
+    Two tensors whose cached plan needs nothing converted or checked run here, in the
+    operator's own call, and so does a tensor with a Python scalar; anything else, and any
+    trace but the plain eager one, goes through the trace (bind()). Every frame and attribute
+    load between `a + b` and its kernel is a measurable part of a 1-element add."""
+    cached = op.cache.get  # (the cache is cleared in place, never replaced)
+
+    def forward(a, b):
+        # (ODD empty: every thread, this one too, is eager with gradients on; core/op.py)
+        if ODD and type(STATE.trace) is not EagerTrace:
+            return STATE.trace.binary(op, a, b)
+        if type(a) is Tensor:
+            if type(b) is Tensor:
+                plan = cached((a._sig or signature_of(a), b._sig or signature_of(b)))
+                fast = plan is not None and plan.fast is not None
+                # (a view goes through bind(): it may need its history re-taken)
+                if fast and a._view is None and b._view is None:
+                    alloc, shape, dtype, launch, float_out, sig = plan.fast
+                    buf = alloc(shape, dtype)
+                    try:
+                        launch(a._data, b._data, buf)
+                    except NbflowError:  # a value check (x ** -1 on integers): run it again
+                        return bind(op, a, b)  # through bind(), which says where the call was
+                    if (
+                        (a.requires_grad or b.requires_grad)
+                        and float_out
+                        and (not ODD or STATE.grad_enabled)
+                    ):
+                        return _recorded(op, a, b, buf, sig)
+                    t = _new(Tensor)  # _plain(buf) written out: its call is ~40 ns of ~1.3 us
+                    t._data = buf
+                    t._sig = sig
+                    t.requires_grad = False
+                    t.grad = t._node = t._version = t._base = t._view = None
+                    t._index = 0
+                    return t
+            elif type(b) in _PY_SCALARS:  # x * 0.5
+                return _with_scalar(op, a, b, a, b, 1)
+        elif type(b) is Tensor and type(a) in _PY_SCALARS:  # 1 - x
+            return _with_scalar(op, a, b, b, a, 0)
+        return bind(op, a, b)
+
+    if reflected:  # only a left operand that is not a Tensor (2 * x, array + x) gets here
+        return lambda self, other: forward(other, self)
+    return forward
+
+
+def _plain(buf, requires_grad=False, node=None, version=None, sig=None) -> Tensor:
+    """`Tensor(buf, ...)` without the type call's trip through `__init__` and its defaults (45
+    ns of a 1-element add's 1.25 us): the same fields as `Tensor.__init__` sets."""
+    t = _new(Tensor)
+    t._data = buf
+    t._sig = sig
+    t.requires_grad = requires_grad
+    t._node = node
+    t._version = version
+    t.grad = t._base = t._view = None
+    t._index = 0
+    return t
+
+
+_new = object.__new__
+
+
+def _recorded(op: Op, a: Tensor, b: Tensor, buf, sig) -> Tensor:
+    """The output of `a op b` with its tape node: EagerTrace.record() written out for two
+    inputs and one output."""
+    version = [0]
+    edges = (
+        (a._node, a._index) if a._node is not None else (a if a.requires_grad else None),
+        (b._node, b._index) if b._node is not None else (b if b.requires_grad else None),
+    )
+    va, vb = a._version, b._version  # (Tensor.version written out: a property call costs here)
+    versions = (0 if va is None else va[0], 0 if vb is None else vb[0])
+    node = Node(op, (a, b), _NO_ATTRS, ((buf, version, 0),), versions, edges)
+    return _plain(buf, True, node, version, sig)
+
+
+def _with_scalar(op, a, b, t, value, i):
+    """`a op b` where input i is a Python scalar and the other the tensor t: a cached plan
+    with a scalar loop runs it (no 0-d array, no broadcasting logic); else bind()."""
+    x = t._data
+    key = t._sig or signature_of(t)
+    plan = op.cache.get((key, type(value)) if i else (type(value), key))  # (signature()'s key)
+    if plan is None or plan.scalar_loop is None or not x.flags.c_contiguous or t._view is not None:
+        return bind(op, a, b)
+    try:
+        s = dt.scalar(value, plan.scalars[0][1])
+        buf = plan.alloc(plan.out_shape, plan.out_dtype)
+        if i:
+            plan.scalar_loop(x.reshape(-1), s, buf.reshape(-1))
+        else:
+            plan.scalar_loop(s, x.reshape(-1), buf.reshape(-1))
+    except NbflowError:  # a scalar the dtype cannot hold: bind() says where the call was
+        return bind(op, a, b)
+    out = _plain(buf, sig=plan.out_sig)
+    if t.requires_grad and plan.float_out and (not ODD or STATE.grad_enabled):
+        inputs = [t, Tensor(np.asarray(s))]
+        STATE.trace.record(op, inputs if i else inputs[::-1], {}, (out,))
+    return out
+
+
+for _name, _op in REFLECTED.items():
+    setattr(Tensor, f"__{_name}__", _operator(_op))
+    setattr(Tensor, f"__r{_name}__", _operator(_op, reflected=True))
+for _name, _op in COMPARISONS.items():
+    setattr(Tensor, f"__{_name}__", _operator(_op))
+
+
+# ---------------------------------------------------------------- constructors
+
+
+def _infer_dtype(data) -> np.dtype:
+    a = np.asarray(data)
+    if a.dtype.kind == "f" and not isinstance(data, np.ndarray):
+        return dt.default_float()  # Python floats: float32 unless set_default_dtype changed it
+    if a.dtype.kind in "iu" and not isinstance(data, np.ndarray):
+        return dt.DEFAULT_INT
+    if a.dtype.kind not in "biuf":
+        raise DTypeError(f"cannot make a tensor from data of dtype {a.dtype}")
+    return dt.widen(a.dtype.newbyteorder("="))  # (a big-endian array's values, held natively)
+
+
+def tensor(data, dtype=None, requires_grad: bool = False, device=None) -> Tensor:
+    """A new tensor holding a copy of `data` (a Tensor, array, nested list or scalar), on
+    `device` ("cpu" by default, "cuda" or "cuda:N")."""
+    if device is not None and device != "cpu":
+        t = tensor(data.numpy() if isinstance(data, Tensor) else data, dtype).to(device)
+        return t.requires_grad_(True) if requires_grad else t
+    if isinstance(data, Tensor):
+        data = data.numpy()
+    try:
+        d = dt.as_dtype(dtype) if dtype is not None else _infer_dtype(data)
+        t = Tensor(np.array(data, dtype=d, copy=True, order="C"))
+    except NbflowError as e:  # an unsupported dtype: named at the user's call
+        raise locate(e, user_location()) from None
+    except ValueError as e:  # ragged nested lists, unparsable strings
+        error = ShapeError(f"cannot make a tensor from this data: {e}")
+        raise locate(error, user_location()) from None
+    except OverflowError as e:  # tensor([2**40], dtype="int32"): PyTorch refuses it too
+        error = DTypeError(f"cannot make a {np.dtype(d).name} tensor from this data: {e}")
+        raise locate(error, user_location()) from None
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+def allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False) -> bool:
+    """Whether a and b (tensors, arrays or numbers) are close elementwise, by numpy's rule
+    |a - b| <= atol + rtol |b| (PyTorch's allclose)."""
+    a, b = _numeric("allclose", a), _numeric("allclose", b)
+    rtol, atol = float(rtol), float(atol)
+    try:
+        np.broadcast_shapes(a.shape, b.shape)
+    except ValueError:
+        raise ShapeError(f"allclose: shapes {a.shape} and {b.shape} do not broadcast") from None
+    return bool(np.allclose(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan))
+
+
+def _numeric(name: str, x) -> np.ndarray:
+    a = np.asarray(x)
+    if a.dtype.kind not in "biuf":
+        raise DTypeError(f"{name}: needs numbers, got an array of {a.dtype}")
+    return a
+
+
+def equal(a, b) -> bool:
+    """Whether a and b have the same shape and the same elements (PyTorch's equal)."""
+    a, b = np.asarray(a), np.asarray(b)
+    return a.shape == b.shape and bool((a == b).all())
+
+
+def _eager_values(name: str, x) -> np.ndarray:
+    if not isinstance(x, Tensor):
+        raise UnsupportedError(
+            f"{name}: the result's shape depends on the values, so it runs on eager tensors "
+            "only (not on graph values: use masks and where() there)"
+        )
+    return x.numpy()
+
+
+def nonzero(x, as_tuple: bool = False):
+    """The indices of the nonzero elements of an eager tensor, (count, ndim) int64 (PyTorch's
+    nonzero), or one 1-D index tensor per dim with as_tuple (numpy's nonzero)."""
+    data = _eager_values("nonzero", x)
+    found = np.nonzero(data) if data.ndim else np.nonzero(data.reshape(1))
+    if as_tuple:
+        return tuple(tensor(i.astype(np.int64)).to(x.device) for i in found)
+    if data.ndim == 0:  # (1, 0) when x is nonzero, else (0, 0), as PyTorch
+        return tensor(np.zeros((int(data != 0), 0), np.int64)).to(x.device)
+    return tensor(np.stack(found, axis=-1).astype(np.int64)).to(x.device)
+
+
+def unique(x, sorted: bool = True, return_inverse: bool = False, return_counts: bool = False):
+    """The distinct values of an eager tensor, sorted (PyTorch's unique); with
+    return_inverse, where each element went, and with return_counts, how often each value
+    occurs. Each NaN is distinct, as in PyTorch."""
+    data = _eager_values("unique", x)
+    values, inverse, counts = np.unique(
+        data, return_inverse=True, return_counts=True, equal_nan=False
+    )
+    out = [tensor(values, dtype=data.dtype)]
+    if return_inverse:
+        out.append(tensor(inverse.reshape(data.shape).astype(np.int64)))
+    if return_counts:
+        out.append(tensor(counts.astype(np.int64)))
+    out = [t.to(x.device) for t in out]
+    return out[0] if len(out) == 1 else tuple(out)
+
+
+def masked_select(x, mask):
+    """The elements of x where mask is True (x and mask broadcast), as a 1-D tensor; eager
+    only (the length depends on the mask's values). Gradients flow back to x."""
+    _eager_values("masked_select", x)
+    mask = mask if isinstance(mask, Tensor) else tensor(mask)
+    shape = np.broadcast_shapes(x.shape, mask.shape) or (1,)  # (0-d: as one element)
+    keep = np.broadcast_to(_eager_values("masked_select", mask), shape)
+    if keep.dtype != np.bool_:
+        raise DTypeError(f"masked_select: mask must be bool, got {keep.dtype}")
+    where = tuple(tensor(i.astype(np.int64)).to(x.device) for i in np.nonzero(keep))
+    full = ops.broadcast_to(x, shape) if tuple(x.shape) != shape else x
+    return ops.getitem(full, where)
+
+
+def unique_consecutive(x, return_inverse: bool = False, return_counts: bool = False, dim=None):
+    """Each run of equal consecutive values of an eager tensor (flattened) kept once
+    (PyTorch's unique_consecutive); with return_inverse, the run each element belongs to,
+    and with return_counts, each run's length. dim other than None is not supported."""
+    if dim is not None:
+        raise UnsupportedError("unique_consecutive: only dim=None (the flattened tensor)")
+    data = _eager_values("unique_consecutive", x)
+    flat = data.reshape(-1)
+    starts = np.ones(flat.size, bool)
+    starts[1:] = flat[1:] != flat[:-1]  # (each NaN starts a run, as NaN != NaN)
+    out = [tensor(flat[starts], dtype=data.dtype)]
+    if return_inverse:
+        out.append(tensor((np.cumsum(starts) - 1).reshape(data.shape).astype(np.int64)))
+    if return_counts:
+        out.append(tensor(np.diff(np.append(np.flatnonzero(starts), flat.size)).astype(np.int64)))
+    out = [t.to(x.device) for t in out]
+    return out[0] if len(out) == 1 else tuple(out)
+
+
+Tensor.masked_select = masked_select
+Tensor.unique_consecutive = unique_consecutive
+
+
+def from_numpy(array: np.ndarray, requires_grad: bool = False) -> Tensor:
+    """A tensor sharing `array`'s memory (no copy)."""
+    if not isinstance(array, np.ndarray):
+        raise TypeError(f"from_numpy expects a numpy array, got {type(array).__name__}")
+    if not array.dtype.isnative:
+        raise DTypeError(
+            f"from_numpy: dtype {array.dtype} is not in this machine's byte order, so its "
+            "memory cannot be shared; nbflow.tensor(array) copies it"
+        )
+    dt.as_dtype(array.dtype)  # raises DTypeError for dtypes nbflow does not hold
+    t = Tensor(array.view(np.ndarray))  # (a view: the caller's array may be reshaped)
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
