@@ -8,16 +8,15 @@ The tape records the ops actually executed, so gradients need nothing more. Unde
 trace (a program guard, or @nbflow.jit) each function is traced into a sub-block of the
 Program and one `cond` or `while` op refers to the sub-blocks (nbflow/graph/control.py).
 
-This module is the eager half: it imports the graph half only when a graph trace is active.
+This module is the front door and the eager half; the graph half is nbflow/graph/control.py.
 """
 
 from __future__ import annotations
 
-import numpy as np
-
 from .core import STATE, is_int
 from .core.errors import ArgumentError, DTypeError, LoopLimitError, ShapeError, user_location
 from .eager.tensor import EagerTrace, Tensor
+from .graph.control import PYTHON_PREDICATES, graph_cond, graph_while
 
 __all__ = ["cond", "while_loop"]
 
@@ -34,8 +33,6 @@ def cond(pred, true_fn, false_fn, operands=()):
     dtype and rank (a dim on which they differ is -1 in the output and known at run time)."""
     operands = _as_list(operands, "operands")
     if _graph_mode():
-        from .graph.control import graph_cond
-
         return graph_cond(pred, true_fn, false_fn, operands)
     return true_fn(*operands) if _truth(pred, "cond") else false_fn(*operands)
 
@@ -56,8 +53,6 @@ def while_loop(cond_fn, body_fn, loop_vars, max_iterations=None):
         raise ValueError(f"max_iterations must be an int >= 0 or None, got {max_iterations!r}")
     max_iterations = None if max_iterations is None else int(max_iterations)
     if _graph_mode():
-        from .graph.control import graph_while
-
         finals = graph_while(cond_fn, body_fn, values, max_iterations)
     else:
         finals = _eager_while(cond_fn, body_fn, values, max_iterations)
@@ -96,10 +91,6 @@ def _truth(pred, what: str) -> bool:
             f"{type(pred).__name__}"
         )
     return bool(pred)
-
-
-# predicates known when the call is made, in both modes (an int as JAX takes it)
-PYTHON_PREDICATES = (bool, int, np.bool_, np.integer)
 
 
 def _as_list(values, what: str) -> list:

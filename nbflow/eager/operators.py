@@ -8,8 +8,8 @@ import math
 
 import numpy as np
 
-from .. import ops
-from ..core import STATE, bind
+from .. import ops, special
+from ..core import STATE, Value, bind
 from ..core import dtypes as dt
 from ..core.errors import ArgumentError, DTypeError, UnsupportedError
 
@@ -28,7 +28,7 @@ class Size(int):
         return self.shape if axis is None else self.shape[axis]
 
 
-class Operators:
+class Operators(Value):
     """Mixin: the operators and methods below call the ops through bind()."""
 
     __slots__ = ()
@@ -74,30 +74,22 @@ class Operators:
             )
         return ops.tile(self, sizes)
 
-    # torch.special's functions and two of F's, as PyTorch's methods (imported when called:
-    # nbflow.special and nn are built on the ops)
+    # torch.special's functions and two of F's, as PyTorch's methods (F's imported when
+    # called: nn is built on the tensors)
     def polygamma(self, n):
         """PyTorch's x.polygamma(n): the n-th derivative of digamma at x."""
-        from .. import special
-
         return special.polygamma(n, self)
 
     def igamma(self, other):
         """PyTorch's x.igamma(a): the regularized lower incomplete gamma P(x, a)."""
-        from .. import special
-
         return special.gammainc(self, other)
 
     def igammac(self, other):
         """PyTorch's x.igammac(a): the regularized upper incomplete gamma Q(x, a)."""
-        from .. import special
-
         return special.gammaincc(self, other)
 
     def mvlgamma(self, p):
         """PyTorch's x.mvlgamma(p): the multivariate log-gamma of dimension p."""
-        from .. import special
-
         return special.multigammaln(self, p)
 
     def hardshrink(self, lambd=0.5):

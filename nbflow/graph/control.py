@@ -37,7 +37,6 @@ import numpy as np
 
 from .. import ops
 from ..autograd.backprop import backprop
-from ..control import PYTHON_PREDICATES
 from ..core import STATE, Attr, Node, Op, bind, use_trace
 from ..core import dtypes as dt
 from ..core.errors import (
@@ -59,6 +58,9 @@ from .program import Block, GraphTrace, Var
 from .replay import INPLACE, Replay
 
 __all__ = ["COND", "WHILE", "WHILE_GRAD", "ControlOp", "call_block", "graph_cond", "graph_while"]
+
+# predicates known when the call is made, in both modes (an int as JAX takes it)
+PYTHON_PREDICATES = (bool, int, np.bool_, np.integer)
 
 
 # ---------------------------------------------------------------- tracing into sub-blocks

@@ -5,7 +5,7 @@ import math
 
 import numpy as np
 
-from ..core import REGISTRY
+from ..core import REGISTRY, Value
 from ..core import broadcast_shapes as broadcast_shapes_of
 from ..core import dtypes as dt
 from ..core.errors import (
@@ -27,9 +27,7 @@ from .shape import (
 def is_tensor(obj):
     """Whether obj is an nbflow tensor (a graph value counts, so a function traced by
     nbflow.jit decides as it does in eager mode)."""
-    from ..eager.operators import Operators  # (lazily: operators imports the ops)
-
-    return isinstance(obj, Operators)
+    return isinstance(obj, Value)
 
 
 def as_tensor(data, dtype=None, device=None):
