@@ -3,9 +3,6 @@
 One op declaration serves eager mode (tensors with a tape) and graph mode (a Program).
 """
 
-import sys as _sys
-import types as _types
-
 import numpy as _np
 
 from . import (
@@ -149,22 +146,13 @@ from .nn.functional import celu_, rrelu_, selu_, threshold_  # noqa: E402
 igamma, igammac = special.gammainc, special.gammaincc  # PyTorch's top-level names
 mvlgamma = special.multigammaln
 
-# PyTorch's torch.utils.data: nbflow.data under that name too
-utils = _types.ModuleType(f"{__name__}.utils", "PyTorch's names for nbflow's utilities.")
-utils.data = data
-_sys.modules[utils.__name__], _sys.modules[f"{__name__}.utils.data"] = utils, data
-
 from . import func  # noqa: E402  (PyTorch's torch.func)
 from .amp import autocast, get_autocast_dtype, is_autocast_enabled  # noqa: E402  (torch.amp)
 from .compiled import compile  # noqa: E402  (PyTorch's torch.compile; the builtin's name)
 
 vmap = func.vmap  # PyTorch's torch.vmap
 
-from . import checkpointing as _checkpointing  # noqa: E402  (PyTorch's torch.utils.checkpoint)
-
-utils.checkpoint = _checkpointing
-_sys.modules[f"{__name__}.utils.checkpoint"] = _checkpointing
-
+from . import utils  # noqa: E402  (PyTorch's torch.utils: data, checkpoint)
 
 # PyTorch's printing and anomaly switches, dtype class and typename
 from .autograd import is_anomaly_enabled  # noqa: E402

@@ -11,13 +11,13 @@ import warnings
 
 import numpy as np
 import pytest
-from nbflow.utils.checkpoint import CheckpointError, checkpoint, checkpoint_sequential
 
 import nbflow as nb
 import nbflow.runtime.buffers
 from nbflow import distributions as D
 from nbflow.func import functional_call, stack_module_state, vmap
 from nbflow.testing import gradcheck
+from nbflow.utils.checkpoint import CheckpointError, checkpoint, checkpoint_sequential
 
 RNG = np.random.default_rng(0)
 

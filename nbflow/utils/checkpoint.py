@@ -29,14 +29,15 @@ from __future__ import annotations
 import contextlib
 import warnings
 
-from .autograd.backprop import backprop, grad, toposort
-from .autograd.function import Function
-from .core import STATE, Trace, enable_grad, is_grad_enabled, modes_changed, no_grad
-from .core.errors import GradientError, UnsupportedError
-from .eager.tensor import EagerTrace, Tensor
-from .func import _flatten, _unflatten
-from .graph.program import Var
-from .ops.creation import get_rng_state, set_rng_state
+from ..autograd.backprop import backprop, grad, toposort
+from ..autograd.function import Function
+from ..core import STATE, Trace, enable_grad, is_grad_enabled, modes_changed, no_grad
+from ..core.errors import GradientError, UnsupportedError
+from ..eager.tensor import EagerTrace, Tensor
+from ..func import _flatten, _unflatten
+from ..graph.program import Var
+from ..nn.layers import Sequential
+from ..ops.creation import get_rng_state, set_rng_state
 
 __all__ = ["CheckpointError", "checkpoint", "checkpoint_sequential", "noop_context_fn"]
 
@@ -308,8 +309,6 @@ def checkpoint_sequential(functions, segments, input, use_reentrant=None, **kwar
     preserve = kwargs.pop("preserve_rng_state", True)
     if kwargs:
         raise ValueError("Unexpected keyword arguments: " + ",".join(kwargs))
-    from .nn.layers import Sequential  # (nn is built on what this module imports)
-
     if isinstance(functions, Sequential):
         functions = list(functions.children())
     size = len(functions) // segments
