@@ -45,15 +45,10 @@ KNOWN_UPWARD = {
     ("nbflow.eager.operators", "nn"): "Tensor.hardshrink and Tensor.prelu",
     ("nbflow.autograd.function", "testing"): "torch.autograd's gradcheck",
 }
-# nn's files that `import nbflow as nb` (the face, which imports nn): to import the layers below
-NB_USERS = "attention embedding_bag layers recurrent rnn transformer"
-NB_USERS += " utils.legacy utils.parametrizations utils.rnn"
-KNOWN_UPWARD.update({(f"nbflow.nn.{m}", "nbflow"): "nb.<name>" for m in NB_USERS.split()})
-
 BUDGET = 800  # lines per file
 # files over the budget today, capped at their current length: they may shrink, not grow
 OVER_BUDGET = {
-    "nn/layers.py": 1791,  # the layer classes (to split into nn/modules/<topic>.py)
+    "nn/layers.py": 1790,  # the layer classes (to split into nn/modules/<topic>.py)
     "kernels/cuda_impl.py": 1783,  # the CUDA skeletons of every kernel family
     "ops/elementwise.py": 1542,  # one short declaration per elementwise op
     "ops/conv.py": 1374,  # convolutions, pools and their gradients

@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import math
 
-import nbflow as nb
-
+from .. import ops
 from ..core import dtypes as dt
 from ..core import is_int
 from ..core.errors import DTypeError, ShapeError
@@ -58,21 +57,21 @@ class MultiheadAttention(Module):
         self.dropout, self.batch_first, self.generator = float(dropout), batch_first, generator
         e = self.embed_dim
         if self._qkv_same_embed_dim:
-            self.in_proj_weight = Parameter(nb.zeros(3 * e, e, dtype=dtype))
+            self.in_proj_weight = Parameter(ops.zeros(3 * e, e, dtype=dtype))
             for name in ("q_proj_weight", "k_proj_weight", "v_proj_weight"):
                 self.register_parameter(name, None)
         else:
-            self.q_proj_weight = Parameter(nb.zeros(e, e, dtype=dtype))
-            self.k_proj_weight = Parameter(nb.zeros(e, self.kdim, dtype=dtype))
-            self.v_proj_weight = Parameter(nb.zeros(e, self.vdim, dtype=dtype))
+            self.q_proj_weight = Parameter(ops.zeros(e, e, dtype=dtype))
+            self.k_proj_weight = Parameter(ops.zeros(e, self.kdim, dtype=dtype))
+            self.v_proj_weight = Parameter(ops.zeros(e, self.vdim, dtype=dtype))
             self.register_parameter("in_proj_weight", None)
         if bias:
-            self.in_proj_bias = Parameter(nb.zeros(3 * e, dtype=dtype))
+            self.in_proj_bias = Parameter(ops.zeros(3 * e, dtype=dtype))
         else:
             self.register_parameter("in_proj_bias", None)
         if add_bias_kv:
-            self.bias_k = Parameter(nb.zeros(1, 1, e, dtype=dtype))
-            self.bias_v = Parameter(nb.zeros(1, 1, e, dtype=dtype))
+            self.bias_k = Parameter(ops.zeros(1, 1, e, dtype=dtype))
+            self.bias_v = Parameter(ops.zeros(1, 1, e, dtype=dtype))
         else:
             self.bias_k = self.bias_v = None
         self.add_zero_attn = add_zero_attn
@@ -114,58 +113,58 @@ class MultiheadAttention(Module):
         # batch first inside: each head's rows then sit 3E apart in the in-projection's
         # output, not batch * 3E (sequence first), which kept the per-head products out of cache
         if not batched:
-            query, key, value = (nb.unsqueeze(t, 0) for t in (query, key, value))
+            query, key, value = (ops.unsqueeze(t, 0) for t in (query, key, value))
             if key_padding_mask is not None:
-                key_padding_mask = nb.unsqueeze(key_padding_mask, 0)
+                key_padding_mask = ops.unsqueeze(key_padding_mask, 0)
         elif not self.batch_first:
-            query, key, value = (nb.transpose(t, 0, 1) for t in (query, key, value))
+            query, key, value = (ops.transpose(t, 0, 1) for t in (query, key, value))
         batch, length, source = query.shape[0], query.shape[1], key.shape[1]
         self._check_masks(attn_mask, key_padding_mask, batch, length, source)
         q, k, v = self._project(query, key, value, self_attention)
         if self.bias_k is not None:  # a learned key and value at the end of each sequence
-            k = nb.cat([k, nb.broadcast_to(self.bias_k, (batch, 1, self.embed_dim))], axis=1)
-            v = nb.cat([v, nb.broadcast_to(self.bias_v, (batch, 1, self.embed_dim))], axis=1)
+            k = ops.cat([k, ops.broadcast_to(self.bias_k, (batch, 1, self.embed_dim))], axis=1)
+            v = ops.cat([v, ops.broadcast_to(self.bias_v, (batch, 1, self.embed_dim))], axis=1)
         q, k, v = (self._heads(t) for t in (q, k, v))
         if self.add_zero_attn:  # and a zero one
             zeros = k.new_zeros((batch, self.num_heads, 1, self.head_dim))
-            k, v = nb.cat([k, zeros], axis=2), nb.cat([v, zeros], axis=2)
+            k, v = ops.cat([k, zeros], axis=2), ops.cat([v, zeros], axis=2)
         mask = self._mask(query, attn_mask, key_padding_mask, is_causal, batch, length, source)
         if mask is not None and k.shape[2] > source:  # the appended keys are always seen
-            mask = nb.pad(mask, ((0, 0),) * (mask.ndim - 1) + ((0, k.shape[2] - source),))
+            mask = ops.pad(mask, ((0, 0),) * (mask.ndim - 1) + ((0, k.shape[2] - source),))
         weights = F.attention_weights(q, k, mask)
         if self.dropout and self.training:
-            weights = nb.dropout(weights, self.dropout, True, self.generator)
-        out = nb.matmul(weights, v)  # (batch, heads, L, head_dim)
-        out = nb.reshape(nb.permute(out, 0, 2, 1, 3), batch, length, self.embed_dim)
+            weights = ops.dropout(weights, self.dropout, True, self.generator)
+        out = ops.matmul(weights, v)  # (batch, heads, L, head_dim)
+        out = ops.reshape(ops.permute(out, 0, 2, 1, 3), batch, length, self.embed_dim)
         out = self.out_proj(out)
         if not batched:
-            out = nb.squeeze(out, 0)
+            out = ops.squeeze(out, 0)
         elif not self.batch_first:
-            out = nb.transpose(out, 0, 1)
+            out = ops.transpose(out, 0, 1)
         if not need_weights:
             return out, None
         if average_attn_weights:
-            weights = nb.mean(weights, axis=1)
-        return out, (weights if batched else nb.squeeze(weights, 0))
+            weights = ops.mean(weights, axis=1)
+        return out, (weights if batched else ops.squeeze(weights, 0))
 
     def _project(self, query, key, value, self_attention):
         """The in-projections: (batch, L, E), (batch, S, E), (batch, S, E)."""
         e = self.embed_dim
         biases = (None,) * 3
         if self.in_proj_bias is not None:
-            biases = nb.split(self.in_proj_bias, e)
+            biases = ops.split(self.in_proj_bias, e)
         if self._qkv_same_embed_dim and self_attention:  # one GEMM for the three
-            return nb.split(nb.linear(query, self.in_proj_weight, self.in_proj_bias), e, axis=-1)
+            return ops.split(ops.linear(query, self.in_proj_weight, self.in_proj_bias), e, axis=-1)
         if self._qkv_same_embed_dim:
-            weights = nb.split(self.in_proj_weight, e, axis=0)
+            weights = ops.split(self.in_proj_weight, e, axis=0)
         else:
             weights = (self.q_proj_weight, self.k_proj_weight, self.v_proj_weight)
-        return tuple(nb.linear(t, w, b) for t, w, b in zip((query, key, value), weights, biases))
+        return tuple(ops.linear(t, w, b) for t, w, b in zip((query, key, value), weights, biases))
 
     def _heads(self, t):
         """(batch, S, E) -> (batch, heads, S, head_dim)."""
         batch, s = t.shape[0], t.shape[1]
-        return nb.permute(nb.reshape(t, batch, s, self.num_heads, self.head_dim), 0, 2, 1, 3)
+        return ops.permute(ops.reshape(t, batch, s, self.num_heads, self.head_dim), 0, 2, 1, 3)
 
     def _mask(self, query, attn_mask, key_padding_mask, is_causal, batch, length, source):
         """The masks as one float mask (in query's dtype, on its device) added to the
@@ -173,14 +172,14 @@ class MultiheadAttention(Module):
         total = None
         if is_causal:  # position i sees positions <= i
             full = query.new_full((length, source), -math.inf)
-            total = nb.triu(full, 1)
+            total = ops.triu(full, 1)
         if attn_mask is not None:
             mask = _additive(attn_mask, query)
             if mask.ndim == 3:  # (batch * heads, L, S)
-                mask = nb.reshape(mask, batch, self.num_heads, length, source)
+                mask = ops.reshape(mask, batch, self.num_heads, length, source)
             total = mask if total is None else total + mask
         if key_padding_mask is not None:
-            padding = nb.reshape(_additive(key_padding_mask, query), batch, 1, 1, source)
+            padding = ops.reshape(_additive(key_padding_mask, query), batch, 1, 1, source)
             total = padding if total is None else total + padding
         return total
 

@@ -14,11 +14,10 @@ import math
 
 import numpy as np
 
-import nbflow as nb
-
-from ..core import UNKNOWN, as_int
+from .. import ops
+from ..core import UNKNOWN, as_int, no_grad
 from ..core.errors import ShapeError, UnsupportedError
-from ..eager.tensor import Tensor
+from ..eager.tensor import Tensor, tensor
 from . import init
 from .module import Module, Parameter
 
@@ -31,7 +30,7 @@ def _bags(input, offsets, include_last_offset, device):
             raise ValueError("if input is 2D, then offsets has to be None")
         bags, per_bag = input.shape
         seg = np.repeat(np.arange(bags), per_bag)
-        return nb.reshape(input, -1), nb.tensor(seg.astype(np.int64), device=device), bags
+        return ops.reshape(input, -1), tensor(seg.astype(np.int64), device=device), bags
     if input.ndim != 1 or offsets is None:
         raise ShapeError(f"input must be 2-D, or 1-D with offsets; got {tuple(input.shape)}")
     if not isinstance(offsets, (Tensor, list, tuple, np.ndarray)):  # a graph value (@jit)
@@ -44,7 +43,7 @@ def _bags(input, offsets, include_last_offset, device):
         raise ShapeError(f"offsets {offs.tolist()} point past the {n} indices")
     starts = offs[:-1] if include_last_offset else offs
     seg = np.searchsorted(starts, np.arange(n), side="right") - 1
-    return input, nb.tensor(seg.astype(np.int64), device=device), len(starts)
+    return input, tensor(seg.astype(np.int64), device=device), len(starts)
 
 
 def _graph_bags(input, offsets, include_last_offset):
@@ -58,17 +57,17 @@ def _graph_bags(input, offsets, include_last_offset):
     n = input.shape[0]
     high = n if n != UNKNOWN else (1 << 62)
     what = "embedding_bag: offsets (from 0, never decreasing, up to the number of indices)"
-    parts = [nb.checked_range(offsets[:1], low=0, high=0, what=what)]
+    parts = [ops.checked_range(offsets[:1], low=0, high=0, what=what)]
     if count > 1:
-        parts.append(nb.checked_range(offsets[1:] - offsets[:-1], low=0, high=high, what=what))
-    offs = nb.checked_range(nb.cumsum(nb.concat(parts), 0), low=0, high=high, what=what)
+        parts.append(ops.checked_range(offsets[1:] - offsets[:-1], low=0, high=high, what=what))
+    offs = ops.checked_range(ops.cumsum(ops.concat(parts), 0), low=0, high=high, what=what)
     starts = offs[:-1] if include_last_offset else offs
     if n != UNKNOWN:
-        positions = nb.arange(n, dtype=offs.dtype)
+        positions = ops.arange(n, dtype=offs.dtype)
     else:
-        positions = nb.cumsum(nb.ones_like(input, dtype=offs.dtype), 0) - 1
-    hit = nb.reshape(positions, (-1, 1)) >= nb.reshape(starts, (1, -1))
-    seg = nb.sum(nb.cast(hit, "int64"), axis=1) - 1
+        positions = ops.cumsum(ops.ones_like(input, dtype=offs.dtype), 0) - 1
+    hit = ops.reshape(positions, (-1, 1)) >= ops.reshape(starts, (1, -1))
+    seg = ops.sum(ops.cast(hit, "int64"), axis=1) - 1
     return input, seg, count - 1 if include_last_offset else count
 
 
@@ -102,23 +101,23 @@ def embedding_bag(
     # places it)
     device = getattr(weight, "device", None)
     idx, seg, bags = _bags(input, offsets, include_last_offset, device)
-    rows = nb.index_select(weight, 0, idx)  # (n, dim)
+    rows = ops.index_select(weight, 0, idx)  # (n, dim)
     if per_sample_weights is not None:
-        rows = rows * nb.reshape(per_sample_weights, (-1, 1))
-    zeros = nb.zeros((bags, weight.shape[1]), dtype=weight.dtype, device=device)
+        rows = rows * ops.reshape(per_sample_weights, (-1, 1))
+    zeros = ops.zeros((bags, weight.shape[1]), dtype=weight.dtype, device=device)
     if padding_idx is not None:
-        keep = nb.cast(idx != (padding_idx % weight.shape[0]), weight.dtype)  # (n,)
+        keep = ops.cast(idx != (padding_idx % weight.shape[0]), weight.dtype)  # (n,)
     else:
-        keep = nb.ones(idx.shape, dtype=weight.dtype, device=device)
-    count = nb.zeros((bags, 1), dtype=weight.dtype, device=device)
-    count = nb.index_add(count, 0, seg, nb.reshape(keep, (-1, 1)))
+        keep = ops.ones(idx.shape, dtype=weight.dtype, device=device)
+    count = ops.zeros((bags, 1), dtype=weight.dtype, device=device)
+    count = ops.index_add(count, 0, seg, ops.reshape(keep, (-1, 1)))
     if mode == "max":
-        rows = nb.where(nb.reshape(keep, (-1, 1)) > 0, rows, -math.inf)
-        full_seg = nb.reshape(seg, (-1, 1)) + nb.zeros(rows.shape, dtype=seg.dtype, device=device)
-        out = nb.scatter_reduce(zeros, 0, full_seg, rows, "amax", include_self=False)
-        return nb.where(count > 0, out, 0.0)
-    out = nb.index_add(zeros, 0, seg, rows * nb.reshape(keep, (-1, 1)))
-    return out / nb.maximum(count, 1.0) if mode == "mean" else out
+        rows = ops.where(ops.reshape(keep, (-1, 1)) > 0, rows, -math.inf)
+        full_seg = ops.reshape(seg, (-1, 1)) + ops.zeros(rows.shape, dtype=seg.dtype, device=device)
+        out = ops.scatter_reduce(zeros, 0, full_seg, rows, "amax", include_self=False)
+        return ops.where(count > 0, out, 0.0)
+    out = ops.index_add(zeros, 0, seg, rows * ops.reshape(keep, (-1, 1)))
+    return out / ops.maximum(count, 1.0) if mode == "mean" else out
 
 
 class EmbeddingBag(Module):
@@ -153,13 +152,13 @@ class EmbeddingBag(Module):
         if _weight is not None:
             self.weight = Parameter(_weight)
         else:
-            self.weight = Parameter(nb.zeros((num_embeddings, embedding_dim), dtype=dtype))
+            self.weight = Parameter(ops.zeros((num_embeddings, embedding_dim), dtype=dtype))
             self.reset_parameters(generator)
 
     def reset_parameters(self, generator=None) -> None:
         init.normal_(self.weight, generator=generator)
         if self.padding_idx is not None:
-            with nb.no_grad():
+            with no_grad():
                 self.weight[self.padding_idx] = 0.0
 
     def forward(self, input, offsets=None, per_sample_weights=None):

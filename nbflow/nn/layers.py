@@ -11,12 +11,11 @@ from __future__ import annotations
 import math
 from collections import OrderedDict
 
-import nbflow as nb
-
-from ..core import STATE, UNKNOWN, as_int, is_int, is_probability
-from ..core.errors import AttrError, DomainError, UnsupportedError
+from .. import ops
+from ..core import STATE, UNKNOWN, as_int, is_int, is_probability, no_grad
+from ..core.errors import ArgumentError, AttrError, DomainError, ShapeError, UnsupportedError
 from ..eager.operators import Operators
-from ..eager.tensor import EagerTrace
+from ..eager.tensor import EagerTrace, Tensor, tensor
 from . import functional as F
 from . import init
 from . import spatial as _spatial
@@ -67,7 +66,7 @@ def _tuple(value, n: int) -> tuple:
 
 
 def _empty(*shape, dtype):
-    return Parameter(nb.zeros(shape, dtype=dtype))
+    return Parameter(ops.zeros(shape, dtype=dtype))
 
 
 def _default_init(weight, bias, fan_in: int, generator) -> None:
@@ -105,7 +104,7 @@ class Sequential(Module):
             # hook wants to see either module run)
             fused = type(m) is Linear and type(after) is ReLU
             fused = fused and not (m._has_hooks() or after._has_hooks())
-            x = nb.linear(x, m.weight, m.bias, activation="relu") if fused else m(x)
+            x = ops.linear(x, m.weight, m.bias, activation="relu") if fused else m(x)
         return x
 
     def append(self, module: Module) -> Sequential:
@@ -163,7 +162,7 @@ class ReLU(Module):
         super().__init__()
 
     def forward(self, x):
-        return nb.relu(x)
+        return ops.relu(x)
 
 
 class LeakyReLU(Module):
@@ -172,7 +171,7 @@ class LeakyReLU(Module):
         self.negative_slope = float(negative_slope)
 
     def forward(self, x):
-        return nb.leaky_relu(x, self.negative_slope)
+        return ops.leaky_relu(x, self.negative_slope)
 
     def extra_repr(self) -> str:
         return f"negative_slope={self.negative_slope}"
@@ -188,7 +187,7 @@ class GELU(Module):
         self.approximate = approximate
 
     def forward(self, x):
-        return nb.gelu(x, approximate=self.approximate == "tanh")
+        return ops.gelu(x, approximate=self.approximate == "tanh")
 
     def extra_repr(self) -> str:
         return f"approximate={self.approximate!r}"
@@ -196,12 +195,12 @@ class GELU(Module):
 
 class Tanh(Module):
     def forward(self, x):
-        return nb.tanh(x)
+        return ops.tanh(x)
 
 
 class Sigmoid(Module):
     def forward(self, x):
-        return nb.sigmoid(x)
+        return ops.sigmoid(x)
 
 
 class Softmax(Module):
@@ -218,7 +217,7 @@ class Softmax(Module):
         )
 
     def forward(self, x):
-        return nb.softmax(x, axis=self._dim(x))
+        return ops.softmax(x, axis=self._dim(x))
 
     def extra_repr(self) -> str:
         return f"dim={self.dim}"
@@ -226,7 +225,7 @@ class Softmax(Module):
 
 class LogSoftmax(Softmax):
     def forward(self, x):
-        return nb.log_softmax(x, axis=self._dim(x))
+        return ops.log_softmax(x, axis=self._dim(x))
 
 
 class SiLU(Module):
@@ -255,7 +254,7 @@ class Softplus(Module):
         self.beta, self.threshold = float(beta), float(threshold)
 
     def forward(self, x):
-        return nb.softplus(x, beta=self.beta, threshold=self.threshold)
+        return ops.softplus(x, beta=self.beta, threshold=self.threshold)
 
     def extra_repr(self) -> str:
         return f"beta={self.beta}, threshold={self.threshold}"
@@ -304,7 +303,7 @@ class Unflatten(Module):
 
     def forward(self, x):
         dim = self.dim % x.ndim
-        return nb.reshape(x, x.shape[:dim] + self.unflattened_size + x.shape[dim + 1 :])
+        return ops.reshape(x, x.shape[:dim] + self.unflattened_size + x.shape[dim + 1 :])
 
     def extra_repr(self) -> str:
         return f"dim={self.dim}, unflattened_size={self.unflattened_size}"
@@ -318,7 +317,7 @@ class Flatten(Module):
         self.start_dim, self.end_dim = start_dim, end_dim
 
     def forward(self, x):
-        return nb.flatten(x, self.start_dim, self.end_dim)
+        return ops.flatten(x, self.start_dim, self.end_dim)
 
     def extra_repr(self) -> str:
         return f"start_dim={self.start_dim}, end_dim={self.end_dim}"
@@ -345,7 +344,7 @@ class Linear(Module):
         _default_init(self.weight, self.bias, self.in_features, generator)
 
     def forward(self, x):
-        return nb.linear(x, self.weight, self.bias)
+        return ops.linear(x, self.weight, self.bias)
 
     def extra_repr(self) -> str:
         return (
@@ -445,7 +444,7 @@ class Conv2d(_ConvNd):
 
     def forward(self, x):
         x, padding = self._padded(x)
-        return nb.conv2d(x, self.weight, self.bias, *self._args(padding))
+        return ops.conv2d(x, self.weight, self.bias, *self._args(padding))
 
 
 class Conv1d(_ConvNd):
@@ -455,7 +454,7 @@ class Conv1d(_ConvNd):
 
     def forward(self, x):
         x, padding = self._padded(x)
-        return nb.conv1d(x, self.weight, self.bias, *self._args(padding))
+        return ops.conv1d(x, self.weight, self.bias, *self._args(padding))
 
 
 # ---------------------------------------------------------------- pooling
@@ -518,7 +517,7 @@ class AdaptiveAvgPool2d(Module):
         )
 
     def forward(self, x):
-        return nb.adaptive_avg_pool2d(x, self.output_size)
+        return ops.adaptive_avg_pool2d(x, self.output_size)
 
     def extra_repr(self) -> str:
         return f"output_size={self.output_size}"
@@ -543,16 +542,16 @@ class _BatchNorm(Module):
         self.num_features, self.eps, self.momentum = int(num_features), float(eps), momentum
         self.affine, self.track_running_stats = affine, track_running_stats
         if affine:
-            self.weight = Parameter(nb.ones(self.num_features, dtype=dtype))
-            self.bias = Parameter(nb.zeros(self.num_features, dtype=dtype))
+            self.weight = Parameter(ops.ones(self.num_features, dtype=dtype))
+            self.bias = Parameter(ops.zeros(self.num_features, dtype=dtype))
         else:
             self.register_parameter("weight", None)
             self.register_parameter("bias", None)
         if track_running_stats:
-            self.register_buffer("running_mean", nb.zeros(self.num_features, dtype=dtype))
-            self.register_buffer("running_var", nb.ones(self.num_features, dtype=dtype))
+            self.register_buffer("running_mean", ops.zeros(self.num_features, dtype=dtype))
+            self.register_buffer("running_var", ops.ones(self.num_features, dtype=dtype))
             # the training batches seen (PyTorch's buffer; momentum=None averages over them)
-            self.register_buffer("num_batches_tracked", nb.zeros((), dtype="int64"))
+            self.register_buffer("num_batches_tracked", ops.zeros((), dtype="int64"))
         else:
             for name in ("running_mean", "running_var", "num_batches_tracked"):
                 self.register_buffer(name, None)
@@ -574,13 +573,13 @@ class _BatchNorm(Module):
 
     def forward(self, x):
         if x.ndim not in self.expected_dims:
-            raise nb.ShapeError(
+            raise ShapeError(
                 f"{type(self).__name__} expects a {' or '.join(map(str, self.expected_dims))}-D "
                 f"input, got shape {tuple(x.shape)}"
             )
         # batch statistics while training, and whenever there are no running statistics
         use_batch = self.training or self.running_mean is None
-        return nb.batch_norm(
+        return ops.batch_norm(
             x,
             self.running_mean,
             self.running_var,
@@ -595,11 +594,11 @@ class _BatchNorm(Module):
         """The running statistics' factor for this forward, counting a training batch."""
         momentum = self.momentum
         if self.training and self.running_mean is not None:
-            with nb.no_grad():
+            with no_grad():
                 self.num_batches_tracked.add_(1)
             if momentum is None:  # PyTorch's cumulative average: 1 / the batches seen
                 if not isinstance(STATE.trace, EagerTrace):
-                    raise nb.UnsupportedError(
+                    raise UnsupportedError(
                         f"{type(self).__name__}(momentum=None) under a graph trace: its factor "
                         "1 / num_batches_tracked would be baked in; give a momentum"
                     )
@@ -637,9 +636,9 @@ class LayerNorm(Module):
         self.normalized_shape = tuple(int(n) for n in normalized_shape)
         self.eps, self.elementwise_affine = float(eps), elementwise_affine
         if elementwise_affine:
-            self.weight = Parameter(nb.ones(self.normalized_shape, dtype=dtype))
+            self.weight = Parameter(ops.ones(self.normalized_shape, dtype=dtype))
             if bias:
-                self.bias = Parameter(nb.zeros(self.normalized_shape, dtype=dtype))
+                self.bias = Parameter(ops.zeros(self.normalized_shape, dtype=dtype))
             else:
                 self.register_parameter("bias", None)
         else:
@@ -647,7 +646,7 @@ class LayerNorm(Module):
             self.register_parameter("bias", None)
 
     def forward(self, x):
-        return nb.layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps)
+        return ops.layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps)
 
     def extra_repr(self) -> str:
         return (
@@ -671,14 +670,14 @@ class GroupNorm(Module):
         self.num_groups, self.num_channels = int(num_groups), int(num_channels)
         self.eps, self.affine = float(eps), affine
         if affine:
-            self.weight = Parameter(nb.ones(self.num_channels, dtype=dtype))
-            self.bias = Parameter(nb.zeros(self.num_channels, dtype=dtype))
+            self.weight = Parameter(ops.ones(self.num_channels, dtype=dtype))
+            self.bias = Parameter(ops.zeros(self.num_channels, dtype=dtype))
         else:
             self.register_parameter("weight", None)
             self.register_parameter("bias", None)
 
     def forward(self, x):
-        return nb.group_norm(x, self.num_groups, self.weight, self.bias, self.eps)
+        return ops.group_norm(x, self.num_groups, self.weight, self.bias, self.eps)
 
     def extra_repr(self) -> str:
         return f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}"
@@ -697,7 +696,7 @@ class Dropout(Module):
     def forward(self, x):
         if not self.training or self.p == 0.0:
             return x
-        return nb.dropout(x, self.p, True, self.generator)
+        return ops.dropout(x, self.p, True, self.generator)
 
     def extra_repr(self) -> str:
         return f"p={self.p}"
@@ -744,17 +743,17 @@ class Embedding(Module):
         """An Embedding holding a copy of the 2-D `embeddings` (frozen unless freeze=False),
         as PyTorch's Embedding.from_pretrained."""
         if embeddings.ndim != 2:
-            raise nb.ShapeError(f"from_pretrained needs 2-D embeddings, got {embeddings.shape}")
+            raise ShapeError(f"from_pretrained needs 2-D embeddings, got {embeddings.shape}")
         rows, dim = embeddings.shape
         module = cls(rows, dim, padding_idx, dtype=embeddings.dtype)
-        module.weight = Parameter(nb.tensor(embeddings, dtype=embeddings.dtype))
+        module.weight = Parameter(tensor(embeddings, dtype=embeddings.dtype))
         module.weight.requires_grad_(not freeze)
         return module
 
     def reset_parameters(self, generator=None) -> None:
         init.normal_(self.weight, generator=generator)
         if self.padding_idx is not None:
-            with nb.no_grad():
+            with no_grad():
                 self.weight[self.padding_idx] = 0.0
 
     def forward(self, indices):  # (no gradient to the padding row)
@@ -794,7 +793,7 @@ class _RNNCellBase(Module):
             init.uniform_(p, -bound, bound, generator)
 
     def _affine(self, x, weight, bias):
-        y = nb.matmul(x, nb.matrix_transpose(weight))
+        y = ops.matmul(x, ops.matrix_transpose(weight))
         return y if bias is None else y + bias
 
     def _ih(self, x):
@@ -812,7 +811,7 @@ class _RNNCellBase(Module):
         broadcasting would hide the mistake)."""
         name = type(self).__name__
         if x.ndim not in (1, 2):
-            raise nb.ShapeError(
+            raise ShapeError(
                 f"{name}: input must be (batch, {self.input_size}) or "
                 f"({self.input_size},), got shape {tuple(x.shape)}"
             )
@@ -821,11 +820,11 @@ class _RNNCellBase(Module):
             if h is None:
                 continue
             if not isinstance(h, Operators):
-                raise nb.ArgumentError(f"{name}: a state must be a tensor, got {type(h).__name__}")
+                raise ArgumentError(f"{name}: a state must be a tensor, got {type(h).__name__}")
             if len(h.shape) != len(want) or not all(
                 a == b or UNKNOWN in (a, b) for a, b in zip(h.shape, want)
             ):
-                raise nb.ShapeError(
+                raise ShapeError(
                     f"{name}: state of shape {tuple(h.shape)} for input of shape "
                     f"{tuple(x.shape)}; expected {want}"
                 )
@@ -839,32 +838,32 @@ class _RNNCellBase(Module):
 def lstm_gates(pre, c, hidden_size):
     """(h', c') of an LSTM step from its gate pre-activations (x W_ih + b_ih + h W_hh +
     b_hh, gates stacked as input, forget, cell, output); c None means zeros."""
-    i, f, g, o = nb.split(pre, hidden_size, axis=-1)
-    i, f, g, o = nb.sigmoid(i), nb.sigmoid(f), nb.tanh(g), nb.sigmoid(o)
+    i, f, g, o = ops.split(pre, hidden_size, axis=-1)
+    i, f, g, o = ops.sigmoid(i), ops.sigmoid(f), ops.tanh(g), ops.sigmoid(o)
     c_new = i * g if c is None else f * c + i * g
-    return o * nb.tanh(c_new), c_new
+    return o * ops.tanh(c_new), c_new
 
 
 def gru_gates(xg, hg, h, hidden_size):
     """h' of a GRU step from x W_ih + b_ih (xg) and h W_hh + b_hh (hg; gates stacked as
     reset, update, new): hg None means neither state nor hidden bias, h None a zeros state."""
-    xr, xz, xn = nb.split(xg, hidden_size, axis=-1)
+    xr, xz, xn = ops.split(xg, hidden_size, axis=-1)
     if hg is None:
-        r, z = nb.sigmoid(xr), nb.sigmoid(xz)
-        n = nb.tanh(xn)
+        r, z = ops.sigmoid(xr), ops.sigmoid(xz)
+        n = ops.tanh(xn)
     else:
-        hr, hz, hn = nb.split(hg, hidden_size, axis=-1)
-        r, z = nb.sigmoid(xr + hr), nb.sigmoid(xz + hz)
-        n = nb.tanh(xn + r * hn)
+        hr, hz, hn = ops.split(hg, hidden_size, axis=-1)
+        r, z = ops.sigmoid(xr + hr), ops.sigmoid(xz + hz)
+        n = ops.tanh(xn + r * hn)
     return (1 - z) * n if h is None else (1 - z) * n + z * h
 
 
 def _batched(t, unbatched):
-    return None if t is None else (nb.unsqueeze(t, 0) if unbatched else t)
+    return None if t is None else (ops.unsqueeze(t, 0) if unbatched else t)
 
 
 def _unbatched(t, unbatched):
-    return nb.squeeze(t, 0) if unbatched else t
+    return ops.squeeze(t, 0) if unbatched else t
 
 
 class RNNCell(_RNNCellBase):
@@ -893,7 +892,7 @@ class RNNCell(_RNNCellBase):
         hh = self._hh(h)
         if hh is not None:
             pre = pre + hh
-        out = nb.tanh(pre) if self.nonlinearity == "tanh" else nb.relu(pre)
+        out = ops.tanh(pre) if self.nonlinearity == "tanh" else ops.relu(pre)
         return _unbatched(out, unbatched)
 
     def extra_repr(self) -> str:
@@ -911,7 +910,7 @@ class LSTMCell(_RNNCellBase):
     def forward(self, x, state=None):
         if state is not None and not (isinstance(state, (tuple, list)) and len(state) == 2):
             got = type(state).__name__ + (f" of {len(state)}" if isinstance(state, tuple) else "")
-            raise nb.ArgumentError(f"LSTMCell: the state must be a tuple (h, c), got a {got}")
+            raise ArgumentError(f"LSTMCell: the state must be a tuple (h, c), got a {got}")
         h, c = (None, None) if state is None else state
         unbatched = self._check(x, h, c)
         x, h, c = (_batched(t, unbatched) for t in (x, h, c))
@@ -1424,8 +1423,8 @@ class Softmax2d(Module):
 
     def forward(self, x):
         if x.ndim not in (3, 4):
-            raise nb.ShapeError(f"Softmax2d: expects 3-D or 4-D input, got shape {tuple(x.shape)}")
-        return nb.softmax(x, axis=-3)
+            raise ShapeError(f"Softmax2d: expects 3-D or 4-D input, got shape {tuple(x.shape)}")
+        return ops.softmax(x, axis=-3)
 
 
 class Softshrink(Module):
@@ -1464,7 +1463,7 @@ class PReLU(Module):
     def __init__(self, num_parameters: int = 1, init: float = 0.25, dtype=None):
         super().__init__()
         self.num_parameters, self.init = int(num_parameters), float(init)
-        self.weight = Parameter(nb.full((self.num_parameters,), self.init, dtype=dtype))
+        self.weight = Parameter(ops.full((self.num_parameters,), self.init, dtype=dtype))
 
     def reset_parameters(self) -> None:
         init.constant_(self.weight, self.init)
@@ -1490,7 +1489,7 @@ class RMSNorm(Module):
         self.normalized_shape = tuple(int(n) for n in normalized_shape)
         self.eps, self.elementwise_affine = eps, elementwise_affine
         if elementwise_affine:
-            self.weight = Parameter(nb.ones(self.normalized_shape, dtype=dtype))
+            self.weight = Parameter(ops.ones(self.normalized_shape, dtype=dtype))
         else:
             self.register_parameter("weight", None)
 
@@ -1527,34 +1526,34 @@ class _InstanceNorm(Module):
         self.num_features, self.eps, self.momentum = int(num_features), float(eps), momentum
         self.affine, self.track_running_stats = affine, track_running_stats
         if affine:
-            self.weight = Parameter(nb.ones(self.num_features, dtype=dtype))
-            self.bias = Parameter(nb.zeros(self.num_features, dtype=dtype))
+            self.weight = Parameter(ops.ones(self.num_features, dtype=dtype))
+            self.bias = Parameter(ops.zeros(self.num_features, dtype=dtype))
         else:
             self.register_parameter("weight", None)
             self.register_parameter("bias", None)
         if track_running_stats:
-            self.register_buffer("running_mean", nb.zeros(self.num_features, dtype=dtype))
-            self.register_buffer("running_var", nb.ones(self.num_features, dtype=dtype))
-            self.register_buffer("num_batches_tracked", nb.zeros((), dtype="int64"))
+            self.register_buffer("running_mean", ops.zeros(self.num_features, dtype=dtype))
+            self.register_buffer("running_var", ops.ones(self.num_features, dtype=dtype))
+            self.register_buffer("num_batches_tracked", ops.zeros((), dtype="int64"))
         else:
             for name in ("running_mean", "running_var", "num_batches_tracked"):
                 self.register_buffer(name, None)
 
     def forward(self, x):
         if x.ndim not in (self.spatial + 1, self.spatial + 2):
-            raise nb.ShapeError(
+            raise ShapeError(
                 f"{type(self).__name__}: expects a {self.spatial + 1}-D or {self.spatial + 2}-D "
                 f"input, got shape {tuple(x.shape)}"
             )
         unbatched = x.ndim == self.spatial + 1
         channels = x.shape[0 if unbatched else 1]
         if self.affine and channels != self.num_features:
-            raise nb.ShapeError(
+            raise ShapeError(
                 f"{type(self).__name__}: input shape {tuple(x.shape)} has {channels} channels, "
                 f"num_features is {self.num_features}"
             )
         if unbatched:
-            x = nb.unsqueeze(x, 0)
+            x = ops.unsqueeze(x, 0)
         out = F.instance_norm(
             x,
             self.running_mean,
@@ -1565,7 +1564,7 @@ class _InstanceNorm(Module):
             0.0 if self.momentum is None else self.momentum,
             self.eps,
         )
-        return nb.squeeze(out, 0) if unbatched else out
+        return ops.squeeze(out, 0) if unbatched else out
 
     def extra_repr(self) -> str:
         return (
@@ -1605,7 +1604,7 @@ class _DropoutNd(Module):
     def __init__(self, p: float = 0.5, inplace: bool = False, generator=None):
         super().__init__()
         if not is_probability(p):
-            raise nb.AttrError(f"{type(self).__name__}: probability must be in [0, 1], got {p}")
+            raise AttrError(f"{type(self).__name__}: probability must be in [0, 1], got {p}")
         self.p, self.inplace, self.generator = float(p), inplace, generator
 
     def extra_repr(self) -> str:
@@ -1689,7 +1688,7 @@ class Bilinear(Module):
 def _as_parameter(value):
     """A Tensor that already is a parameter as it is; other data made into one (a Tensor's
     buffer shared, as torch.nn.Parameter does)."""
-    if isinstance(value, nb.Tensor) and value.requires_grad and value.is_leaf:
+    if isinstance(value, Tensor) and value.requires_grad and value.is_leaf:
         return value
     return Parameter(value)
 

@@ -13,9 +13,10 @@ import math
 
 import numpy as np
 
-import nbflow as nb
-
+from .. import ops
+from ..core.errors import ArgumentError, ShapeError
 from ..eager.operators import Operators
+from ..eager.tensor import tensor
 from . import init
 from .layers import gru_gates, lstm_gates
 from .module import Module, Parameter
@@ -71,7 +72,7 @@ class _RNNBase(Module):
         self.reset_parameters(generator)
 
     def _param(self, name, shape, dtype):
-        setattr(self, name, Parameter(nb.zeros(shape, dtype=dtype)))
+        setattr(self, name, Parameter(ops.zeros(shape, dtype=dtype)))
 
     def _suffixes(self, layer):
         return [f"_l{layer}"] + ([f"_l{layer}_reverse"] if self.bidirectional else [])
@@ -98,30 +99,30 @@ class _RNNBase(Module):
         padded, lengths = pad_packed_sequence(packed)
         alive = np.arange(padded.shape[0])[:, None] < lengths.numpy()[None, :]
         # (T, B, 1): step t of sequence b is real; on the data's device, as it selects in it
-        mask = nb.tensor(alive[:, :, None], device=getattr(padded, "device", None))
+        mask = tensor(alive[:, :, None], device=getattr(padded, "device", None))
         if self.batch_first:  # (a packed input has no batch axis to put first)
-            padded = nb.transpose(padded, 0, 1)
+            padded = ops.transpose(padded, 0, 1)
         out, final = self._run(padded, hx, mask)
         if self.batch_first:
-            out = nb.transpose(out, 0, 1)
+            out = ops.transpose(out, 0, 1)
         return repack_like(out, packed), final
 
     def _run(self, input, hx, mask):
         if input.ndim not in (2, 3) or input.shape[-1] != self.input_size:
-            raise nb.ShapeError(
+            raise ShapeError(
                 f"{type(self).__name__}: input must be (seq, batch, {self.input_size}) "
                 f"(batch first: (batch, seq, ...)) or (seq, {self.input_size}), got "
                 f"{tuple(input.shape)}"
             )
         unbatched = input.ndim == 2
-        x = nb.unsqueeze(input, 1) if unbatched else input
+        x = ops.unsqueeze(input, 1) if unbatched else input
         if self.batch_first and not unbatched:
-            x = nb.transpose(x, 0, 1)
+            x = ops.transpose(x, 0, 1)
         states = self._initial(hx, x, unbatched)
         finals = []
         for layer in range(self.num_layers):
             if layer and self.dropout and self.training:
-                x = nb.dropout(x, self.dropout, True, self.generator)
+                x = ops.dropout(x, self.dropout, True, self.generator)
             outs = []
             for d, suffix in enumerate(self._suffixes(layer)):
                 k = layer * len(self._suffixes(layer)) + d
@@ -129,12 +130,12 @@ class _RNNBase(Module):
                 out, final = self._direction(x, state, suffix, reverse=d == 1, mask=mask)
                 outs.append(out)
                 finals.append(final)
-            x = outs[0] if len(outs) == 1 else nb.concat(outs, axis=2)
+            x = outs[0] if len(outs) == 1 else ops.concat(outs, axis=2)
         if self.batch_first and not unbatched:
-            x = nb.transpose(x, 0, 1)
-        final = [nb.stack([f[i] for f in finals]) for i in range(len(states))]
+            x = ops.transpose(x, 0, 1)
+        final = [ops.stack([f[i] for f in finals]) for i in range(len(states))]
         if unbatched:
-            x, final = nb.squeeze(x, 1), [nb.squeeze(f, 1) for f in final]
+            x, final = ops.squeeze(x, 1), [ops.squeeze(f, 1) for f in final]
         return x, (final[0] if len(final) == 1 else tuple(final))
 
     def _initial(self, hx, x, unbatched):
@@ -151,19 +152,19 @@ class _RNNBase(Module):
             parts = list(hx)
         else:
             got = type(hx).__name__ + (f" of {len(hx)}" if isinstance(hx, tuple) else "")
-            raise nb.ArgumentError(f"{name}: the state must be a tuple (h_0, c_0), got a {got}")
+            raise ArgumentError(f"{name}: the state must be a tuple (h_0, c_0), got a {got}")
         states = []
         for h, size in zip(parts, sizes):
             shape = (count, x.shape[1], size)
             if h is not None and not isinstance(h, Operators):  # (a Tensor or a graph Var)
-                raise nb.ArgumentError(f"{name}: a state must be a tensor, got {type(h).__name__}")
+                raise ArgumentError(f"{name}: a state must be a tensor, got {type(h).__name__}")
             if h is None:
                 device = getattr(x, "device", None)  # (graph values: placed by the executor)
-                states.append(nb.zeros(shape, dtype=x.dtype, device=device))
+                states.append(ops.zeros(shape, dtype=x.dtype, device=device))
                 continue
-            h = nb.unsqueeze(h, 1) if unbatched else h
+            h = ops.unsqueeze(h, 1) if unbatched else h
             if tuple(h.shape) != shape:
-                raise nb.ShapeError(f"{type(self).__name__}: state of shape {h.shape}, not {shape}")
+                raise ShapeError(f"{type(self).__name__}: state of shape {h.shape}, not {shape}")
             states.append(h)
         return states
 
@@ -177,20 +178,20 @@ class _RNNBase(Module):
         steps, batch = x.shape[0], x.shape[1]
         # cut into steps by one split, whose gradient is one concat: indexing each step
         # would give each step's gradient as a zero-filled (T * B, gates * H) tensor to sum
-        xw = nb.split(nb.reshape(xw, steps * batch, xw.shape[-1]), [batch] * steps, axis=0)
+        xw = ops.split(ops.reshape(xw, steps * batch, xw.shape[-1]), [batch] * steps, axis=0)
         outs = [None] * steps
         for t in reversed(range(steps)) if reverse else range(steps):
             new = self._step(xw[t], state, w_hh, b_hh, w_hr)
-            state = new if mask is None else [nb.where(mask[t], n, s) for n, s in zip(new, state)]
+            state = new if mask is None else [ops.where(mask[t], n, s) for n, s in zip(new, state)]
             outs[t] = state[0]
-        return nb.stack(outs), state
+        return ops.stack(outs), state
 
     @staticmethod
     def _input_term(x, w_ih, b_ih):
         """x W_ih^T + b_ih of every step in one GEMM: (T * B, width) @ (width, gates * H)."""
         steps, batch = x.shape[0], x.shape[1]
-        xw = nb.linear(nb.reshape(x, steps * batch, x.shape[2]), w_ih, b_ih)
-        return nb.reshape(xw, steps, batch, xw.shape[-1])
+        xw = ops.linear(ops.reshape(x, steps * batch, x.shape[2]), w_ih, b_ih)
+        return ops.reshape(xw, steps, batch, xw.shape[-1])
 
     def extra_repr(self) -> str:
         s = f"{self.input_size}, {self.hidden_size}"
@@ -212,8 +213,8 @@ class RNN(_RNNBase):
         self.nonlinearity = nonlinearity
 
     def _step(self, xw, state, w_hh, b_hh, w_hr):
-        pre = xw + nb.linear(state[0], w_hh, b_hh)
-        return [nb.tanh(pre) if self.nonlinearity == "tanh" else nb.relu(pre)]
+        pre = xw + ops.linear(state[0], w_hh, b_hh)
+        return [ops.tanh(pre) if self.nonlinearity == "tanh" else ops.relu(pre)]
 
 
 class LSTM(_RNNBase):
@@ -235,15 +236,15 @@ class LSTM(_RNNBase):
         )
         b_hh = getattr(self, f"bias_hh{suffix}")
         if b_hh is None:
-            b_hh = nb.zeros(w_hh.shape[0], dtype=w_hh.dtype)
-        hs, cs, _ = nb.lstm_sequence(xw, w_hh, b_hh, *state, reverse=reverse)
+            b_hh = ops.zeros(w_hh.shape[0], dtype=w_hh.dtype)
+        hs, cs, _ = ops.lstm_sequence(xw, w_hh, b_hh, *state, reverse=reverse)
         last = 0 if reverse else -1
         return hs, [hs[last], cs[last]]
 
     def _step(self, xw, state, w_hh, b_hh, w_hr):
         h, c = state
-        h, c = lstm_gates(xw + nb.linear(h, w_hh, b_hh), c, self.hidden_size)
-        return [h if w_hr is None else nb.linear(h, w_hr), c]
+        h, c = lstm_gates(xw + ops.linear(h, w_hh, b_hh), c, self.hidden_size)
+        return [h if w_hr is None else ops.linear(h, w_hr), c]
 
 
 class GRU(_RNNBase):
@@ -253,7 +254,7 @@ class GRU(_RNNBase):
 
     def _step(self, xw, state, w_hh, b_hh, w_hr):
         (h,) = state
-        return [gru_gates(xw, nb.linear(h, w_hh, b_hh), h, self.hidden_size)]
+        return [gru_gates(xw, ops.linear(h, w_hh, b_hh), h, self.hidden_size)]
 
 
 __all__ = ["GRU", "LSTM", "RNN"]

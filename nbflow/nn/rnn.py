@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import numpy as np
 
-import nbflow as nb
-
+from .. import ops
 from ..core import STATE
+from ..core import dtypes as dt
 from ..core.errors import ShapeError
-from ..eager.tensor import EagerTrace, Tensor
+from ..eager.tensor import EagerTrace, Tensor, tensor
 from .layers import GRUCell, LSTMCell, RNNCell
 
 __all__ = ["dynamic_rnn", "pack_offsets"]
@@ -43,7 +43,7 @@ def dynamic_rnn(cell, inputs, lengths=None, initial_state=None, *, offsets=None,
     elif lengths is None:
         raise ValueError("dynamic_rnn needs lengths (or offsets)")
     if batch_first:
-        inputs = nb.transpose(inputs, 0, 1)
+        inputs = ops.transpose(inputs, 0, 1)
     if inputs.ndim < 2:
         raise ShapeError(f"dynamic_rnn: inputs must be (time, batch, ...), got {inputs.shape}")
     lengths = _lengths(lengths, inputs)
@@ -53,7 +53,7 @@ def dynamic_rnn(cell, inputs, lengths=None, initial_state=None, *, offsets=None,
     else:
         outputs, state = _graph(step, inputs, lengths, state)
     if batch_first:
-        outputs = nb.transpose(outputs, 0, 1)
+        outputs = ops.transpose(outputs, 0, 1)
     return outputs, (state[0] if single else tuple(state))
 
 
@@ -72,15 +72,15 @@ def pack_offsets(packed, offsets):
     # row b of step t is packed row offs[b] + t; past a sequence's end, any row (masked)
     rows = np.minimum(offs[:-1][None, :] + np.arange(steps)[:, None], max(offs[-1] - 1, 0))
     device = getattr(packed, "device", None)  # (a graph value has none: placed when run)
-    padded = nb.index_select(packed, 0, nb.tensor(rows.astype(np.int64), device=device))
-    return padded, nb.tensor(lengths, device=device)  # the steps' masks compare with them
+    padded = ops.index_select(packed, 0, tensor(rows.astype(np.int64), device=device))
+    return padded, tensor(lengths, device=device)  # the steps' masks compare with them
 
 
 def _lengths(lengths, inputs):
     # on the inputs' device: the steps' masks (lengths > t) select among their values
     device = getattr(inputs, "device", None)
     if not isinstance(lengths, Tensor) and not hasattr(lengths, "block"):  # a list, array
-        lengths = nb.tensor(np.asarray(lengths, np.int64), device=device)
+        lengths = tensor(np.asarray(lengths, np.int64), device=device)
     elif isinstance(lengths, Tensor) and lengths.device != device:  # (PyTorch's are host data)
         lengths = lengths.to(device)
     if lengths.ndim != 1 or lengths.dtype.kind not in "iu":
@@ -93,14 +93,14 @@ def _lengths(lengths, inputs):
     if isinstance(lengths, Tensor) and np.any((lengths.numpy() < 0) | (lengths.numpy() > steps)):
         raise ShapeError(f"dynamic_rnn: lengths must be in [0, {steps}], got {lengths.tolist()}")
     if not isinstance(lengths, Tensor) and steps >= 0:  # a graph value: checked when run
-        lengths = nb.checked_range(lengths, low=0, high=steps, what="dynamic_rnn: lengths")
+        lengths = ops.checked_range(lengths, low=0, high=steps, what="dynamic_rnn: lengths")
     elif not isinstance(lengths, Tensor):  # against the time dim the run is given
         first = inputs[(slice(None),) + (0,) * (inputs.ndim - 1)]  # (time,)
-        time = nb.sum(nb.ones_like(first).astype(nb.int64))
-        outside = nb.sum(((lengths < 0) | (lengths > time)).astype(nb.int64))
+        time = ops.sum(ops.ones_like(first).astype(dt.int64))
+        outside = ops.sum(((lengths < 0) | (lengths > time)).astype(dt.int64))
         what = "dynamic_rnn: the count of lengths outside [0, the time dim of the inputs]"
-        check = nb.checked_range(outside, low=0, high=0, what=what)
-        lengths = nb.ops.depend_(lengths.clone(), check)  # (reading them runs the check)
+        check = ops.checked_range(outside, low=0, high=0, what=what)
+        lengths = ops.depend_(lengths.clone(), check)  # (reading them runs the check)
     return lengths
 
 
@@ -136,8 +136,8 @@ def _adapt(cell, inputs, initial_state):
 
 def _zeros(inputs, size: int):
     """Zeros (batch, size) in the inputs' dtype (the batch may be known only at run time)."""
-    column = nb.sum(nb.zeros_like(inputs[:1, :, :1]), axis=0)  # (batch, 1), for no steps too
-    return column + nb.zeros(size, dtype=inputs.dtype, device=getattr(inputs, "device", None))
+    column = ops.sum(ops.zeros_like(inputs[:1, :, :1]), axis=0)  # (batch, 1), for no steps too
+    return column + ops.zeros(size, dtype=inputs.dtype, device=getattr(inputs, "device", None))
 
 
 def _masked_step(step, x, t, lengths, state):
@@ -149,11 +149,11 @@ def _masked_step(step, x, t, lengths, state):
 
     def mask(like):
         if like.ndim not in masks:
-            masks[like.ndim] = nb.reshape(alive, (-1,) + (1,) * (like.ndim - 1))
+            masks[like.ndim] = ops.reshape(alive, (-1,) + (1,) * (like.ndim - 1))
         return masks[like.ndim]
 
-    state = [nb.where(mask(s), n, s) for n, s in zip(new, state)]
-    return nb.where(mask(out), out, 0), state
+    state = [ops.where(mask(s), n, s) for n, s in zip(new, state)]
+    return ops.where(mask(out), out, 0), state
 
 
 def _eager(step, inputs, lengths, state):
@@ -163,13 +163,13 @@ def _eager(step, inputs, lengths, state):
     outs = []
     for t in range(steps):
         # (no time steps at all: a zero row gives the output shape, and no row is kept)
-        x = inputs[t] if time else nb.sum(nb.zeros_like(inputs[:1]), axis=0)
+        x = inputs[t] if time else ops.sum(ops.zeros_like(inputs[:1]), axis=0)
         out, state = _masked_step(step, x, t, lengths, state)
         outs.append(out)
-    outputs = nb.stack(*outs)[:time]
+    outputs = ops.stack(*outs)[:time]
     if steps < time:  # padding past the longest sequence
         pad = [(0, time - steps)] + [(0, 0)] * (outputs.ndim - 1)
-        outputs = nb.pad(outputs, pad)
+        outputs = ops.pad(outputs, pad)
     return outputs, state
 
 
@@ -178,29 +178,29 @@ def _graph(step, inputs, lengths, state):
     output of the loop (no buffer carried through it), padded with zero rows to the time."""
     from ..graph.control import graph_while  # graph mode only: the eager half stays apart
 
-    time = nb.sum(inputs, axis=tuple(range(1, inputs.ndim)))  # (time,): only its shape is read
+    time = ops.sum(inputs, axis=tuple(range(1, inputs.ndim)))  # (time,): only its shape is read
     steps = inputs.shape[0]
     if steps >= 0:
-        limit = nb.max(lengths)
+        limit = ops.max(lengths)
     else:  # the time is known only at run time: run every step (the mask keeps it right)
-        limit = nb.cast(nb.sum(nb.ones_like(time)), "int64")
+        limit = ops.cast(ops.sum(ops.ones_like(time)), "int64")
     k = len(state)
 
     def running(t, *state):
         return t < limit
 
     def body(t, *state):
-        out, new = _masked_step(step, nb.index_select(inputs, 0, t), t, lengths, list(state))
+        out, new = _masked_step(step, ops.index_select(inputs, 0, t), t, lengths, list(state))
         return [t + 1, *new, out]
 
     bound = steps if steps >= 0 else None
     final = graph_while(running, body, [0, *state], bound, stacked=1)
     outputs = final[k + 1]
     if steps >= 0:  # zero rows past the longest sequence, up to the time
-        zeros = nb.zeros_like(nb.sum(outputs, axis=0, keepdims=True))  # (1, batch, ...)
-        column = nb.reshape(
-            nb.zeros_like(time, dtype=outputs.dtype), (-1,) + (1,) * (outputs.ndim - 1)
+        zeros = ops.zeros_like(ops.sum(outputs, axis=0, keepdims=True))  # (1, batch, ...)
+        column = ops.reshape(
+            ops.zeros_like(time, dtype=outputs.dtype), (-1,) + (1,) * (outputs.ndim - 1)
         )
-        padded = nb.concat(outputs, column + zeros)
-        outputs = nb.index_select(padded, 0, nb.arange(steps))  # rows 0..time-1, time known
+        padded = ops.concat(outputs, column + zeros)
+        outputs = ops.index_select(padded, 0, ops.arange(steps))  # rows 0..time-1, time known
     return outputs, final[1 : k + 1]

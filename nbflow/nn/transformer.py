@@ -12,8 +12,7 @@ from __future__ import annotations
 import copy
 import math
 
-import nbflow as nb
-
+from .. import ops
 from ..argcheck import integer, shown
 from ..core.dtypes import as_dtype
 from ..core.errors import ArgumentError, ShapeError
@@ -323,8 +322,8 @@ class Transformer(Module):
     def generate_square_subsequent_mask(sz, device=None, dtype=None):
         """PyTorch's causal mask for a sequence of sz: 0 on and below the diagonal, -inf
         above it (the default float dtype unless dtype is given)."""
-        full = nb.full((int(sz), int(sz)), -math.inf, dtype=as_dtype(dtype), device=device)
-        return nb.triu(full, 1)
+        full = ops.full((int(sz), int(sz)), -math.inf, dtype=as_dtype(dtype), device=device)
+        return ops.triu(full, 1)
 
 
 __all__ = [

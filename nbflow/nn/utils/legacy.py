@@ -18,11 +18,11 @@ from __future__ import annotations
 import inspect
 import warnings
 
-import nbflow as nb
-
+from ... import ops
 from ...core import STATE, no_grad, use_trace
 from ...core.errors import DomainError
 from ...eager.tensor import EagerTrace
+from .. import functional as F
 from ..module import Module, Parameter
 from .parametrizations import _norm_except_dim
 
@@ -145,11 +145,11 @@ class SpectralNorm(_WeightHook):
     def reshape_weight_to_matrix(self, weight):
         if self.dim != 0:
             rest = [d for d in range(weight.ndim) if d != self.dim]
-            weight = nb.permute(weight, self.dim, *rest)
-        return nb.reshape(weight, (weight.shape[0], -1))
+            weight = ops.permute(weight, self.dim, *rest)
+        return ops.reshape(weight, (weight.shape[0], -1))
 
     def _normalize(self, x):
-        return nb.nn.functional.normalize(x, dim=0, eps=self.eps)
+        return F.normalize(x, dim=0, eps=self.eps)
 
     def compute_weight(self, module, training: bool):
         weight = getattr(module, self.name + "_orig")
@@ -159,10 +159,10 @@ class SpectralNorm(_WeightHook):
         if training:
             with no_grad():
                 for _ in range(self.n_power_iterations):
-                    v.copy_(self._normalize(nb.mv(nb.matrix_transpose(mat.detach()), u)))
-                    u.copy_(self._normalize(nb.mv(mat.detach(), v)))
-            u, v = nb.clone(u), nb.clone(v)  # (later iterations write the buffers in place)
-        sigma = nb.sum(u * nb.mv(mat, v))
+                    v.copy_(self._normalize(ops.mv(ops.matrix_transpose(mat.detach()), u)))
+                    u.copy_(self._normalize(ops.mv(mat.detach(), v)))
+            u, v = ops.clone(u), ops.clone(v)  # (later iterations write the buffers in place)
+        sigma = ops.sum(u * ops.mv(mat, v))
         return weight / sigma
 
     def remove(self, module: Module) -> None:
@@ -189,8 +189,8 @@ def spectral_norm(
         raise DomainError(f"`SpectralNorm` cannot be applied as parameter `{name}` is None")
     with no_grad():
         h, w = fn.reshape_weight_to_matrix(weight).shape
-        u = fn._normalize(nb.randn(h, dtype=weight.dtype, device=weight.device))
-        v = fn._normalize(nb.randn(w, dtype=weight.dtype, device=weight.device))
+        u = fn._normalize(ops.randn(h, dtype=weight.dtype, device=weight.device))
+        v = fn._normalize(ops.randn(w, dtype=weight.dtype, device=weight.device))
     delattr(module, name)
     module.register_parameter(name + "_orig", weight)
     setattr(module, name, weight.detach())

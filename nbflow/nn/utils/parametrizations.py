@@ -5,8 +5,7 @@ iteration vectors as buffers parametrizations.weight.0._u / _v for spectral_norm
 
 from __future__ import annotations
 
-import nbflow as nb
-
+from ... import ops
 from ...core import no_grad
 from ...core.errors import DomainError
 from ..module import Module
@@ -17,9 +16,9 @@ def _norm_except_dim(v, dim):
     """The 2-norm of v over every axis but `dim`, kept broadcastable (dim None: of all of v,
     0-d), as torch.norm_except_dim."""
     if dim is None:
-        return nb.sqrt(nb.sum(v * v))
+        return ops.sqrt(ops.sum(v * v))
     axes = tuple(a for a in range(v.ndim) if a != dim)
-    return nb.sqrt(nb.sum(v * v, axis=axes, keepdims=True)) if axes else nb.abs(v)
+    return ops.sqrt(ops.sum(v * v, axis=axes, keepdims=True)) if axes else ops.abs(v)
 
 
 class _WeightNorm(Module):
@@ -63,26 +62,28 @@ class _SpectralNorm(Module):
             mat = self._matrix(weight.detach())
             rows, cols = mat.shape
             # on the weight's device (a module moved to the GPU before it is parametrized)
-            u = nb.randn(rows, dtype=weight.dtype, device=weight.device)
-            v = nb.randn(cols, dtype=weight.dtype, device=weight.device)
+            u = ops.randn(rows, dtype=weight.dtype, device=weight.device)
+            v = ops.randn(cols, dtype=weight.dtype, device=weight.device)
             self.register_buffer("_u", self._normalize(u))
             self.register_buffer("_v", self._normalize(v))
             self._power_method(mat, 15)
 
     def _normalize(self, x):
-        return x / nb.maximum(nb.sqrt(nb.sum(x * x)), self.eps)
+        return x / ops.maximum(ops.sqrt(ops.sum(x * x)), self.eps)
 
     def _matrix(self, weight):
         if self.dim != 0:
-            weight = nb.permute(weight, self.dim, *(d for d in range(weight.ndim) if d != self.dim))
-        return nb.reshape(weight, (weight.shape[0], -1))
+            weight = ops.permute(
+                weight, self.dim, *(d for d in range(weight.ndim) if d != self.dim)
+            )
+        return ops.reshape(weight, (weight.shape[0], -1))
 
     def _power_method(self, mat, iterations):
         with no_grad():
             mat = mat.detach()
             for _ in range(iterations):
-                self._u.copy_(self._normalize(nb.mv(mat, self._v)))
-                self._v.copy_(self._normalize(nb.mv(nb.matrix_transpose(mat), self._u)))
+                self._u.copy_(self._normalize(ops.mv(mat, self._v)))
+                self._v.copy_(self._normalize(ops.mv(ops.matrix_transpose(mat), self._u)))
 
     def forward(self, weight):
         if weight.ndim == 1:
@@ -91,7 +92,7 @@ class _SpectralNorm(Module):
         if self.training:
             self._power_method(mat, self.n_power_iterations)
         u, v = self._u.detach(), self._v.detach()
-        sigma = nb.sum(u * nb.mv(mat, v))
+        sigma = ops.sum(u * ops.mv(mat, v))
         return weight / sigma
 
     def right_inverse(self, value):

@@ -15,10 +15,9 @@ from typing import NamedTuple
 
 import numpy as np
 
-import nbflow as nb
-
+from ... import ops
 from ...core.errors import DomainError, ShapeError, UnsupportedError
-from ...eager.tensor import Tensor
+from ...eager.tensor import Tensor, tensor
 
 
 class PackedSequence(NamedTuple):
@@ -87,11 +86,11 @@ def _packed_rows(batch_sizes: np.ndarray, batch: int) -> np.ndarray:
 def _pack(padded, batch_sizes: np.ndarray, sorted_indices, unsorted_indices) -> PackedSequence:
     """Pack a time-major padded batch whose batch axis is already in sorted order."""
     steps, batch = padded.shape[0], padded.shape[1]
-    flat = nb.reshape(padded, (steps * batch, *padded.shape[2:]))
-    rows = nb.tensor(_packed_rows(batch_sizes, batch), device=_device(padded))
+    flat = ops.reshape(padded, (steps * batch, *padded.shape[2:]))
+    rows = tensor(_packed_rows(batch_sizes, batch), device=_device(padded))
     # batch_sizes stay on the CPU (host data, as in PyTorch)
     return PackedSequence(
-        nb.index_select(flat, 0, rows), nb.tensor(batch_sizes), sorted_indices, unsorted_indices
+        ops.index_select(flat, 0, rows), tensor(batch_sizes), sorted_indices, unsorted_indices
     )
 
 
@@ -99,7 +98,7 @@ def pack_padded_sequence(input, lengths, batch_first=False, enforce_sorted=True)
     """Pack a padded batch (T, B, *) ((B, T, *) batch_first) of sequences of `lengths`.
     With enforce_sorted the lengths must not increase (ONNX-exportable in PyTorch); without,
     the batch is sorted here and the permutation kept in the PackedSequence."""
-    x = nb.transpose(input, 0, 1) if batch_first else input
+    x = ops.transpose(input, 0, 1) if batch_first else input
     lengths = _host_lengths(lengths)
     _check_lengths(lengths, x.shape[0], x.shape[1])
     if enforce_sorted:
@@ -114,8 +113,8 @@ def pack_padded_sequence(input, lengths, batch_first=False, enforce_sorted=True)
     else:
         perm = np.argsort(-lengths, kind="stable")
         device = _device(x)  # (PyTorch keeps the permutations on the data's device)
-        order, unsorted = nb.tensor(perm, device=device), nb.tensor(np.argsort(perm), device=device)
-        x, lengths = nb.index_select(x, 1, order), lengths[perm]
+        order, unsorted = tensor(perm, device=device), tensor(np.argsort(perm), device=device)
+        x, lengths = ops.index_select(x, 1, order), lengths[perm]
     return _pack(x, _batch_sizes(lengths), order, unsorted)
 
 
@@ -136,14 +135,14 @@ def pad_packed_sequence(sequence, batch_first=False, padding_value=0.0, total_le
     # each padded (t, b) reads its packed row, or the padding row appended at the end
     where = np.full(steps * batch, len(_packed_rows(sizes, batch)), np.int64)
     where[_packed_rows(sizes, batch)] = np.arange(int(sizes.sum()))
-    fill = nb.full((1, *data.shape[1:]), padding_value, dtype=data.dtype, device=_device(data))
-    rows = nb.index_select(nb.concat([data, fill]), 0, nb.tensor(where, device=_device(data)))
-    padded = nb.reshape(rows, (steps, batch, *data.shape[1:]))
+    fill = ops.full((1, *data.shape[1:]), padding_value, dtype=data.dtype, device=_device(data))
+    rows = ops.index_select(ops.concat([data, fill]), 0, tensor(where, device=_device(data)))
+    padded = ops.reshape(rows, (steps, batch, *data.shape[1:]))
     if sequence.unsorted_indices is not None:
-        padded = nb.index_select(padded, 1, sequence.unsorted_indices)
+        padded = ops.index_select(padded, 1, sequence.unsorted_indices)
     if batch_first:
-        padded = nb.transpose(padded, 0, 1)
-    return padded, nb.tensor(sequence.lengths())  # (on the CPU, as in PyTorch)
+        padded = ops.transpose(padded, 0, 1)
+    return padded, tensor(sequence.lengths())  # (on the CPU, as in PyTorch)
 
 
 def pad_sequence(sequences, batch_first=False, padding_value=0.0, padding_side="right"):
@@ -156,15 +155,15 @@ def pad_sequence(sequences, batch_first=False, padding_value=0.0, padding_side="
         raise ShapeError("pad_sequence: received an empty list of sequences")
     steps = max(s.shape[0] for s in sequences)
     padded = [_pad_one(s, steps, padding_value, padding_side) for s in sequences]
-    return nb.stack(padded, axis=0 if batch_first else 1)
+    return ops.stack(padded, axis=0 if batch_first else 1)
 
 
 def _pad_one(seq, steps: int, value, side: str):
     if seq.shape[0] == steps:
         return seq
     shape = (steps - seq.shape[0], *seq.shape[1:])
-    fill = nb.full(shape, value, dtype=seq.dtype, device=_device(seq))
-    return nb.concat([seq, fill] if side == "right" else [fill, seq])
+    fill = ops.full(shape, value, dtype=seq.dtype, device=_device(seq))
+    return ops.concat([seq, fill] if side == "right" else [fill, seq])
 
 
 def pack_sequence(sequences, enforce_sorted=True):
@@ -175,7 +174,7 @@ def pack_sequence(sequences, enforce_sorted=True):
 
 def unpad_sequence(padded_sequences, lengths, batch_first=False):
     """The list of sequences `padded_sequences[:, b][:lengths[b]]` (batch_first: `[b]`)."""
-    x = padded_sequences if batch_first else nb.transpose(padded_sequences, 0, 1)
+    x = padded_sequences if batch_first else ops.transpose(padded_sequences, 0, 1)
     return [x[b][: int(n)] for b, n in enumerate(_host_lengths(lengths))]
 
 
@@ -189,7 +188,7 @@ def repack_like(padded, like: PackedSequence) -> PackedSequence:
     """Pack a time-major padded batch in the original order with `like`'s lengths and
     permutation (the recurrent layers' outputs keep their input's packing)."""
     if like.sorted_indices is not None:
-        padded = nb.index_select(padded, 1, like.sorted_indices)
+        padded = ops.index_select(padded, 1, like.sorted_indices)
     sizes = like.batch_sizes.numpy().astype(np.int64)
     return _pack(padded[: len(sizes)], sizes, like.sorted_indices, like.unsorted_indices)
 
