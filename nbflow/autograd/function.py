@@ -62,6 +62,7 @@ from ..core.errors import (
 from ..eager.checking import CheckingTrace, check_finite, nan_inf_checking
 from ..eager.operators import Operators
 from ..eager.tensor import EagerTrace, Tensor, _Stale, tensor
+from . import projection
 from .backprop import grad
 
 __all__ = [
@@ -707,12 +708,9 @@ def gradcheck(
         return True
     try:
         if fast_mode:
-            from ..testing import GradcheckError as Mismatch
-            from ..testing import gradcheck as projected
-
             try:
-                projected(func, inputs, eps=eps, rtol=rtol, atol=atol)
-            except Mismatch as e:
+                projection.gradcheck(func, inputs, eps=eps, rtol=rtol, atol=atol)
+            except projection.GradcheckError as e:
                 raise GradcheckError(f"gradcheck (fast mode): {e}") from None
         else:
             _check_jacobians(func, inputs, diff, eps, atol, rtol, check_grad_dtypes)
