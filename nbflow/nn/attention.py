@@ -12,7 +12,7 @@ import math
 from .. import ops
 from ..core import dtypes as dt
 from ..core import is_int
-from ..core.errors import DTypeError, ShapeError
+from ..core.errors import DomainError, DTypeError, ShapeError
 from . import functional as F
 from . import init
 from .layers import Linear
@@ -40,12 +40,12 @@ class MultiheadAttention(Module):
     ):
         super().__init__()
         if not all(is_int(v) for v in (embed_dim, num_heads)) or embed_dim <= 0 or num_heads <= 0:
-            raise ValueError(
+            raise DomainError(
                 f"MultiheadAttention: embed_dim and num_heads must be greater than 0, got "
                 f"embed_dim={embed_dim} and num_heads={num_heads}"
             )
         if embed_dim % num_heads:
-            raise ValueError(
+            raise DomainError(
                 f"MultiheadAttention: embed_dim {embed_dim} is not divisible by num_heads "
                 f"{num_heads}"
             )

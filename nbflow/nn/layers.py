@@ -183,7 +183,7 @@ class GELU(Module):
     def __init__(self, approximate: str = "none"):
         super().__init__()
         if approximate not in ("none", "tanh"):
-            raise ValueError(f"GELU: approximate must be 'none' or 'tanh', got {approximate!r}")
+            raise DomainError(f"GELU: approximate must be 'none' or 'tanh', got {approximate!r}")
         self.approximate = approximate
 
     def forward(self, x):
@@ -376,10 +376,10 @@ class _ConvNd(Module):
         super().__init__()
         n = self.dims
         if padding_mode not in PADDING_MODES:
-            raise ValueError(f"padding_mode must be one of {PADDING_MODES}, got {padding_mode!r}")
+            raise DomainError(f"padding_mode must be one of {PADDING_MODES}, got {padding_mode!r}")
         self.padding_mode = padding_mode
         if in_channels % groups or out_channels % groups:
-            raise ValueError(
+            raise DomainError(
                 f"in_channels ({in_channels}) and out_channels ({out_channels}) must be "
                 f"divisible by groups ({groups})"
             )
@@ -661,12 +661,12 @@ class GroupNorm(Module):
     def __init__(self, num_groups, num_channels, eps=1e-5, affine=True, dtype=None):
         super().__init__()
         if not all(is_int(v) and v > 0 for v in (num_groups, num_channels)):
-            raise ValueError(
+            raise DomainError(
                 f"GroupNorm: num_groups and num_channels must be positive ints, got "
                 f"{num_groups!r} and {num_channels!r}"
             )
         if num_channels % num_groups:
-            raise ValueError(f"{num_channels} channels do not split into {num_groups} groups")
+            raise DomainError(f"{num_channels} channels do not split into {num_groups} groups")
         self.num_groups, self.num_channels = int(num_groups), int(num_channels)
         self.eps, self.affine = float(eps), affine
         if affine:
@@ -732,7 +732,7 @@ class Embedding(Module):
         self.embedding_dim = as_int(embedding_dim, "Embedding: embedding_dim")
         if padding_idx is not None:
             if not -self.num_embeddings <= padding_idx < self.num_embeddings:
-                raise ValueError(f"padding_idx {padding_idx} out of range")
+                raise DomainError(f"padding_idx {padding_idx} out of range")
             padding_idx = padding_idx % self.num_embeddings
         self.padding_idx = padding_idx
         self.weight = _empty(self.num_embeddings, self.embedding_dim, dtype=dtype)
@@ -881,7 +881,7 @@ class RNNCell(_RNNCellBase):
         generator=None,
     ):
         if nonlinearity not in ("tanh", "relu"):
-            raise ValueError(f"nonlinearity must be 'tanh' or 'relu', got {nonlinearity!r}")
+            raise DomainError(f"nonlinearity must be 'tanh' or 'relu', got {nonlinearity!r}")
         super().__init__(input_size, hidden_size, bias, dtype, generator)
         self.nonlinearity = nonlinearity
 
@@ -964,9 +964,9 @@ class _ConvTransposeNd(Module):
         super().__init__()
         name = type(self).__name__
         if padding_mode != "zeros":
-            raise ValueError(f"{name}: only padding_mode='zeros' is supported (as in PyTorch)")
+            raise DomainError(f"{name}: only padding_mode='zeros' is supported (as in PyTorch)")
         if groups < 1 or in_channels % groups or out_channels % groups:
-            raise ValueError(
+            raise DomainError(
                 f"{name}: in_channels ({in_channels}) and out_channels ({out_channels}) must "
                 f"be divisible by groups ({groups})"
             )

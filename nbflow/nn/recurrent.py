@@ -14,7 +14,7 @@ import math
 import numpy as np
 
 from .. import ops
-from ..core.errors import ArgumentError, ShapeError
+from ..core.errors import ArgumentError, DomainError, ShapeError
 from ..eager.operators import Operators
 from ..eager.tensor import tensor
 from . import init
@@ -42,13 +42,13 @@ class _RNNBase(Module):
     ):
         super().__init__()
         if int(num_layers) < 1:
-            raise ValueError(f"num_layers must be >= 1, got {num_layers}")
+            raise DomainError(f"num_layers must be >= 1, got {num_layers}")
         if proj_size and self.states == 1:
-            raise ValueError("proj_size is only supported for LSTM, not RNN or GRU (as PyTorch)")
+            raise DomainError("proj_size is only supported for LSTM, not RNN or GRU (as PyTorch)")
         if not 0 <= int(proj_size) < max(int(hidden_size), 1):
-            raise ValueError(f"proj_size must be in [0, hidden_size), got {proj_size}")
+            raise DomainError(f"proj_size must be in [0, hidden_size), got {proj_size}")
         if not 0.0 <= dropout <= 1.0:
-            raise ValueError(f"dropout must be in [0, 1], got {dropout}")
+            raise DomainError(f"dropout must be in [0, 1], got {dropout}")
         self.input_size, self.hidden_size = int(input_size), int(hidden_size)
         self.num_layers, self.bias, self.batch_first = int(num_layers), bool(bias), batch_first
         self.dropout, self.bidirectional = float(dropout), bool(bidirectional)
@@ -208,7 +208,7 @@ class RNN(_RNNBase):
 
     def __init__(self, *args, nonlinearity="tanh", **kwargs):
         if nonlinearity not in ("tanh", "relu"):
-            raise ValueError(f"nonlinearity must be 'tanh' or 'relu', got {nonlinearity!r}")
+            raise DomainError(f"nonlinearity must be 'tanh' or 'relu', got {nonlinearity!r}")
         super().__init__(*args, **kwargs)
         self.nonlinearity = nonlinearity
 
