@@ -175,12 +175,7 @@ def backward(outputs, grad_outputs=None, retain_graph=None, create_graph=False, 
     """Accumulate gradients of `outputs` into the .grad of every leaf that requires grad (of
     `inputs` only, when given: leaves or not, as PyTorch's). The graph's saved values are
     freed unless retain_graph (default: create_graph)."""
-    outputs = _values(outputs)
-    if isinstance(grad_outputs, Tensor):
-        grad_outputs = [grad_outputs]
-    seeds = _seeds(outputs, grad_outputs)
-    free = not (create_graph if retain_graph is None else retain_graph)
-    leaf_grads, node_grads = backprop(outputs, seeds, create_graph, free=free)
+    leaf_grads, node_grads = _eager_backprop(outputs, grad_outputs, retain_graph, create_graph)
     if inputs is not None:
         targets = _values(inputs)
         grads = _gradients_of(targets, leaf_grads, node_grads, allow_unused=True)
@@ -194,6 +189,17 @@ def backward(outputs, grad_outputs=None, retain_graph=None, create_graph=False, 
     finally:  # (callbacks run even then: each may be a collective the other ranks wait in)
         if hooked:
             hooks.run_queued_callbacks()
+
+
+def _eager_backprop(outputs, grad_outputs, retain_graph, create_graph):
+    """backprop from eager outputs (one or several) and their seeds, freeing the graph's saved
+    values unless retain_graph (default: create_graph): backward's and grad's common part."""
+    outputs = _values(outputs)
+    if isinstance(grad_outputs, Tensor):
+        grad_outputs = [grad_outputs]
+    seeds = _seeds(outputs, grad_outputs)
+    free = not (create_graph if retain_graph is None else retain_graph)
+    return backprop(outputs, seeds, create_graph, free=free)
 
 
 def _accumulate(leaf, g, create_graph):
@@ -226,12 +232,7 @@ def grad(
 ):
     """d(outputs)/d(inputs) as a tuple, without touching .grad (PyTorch's autograd.grad). The
     graph's saved values are freed unless retain_graph (default: create_graph)."""
-    outputs = _values(outputs)
-    if isinstance(grad_outputs, Tensor):
-        grad_outputs = [grad_outputs]
-    seeds = _seeds(outputs, grad_outputs)
-    free = not (create_graph if retain_graph is None else retain_graph)
-    leaf_grads, node_grads = backprop(outputs, seeds, create_graph, free=free)
+    leaf_grads, node_grads = _eager_backprop(outputs, grad_outputs, retain_graph, create_graph)
     result = _gradients_of(_values(inputs), leaf_grads, node_grads, allow_unused)
     return tuple(g if g is None or create_graph else g.detach() for g in result)
 
