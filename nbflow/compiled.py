@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from .core.errors import ArgumentError, UnsupportedError
 from .graph.jit import jit
-from .nn.module import Module
+from .nn.modules.module import Module
 
 __all__ = ["OptimizedModule", "compile"]
 

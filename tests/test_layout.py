@@ -47,21 +47,18 @@ KNOWN_UPWARD = {
 BUDGET = 800  # lines per file
 # files over the budget today, capped at their current length: they may shrink, not grow
 OVER_BUDGET = {
-    "nn/layers.py": 1790,  # the layer classes (to split into nn/modules/<topic>.py)
     "kernels/cuda_impl.py": 1783,  # the CUDA skeletons of every kernel family
     "ops/elementwise.py": 1542,  # one short declaration per elementwise op
     "ops/conv.py": 1374,  # convolutions, pools and their gradients
     "graph/serialize.py": 1223,  # the program format, its schema checks and its loader
     "eager/tensor.py": 1226,  # Tensor, the eager trace and its plans
     "ops/special.py": 1191,  # one short declaration per special function
-    "nn/functional.py": 1123,  # (to split into nn/functional/<topic>.py)
     "ops/norm.py": 1129,  # the norms and their fused gradients
     "array_api/__init__.py": 904,  # the Array API standard's functions
     "ops/index.py": 898,
     "ops/reduce.py": 895,
     "graph/control.py": 880,  # cond and while as ops with sub-blocks
     "ops/shape.py": 873,
-    "nn/module.py": 854,
     "autograd/function.py": 836,
 }
 

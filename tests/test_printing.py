@@ -58,7 +58,7 @@ def test_typename_dtype_anomaly_and_testing():
     assert nb.typename(nb.ones(2)) == "nbflow.FloatTensor"
     assert nb.typename(nb.ones(2, dtype="int64")) == "nbflow.LongTensor"
     assert nb.typename(3) == "int"
-    assert nb.typename(nb.nn.Linear(1, 1)) == "nbflow.nn.layers.Linear"
+    assert nb.typename(nb.nn.Linear(1, 1)) == "nbflow.nn.modules.linear.Linear"
     assert isinstance(nb.ones(1).dtype, nb.dtype) and not isinstance("float32", nb.dtype)
     try:
         nb.set_anomaly_enabled(True)

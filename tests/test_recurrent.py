@@ -197,7 +197,7 @@ def test_lstm_fused_recurrence_equals_the_steps_op_by_op(config):
     lstm = nn.LSTM(3, 4, generator=nb.Generator(0), **config).double()
     fused = nn.LSTM(3, 4, **config).double()
     fused.load_state_dict(lstm.state_dict())
-    steps = lambda self, *a, **k: nn.recurrent._RNNBase._direction(self, *a, **k)
+    steps = lambda self, *a, **k: nn.modules.rnn._RNNBase._direction(self, *a, **k)
     lstm._direction = steps.__get__(lstm)  # this instance steps op by op
     data = np.random.default_rng(1).standard_normal((5, 2, 3))
     results = []

@@ -1,5 +1,5 @@
 """PyTorch's nn.parallel: DistributedDataParallel over nbflow.distributed's process group,
-and DataParallel (one device, from nn/more_layers.py).
+and DataParallel (one device).
 
 DistributedDataParallel (DDP) makes every rank's copy of a module the same at construction
 (rank 0's parameters and buffers, broadcast) and keeps them the same: after each backward()
@@ -20,6 +20,7 @@ every rank keeps its .grad as it was.
 from __future__ import annotations
 
 import contextlib
+import warnings
 
 import numpy as np
 
@@ -28,10 +29,32 @@ from ..core import hooks
 from ..core.errors import ArgumentError, DistributedError, UnsupportedError
 from ..eager.tensor import Tensor, version_counter
 from ..runtime import comm
-from .module import Module
-from .more_layers import DataParallel
+from .modules.module import Module
 
 __all__ = ["DistributedDataParallel", "DataParallel"]
+
+
+class DataParallel(Module):
+    """PyTorch's DataParallel on one device: forward calls `module` (kept as `.module`, so the
+    state_dict keys carry PyTorch's "module." prefix). nbflow does not replicate a module over
+    devices; more than one device id warns and runs on one."""
+
+    def __init__(self, module, device_ids=None, output_device=None, dim=0):
+        super().__init__()
+        if not isinstance(module, Module):
+            raise ArgumentError(f"DataParallel: expected an nn.Module, got {type(module).__name__}")
+        self.module = module
+        self.device_ids = [] if device_ids is None else list(device_ids)
+        if len(self.device_ids) > 1:
+            warnings.warn(
+                f"DataParallel: nbflow runs the module on one device, not on {self.device_ids}",
+                stacklevel=2,
+            )
+        self.output_device = output_device
+        self.dim = dim
+
+    def forward(self, *inputs, **kwargs):
+        return self.module(*inputs, **kwargs)
 
 
 class DistributedDataParallel(Module):

@@ -17,8 +17,8 @@ from ..core import STATE, no_grad
 from ..core import dtypes as dt
 from ..core.errors import DomainError, UnsupportedError
 from ..eager.tensor import EagerTrace, Tensor, tensor
-from ..nn.layers import _BatchNorm
-from ..nn.module import Module
+from ..nn.modules.batchnorm import _BatchNorm
+from ..nn.modules.module import Module
 from .lr_scheduler import LRScheduler, _per_group
 
 __all__ = [

@@ -36,7 +36,7 @@ from ..core.errors import GradientError, UnsupportedError
 from ..eager.tensor import EagerTrace, Tensor
 from ..func import _flatten, _unflatten
 from ..graph.program import Var
-from ..nn.layers import Sequential
+from ..nn.modules.container import Sequential
 from ..ops.creation import get_rng_state, set_rng_state
 
 __all__ = ["CheckpointError", "checkpoint", "checkpoint_sequential", "noop_context_fn"]

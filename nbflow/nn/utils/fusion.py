@@ -6,7 +6,7 @@ from __future__ import annotations
 import copy
 
 from ... import ops
-from ..module import Parameter
+from ..modules.module import Parameter
 
 __all__ = [
     "fuse_conv_bn_eval",

@@ -23,7 +23,7 @@ from ...core import STATE, no_grad, use_trace
 from ...core.errors import DomainError
 from ...eager.tensor import EagerTrace
 from .. import functional as F
-from ..module import Module, Parameter
+from ..modules.module import Module, Parameter
 from .parametrizations import _norm_except_dim
 
 __all__ = [

@@ -8,7 +8,7 @@ from __future__ import annotations
 from ... import ops
 from ...core import no_grad
 from ...core.errors import DomainError
-from ..module import Module
+from ..modules.module import Module
 from .parametrize import register_parametrization
 
 

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from ...core import no_grad
 from ...core.errors import DomainError
-from ..module import Module, ModuleDict, ModuleList, Parameter
+from ..modules.container import ModuleDict, ModuleList
+from ..modules.module import Module, Parameter
 
 
 class ParametrizationList(ModuleList):

@@ -21,7 +21,7 @@ from ...core import no_grad
 from ...core.errors import ArgumentError, DomainError, ShapeError
 from ...eager.tensor import Tensor, tensor
 from ...ops import creation
-from ..module import Module, Parameter
+from ..modules.module import Module, Parameter
 from .legacy import _WeightHook
 
 __all__ = [

@@ -4,9 +4,14 @@ state_dict)."""
 
 from __future__ import annotations
 
-from ..argcheck import real
-from ..core.errors import AttrError, DomainError
-from . import functional as F
+import warnings
+
+from ... import ops
+from ...argcheck import integer, real
+from ...core.errors import AttrError, DomainError, ShapeError
+from .. import functional as F
+from ..functional.loss import _reduction
+from .distance import PairwiseDistance
 from .module import Module
 
 _REDUCTIONS = ("mean", "sum", "none")
@@ -67,30 +72,6 @@ class BCEWithLogitsLoss(_Loss):
         )
 
 
-__all__ = ["BCEWithLogitsLoss", "CrossEntropyLoss", "L1Loss", "MSELoss", "NLLLoss"]
-
-
-# ---- more of PyTorch's losses (and the distance modules), each calling its functional form
-# (imported here, not above, so that this block merges as one piece)
-
-__all__ += [
-    "BCELoss",
-    "CosineEmbeddingLoss",
-    "CosineSimilarity",
-    "GaussianNLLLoss",
-    "HingeEmbeddingLoss",
-    "HuberLoss",
-    "KLDivLoss",
-    "MarginRankingLoss",
-    "MultiLabelSoftMarginLoss",
-    "PairwiseDistance",
-    "PoissonNLLLoss",
-    "SmoothL1Loss",
-    "SoftMarginLoss",
-    "TripletMarginLoss",
-]
-
-
 class _LegacyLoss(_Loss):
     """A loss taking PyTorch's deprecated size_average and reduce (which, when given, set the
     reduction as in PyTorch) before reduction."""
@@ -99,7 +80,7 @@ class _LegacyLoss(_Loss):
 
     def __init__(self, size_average=None, reduce=None, reduction="mean"):
         if size_average is not None or reduce is not None:
-            reduction = F._reduction(type(self).__name__, reduction, size_average, reduce)
+            reduction = _reduction(type(self).__name__, reduction, size_average, reduce)
         if reduction in self.more_reductions:
             Module.__init__(self)
             self.reduction = reduction
@@ -239,26 +220,105 @@ class MultiLabelSoftMarginLoss(_LegacyLoss):
         return F.multilabel_soft_margin_loss(input, target, self.weight, reduction=self.reduction)
 
 
-class CosineSimilarity(Module):
-    def __init__(self, dim=1, eps=1e-8):
-        super().__init__()
-        self.dim, self.eps = dim, float(eps)
+class CTCLoss(_Loss):
+    def __init__(self, blank=0, reduction="mean", zero_infinity=False):
+        super().__init__(reduction)
+        self.blank = integer(blank, "CTCLoss: blank")
+        self.zero_infinity = bool(zero_infinity)
 
-    def forward(self, x1, x2):
-        return F.cosine_similarity(x1, x2, self.dim, self.eps)
+    def forward(self, log_probs, targets, input_lengths, target_lengths):
+        return ops.ctc_loss(
+            log_probs,
+            targets,
+            input_lengths,
+            target_lengths,
+            self.blank,
+            self.reduction,
+            self.zero_infinity,
+        )
 
-    def extra_repr(self) -> str:
-        return f"dim={self.dim}, eps={self.eps}"
+
+class MultiMarginLoss(_LegacyLoss):
+    def __init__(
+        self, p=1, margin=1.0, weight=None, size_average=None, reduce=None, reduction="mean"
+    ):
+        super().__init__(size_average, reduce, reduction)
+        if p not in (1, 2):
+            raise DomainError(f"MultiMarginLoss: only p == 1 and p == 2 are supported, got {p!r}")
+        if weight is not None and weight.ndim != 1:
+            raise ShapeError(f"MultiMarginLoss: weight must be 1-D, got {weight.ndim}-D")
+        self.register_buffer("weight", weight)
+        self.p, self.margin = p, float(margin)
+
+    def forward(self, input, target):
+        return F.multi_margin_loss(
+            input, target, self.p, self.margin, self.weight, reduction=self.reduction
+        )
 
 
-class PairwiseDistance(Module):
-    def __init__(self, p=2.0, eps=1e-6, keepdim=False):
-        super().__init__()
-        self.norm = real(p, "PairwiseDistance: p")
-        self.eps, self.keepdim = real(eps, "PairwiseDistance: eps"), bool(keepdim)
+class MultiLabelMarginLoss(_LegacyLoss):
+    def forward(self, input, target):
+        return F.multilabel_margin_loss(input, target, reduction=self.reduction)
 
-    def forward(self, x1, x2):
-        return F.pairwise_distance(x1, x2, self.norm, self.eps, self.keepdim)
 
-    def extra_repr(self) -> str:
-        return f"p={self.norm}, eps={self.eps}, keepdim={self.keepdim}"
+class TripletMarginWithDistanceLoss(_Loss):
+    def __init__(self, *, distance_function=None, margin=1.0, swap=False, reduction="mean"):
+        super().__init__(reduction)
+        if margin <= 0:
+            raise DomainError(
+                f"TripletMarginWithDistanceLoss: margin must be greater than 0, got {margin}"
+            )
+        self.distance_function = distance_function or PairwiseDistance()
+        self.margin, self.swap = float(margin), bool(swap)
+
+    def forward(self, anchor, positive, negative):
+        return F.triplet_margin_with_distance_loss(
+            anchor,
+            positive,
+            negative,
+            distance_function=self.distance_function,
+            margin=self.margin,
+            swap=self.swap,
+            reduction=self.reduction,
+        )
+
+
+class NLLLoss2d(NLLLoss):
+    """PyTorch's deprecated alias of NLLLoss (with its legacy size_average and reduce)."""
+
+    def __init__(
+        self, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"
+    ):
+        warnings.warn(
+            "NLLLoss2d has been deprecated: use NLLLoss instead, a drop-in replacement",
+            FutureWarning,
+            stacklevel=2,
+        )
+        reduction = _reduction("NLLLoss2d", reduction, size_average, reduce)
+        super().__init__(weight, ignore_index=ignore_index, reduction=reduction)
+
+
+__all__ = [
+    "BCELoss",
+    "BCEWithLogitsLoss",
+    "CTCLoss",
+    "CosineEmbeddingLoss",
+    "CrossEntropyLoss",
+    "GaussianNLLLoss",
+    "HingeEmbeddingLoss",
+    "HuberLoss",
+    "KLDivLoss",
+    "L1Loss",
+    "MSELoss",
+    "MarginRankingLoss",
+    "MultiLabelMarginLoss",
+    "MultiLabelSoftMarginLoss",
+    "MultiMarginLoss",
+    "NLLLoss",
+    "NLLLoss2d",
+    "PoissonNLLLoss",
+    "SmoothL1Loss",
+    "SoftMarginLoss",
+    "TripletMarginLoss",
+    "TripletMarginWithDistanceLoss",
+]

@@ -27,41 +27,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..core import UNKNOWN, no_grad
-from ..core.dtypes import as_dtype
-from ..core.errors import DomainError, ShapeError, UnsupportedError
-from . import init
-from .layers import (
-    BatchNorm1d,
-    BatchNorm2d,
-    Conv1d,
-    Conv2d,
-    ConvTranspose1d,
-    ConvTranspose2d,
-    InstanceNorm1d,
-    InstanceNorm2d,
-    Linear,
-    _BatchNorm,
-)
+from ...core import UNKNOWN, no_grad
+from ...core.dtypes import as_dtype
+from ...core.errors import DomainError, ShapeError, UnsupportedError
+from .. import init
+from ..parameter import UninitializedBuffer, UninitializedError, UninitializedParameter, is_lazy
+from .batchnorm import BatchNorm1d, BatchNorm2d, BatchNorm3d, _BatchNorm
+from .conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
+from .instancenorm import InstanceNorm1d, InstanceNorm2d, InstanceNorm3d
+from .linear import Linear
 from .module import _EPOCH, Module, _made_eagerly
-from .parameter import UninitializedBuffer, UninitializedError, UninitializedParameter, is_lazy
-from .volumetric import BatchNorm3d, Conv3d, ConvTranspose3d, InstanceNorm3d
-
-__all__ = [
-    "LazyBatchNorm1d",
-    "LazyBatchNorm2d",
-    "LazyBatchNorm3d",
-    "LazyConv1d",
-    "LazyConv2d",
-    "LazyConv3d",
-    "LazyConvTranspose1d",
-    "LazyConvTranspose2d",
-    "LazyConvTranspose3d",
-    "LazyInstanceNorm1d",
-    "LazyInstanceNorm2d",
-    "LazyInstanceNorm3d",
-    "LazyLinear",
-]  # (LazyModuleMixin: nbflow.nn.lazy.LazyModuleMixin, as torch.nn.modules.lazy's)
 
 
 def _cpu(device, name):
@@ -149,9 +124,6 @@ class LazyModuleMixin:
                 return
 
 
-# ---------------------------------------------------------------- linear
-
-
 class LazyLinear(LazyModuleMixin, Linear):
     """A Linear whose in_features is the last dim of its first input."""
 
@@ -177,9 +149,6 @@ class LazyLinear(LazyModuleMixin, Linear):
 
     def _size_from(self, attr, shape):
         return shape[1] if attr == "weight" and len(shape) == 2 else None
-
-
-# ---------------------------------------------------------------- convolutions
 
 
 class _LazyConv(LazyModuleMixin):
@@ -259,14 +228,21 @@ def _conv_transpose(ordinary, dims):
 
 
 LazyConv1d = _conv(Conv1d, 1)
+
+
 LazyConv2d = _conv(Conv2d, 2)
+
+
 LazyConv3d = _conv(Conv3d, 3)
+
+
 LazyConvTranspose1d = _conv_transpose(ConvTranspose1d, 1)
+
+
 LazyConvTranspose2d = _conv_transpose(ConvTranspose2d, 2)
+
+
 LazyConvTranspose3d = _conv_transpose(ConvTranspose3d, 3)
-
-
-# ---------------------------------------------------------------- normalisation
 
 
 class _LazyNorm(LazyModuleMixin):
@@ -332,8 +308,35 @@ def _norm(ordinary):
 
 
 LazyBatchNorm1d = _norm(BatchNorm1d)
+
+
 LazyBatchNorm2d = _norm(BatchNorm2d)
+
+
 LazyBatchNorm3d = _norm(BatchNorm3d)
+
+
 LazyInstanceNorm1d = _norm(InstanceNorm1d)
+
+
 LazyInstanceNorm2d = _norm(InstanceNorm2d)
+
+
 LazyInstanceNorm3d = _norm(InstanceNorm3d)
+
+
+__all__ = [
+    "LazyBatchNorm1d",
+    "LazyBatchNorm2d",
+    "LazyBatchNorm3d",
+    "LazyConv1d",
+    "LazyConv2d",
+    "LazyConv3d",
+    "LazyConvTranspose1d",
+    "LazyConvTranspose2d",
+    "LazyConvTranspose3d",
+    "LazyInstanceNorm1d",
+    "LazyInstanceNorm2d",
+    "LazyInstanceNorm3d",
+    "LazyLinear",
+]

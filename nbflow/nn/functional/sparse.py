@@ -1,12 +1,11 @@
-"""PyTorch's F.embedding_bag and nn.EmbeddingBag: sums, means or maxima of bags of embeddings
-without materializing the (bags, entries, dim) lookup.
+"""Lookups: embedding, embedding_bag and one_hot.
 
-Composed from ops: index_select gathers the rows, index_add (sum, mean) or scatter_reduce
-'amax' (max) reduces them into their bags. The bag of each entry comes from the offsets on
-the host (they are data of the call, like packing lengths); the indices themselves may be
-graph vars. Entries equal to padding_idx are left out of their bag (and of a mean's count);
-an empty bag gives zeros, as in PyTorch.
-"""
+embedding_bag sums, means or maxima of bags of embeddings without materializing the (bags,
+entries, dim) lookup: index_select gathers the rows, index_add (sum, mean) or scatter_reduce
+'amax' (max) reduces them into their bags. The bag of each entry comes from the offsets on the
+host (they are data of the call, like packing lengths); the indices themselves may be graph
+vars. Entries equal to padding_idx are left out of their bag (and of a mean's count); an empty
+bag gives zeros, as in PyTorch."""
 
 from __future__ import annotations
 
@@ -14,12 +13,52 @@ import math
 
 import numpy as np
 
-from .. import ops
-from ..core import UNKNOWN, as_int, no_grad
-from ..core.errors import ShapeError, UnsupportedError
-from ..eager.tensor import Tensor, tensor
-from . import init
-from .module import Module, Parameter
+from ... import ops
+from ...core import UNKNOWN, no_grad
+from ...core.errors import DomainError, ShapeError, UnsupportedError
+from ...eager.tensor import Tensor, tensor
+
+
+def embedding(
+    input,
+    weight,
+    padding_idx=None,
+    max_norm=None,
+    norm_type=2.0,
+    scale_grad_by_freq=False,
+    sparse=False,
+):
+    """PyTorch's F.embedding: rows of weight picked by the integer `input`. With max_norm,
+    each looked-up row whose norm_type-norm exceeds it is first scaled to max_norm, in place
+    and without gradient, as PyTorch does (so the weight's version moves)."""
+    if scale_grad_by_freq or sparse:
+        raise UnsupportedError(
+            "embedding: scale_grad_by_freq and sparse gradients are not supported"
+        )
+    if max_norm is not None:
+        _renorm_rows(weight, input, float(max_norm), float(norm_type))
+    return ops.embedding(input, weight, padding_idx)
+
+
+def _renorm_rows(weight, indices, max_norm: float, norm_type: float):
+    """PyTorch's embedding_renorm_: row i *= max_norm / (norm + 1e-7) where norm > max_norm
+    (a row looked up twice gets the same new value twice)."""
+    with no_grad():
+        index = ops.reshape(indices, -1)
+        rows = ops.index_select(weight, 0, index)  # (an index out of range: before any write)
+        norms = ops.norm(rows, norm_type, axis=1, keepdims=True)
+        scale = ops.where(norms > max_norm, max_norm / (norms + 1e-7), ops.ones_like(norms))
+        ops.index_put_(weight, (index,), rows * scale)
+
+
+def one_hot(tensor, num_classes=-1):
+    """int64 one-hot rows; num_classes -1 takes the largest label + 1 (eager tensors only,
+    as it reads the values)."""
+    if num_classes == -1:
+        if tensor.size == 0:
+            raise DomainError("one_hot: cannot infer num_classes from an empty tensor")
+        num_classes = int(ops.max(tensor).item()) + 1
+    return ops.one_hot(tensor, num_classes=num_classes)
 
 
 def _bags(input, offsets, include_last_offset, device):
@@ -120,65 +159,4 @@ def embedding_bag(
     return out / ops.maximum(count, 1.0) if mode == "mean" else out
 
 
-class EmbeddingBag(Module):
-    """A lookup table whose bags of rows are reduced on the fly (F.embedding_bag); weight
-    (num_embeddings, embedding_dim) initialised normal(0, 1), the padding_idx row zero."""
-
-    def __init__(
-        self,
-        num_embeddings,
-        embedding_dim,
-        max_norm=None,
-        norm_type=2.0,
-        scale_grad_by_freq=False,
-        mode="mean",
-        sparse=False,
-        _weight=None,
-        include_last_offset=False,
-        padding_idx=None,
-        dtype=None,
-        generator=None,
-    ):
-        super().__init__()
-        self.num_embeddings = as_int(num_embeddings, "EmbeddingBag: num_embeddings")
-        self.embedding_dim = as_int(embedding_dim, "EmbeddingBag: embedding_dim")
-        if padding_idx is not None:
-            if not -self.num_embeddings <= padding_idx < self.num_embeddings:
-                raise ValueError(f"padding_idx {padding_idx} out of range")
-            padding_idx %= self.num_embeddings
-        self.max_norm, self.norm_type = max_norm, norm_type
-        self.scale_grad_by_freq, self.mode, self.sparse = scale_grad_by_freq, mode, sparse
-        self.include_last_offset, self.padding_idx = include_last_offset, padding_idx
-        if _weight is not None:
-            self.weight = Parameter(_weight)
-        else:
-            self.weight = Parameter(ops.zeros((num_embeddings, embedding_dim), dtype=dtype))
-            self.reset_parameters(generator)
-
-    def reset_parameters(self, generator=None) -> None:
-        init.normal_(self.weight, generator=generator)
-        if self.padding_idx is not None:
-            with no_grad():
-                self.weight[self.padding_idx] = 0.0
-
-    def forward(self, input, offsets=None, per_sample_weights=None):
-        return embedding_bag(
-            input,
-            self.weight,
-            offsets,
-            self.max_norm,
-            self.norm_type,
-            self.scale_grad_by_freq,
-            self.mode,
-            self.sparse,
-            per_sample_weights,
-            self.include_last_offset,
-            self.padding_idx,
-        )
-
-    def extra_repr(self) -> str:
-        s = f"{self.num_embeddings}, {self.embedding_dim}, mode='{self.mode}'"
-        return s if self.padding_idx is None else s + f", padding_idx={self.padding_idx}"
-
-
-__all__ = ["EmbeddingBag", "embedding_bag"]
+__all__ = ["embedding", "embedding_bag", "one_hot"]

@@ -36,24 +36,21 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .. import ops
-from ..core import STATE, argument_error, no_grad, use_trace
-from ..core import dtypes as dt
-from ..core.errors import (
+from ... import ops
+from ...core import STATE, argument_error, no_grad, use_trace
+from ...core import dtypes as dt
+from ...core.errors import (
     ArgumentError,
     DomainError,
     DTypeError,
     NbflowError,
-    OutOfRangeError,
     ShapeError,
     UnsupportedError,
 )
-from ..core.hooks import HookDict, RemovableHandle, add_node_hook
-from ..eager.tensor import EagerTrace, Tensor, from_numpy, tensor
-from ..graph.jit import zero_grads
-from .parameter import assign_buffer, buffer_persistence, is_lazy
-
-__all__ = ["Module", "ModuleDict", "ModuleList", "Parameter", "StateDictError"]
+from ...core.hooks import HookDict, RemovableHandle, add_node_hook
+from ...eager.tensor import EagerTrace, Tensor, from_numpy, tensor
+from ...graph.jit import zero_grads
+from ..parameter import assign_buffer, buffer_persistence, is_lazy
 
 
 class StateDictError(NbflowError, KeyError):
@@ -606,14 +603,6 @@ class _ModuleHookHandle(RemovableHandle):
         super().remove()
 
 
-# ---------------------------------------------------------------- full backward hooks
-#
-# The module's inputs that require grad pass through one op with one output per input
-# (flatten, concat, split, reshape back), and so do its outputs: the gradients of all of them
-# then arrive at once, at that op's node, where a node hook sees them together. The inputs'
-# node gives grad_input (and may replace it), the outputs' node records grad_output.
-
-
 class _BackwardState:
     def __init__(self, module, hooks, n_args):
         self.module, self.hooks = module, hooks
@@ -743,112 +732,4 @@ def _source(key: str, value, target: Tensor) -> Tensor:
     return from_numpy(np.ascontiguousarray(array).reshape(array.shape))
 
 
-def renumber(container: Module, modules) -> None:
-    """Make `modules` the container's children, named "0", "1", ... in order (PyTorch's
-    numbering after an insertion or a deletion); a non-Module among them changes nothing."""
-    for m in modules:
-        if not isinstance(m, Module):
-            raise ArgumentError(f"{type(container).__name__}: {type(m).__name__} is not a Module")
-    for name in list(container._modules):
-        delattr(container, name)
-    for i, m in enumerate(modules):
-        container.add_module(str(i), m)
-
-
-def insertion_index(container: Module, index: int) -> int:
-    n = len(container._modules)
-    if not -n <= index <= n:
-        raise OutOfRangeError(f"index {index} out of range for inserting into {n} modules")
-    return index + n if index < 0 else index
-
-
-class ModuleList(Module):
-    """A list of modules, registered as children "0", "1", ..."""
-
-    def __init__(self, modules=None):
-        super().__init__()
-        for m in modules or ():
-            self.append(m)
-
-    def append(self, module: Module) -> ModuleList:
-        self.add_module(str(len(self._modules)), module)
-        return self
-
-    def extend(self, modules) -> ModuleList:
-        for m in modules:
-            self.append(m)
-        return self
-
-    def _index(self, i: int) -> int:
-        n = len(self._modules)
-        if not -n <= i < n:
-            raise OutOfRangeError(f"index {i} out of range for {type(self).__name__} of length {n}")
-        return i + n if i < 0 else i
-
-    def __getitem__(self, i):
-        if isinstance(i, slice):
-            return type(self)(list(self._modules.values())[i])
-        return self._modules[str(self._index(i))]
-
-    def __setitem__(self, i: int, module: Module) -> None:
-        self.add_module(str(self._index(i)), module)
-
-    def __delitem__(self, i) -> None:
-        modules = list(self._modules.values())
-        del modules[i if isinstance(i, slice) else self._index(i)]
-        renumber(self, modules)
-
-    def insert(self, index: int, module: Module) -> None:
-        modules = list(self._modules.values())
-        modules.insert(insertion_index(self, index), module)
-        renumber(self, modules)
-
-    def pop(self, index: int = -1) -> Module:
-        module = self[index]
-        del self[index]
-        return module
-
-    def __len__(self) -> int:
-        return len(self._modules)
-
-    def __iter__(self):
-        return iter(self._modules.values())
-
-    def forward(self, *args, **kwargs):
-        raise UnsupportedError(
-            f"{type(self).__name__} is a container: iterate over it in the parent's forward()"
-        )
-
-
-class ModuleDict(Module):
-    """A dict of modules, registered under their keys."""
-
-    def __init__(self, modules=None):
-        super().__init__()
-        for name, m in dict(modules or {}).items():
-            self[name] = m
-
-    def __getitem__(self, name: str) -> Module:
-        return self._modules[name]
-
-    def __setitem__(self, name: str, module: Module) -> None:
-        self._check_name(name, "module")
-        self.add_module(name, module)
-
-    def __contains__(self, name) -> bool:
-        return name in self._modules
-
-    def __len__(self) -> int:
-        return len(self._modules)
-
-    def __iter__(self):
-        return iter(self._modules)
-
-    def keys(self):
-        return self._modules.keys()
-
-    def values(self):
-        return self._modules.values()
-
-    def items(self):
-        return self._modules.items()
+__all__ = ["Module", "Parameter", "StateDictError"]

@@ -7,20 +7,21 @@ Masks and the is_causal flags are as MultiheadAttention's (bool: True where atte
 not allowed; float: added to the scores). PyTorch's is_causal is a hint that the mask given
 is the causal one; here it applies the causal mask itself, so the mask may be left out."""
 
-from __future__ import annotations
-
 import copy
 import math
 
-from .. import ops
-from ..argcheck import integer, shown
-from ..core.dtypes import as_dtype
-from ..core.errors import ArgumentError, ShapeError
-from . import functional as F
-from . import init
+from ... import ops
+from ...argcheck import integer, shown
+from ...core.dtypes import as_dtype
+from ...core.errors import ArgumentError, ShapeError
+from .. import functional as F
+from .. import init
 from .attention import MultiheadAttention
-from .layers import Dropout, LayerNorm, Linear
-from .module import Module, ModuleList
+from .container import ModuleList
+from .dropout import Dropout
+from .linear import Linear
+from .module import Module
+from .normalization import LayerNorm
 
 
 def _activation(activation, module):

@@ -3,19 +3,19 @@ graph mode and on the GPU): the q, k and v projections (one GEMM for self-attent
 heads as a batch dim, scaled dot-product attention (functional.attention_weights) and the
 output projection. Parameters by PyTorch's names (in_proj_weight, or q_proj_weight,
 k_proj_weight and v_proj_weight when kdim / vdim differ from embed_dim; in_proj_bias,
-bias_k, bias_v, out_proj.weight, ...). The Transformer modules are in nn/transformer.py."""
+bias_k, bias_v, out_proj.weight, ...). The Transformer modules are in nn/modules/transformer.py."""
 
 from __future__ import annotations
 
 import math
 
-from .. import ops
-from ..core import dtypes as dt
-from ..core import is_int
-from ..core.errors import DomainError, DTypeError, ShapeError
-from . import functional as F
-from . import init
-from .layers import Linear
+from ... import ops
+from ...core import dtypes as dt
+from ...core import is_int
+from ...core.errors import DomainError, DTypeError, ShapeError
+from .. import init
+from ..functional.attention import attention_weights
+from .linear import Linear
 from .module import Module, Parameter
 
 
@@ -131,7 +131,7 @@ class MultiheadAttention(Module):
         mask = self._mask(query, attn_mask, key_padding_mask, is_causal, batch, length, source)
         if mask is not None and k.shape[2] > source:  # the appended keys are always seen
             mask = ops.pad(mask, ((0, 0),) * (mask.ndim - 1) + ((0, k.shape[2] - source),))
-        weights = F.attention_weights(q, k, mask)
+        weights = attention_weights(q, k, mask)
         if self.dropout and self.training:
             weights = ops.dropout(weights, self.dropout, True, self.generator)
         out = ops.matmul(weights, v)  # (batch, heads, L, head_dim)
