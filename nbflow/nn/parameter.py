@@ -6,9 +6,9 @@ UninitializedBuffer.
   register_buffer does. It is a plain Tensor sharing t's memory (t detached, as PyTorch's);
   the mark lives beside it (nbflow's Tensor has fixed slots), so `isinstance(b, nn.Buffer)`
   holds for it and it works in every op.
-- UninitializedParameter / UninitializedBuffer stand for a lazy module's tensors until their
-  shape is known (nn/lazy.py). They hold no data: reading their shape, or using them in an op,
-  raises UninitializedError. `materialize(shape)` gives one its memory in place, the same
+- UninitializedParameter / UninitializedBuffer stand for a lazy module's (modules/lazy.py)
+  tensors until their shape is known. They hold no data: reading their shape, or using them in
+  an op, raises UninitializedError. `materialize(shape)` gives one its memory in place, the same
   object becoming a plain Tensor (PyTorch's cls_to_become), so whatever holds it (a module, an
   optimizer) holds the materialised tensor.
 """

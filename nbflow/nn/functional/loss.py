@@ -293,7 +293,7 @@ def multilabel_soft_margin_loss(
     return _reduce(loss, reduction)
 
 
-# ctc_loss (nbflow/ops/ctc.py), and the margin losses of nbflow/nn/losses_extra.py
+# an op (nbflow/ops/ctc.py)
 ctc_loss = ops.ctc_loss
 
 

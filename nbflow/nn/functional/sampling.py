@@ -92,7 +92,7 @@ def _constant(values, dtype, like):
 def pad(input, pad, mode="constant", value=None):
     """PyTorch's pad: `pad` holds (before, after) pairs from the last dim backwards, so
     pad(x, (1, 1)) pads the last dim; mode 'constant' (with `value`), 'reflect', 'replicate'
-    or 'circular' (nn/spatial.py)."""
+    or 'circular' (pad_modes)."""
     pad = integers(pad, "pad: pad")
     if not isinstance(mode, str):
         raise AttrError(

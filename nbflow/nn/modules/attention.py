@@ -3,7 +3,7 @@ graph mode and on the GPU): the q, k and v projections (one GEMM for self-attent
 heads as a batch dim, scaled dot-product attention (functional.attention_weights) and the
 output projection. Parameters by PyTorch's names (in_proj_weight, or q_proj_weight,
 k_proj_weight and v_proj_weight when kdim / vdim differ from embed_dim; in_proj_bias,
-bias_k, bias_v, out_proj.weight, ...). The Transformer modules are in nn/modules/transformer.py."""
+bias_k, bias_v, out_proj.weight, ...). The Transformer modules are in transformer.py."""
 
 from __future__ import annotations
 
