@@ -5,16 +5,34 @@ Samples draw only from nbflow Generators (`generator=` or the default one reseed
 Generator's own numpy stream and have no rsample.
 """
 
-from . import constraints, more_kl, transforms  # noqa: F401  (more_kl registers KL pairs)
-from .continuous import Exponential, Laplace, Normal, Uniform
-from .discrete import Bernoulli, Categorical, OneHotCategorical
+from . import constraints, transforms
+from .continuous import (
+    Cauchy,
+    Chi2,
+    Dirichlet,
+    Exponential,
+    FisherSnedecor,
+    Laplace,
+    Normal,
+    StudentT,
+    Uniform,
+    VonMises,
+)
+from .discrete import (
+    Bernoulli,
+    Binomial,
+    Categorical,
+    Geometric,
+    Multinomial,
+    NegativeBinomial,
+    OneHotCategorical,
+    Poisson,
+)
 from .distribution import Distribution
 from .gamma import Beta, Gamma
 from .independent import Independent
 from .kl import kl_divergence, register_kl
 from .mixture import MixtureSameFamily
-from .more_continuous import Cauchy, Chi2, Dirichlet, FisherSnedecor, StudentT, VonMises
-from .more_discrete import Binomial, Geometric, Multinomial, NegativeBinomial, Poisson
 from .multivariate_normal import MultivariateNormal
 from .transformed import (
     Gumbel,

@@ -15,11 +15,10 @@ from .. import ops
 from ..core.errors import DomainError, ShapeError
 from ..eager.tensor import tensor
 from . import constraints
-from .continuous import Exponential, Normal, Uniform
+from .continuous import Cauchy, Exponential, Normal, Uniform
 from .distribution import Distribution, as_tensor, broadcast_all
 from .gamma import Gamma
 from .independent import Independent, _sum_rightmost
-from .more_continuous import Cauchy
 from .transforms import (
     AbsTransform,
     AffineTransform,
