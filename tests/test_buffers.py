@@ -114,3 +114,16 @@ def test_the_cache_stays_under_its_limit_and_frees_unused_buffers_first(monkeypa
         assert (a == i).all()
     big = buffers.empty((4 * N,), np.float32)  # over the whole limit: never tracked
     assert big.base is not None and buffers._kept_bytes <= buffers.CACHE_BYTES
+
+
+def test_a_reshape_that_must_copy_copies_into_a_recycled_buffer():
+    # heads (batch, heads, L, d) permuted back to (batch, L, heads * d): no view can do it
+    values = np.arange(N, dtype=np.float32).reshape(4, 2, -1, 8)
+    heads = nb.tensor(values).permute(0, 2, 1, 3)
+    merged = heads.reshape(4, -1, 16)
+    np.testing.assert_array_equal(merged.numpy(), values.transpose(0, 2, 1, 3).reshape(4, -1, 16))
+    first = address(merged)
+    del merged
+    assert address(heads.reshape(4, -1, 16)) == first
+    x = nb.tensor(values)
+    assert np.shares_memory(x.reshape(-1).numpy(), x.numpy())  # contiguous: a view, no copy

@@ -2,10 +2,9 @@
 stack, split, pad, flip, tile, repeat; each gradient rule right below its op.
 
 Ops that only re-describe memory (reshape, permute, flip, ...) are view ops: the launcher
-returns a numpy view and the result shares the input's version counter. The others copy into
-the preallocated output. Each op is declared as `<name>_op` (registered as `<name>`); the
-public function `<name>` takes PyTorch/numpy-style arguments (`x.reshape(2, 3)`,
-`concat([a, b], axis=1)`) and calls it.
+returns a numpy view (a reshape no view expresses copies into a recycled buffer) sharing the
+input's version counter; the others write the preallocated output. `<name>_op` is the op; the
+public `<name>` takes PyTorch/numpy-style arguments (`x.reshape(2, 3)`, `concat([a, b], 1)`).
 
 Gradient rules that need a shape take it from a tensor (`reshape_like`, `split_like`,
 `sum_to_like`) rather than from an attr, so that they also work in graph mode, where a dim may
@@ -20,6 +19,7 @@ from ..argcheck import integers
 from ..core import UNKNOWN, Attr, Op, Spec, as_int, normalize_axis
 from ..core import dtypes as dt
 from ..core.errors import AttrError, DomainError, ShapeError
+from ..runtime import buffers
 from .broadcast import sum_to_like
 
 # ---------------------------------------------------------------- helpers
@@ -98,7 +98,7 @@ reshape_op = _declare(
     "reshape",
     ("x",),
     lambda x, shape: Spec(resolve_shape(x.shape, shape), x.dtype),
-    lambda x, shape: np.reshape(x, shape),
+    buffers.reshaped,
     lambda x, shape: np.reshape(x, shape),
     "x with a new shape holding the same elements in order; one dim may be -1 (inferred). "
     "A view when the memory layout allows it, else a copy (as numpy and PyTorch).",
@@ -123,7 +123,7 @@ reshape_like = _declare(
     "reshape_like",
     ("x", "like"),
     _reshape_like_spec,
-    lambda x, like: np.reshape(x, like.shape),
+    lambda x, like: buffers.reshaped(x, like.shape),
     lambda x, like: np.reshape(x, like.shape),
     "x reshaped to the shape of `like` (same number of elements).",
     view=True,
@@ -340,7 +340,7 @@ def _flattened(shape, start_axis, end_axis) -> tuple[int, ...]:
 
 
 def _flatten_cpu(x, start_axis=0, end_axis=-1):
-    return np.reshape(x, _flattened(x.shape, start_axis, end_axis))
+    return buffers.reshaped(x, _flattened(x.shape, start_axis, end_axis))
 
 
 flatten_op = _declare(

@@ -103,3 +103,22 @@ def empty_cache() -> int:
     """Let go of the kept buffers nothing uses (they are freed); returns the bytes released."""
     with _lock:
         return _release_unused()
+
+
+def contiguous(a: np.ndarray) -> np.ndarray:
+    """`a` in C order: itself when it is, else a copy into a recycled buffer (a strided view
+    made contiguous in every step, an attention layer's heads, would fault fresh pages)."""
+    if a.flags.c_contiguous:
+        return a
+    out = empty(a.shape, a.dtype)
+    np.copyto(out, a)
+    return out
+
+
+def reshaped(a: np.ndarray, shape) -> np.ndarray:
+    """np.reshape(a, shape): a view where the layout allows it, else a copy into a recycled
+    buffer."""
+    try:
+        return np.reshape(a, shape, copy=False)
+    except ValueError:  # the layout needs a copy
+        return contiguous(a).reshape(shape)
