@@ -98,8 +98,9 @@ def _apply_rule(node, grads):
     try:
         if len(outs) == 1:
             in_grads = node.op.grad(grads[0], outs[0], *ins, **node.attrs)
-        else:  # outputs nobody used get zeros, so rules see every output's gradient
-            if node.attrs.get("materialize_grads", True):  # (a custom Function may want None)
+        else:  # outputs nobody used get zeros (unless the op or a Function takes None)
+            wanted = getattr(node.op, "materialize_grads", True)  # (duck-typed ops: no field)
+            if wanted and node.attrs.get("materialize_grads", True):
                 grads = [
                     g if g is not None or isinstance(o, _Stale) else ops.zeros_like(o)
                     for g, o in zip(grads, outs)

@@ -289,6 +289,9 @@ class Op:
       this op, as it does for elementwise ops.
     - `saves_target`: for an in-place op whose gradient reads the target's old value (mul_,
       clip_): when recording, eager mode keeps a copy of it, as PyTorch does.
+    - `materialize_grads`: False gives the gradient rule of a multi-output op None for each
+      output nobody used, instead of zeros (autograd.Function's set_materialize_grads), for a
+      rule that skips those terms rather than reading zeros.
     - `on_dim`: called instead of the op when the caller spells the axis `dim=` and PyTorch's
       result differs from nbflow's (max and min: values and indices); other ops take `dim=`
       and PyTorch's other names (PYTORCH_NAMES) as their own.
@@ -312,6 +315,7 @@ class Op:
     overwrites: tuple[int, ...] = ()
     saves_target: bool = False
     on_dim: Callable | None = None
+    materialize_grads: bool = True
     no_derivative: str = ""
     doc: str = ""
 

@@ -27,6 +27,7 @@ from numba.extending import overload
 from ..core import dtypes as dt
 from ..core import overlaps_partly
 from ..core.errors import KernelCompileError
+from ..runtime import buffers
 from . import codegen, vecmath
 from .jit import njit
 
@@ -466,7 +467,7 @@ def axis_rows(x: np.ndarray, axis: int) -> np.ndarray:
         return x.reshape(-1, x.shape[-1])  # already so: no moveaxis (3 us a call)
     moved = np.moveaxis(x, axis, -1) if x.ndim else x.reshape(1)
     n = moved.shape[-1]
-    return np.ascontiguousarray(moved).reshape(moved.size // n if n else 0, n)
+    return buffers.contiguous(moved).reshape(moved.size // n if n else 0, n)
 
 
 def write_axis_rows(out: np.ndarray, axis: int, fill) -> None:
@@ -481,7 +482,7 @@ def write_axis_rows(out: np.ndarray, axis: int, fill) -> None:
     if moved.flags.c_contiguous:
         fill(moved.reshape(shape2))
     else:
-        tmp = np.empty(shape2, out.dtype)
+        tmp = buffers.empty(shape2, out.dtype)
         fill(tmp)
         moved[...] = tmp.reshape(moved.shape)
 
@@ -508,7 +509,7 @@ def reduce_rows(kernel, x: np.ndarray, axes, out: np.ndarray, *params, cols=None
         for i in range(middle[0]):
             cols(x3[i], out2[i], *params)
     else:
-        x2 = np.ascontiguousarray(x.transpose(kept + list(axes))).reshape(outer, inner)
+        x2 = buffers.contiguous(x.transpose(kept + list(axes))).reshape(outer, inner)
         kernel(x2, out1, *params)
     if not out.flags.c_contiguous:  # reshape may have copied
         out[...] = out1.reshape(out.shape)

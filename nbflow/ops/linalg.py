@@ -15,6 +15,7 @@ from ..kernels import blas, threads
 from ..kernels.cpu import BODIES, JIT
 from ..kernels.cuda import not_supported
 from ..kernels.jit import njit
+from ..runtime import buffers
 from ._define import inplace_variant
 from .broadcast import broadcast_to_like
 from .elementwise import relu, relu_grad
@@ -98,7 +99,7 @@ def _matmul_cpu(a, b, out):
         # stacked rows times one matrix (a linear layer on (B, T, K)): one GEMM over the
         # flattened rows; numpy's matmul would loop over the stack, or leave BLAS altogether
         # for an operand whose stack is strided (a batch_first/sequence-first transpose)
-        rows = np.ascontiguousarray(a).reshape(-1, a.shape[-1])
+        rows = buffers.contiguous(a).reshape(-1, a.shape[-1])
         _gemm(rows, b, out.reshape(-1, out.shape[-1]))
     elif out.ndim > 2 and out.shape[0] > 1:
         # a stack of products (attention's heads): numpy's loop calls BLAS once per matrix,

@@ -18,6 +18,7 @@ from ..kernels.cpu import JIT
 from ..kernels.cuda import not_supported
 from ..kernels.jit import njit
 from ..kernels.vecmath import sigmoid, tanh
+from .creation import full
 
 FLOATS = dt.FLOATS
 
@@ -154,6 +155,7 @@ lstm_sequence = Op(
     dtypes=FLOATS,
     ref=_lstm_ref,
     attrs={"reverse": Attr("bool", False)},
+    materialize_grads=False,
     doc=(
         "An LSTM layer's recurrence over all steps: xw (T, B, 4H) the input projections "
         "(x W_ih^T + b_ih), w_hh (4H, H), b_hh (4H,), initial state h0, c0 (B, H) -> every "
@@ -165,8 +167,10 @@ lstm_sequence = Op(
 
 @lstm_sequence.defgrad
 def _lstm_sequence_grad(g, outs, xw, w_hh, b_hh, h0, c0, reverse):
-    g_hs, g_cs, g_gates = g
+    # an output nobody used (the cell states, the gates: nn.LSTM reads neither) comes as None
+    # (materialize_grads=False) and goes in as a 0-d zero: no (steps, batch, 4H) zeros made
     hs, cs, gates = outs
+    g_hs, g_cs, g_gates = (full((), 0.0, dtype=hs.dtype) if d is None else d for d in g)
     dxw, dw, db, dh0, dc0 = lstm_sequence_grad(
         g_hs, g_cs, g_gates, hs, cs, gates, w_hh, h0, c0, reverse=reverse
     )
@@ -176,9 +180,10 @@ def _lstm_sequence_grad(g, outs, xw, w_hh, b_hh, h0, c0, reverse):
 
 def _lstm_grad_spec(g_hs, g_cs, g_gates, hs, cs, gates, w_hh, h0, c0, reverse):
     for name, a, b in (("g_hs", g_hs, hs), ("g_cs", g_cs, cs), ("g_gates", g_gates, gates)):
-        if tuple(a.shape) != tuple(b.shape):
+        if tuple(a.shape) not in ((), tuple(b.shape)):
             raise ShapeError(
                 f"lstm_sequence_grad: {name} of shape {tuple(a.shape)} should be {tuple(b.shape)}"
+                " (or 0-d: zero)"
             )
     d = dt.promote([a.dtype for a in (g_hs, g_cs, g_gates, gates, w_hh)])
     return (
@@ -190,6 +195,16 @@ def _lstm_grad_spec(g_hs, g_cs, g_gates, hs, cs, gates, w_hh, h0, c0, reverse):
     )
 
 
+def _per_step(g, like, d):
+    """g in C order as `like`'s steps; a 0-d g (zero) as one zero step repeated by a 0 stride
+    (writeable, unlike broadcast_to's, so the kernel compiles for one array type; never
+    written)."""
+    if g.ndim == 0:
+        zero = np.zeros(like.shape[1:], d)
+        return np.lib.stride_tricks.as_strided(zero, like.shape, (0,) + zero.strides)
+    return np.ascontiguousarray(g, d)
+
+
 def _lstm_grad_cpu(*arrays, reverse):
     key = ("lstm_sequence_grad", arrays[5].shape, arrays[6].shape, arrays[9].dtype, reverse)
     threads.blas_call(key, _backward, *arrays, reverse)
@@ -198,7 +213,9 @@ def _lstm_grad_cpu(*arrays, reverse):
 def _backward(g_hs, g_cs, g_gates, hs, cs, gates, w_hh, h0, c0, dxw, dw, db, dh0, dc0, reverse):
     d = dxw.dtype
     w = np.ascontiguousarray(w_hh, d)
-    g_hs, g_cs, g_gates = (np.ascontiguousarray(a, d) for a in (g_hs, g_cs, g_gates))
+    g_hs, g_cs, g_gates = (
+        _per_step(a, b, d) for a, b in ((g_hs, hs), (g_cs, cs), (g_gates, gates))
+    )
     steps = gates.shape[0]
     dh, dc = np.zeros(h0.shape, d), np.zeros(c0.shape, d)  # from the step after
     dc_prev = np.empty(c0.shape, d)
@@ -224,6 +241,9 @@ def _backward(g_hs, g_cs, g_gates, hs, cs, gates, w_hh, h0, c0, dxw, dw, db, dh0
 
 def _lstm_grad_ref(g_hs, g_cs, g_gates, hs, cs, gates, w_hh, h0, c0, reverse=False):
     # the forward's derivative by hand, in float64
+    g_hs, g_cs, g_gates = (
+        np.broadcast_to(a, b.shape) for a, b in zip((g_hs, g_cs, g_gates), (hs, cs, gates))
+    )
     g_hs, g_cs, g_gates, hs, cs, gates, w_hh, h0, c0 = (
         a.astype(np.float64) for a in (g_hs, g_cs, g_gates, hs, cs, gates, w_hh, h0, c0)
     )
