@@ -32,6 +32,7 @@ from ..kernels import blas, threads
 from ..kernels.cpu import JIT
 from ..kernels.jit import njit
 from ..kernels.windows import adaptive_bin, avg_window, max_window
+from ..runtime import buffers
 from . import reduce as _reduce
 from . import shape as _shape
 from .index import take_along_axis
@@ -395,10 +396,9 @@ class Columns:
         return [(a, min(a + self.chunk, stop)) for a in range(start, stop, self.chunk)]
 
     def space(self):
-        """One thread's buffers: the columns (flat), and the zero-padded image (its border
-        stays 0)."""
-        cols = np.empty(self.conv.groups * self.k * self.chunk * self.length, self.dtype)
-        padded = np.zeros(self.padded_shape, self.dtype) if self.from_padded else None
+        """One thread's buffers (recycled): the columns (flat), the zero-padded image."""
+        cols = buffers.empty((self.conv.groups * self.k * self.chunk * self.length,), self.dtype)
+        padded = buffers.zeros(self.padded_shape, self.dtype) if self.from_padded else None
         return cols, padded
 
     def unfold(self, x, start, stop, space):
@@ -437,7 +437,7 @@ class Columns:
 
     def grad_buffer(self, channels, dtype):
         """A thread's buffer for `grad` (zeros in the cropped columns)."""
-        return np.zeros(channels * self.chunk * self.length, dtype)
+        return buffers.zeros((channels * self.chunk * self.length,), dtype)
 
     def grad(self, g, start, stop, buffer):
         """Images [start, stop) of the output gradient g (N, O, ...) as (G, O/G, (stop -
@@ -513,7 +513,7 @@ def _conv_forward(conv, x, w, *rest):
 
     def part(start, stop):
         space = columns.space()
-        products = np.empty(w3.shape[0] * w3.shape[1] * columns.chunk * columns.length, out.dtype)
+        products = buffers.empty((out.shape[1] * columns.chunk * columns.length,), out.dtype)
         for a, b in columns.chunks(start, stop):
             product = _view(products, (*w3.shape[:2], (b - a) * columns.length))
             np.matmul(w3, columns.unfold(x, a, b, space), out=product)

@@ -105,6 +105,13 @@ def empty_cache() -> int:
         return _release_unused()
 
 
+def zeros(shape, dtype) -> np.ndarray:
+    """np.zeros(shape, dtype) in a recycled buffer (scratch zeroed on each call)."""
+    out = empty(shape, dtype)
+    out.fill(0)
+    return out
+
+
 def contiguous(a: np.ndarray) -> np.ndarray:
     """`a` in C order: itself when it is, else a copy into a recycled buffer (a strided view
     made contiguous in every step, an attention layer's heads, would fault fresh pages)."""
