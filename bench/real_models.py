@@ -11,6 +11,11 @@ and PyTorch's OpenMP threads spin after their parallel regions and slow whoever 
 peers alternate round by round; each process warms up, then times single steps; the table
 shows the median over rounds of each process's median step. The interference rows measure
 the effect itself: PyTorch's MLP step alone, then in a process where nbflow's ran first.
+
+Fresh processes of one program differ too: the same @jit step runs at ~40 ms in some
+Transformer processes and ~52 ms in others, with the same thread choices made. So "jit / eager
+(one process)" compares nbflow's two modes where they can be compared fairly: both steps in one
+process, alternating in blocks of three.
 """
 
 from __future__ import annotations
@@ -132,7 +137,29 @@ def time_steps(fn, seconds=0.6):
     return float(np.median(times) * 1e3)
 
 
+def alternate(steps, seconds=0.6):
+    """The median ms of each of `steps`, run in turn in blocks of three in this process (the
+    order reversed every other round), so that all meet the machine in the same states."""
+    for step in steps:
+        for _ in range(3):
+            step()
+    times, end = [[] for _ in steps], time.perf_counter() + seconds
+    while time.perf_counter() < end or len(times[0]) < 5:
+        order = list(enumerate(steps))
+        for i, step in order if len(times[0]) % 2 else order[::-1]:
+            step()
+            start = time.perf_counter()
+            for _ in range(3):
+                step()
+            times[i].append((time.perf_counter() - start) / 3)
+    return [float(np.median(t) * 1e3) for t in times]
+
+
 def child(kind, name, peer, seconds):
+    if kind == "modes":  # nbflow's eager and @jit steps alternating in one process
+        steps = [training_step(name, p) for p in ("nbflow eager", "nbflow jit")]
+        print(json.dumps(alternate(steps, seconds)))
+        return
     if kind == "interference":  # PyTorch's MLP step alone, then after nbflow's CNN steps
         torch_step = training_step("mlp", "torch")
         alone = time_steps(torch_step, seconds)
@@ -189,19 +216,22 @@ def ratio(a, b):
 def report(names, peers, times, args):
     lines = [
         "| training step (ms) | " + " | ".join(peers) + " | eager / torch | jit / torch "
-        "| jit / eager | jit step / torch | jit GFLOP/s (% of peak) |",
-        "|---" * (len(peers) + 6) + "|",
+        "| jit / eager | jit / eager (one process) | jit step / torch | jit GFLOP/s (% of peak) |",
+        "|---" * (len(peers) + 7) + "|",
     ]
     for name in names:
         got = {p: times.get(("train", name, p)) for p in peers}
         cells = [f"{got[p]:.2f}" if got[p] is not None else "n/a" for p in peers]
         torch_ms, eager, jit = got.get("torch"), got.get("nbflow eager"), got.get("nbflow jit")
         jit_step = got.get("nbflow jit step")
+        modes = times.get(("modes", name, "nbflow"))
+        same = ratio(modes[1], modes[0]) if modes is not None else "n/a"
         rate = models.flops(name) / jit / 1e6 if jit else None
         lines.append(
             f"| {name} | "
             + " | ".join(cells)
             + f" | {ratio(eager, torch_ms)} | {ratio(jit, torch_ms)} | {ratio(jit, eager)} | "
+            + f"{same} | "
             + f"{ratio(jit_step, torch_ms)} | "
             + (f"{rate:.0f} ({100 * rate / PEAK_GFLOPS:.0f}%) |" if rate else "n/a |")
         )
@@ -226,6 +256,7 @@ def main():
     args = parser.parse_args()
     peers = [p for p in TRAIN_PEERS if args.compile or p != "torch.compile"]
     jobs = [("train", name, peer) for name in args.models for peer in peers]
+    jobs += [("modes", name, "nbflow") for name in args.models]
     jobs += [("infer", name, peer) for name in args.infer for peer in INFER_PEERS]
     jobs.append(("interference", "mlp", "torch"))
     print(f"load average at the start: {os.getloadavg()[0]:.2f}", flush=True)
