@@ -17,6 +17,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ... import ops
+from ...argcheck import integers
 from ...core import UNKNOWN
 from ...core.errors import AttrError, ShapeError
 from ...ops.conv import _batched, conv2d_input_grad
@@ -168,7 +169,7 @@ def transposed_output_padding(input_size, output_size, kernel_size, stride, padd
     """The output_padding that makes a transposed convolution's output `output_size` (its last
     len(kernel_size) entries), as PyTorch's ConvTranspose modules' forward(x, output_size)."""
     k = len(kernel_size)
-    output_size = tuple(output_size)[-k:]
+    output_size = integers(output_size, f"{fn}: output_size")[-k:]
     if len(output_size) != k:
         raise ShapeError(f"{fn}: output_size {output_size} needs {k} spatial sizes")
     pads = []

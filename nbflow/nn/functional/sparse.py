@@ -14,6 +14,7 @@ import math
 import numpy as np
 
 from ... import ops
+from ...argcheck import choice
 from ...core import UNKNOWN, no_grad
 from ...core.errors import DomainError, ShapeError, UnsupportedError
 from ...eager.tensor import Tensor, tensor
@@ -66,7 +67,7 @@ def _bags(input, offsets, include_last_offset, device):
     of bags)."""
     if input.ndim == 2:
         if offsets is not None:
-            raise ValueError("if input is 2D, then offsets has to be None")
+            raise DomainError("embedding_bag: if input is 2D, then offsets has to be None")
         bags, per_bag = input.shape
         seg = np.repeat(np.arange(bags), per_bag)
         return ops.reshape(input, -1), tensor(seg.astype(np.int64), device=device), bags
@@ -127,8 +128,7 @@ def embedding_bag(
     Bags are the rows of a 2-D input, or the runs of a 1-D input starting at `offsets`.
     per_sample_weights scales each entry ('sum' only). max_norm and scale_grad_by_freq are
     not implemented; sparse gradients are dense here."""
-    if mode not in ("sum", "mean", "max"):
-        raise ValueError(f"mode has to be one of sum, mean or max, got {mode!r}")
+    choice(mode, ("sum", "mean", "max"), "embedding_bag: mode")
     if max_norm is not None or scale_grad_by_freq:
         raise UnsupportedError("embedding_bag: max_norm and scale_grad_by_freq are unsupported")
     if per_sample_weights is not None and mode != "sum":

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from ... import ops
-from ...core.errors import AttrError, DomainError, ShapeError
+from ...argcheck import choice, integer, real
+from ...core.errors import AttrError, ShapeError
 from .. import functional as F
 from .. import init
 from ..functional.activation import _legacy_softmax_dim
 from .module import Module, Parameter
+from .utils import reals
 
 
 class ReLU(Module):
@@ -21,7 +23,7 @@ class ReLU(Module):
 class LeakyReLU(Module):
     def __init__(self, negative_slope: float = 0.01, inplace: bool = False):
         super().__init__()
-        self.negative_slope = float(negative_slope)
+        [self.negative_slope] = reals(self, negative_slope=negative_slope)
 
     def forward(self, x):
         return ops.leaky_relu(x, self.negative_slope)
@@ -35,9 +37,7 @@ class GELU(Module):
 
     def __init__(self, approximate: str = "none"):
         super().__init__()
-        if approximate not in ("none", "tanh"):
-            raise DomainError(f"GELU: approximate must be 'none' or 'tanh', got {approximate!r}")
-        self.approximate = approximate
+        self.approximate = choice(approximate, ("none", "tanh"), "GELU: approximate")
 
     def forward(self, x):
         return ops.gelu(x, approximate=self.approximate == "tanh")
@@ -90,7 +90,7 @@ class SiLU(Module):
 class ELU(Module):
     def __init__(self, alpha: float = 1.0, inplace: bool = False):
         super().__init__()
-        self.alpha = float(alpha)
+        [self.alpha] = reals(self, alpha=alpha)
 
     def forward(self, x):
         return F.elu(x, self.alpha)
@@ -102,7 +102,7 @@ class ELU(Module):
 class Softplus(Module):
     def __init__(self, beta: float = 1.0, threshold: float = 20.0):
         super().__init__()
-        self.beta, self.threshold = float(beta), float(threshold)
+        self.beta, self.threshold = reals(self, beta=beta, threshold=threshold)
 
     def forward(self, x):
         return ops.softplus(x, beta=self.beta, threshold=self.threshold)
@@ -114,7 +114,7 @@ class Softplus(Module):
 class Hardtanh(Module):
     def __init__(self, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False):
         super().__init__()
-        self.min_val, self.max_val = float(min_val), float(max_val)
+        self.min_val, self.max_val = reals(self, min_val=min_val, max_val=max_val)
 
     def forward(self, x):
         return F.hardtanh(x, self.min_val, self.max_val)
@@ -163,7 +163,7 @@ class SELU(_InplaceActivation):
 class CELU(_InplaceActivation):
     def __init__(self, alpha: float = 1.0, inplace: bool = False):
         super().__init__(inplace)
-        self.alpha = float(alpha)
+        [self.alpha] = reals(self, alpha=alpha)
 
     def forward(self, x):
         return F.celu(x, self.alpha, self.inplace)
@@ -175,7 +175,7 @@ class CELU(_InplaceActivation):
 class Threshold(_InplaceActivation):
     def __init__(self, threshold: float, value: float, inplace: bool = False):
         super().__init__(inplace)
-        self.threshold, self.value = float(threshold), float(value)
+        self.threshold, self.value = reals(self, threshold=threshold, value=value)
 
     def forward(self, x):
         return F.threshold(x, self.threshold, self.value, self.inplace)
@@ -223,7 +223,7 @@ class Softmax2d(Module):
 class Softshrink(Module):
     def __init__(self, lambd: float = 0.5):
         super().__init__()
-        self.lambd = float(lambd)
+        [self.lambd] = reals(self, lambd=lambd)
 
     def forward(self, x):
         return F.softshrink(x, self.lambd)
@@ -255,7 +255,8 @@ class PReLU(Module):
 
     def __init__(self, num_parameters: int = 1, init: float = 0.25, dtype=None):
         super().__init__()
-        self.num_parameters, self.init = int(num_parameters), float(init)
+        self.num_parameters = integer(num_parameters, "PReLU: num_parameters")
+        self.init = real(init, "PReLU: init")
         self.weight = Parameter(ops.full((self.num_parameters,), self.init, dtype=dtype))
 
     def reset_parameters(self) -> None:
@@ -274,9 +275,10 @@ class RReLU(Module):
 
     def __init__(self, lower=1.0 / 8, upper=1.0 / 3, inplace=False, generator=None):
         super().__init__()
-        if lower > upper:
+        self.lower, self.upper = reals(self, lower=lower, upper=upper)
+        if self.lower > self.upper:
             raise AttrError(f"RReLU: lower bound {lower} must be at most the upper bound {upper}")
-        self.lower, self.upper, self.inplace, self.generator = lower, upper, inplace, generator
+        self.inplace, self.generator = inplace, generator
 
     def forward(self, input):
         args = (self.lower, self.upper, self.training, self.inplace, self.generator)

@@ -10,7 +10,7 @@ from collections import namedtuple
 import numpy as np
 
 from ... import ops
-from ...argcheck import integers
+from ...argcheck import integers, real
 from ...core import STATE
 from ...core import dtypes as dt
 from ...core.dtypes import as_dtype
@@ -20,6 +20,7 @@ from .. import functional as F
 from .container import ModuleList, Sequential
 from .linear import Linear
 from .module import Module
+from .utils import ints
 
 _ASMoutput = namedtuple("_ASMoutput", ["output", "loss"])
 
@@ -36,6 +37,8 @@ class AdaptiveLogSoftmaxWithLoss(Module):
         dtype=None,
     ):  # fmt: skip
         super().__init__()
+        in_features, n_classes = ints(self, in_features=in_features, n_classes=n_classes)
+        div_value = real(div_value, "AdaptiveLogSoftmaxWithLoss: div_value")
         cutoffs = list(integers(cutoffs, "AdaptiveLogSoftmaxWithLoss: cutoffs"))
         if len(cutoffs) == 0:
             raise ShapeError("cutoffs should be a sequence of length larger than 0")
@@ -51,7 +54,7 @@ class AdaptiveLogSoftmaxWithLoss(Module):
                 "increasing order, where each value is between 1 and n_classes-1"
             )
         dtype = as_dtype(dtype)
-        self.in_features, self.n_classes = int(in_features), int(n_classes)
+        self.in_features, self.n_classes = in_features, n_classes
         self.cutoffs = [int(c) for c in cutoffs] + [self.n_classes]
         self.div_value, self.head_bias = div_value, head_bias
         self.shortlist_size = self.cutoffs[0]

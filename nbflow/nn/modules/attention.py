@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 
 from ... import ops
+from ...argcheck import integer, real
 from ...core import dtypes as dt
 from ...core import is_int
 from ...core.errors import DomainError, DTypeError, ShapeError
@@ -17,6 +18,7 @@ from .. import init
 from ..functional.attention import attention_weights
 from .linear import Linear
 from .module import Module, Parameter
+from .utils import flag
 
 
 class MultiheadAttention(Module):
@@ -50,11 +52,12 @@ class MultiheadAttention(Module):
                 f"{num_heads}"
             )
         self.embed_dim, self.num_heads = int(embed_dim), int(num_heads)
-        self.kdim = self.embed_dim if kdim is None else int(kdim)
-        self.vdim = self.embed_dim if vdim is None else int(vdim)
+        self.kdim = self.embed_dim if kdim is None else integer(kdim, "MultiheadAttention: kdim")
+        self.vdim = self.embed_dim if vdim is None else integer(vdim, "MultiheadAttention: vdim")
         self._qkv_same_embed_dim = self.kdim == self.embed_dim and self.vdim == self.embed_dim
         self.head_dim = self.embed_dim // self.num_heads
-        self.dropout, self.batch_first, self.generator = float(dropout), batch_first, generator
+        self.dropout = real(dropout, "MultiheadAttention: dropout")
+        self.batch_first, self.generator = batch_first, generator
         e = self.embed_dim
         if self._qkv_same_embed_dim:
             self.in_proj_weight = Parameter(ops.zeros(3 * e, e, dtype=dtype))
@@ -65,11 +68,11 @@ class MultiheadAttention(Module):
             self.k_proj_weight = Parameter(ops.zeros(e, self.kdim, dtype=dtype))
             self.v_proj_weight = Parameter(ops.zeros(e, self.vdim, dtype=dtype))
             self.register_parameter("in_proj_weight", None)
-        if bias:
+        if flag(self, "bias", bias):
             self.in_proj_bias = Parameter(ops.zeros(3 * e, dtype=dtype))
         else:
             self.register_parameter("in_proj_bias", None)
-        if add_bias_kv:
+        if flag(self, "add_bias_kv", add_bias_kv):
             self.bias_k = Parameter(ops.zeros(1, 1, e, dtype=dtype))
             self.bias_v = Parameter(ops.zeros(1, 1, e, dtype=dtype))
         else:

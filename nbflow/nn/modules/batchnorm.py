@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 
 from ... import ops
+from ...argcheck import optional_real
 from ...core import STATE, no_grad
 from ...core.dtypes import as_dtype
 from ...core.errors import ShapeError, UnsupportedError
@@ -16,6 +17,7 @@ from ...eager.tensor import EagerTrace
 from ...runtime import comm
 from .. import init
 from .module import Module, Parameter
+from .utils import flag, ints, reals
 
 
 class _BatchNorm(Module):
@@ -31,15 +33,17 @@ class _BatchNorm(Module):
         dtype=None,
     ):
         super().__init__()
-        self.num_features, self.eps, self.momentum = int(num_features), float(eps), momentum
+        [self.num_features] = ints(self, num_features=num_features)
+        [self.eps] = reals(self, eps=eps)
+        self.momentum = optional_real(momentum, f"{type(self).__name__}: momentum")
         self.affine, self.track_running_stats = affine, track_running_stats
-        if affine:
+        if flag(self, "affine", affine):
             self.weight = Parameter(ops.ones(self.num_features, dtype=dtype))
             self.bias = Parameter(ops.zeros(self.num_features, dtype=dtype))
         else:
             self.register_parameter("weight", None)
             self.register_parameter("bias", None)
-        if track_running_stats:
+        if flag(self, "track_running_stats", track_running_stats):
             self.register_buffer("running_mean", ops.zeros(self.num_features, dtype=dtype))
             self.register_buffer("running_var", ops.ones(self.num_features, dtype=dtype))
             # the training batches seen (PyTorch's buffer; momentum=None averages over them)

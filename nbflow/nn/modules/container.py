@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import OrderedDict
 
 from ... import ops
+from ...argcheck import shown
 from ...core.errors import ArgumentError, OutOfRangeError, UnsupportedError
 from ...eager.tensor import Tensor
 from .activation import ReLU
@@ -205,7 +206,9 @@ class ParameterList(Module):
 
     def __init__(self, values=None):
         super().__init__()
-        for value in values or ():
+        if values is not None and not hasattr(values, "__iter__"):
+            raise ArgumentError(f"ParameterList: values must be iterable, got {shown(values)}")
+        for value in () if values is None else values:
             self.append(value)
 
     def append(self, value) -> ParameterList:
@@ -220,7 +223,7 @@ class ParameterList(Module):
     def _index(self, i: int) -> int:
         n = len(self._parameters)
         if not -n <= i < n:
-            raise IndexError(f"index {i} out of range for ParameterList of length {n}")
+            raise OutOfRangeError(f"index {i} out of range for ParameterList of length {n}")
         return i + n if i < 0 else i
 
     def __getitem__(self, i):
@@ -252,7 +255,7 @@ class ParameterDict(Module):
 
     def __init__(self, parameters=None):
         super().__init__()
-        self.update(parameters or {})
+        self.update({} if parameters is None else parameters)
 
     def __getitem__(self, key: str):
         return self._parameters[key]
@@ -283,7 +286,11 @@ class ParameterDict(Module):
 
     def update(self, parameters) -> None:
         items = parameters.items() if hasattr(parameters, "items") else parameters
-        for key, value in items:
+        pairs = list(items) if hasattr(items, "__iter__") else [None]
+        if not all(isinstance(pair, (tuple, list)) and len(pair) == 2 for pair in pairs):
+            what = "a mapping or (key, value) pairs"
+            raise ArgumentError(f"ParameterDict: expected {what}, got {shown(parameters)}")
+        for key, value in pairs:
             self[key] = value
 
     def forward(self, *args, **kwargs):

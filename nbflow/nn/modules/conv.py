@@ -7,12 +7,13 @@ from __future__ import annotations
 import math
 
 from ... import ops
+from ...argcheck import choice
 from ...core.errors import DomainError
 from ...ops.conv3d import conv3d
 from .. import functional as F
 from ..functional.conv import transposed_output_padding
 from .module import Module
-from .utils import _default_init, _empty, _tuple
+from .utils import _default_init, _empty, _tuple, flag, ints
 
 PADDING_MODES = ("zeros", "reflect", "replicate", "circular")
 
@@ -36,23 +37,25 @@ class _ConvNd(Module):
     ):
         super().__init__()
         n = self.dims
-        if padding_mode not in PADDING_MODES:
-            raise DomainError(f"padding_mode must be one of {PADDING_MODES}, got {padding_mode!r}")
-        self.padding_mode = padding_mode
-        if in_channels % groups or out_channels % groups:
+        name = type(self).__name__
+        self.padding_mode = choice(padding_mode, PADDING_MODES, f"{name}: padding_mode")
+        in_channels, out_channels, groups = ints(
+            self, in_channels=in_channels, out_channels=out_channels, groups=groups
+        )
+        if groups < 1 or in_channels % groups or out_channels % groups:
             raise DomainError(
                 f"in_channels ({in_channels}) and out_channels ({out_channels}) must be "
                 f"divisible by groups ({groups})"
             )
-        self.in_channels, self.out_channels = int(in_channels), int(out_channels)
+        self.in_channels, self.out_channels = in_channels, out_channels
         self.kernel_size = _tuple(kernel_size, n)
         self.stride = _tuple(stride, n)
         self.padding = padding if isinstance(padding, str) else _tuple(padding, n)
         self.dilation = _tuple(dilation, n)
-        self.groups = int(groups)
+        self.groups = groups
         shape = (self.out_channels, self.in_channels // groups, *self.kernel_size)
         self.weight = _empty(*shape, dtype=dtype)
-        if bias:
+        if flag(self, "bias", bias):
             self.bias = _empty(self.out_channels, dtype=dtype)
         else:
             self.register_parameter("bias", None)
@@ -141,22 +144,25 @@ class _ConvTransposeNd(Module):
     ):
         super().__init__()
         name = type(self).__name__
-        if padding_mode != "zeros":
+        if not isinstance(padding_mode, str) or padding_mode != "zeros":
             raise DomainError(f"{name}: only padding_mode='zeros' is supported (as in PyTorch)")
+        in_channels, out_channels, groups = ints(
+            self, in_channels=in_channels, out_channels=out_channels, groups=groups
+        )
         if groups < 1 or in_channels % groups or out_channels % groups:
             raise DomainError(
                 f"{name}: in_channels ({in_channels}) and out_channels ({out_channels}) must "
                 f"be divisible by groups ({groups})"
             )
         n = self.dims
-        self.in_channels, self.out_channels = int(in_channels), int(out_channels)
+        self.in_channels, self.out_channels = in_channels, out_channels
         self.kernel_size, self.stride = _tuple(kernel_size, n), _tuple(stride, n)
         self.padding, self.output_padding = _tuple(padding, n), _tuple(output_padding, n)
-        self.dilation, self.groups = _tuple(dilation, n), int(groups)
+        self.dilation, self.groups = _tuple(dilation, n), groups
         self.padding_mode = padding_mode
         shape = (self.in_channels, self.out_channels // self.groups, *self.kernel_size)
         self.weight = _empty(*shape, dtype=dtype)
-        if bias:
+        if flag(self, "bias", bias):
             self.bias = _empty(self.out_channels, dtype=dtype)
         else:
             self.register_parameter("bias", None)

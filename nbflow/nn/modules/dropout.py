@@ -7,6 +7,7 @@ from ...core import is_probability
 from ...core.errors import AttrError, DomainError
 from .. import functional as F
 from .module import Module
+from .utils import reals
 
 
 class Dropout(Module):
@@ -17,7 +18,7 @@ class Dropout(Module):
         super().__init__()
         if not is_probability(p):
             raise DomainError(f"dropout probability must be in [0, 1], got {p}")
-        self.p, self.generator = float(p), generator
+        [self.p], self.generator = reals(self, p=p), generator
 
     def forward(self, x):
         if not self.training or self.p == 0.0:
@@ -33,7 +34,7 @@ class _DropoutNd(Module):
         super().__init__()
         if not is_probability(p):
             raise AttrError(f"{type(self).__name__}: probability must be in [0, 1], got {p}")
-        self.p, self.inplace, self.generator = float(p), inplace, generator
+        [self.p], self.inplace, self.generator = reals(self, p=p), inplace, generator
 
     def extra_repr(self) -> str:
         return f"p={self.p}, inplace={self.inplace}"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ... import ops
+from ...argcheck import integer, integers
 from .module import Module
 
 
@@ -11,7 +12,8 @@ class Unflatten(Module):
 
     def __init__(self, dim: int, unflattened_size):
         super().__init__()
-        self.dim, self.unflattened_size = int(dim), tuple(int(n) for n in unflattened_size)
+        self.dim = integer(dim, "Unflatten: dim")
+        self.unflattened_size = integers(unflattened_size, "Unflatten: unflattened_size")
 
     def forward(self, x):
         dim = self.dim % x.ndim

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from ... import ops
+from ...argcheck import optional_real
 from ...core.errors import ShapeError
 from .. import functional as F
 from .module import Module, Parameter
+from .utils import flag, ints, reals
 
 
 class _InstanceNorm(Module):
@@ -25,15 +27,17 @@ class _InstanceNorm(Module):
         dtype=None,
     ):
         super().__init__()
-        self.num_features, self.eps, self.momentum = int(num_features), float(eps), momentum
+        [self.num_features] = ints(self, num_features=num_features)
+        [self.eps] = reals(self, eps=eps)
+        self.momentum = optional_real(momentum, f"{type(self).__name__}: momentum")
         self.affine, self.track_running_stats = affine, track_running_stats
-        if affine:
+        if flag(self, "affine", affine):
             self.weight = Parameter(ops.ones(self.num_features, dtype=dtype))
             self.bias = Parameter(ops.zeros(self.num_features, dtype=dtype))
         else:
             self.register_parameter("weight", None)
             self.register_parameter("bias", None)
-        if track_running_stats:
+        if flag(self, "track_running_stats", track_running_stats):
             self.register_buffer("running_mean", ops.zeros(self.num_features, dtype=dtype))
             self.register_buffer("running_var", ops.ones(self.num_features, dtype=dtype))
             self.register_buffer("num_batches_tracked", ops.zeros((), dtype="int64"))

@@ -37,6 +37,7 @@ from .conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, Conv
 from .instancenorm import InstanceNorm1d, InstanceNorm2d, InstanceNorm3d
 from .linear import Linear
 from .module import _EPOCH, Module, _made_eagerly
+from .utils import flag
 
 
 def _cpu(device, name):
@@ -135,7 +136,7 @@ class LazyLinear(LazyModuleMixin, Linear):
         dtype = as_dtype(dtype)
         super().__init__(0, out_features, False, dtype)
         self.weight = UninitializedParameter(dtype=dtype)
-        if bias:
+        if flag(self, "bias", bias):
             self.bias = UninitializedParameter(dtype=dtype)
         self._lazy_generator = generator
 
@@ -157,7 +158,7 @@ class _LazyConv(LazyModuleMixin):
 
     def _lazy_init(self, bias, dtype, generator):
         self.weight = UninitializedParameter(dtype=dtype)
-        if bias:
+        if flag(self, "bias", bias):
             self.bias = UninitializedParameter(dtype=dtype)
         self._lazy_generator = generator
 

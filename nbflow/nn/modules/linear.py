@@ -9,7 +9,7 @@ from ...core import as_int
 from .. import functional as F
 from .. import init
 from .module import Module
-from .utils import _default_init, _empty
+from .utils import _default_init, _empty, flag, ints
 
 
 class Identity(Module):
@@ -25,7 +25,7 @@ class Linear(Module):
         self.in_features = as_int(in_features, "Linear: in_features")
         self.out_features = as_int(out_features, "Linear: out_features")
         self.weight = _empty(self.out_features, self.in_features, dtype=dtype)
-        if bias:
+        if flag(self, "bias", bias):
             self.bias = _empty(self.out_features, dtype=dtype)
         else:
             self.register_parameter("bias", None)
@@ -52,10 +52,11 @@ class Bilinear(Module):
         self, in1_features, in2_features, out_features, bias=True, dtype=None, generator=None
     ):
         super().__init__()
-        self.in1_features, self.in2_features = int(in1_features), int(in2_features)
-        self.out_features = int(out_features)
+        self.in1_features, self.in2_features, self.out_features = ints(
+            self, in1_features=in1_features, in2_features=in2_features, out_features=out_features
+        )
         self.weight = _empty(self.out_features, self.in1_features, self.in2_features, dtype=dtype)
-        if bias:
+        if flag(self, "bias", bias):
             self.bias = _empty(self.out_features, dtype=dtype)
         else:
             self.register_parameter("bias", None)

@@ -7,12 +7,13 @@ from __future__ import annotations
 import warnings
 
 from ... import ops
-from ...argcheck import integer, real
+from ...argcheck import integer, real, tensors
 from ...core.errors import AttrError, DomainError, ShapeError
 from .. import functional as F
 from ..functional.loss import _reduction
 from .distance import PairwiseDistance
 from .module import Module
+from .utils import flag, ints, reals
 
 _REDUCTIONS = ("mean", "sum", "none")
 
@@ -32,7 +33,8 @@ class CrossEntropyLoss(_Loss):
     def __init__(self, weight=None, ignore_index=-100, reduction="mean", label_smoothing=0.0):
         super().__init__(reduction)
         self.register_buffer("weight", weight)
-        self.ignore_index, self.label_smoothing = int(ignore_index), float(label_smoothing)
+        self.ignore_index = integer(ignore_index, "CrossEntropyLoss: ignore_index")
+        self.label_smoothing = real(label_smoothing, "CrossEntropyLoss: label_smoothing")
 
     def forward(self, input, target):
         return F.cross_entropy(
@@ -44,7 +46,7 @@ class NLLLoss(_Loss):
     def __init__(self, weight=None, ignore_index=-100, reduction="mean"):
         super().__init__(reduction)
         self.register_buffer("weight", weight)
-        self.ignore_index = int(ignore_index)
+        [self.ignore_index] = ints(self, ignore_index=ignore_index)
 
     def forward(self, input, target):
         return F.nll_loss(input, target, self.weight, self.ignore_index, self.reduction)
@@ -81,7 +83,7 @@ class _LegacyLoss(_Loss):
     def __init__(self, size_average=None, reduce=None, reduction="mean"):
         if size_average is not None or reduce is not None:
             reduction = _reduction(type(self).__name__, reduction, size_average, reduce)
-        if reduction in self.more_reductions:
+        if isinstance(reduction, str) and reduction in self.more_reductions:
             Module.__init__(self)
             self.reduction = reduction
         else:
@@ -109,7 +111,7 @@ class HuberLoss(_Loss):
 class SmoothL1Loss(_LegacyLoss):
     def __init__(self, size_average=None, reduce=None, reduction="mean", beta=1.0):
         super().__init__(size_average, reduce, reduction)
-        self.beta = float(beta)
+        [self.beta] = reals(self, beta=beta)
 
     def forward(self, input, target):
         return F.smooth_l1_loss(input, target, reduction=self.reduction, beta=self.beta)
@@ -120,7 +122,7 @@ class KLDivLoss(_LegacyLoss):
 
     def __init__(self, size_average=None, reduce=None, reduction="mean", log_target=False):
         super().__init__(size_average, reduce, reduction)
-        self.log_target = bool(log_target)
+        self.log_target = flag(self, "log_target", log_target)
 
     def forward(self, input, target):
         return F.kl_div(input, target, reduction=self.reduction, log_target=self.log_target)
@@ -129,7 +131,7 @@ class KLDivLoss(_LegacyLoss):
 class MarginRankingLoss(_LegacyLoss):
     def __init__(self, margin=0.0, size_average=None, reduce=None, reduction="mean"):
         super().__init__(size_average, reduce, reduction)
-        self.margin = float(margin)
+        [self.margin] = reals(self, margin=margin)
 
     def forward(self, input1, input2, target):
         return F.margin_ranking_loss(input1, input2, target, self.margin, reduction=self.reduction)
@@ -154,7 +156,8 @@ class PoissonNLLLoss(_LegacyLoss):
         self, log_input=True, full=False, size_average=None, eps=1e-8, reduce=None, reduction="mean"
     ):
         super().__init__(size_average, reduce, reduction)
-        self.log_input, self.full, self.eps = bool(log_input), bool(full), float(eps)
+        self.log_input, self.full = flag(self, "log_input", log_input), flag(self, "full", full)
+        [self.eps] = reals(self, eps=eps)
 
     def forward(self, log_input, target):
         return F.poisson_nll_loss(
@@ -165,7 +168,7 @@ class PoissonNLLLoss(_LegacyLoss):
 class GaussianNLLLoss(_Loss):
     def __init__(self, *, full=False, eps=1e-6, reduction="mean"):
         super().__init__(reduction)
-        self.full, self.eps = bool(full), float(eps)
+        self.full, [self.eps] = flag(self, "full", full), reals(self, eps=eps)
 
     def forward(self, input, target, var):
         return F.gaussian_nll_loss(input, target, var, self.full, self.eps, self.reduction)
@@ -174,7 +177,7 @@ class GaussianNLLLoss(_Loss):
 class CosineEmbeddingLoss(_LegacyLoss):
     def __init__(self, margin=0.0, size_average=None, reduce=None, reduction="mean"):
         super().__init__(size_average, reduce, reduction)
-        self.margin = float(margin)
+        [self.margin] = reals(self, margin=margin)
 
     def forward(self, input1, input2, target):
         return F.cosine_embedding_loss(
@@ -194,9 +197,10 @@ class TripletMarginLoss(_LegacyLoss):
         reduction="mean",
     ):
         super().__init__(size_average, reduce, reduction)
-        if margin <= 0:
+        self.margin, self.p, self.eps = reals(self, margin=margin, p=p, eps=eps)
+        if self.margin <= 0:
             raise AttrError(f"TripletMarginLoss: margin must be positive, got {margin}")
-        self.margin, self.p, self.eps, self.swap = float(margin), float(p), float(eps), swap
+        self.swap = swap
 
     def forward(self, anchor, positive, negative):
         return F.triplet_margin_loss(
@@ -224,7 +228,7 @@ class CTCLoss(_Loss):
     def __init__(self, blank=0, reduction="mean", zero_infinity=False):
         super().__init__(reduction)
         self.blank = integer(blank, "CTCLoss: blank")
-        self.zero_infinity = bool(zero_infinity)
+        self.zero_infinity = flag(self, "zero_infinity", zero_infinity)
 
     def forward(self, log_probs, targets, input_lengths, target_lengths):
         return ops.ctc_loss(
@@ -243,12 +247,14 @@ class MultiMarginLoss(_LegacyLoss):
         self, p=1, margin=1.0, weight=None, size_average=None, reduce=None, reduction="mean"
     ):
         super().__init__(size_average, reduce, reduction)
-        if p not in (1, 2):
+        if real(p, "MultiMarginLoss: p") not in (1, 2):
             raise DomainError(f"MultiMarginLoss: only p == 1 and p == 2 are supported, got {p!r}")
-        if weight is not None and weight.ndim != 1:
-            raise ShapeError(f"MultiMarginLoss: weight must be 1-D, got {weight.ndim}-D")
+        tensors("MultiMarginLoss", weight=0 if weight is None else weight)
+        ndim = None if weight is None else getattr(weight, "ndim", 0)  # (a number is 0-d)
+        if ndim not in (None, 1):
+            raise ShapeError(f"MultiMarginLoss: weight must be 1-D, got {ndim}-D")
         self.register_buffer("weight", weight)
-        self.p, self.margin = p, float(margin)
+        self.p, [self.margin] = p, reals(self, margin=margin)
 
     def forward(self, input, target):
         return F.multi_margin_loss(
@@ -264,12 +270,13 @@ class MultiLabelMarginLoss(_LegacyLoss):
 class TripletMarginWithDistanceLoss(_Loss):
     def __init__(self, *, distance_function=None, margin=1.0, swap=False, reduction="mean"):
         super().__init__(reduction)
-        if margin <= 0:
+        [self.margin] = reals(self, margin=margin)
+        if self.margin <= 0:
             raise DomainError(
                 f"TripletMarginWithDistanceLoss: margin must be greater than 0, got {margin}"
             )
         self.distance_function = distance_function or PairwiseDistance()
-        self.margin, self.swap = float(margin), bool(swap)
+        self.swap = flag(self, "swap", swap)
 
     def forward(self, anchor, positive, negative):
         return F.triplet_margin_with_distance_loss(

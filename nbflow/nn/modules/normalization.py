@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from ... import ops
+from ...argcheck import integers, optional_real
 from ...core import is_int
 from ...core.errors import DomainError, ShapeError
 from .. import functional as F
@@ -17,6 +18,7 @@ from .. import init
 from ..functional.helpers import _known_dims
 from ..functional.sampling import _float_const
 from .module import Module, Parameter
+from .utils import flag, ints, reals
 
 
 class LayerNorm(Module):
@@ -24,13 +26,11 @@ class LayerNorm(Module):
 
     def __init__(self, normalized_shape, eps=1e-5, elementwise_affine=True, bias=True, dtype=None):
         super().__init__()
-        if isinstance(normalized_shape, int):
-            normalized_shape = (normalized_shape,)
-        self.normalized_shape = tuple(int(n) for n in normalized_shape)
-        self.eps, self.elementwise_affine = float(eps), elementwise_affine
-        if elementwise_affine:
+        self.normalized_shape = integers(normalized_shape, "LayerNorm: normalized_shape")
+        [self.eps], self.elementwise_affine = reals(self, eps=eps), elementwise_affine
+        if flag(self, "elementwise_affine", elementwise_affine):
             self.weight = Parameter(ops.ones(self.normalized_shape, dtype=dtype))
-            if bias:
+            if flag(self, "bias", bias):
                 self.bias = Parameter(ops.zeros(self.normalized_shape, dtype=dtype))
             else:
                 self.register_parameter("bias", None)
@@ -61,8 +61,8 @@ class GroupNorm(Module):
         if num_channels % num_groups:
             raise DomainError(f"{num_channels} channels do not split into {num_groups} groups")
         self.num_groups, self.num_channels = int(num_groups), int(num_channels)
-        self.eps, self.affine = float(eps), affine
-        if affine:
+        [self.eps], self.affine = reals(self, eps=eps), affine
+        if flag(self, "affine", affine):
             self.weight = Parameter(ops.ones(self.num_channels, dtype=dtype))
             self.bias = Parameter(ops.zeros(self.num_channels, dtype=dtype))
         else:
@@ -82,11 +82,10 @@ class RMSNorm(Module):
 
     def __init__(self, normalized_shape, eps=None, elementwise_affine=True, dtype=None):
         super().__init__()
-        if isinstance(normalized_shape, int):
-            normalized_shape = (normalized_shape,)
-        self.normalized_shape = tuple(int(n) for n in normalized_shape)
-        self.eps, self.elementwise_affine = eps, elementwise_affine
-        if elementwise_affine:
+        self.normalized_shape = integers(normalized_shape, "RMSNorm: normalized_shape")
+        self.eps = optional_real(eps, "RMSNorm: eps")
+        self.elementwise_affine = elementwise_affine
+        if flag(self, "elementwise_affine", elementwise_affine):
             self.weight = Parameter(ops.ones(self.normalized_shape, dtype=dtype))
         else:
             self.register_parameter("weight", None)
@@ -107,7 +106,8 @@ class RMSNorm(Module):
 class LocalResponseNorm(Module):
     def __init__(self, size: int, alpha: float = 1e-4, beta: float = 0.75, k: float = 1.0):
         super().__init__()
-        self.size, self.alpha, self.beta, self.k = int(size), float(alpha), float(beta), float(k)
+        [self.size] = ints(self, size=size)
+        self.alpha, self.beta, self.k = reals(self, alpha=alpha, beta=beta, k=k)
 
     def forward(self, x):
         return F.local_response_norm(x, self.size, self.alpha, self.beta, self.k)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ...argcheck import real
 from .. import functional as F
 from .module import Module
 from .utils import _tuple
@@ -31,7 +32,7 @@ def _pad_module(name, dims, mode, doc):
     if mode == "constant":
 
         def __init__(self, padding, value):
-            _PadNd.__init__(self, padding, float(value))
+            _PadNd.__init__(self, padding, real(value, f"{name}: value"))
 
     else:
 

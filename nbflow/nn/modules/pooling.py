@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from ... import ops
+from ...argcheck import real
 from ...core.errors import AttrError
 from .. import functional as F
 from .module import Module
-from .utils import _tuple
+from .utils import _tuple, flag
 
 
 class _Pool2d(Module):
@@ -15,7 +16,7 @@ class _Pool2d(Module):
         self.kernel_size = _tuple(kernel_size, 2)
         self.stride = self.kernel_size if stride is None else _tuple(stride, 2)
         self.padding = _tuple(padding, 2)
-        self.ceil_mode = bool(ceil_mode)
+        self.ceil_mode = flag(self, "ceil_mode", ceil_mode)
 
     def extra_repr(self) -> str:
         return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
@@ -30,7 +31,8 @@ class MaxPool2d(_Pool2d):
         ceil_mode=False,
     ):  # fmt: skip
         super().__init__(kernel_size, stride, padding, ceil_mode)
-        self.dilation, self.return_indices = _tuple(dilation, 2), bool(return_indices)
+        self.dilation = _tuple(dilation, 2)
+        self.return_indices = flag(self, "return_indices", return_indices)
 
     def forward(self, x):
         return F.max_pool2d(
@@ -216,7 +218,7 @@ class FractionalMaxPool2d(Module):
             raise AttrError(f"{name}: only one of output_size and output_ratio may be specified")
         if output_ratio is not None:
             ratios = output_ratio if isinstance(output_ratio, (tuple, list)) else (output_ratio,)
-            if not all(0 < r < 1 for r in ratios):
+            if not all(0 < real(r, f"{name}: output_ratio") < 1 for r in ratios):
                 raise AttrError(f"{name}: output_ratio must be between 0 and 1, got {output_ratio}")
         self.kernel_size, self.output_size = kernel_size, output_size
         self.output_ratio = output_ratio

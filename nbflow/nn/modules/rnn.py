@@ -27,6 +27,7 @@ import math
 import numpy as np
 
 from ... import ops
+from ...argcheck import choice, integer
 from ...core import STATE, UNKNOWN
 from ...core import dtypes as dt
 from ...core.dtypes import as_dtype
@@ -36,7 +37,7 @@ from ...eager.tensor import EagerTrace, Tensor, tensor
 from .. import init
 from ..utils.rnn import PackedSequence, pad_packed_sequence, repack_like
 from .module import Module, Parameter
-from .utils import _empty
+from .utils import _empty, flag, ints, reals
 
 
 class _RNNCellBase(Module):
@@ -44,11 +45,12 @@ class _RNNCellBase(Module):
 
     def __init__(self, input_size, hidden_size, bias=True, dtype=None, generator=None):
         super().__init__()
-        self.input_size, self.hidden_size, self.bias = int(input_size), int(hidden_size), bias
+        sizes = ints(self, input_size=input_size, hidden_size=hidden_size)
+        (self.input_size, self.hidden_size), self.bias = sizes, bias
         rows = self.gates * self.hidden_size
         self.weight_ih = _empty(rows, self.input_size, dtype=dtype)
         self.weight_hh = _empty(rows, self.hidden_size, dtype=dtype)
-        if bias:
+        if flag(self, "bias", bias):
             self.bias_ih = _empty(rows, dtype=dtype)
             self.bias_hh = _empty(rows, dtype=dtype)
         else:
@@ -150,8 +152,7 @@ class RNNCell(_RNNCellBase):
         dtype=None,
         generator=None,
     ):
-        if nonlinearity not in ("tanh", "relu"):
-            raise DomainError(f"nonlinearity must be 'tanh' or 'relu', got {nonlinearity!r}")
+        nonlinearity = choice(nonlinearity, ("tanh", "relu"), "RNNCell: nonlinearity")
         super().__init__(input_size, hidden_size, bias, dtype, generator)
         self.nonlinearity = nonlinearity
 
@@ -223,18 +224,21 @@ class _RNNBase(Module):
         generator=None,
     ):
         super().__init__()
-        if int(num_layers) < 1:
+        sizes = ints(self, input_size=input_size, hidden_size=hidden_size, num_layers=num_layers)
+        self.input_size, self.hidden_size, self.num_layers = sizes
+        [self.proj_size] = ints(self, proj_size=proj_size)
+        [self.dropout] = reals(self, dropout=dropout)
+        if self.num_layers < 1:
             raise DomainError(f"num_layers must be >= 1, got {num_layers}")
         if proj_size and self.states == 1:
             raise DomainError("proj_size is only supported for LSTM, not RNN or GRU (as PyTorch)")
-        if not 0 <= int(proj_size) < max(int(hidden_size), 1):
+        if not 0 <= self.proj_size < max(self.hidden_size, 1):
             raise DomainError(f"proj_size must be in [0, hidden_size), got {proj_size}")
-        if not 0.0 <= dropout <= 1.0:
+        if not 0.0 <= self.dropout <= 1.0:
             raise DomainError(f"dropout must be in [0, 1], got {dropout}")
-        self.input_size, self.hidden_size = int(input_size), int(hidden_size)
-        self.num_layers, self.bias, self.batch_first = int(num_layers), bool(bias), batch_first
-        self.dropout, self.bidirectional = float(dropout), bool(bidirectional)
-        self.proj_size = int(proj_size)
+        self.bias = flag(self, "bias", bias)
+        self.bidirectional = flag(self, "bidirectional", bidirectional)
+        self.batch_first = batch_first
         self.generator = generator
         directions = 2 if bidirectional else 1
         rows = self.gates * self.hidden_size
@@ -245,7 +249,7 @@ class _RNNBase(Module):
                 self._param(f"weight_ih{suffix}", (rows, width), dtype)
                 self._param(f"weight_hh{suffix}", (rows, out), dtype)
                 for name in (f"bias_ih{suffix}", f"bias_hh{suffix}"):
-                    if bias:
+                    if self.bias:
                         self._param(name, (rows,), dtype)
                     else:
                         self.register_parameter(name, None)
@@ -389,8 +393,7 @@ class RNN(_RNNBase):
     """h' = act(x W_ih + b_ih + h W_hh + b_hh), act tanh (or relu: nonlinearity='relu')."""
 
     def __init__(self, *args, nonlinearity="tanh", **kwargs):
-        if nonlinearity not in ("tanh", "relu"):
-            raise DomainError(f"nonlinearity must be 'tanh' or 'relu', got {nonlinearity!r}")
+        nonlinearity = choice(nonlinearity, ("tanh", "relu"), "RNN: nonlinearity")
         super().__init__(*args, **kwargs)
         self.nonlinearity = nonlinearity
 
@@ -451,10 +454,10 @@ def dynamic_rnn(cell, inputs, lengths=None, initial_state=None, *, offsets=None,
     first), zero past each length; final_state has the cell's state structure."""
     if offsets is not None:
         if lengths is not None:
-            raise ValueError("dynamic_rnn: give lengths or offsets, not both")
+            raise DomainError("dynamic_rnn: give lengths or offsets, not both")
         inputs, lengths = pack_offsets(inputs, offsets)
     elif lengths is None:
-        raise ValueError("dynamic_rnn needs lengths (or offsets)")
+        raise DomainError("dynamic_rnn needs lengths (or offsets)")
     if batch_first:
         inputs = ops.transpose(inputs, 0, 1)
     if inputs.ndim < 2:
@@ -536,7 +539,7 @@ def _adapt(cell, inputs, initial_state):
         init = _zeros(inputs, cell.hidden_size) if initial_state is None else initial_state
     else:
         if initial_state is None:
-            raise ValueError("dynamic_rnn: a function cell needs an initial_state")
+            raise DomainError("dynamic_rnn: a function cell needs an initial_state")
 
         def step(x, state):
             out, new = cell(x, state[0] if single else tuple(state))
@@ -675,7 +678,8 @@ class RNNCellBase(_RNNCellBase, metaclass=_Covers):
     def __init__(
         self, input_size, hidden_size, bias, num_chunks, device=None, dtype=None, generator=None
     ):
-        self.__dict__["gates"] = int(num_chunks)  # (read by _RNNCellBase.__init__)
+        # (read by _RNNCellBase.__init__)
+        self.__dict__["gates"] = integer(num_chunks, "RNNCellBase: num_chunks")
         super().__init__(input_size, hidden_size, bias, as_dtype(dtype), generator)
         if device is not None:
             self.to(device)

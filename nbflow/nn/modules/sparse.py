@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from ... import ops
+from ...argcheck import choice, optional_real, real
 from ...core import as_int, no_grad
 from ...core.errors import DomainError, ShapeError, UnsupportedError
 from ...eager.tensor import tensor
 from .. import functional as F
 from .. import init
 from .module import Module, Parameter
-from .utils import _empty
+from .utils import _empty, flag
 
 
 class Embedding(Module):
@@ -30,14 +31,16 @@ class Embedding(Module):
         generator=None,
     ):
         super().__init__()
-        if scale_grad_by_freq or sparse:
+        if flag(self, "scale_grad_by_freq", scale_grad_by_freq) or flag(self, "sparse", sparse):
             raise UnsupportedError(
                 "Embedding: scale_grad_by_freq and sparse gradients are not supported"
             )
-        self.max_norm, self.norm_type = max_norm, float(norm_type)
+        self.max_norm = optional_real(max_norm, "Embedding: max_norm")
+        self.norm_type = real(norm_type, "Embedding: norm_type")
         self.num_embeddings = as_int(num_embeddings, "Embedding: num_embeddings")
         self.embedding_dim = as_int(embedding_dim, "Embedding: embedding_dim")
         if padding_idx is not None:
+            padding_idx = as_int(padding_idx, "Embedding: padding_idx")
             if not -self.num_embeddings <= padding_idx < self.num_embeddings:
                 raise DomainError(f"padding_idx {padding_idx} out of range")
             padding_idx = padding_idx % self.num_embeddings
@@ -96,11 +99,14 @@ class EmbeddingBag(Module):
         self.num_embeddings = as_int(num_embeddings, "EmbeddingBag: num_embeddings")
         self.embedding_dim = as_int(embedding_dim, "EmbeddingBag: embedding_dim")
         if padding_idx is not None:
+            padding_idx = as_int(padding_idx, "EmbeddingBag: padding_idx")
             if not -self.num_embeddings <= padding_idx < self.num_embeddings:
-                raise ValueError(f"padding_idx {padding_idx} out of range")
+                raise DomainError(f"padding_idx {padding_idx} out of range")
             padding_idx %= self.num_embeddings
-        self.max_norm, self.norm_type = max_norm, norm_type
-        self.scale_grad_by_freq, self.mode, self.sparse = scale_grad_by_freq, mode, sparse
+        self.max_norm = optional_real(max_norm, "EmbeddingBag: max_norm")
+        self.norm_type = real(norm_type, "EmbeddingBag: norm_type")
+        self.mode = choice(mode, ("sum", "mean", "max"), "EmbeddingBag: mode")
+        self.scale_grad_by_freq, self.sparse = scale_grad_by_freq, sparse
         self.include_last_offset, self.padding_idx = include_last_offset, padding_idx
         if _weight is not None:
             self.weight = Parameter(_weight)

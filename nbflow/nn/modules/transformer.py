@@ -275,7 +275,8 @@ class Transformer(Module):
             norm = LayerNorm(d_model, layer_norm_eps, bias=bias, dtype=dtype)
             self.decoder = TransformerDecoder(layer, num_decoder_layers, norm)
         self.reset_parameters(generator)
-        self.d_model, self.nhead, self.batch_first = int(d_model), int(nhead), batch_first
+        self.d_model = integer(d_model, "Transformer: d_model")
+        self.nhead, self.batch_first = integer(nhead, "Transformer: nhead"), batch_first
 
     def reset_parameters(self, generator=None):
         for p in self.parameters():

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 from ... import ops
+from ...argcheck import integer, real, shown
 from ...core import as_int
 from ...core.errors import AttrError
 from .. import init
@@ -30,3 +31,24 @@ def _default_init(weight, bias, fan_in: int, generator) -> None:
     if bias is not None:
         bound = 1.0 / math.sqrt(fan_in) if fan_in > 0 else 0.0
         init.uniform_(bias, -bound, bound, generator)
+
+
+def reals(owner, **values) -> list[float]:
+    """values as floats (argcheck.real), a bad one an AttrError naming owner's class and the
+    argument, where float() would raise a TypeError or ValueError naming neither."""
+    return [real(v, f"{type(owner).__name__}: {k}") for k, v in values.items()]
+
+
+def ints(owner, **values) -> list[int]:
+    """values as ints (argcheck.integer: a float such as 1.5 is refused, not truncated)."""
+    return [integer(v, f"{type(owner).__name__}: {k}") for k, v in values.items()]
+
+
+def flag(owner, name: str, value) -> bool:
+    """value's truth (a flag takes any, as PyTorch's), or an AttrError naming owner's class and
+    the argument for a value with no single truth value (an array of several elements)."""
+    try:
+        return bool(value)
+    except (TypeError, ValueError):
+        what = f"{type(owner).__name__}: {name}"
+        raise AttrError(f"{what} must be a bool, got {shown(value)}") from None
