@@ -20,18 +20,15 @@ from .module import Module, Parameter
 from .utils import flag, ints, reals
 
 
-class _BatchNorm(Module):
-    expected_dims: tuple = ()
+class _NormBase(Module):
+    """The parameters and running statistics that the batch and instance norms share (PyTorch's
+    _NormBase): weight and bias with affine, running_mean and running_var with
+    track_running_stats."""
 
     def __init__(
-        self,
-        num_features,
-        eps=1e-5,
-        momentum=0.1,
-        affine=True,
-        track_running_stats=True,
+        self, num_features, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True,
         dtype=None,
-    ):
+    ):  # fmt: skip
         super().__init__()
         [self.num_features] = ints(self, num_features=num_features)
         [self.eps] = reals(self, eps=eps)
@@ -67,6 +64,16 @@ class _BatchNorm(Module):
             init.ones_(self.weight)
             init.zeros_(self.bias)
 
+    def extra_repr(self) -> str:
+        return (
+            f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
+            f"affine={self.affine}, track_running_stats={self.track_running_stats}"
+        )
+
+
+class _BatchNorm(_NormBase):
+    expected_dims: tuple = ()
+
     def forward(self, x):
         if x.ndim not in self.expected_dims:
             raise ShapeError(
@@ -100,12 +107,6 @@ class _BatchNorm(Module):
                     )
                 momentum = 1.0 / self.num_batches_tracked.item()
         return momentum
-
-    def extra_repr(self) -> str:
-        return (
-            f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
-            f"affine={self.affine}, track_running_stats={self.track_running_stats}"
-        )
 
 
 class BatchNorm1d(_BatchNorm):

@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 from ... import ops
-from ...argcheck import optional_real
 from ...core.errors import ShapeError
 from .. import functional as F
-from .module import Module, Parameter
-from .utils import flag, ints, reals
+from .batchnorm import _NormBase
 
 
-class _InstanceNorm(Module):
+class _InstanceNorm(_NormBase):
     """Normalise each (sample, channel) over its spatial dims; affine and running statistics
     as PyTorch's InstanceNorm (both off by default; num_batches_tracked is kept for its
     state_dict keys and, as in PyTorch, never counts)."""
@@ -18,32 +16,10 @@ class _InstanceNorm(Module):
     spatial = 1
 
     def __init__(
-        self,
-        num_features,
-        eps=1e-5,
-        momentum=0.1,
-        affine=False,
-        track_running_stats=False,
+        self, num_features, eps=1e-5, momentum=0.1, affine=False, track_running_stats=False,
         dtype=None,
-    ):
-        super().__init__()
-        [self.num_features] = ints(self, num_features=num_features)
-        [self.eps] = reals(self, eps=eps)
-        self.momentum = optional_real(momentum, f"{type(self).__name__}: momentum")
-        self.affine, self.track_running_stats = affine, track_running_stats
-        if flag(self, "affine", affine):
-            self.weight = Parameter(ops.ones(self.num_features, dtype=dtype))
-            self.bias = Parameter(ops.zeros(self.num_features, dtype=dtype))
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
-        if flag(self, "track_running_stats", track_running_stats):
-            self.register_buffer("running_mean", ops.zeros(self.num_features, dtype=dtype))
-            self.register_buffer("running_var", ops.ones(self.num_features, dtype=dtype))
-            self.register_buffer("num_batches_tracked", ops.zeros((), dtype="int64"))
-        else:
-            for name in ("running_mean", "running_var", "num_batches_tracked"):
-                self.register_buffer(name, None)
+    ):  # fmt: skip
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, dtype)
 
     def forward(self, x):
         if x.ndim not in (self.spatial + 1, self.spatial + 2):
@@ -71,12 +47,6 @@ class _InstanceNorm(Module):
             self.eps,
         )
         return ops.squeeze(out, 0) if unbatched else out
-
-    def extra_repr(self) -> str:
-        return (
-            f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
-            f"affine={self.affine}, track_running_stats={self.track_running_stats}"
-        )
 
 
 class InstanceNorm1d(_InstanceNorm):

@@ -30,9 +30,8 @@ import numpy as np
 from ...core import UNKNOWN, no_grad
 from ...core.dtypes import as_dtype
 from ...core.errors import DomainError, ShapeError, UnsupportedError
-from .. import init
 from ..parameter import UninitializedBuffer, UninitializedError, UninitializedParameter, is_lazy
-from .batchnorm import BatchNorm1d, BatchNorm2d, BatchNorm3d, _BatchNorm
+from .batchnorm import BatchNorm1d, BatchNorm2d, BatchNorm3d, _BatchNorm, _NormBase
 from .conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
 from .instancenorm import InstanceNorm1d, InstanceNorm2d, InstanceNorm3d
 from .linear import Linear
@@ -261,10 +260,7 @@ class _LazyNorm(LazyModuleMixin):
     def reset_parameters(self) -> None:
         if self.has_uninitialized_params() or self.num_features == 0:
             return
-        _BatchNorm.reset_running_stats(self)  # (InstanceNorm has none: BatchNorm's fits it)
-        if self.affine:
-            init.ones_(self.weight)
-            init.zeros_(self.bias)
+        _NormBase.reset_parameters(self)
 
     def _shapes(self, n):
         return dict.fromkeys(("weight", "bias", "running_mean", "running_var"), (n,))
