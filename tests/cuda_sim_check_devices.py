@@ -162,7 +162,7 @@ def tensor_ops():
 
 
 def spatial_ops():
-    """The spatial composites (nbflow/nn/spatial.py) make index constants, zeros and a
+    """The spatial composites (nbflow/nn/functional/) make index constants, zeros and a
     broadcast stand-in of their own: on x's (4, 4) as tiny images."""
     F = nb.nn.functional
 

@@ -1,4 +1,4 @@
-"""ctc_loss (an op: nbflow/ops/ctc.py) and the margin losses composed in nbflow/nn/losses_extra.py.
+"""ctc_loss (an op: nbflow/ops/ctc.py) and the margin losses of nbflow/nn/functional/loss.py.
 
 CTC is checked against a brute force written here: every alignment of a tiny (T, C) grid,
 kept when it collapses to the target, its probability summed. Gradients against float64

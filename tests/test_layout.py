@@ -137,3 +137,17 @@ def test_files_keep_to_the_line_budget():
     }
     over = {f: n for f, n in lengths.items() if n > OVER_BUDGET.get(f, BUDGET)}
     assert not over, f"over {BUDGET} lines (or over the cap in OVER_BUDGET): {over}"
+
+
+def test_nn_functional_holds_functions_only():
+    """nn/functional/ (PyTorch's F) is built on the ops and imports no class of nn/modules/,
+    which call it: the two halves of nn stay one way round."""
+    modules = _modules()
+    back = {
+        (name, target)
+        for name, path in modules.items()
+        if name.startswith("nbflow.nn.functional")
+        for target in _imports(name, path, modules)
+        if target.startswith("nbflow.nn.modules")
+    }
+    assert not back, f"nn.functional imports nn.modules: {sorted(back)}"

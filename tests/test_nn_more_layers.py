@@ -1,4 +1,4 @@
-"""PyTorch's remaining nn modules (nn/parameter.py, nn/lazy.py, nn/more_layers.py): nn.Buffer,
+"""PyTorch's remaining nn modules (nn/parameter.py, nn/modules/lazy.py, ...): nn.Buffer,
 the uninitialised parameters and the Lazy modules, AdaptiveLogSoftmaxWithLoss, SyncBatchNorm,
 DataParallel, RNNBase / RNNCellBase, CrossMapLRN2d and the 3-D lp / unpool / fractional pools.
 

@@ -1,5 +1,5 @@
 """PyTorch's sampling-grid functions and the pools, activation and aliases of
-nbflow/nn/sampling_grid.py: grid_sample and affine_grid against numpy references written here
+nbflow/nn/functional/sampling.py: grid_sample and affine_grid against numpy references written here
 (PyTorch's unnormalisation and padding formulas, one output point at a time), gradients by
 float64 finite differences, eager vs jit, typed errors, and PyTorch itself when it imports."""
 

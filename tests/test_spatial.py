@@ -1,4 +1,4 @@
-"""More of PyTorch's spatial layers (nbflow/nn/spatial.py): transposed convolutions, 1-d and
+"""More of PyTorch's spatial layers (nbflow/nn/functional/): transposed convolutions, 1-d and
 adaptive pools, pixel and channel shuffles, unfold / fold, pad's modes, the padding modules and
 the upsampling aliases. Each is checked against a numpy reference written here, against
 PyTorch in float64 when it imports, for gradients (finite differences, and PyTorch's), for
