@@ -12,7 +12,7 @@ from collections import namedtuple
 
 import numpy as np
 
-from .argcheck import shown
+from .argcheck import choice, shown
 from .core import UNKNOWN, public
 from .core import dtypes as dt
 from .core.errors import ArgumentError, DomainError, DTypeError, ShapeError, UnsupportedError
@@ -117,14 +117,24 @@ def _eps(x):
     return float(np.finfo(np.dtype(x.dtype)).eps)
 
 
+def _largest(s):
+    """The largest singular value of each matrix (0 for a matrix with none: 0 x n)."""
+    if s.shape[-1] == 0:
+        return zeros(*s.shape[:-1], dtype=s.dtype, device=getattr(s, "device", None))
+    return max_(s, axis=-1)
+
+
 def pinv(A, *, rtol=None, hermitian=False):
     """The pseudo-inverse through the SVD: singular values below rtol * max(S) (default
-    max(m, n) * eps) count as zero. `hermitian` is accepted and the SVD used anyway."""
+    max(m, n) * eps) count as zero. With `hermitian`, A is read from its lower triangle (the
+    upper one mirrored), as PyTorch's eigh-based path reads it; the SVD is used anyway."""
+    if hermitian:
+        A = tril(A) + matrix_transpose(tril(A, -1))
     const = A.detach() if A.requires_grad else A
     u, s, vh = decomp.svd(const, full_matrices=False)
     if rtol is None:
         rtol = max(A.shape[-2:]) * _eps(A)
-    cutoff = unsqueeze(max_(s, axis=-1), -1) * rtol
+    cutoff = unsqueeze(_largest(s), -1) * rtol
     keep = s > cutoff
     s_inv = where(keep, 1.0 / where(keep, s, 1.0), 0.0)
     X = matmul(matrix_transpose(vh) * unsqueeze(s_inv, -2), matrix_transpose(u))
@@ -236,7 +246,7 @@ def matrix_rank(A, *, atol=None, rtol=None, hermitian=False):
     s = svdvals(A)
     if rtol is None:
         rtol = 0.0 if atol is not None else max(A.shape[-2:]) * _eps(A)
-    tol = unsqueeze(max_(s, axis=-1), -1) * rtol
+    tol = unsqueeze(_largest(s), -1) * rtol
     if atol is not None:
         tol = where(tol > atol, tol, atol)
     return sum_(astype(s > tol, dt.int64), axis=-1)
@@ -270,14 +280,36 @@ def _identity(A):
     return eye(A.shape[-1], dtype=A.dtype, device=getattr(A, "device", None))
 
 
-def lstsq(A, B, rcond=None):
+LSTSQ_DRIVERS = ("gels", "gelsy", "gelsd", "gelss")
+
+
+def lstsq(A, B, rcond=None, *, driver=None):
     """The least-squares solution of A X = B through the pseudo-inverse (of full or
-    deficient rank). Only `solution` is computed; residuals, rank and singular_values are
-    None (PyTorch's CPU default driver gives them only in some cases)."""
+    deficient rank), with what PyTorch's CPU `driver` ("gelsy" by default, "gels", "gelsd",
+    "gelss") reports beside it: residuals (the squared residual of each column, where A has
+    more rows than columns and full rank; not for gelsy), rank (not for gels) and
+    singular_values (gelsd, gelss); what a driver does not report is an empty tensor."""
+    driver = "gelsy" if driver is None else choice(driver, LSTSQ_DRIVERS, "linalg.lstsq: driver")
     p = pinv(A) if rcond is None else pinv(A, rtol=rcond)
     vector = B.ndim == A.ndim - 1
     x = squeeze(matmul(p, unsqueeze(B, -1)), axis=-1) if vector else matmul(p, B)
-    return LstsqResult(x, None, None, None)
+    m, n = A.shape[-2:]
+    # what a driver does not report: empty, and computed from x as PyTorch's is (it requires
+    # grad where x does; its gradient is empty)
+    empty = reshape(x, (-1,))[:0]
+    rank = None
+    if driver != "gels":
+        rank = matrix_rank(A) if rcond is None else matrix_rank(A, rtol=rcond)
+    residuals = empty
+    full_rank = driver == "gels" or (m > n and bool((rank == n).all()))
+    if m > n and driver != "gelsy" and full_rank:
+        columns = (unsqueeze(x, -1), unsqueeze(B, -1)) if vector else (x, B)
+        r = matmul(A, columns[0]) - columns[1]
+        residuals = sum_(r * r, axis=-2)
+    values = svdvals(A) if driver in ("gelsd", "gelss") else empty
+    if rank is None:
+        rank = zeros(0, dtype=dt.int64, device=getattr(A, "device", None))
+    return LstsqResult(x, residuals, rank, values)
 
 
 # ---------------------------------------------------------------- PyTorch's aliases

@@ -104,6 +104,15 @@ MAPPING = {
     "normal.number_mean": lambda std, mean, *args, **kw: nb.normal(mean, std, *args, **kw),
     "normal.in_place": lambda x, *args, **kw: x.clone().normal_(*args, **kw),
     "uniform": lambda x, *args, **kw: x.clone().uniform_(*args, **kw),
+    # PyTorch's OpInfo op is the in-place random method on the input (or, for fill, the
+    # out-of-place spelling of fill_): the method on a copy
+    **{
+        name: (lambda method: lambda x, *args, **kw: getattr(x.clone(), method)(*args, **kw))(
+            f"{name}_"
+        )
+        for name in ("cauchy", "exponential", "geometric", "log_normal", "fill")
+    },
+    "__rdiv__": _method("__rtruediv__"),  # (Python 2's name for the reflected division)
     "zero_": lambda x: x.clone().zero_(),
     "resize_": lambda x, shape: x.clone().resize_(shape),
     "resize_as_": lambda x, other: x.clone().resize_as_(other),

@@ -9,9 +9,16 @@ import math
 import numpy as np
 
 from .. import ops, special
+from ..argcheck import integer, integers, shown
 from ..core import STATE, Value, bind
 from ..core import dtypes as dt
-from ..core.errors import ArgumentError, DTypeError, UnsupportedError
+from ..core.errors import (
+    ArgumentError,
+    DomainError,
+    DTypeError,
+    ShapeError,
+    UnsupportedError,
+)
 
 
 class Size(int):
@@ -50,10 +57,10 @@ class Operators(Value):
 
     def expand(self, *sizes):
         """PyTorch's expand: broadcast_to, where -1 keeps a dim's size."""
-        sizes = ops.shape.dims(sizes)
+        sizes = integers(ops.shape.dims(sizes), "expand: sizes")
         new = len(sizes) - self.ndim
         if new < 0:
-            raise ValueError(f"expand: {len(sizes)} sizes for a tensor of {self.ndim} dims")
+            raise ShapeError(f"expand: {len(sizes)} sizes for a tensor of {self.ndim} dims")
         shape = tuple(
             self.shape[i - new] if s == -1 and i >= new else s for i, s in enumerate(sizes)
         )
@@ -65,9 +72,9 @@ class Operators(Value):
         element repeat (`x.repeat(2, axis=1)`, as `nb.repeat` and `repeat_interleave`)."""
         if axis is not None:
             return ops.repeat(self, *sizes, axis=axis)
-        sizes = ops.shape.dims(sizes)
+        sizes = integers(ops.shape.dims(sizes), "repeat: sizes")
         if len(sizes) < self.ndim:
-            raise ValueError(
+            raise ShapeError(
                 f"repeat: {len(sizes)} sizes for a tensor of {self.ndim} dims (PyTorch's "
                 "repeat tiles, one size per dim; nb.repeat(x, n) or x.repeat_interleave(n) "
                 "repeats each element)"
@@ -110,24 +117,32 @@ class Operators(Value):
         return written_back(self, Operators.masked_fill, mask, value)
 
     def type_as(self, other):
+        if not isinstance(other, (Value, np.ndarray)):
+            raise ArgumentError(f"type_as: other must be a tensor, got {shown(other)}")
         return ops.astype(self, other.dtype)
 
-    def float(self):
+    def float(self, memory_format=None):
+        ops.creation.check_memory_format("float", memory_format)
         return ops.astype(self, dt.float32)
 
-    def double(self):
+    def double(self, memory_format=None):
+        ops.creation.check_memory_format("double", memory_format)
         return ops.astype(self, dt.float64)
 
-    def half(self):
+    def half(self, memory_format=None):
+        ops.creation.check_memory_format("half", memory_format)
         return ops.astype(self, dt.float16)
 
-    def int(self):
+    def int(self, memory_format=None):
+        ops.creation.check_memory_format("int", memory_format)
         return ops.astype(self, dt.int32)
 
-    def long(self):
+    def long(self, memory_format=None):
+        ops.creation.check_memory_format("long", memory_format)
         return ops.astype(self, dt.int64)
 
-    def bool(self):
+    def bool(self, memory_format=None):
+        ops.creation.check_memory_format("bool", memory_format)
         return ops.astype(self, dt.bool_)
 
     def dim(self) -> int:
@@ -141,7 +156,7 @@ class Operators(Value):
     def t(self):
         """PyTorch's t(): a 2-D tensor transposed (0-D and 1-D ones as they are)."""
         if self.ndim > 2:
-            raise ValueError(f"t() takes a tensor of at most 2 dims, got {self.ndim}: use mT")
+            raise ShapeError(f"t() takes a tensor of at most 2 dims, got {self.ndim}: use mT")
         return self if self.ndim < 2 else ops.matrix_transpose(self)
 
     @property
@@ -154,19 +169,20 @@ class Operators(Value):
         """The last two dims swapped (PyTorch's mT)."""
         return ops.matrix_transpose(self)
 
-    def new_full(self, size, fill_value, dtype=None, requires_grad=False):
+    def new_full(self, size, fill_value, dtype=None, requires_grad=False, *, device=None):
         """A new tensor of `size` filled with fill_value, on this one's device and in its dtype
         by default."""
         size = (size,) if isinstance(size, int) else tuple(size)
         dtype = self.dtype if dtype is None else dtype
-        t = ops.full(size, fill_value, dtype=dtype, device=getattr(self, "device", None))
+        device = getattr(self, "device", None) if device is None else device
+        t = ops.full(size, fill_value, dtype=dtype, device=device)
         return t.requires_grad_(True) if requires_grad else t
 
-    def new_zeros(self, *size, dtype=None, requires_grad=False):
-        return self.new_full(ops.shape.dims(size), 0, dtype, requires_grad)
+    def new_zeros(self, *size, dtype=None, requires_grad=False, device=None):
+        return self.new_full(ops.shape.dims(size), 0, dtype, requires_grad, device=device)
 
-    def new_ones(self, *size, dtype=None, requires_grad=False):
-        return self.new_full(ops.shape.dims(size), 1, dtype, requires_grad)
+    def new_ones(self, *size, dtype=None, requires_grad=False, device=None):
+        return self.new_full(ops.shape.dims(size), 1, dtype, requires_grad, device=device)
 
     new_empty = new_zeros
 
@@ -243,7 +259,7 @@ class Operators(Value):
     def H(self):
         """The conjugate transpose of a matrix (nbflow's dtypes are real: its transpose)."""
         if self.ndim > 2:
-            raise ValueError(f"H takes a tensor of at most 2 dims, got {self.ndim}: use mH")
+            raise ShapeError(f"H takes a tensor of at most 2 dims, got {self.ndim}: use mH")
         return self.t()
 
     @property
@@ -256,11 +272,12 @@ class Operators(Value):
         a new last dim (that dim's length becomes (n - size) // step + 1). Gathered by
         index_select, so it differentiates: a copy, where PyTorch's is a view."""
         a = ops.shape.axis_of(dimension, self.ndim)
+        size, step = integer(size, "unfold: size"), integer(step, "unfold: step")
         n = self.shape[a] if self.ndim else 1
         if n == -1:
             raise UnsupportedError("unfold: the dim to unfold has an unknown (-1) size")
         if size < 0 or size > n or step <= 0:
-            raise ValueError(
+            raise DomainError(
                 f"unfold: size {size} must be in [0, {n}] (dim {a}'s length) and step {step} > 0"
             )
         count = (n - size) // step + 1
@@ -272,10 +289,10 @@ class Operators(Value):
     def sum_to_size(self, *size):
         """PyTorch's sum_to_size: summed down to `size`, which this tensor's shape must
         broadcast from (a gradient summed back to its input's shape)."""
-        size = ops.shape.dims(size)
+        size = integers(ops.shape.dims(size), "sum_to_size: size")
         lead = self.ndim - len(size)
         if lead < 0 or any(s not in (1, n) for s, n in zip(size, self.shape[lead:])):
-            raise ValueError(f"sum_to_size: size {size} is not expandable to {self.shape}")
+            raise ShapeError(f"sum_to_size: size {size} is not expandable to {self.shape}")
         out = ops.sum(self, axis=tuple(range(lead))) if lead else self
         kept = tuple(i for i, (s, n) in enumerate(zip(size, out.shape)) if s == 1 and n != 1)
         return ops.sum(out, axis=kept, keepdims=True) if kept else out
@@ -285,7 +302,7 @@ class Operators(Value):
         every dim of one length beyond 2-D) set to fill_value; `wrap` restarts it every
         (columns + 1) rows of a tall matrix."""
         if self.ndim < 2 or (self.ndim > 2 and len(set(self.shape)) != 1):
-            raise ValueError(
+            raise ShapeError(
                 f"fill_diagonal_: needs 2 dims, or more of one length; got shape {self.shape}"
             )
         mask = np.zeros(self.shape, bool)
@@ -304,10 +321,10 @@ class Operators(Value):
 
         return nonzero(self, as_tuple)
 
-    def unique(self, sorted=True, return_inverse=False, return_counts=False):
+    def unique(self, sorted=True, return_inverse=False, return_counts=False, dim=None):
         from .tensor import unique
 
-        return unique(self, sorted, return_inverse, return_counts)
+        return unique(self, sorted, return_inverse, return_counts, dim)
 
     def allclose(self, other, rtol=1e-5, atol=1e-8, equal_nan=False):
         from .tensor import allclose
@@ -535,9 +552,9 @@ def _resize_(self, *sizes):
     new memory holding the old elements first and zeros after them (PyTorch leaves those
     uninitialised)."""
     _check_shape_change(self, "resize_")
-    shape = tuple(sizes[0]) if len(sizes) == 1 and not isinstance(sizes[0], int) else sizes
-    if any(isinstance(n, bool) or not isinstance(n, int) or n < 0 for n in shape):
-        raise ValueError(f"resize_: sizes must be non-negative ints, got {sizes!r}")
+    shape = integers(ops.shape.dims(sizes), "resize_: sizes")
+    if any(n < 0 for n in shape):
+        raise DomainError(f"resize_: sizes must be non-negative, got {shape}")
     old = _old_self(self)
     n = math.prod(shape)
     if n == self.numel():

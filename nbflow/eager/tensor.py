@@ -13,6 +13,7 @@ from types import MappingProxyType
 import numpy as np
 
 from .. import ops
+from ..argcheck import choice, integer, real
 from ..core import (
     ODD,
     STATE,
@@ -27,6 +28,8 @@ from ..core import (
 )
 from ..core import dtypes as dt
 from ..core.errors import (
+    ArgumentError,
+    AttrError,
     DTypeError,
     GradientError,
     NbflowError,
@@ -314,15 +317,28 @@ class Tensor(Operators):
 
     # -------------------------------------------------------------- devices
 
-    def to(self, device=None, dtype=None) -> Tensor:
+    def to(
+        self, device=None, dtype=None, non_blocking=False, copy=False, *, memory_format=None
+    ) -> Tensor:
         """This tensor on `device` ("cpu", "cuda", "cuda:N") and in `dtype`; itself when
-        already so. As in PyTorch, a dtype may come first: `t.to(nbflow.float64)`."""
+        already so, unless copy=True. As in PyTorch, a dtype may come first (`t.to(float64)`,
+        `t.to(float64, non_blocking, copy)`), or another tensor, whose device and dtype are
+        taken. non_blocking changes nothing (copies are synchronous); memory_format is checked
+        (creation.check_memory_format)."""
         from .device_tensor import move
 
-        if dtype is None and device is not None and not isinstance(device, str):
-            device, dtype = None, device  # t.to(float64)
+        ops.creation.check_memory_format("to", memory_format)
+        if isinstance(device, Tensor):  # t.to(other)
+            device, dtype = device.device, device.dtype if dtype is None else dtype
+        elif device is not None and not isinstance(device, str):
+            # t.to(dtype, non_blocking, copy): the arguments sit one place to the left
+            if dtype is not None and not isinstance(dtype, (bool, np.bool_)):
+                raise AttrError(f"to: give one dtype, got {device!r} and {dtype!r}")
+            copy = non_blocking if dtype is not None else copy
+            device, dtype = None, device
         t = self if device is None else move(self, device)
-        return t if dtype is None or t.dtype == dt.as_dtype(dtype) else t.astype(dtype)
+        t = t if dtype is None or t.dtype == dt.as_dtype(dtype) else t.astype(dtype)
+        return t.clone() if copy and t is self else t
 
     def new_tensor(self, data, dtype=None, requires_grad=False) -> Tensor:
         """A new tensor of `data`, in this one's dtype by default."""
@@ -1114,7 +1130,7 @@ def allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False) -> bool:
     """Whether a and b (tensors, arrays or numbers) are close elementwise, by numpy's rule
     |a - b| <= atol + rtol |b| (PyTorch's allclose)."""
     a, b = _numeric("allclose", a), _numeric("allclose", b)
-    rtol, atol = float(rtol), float(atol)
+    rtol, atol = real(rtol, "allclose: rtol"), real(atol, "allclose: atol")
     try:
         np.broadcast_shapes(a.shape, b.shape)
     except ValueError:
@@ -1156,11 +1172,16 @@ def nonzero(x, as_tuple: bool = False):
     return tensor(np.stack(found, axis=-1).astype(np.int64)).to(x.device)
 
 
-def unique(x, sorted: bool = True, return_inverse: bool = False, return_counts: bool = False):
+def unique(
+    x, sorted: bool = True, return_inverse: bool = False, return_counts: bool = False, dim=None
+):
     """The distinct values of an eager tensor, sorted (PyTorch's unique); with
     return_inverse, where each element went, and with return_counts, how often each value
-    occurs. Each NaN is distinct, as in PyTorch."""
+    occurs. Each NaN is distinct, as in PyTorch. With `dim`, the distinct slices along it
+    (sorted lexicographically), the inverse and counts then per slice."""
     data = _eager_values("unique", x)
+    if dim is not None:
+        return _unique_slices(x, data, dim, return_inverse, return_counts)
     values, inverse, counts = np.unique(
         data, return_inverse=True, return_counts=True, equal_nan=False
     )
@@ -1173,12 +1194,32 @@ def unique(x, sorted: bool = True, return_inverse: bool = False, return_counts: 
     return out[0] if len(out) == 1 else tuple(out)
 
 
+def _unique_slices(x, data, dim, return_inverse, return_counts):
+    """unique along `dim`: the distinct slices, sorted; inverse and counts per slice."""
+    a = normalize_axis(integer(dim, "unique: dim"), data.ndim)
+    if data.ndim == 0:
+        data = data.reshape(1)
+    values, inverse, counts = np.unique(data, return_inverse=True, return_counts=True, axis=a)
+    out = [tensor(values, dtype=data.dtype)]
+    if return_inverse:
+        out.append(tensor(inverse.reshape(-1).astype(np.int64)))
+    if return_counts:
+        out.append(tensor(counts.astype(np.int64)))
+    out = [t.to(x.device) for t in out]
+    return out[0] if len(out) == 1 else tuple(out)
+
+
 def masked_select(x, mask):
     """The elements of x where mask is True (x and mask broadcast), as a 1-D tensor; eager
     only (the length depends on the mask's values). Gradients flow back to x."""
     _eager_values("masked_select", x)
     mask = mask if isinstance(mask, Tensor) else tensor(mask)
-    shape = np.broadcast_shapes(x.shape, mask.shape) or (1,)  # (0-d: as one element)
+    try:
+        shape = np.broadcast_shapes(x.shape, mask.shape) or (1,)  # (0-d: as one element)
+    except ValueError:
+        raise ShapeError(
+            f"masked_select: x's shape {x.shape} and mask's {mask.shape} do not broadcast"
+        ) from None
     keep = np.broadcast_to(_eager_values("masked_select", mask), shape)
     if keep.dtype != np.bool_:
         raise DTypeError(f"masked_select: mask must be bool, got {keep.dtype}")
@@ -1190,10 +1231,12 @@ def masked_select(x, mask):
 def unique_consecutive(x, return_inverse: bool = False, return_counts: bool = False, dim=None):
     """Each run of equal consecutive values of an eager tensor (flattened) kept once
     (PyTorch's unique_consecutive); with return_inverse, the run each element belongs to,
-    and with return_counts, each run's length. dim other than None is not supported."""
-    if dim is not None:
-        raise UnsupportedError("unique_consecutive: only dim=None (the flattened tensor)")
+    and with return_counts, each run's length. With `dim`, runs of equal slices along it."""
+    for arg, value in (("return_inverse", return_inverse), ("return_counts", return_counts)):
+        choice(value, (False, True), f"unique_consecutive: {arg}", AttrError)
     data = _eager_values("unique_consecutive", x)
+    if dim is not None:
+        return _unique_consecutive_slices(x, data, dim, return_inverse, return_counts)
     flat = data.reshape(-1)
     starts = np.ones(flat.size, bool)
     starts[1:] = flat[1:] != flat[:-1]  # (each NaN starts a run, as NaN != NaN)
@@ -1206,6 +1249,22 @@ def unique_consecutive(x, return_inverse: bool = False, return_counts: bool = Fa
     return out[0] if len(out) == 1 else tuple(out)
 
 
+def _unique_consecutive_slices(x, data, dim, return_inverse, return_counts):
+    """unique_consecutive along `dim`: each run of equal consecutive slices kept once."""
+    a = normalize_axis(integer(dim, "unique_consecutive: dim"), data.ndim)
+    slices = np.moveaxis(data.reshape(1) if data.ndim == 0 else data, a, 0)
+    rows = slices.reshape(slices.shape[0], -1)
+    starts = np.ones(rows.shape[0], bool)
+    starts[1:] = np.any(rows[1:] != rows[:-1], axis=1)
+    out = [tensor(np.moveaxis(slices[starts], 0, a), dtype=data.dtype)]
+    if return_inverse:
+        out.append(tensor((np.cumsum(starts) - 1).astype(np.int64)))
+    if return_counts:
+        out.append(tensor(np.diff(np.append(np.flatnonzero(starts), starts.size)).astype(np.int64)))
+    out = [t.to(x.device) for t in out]
+    return out[0] if len(out) == 1 else tuple(out)
+
+
 Tensor.masked_select = masked_select
 Tensor.unique_consecutive = unique_consecutive
 
@@ -1213,7 +1272,7 @@ Tensor.unique_consecutive = unique_consecutive
 def from_numpy(array: np.ndarray, requires_grad: bool = False) -> Tensor:
     """A tensor sharing `array`'s memory (no copy)."""
     if not isinstance(array, np.ndarray):
-        raise TypeError(f"from_numpy expects a numpy array, got {type(array).__name__}")
+        raise ArgumentError(f"from_numpy expects a numpy array, got {type(array).__name__}")
     if not array.dtype.isnative:
         raise DTypeError(
             f"from_numpy: dtype {array.dtype} is not in this machine's byte order, so its "

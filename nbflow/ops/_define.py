@@ -24,6 +24,7 @@ def elementwise(
     differentiable=True,
     no_derivative="",
     check=None,
+    cls=Op,
 ):
     """Declare an elementwise op from its scalar body, written once for every device.
 
@@ -32,7 +33,9 @@ def elementwise(
     not body parameters (such as cast's dtype) are only seen by the spec rule. The output
     broadcasts the inputs; its dtype is the promoted dtype of the `promote` inputs, or
     `out_dtype`: a dtype (bool for comparisons) or a function of the attrs. `check(*inputs)`,
-    if given, runs before the kernel and raises a typed error for values the body rejects."""
+    if given, runs before the kernel and raises a typed error for values the body rejects.
+    `cls` is the Op class: a subclass whose __call__ also takes PyTorch's call forms that are
+    compositions of ops (div's rounding_mode=, clamp's tensor bounds)."""
     attrs = attrs or {}
 
     def wrap(body) -> Op:
@@ -55,7 +58,7 @@ def elementwise(
                 return Spec(shape, op.key_dtype(specs))
             return Spec(shape, out_dtype(**kw) if callable(out_dtype) else out_dtype)
 
-        op = Op(
+        op = cls(
             name=body.__name__,
             inputs=inputs,
             outputs=("out",),

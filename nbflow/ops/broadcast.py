@@ -4,6 +4,7 @@ mode where the target's shape has unknown (-1) dims until run time."""
 
 import numpy as np
 
+from ..argcheck import integers
 from ..core import Op, Spec, broadcast_shapes
 from ..core import dtypes as dt
 from ..core.errors import ShapeError
@@ -19,7 +20,12 @@ def _sum_to_like_spec(x, like):
 
 def summed_axes(shape, target) -> tuple[int, ...]:
     """Axes of `shape` to sum so that the result has shape `target` (numpy broadcasting)."""
+    if type(shape) is not tuple or type(target) is not tuple:  # (the kernels pass tuples)
+        shape = integers(shape, "summed_axes: shape")
+        target = integers(target, "summed_axes: target")
     lead = len(shape) - len(target)
+    if lead < 0:
+        raise ShapeError(f"summed_axes: {shape} has fewer dims than the target {target}")
     return tuple(range(lead)) + tuple(
         lead + i for i, n in enumerate(target) if n == 1 and shape[lead + i] != 1
     )

@@ -56,7 +56,8 @@ from .sorting import median, sort_op
 
 def tensordot(a, b, dims=2):
     """The sum of products over a's last `dims` dims and b's first (or over the dim lists
-    dims=(dims_a, dims_b)), composed as an einsum."""
+    dims=(dims_a, dims_b)), composed as an einsum; a contracted dim of size 1 broadcasts
+    against the other's, as in PyTorch."""
     if isinstance(dims, (int, np.integer)) and not isinstance(dims, bool):
         k = _int("tensordot", "dims", dims, low=0)
         if k > a.ndim or k > b.ndim:
@@ -70,6 +71,7 @@ def tensordot(a, b, dims=2):
     if len(da) != len(db):
         raise ShapeError(f"tensordot: {len(da)} dims of a against {len(db)} of b")
     da, db = [axis_of(d, a.ndim) for d in da], [axis_of(d, b.ndim) for d in db]
+    a, b = _contracted_sizes_matched(a, b, da, db)
     letters = iter("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
     sa, sb = [next(letters) for _ in range(a.ndim)], [None] * b.ndim
     for i, j in zip(da, db):
@@ -81,6 +83,17 @@ def tensordot(a, b, dims=2):
         s for j, s in enumerate(sb) if j not in db
     ]
     return einsum(f"{''.join(sa)},{''.join(sb)}->{''.join(kept)}", a, b)
+
+
+def _contracted_sizes_matched(a, b, da, db):
+    """a and b with a contracted dim of size 1 against a longer one summed on the other side
+    (kept as size 1): PyTorch's tensordot broadcasts such dims."""
+    for i, j in zip(da, db):
+        if a.shape[i] == 1 and b.shape[j] not in (1, UNKNOWN):
+            b = reduce_sum(b, axis=j, keepdims=True)
+        elif b.shape[j] == 1 and a.shape[i] not in (1, UNKNOWN):
+            a = reduce_sum(a, axis=i, keepdims=True)
+    return a, b
 
 
 def chain_matmul(*matrices):

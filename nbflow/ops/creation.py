@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 
-from ..argcheck import integers
+from ..argcheck import integers, shown
 from ..core import Attr, Op, Spec
 from ..core import dtypes as dt
 from ..core.errors import ArgumentError, AttrError, DomainError, ShapeError, UnsupportedError
@@ -378,18 +378,46 @@ def on_device(t, device, requires_grad=False):
     return t
 
 
+# PyTorch's memory formats, by name: nbflow's kernels take any strides and nbflow tensors have
+# no user-set layout, so each gives the same values (the argument is checked, then unused)
+MEMORY_FORMATS = ("preserve_format", "contiguous_format", "channels_last", "channels_last_3d")
+preserve_format, contiguous_format, channels_last, channels_last_3d = MEMORY_FORMATS
+
+
+def check_memory_format(name, memory_format):
+    """memory_format= as PyTorch takes it: None, a name of MEMORY_FORMATS (nbflow's
+    `nbflow.channels_last` ...) or PyTorch's own object (torch.channels_last, whose str() is
+    "torch.channels_last"); anything else raises DomainError naming `name`."""
+    if memory_format is None:
+        return
+    text = memory_format if isinstance(memory_format, str) else str(memory_format)
+    if text.removeprefix("torch.") not in MEMORY_FORMATS:
+        raise DomainError(
+            f"{name}: memory_format must be one of {', '.join(MEMORY_FORMATS)}, "
+            f"got {shown(memory_format)}"
+        )
+
+
 def _shape(shape) -> tuple:
     if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
         return tuple(shape[0])
     return tuple(shape)
 
 
+def fill_value(value):
+    """A fill value for the ops' "value" attr: a bool as the int it is (True is 1), which the
+    attr, a number, does not take; the dtype, chosen apart, makes it True again."""
+    return int(value) if isinstance(value, (bool, np.bool_)) else value
+
+
 def full(shape, value, dtype=None, device=None, requires_grad=False):
-    """A tensor of `shape` filled with `value` (dtype from the value when not given)."""
+    """A tensor of `shape` filled with `value` (dtype from the value when not given: a bool
+    gives a bool tensor)."""
     if dtype is None:
         dtype = dt.scalar_dtype(value)
     shape = integers(shape, "full: size")
-    return on_device(full_op(shape=shape, value=value, dtype=dtype), device, requires_grad)
+    t = full_op(shape=shape, value=fill_value(value), dtype=dtype)
+    return on_device(t, device, requires_grad)
 
 
 def zeros(*shape, dtype=None, device=None, requires_grad=False):
@@ -405,24 +433,28 @@ def empty(*shape, dtype=None, device=None, requires_grad=False):
     return zeros(*shape, dtype=dtype, device=device, requires_grad=requires_grad)
 
 
-def full_like(x, value, dtype=None, requires_grad=False):
-    return on_device(full_like_op(x, value=value, dtype=dtype), None, requires_grad)
+def full_like(x, value, dtype=None, requires_grad=False, *, device=None, memory_format=None):
+    check_memory_format("full_like", memory_format)
+    t = full_like_op(x, value=fill_value(value), dtype=dtype)
+    return on_device(t, device, requires_grad)
 
 
 def fill_(x, value):
-    return fill_op(x, value=value)
+    return fill_op(x, value=fill_value(value))
 
 
 def zero_(x):
     return fill_op(x, value=0)
 
 
-def zeros_like(x, dtype=None, requires_grad=False):
-    return on_device(full_like_op(x, value=0, dtype=dtype), None, requires_grad)
+def zeros_like(x, dtype=None, requires_grad=False, *, device=None, memory_format=None):
+    check_memory_format("zeros_like", memory_format)
+    return on_device(full_like_op(x, value=0, dtype=dtype), device, requires_grad)
 
 
-def ones_like(x, dtype=None, requires_grad=False):
-    return on_device(full_like_op(x, value=1, dtype=dtype), None, requires_grad)
+def ones_like(x, dtype=None, requires_grad=False, *, device=None, memory_format=None):
+    check_memory_format("ones_like", memory_format)
+    return on_device(full_like_op(x, value=1, dtype=dtype), device, requires_grad)
 
 
 def arange(start, stop=None, step=1, dtype=None, device=None, requires_grad=False):
@@ -436,7 +468,19 @@ def arange(start, stop=None, step=1, dtype=None, device=None, requires_grad=Fals
     )
 
 
+def endpoint(name, arg, value):
+    """A range's endpoint: a number, or a 0-d tensor's value (PyTorch's tensor overloads of
+    linspace and logspace); a tensor of more dims raises ShapeError."""
+    if getattr(value, "ndim", None) is None:
+        return value
+    if value.ndim != 0:
+        raise ShapeError(f"{name}: {arg} must be a number or a 0-d tensor, got shape {value.shape}")
+    return value.item()
+
+
 def linspace(start, stop, num, dtype=None, device=None, requires_grad=False):
+    """num numbers from start to stop, evenly spaced (start and stop may be 0-d tensors)."""
+    start, stop = endpoint("linspace", "start", start), endpoint("linspace", "stop", stop)
     t = linspace_op(start=start, stop=stop, num=num, dtype=dtype)
     return on_device(t, device, requires_grad)
 
@@ -472,9 +516,56 @@ def normal(
     generator=None,
     device=None,
     requires_grad=False,
+    size=None,
+    layout=None,
 ):
+    """Normal draws: normal(*shape, mean=, std=) (numpy's style), or PyTorch's overloads
+    normal(mean, std) with a tensor mean or std (one draw per element of their broadcast
+    shape) and normal(mean, std, size) with numbers. `layout` is PyTorch's: strided only."""
+    check_layout("normal", layout)
+    if size is not None:
+        if len(shape) != 2:
+            raise ArgumentError("normal: size= goes with normal(mean, std, size=...)")
+        shape = (*shape, size)
+    if _pytorch_normal(shape):
+        return _normal_of(
+            *shape, dtype=dtype, generator=generator, device=device, requires_grad=requires_grad
+        )
     t = normal_op(shape=_shape(shape), mean=mean, std=std, dtype=dtype, generator=generator)
     return on_device(t, device, requires_grad)
+
+
+def _pytorch_normal(args) -> bool:
+    """Whether normal's positional arguments are PyTorch's (mean, std[, size]): a tensor
+    among the first two, or a size after two numbers."""
+    if any(hasattr(a, "shape") and not isinstance(a, np.ndarray) for a in args[:2]):
+        return True
+    return len(args) == 3 and isinstance(args[2], (list, tuple))
+
+
+def _normal_of(mean, std=1.0, size=None, *, dtype, generator, device, requires_grad):
+    """PyTorch's normal(mean, std[, size]): mean + std * a standard normal draw, so that the
+    gradients reach a tensor mean (1) and std (the draw), as PyTorch's do."""
+    tensors = [v for v in (mean, std) if hasattr(v, "shape")]
+    if not tensors:
+        if size is None:
+            raise ArgumentError("normal(mean, std, size): numbers need a size")
+        shape = integers(size, "normal: size")
+        t = normal_op(shape=shape, mean=mean, std=std, dtype=dtype, generator=generator)
+        return on_device(t, device, requires_grad)
+    if size is not None or dtype is not None:
+        raise ArgumentError("normal(mean, std): the tensors give the size and the dtype")
+    shape = np.broadcast_shapes(*(tuple(t.shape) for t in tensors))
+    kind = dt.promote([t.dtype for t in tensors], [])
+    draw = normal_op(shape=shape, mean=0.0, std=1.0, dtype=kind, generator=generator)
+    return on_device(mean + std * on_device(draw, getattr(tensors[0], "device", None)), device)
+
+
+def check_layout(name, layout):
+    """layout= as PyTorch takes it: None or strided (nbflow's only layout; PyTorch's
+    torch.strided is taken too); anything else raises UnsupportedError naming `name`."""
+    if layout is not None and str(layout).removeprefix("torch.") != "strided":
+        raise UnsupportedError(f"{name}: layout must be strided (dense tensors), got {layout!r}")
 
 
 def randn(*shape, dtype=None, generator=None, device=None, requires_grad=False):
@@ -526,6 +617,10 @@ __all__ = [
     "empty",
     "full_like",
     "zeros_like",
+    "preserve_format",
+    "contiguous_format",
+    "channels_last",
+    "channels_last_3d",
     "fill_",
     "zero_",
     "ones_like",

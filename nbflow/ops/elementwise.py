@@ -5,22 +5,61 @@ Gradient rules are `(g, out, *inputs, **attrs) -> one gradient per input` writte
 ops; the backward driver sums them back to broadcast shapes and casts them.
 """
 
+import builtins
 import math
 
 import numpy as np
 from numba.extending import register_jitable
 
+from ..argcheck import integer
 from ..core import Attr, Op, Spec, broadcast_shapes, is_int, needs_grad
 from ..core import dtypes as dt
-from ..core.errors import AttrError, DomainError, ShapeError
+from ..core.errors import ArgumentError, AttrError, DomainError, ShapeError
 from ..kernels import vecmath
 from ._define import elementwise, inplace_variant
+from .creation import check_memory_format
 
 ALL, NUMERIC, FLOATS = dt.ALL, dt.NUMERIC, dt.FLOATS
 SQRT_HALF = 0.7071067811865476
 INV_SQRT_2PI = 0.3989422804014327
 _erf64 = np.vectorize(math.erf, otypes=[np.float64])  # reference only (no scipy dependency)
 _EXP_MAX = 709.78  # math.sinh and math.cosh overflow (and raise, in Python) beyond this
+
+# ---------------------------------------------------------------- PyTorch's call forms
+# Ops whose PyTorch signature has more than the kernel: those call forms are compositions of
+# ops (so gradients and graph mode come with them); the plain call is the op itself.
+
+
+class _Div(Op):
+    """div, which also takes PyTorch's rounding_mode= (None, "trunc", "floor"): divide()."""
+
+    def __call__(self, *args, **attrs):
+        if "rounding_mode" in attrs:
+            return divide(*args, **attrs)
+        return Op.__call__(self, *args, **attrs)
+
+
+class _Round(Op):
+    """round, which also takes PyTorch's decimals= (round_decimals())."""
+
+    def __call__(self, *args, **attrs):
+        if "decimals" in attrs:
+            return round_decimals(*args, **attrs)
+        return Op.__call__(self, *args, **attrs)
+
+
+class _Clip(Op):
+    """clip (clamp), which also takes PyTorch's tensor bounds (clamp_tensors())."""
+
+    def __call__(self, *args, **attrs):
+        bounds = dict(zip(("min", "max"), args[1:3]))
+        bounds.update((k, v) for k, v in attrs.items() if k in ("min", "max"))
+        if not any(_is_tensor(v) for v in bounds.values()):
+            return Op.__call__(self, *args, **attrs)
+        if len(args) > 3 or not args or set(attrs) - {"min", "max"}:
+            raise ArgumentError(f"{self.name}(x, min, max) takes a tensor and its two bounds")
+        return clamp_tensors(args[0], bounds.get("min"), bounds.get("max"))
+
 
 # ---------------------------------------------------------------- arithmetic
 
@@ -57,7 +96,7 @@ def _mul_grad(g, out, x, y):
 mul.defgrad(_mul_grad)
 
 
-@elementwise(dtypes=FLOATS, ref=np.true_divide, to_float=True)
+@elementwise(dtypes=FLOATS, ref=np.true_divide, to_float=True, cls=_Div)
 def div(x, y):
     """True division; integer inputs give float32."""
     return x / y
@@ -164,7 +203,7 @@ def trunc(x):
     return math.floor(x) if x >= 0 else math.ceil(x)
 
 
-@elementwise(dtypes=NUMERIC, ref=np.round, differentiable=False)
+@elementwise(dtypes=NUMERIC, ref=np.round, differentiable=False, cls=_Round)
 def round(x):
     """x rounded to the nearest integer, halves to even (numpy's and PyTorch's round)."""
     if not -_INTEGRAL < x < _INTEGRAL:
@@ -1069,6 +1108,7 @@ def _clip_ref(x, min=None, max=None):
     dtypes=NUMERIC,
     ref=_clip_ref,
     attrs={"min": Attr("value", None, optional=True), "max": Attr("value", None, optional=True)},
+    cls=_Clip,
 )
 def clip(x, min, max):
     """Clamp into [min, max] (either may be None); min > max gives max, as in PyTorch."""
@@ -1251,8 +1291,10 @@ def _cast_grad(g, out, x, dtype):
 cast.defgrad(_cast_grad)
 
 
-def clone(x):
-    """A copy of x that gradients flow through."""
+def clone(x, *, memory_format=None):
+    """A copy of x that gradients flow through (memory_format= is PyTorch's: checked, and every
+    format gives the same copy, see creation.check_memory_format)."""
+    check_memory_format("clone", memory_format)
     return cast(x, dtype=x.dtype)
 
 
@@ -1390,6 +1432,30 @@ def divide(x, y, rounding_mode=None):
 
 def _is_tensor(v):
     return hasattr(v, "shape") and not isinstance(v, np.ndarray | np.number)
+
+
+def round_decimals(x, decimals=0):
+    """x rounded to `decimals` decimal places (halves to even), as PyTorch's round(x,
+    decimals=): scaled by 10**decimals, rounded and scaled back, in x's dtype; a negative
+    `decimals` rounds to tens, hundreds ..."""
+    decimals = integer(decimals, "round: decimals")
+    if decimals == 0:
+        return round(x)
+    # PyTorch divides by the power for a negative `decimals` (10**-3 is inexact, 1000 is not)
+    scale = 10.0 ** builtins.abs(decimals)
+    return round(x * scale) / scale if decimals > 0 else round(x / scale) * scale
+
+
+def clamp_tensors(x, min=None, max=None):
+    """x clamped into [min, max] where a bound is a tensor (broadcast; None: no bound); min >
+    max gives max, as in PyTorch. Each output element is x, min or max itself, so the
+    gradient goes to the one chosen (PyTorch's clamp with tensor bounds); NaN in x stays."""
+    out = x
+    if min is not None:
+        out = where(lt(out, min), min, out)
+    if max is not None:
+        out = where(gt(out, max), max, out)
+    return out
 
 
 def clamp_min(x, min):

@@ -143,7 +143,7 @@ def frexp(input):
 
 def ldexp(input, other):
     """input * 2**other, in a float dtype (integer input gives float32, as PyTorch)."""
-    x = _floats(input)
+    x = _floats("ldexp", input)
     scale = astype(other, x.dtype) if _is_value(other) else float(_number("ldexp", "other", other))
     return mul(x, exp2(scale))
 
@@ -230,7 +230,7 @@ def i0(input):
     own derivative."""
     # summed in float64 (float32's rounding piles up over the 30 terms), returned in input's
     # float dtype
-    dtype = _floats(input).dtype
+    dtype = _floats("i0", input).dtype
     x = abs(astype(input, dt.float64))
     small = x <= 8
     # each series sees only its own range (the other's input is a harmless 8), so neither

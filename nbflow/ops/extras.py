@@ -20,6 +20,7 @@ import warnings
 
 import numpy as np
 
+from ..argcheck import shown
 from ..core import UNKNOWN, broadcast_shapes
 from ..core import dtypes as dt
 from ..core.errors import (
@@ -31,7 +32,7 @@ from ..core.errors import (
     UnsupportedError,
 )
 from ._define import elementwise
-from .creation import linspace, on_device, zeros, zeros_like
+from .creation import check_memory_format, endpoint, linspace, on_device, zeros, zeros_like
 from .elementwise import (
     abs,
     astype,
@@ -115,9 +116,15 @@ def _known(name, x, dim):
     return n
 
 
-def _floats(x):
-    """x as a float tensor (integers and bools in the default float dtype, as PyTorch)."""
-    return x if dt.is_float(x.dtype) else astype(x, dt.default_float())
+def _floats(name, x):
+    """x as a float tensor (integers and bools in the default float dtype, as PyTorch); a numpy
+    array of a dtype nbflow widens (uint8, int16 ...) counts as the dtype it becomes."""
+    if not hasattr(x, "dtype"):
+        raise ArgumentError(f"{name}: expected a tensor, got {shown(x)}")
+    dtype = dt.widen(np.dtype(x.dtype))
+    if dtype not in dt.ALL:
+        raise DTypeError(f"{name}: expected a tensor of numbers, got dtype {dtype}")
+    return x if dt.is_float(dtype) else astype(x, dt.default_float())
 
 
 def _eager_or_none(t):
@@ -281,9 +288,10 @@ def swapdims(input, dim0, dim1):
     return swapaxes(input, dim0, dim1)
 
 
-def empty_like(input, *, dtype=None, device=None, requires_grad=False):
+def empty_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None):
     """A tensor of input's shape, filled with zeros (nbflow hands out no uninitialised
     memory), in input's dtype unless given."""
+    check_memory_format("empty_like", memory_format)
     return on_device(zeros_like(input, dtype=dtype), device, requires_grad)
 
 
@@ -317,7 +325,9 @@ def rsub(input, other, *, alpha=1):
 
 
 def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_grad=False):
-    """`steps` numbers from base**start to base**end, evenly spaced in the exponent."""
+    """`steps` numbers from base**start to base**end, evenly spaced in the exponent (start
+    and end may be 0-d tensors)."""
+    start, end = endpoint("logspace", "start", start), endpoint("logspace", "end", end)
     for arg, v in (("start", start), ("end", end), ("base", base)):
         _number("logspace", arg, v)
     steps = _int("logspace", "steps", steps, low=0)
@@ -406,7 +416,7 @@ def cov(input, *, correction=1, fweights=None, aweights=None):
     if input.dtype == dt.bool_:
         raise DTypeError("cov: bool input is not supported")
     _number("cov", "correction", correction)
-    x = _floats(input)
+    x = _floats("cov", input)
     x = reshape(x, (1, -1)) if x.ndim < 2 else x
     # one variable gives a 0-d result (PyTorch squeezes): the rank needs the count known
     variables, n = _known("cov", x, 0), x.shape[1]
@@ -468,7 +478,7 @@ def _areas(name, y, x, dx, dim):
     if y.ndim == 0:
         raise ShapeError(f"{name}: y must have at least 1 dim")
     a = axis_of(dim, y.ndim)
-    y = _floats(y)
+    y = _floats(name, y)
     lo, hi = _slices(y, a)
     if x is None:
         return (lo + hi) * (0.5 if dx is None else _number(name, "dx", dx) / 2), a
@@ -508,8 +518,10 @@ def gradient(input, *, spacing=1, dim=None, edge_order=1):
     `dim` (all by default), one tensor per dim. Second-order central differences inside,
     one-sided differences of order `edge_order` (1 or 2) at the ends. `spacing` is a number
     (one step for every dim), one number per dim, or one 1-D tensor of coordinates per dim
-    (unevenly spaced samples; its values must be known: an eager tensor)."""
-    f = _floats(input)
+    (unevenly spaced samples; its values must be known: an eager tensor). spacing=None is
+    PyTorch's spelling of 1."""
+    spacing = 1 if spacing is None else spacing
+    f = _floats("gradient", input)
     dims = range(f.ndim) if dim is None else (dim,) if isinstance(dim, int) else dim
     dims = [axis_of(d, f.ndim) for d in dims]
     if edge_order not in (1, 2):

@@ -656,7 +656,11 @@ def take_along_axis(x, indices, axis):
 
 
 def gather(x, axis, index):
-    """PyTorch's argument order for take_along_axis: x.gather(axis, index)."""
+    """PyTorch's argument order for take_along_axis: x.gather(axis, index); a 0-d x and index
+    are one element (PyTorch's)."""
+    if x.ndim == 0 and getattr(index, "ndim", None) == 0:
+        vectors = (reshape_op(x, shape=(1,)), reshape_op(index, shape=(1,)))
+        return reshape_op(take_along_axis_op(*vectors, axis=axis_of(axis, 0)), shape=())
     return take_along_axis_op(x, index, axis=axis)
 
 
@@ -717,7 +721,11 @@ index_select_op.defgrad(_select_grad)
 
 
 def index_select(x, axis, index):
-    """PyTorch's index_select(x, axis, index)."""
+    """PyTorch's index_select(x, axis, index); a 0-d x is one element along axis 0 (PyTorch's),
+    so the index picks it and the result is 0-d."""
+    if x.ndim == 0 and getattr(index, "ndim", None) == 1:
+        picked = index_select_op(reshape_op(x, shape=(1,)), index, axis=axis_of(axis, 0))
+        return reshape_op(picked, shape=())
     return index_select_op(x, index, axis=axis)
 
 
@@ -838,7 +846,11 @@ scatter_add_op.defgrad(_scatter_add_grad)
 
 
 def scatter_add(x, axis, index, src):
-    """PyTorch's scatter_add(x, axis, index, src), out of place."""
+    """PyTorch's scatter_add(x, axis, index, src), out of place; a 0-d x, index and src are
+    one element (PyTorch's)."""
+    if x.ndim == 0 and getattr(index, "ndim", None) == 0:
+        vectors = (reshape_op(t, shape=(1,)) for t in (x, index, src))
+        return reshape_op(scatter_add_op(*vectors, axis=axis_of(axis, 0)), shape=())
     return scatter_add_op(x, index, src, axis=axis)
 
 

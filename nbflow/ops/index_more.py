@@ -41,6 +41,8 @@ from .select import (
     take,
 )
 from .shape import (
+    as_scalar,
+    as_vector,
     axis_of,
     broadcast_to,
     cat,
@@ -250,6 +252,9 @@ def index_reduce(input, dim, index, source, reduce, *, include_self=True):
     name = "index_reduce"
     if reduce not in _INDEX_REDUCTIONS:
         raise AttrError(f"{name}: reduce must be one of {_INDEX_REDUCTIONS}, got {reduce!r}")
+    if input.ndim == 0:  # one element along dim 0 (PyTorch's)
+        vectors = (as_vector(input), axis_of(dim, 0), index, as_vector(source))
+        return as_scalar(index_reduce(*vectors, reduce, include_self=include_self))
     a = axis_of(dim, input.ndim)
     if index.ndim != 1 or index.dtype not in dt.INTS:
         raise DTypeError(

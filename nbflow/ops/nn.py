@@ -21,7 +21,7 @@ from ..kernels.cpu import JIT, axis_rows, sum64, write_axis_rows
 from ..kernels.jit import njit
 from . import reduce as _reduce
 from . import shape as _shape
-from .elementwise import exp
+from .elementwise import cast, exp
 
 FLOATS, INTS = dt.FLOATS, dt.INTS
 REDUCTIONS = ("mean", "sum", "none")
@@ -223,7 +223,17 @@ def _log_softmax_ref(x, axis=-1):
     return (shifted - np.log(np.exp(shifted).sum(axis=axis, keepdims=True))).astype(x.dtype)
 
 
-softmax = Op(
+class _Softmax(Op):
+    """softmax and log_softmax, which also take PyTorch's dtype=: x is cast to it first (an
+    integer input gives a float result, and the gradient flows back through the cast)."""
+
+    def __call__(self, *args, dtype=None, **attrs):
+        if dtype is not None and args:
+            args = (cast(args[0], dtype=dtype), *args[1:])
+        return Op.__call__(self, *args, **attrs)
+
+
+softmax = _Softmax(
     name="softmax",
     inputs=("x",),
     outputs=("out",),
@@ -241,7 +251,7 @@ def _softmax_grad(g, out, x, axis):
     return (softmax_grad(g, out, axis=axis, log=False),)
 
 
-log_softmax = Op(
+log_softmax = _Softmax(
     name="log_softmax",
     inputs=("x",),
     outputs=("out",),

@@ -16,7 +16,7 @@ import numpy as np
 
 from ..core import UNKNOWN, Attr, Op, Spec
 from ..core import dtypes as dt
-from ..core.errors import ShapeError, UnsupportedError
+from ..core.errors import DTypeError, ShapeError, UnsupportedError
 from ..kernels.cpu import JIT
 from ..kernels.cuda import not_supported
 from ..kernels.jit import njit
@@ -59,9 +59,7 @@ def _sgd_kernel(p, g, v, lr, momentum, dampening, weight_decay, nesterov):
 
 
 def _sgd_spec(p, g, v, **attrs):
-    for name, s in (("grad", g), ("velocity", v)):
-        if s.shape != p.shape:
-            raise ShapeError(f"{name} must have the parameter's shape")
+    _check_states(p, grad=g, velocity=v)
     return Spec(p.shape, p.dtype), Spec(v.shape, v.dtype)
 
 
@@ -339,10 +337,15 @@ sgd_relu_layer_update_ = Op(
 )
 
 
-def _same_shape(p, **states):
+def _check_states(p, **states):
+    """The gradient and the optimizer's states: of the parameter's shape, and floats (the
+    kernels write float steps into them; a bool or integer gradient would fail inside numpy's
+    casts)."""
     for name, s in states.items():
         if s.shape != p.shape:
             raise ShapeError(f"{name} must have the parameter's shape")
+        if not dt.is_float(s.dtype):
+            raise DTypeError(f"{name} must be a float tensor, got {s.dtype}")
 
 
 # ---------------------------------------------------------------- Adam / AdamW
@@ -381,7 +384,7 @@ def _adam_kernel(
 
 
 def _adam_spec(p, g, m, v, vmax, step, **attrs):
-    _same_shape(p, grad=g, exp_avg=m, exp_avg_sq=v, max_exp_avg_sq=vmax)
+    _check_states(p, grad=g, exp_avg=m, exp_avg_sq=v, max_exp_avg_sq=vmax)
     if step.shape != () or step.dtype.kind not in "iu":
         raise ShapeError(f"step must be a 0-d integer tensor, got {step}")
     return Spec(p.shape, p.dtype), Spec(m.shape, m.dtype), Spec(v.shape, v.dtype), \
@@ -481,7 +484,7 @@ def _rmsprop_kernel(
 
 
 def _rmsprop_spec(p, g, sq, ga, buf, **attrs):
-    _same_shape(p, grad=g, square_avg=sq, grad_avg=ga, momentum_buffer=buf)
+    _check_states(p, grad=g, square_avg=sq, grad_avg=ga, momentum_buffer=buf)
     return Spec(p.shape, p.dtype), Spec(sq.shape, sq.dtype), Spec(ga.shape, ga.dtype), \
         Spec(buf.shape, buf.dtype)  # fmt: skip
 
@@ -567,7 +570,7 @@ def _adagrad_kernel(p, g, s, step, lr, lr_decay, weight_decay, eps, initial, max
 
 
 def _adagrad_spec(p, g, s, step, **attrs):
-    _same_shape(p, grad=g, state_sum=s)
+    _check_states(p, grad=g, state_sum=s)
     if step.shape != () or step.dtype.kind not in "iu":
         raise ShapeError(f"step must be a 0-d integer tensor, got {step}")
     return Spec(p.shape, p.dtype), Spec(s.shape, s.dtype), Spec((), step.dtype)

@@ -31,10 +31,10 @@ from collections import namedtuple
 import numpy as np
 from numba.extending import register_jitable
 
-from ..argcheck import integers
+from ..argcheck import integers, shown
 from ..core import Attr, Op, Spec, normalize_axis
 from ..core import dtypes as dt
-from ..core.errors import ArgumentError, DomainError, DTypeError, ShapeError
+from ..core.errors import ArgumentError, AttrError, DomainError, DTypeError, ShapeError
 from ..kernels import vecmath
 from ..kernels.cpu import (
     JIT,
@@ -52,7 +52,7 @@ from ..kernels.jit import njit
 from . import elementwise as _ew
 from .elementwise import exp, logical_and, maximum, where
 from .index import take_along_axis_op
-from .shape import axis_of, flip_op, squeeze_op
+from .shape import axis_of, flip_op, movedim, reshape, squeeze_op
 
 AXIS = {"axis": Attr("ints", None, optional=True), "keepdims": Attr("bool", False)}
 ONE_AXIS = {"axis": Attr("int", None, optional=True), "keepdims": Attr("bool", False)}
@@ -684,6 +684,8 @@ def norm(x, p=2, axis=None, keepdims=False):
     is 0 at each zero element (PyTorch's), not infinite."""
     if not dt.is_float(x.dtype):
         raise DTypeError(f"norm needs a float tensor, got {x.dtype}")
+    if isinstance(p, str) and p == "nuc":
+        return _nuclear_norm(x, axis, keepdims)
     p = 2 if isinstance(p, str) and p == "fro" else p
     if isinstance(p, bool) or not isinstance(p, (int, float)) or p < 0 and p != -math.inf:
         raise DomainError(f"norm: p must be a number >= 0, inf, -inf or 'fro', got {p!r}")
@@ -698,7 +700,11 @@ def norm(x, p=2, axis=None, keepdims=False):
     if p == -math.inf:
         return min(a, axis=axis, keepdims=keepdims)
     if p == 0:
-        return sum(_ew.astype(a != 0, x.dtype), axis=axis, keepdims=keepdims)
+        count = sum(_ew.astype(a != 0, x.dtype), axis=axis, keepdims=keepdims)
+        # PyTorch's count is differentiable with a zero gradient (it requires grad where x
+        # does): adding a zero computed from x's finite values keeps it in x's graph
+        zero = sum(where(_ew.isfinite(x), x, 0.0) * 0.0, axis=axis, keepdims=keepdims)
+        return count + zero
     if p == 1:
         return sum(a, axis=axis, keepdims=keepdims)
     # a**p has an infinite slope at a = 0 for p < 1, and s**(1/p) at s = 0 for p > 1: the
@@ -707,6 +713,21 @@ def norm(x, p=2, axis=None, keepdims=False):
     s = sum(where(nonzero, where(nonzero, a, 1.0) ** p, 0.0), axis=axis, keepdims=keepdims)
     nonzero = s != 0
     return where(nonzero, where(nonzero, s, 1.0) ** (1.0 / p), 0.0)
+
+
+def _nuclear_norm(x, axis, keepdims):
+    """The sum of the singular values of the matrices in the two dims `axis` (all of a 2-D
+    x when None), as PyTorch's norm(x, "nuc", dim)."""
+    from .decomp import svd  # (decomp is built on the reductions)
+
+    axes = tuple(range(x.ndim)) if axis is None else reduced_axes(axis, x.ndim)
+    if len(axes) != 2:
+        raise ShapeError(f"norm: p='nuc' needs two dims, got {x.ndim if axis is None else axis}")
+    matrices = movedim(x, axes, (x.ndim - 2, x.ndim - 1))
+    values = sum(svd(matrices, full_matrices=False)[1], axis=-1)
+    if not keepdims:
+        return values
+    return reshape(values, tuple(1 if d in axes else n for d, n in enumerate(x.shape)))
 
 
 # ---------------------------------------------------------------- cumsum
@@ -766,6 +787,25 @@ def _cumsum_grad(g, out, x, axis):
 VAR_ATTRS = {**AXIS, "correction": Attr("int", 1)}
 
 
+class _Variance(Op):
+    """var and std, which also take PyTorch's unbiased= (True: correction=1, False: 0), also as
+    the second positional argument (std(x, False)), as PyTorch's older overloads do."""
+
+    def __call__(self, *args, **attrs):
+        unbiased = attrs.pop("unbiased", None)
+        if len(args) > 1 and isinstance(args[1], (bool, np.bool_)):
+            if unbiased is not None:
+                raise ArgumentError(f"{self.name}: unbiased given twice")
+            unbiased, args = args[1], args[:1] + args[2:]
+        if unbiased is not None:
+            if not isinstance(unbiased, (bool, np.bool_)):
+                raise AttrError(f"{self.name}: unbiased must be a bool, got {shown(unbiased)}")
+            if "correction" in attrs:
+                raise ArgumentError(f"{self.name}: give unbiased or correction, not both")
+            attrs["correction"] = 1 if unbiased else 0
+        return Op.__call__(self, *args, **attrs)
+
+
 def _var_ref(fn):
     def ref(x, axis=None, keepdims=False, correction=1):
         axes = reduced_axes(axis, x.ndim)
@@ -782,6 +822,7 @@ var = _reduction(
     dtypes=dt.FLOATS,
     out_dtype=_floats_only,
     attrs=VAR_ATTRS,
+    cls=_Variance,
     doc="Variance over `axis`: sum((x - mean)**2) / (N - correction). correction=1 (the "
     "default, as PyTorch) is the unbiased estimate, 0 the population variance (numpy's "
     "default). N - correction <= 0 gives inf or NaN, as numpy. Floats only.",
@@ -793,6 +834,7 @@ std = _reduction(
     dtypes=dt.FLOATS,
     out_dtype=_floats_only,
     attrs=VAR_ATTRS,
+    cls=_Variance,
     doc="Standard deviation over `axis`: sqrt(var(x, axis, correction)); correction=1 by "
     "default (unbiased, as PyTorch). Floats only.",
 )

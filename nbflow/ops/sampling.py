@@ -12,7 +12,7 @@ from ..argcheck import integer, real
 from ..core import UNKNOWN
 from ..core import dtypes as dt
 from ..core.errors import AttrError, DomainError, DTypeError, UnsupportedError
-from .creation import normal, randint, uniform
+from .creation import check_memory_format, normal, randint, uniform
 from .elementwise import copy_, exp, floor, isfinite, log, log1p, logical_and, logical_not, tan
 from .index import checked_range
 from .optim import depend_
@@ -35,27 +35,39 @@ def _device(x):
     return getattr(x, "device", None)  # (a graph value has none: the executor places it)
 
 
-def rand_like(x, dtype=None, generator=None, requires_grad=False):
-    """Uniform draws in [0, 1) of x's shape, in x's dtype (or `dtype`)."""
+def rand_like(
+    x, dtype=None, generator=None, requires_grad=False, *, device=None, memory_format=None
+):
+    """Uniform draws in [0, 1) of x's shape, in x's dtype (or `dtype`), on x's device (or
+    `device`)."""
+    check_memory_format("rand_like", memory_format)
     shape = _known_shape("rand_like", x)
     dtype = x.dtype if dtype is None else dtype
+    device = _device(x) if device is None else device
     return uniform(
-        shape, dtype=dtype, generator=generator, device=_device(x), requires_grad=requires_grad
+        shape, dtype=dtype, generator=generator, device=device, requires_grad=requires_grad
     )
 
 
-def randn_like(x, dtype=None, generator=None, requires_grad=False):
-    """Standard normal draws of x's shape, in x's dtype (or `dtype`)."""
+def randn_like(
+    x, dtype=None, generator=None, requires_grad=False, *, device=None, memory_format=None
+):
+    """Standard normal draws of x's shape, in x's dtype (or `dtype`), on x's device (or
+    `device`)."""
+    check_memory_format("randn_like", memory_format)
     shape = _known_shape("randn_like", x)
     dtype = x.dtype if dtype is None else dtype
+    device = _device(x) if device is None else device
     return normal(
-        shape, dtype=dtype, generator=generator, device=_device(x), requires_grad=requires_grad
+        shape, dtype=dtype, generator=generator, device=device, requires_grad=requires_grad
     )
 
 
-def randint_like(x, low, high=None, dtype=None, generator=None):
+def randint_like(x, low, high=None, dtype=None, generator=None, *, device=None, memory_format=None):
     """Integers in [low, high) (`randint_like(x, high)`: from 0) of x's shape, in x's dtype
-    (or `dtype`; a float dtype holds the integers drawn, as in PyTorch)."""
+    (or `dtype`; a float dtype holds the integers drawn, as in PyTorch), on x's device (or
+    `device`)."""
+    check_memory_format("randint_like", memory_format)
     low, high = (0, low) if high is None else (low, high)
     dtype = dt.as_dtype(x.dtype if dtype is None else dtype)
     draw_dtype = dtype if dtype in dt.INTS else dt.int64
@@ -65,7 +77,7 @@ def randint_like(x, low, high=None, dtype=None, generator=None):
         _known_shape("randint_like", x),
         dtype=draw_dtype,
         generator=generator,
-        device=_device(x),
+        device=_device(x) if device is None else device,
     )
     return out if draw_dtype == dtype else out.astype(dtype)
 

@@ -247,6 +247,9 @@ def _quantile(name, x, q, dim, keepdim, interpolation, ignore_nan):
         raise AttrError(f"{name}: needs a float tensor, got {x.dtype}")
     scalar_q = not hasattr(q, "shape")
     qs = _check_q(name, q, x)
+    if x.ndim == 0 and dim is not None:  # one element along dim 0 or -1 (PyTorch's)
+        axis_of(dim, 0)
+        x, dim, keepdim = reshape(x, (1,)), 0, False
     if dim is None:
         x, a, out_ndim = reshape(x, (-1,)), 0, x.ndim
     else:

@@ -26,6 +26,8 @@ from .index import checked_range, getitem, index_put, index_put_, index_select, 
 from .reduce import amax, amin, cumsum, prod
 from .reduce import sum as reduce_sum
 from .shape import (
+    as_scalar,
+    as_vector,
     axis_of,
     broadcast_to,
     concat,
@@ -120,6 +122,9 @@ def scatter(x, dim, index, src=None, value=None, reduce=None):
     src = value if src is None else src
     if src is None:
         raise AttrError("scatter: give src (a tensor) or value (a number)")
+    if x.ndim == 0 and getattr(index, "ndim", None) == 0:
+        out = scatter(as_vector(x), axis_of(dim, 0), as_vector(index), as_vector(src), None, reduce)
+        return as_scalar(out)
     if reduce is not None:
         ops = {"add": "sum", "multiply": "prod"}
         if reduce not in ops:
@@ -151,6 +156,9 @@ def scatter_reduce(x, dim, index, src, reduce, include_self=True):
     sum / prod / max / min over the one-hot (ties in amax / amin share the gradient)."""
     if not isinstance(reduce, str) or reduce not in _REDUCTIONS:
         raise AttrError(f"scatter_reduce: reduce must be one of {_REDUCTIONS}, got {reduce!r}")
+    if x.ndim == 0 and getattr(index, "ndim", None) == 0:
+        vectors = (as_vector(x), axis_of(dim, 0), as_vector(index), as_vector(src))
+        return as_scalar(scatter_reduce(*vectors, reduce, include_self))
     a, _ = _scatter_key("scatter_reduce", x, dim, index)
     src = _src_block("scatter_reduce", src, index)
     n = _known("scatter_reduce", x, a)
@@ -203,6 +211,8 @@ def _highest(dtype):
 
 def index_add(x, dim, index, source, alpha=1):
     """x with source's slices added at `index` along `dim` (repeated indices add up)."""
+    if x.ndim == 0:
+        return as_scalar(index_add(as_vector(x), axis_of(dim, 0), index, as_vector(source), alpha))
     a = axis_of(dim, x.ndim)
     source = source if alpha == 1 else mul(source, alpha)
     return index_put(x, _along(a) + (index,), source, accumulate=True)
@@ -217,6 +227,8 @@ def index_add_(x, dim, index, source, alpha=1):
 
 def index_copy(x, dim, index, source):
     """x with its slices at `index` along `dim` replaced by source's."""
+    if x.ndim == 0:
+        return as_scalar(index_copy(as_vector(x), axis_of(dim, 0), index, as_vector(source)))
     a = axis_of(dim, x.ndim)
     return index_put(x, _along(a) + (index,), source)
 
@@ -225,6 +237,8 @@ def index_fill(x, dim, index, value):
     """x with its slices at `index` along `dim` set to `value`. The slices are marked first and
     filled once each, so a repeated index counts once in value's gradient (the sum of the
     gradient over the filled slices, as in PyTorch); index_put would count it per repeat."""
+    if x.ndim == 0:
+        return as_scalar(index_fill(as_vector(x), axis_of(dim, 0), index, value))
     a = axis_of(dim, x.ndim)
     filled = index_put(full_like_op(x, value=0, dtype=dt.bool_), _along(a) + (index,), True)
     out = where(filled, value, x)
@@ -250,10 +264,11 @@ def take_along_dim(x, indices, dim=None):
 
 
 def narrow(x, dim, start, length):
-    """x[..., start:start + length, ...] along `dim` (start may count from the end)."""
+    """x[..., start:start + length, ...] along `dim` (start may count from the end, and may be
+    a 0-d integer tensor, as in PyTorch)."""
     a = axis_of(dim, x.ndim)
     n = _known("narrow", x, a)
-    start, length = _int("narrow", "start", start), _int("narrow", "length", length)
+    start, length = integer(start, "narrow: start"), _int("narrow", "length", length)
     if not -n <= start <= n:
         raise OutOfRangeError(f"narrow: start {start} is out of range for dim {a} of size {n}")
     start %= n if n else 1

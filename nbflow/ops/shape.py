@@ -16,7 +16,7 @@ import math
 import numpy as np
 
 from ..argcheck import integers
-from ..core import UNKNOWN, Attr, Op, Spec, as_int, normalize_axis
+from ..core import UNKNOWN, Attr, Op, Spec, as_int, normalize_axis, rebuilt
 from ..core import dtypes as dt
 from ..core.errors import AttrError, DomainError, ShapeError
 from ..runtime import buffers
@@ -57,6 +57,20 @@ def dims(args) -> tuple:
 def axis_of(axis: int, ndim: int) -> int:
     """The axis in [0, ndim); a 0-d tensor takes 0 and -1, as in PyTorch."""
     return normalize_axis(axis, max(ndim, 1))
+
+
+def as_vector(t):
+    """t, a 0-d tensor as a one-element vector: PyTorch's indexing, selection and order
+    functions take a 0-d tensor as one element along dim 0 (or -1)."""
+    return reshape_op(t, shape=(1,)) if getattr(t, "ndim", None) == 0 else t
+
+
+def as_scalar(out):
+    """out (a tensor, or a tuple of them) reshaped to 0-d: the result for a 0-d input that was
+    computed on it as a one-element vector (as_vector)."""
+    if isinstance(out, tuple):
+        return rebuilt(type(out), [as_scalar(o) for o in out])
+    return reshape_op(out, shape=())
 
 
 def axes_of(axis, ndim: int) -> tuple[int, ...]:
@@ -585,12 +599,14 @@ def roll(x, shifts, axis=None):
 
 
 def meshgrid(*tensors, indexing="ij"):
-    """Coordinate grids of 1-D tensors: output i varies along axis i ("ij", PyTorch's
-    default) or with the first two axes swapped ("xy", numpy's default)."""
+    """Coordinate grids of 1-D tensors (a 0-d tensor counts as one element, as in PyTorch):
+    output i varies along axis i ("ij", PyTorch's default) or with the first two axes swapped
+    ("xy", numpy's default)."""
     if len(tensors) == 1 and isinstance(tensors[0], (tuple, list)):
         tensors = tuple(tensors[0])
     if not isinstance(indexing, str) or indexing not in ("ij", "xy"):
         raise DomainError(f"meshgrid: indexing must be 'ij' or 'xy', got {indexing!r}")
+    tensors = tuple(as_vector(t) for t in tensors)
     if any(t.ndim != 1 for t in tensors):
         raise ShapeError(f"meshgrid needs 1-D tensors, got {[tuple(t.shape) for t in tensors]}")
     sizes = [t.shape[0] for t in tensors]

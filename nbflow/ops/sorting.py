@@ -18,7 +18,7 @@ from .elementwise import isnan, where
 from .index import scatter_add_op
 from .reduce import ValuesIndices
 from .reduce import any as any_
-from .shape import axis_of, reshape_op, split_op, squeeze_op
+from .shape import as_scalar, axis_of, reshape_op, split_op, squeeze_op
 
 _sort_row = njit(**JIT)(sort_row)
 
@@ -95,9 +95,10 @@ def argsort(x, axis=-1, descending=False, *, stable=False):
 def topk(x, k: int, axis=-1, largest=True, sorted=True):
     """(values, indices) of the k largest (largest=False: smallest) values along `axis`,
     in sorted order (also when sorted=False: any order is allowed there), as PyTorch's
-    topk; a NaN counts as the largest."""
+    topk; a NaN counts as the largest. A 0-d x is one element (PyTorch's)."""
     if x.ndim == 0:
-        raise ShapeError("topk: needs at least one dim")
+        axis_of(axis, 0)
+        return as_scalar(topk(reshape_op(x, shape=(1,)), k, 0, largest, sorted))
     n = x.shape[axis_of(axis, x.ndim)]
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)):
         raise ArgumentError(f"topk: k must be an int, got {type(k).__name__}")
@@ -129,6 +130,9 @@ def median(x, axis=None, keepdims=False):
     elements, or, along `axis`, (values, indices) as max(dim=) gives; NaN if any is NaN."""
     if axis is None:
         return median(reshape_op(x, shape=(-1,)), 0).values
+    if x.ndim == 0:  # one element along axis 0 or -1 (PyTorch's)
+        axis_of(axis, 0)
+        return as_scalar(median(reshape_op(x, shape=(1,)), 0))
     a = axis_of(axis, x.ndim)
     n = x.shape[a] if x.ndim else 1
     if n == 0:

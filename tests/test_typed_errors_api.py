@@ -1,0 +1,144 @@
+"""Typed errors for the bad arguments tools/fuzz_campaign.py's api campaign found ending in a
+plain ValueError/TypeError or in numpy's and Python's own errors (issue 42, item 6): each raises
+one of nbflow's errors, naming the function, and the valid call next to it still works."""
+
+import numpy as np
+import pytest
+
+import nbflow as nb
+from nbflow import errors
+
+
+@pytest.fixture
+def x():
+    return nb.tensor(np.arange(6.0).reshape(2, 3))
+
+
+def test_expand_with_fewer_sizes_than_dims(x):
+    with pytest.raises(errors.ShapeError, match="expand"):
+        x.expand()
+    assert x.expand(4, 2, 3).shape == (4, 2, 3)
+
+
+def test_expand_with_a_tensor_size(x):
+    with pytest.raises(errors.AttrError, match="expand"):
+        x.expand(nb.ones(2, 3), 3)
+
+
+def test_repeat_with_fewer_sizes_than_dims(x):
+    with pytest.raises(errors.ShapeError, match="repeat"):
+        x.repeat(2)
+
+
+def test_sum_to_size_with_sizes_that_are_not_ints(x):
+    with pytest.raises(errors.AttrError, match="sum_to_size"):
+        x.sum_to_size(4, "nan")
+    with pytest.raises(errors.ShapeError, match="sum_to_size"):
+        x.sum_to_size(4, 3)
+    np.testing.assert_array_equal(x.sum_to_size(1, 3).numpy(), [[3.0, 5.0, 7.0]])
+
+
+def test_fill_diagonal_of_a_tensor_without_a_diagonal():
+    with pytest.raises(errors.ShapeError, match="fill_diagonal_"):
+        nb.zeros(2, 4, 4).fill_diagonal_(1.0)
+    with pytest.raises(errors.ShapeError, match="fill_diagonal_"):
+        nb.zeros(()).fill_diagonal_(1.0)
+
+
+@pytest.mark.parametrize("other", [{"a": 1}, 3, "float32"])
+def test_type_as_a_non_tensor(x, other):
+    with pytest.raises(errors.ArgumentError, match="type_as"):
+        x.type_as(other)
+    assert x.type_as(nb.tensor([1], dtype=nb.int64)).dtype == nb.int64
+
+
+def test_t_and_unfold(x):
+    with pytest.raises(errors.ShapeError, match="t()"):
+        nb.zeros(2, 2, 2).t()
+    with pytest.raises(errors.AttrError, match="unfold"):
+        x.unfold(1, 1.5, 1)
+    with pytest.raises(errors.DomainError, match="unfold"):
+        x.unfold(1, 4, 1)
+
+
+def test_resize_with_bad_sizes(x):
+    with pytest.raises(errors.AttrError, match="resize_"):
+        x.clone().resize_(2.5)
+    with pytest.raises(errors.DomainError, match="resize_"):
+        x.clone().resize_(-1, 3)
+
+
+def test_from_numpy_of_a_tensor(x):
+    with pytest.raises(errors.ArgumentError, match="from_numpy"):
+        nb.from_numpy(x)
+
+
+def test_masked_select_with_shapes_that_do_not_broadcast():
+    with pytest.raises(errors.ShapeError, match="masked_select"):
+        nb.masked_select(nb.zeros(2, 4, 1), nb.ones(4, 2, 1, dtype=nb.bool_))
+
+
+def test_unique_consecutive_with_a_tensor_flag(x):
+    with pytest.raises(errors.AttrError, match="unique_consecutive"):
+        nb.unique_consecutive(x, return_inverse=nb.ones(2))
+
+
+def test_unique_consecutive_along_a_dim():
+    torch = pytest.importorskip("torch")
+    data = np.array([[1, 1, 2, 2, 1], [3, 3, 4, 5, 3]], np.int64)
+    got = nb.unique_consecutive(nb.tensor(data), return_inverse=True, return_counts=True, dim=1)
+    want = torch.unique_consecutive(
+        torch.tensor(data), return_inverse=True, return_counts=True, dim=1
+    )
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g.numpy(), w.numpy())
+
+
+def test_allclose_with_a_string_tolerance(x):
+    with pytest.raises(errors.AttrError, match="allclose"):
+        nb.allclose(x, x, rtol="float32")
+
+
+def test_summed_axes_of_a_0d_tensor():
+    with pytest.raises(errors.AttrError, match="summed_axes"):
+        nb.summed_axes(nb.tensor(1.0), nb.tensor(2.0))
+    with pytest.raises(errors.ShapeError, match="summed_axes"):
+        nb.summed_axes((3,), (2, 3))
+    assert nb.summed_axes((2, 3), (1, 3)) == (0,)
+
+
+def test_i0_of_small_integer_arrays():
+    # numpy's uint8 is widened to int32 as every op widens it: a float result, not a KeyError
+    np.testing.assert_allclose(nb.i0(np.array([1, 2], np.uint8)).numpy(), np.i0([1.0, 2.0]))
+    with pytest.raises(errors.DTypeError, match="i0"):
+        nb.i0(np.array(["a"]))
+
+
+def test_sgd_with_a_bool_gradient():
+    p = nb.nn.Parameter(nb.ones(3))
+    p.grad = nb.tensor([True, False, True])
+    with pytest.raises(errors.DTypeError, match="grad must be a float tensor"):
+        nb.optim.SGD([p], lr=0.1).step()
+    np.testing.assert_array_equal(p.numpy(), [1.0, 1.0, 1.0])  # nothing written
+
+
+@pytest.fixture
+def no_memory_budget():
+    budget = nb.get_memory_budget()
+    nb.set_memory_budget(1 << 62)  # (None is the physical memory)
+    yield
+    nb.set_memory_budget(budget)
+
+
+def test_an_allocation_the_system_refuses(no_memory_budget):
+    # with no budget to refuse it first, the system's refusal of an exabyte comes back as
+    # nbflow's ResourceExhaustedError (a MemoryError) naming the size, not numpy's
+    with pytest.raises(errors.ResourceExhaustedError, match="cannot allocate"):
+        nb.ones(2).new_ones(2**60, dtype=nb.bool_)
+
+
+def test_memory_format_is_checked(x):
+    assert x.float(memory_format=nb.preserve_format).dtype == nb.float32
+    assert nb.zeros_like(x, memory_format="contiguous_format").shape == x.shape
+    with pytest.raises(errors.DomainError, match="memory_format"):
+        nb.clone(x, memory_format="sideways")
