@@ -206,9 +206,19 @@ SAMPLES = {
         lambda: [x(2, 2, 3)],
         {},
     ),
-    "layer_norm": (
+    "layer_norm_affine": (
         lambda a, w, b: nb.layer_norm(a, (3,), w, b),
         lambda: [x(2, 3), x(3), x(3)],
+        {},
+    ),
+    "layer_norm": (  # (a weight alone: layer_norm_op, then the product)
+        lambda a, w: nb.layer_norm(a, (3,), w),
+        lambda: [x(2, 3), x(3)],
+        {},
+    ),
+    "layer_norm_affine_grad": (
+        lambda g, a, w: nb.layer_norm_affine_grad(g, a, w, normalized_shape=(2, 3)),
+        lambda: [x(4, 2, 3, low=-1), x(4, 2, 3), x(2, 3, low=-1)],
         {},
     ),
     "layer_norm_grad": (

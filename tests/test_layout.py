@@ -53,7 +53,7 @@ OVER_BUDGET = {
     "graph/serialize.py": 1223,  # the program format, its schema checks and its loader
     "eager/tensor.py": 1226,  # Tensor, the eager trace and its plans
     "ops/special.py": 1191,  # one short declaration per special function
-    "ops/norm.py": 1129,  # the norms and their fused gradients
+    "ops/norm.py": 976,  # batch norm and its fused gradients, embedding, dropout
     "array_api/__init__.py": 904,  # the Array API standard's functions
     "ops/index.py": 898,
     "ops/reduce.py": 895,

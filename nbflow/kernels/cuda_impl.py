@@ -1405,7 +1405,7 @@ def batch_norm(x, out, eps):
 
 def normalize_rows_grad(g2, y2, x2, out2, eps):
     """out = the gradient of normalize_rows per row of the 2-D contiguous arrays (layer_norm's
-    gradient, nbflow.ops.norm.layer_norm_grad)."""
+    gradient, nbflow.ops.layernorm.layer_norm_grad)."""
     _norm_kernels()
     if x2.shape[0] and x2.shape[1]:
         _NORM["normalize_grad"][min(x2.shape[0], MAX_BLOCKS * 64), TPB](g2, y2, x2, out2, eps)

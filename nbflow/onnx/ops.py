@@ -350,6 +350,13 @@ def layer_norm(b, node, ins, normalized_shape, eps=1e-5):
     return b.op("LayerNormalization", [ins[0], scale, shift], axis=-len(shape), epsilon=float(eps))
 
 
+@converts("layer_norm_affine")
+def layer_norm_affine(b, node, ins, normalized_shape, eps=1e-5):
+    shape = _static(normalized_shape, "normalized_shape", node)
+    x, w, bias = b.cast_inputs(node, ins)
+    return b.op("LayerNormalization", [x, w, bias], axis=-len(shape), epsilon=float(eps))
+
+
 @converts("softmax")
 def softmax(b, node, ins, axis=-1):
     return b.op("Softmax", ins, axis=int(axis))

@@ -22,6 +22,7 @@ from . import (
     factorizations,
     index,
     index_more,
+    layernorm,
     linalg,
     losses,
     nn,
@@ -47,7 +48,7 @@ FAMILIES += (ctc,)
 FAMILIES += (conv3d,)
 FAMILIES += (factorizations,)
 FAMILIES += (queries, signal, elementwise_more, index_more, compat)
-FAMILIES += (random_params, recurrent)
+FAMILIES += (random_params, recurrent, layernorm)
 
 for _family in FAMILIES:
     globals().update({name: public(getattr(_family, name)) for name in _family.__all__})

@@ -1,4 +1,4 @@
-"""Embedding, dropout and normalisation: embedding, dropout, layer_norm, batch_norm.
+"""Embedding, dropout and batch normalisation (layernorm.py holds layer and group norm).
 
 - `embedding` gathers weight rows with a bounds check (OutOfRangeError before the kernel);
   its gradient is an op of its own, `embedding_backward`, that adds rows back (skipping
@@ -6,12 +6,12 @@
 - `dropout` is `x * mask`, where the mask (0 or 1 / (1 - p)) comes from `dropout_mask`, a
   non-differentiable random op seeded by an nbflow.Generator like the other random ops; the
   gradient is g * mask, the same mask.
-- `layer_norm` and `batch_norm` normalise with one fused op each (`layer_norm`,
-  `batch_norm_train`: mean and variance accumulated in float64 over each row or channel, in
-  cache while it is normalised); layer_norm applies its affine weight and bias with ordinary
-  ops, batch_norm in training with the same op (`batch_norm_train_affine`, whose gradient
-  reads g and x only, the normalised x recomputed). Their second derivatives recompute the
-  inverse standard deviation with ops, so they differentiate again.
+- `batch_norm` normalises with one fused op (`batch_norm_train`: mean and variance accumulated
+  in float64 over each channel, in cache while it is normalised), in training with its affine
+  parameters in the same op (`batch_norm_train_affine`, whose gradient reads g and x only,
+  the normalised x recomputed). Their second derivatives recompute the inverse standard
+  deviation with ops, so they differentiate again. layernorm.py shares these kernels, a row
+  of its input taken as a channel.
 - In training mode batch_norm updates the running statistics in place with
   `batch_norm_update_stats_` (PyTorch's rule, the running variance unbiased). The running
   statistics are also inputs of `batch_norm_train`, read for nothing but their place in the
@@ -23,7 +23,6 @@ import math
 
 import numpy as np
 
-from ..argcheck import integer, integers
 from ..core import UNKNOWN, Attr, Op, Spec, is_probability, needs_grad
 from ..core import dtypes as dt
 from ..core.errors import AttrError, DTypeError, OutOfRangeError, ShapeError
@@ -394,160 +393,12 @@ def dropout(x, p=0.5, training=True, generator=None):
     return x * dropout_mask(x, p=p, generator=generator)
 
 
-# ---------------------------------------------------------------- shared normalisation grad
-
-
-# ---------------------------------------------------------------- layer_norm
-
-
-def _norm_axes(x_ndim, normalized_shape) -> tuple[int, ...]:
-    return tuple(range(x_ndim - len(normalized_shape), x_ndim))
-
-
-def _layer_norm_spec(x, normalized_shape, eps):
-    _float("the input", x.dtype)
-    k = len(normalized_shape)
-    tail = tuple(x.shape[x.ndim - k :]) if k else ()
-    if k > x.ndim or any(a != b and _known(a) for a, b in zip(tail, normalized_shape)):
-        raise ShapeError(
-            f"input of shape {tuple(x.shape)} does not end with normalized_shape "
-            f"{tuple(normalized_shape)}"
-        )
-    if any(n < 1 for n in normalized_shape):
-        raise AttrError(f"normalized_shape {tuple(normalized_shape)} must be positive")
-    if eps < 0:
-        raise AttrError(f"eps must be >= 0, got {eps}")
-    return Spec(x.shape, x.dtype)
-
-
-def _layer_norm_cpu(x, out, normalized_shape, eps):
-    if out.size == 0:
-        return
-    rows = (1, -1, math.prod(normalized_shape))  # rows as channels
-    count = x.size // rows[2]
-    _normalize_cpu(x.reshape(rows), np.ones(count), np.zeros(count), out.reshape(rows), eps)
-
-
-def _layer_norm_ref(x, normalized_shape, eps=1e-5):
-    axes = _norm_axes(x.ndim, tuple(normalized_shape))
-    x64 = x.astype(np.float64)
-    mean = x64.mean(axis=axes, keepdims=True)
-    var = x64.var(axis=axes, keepdims=True)
-    return ((x64 - mean) / np.sqrt(var + eps)).astype(x.dtype)
-
-
-layer_norm_op = Op(
-    name="layer_norm",
-    inputs=("x",),
-    outputs=("out",),
-    spec=_layer_norm_spec,
-    kernels={"cpu": _layer_norm_cpu, "cuda": None},
-    dtypes=FLOATS,
-    ref=_layer_norm_ref,
-    attrs={"normalized_shape": Attr("ints"), "eps": Attr("float", 1e-5)},
-    doc=(
-        "(x - mean) / sqrt(var + eps) over the trailing dims normalized_shape (biased "
-        "variance, as PyTorch's layer_norm; the affine weight and bias are applied by the "
-        "public function)."
-    ),
-)
-
-
-@layer_norm_op.defgrad
-def _layer_norm_grad(g, out, x, normalized_shape, eps):
-    return (layer_norm_grad(g, out, x, normalized_shape=normalized_shape, eps=eps),)
-
-
-def _layer_norm_grad_spec(g, y, x, normalized_shape, eps):
-    _layer_norm_spec(x, normalized_shape, eps)
-    _check_same_shapes(x, g=g, y=y)
-    return Spec(x.shape, dt.promote([g.dtype, x.dtype]))
-
-
-def _layer_norm_grad_cpu(g, y, x, out, normalized_shape, eps):
-    if out.size:
-        rows = (1, -1, math.prod(normalized_shape))  # rows as channels
-        count = x.size // rows[2]
-        g3, y3, x3, dx = (a.reshape(rows) for a in (g, y, x, out))
-        scratch = np.empty(count)
-        _normalize_grad_cpu(g3, y3, x3, np.ones(count), dx, scratch, scratch, eps)
-
-
-def _layer_norm_grad_ref(g, y, x, normalized_shape, eps=1e-5):
-    return _normalize_grad_ref(g, y, x, _norm_axes(x.ndim, normalized_shape), eps)
-
-
-layer_norm_grad = Op(
-    name="layer_norm_grad",
-    inputs=("g", "y", "x"),
-    outputs=("dx",),
-    spec=_layer_norm_grad_spec,
-    kernels={"cpu": _layer_norm_grad_cpu, "cuda": None},
-    dtypes=FLOATS,
-    ref=_layer_norm_grad_ref,
-    attrs={"normalized_shape": Attr("ints"), "eps": Attr("float", 1e-5)},
-    promote=(0, 2),
-    doc=(
-        "The gradient of layer_norm: g the output gradient, y the normalised x -> rstd (g - "
-        "mean(g) - y mean(g y)) over the trailing dims normalized_shape, rstd = 1 / sqrt(var(x) "
-        "+ eps). Two passes over each row, in cache between them."
-    ),
-)
-
-
-@layer_norm_grad.defgrad
-def _layer_norm_grad_grad(h, dx, g, y, x, normalized_shape, eps):
-    again = lambda h: layer_norm_grad(h, y, x, normalized_shape=normalized_shape, eps=eps)
-    axes = _norm_axes(len(x.shape), normalized_shape)
-    return _normalize_grad_grad(h, dx, g, y, x, axes, eps, again)
+# ---------------------------------------------------------------- batch_norm
 
 
 def _check_affine(t, shape, what, name):
     if t is not None and tuple(t.shape) != tuple(shape):
         raise ShapeError(f"{name}: {what} of shape {tuple(t.shape)} should be {tuple(shape)}")
-
-
-def layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5):
-    """PyTorch's F.layer_norm: normalise over the trailing dims `normalized_shape`, then
-    multiply by weight and add bias (each of that shape, or None)."""
-    shape = integers(normalized_shape, "layer_norm: normalized_shape")
-    _check_affine(weight, shape, "weight", "layer_norm")
-    _check_affine(bias, shape, "bias", "layer_norm")
-    out = layer_norm_op(x, normalized_shape=shape, eps=eps)
-    if weight is not None:
-        out = out * weight
-    if bias is not None:
-        out = out + bias
-    return out
-
-
-def group_norm(x, num_groups, weight=None, bias=None, eps=1e-5):
-    """PyTorch's F.group_norm: x (N, C, *) normalised over each group of C / num_groups
-    channels (with all their other dims), then weight and bias per channel; the groups are
-    the rows of the layer_norm kernel."""
-    if x.ndim < 2:
-        raise ShapeError(f"group_norm needs x (N, C, ...), got shape {tuple(x.shape)}")
-    channels = x.shape[1]
-    num_groups = integer(num_groups, "group_norm: num_groups")
-    if num_groups < 1 or channels % num_groups:
-        raise ShapeError(f"group_norm: {channels} channels do not split into {num_groups} groups")
-    _check_affine(weight, (channels,), "weight", "group_norm")
-    _check_affine(bias, (channels,), "bias", "group_norm")
-    inner = _shape.size_of(x.shape[2:])
-    if inner == UNKNOWN:
-        raise ShapeError(f"group_norm needs known dims after the channels, got {x.shape}")
-    inner *= channels // num_groups
-    rows = _shape.reshape_op(x, shape=(-1, num_groups, inner))
-    out = _shape.reshape_op(layer_norm_op(rows, normalized_shape=(inner,), eps=eps), shape=x.shape)
-    per_channel = (channels,) + (1,) * (x.ndim - 2)
-    if weight is not None:
-        out = out * _shape.reshape_op(weight, shape=per_channel)
-    if bias is not None:
-        out = out + _shape.reshape_op(bias, shape=per_channel)
-    return out
-
-
-# ---------------------------------------------------------------- batch_norm
 
 
 def _bn_axes(ndim) -> tuple[int, ...]:
@@ -1110,14 +961,10 @@ def batch_norm(
 __all__ = [
     "embedding",
     "dropout",
-    "layer_norm",
-    "group_norm",
     "batch_norm",
     "embedding_op",
     "embedding_backward",
     "dropout_mask",
-    "layer_norm_op",
-    "layer_norm_grad",
     "batch_norm_train",
     "batch_norm_train_grad",
     "batch_norm_train_affine",
