@@ -34,7 +34,6 @@ KNOWN_UPWARD = {
     ("nbflow.runtime.device", "kernels"): "cuda_impl.contiguous for a strided host copy",
     ("nbflow.kernels.cuda_impl", "ops"): "add's CUDA kernel for a convolution's bias",
     ("nbflow.kernels.cuda_ctc", "ops"): "the CTC op's scalar rules",
-    ("nbflow.kernels.cuda_conv3d", "ops"): "Conv3's geometry",
     ("nbflow.ops.factorizations", "linalg"): "solve_triangular, cholesky, eigvalsh in rules",
     ("nbflow.ops.compat", "nn"): "torch's top-level names of nn.functional's functions",
     ("nbflow.ops.compat", "linalg"): "torch's top-level names of linalg's functions",

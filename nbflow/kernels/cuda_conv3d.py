@@ -8,13 +8,11 @@ col2vol adds the entry back into that voxel with an atomic add, because taps tha
 (stride < kernel) send several entries to one voxel. float16 folds into a float32 buffer
 (cuda_impl.fold: no float16 atomics).
 
-Importing this module needs no numba-cuda (nbflow/ops/conv3d.py imports the launchers on the
-CPU path too): the kernels are built on the first GPU launch.
+Importing this module needs no numba-cuda (nbflow/ops/conv3d.py imports it on the CPU path
+too): the kernels are built on the first GPU launch, by conv3d's launchers in ops/conv3d.py.
 """
 
 import functools
-
-from .cuda import impl
 
 # numba.cuda once kernels() has run. A module global, not a local: the CUDA simulator runs a
 # kernel by swapping its module's globals that are numba.cuda for its own fake module.
@@ -76,31 +74,3 @@ def kernels():
                 cuda.atomic.add(dx, (n, ch, dz, hy, wx), cols[g, row, col])
 
     return vol2col, col2vol
-
-
-def _geometry(x_shape, w_shape, attrs):
-    """(groups, the 15 column-kernel arguments) of a conv3d, checked as on the CPU."""
-    from ..ops.conv3d import Conv3  # (at call time: conv3d.py imports this module)
-
-    conv = Conv3(x_shape, w_shape, **attrs)
-    return conv.groups, conv.args(*conv.out_hw)
-
-
-def conv3d(x, w, *rest, **attrs):
-    """The "cuda" kernel of conv3d: (x, w, [bias,] out, **geometry), GPU arrays."""
-    out = rest[-1]
-    bias = rest[0] if len(rest) == 2 else None
-    groups, geometry = _geometry(x.shape, w.shape, attrs)
-    impl().conv2d(x, w, bias, out, groups, geometry, columns=kernels())
-
-
-def conv3d_input_grad(g, w, x, out, **attrs):
-    """The "cuda" kernel of conv3d_input_grad: weights^T @ g's columns, then col2vol."""
-    groups, geometry = _geometry(x.shape, w.shape, attrs)
-    impl().conv2d_input_grad(g, w, out, groups, geometry, columns=kernels())
-
-
-def conv3d_weight_grad(x, g, w, out, **attrs):
-    """The "cuda" kernel of conv3d_weight_grad: g's columns @ vol2col(x)^T per group."""
-    groups, geometry = _geometry(x.shape, w.shape, attrs)
-    impl().conv2d_weight_grad(x, g, out, groups, geometry, columns=kernels())

@@ -16,6 +16,7 @@ from ..core import Op
 from ..core import dtypes as dt
 from ..kernels import cuda_conv3d
 from ..kernels.cpu import JIT
+from ..kernels.cuda import impl
 from ..kernels.jit import njit
 from . import conv
 
@@ -110,6 +111,33 @@ class Conv3(conv.Conv):
 
 
 # ---------------------------------------------------------------- the three ops
+# (on a GPU: conv2d's pipeline with the rank-3 column kernels of kernels/cuda_conv3d.py)
+
+
+def _geometry(x_shape, w_shape, attrs):
+    """(groups, the 15 column-kernel arguments) of a conv3d, checked as on the CPU."""
+    conv = Conv3(x_shape, w_shape, **attrs)
+    return conv.groups, conv.args(*conv.out_hw)
+
+
+def _conv3d_cuda(x, w, *rest, **attrs):
+    """The "cuda" kernel of conv3d: (x, w, [bias,] out, **geometry), GPU arrays."""
+    out = rest[-1]
+    bias = rest[0] if len(rest) == 2 else None
+    groups, geometry = _geometry(x.shape, w.shape, attrs)
+    impl().conv2d(x, w, bias, out, groups, geometry, columns=cuda_conv3d.kernels())
+
+
+def _input_grad_cuda(g, w, x, out, **attrs):
+    """The "cuda" kernel of conv3d_input_grad: weights^T @ g's columns, then col2vol."""
+    groups, geometry = _geometry(x.shape, w.shape, attrs)
+    impl().conv2d_input_grad(g, w, out, groups, geometry, columns=cuda_conv3d.kernels())
+
+
+def _weight_grad_cuda(x, g, w, out, **attrs):
+    """The "cuda" kernel of conv3d_weight_grad: g's columns @ vol2col(x)^T per group."""
+    groups, geometry = _geometry(x.shape, w.shape, attrs)
+    impl().conv2d_weight_grad(x, g, out, groups, geometry, columns=cuda_conv3d.kernels())
 
 
 def _conv3d_spec(x, w, *bias, **geometry):
@@ -125,7 +153,7 @@ conv3d_op = Op(
     inputs=("x", "weight", "*bias"),
     outputs=("out",),
     spec=_conv3d_spec,
-    kernels={"cpu": _conv3d_cpu, "cuda": cuda_conv3d.conv3d},
+    kernels={"cpu": _conv3d_cpu, "cuda": _conv3d_cuda},
     dtypes=dt.FLOATS,
     ref=conv._conv_ref,
     attrs=conv.CONV_ATTRS,
@@ -152,7 +180,7 @@ conv3d_input_grad = Op(
     inputs=("g", "weight", "x"),
     outputs=("out",),
     spec=_input_grad_spec,
-    kernels={"cpu": _input_grad_cpu, "cuda": cuda_conv3d.conv3d_input_grad},
+    kernels={"cpu": _input_grad_cpu, "cuda": _input_grad_cuda},
     dtypes=dt.FLOATS,
     ref=conv._input_grad_ref,
     attrs=conv.CONV_ATTRS,
@@ -179,7 +207,7 @@ conv3d_weight_grad = Op(
     inputs=("x", "g", "weight"),
     outputs=("out",),
     spec=_weight_grad_spec,
-    kernels={"cpu": _weight_grad_cpu, "cuda": cuda_conv3d.conv3d_weight_grad},
+    kernels={"cpu": _weight_grad_cpu, "cuda": _weight_grad_cuda},
     dtypes=dt.FLOATS,
     ref=conv._weight_grad_ref,
     attrs=conv.CONV_ATTRS,
