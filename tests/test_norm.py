@@ -150,6 +150,25 @@ def test_layer_norm_gradients_first_and_second_order():
     nt.gradgradcheck(lambda x, w, b: nb.layer_norm(x, (2, 4), w, b), args)
 
 
+def test_fused_layer_norm_on_rows_split_over_threads_matches_numpy():
+    # 300 x 256 elements: the kernels split the rows over threads, each summing its part of
+    # dweight and dbias; compared with numpy in float64
+    rng = np.random.default_rng(3)
+    x, g = rng.standard_normal((2, 300, 256))
+    w, b = rng.standard_normal((2, 256))
+    xt, wt, bt = (nb.tensor(a, requires_grad=True) for a in (x, w, b))
+    out = nb.layer_norm(xt, 256, wt, bt)
+    y = (x - x.mean(1, keepdims=True)) / np.sqrt(x.var(1, keepdims=True) + 1e-5)
+    nt.assert_close(out, y * w + b, 1e-12, 1e-12)
+    out.backward(nb.tensor(g))
+    gw = g * w
+    rstd = 1 / np.sqrt(x.var(1, keepdims=True) + 1e-5)
+    dx = rstd * (gw - gw.mean(1, keepdims=True) - y * (gw * y).mean(1, keepdims=True))
+    nt.assert_close(xt.grad, dx, 1e-10, 1e-10)
+    nt.assert_close(wt.grad, (g * y).sum(0), 1e-10, 1e-10)
+    nt.assert_close(bt.grad, g.sum(0), 1e-10, 1e-10)
+
+
 def test_layer_norm_errors():
     with pytest.raises(nb.ShapeError, match=r"\(2, 3\) does not end with normalized_shape \(4,\)"):
         nb.layer_norm(nb.zeros(2, 3), 4)

@@ -16,13 +16,14 @@ from ..core import UNKNOWN, Attr, Op, Spec, needs_grad
 from ..core import dtypes as dt
 from ..core.errors import AttrError, ShapeError
 from ..kernels import threads
-from ..kernels.cpu import JIT
 from ..kernels.cuda import not_supported
 from ..kernels.jit import njit
 from ..runtime import buffers
 from . import reduce as _reduce
 from . import shape as _shape
 from .norm import (
+    CHANNEL_JIT,
+    _channel_stats,
     _check_affine,
     _check_same_shapes,
     _float,
@@ -35,43 +36,30 @@ from .norm import (
 
 FLOATS = dt.FLOATS
 
-# the row sums may reassociate (several float64 partial sums in vector registers)
-ROW_JIT = dict(JIT, fastmath={"reassoc"})
+# (x as (1, rows, n): each row a channel of batch norm's _channel_stats)
 
 
-@njit(**ROW_JIT)
-def _row_stats(row, eps):
-    """(mean, 1 / sqrt(biased variance + eps)) of a row, in float64, two passes."""
-    n = row.shape[0]
-    total = 0.0
-    for j in range(n):
-        total += row[j]
-    mean = total / n
-    squares = 0.0
-    for j in range(n):
-        d = row[j] - mean
-        squares += d * d
-    return mean, 1.0 / math.sqrt(squares / n + eps)
-
-
-@njit(**ROW_JIT)
+@njit(**CHANNEL_JIT)
 def _affine_rows(x, w, b, out, eps, first, last):
-    """out = (x - mean) rstd * w + b for rows [first, last) of x (rows, n)."""
+    """out = (x - mean) rstd * w + b for rows [first, last) of x (1, rows, n)."""
+    n = x.shape[2]
     for r in range(first, last):
-        row, dst = x[r], out[r]
-        mean, rstd = _row_stats(row, eps)
-        for j in range(row.shape[0]):
+        row, dst = x[0, r], out[0, r]
+        mean, squares = _channel_stats(x, r)
+        rstd = 1.0 / math.sqrt(squares / n + eps)
+        for j in range(n):
             dst[j] = (row[j] - mean) * rstd * w[j] + b[j]
 
 
-@njit(**ROW_JIT)
+@njit(**CHANNEL_JIT)
 def _affine_rows_grad(g, x, w, dx, sums, eps, first, last):
     """dx of _affine_rows for rows [first, last), and into sums (2, n) in float64 their part
     of dweight = sum(g y) and dbias = sum(g) (y the normalised row)."""
-    n = x.shape[1]
+    n = x.shape[2]
     for r in range(first, last):
-        row, gr, dst = x[r], g[r], dx[r]
-        mean, rstd = _row_stats(row, eps)
+        row, gr, dst = x[0, r], g[0, r], dx[0, r]
+        mean, squares = _channel_stats(x, r)
+        rstd = 1.0 / math.sqrt(squares / n + eps)
         total = 0.0
         dot = 0.0
         for j in range(n):
@@ -238,8 +226,8 @@ def group_norm(x, num_groups, weight=None, bias=None, eps=1e-5):
 
 
 def _rows(a, normalized_shape):
-    """a (..., *normalized_shape) as a contiguous (rows, n) array."""
-    return buffers.contiguous(a).reshape(-1, math.prod(normalized_shape))
+    """a (..., *normalized_shape) as a contiguous (1, rows, n) array."""
+    return buffers.contiguous(a).reshape(1, -1, math.prod(normalized_shape))
 
 
 def _affine_spec(x, w, b, normalized_shape, eps):
@@ -251,10 +239,10 @@ def _affine_spec(x, w, b, normalized_shape, eps):
 
 def _affine_cpu(x, w, b, out, normalized_shape, eps):
     if out.size:
-        x2 = _rows(x, normalized_shape)
-        out2, w1, b1 = out.reshape(x2.shape), w.reshape(-1), b.reshape(-1)
-        part = lambda first, last: _affine_rows(x2, w1, b1, out2, eps, first, last)
-        threads.split_pass(part, x2.shape[0], x2.size)
+        x3 = _rows(x, normalized_shape)
+        out3, w1, b1 = out.reshape(x3.shape), w.reshape(-1), b.reshape(-1)
+        part = lambda first, last: _affine_rows(x3, w1, b1, out3, eps, first, last)
+        threads.split_pass(part, x3.shape[1], x3.size)
 
 
 def _affine_ref(x, w, b, normalized_shape, eps=1e-5):
@@ -297,18 +285,18 @@ def _affine_grad_spec(g, x, w, normalized_shape, eps):
 
 
 def _affine_grad_cpu(g, x, w, dx, dw, db, normalized_shape, eps):
-    g2, x2 = _rows(g, normalized_shape), _rows(x, normalized_shape)
-    dx2 = dx.reshape(x2.shape)
+    g3, x3 = _rows(g, normalized_shape), _rows(x, normalized_shape)
+    dx3 = dx.reshape(x3.shape)
 
     def part(first, last):
-        sums = np.zeros((2, x2.shape[1]))
-        _affine_rows_grad(g2, x2, w.reshape(-1), dx2, sums, eps, first, last)
+        sums = np.zeros((2, x3.shape[2]))
+        _affine_rows_grad(g3, x3, w.reshape(-1), dx3, sums, eps, first, last)
         return sums
 
-    if x2.size < threads.THREADED_ELEMENTS:
-        sums = part(0, x2.shape[0])
+    if x3.size < threads.THREADED_ELEMENTS:
+        sums = part(0, x3.shape[1])
     else:
-        sums = sum(threads.split_range(part, x2.shape[0]))
+        sums = sum(threads.split_range(part, x3.shape[1]))
     dw.reshape(-1)[...] = sums[0]
     db.reshape(-1)[...] = sums[1]
 
