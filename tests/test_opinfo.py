@@ -26,8 +26,6 @@ DOCUMENTED = {
         for name in (
             "addmm",
             "addmm.decomposed",
-            "linspace",
-            "linspace.tensor_overload",
             "nn.functional.linear",
             "nn.functional.avg_pool1d",
             "nn.functional.avg_pool2d",
@@ -92,8 +90,9 @@ XFAIL = {
     # 0-d tensors treated as errors where PyTorch treats them as one element (nn's losses)
     "nn.functional.multi_margin_loss": {"refused": "0-d input"},
     "nn.functional.multilabel_margin_loss": {"refused": "0-d input"},
-    # hermitian=True on a non-symmetric sample: both read the lower triangle, but PyTorch's
-    # gradient (through eigh) is not the one of that triangle mirrored
+    # hermitian=True on a non-symmetric sample: both read the lower triangle; nbflow's gradient
+    # is the derivative of that (the lower triangle's), PyTorch's (through eigh) is neither it
+    # nor its symmetric part
     "linalg.pinv.hermitian@float64": {"wrong_grad": "hermitian=True, a non-symmetric input"},
     # wrong dtypes
     "addbmm@int64": {"wrong_dtype": "int64 inputs give float32"},
@@ -109,7 +108,9 @@ XFAIL = {
     # mpmath's and scipy's to 1e-16: a difference to document (docs/eager.md), not to fix
     "special.bessel_j0@float64": {"wrong_value": "PyTorch's value ~2e-7 off near x = 5.5"},
     "special.bessel_y1@float64": {"wrong_value": "PyTorch's value ~3e-7 off near x = 5.5"},
-    "nn.functional.ctc_loss": {"wrong_grad": "the gradient differs from PyTorch's"},
+    # intended (nbflow/ops/ctc.py): nbflow's gradient is the loss's derivative with respect to
+    # log_probs; PyTorch's adds exp(log_probs) (which cancels through a log_softmax)
+    "nn.functional.ctc_loss": {"wrong_grad": "PyTorch's adds exp(log_probs): to document"},
 }
 
 # ---------------------------------------------------------------- entries with no counterpart
@@ -167,9 +168,6 @@ UNMAPPED = {
     "istft": "istft: not yet (issue 39, item 3)",
     "bfloat16": "no bfloat16 dtype",
     "constant_pad_nd": "aten name: nbflow.nn.functional.pad",
-    "empty_permuted": "not provided",
-    "empty_strided": "not provided: nbflow tensors have no user-set strides",
-    "new_empty_strided": "not provided: nbflow tensors have no user-set strides",
     "geqrf": "LAPACK's raw Householder form: not provided",
     "ormqr": "LAPACK's raw Householder form: not provided",
     "grid_sampler_2d": "aten name: nbflow.nn.functional.grid_sample",
@@ -185,7 +183,6 @@ UNMAPPED = {
     "nn.functional.linear_cross_entropy.chunked": "not provided",
     "nn.functional.linear_cross_entropy.chunked_none": "not provided",
     "nn.functional.multi_head_attention_forward": "not provided (nn.MultiheadAttention is)",
-    "nonzero_static": "not provided",
     "pca_lowrank": "not provided",
     "svd_lowrank": "not provided",
     "slice": "aten name: indexing",

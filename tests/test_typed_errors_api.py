@@ -137,6 +137,18 @@ def test_an_allocation_the_system_refuses(no_memory_budget):
         nb.ones(2).new_ones(2**60, dtype=nb.bool_)
 
 
+def test_cat_of_a_non_sequence(x):
+    with pytest.raises(errors.ArgumentError, match="cat"):
+        nb.cat(3)
+    with pytest.raises(errors.ArgumentError, match="cat"):
+        nb.cat(x)  # (PyTorch's TypeError too: a tensor is not a sequence of tensors)
+
+
+def test_divide_with_a_tensor_rounding_mode(x):
+    with pytest.raises(errors.AttrError, match="rounding_mode"):
+        x.divide(x, rounding_mode=nb.ones(2))
+
+
 def test_memory_format_is_checked(x):
     assert x.float(memory_format=nb.preserve_format).dtype == nb.float32
     assert nb.zeros_like(x, memory_format="contiguous_format").shape == x.shape

@@ -186,6 +186,15 @@ class Operators(Value):
 
     new_empty = new_zeros
 
+    def new_empty_strided(self, size, stride, dtype=None, requires_grad=False, *, device=None):
+        """PyTorch's new_empty_strided: new_empty of `size`; `stride` is checked and the
+        tensor laid out contiguously (nbflow's tensors have no user-set strides)."""
+        size = integers(size, "new_empty_strided: size")
+        strides = integers(stride, "new_empty_strided: stride")
+        if len(strides) != len(size):
+            raise ShapeError(f"new_empty_strided: {len(strides)} strides for {len(size)} dims")
+        return self.new_full(size, 0, dtype, requires_grad, device=device)
+
     def contiguous(self):
         """Itself: kernels take any strides (an eager Tensor copies a strided buffer)."""
         return self

@@ -479,8 +479,12 @@ def endpoint(name, arg, value):
 
 
 def linspace(start, stop, num, dtype=None, device=None, requires_grad=False):
-    """num numbers from start to stop, evenly spaced (start and stop may be 0-d tensors)."""
+    """num numbers from start to stop, evenly spaced (start and stop may be 0-d tensors); an
+    integer dtype holds the float64 values truncated toward zero, as PyTorch's."""
     start, stop = endpoint("linspace", "start", start), endpoint("linspace", "stop", stop)
+    if dtype is not None and dt.as_dtype(dtype) in dt.INTS:
+        t = linspace_op(start=start, stop=stop, num=num, dtype=dt.float64).astype(dtype)
+        return on_device(t, device, requires_grad)
     t = linspace_op(start=start, stop=stop, num=num, dtype=dtype)
     return on_device(t, device, requires_grad)
 

@@ -11,7 +11,7 @@ import math
 import numpy as np
 from numba.extending import register_jitable
 
-from ..argcheck import integer
+from ..argcheck import choice, integer
 from ..core import Attr, Op, Spec, broadcast_shapes, is_int, needs_grad
 from ..core import dtypes as dt
 from ..core.errors import ArgumentError, AttrError, DomainError, ShapeError
@@ -1414,14 +1414,11 @@ def polygamma(n, x):
 def divide(x, y, rounding_mode=None):
     """PyTorch's div with rounding_mode: None (true division), "trunc" (toward zero) or
     "floor" (toward minus infinity; integers stay integers in both)."""
+    choice(rounding_mode, (None, "trunc", "floor"), "divide: rounding_mode", AttrError)
     if rounding_mode is None:
         return div(x, y)
     if rounding_mode == "floor":
         return floor_div(x, y)
-    if rounding_mode != "trunc":
-        raise AttrError(
-            f"divide: rounding_mode must be None, 'trunc' or 'floor', got {rounding_mode!r}"
-        )
     q = floor_div(x, y)
     if dt.is_float(q.dtype):
         return trunc(div(x, y))

@@ -20,7 +20,7 @@ import warnings
 
 import numpy as np
 
-from ..argcheck import shown
+from ..argcheck import integers, shown
 from ..core import UNKNOWN, broadcast_shapes
 from ..core import dtypes as dt
 from ..core.errors import (
@@ -293,6 +293,30 @@ def empty_like(input, *, dtype=None, device=None, requires_grad=False, memory_fo
     memory), in input's dtype unless given."""
     check_memory_format("empty_like", memory_format)
     return on_device(zeros_like(input, dtype=dtype), device, requires_grad)
+
+
+def empty_permuted(size, physical_layout, *, dtype=None, device=None, requires_grad=False):
+    """PyTorch's empty_permuted: a tensor of `size` (filled with zeros, as empty) whose memory
+    PyTorch lays out in the order `physical_layout`, a permutation of the dims: checked, and
+    every layout gives the same tensor (nbflow's kernels take any strides)."""
+    size = integers(size, "empty_permuted: size")
+    layout = integers(physical_layout, "empty_permuted: physical_layout")
+    if sorted(layout) != list(range(len(size))):
+        raise DomainError(
+            f"empty_permuted: physical_layout {layout} is not a permutation of {len(size)} dims"
+        )
+    return zeros(size, dtype=dtype, device=device, requires_grad=requires_grad)
+
+
+def empty_strided(size, stride, *, dtype=None, device=None, requires_grad=False):
+    """PyTorch's empty_strided: a tensor of `size` (filled with zeros, as empty); `stride`,
+    one int per dim, is checked, and the tensor is laid out contiguously (nbflow's tensors
+    have no user-set strides; their values are the same)."""
+    size = integers(size, "empty_strided: size")
+    stride = integers(stride, "empty_strided: stride")
+    if len(stride) != len(size):
+        raise ShapeError(f"empty_strided: {len(stride)} strides for {len(size)} dims")
+    return zeros(size, dtype=dtype, device=device, requires_grad=requires_grad)
 
 
 def diagflat(input, offset=0):
@@ -776,6 +800,8 @@ __all__ = [
     "numel",
     "swapdims",
     "empty_like",
+    "empty_permuted",
+    "empty_strided",
     "diagflat",
     "erfc",
     "rsub",

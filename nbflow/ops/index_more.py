@@ -289,6 +289,17 @@ def argwhere(input):
     return on_device(astype(found, dt.int64), getattr(input, "device", None))
 
 
+def nonzero_static(input, *, size, fill_value=-1):
+    """PyTorch's nonzero_static: argwhere's (count, ndim) indices cut or padded with
+    fill_value to exactly `size` rows, so that the shape does not depend on the values."""
+    size = _int("nonzero_static", "size", size, low=0)
+    fill_value = _int("nonzero_static", "fill_value", fill_value)
+    found = np.argwhere(eager_values("nonzero_static", "input", input)).astype(np.int64)[:size]
+    padded = np.full((size, found.shape[1]), fill_value, np.int64)
+    padded[: len(found)] = found
+    return on_device(astype(padded, dt.int64), getattr(input, "device", None))
+
+
 # ---------------------------------------------------------------- creation
 
 
@@ -358,6 +369,7 @@ __all__ = [
     "index_reduce",
     "put",
     "argwhere",
+    "nonzero_static",
     "scalar_tensor",
     "asarray",
     "concatenate",

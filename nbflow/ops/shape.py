@@ -15,10 +15,10 @@ import math
 
 import numpy as np
 
-from ..argcheck import integers
+from ..argcheck import integers, shown
 from ..core import UNKNOWN, Attr, Op, Spec, as_int, normalize_axis, rebuilt
 from ..core import dtypes as dt
-from ..core.errors import AttrError, DomainError, ShapeError
+from ..core.errors import ArgumentError, AttrError, DomainError, ShapeError
 from ..runtime import buffers
 from .broadcast import sum_to_like
 
@@ -486,6 +486,10 @@ def concat(*xs, axis=0):
 
 def cat(tensors, axis=0):
     """PyTorch's cat: cat([a, b], 1) (a sequence of tensors, then the axis)."""
+    if not isinstance(tensors, (list, tuple)):  # (a tensor would be unpacked into its rows)
+        raise ArgumentError(
+            f"cat: tensors must be a list or tuple of tensors, got {shown(tensors)}"
+        )
     return concat_op(*tensors, axis=axis)
 
 
