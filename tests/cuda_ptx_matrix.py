@@ -42,6 +42,7 @@ def main():
     from nbflow.core import REGISTRY, Spec
     from nbflow.kernels import cuda_conv3d, cuda_ctc, cuda_impl
     from nbflow.kernels.cuda import _param
+    from nbflow.ops import ctc
 
     compiled, failures = 0, []
     start = time.time()
@@ -189,7 +190,7 @@ def main():
         compile_one(f"vol2col {d}", vol2col.py_func, [array(d, 5), array(d, 3)] + [i64] * 15)
     for d in (dt.float32, dt.float64):  # the atomic targets, as col2im
         compile_one(f"col2vol {d}", col2vol.py_func, [array(d, 3), array(d, 5)] + [i64] * 15)
-    ctc_forward, ctc_backward = cuda_ctc.kernels()
+    ctc_forward, ctc_backward = cuda_ctc.kernels(ctc._logaddexp, ctc._label, ctc._skips)
     ints, rows = [i64a] * 4, array(dt.float64, 3)  # flat targets, starts, lengths; alpha, beta
     for d in (dt.float16, dt.float32, dt.float64):
         args = [array(d, 3), *ints, i64, b1, rows, array(d)]

@@ -32,8 +32,6 @@ LAYER = {unit: i for i, units in enumerate(LAYERS) for unit in units}
 # table says how each is paid): (importing module, unit it reaches) -> what it fetches
 KNOWN_UPWARD = {
     ("nbflow.runtime.device", "kernels"): "cuda_impl.contiguous for a strided host copy",
-    ("nbflow.kernels.cuda_impl", "ops"): "add's CUDA kernel for a convolution's bias",
-    ("nbflow.kernels.cuda_ctc", "ops"): "the CTC op's scalar rules",
     ("nbflow.ops.factorizations", "linalg"): "solve_triangular, cholesky, eigvalsh in rules",
     ("nbflow.ops.compat", "nn"): "torch's top-level names of nn.functional's functions",
     ("nbflow.ops.compat", "linalg"): "torch's top-level names of linalg's functions",

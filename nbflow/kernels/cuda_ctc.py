@@ -7,8 +7,8 @@ then the block synchronises, so a step sees the whole row before. The rows live 
 memory in float64, as on the CPU (the recursion adds thousands of log terms): two rows, used
 in turn, for the loss; all T rows of alpha and of beta for the gradient, which then gives each
 (t, class) one thread (the first position s holding that class sums every position holding
-it, so no two threads write one output). The host checks lengths and labels first (ctc.py's
-checks, on host copies of the small integer inputs).
+it, so no two threads write one output). The op's launchers (ops/ctc.py) check lengths and
+labels on the host first, as on the CPU.
 
 Importing this module needs no numba-cuda: the kernels are built on the first GPU launch.
 """
@@ -16,9 +16,6 @@ Importing this module needs no numba-cuda: the kernels are built on the first GP
 import functools
 import math
 
-import numpy as np
-
-from ..runtime import device as devices
 from .cuda import impl
 
 # numba.cuda once kernels() has run. A module global, not a local: the CUDA simulator runs a
@@ -27,17 +24,13 @@ cuda = None
 
 
 @functools.cache
-def kernels():
-    """(forward, backward): the loss and the gradient kernels."""
+def kernels(*rules):
+    """(forward, backward): the loss and the gradient kernels, built on the op's scalar rules
+    (logaddexp, label, skips: the CPU kernels' @njit functions, compiled for the GPU too)."""
     global cuda
     from numba import cuda
 
-    from ..ops import ctc
-
-    # the CPU kernels' scalar rules (plain Python under their @njit), compiled for the GPU too
-    logaddexp, label, skips = (
-        cuda.jit(device=True)(rule.py_func) for rule in (ctc._logaddexp, ctc._label, ctc._skips)
-    )
+    logaddexp, label, skips = (cuda.jit(device=True)(rule.py_func) for rule in rules)
 
     @cuda.jit(device=True)
     def nll_of(lp, b, targets, start, length, steps, blank, alpha):
@@ -157,43 +150,8 @@ def kernels():
     return forward, backward
 
 
-def _inputs(lp, targets, input_lengths, target_lengths):
-    """The checked integer inputs on the device (flat targets, starts, input and target
-    lengths as int64) and the extended targets' widest width."""
-    from ..ops import ctc  # (at call time: ctc.py imports this module)
-
-    il, tl = (devices.to_host(a) for a in (input_lengths, target_lengths))
-    flat, starts = ctc._starts(lp, devices.to_host(targets), il, tl)
-    il, tl = ctc._lengths(il), ctc._lengths(tl)
-    ints = [impl().upload(a, lp) for a in (flat, starts, il, tl)]
-    return ints, 2 * max(int(tl.max()), 0) + 1
-
-
-def _launch(kernel, lp, width, *args):
+def launch(kernel, lp, width, *args):
     """One block per sample (grid-stride beyond the grid limit), threads over the width."""
     cuda_impl = impl()
     threads = min(cuda_impl.TPB, -(-width // 32) * 32)
     kernel[min(lp.shape[1], cuda_impl.MAX_BLOCKS), threads](*args)
-
-
-def ctc_loss(lp, targets, input_lengths, target_lengths, out, blank, zero_infinity):
-    """The "cuda" kernel of ctc_loss: out (N,) the per-sample -log p (log_probs is never
-    empty: the spec refuses it)."""
-    ints, width = _inputs(lp, targets, input_lengths, target_lengths)
-    lp = impl().contiguous(lp)
-    alpha = devices.empty((lp.shape[1], 2, width), np.float64, devices.device_of(lp))
-    forward, _ = kernels()
-    _launch(forward, lp, width, lp, *ints, blank, zero_infinity, alpha, out)
-
-
-def ctc_loss_grad(g, lp, targets, input_lengths, target_lengths, out, blank, zero_infinity):
-    """The "cuda" kernel of ctc_loss_grad: out (T, N, C), 0 from t = input_lengths[b] on."""
-    ints, width = _inputs(lp, targets, input_lengths, target_lengths)
-    impl().fill(out, 0)
-    lp = impl().contiguous(lp)
-    rows = (lp.shape[1], lp.shape[0], width)
-    device = devices.device_of(lp)
-    alpha, beta = (devices.empty(rows, np.float64, device) for _ in range(2))
-    _, backward = kernels()
-    args = (impl().contiguous(g), lp, *ints, blank, zero_infinity, alpha, beta, out)
-    _launch(backward, lp, width, *args)

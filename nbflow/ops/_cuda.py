@@ -445,10 +445,18 @@ def _flip(x, axis=None):
 
 
 def _conv2d(x, w, *rest, stride, padding, dilation, groups):
-    out = rest[-1]
     conv = conv_ops.Conv(x.shape, w.shape, stride, padding, dilation, groups)
-    bias = rest[0] if len(rest) == 2 else None
-    impl().conv2d(x, w, bias, out, groups, conv.args(*conv.out_hw))
+    impl().conv2d(x, w, rest[-1], groups, conv.args(*conv.out_hw))
+    add_bias(rest)
+
+
+def add_bias(rest):
+    """A convolution's launcher arguments ([bias,] out): out += bias over its channels."""
+    if len(rest) == 2 and rest[-1].size:
+        bias, out = rest
+        rows = out.reshape(out.shape[0], out.shape[1], out.size // (out.shape[0] * out.shape[1]))
+        add = REGISTRY["add"].kernels["cuda"]
+        add(rows, impl().contiguous(bias).reshape(1, out.shape[1], 1), rows)
 
 
 def _conv2d_input_grad(g, w, x, out, stride, padding, dilation, groups):

@@ -19,6 +19,7 @@ from ..kernels.cpu import JIT
 from ..kernels.cuda import impl
 from ..kernels.jit import njit
 from . import conv
+from ._cuda import add_bias
 
 # ---------------------------------------------------------------- kernels
 
@@ -122,10 +123,9 @@ def _geometry(x_shape, w_shape, attrs):
 
 def _conv3d_cuda(x, w, *rest, **attrs):
     """The "cuda" kernel of conv3d: (x, w, [bias,] out, **geometry), GPU arrays."""
-    out = rest[-1]
-    bias = rest[0] if len(rest) == 2 else None
     groups, geometry = _geometry(x.shape, w.shape, attrs)
-    impl().conv2d(x, w, bias, out, groups, geometry, columns=cuda_conv3d.kernels())
+    impl().conv2d(x, w, rest[-1], groups, geometry, columns=cuda_conv3d.kernels())
+    add_bias(rest)
 
 
 def _input_grad_cuda(g, w, x, out, **attrs):

@@ -22,7 +22,9 @@ from ..core import dtypes as dt
 from ..core.errors import AttrError, DTypeError, OutOfRangeError, ShapeError
 from ..kernels import cuda_ctc
 from ..kernels.cpu import JIT
+from ..kernels.cuda import impl
 from ..kernels.jit import njit
+from ..runtime import device as devices
 from . import reduce as _reduce
 from . import shape as _shape
 from .elementwise import cast, maximum
@@ -237,6 +239,40 @@ def _ctc_cpu(lp, targets, input_lengths, target_lengths, out, blank, zero_infini
         _ctc_forward(lp, flat, starts, il, tl, blank, zero_infinity, out)
 
 
+def _gpu_inputs(lp, targets, input_lengths, target_lengths):
+    """The checked integer inputs on lp's GPU (flat targets, starts, input and target lengths
+    as int64; checked on host copies, as on the CPU) and the extended targets' widest width."""
+    il, tl = (devices.to_host(a) for a in (input_lengths, target_lengths))
+    flat, starts = _starts(lp, devices.to_host(targets), il, tl)
+    il, tl = _lengths(il), _lengths(tl)
+    ints = [impl().upload(a, lp) for a in (flat, starts, il, tl)]
+    return ints, 2 * max(int(tl.max()), 0) + 1
+
+
+def _gpu_kernels():
+    return cuda_ctc.kernels(_logaddexp, _label, _skips)
+
+
+def _ctc_cuda(lp, targets, input_lengths, target_lengths, out, blank, zero_infinity):
+    # (log_probs is never empty: the spec refuses it)
+    ints, width = _gpu_inputs(lp, targets, input_lengths, target_lengths)
+    lp = impl().contiguous(lp)
+    alpha = devices.empty((lp.shape[1], 2, width), np.float64, devices.device_of(lp))
+    forward, _ = _gpu_kernels()
+    cuda_ctc.launch(forward, lp, width, lp, *ints, blank, zero_infinity, alpha, out)
+
+
+def _ctc_grad_cuda(g, lp, targets, input_lengths, target_lengths, out, blank, zero_infinity):
+    ints, width = _gpu_inputs(lp, targets, input_lengths, target_lengths)
+    impl().fill(out, 0)  # (0 from t = input_lengths[b] on)
+    lp = impl().contiguous(lp)
+    rows = (lp.shape[1], lp.shape[0], width)
+    alpha, beta = (devices.empty(rows, np.float64, devices.device_of(lp)) for _ in range(2))
+    _, backward = _gpu_kernels()
+    args = (impl().contiguous(g), lp, *ints, blank, zero_infinity, alpha, beta, out)
+    cuda_ctc.launch(backward, lp, width, *args)
+
+
 def _ref_paths(lp, labels, blank):
     """numpy alpha and beta of one sample (lp: (steps, C)), as lists of rows."""
     ext = [blank]
@@ -296,7 +332,7 @@ ctc_loss_op = Op(
     inputs=("log_probs", "targets", "input_lengths", "target_lengths"),
     outputs=("out",),
     spec=_ctc_spec,
-    kernels={"cpu": _ctc_cpu, "cuda": cuda_ctc.ctc_loss},
+    kernels={"cpu": _ctc_cpu, "cuda": _ctc_cuda},
     dtypes=dt.FLOATS,
     ref=_ctc_ref,
     attrs=ATTRS,
@@ -351,7 +387,7 @@ ctc_loss_grad = Op(
     inputs=("g", "log_probs", "targets", "input_lengths", "target_lengths"),
     outputs=("out",),
     spec=_ctc_grad_spec,
-    kernels={"cpu": _ctc_grad_cpu, "cuda": cuda_ctc.ctc_loss_grad},
+    kernels={"cpu": _ctc_grad_cpu, "cuda": _ctc_grad_cuda},
     dtypes=dt.FLOATS,
     ref=_ctc_grad_ref,
     attrs=ATTRS,
