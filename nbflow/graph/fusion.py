@@ -58,8 +58,8 @@ from .program import compatible, unique
 
 # elements from which the fused kernel runs on numba's threads (prange): below it, starting
 # the threads costs more than they save. On a machine whose cores are busy with other work the
-# threads can lose badly (a barrier waits for a descheduled thread: 4x slower measured here with
-# one of 2 cores taken), so NBFLOW_PARALLEL_MIN_SIZE moves it (0: never parallel).
+# threads can lose badly (a barrier waits for a descheduled thread), so
+# NBFLOW_PARALLEL_MIN_SIZE moves it (0: never parallel).
 def _parallel_min_size(default=1 << 17) -> int:
     try:
         n = int(os.environ.get("NBFLOW_PARALLEL_MIN_SIZE", default))
@@ -109,8 +109,7 @@ for i in {range}(rows):
 # (_ROWS_KERNEL). Columns (leading axes): sum_cols' float64 accumulators, row by row;
 # `parallel` gives each thread slices of CHUNK columns. `element` indexes with k as an unsigned
 # int: numba gives a signed index it cannot prove non-negative (start + j, a runtime offset) a
-# wraparound check on every access, which kept the loops calling it scalar (a fused column sum
-# of x * y over 4096x1024 float32: 5.7 against 0.84 ms).
+# wraparound check on every access, which kept the loops calling it scalar.
 CHUNK = 1024
 
 _ELEMENT = """
@@ -482,12 +481,12 @@ class FusedGroup:
         src = self._header()
         args = ", ".join(xs + outs + (["rows", "cols"] if rows else []))
         # the first output may take a dying input's buffer: the kernel must then read and
-        # write it through one name (kernels/cpu.py), 15x faster for a tanh chain. `serial_in{i}`
+        # write it through one name (kernels/cpu.py), or the loop does not vectorise. `serial_in{i}`
         # and `parallel_in{i}` are the loops that read input i through out0, chosen by
         # compute() when out0 is that input's buffer. One function per loop, not branches in
         # one (as the single ops' kernels have): numba computed wrong values for prange loops
         # inside such branches, and a serial kernel of eight such loops, each with its tanh and
-        # sigmoid bodies, was not vectorised at all (an LSTM cell's group: 66 against 5 us).
+        # sigmoid bodies, was not vectorised at all (an LSTM cell's group).
         variants = {"": None}
         variants.update({f"_in{i}": x for i, (x, m) in enumerate(zip(xs, mask)) if m == "a"})
         for suffix, x in variants.items():

@@ -122,7 +122,7 @@ def _modes(fn, arguments) -> tuple:
         candidates += [fn.__globals__[n] for n in code.co_names if n in fn.__globals__]
     flags = []
     for obj in candidates:
-        if isinstance(obj, _NOT_MODULES):  # (a module's __getattr__ misses slowly: 1.3 us)
+        if isinstance(obj, _NOT_MODULES):  # (a module's __getattr__ misses slowly)
             continue
         mode_flags = getattr(obj, "mode_flags", None)  # an nbflow.nn.Module
         if mode_flags is not None and hasattr(obj, "training"):

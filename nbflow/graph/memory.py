@@ -164,7 +164,7 @@ class Arena:
         if offset is None:
             return buffers.empty(shape, dtype)
         # the view of the last run, while the space holds the same buffer (three numpy calls
-        # a take otherwise: about 0.7 us on every output of every run)
+        # a take otherwise, on every output of every run)
         view = self.views.get(k)
         kept = view is not None and view.base is self.buffer
         if not (kept and view.shape == shape and view.dtype == dtype):
