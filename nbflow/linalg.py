@@ -12,10 +12,18 @@ from collections import namedtuple
 
 import numpy as np
 
-from .argcheck import choice, shown
-from .core import UNKNOWN, public
+from .argcheck import choice, integers, shown
+from .core import STATE, UNKNOWN, public
 from .core import dtypes as dt
-from .core.errors import ArgumentError, DomainError, DTypeError, ShapeError, UnsupportedError
+from .core.errors import (
+    ArgumentError,
+    AttrError,
+    DomainError,
+    DTypeError,
+    ResourceExhaustedError,
+    ShapeError,
+    UnsupportedError,
+)
 from .ops import decomp
 from .ops import factorizations as fz
 from .ops.creation import eye, ones_like, zeros
@@ -268,6 +276,8 @@ def multi_dot(tensors):
 def solve_triangular(A, B, *, upper, left=True, unitriangular=False):
     """X with A X = B (left=False: X A = B), A triangular: only its upper (lower) triangle is
     read, its diagonal taken as ones when unitriangular."""
+    for arg, flag in (("upper", upper), ("left", left), ("unitriangular", unitriangular)):
+        choice(flag, (False, True), f"linalg.solve_triangular: {arg}", AttrError)
     tri = triu(A) if upper else tril(A)
     if unitriangular:
         tri = tri - diag_embed(_diagonal(tri, 0, -2, -1)) + _identity(A)
@@ -442,7 +452,7 @@ def tensorinv(A, ind=2):
 def tensorsolve(A, B, dims=None):
     """X with tensordot(A, X, X.ndim) = B; `dims` names A's dims moved to the end first."""
     if dims is not None:
-        dims = (dims,) if isinstance(dims, int) else tuple(dims)
+        dims = integers(dims, "linalg.tensorsolve: dims")
         A = movedim(A, dims, tuple(range(A.ndim - len(dims), A.ndim)))
     shape = tuple(A.shape[B.ndim :])
     n, b_size = math.prod(shape), math.prod(B.shape)
@@ -457,6 +467,19 @@ def tensorsolve(A, B, dims=None):
 # ---------------------------------------------------------------- vander, householder_product
 
 
+def _check_budget(name, shape, dtype):
+    """Refuse a result over the memory budget (nbflow.set_memory_budget) before the columns
+    of a Vandermonde matrix are made one op each: N = 2**40 would loop for hours first."""
+    if UNKNOWN in shape:
+        return
+    nbytes = math.prod(shape) * np.dtype(dtype).itemsize
+    if nbytes > STATE.memory_budget:
+        raise ResourceExhaustedError(
+            f"{name}: a result of shape {shape} {np.dtype(dtype)} needs {nbytes} bytes, over "
+            f"the memory budget of {STATE.memory_budget} bytes (nbflow.set_memory_budget)"
+        )
+
+
 def vander(x, *, N=None):
     """The Vandermonde matrix of x (..., n): (..., n, N) with columns x^0, x^1, ..., x^(N-1)
     (increasing powers, unlike torch.vander); N defaults to n and must exceed 1."""
@@ -468,6 +491,9 @@ def vander(x, *, N=None):
     n = x.shape[-1] if N is None else N
     if isinstance(n, bool) or not isinstance(n, int) or n <= 1:
         raise DomainError(f"linalg.vander: N must be greater than 1, got {n!r}")
+    _check_budget("linalg.vander", tuple(x.shape) + (n,), x.dtype)
+    if 0 in x.shape:  # no element: no column to make one op each
+        return zeros(*x.shape, n, dtype=x.dtype, device=getattr(x, "device", None))
     columns = [unsqueeze(ones_like(x), -1)]
     for _ in range(n - 1):  # products, not powers: pow's gradient at 0 would be 0 * inf
         columns.append(columns[-1] * unsqueeze(x, -1))

@@ -149,6 +149,39 @@ def test_divide_with_a_tensor_rounding_mode(x):
         x.divide(x, rounding_mode=nb.ones(2))
 
 
+@pytest.mark.parametrize(
+    "call, error",
+    [
+        (lambda: nb.split(nb.ones(4), 1.5), errors.AttrError),
+        (lambda: nb.randint(0, 3, 2.5), errors.AttrError),
+        (lambda: nb.ones(2).requires_grad_(nb.ones(2)), errors.AttrError),
+        (lambda: nb.reduced_axes(1, "x"), errors.AttrError),
+        (lambda: nb.reduced_shape((2, 3), "x", False), errors.AttrError),
+        (lambda: nb.rot90(nb.ones(2, 2), 1, 3), errors.ShapeError),
+        (lambda: nb.diagonal(nb.ones(2, 2), 1j), errors.AttrError),
+        (lambda: nb.broadcast_shapes(None), errors.AttrError),
+        (lambda: nb.ones(2).new_full(nb.Generator(0), 1.0), errors.AttrError),
+        (lambda: nb.gradient(nb.ones(4), edge_order=nb.ones(2)), errors.AttrError),
+        (lambda: nb.ones(3).cauchy_([1], 2.0), errors.AttrError),
+        (lambda: nb.ones(3).geometric_([0.5]), errors.AttrError),
+        (lambda: nb.normal(nb.ones(2, 4, 1), nb.ones(4, 2, 1)), errors.ShapeError),
+        (lambda: nb.linalg.tensorsolve(nb.ones(2, 2), nb.ones(2), np.float32(1)), errors.AttrError),
+        (lambda: nb.linalg.solve_triangular(nb.eye(2), nb.ones(2, 1), upper=nb.ones(2)), None),
+        (lambda: nb.lu_unpack(nb.eye(2), nb.tensor([1, 2], dtype=nb.int32), nb.ones(2)), None),
+        (lambda: nb.elementwise(dtypes=("float32",), ref=None, attrs=np.ones(2)), None),
+    ],
+)
+def test_arguments_of_the_wrong_kind(call, error):
+    with pytest.raises(error or errors.NbflowError):
+        call()
+
+
+def test_vander_with_a_huge_n_is_refused_before_its_columns_are_made():
+    with pytest.raises(errors.ResourceExhaustedError, match="linalg.vander"):
+        nb.linalg.vander(nb.ones(3), N=2**40)
+    assert nb.linalg.vander(nb.ones(0), N=2**40).shape == (0, 2**40)
+
+
 def test_memory_format_is_checked(x):
     assert x.float(memory_format=nb.preserve_format).dtype == nb.float32
     assert nb.zeros_like(x, memory_format="contiguous_format").shape == x.shape

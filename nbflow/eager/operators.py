@@ -172,7 +172,7 @@ class Operators(Value):
     def new_full(self, size, fill_value, dtype=None, requires_grad=False, *, device=None):
         """A new tensor of `size` filled with fill_value, on this one's device and in its dtype
         by default."""
-        size = (size,) if isinstance(size, int) else tuple(size)
+        size = integers(size, "new_full: size")
         dtype = self.dtype if dtype is None else dtype
         device = getattr(self, "device", None) if device is None else device
         t = ops.full(size, fill_value, dtype=dtype, device=device)

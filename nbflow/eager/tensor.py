@@ -245,6 +245,7 @@ class Tensor(Operators):
         self._node, self._index, self.requires_grad = other._node, other._index, other.requires_grad
 
     def requires_grad_(self, flag: bool = True) -> Tensor:
+        flag = choice(flag, (False, True), "requires_grad_: requires_grad", AttrError)
         if flag and not dt.is_float(self.dtype):
             raise DTypeError(f"only float tensors can require grad, got {self.dtype}")
         if self._node is not None and not flag:

@@ -3,9 +3,10 @@ the in-place variant of an op."""
 
 import inspect
 
+from ..argcheck import shown
 from ..core import REGISTRY, Op, Spec, broadcast_shapes
 from ..core import dtypes as dt
-from ..core.errors import DTypeError, NbflowError, ShapeError
+from ..core.errors import ArgumentError, DTypeError, NbflowError, ShapeError
 from ..kernels.cpu import Elementwise
 from ..kernels.cuda import CudaElementwise
 
@@ -36,7 +37,9 @@ def elementwise(
     if given, runs before the kernel and raises a typed error for values the body rejects.
     `cls` is the Op class: a subclass whose __call__ also takes PyTorch's call forms that are
     compositions of ops (div's rounding_mode=, clamp's tensor bounds)."""
-    attrs = attrs or {}
+    attrs = {} if attrs is None else attrs
+    if not isinstance(attrs, dict):
+        raise ArgumentError(f"elementwise: attrs must be a dict of Attr, got {shown(attrs)}")
 
     def wrap(body) -> Op:
         if body.__name__ in REGISTRY:  # before the body replaces the existing op's kernel body

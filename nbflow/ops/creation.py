@@ -559,7 +559,11 @@ def _normal_of(mean, std=1.0, size=None, *, dtype, generator, device, requires_g
         return on_device(t, device, requires_grad)
     if size is not None or dtype is not None:
         raise ArgumentError("normal(mean, std): the tensors give the size and the dtype")
-    shape = np.broadcast_shapes(*(tuple(t.shape) for t in tensors))
+    try:
+        shape = np.broadcast_shapes(*(tuple(t.shape) for t in tensors))
+    except ValueError:
+        shapes = " and ".join(str(tuple(t.shape)) for t in tensors)
+        raise ShapeError(f"normal: mean and std of shapes {shapes} do not broadcast") from None
     kind = dt.promote([t.dtype for t in tensors], [])
     draw = normal_op(shape=shape, mean=0.0, std=1.0, dtype=kind, generator=generator)
     return on_device(mean + std * on_device(draw, getattr(tensors[0], "device", None)), device)
@@ -597,7 +601,7 @@ def randint(
         low, high, shape = 0, low, high  # randint(high, size)
     if high is None or shape is None:
         raise ArgumentError("randint needs high and a shape: randint([low,] high, size)")
-    shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
+    shape = integers(shape, "randint: size")
     dtype = dt.as_dtype(dtype)
     draw = dtype if dtype in dt.INTS else dt.int64
     out = randint_op(shape=shape, low=low, high=high, dtype=draw, generator=generator)

@@ -20,7 +20,7 @@ import warnings
 
 import numpy as np
 
-from ..argcheck import integers, shown
+from ..argcheck import choice, integers, shown
 from ..core import UNKNOWN, broadcast_shapes
 from ..core import dtypes as dt
 from ..core.errors import (
@@ -548,8 +548,7 @@ def gradient(input, *, spacing=1, dim=None, edge_order=1):
     f = _floats("gradient", input)
     dims = range(f.ndim) if dim is None else (dim,) if isinstance(dim, int) else dim
     dims = [axis_of(d, f.ndim) for d in dims]
-    if edge_order not in (1, 2):
-        raise AttrError(f"gradient: edge_order must be 1 or 2, got {edge_order!r}")
+    edge_order = choice(edge_order, (1, 2), "gradient: edge_order", AttrError)
     steps = spacing if isinstance(spacing, (list, tuple)) else [spacing] * len(dims)
     if len(steps) != len(dims):
         raise ArgumentError(f"gradient: {len(steps)} spacings for {len(dims)} dims")

@@ -15,9 +15,17 @@ end (lu, lu_solve, lu_unpack, orgqr) are compositions of these ops.
 
 import numpy as np
 
+from ..argcheck import choice
 from ..core import UNKNOWN, Attr, Deferred, Op, Spec, broadcast_shapes, needs_grad
 from ..core import dtypes as dt
-from ..core.errors import DTypeError, LinAlgError, OutOfRangeError, ShapeError, UnsupportedError
+from ..core.errors import (
+    AttrError,
+    DTypeError,
+    LinAlgError,
+    OutOfRangeError,
+    ShapeError,
+    UnsupportedError,
+)
 from ..kernels.cpu import JIT
 from ..kernels.jit import njit
 from ._define import NOT_IN_PYTORCH
@@ -549,6 +557,8 @@ def lu_unpack(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True):
     m), L (..., m, k) unit lower, U (..., k, n) upper, k = min(m, n). What is not unpacked is
     an empty tensor, as in PyTorch. Differentiable in LU_data."""
     _, m, n = _matrices("lu_unpack", LU_data)
+    for arg, flag in (("unpack_data", unpack_data), ("unpack_pivots", unpack_pivots)):
+        choice(flag, (False, True), f"lu_unpack: {arg}", AttrError)
     empty = zeros(0, dtype=LU_data.dtype, device=getattr(LU_data, "device", None))
     p = l_ = u = empty
     if unpack_data:

@@ -5,6 +5,7 @@ import math
 
 import numpy as np
 
+from ..argcheck import integers
 from ..core import REGISTRY, Value
 from ..core import broadcast_shapes as broadcast_shapes_of
 from ..core import dtypes as dt
@@ -68,8 +69,8 @@ def get_default_dtype():
 def broadcast_shapes(*shapes):
     """The shape the given shapes broadcast to (PyTorch's broadcast_shapes; an int is a 1-D
     shape); ShapeError when they do not broadcast."""
-    as_tuples = [(s,) if isinstance(s, (int, np.integer)) else tuple(s) for s in shapes]
-    if any(not isinstance(n, (int, np.integer)) or n < 0 for s in as_tuples for n in s):
+    as_tuples = [integers(s, "broadcast_shapes: a shape") for s in shapes]
+    if any(n < 0 for s in as_tuples for n in s):
         raise ShapeError(f"broadcast_shapes: dims must be ints >= 0, got {as_tuples}")
     return tuple(broadcast_shapes_of(*as_tuples))
 

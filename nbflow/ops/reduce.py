@@ -31,7 +31,7 @@ from collections import namedtuple
 import numpy as np
 from numba.extending import register_jitable
 
-from ..argcheck import integers, shown
+from ..argcheck import integer, integers, shown
 from ..core import Attr, Op, Spec, normalize_axis
 from ..core import dtypes as dt
 from ..core.errors import ArgumentError, AttrError, DomainError, DTypeError, ShapeError
@@ -65,6 +65,7 @@ def reduced_axes(axis, ndim: int) -> tuple[int, ...]:
 
     Raises ShapeError for an axis out of range or named twice. A 0-d tensor accepts 0 and -1
     (PyTorch) and has nothing to reduce."""
+    ndim = integer(ndim, "reduced_axes: ndim")
     if axis is None:
         return tuple(range(ndim))
     axis = integers(axis, "axis")
@@ -81,6 +82,8 @@ def reduced_axes(axis, ndim: int) -> tuple[int, ...]:
 
 def reduced_shape(shape, axes, keepdims: bool) -> tuple[int, ...]:
     """`shape` after reducing `axes`: those dims become 1 (keepdims) or are dropped."""
+    if type(shape) is not tuple or type(axes) is not tuple:  # (the specs pass tuples)
+        shape, axes = integers(shape, "reduced_shape: shape"), integers(axes, "reduced_shape: axes")
     if keepdims:
         return tuple(1 if i in axes else n for i, n in enumerate(shape))
     return tuple(n for i, n in enumerate(shape) if i not in axes)

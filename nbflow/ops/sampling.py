@@ -180,6 +180,7 @@ def normal_(x, mean=0.0, std=1.0, *, generator=None):
 def log_normal_(x, mean=1.0, std=2.0, *, generator=None):
     """x filled with exp of normal draws of `mean` and `std` (> 0)."""
     _float_target("log_normal_", x)
+    mean, std = real(mean, "log_normal_: mean"), real(std, "log_normal_: std")
     if not std > 0:
         raise DomainError(f"log_normal_: expects std > 0, got {std}")
     return copy_(x, exp(randn_like(x, generator=generator) * std + mean))
@@ -188,6 +189,7 @@ def log_normal_(x, mean=1.0, std=2.0, *, generator=None):
 def exponential_(x, lambd=1.0, *, generator=None):
     """x filled with exponential draws of rate `lambd` (> 0): -log(1 - u) / lambd."""
     _float_target("exponential_", x)
+    lambd = real(lambd, "exponential_: lambd")
     if not lambd > 0:
         raise DomainError(f"exponential_: expects lambd > 0, got {lambd}")
     return copy_(x, -log1p(-rand_like(x, generator=generator)) / lambd)
@@ -196,6 +198,7 @@ def exponential_(x, lambd=1.0, *, generator=None):
 def cauchy_(x, median=0.0, sigma=1.0, *, generator=None):
     """x filled with Cauchy draws: median + sigma tan(pi (u - 1/2))."""
     _float_target("cauchy_", x)
+    median, sigma = real(median, "cauchy_: median"), real(sigma, "cauchy_: sigma")
     if not sigma > 0:
         raise DomainError(f"cauchy_: expects sigma > 0, got {sigma}")
     return copy_(x, tan((rand_like(x, generator=generator) - 0.5) * np.pi) * sigma + median)
@@ -204,6 +207,7 @@ def cauchy_(x, median=0.0, sigma=1.0, *, generator=None):
 def geometric_(x, p, *, generator=None):
     """x filled with the trial of the first success, each with probability p in (0, 1]:
     floor(log(v) / log(1 - p)) + 1 for v uniform in (0, 1], so k with (1 - p)^(k-1) p."""
+    p = real(p, "geometric_: p")
     if not 0 < p <= 1:
         raise DomainError(f"geometric_: expects 0 < p <= 1, got {p}")
     v = 1.0 - rand_like(x, dtype=dt.float64, generator=generator)

@@ -379,7 +379,7 @@ def diagonal(x, offset=0, dim1=0, dim2=1):
         raise ShapeError(f"diagonal: dim1 and dim2 are the same dim ({a})")
     moved = movedim(x, (a, b), (-2, -1))
     n, m = _known("diagonal", moved, -2), _known("diagonal", moved, -1)
-    k = int(offset)
+    k = integer(offset, "diagonal: offset")
     r0, c0 = max(0, -k), max(0, k)
     length = max(0, min(n - r0, m - c0))
     device = getattr(x, "device", None)
@@ -413,6 +413,7 @@ def trace(x):
 
 def rot90(x, k=1, dims=(0, 1)):
     """x rotated by 90 degrees k times, from dims[0] toward dims[1] (PyTorch's rot90)."""
+    dims = integers(dims, "rot90: dims")
     if len(dims) != 2:
         raise ShapeError(f"rot90: dims must name 2 dims, got {dims}")
     a, b = axis_of(dims[0], x.ndim), axis_of(dims[1], x.ndim)

@@ -645,7 +645,8 @@ def split(x, split_size_or_sizes, axis=0) -> tuple:
     if isinstance(split_size_or_sizes, (int, np.integer)):
         out = split_op(x, split_size=split_size_or_sizes, axis=axis)
     else:
-        out = split_op(x, sizes=tuple(split_size_or_sizes), axis=axis)
+        sizes = integers(split_size_or_sizes, "split: split_size_or_sections")
+        out = split_op(x, sizes=sizes, axis=axis)
     return as_tuple(out)
 
 
