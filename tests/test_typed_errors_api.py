@@ -182,6 +182,12 @@ def test_vander_with_a_huge_n_is_refused_before_its_columns_are_made():
     assert nb.linalg.vander(nb.ones(0), N=2**40).shape == (0, 2**40)
 
 
+def test_fmin_with_a_numpy_int8_array():
+    # numpy's int8 is widened as every op widens it: a result, not a KeyError
+    got = nb.fmin(nb.tensor([1.0, 1.0]), np.array([1, 0], np.int8))
+    np.testing.assert_array_equal(got.numpy(), [1.0, 0.0])
+
+
 def test_memory_format_is_checked(x):
     assert x.float(memory_format=nb.preserve_format).dtype == nb.float32
     assert nb.zeros_like(x, memory_format="contiguous_format").shape == x.shape

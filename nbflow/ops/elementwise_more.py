@@ -167,7 +167,8 @@ def fmin(input, other):
 
 
 def _is_float_pair(a, b):
-    return any(_is_value(x) and dt.is_float(x.dtype) for x in (a, b))
+    # (by the dtype's kind: a numpy array's int8 or complex dtype is no key of dt's tables)
+    return any(_is_value(x) and np.dtype(x.dtype).kind == "f" for x in (a, b))
 
 
 floor_divide = floor_div  # PyTorch's floor_divide rounds toward minus infinity since 1.13
