@@ -32,6 +32,7 @@ from .device import DeviceError
 from .dlpack import DLPackDTypeError, DLPackError, from_dlpack
 from .dtypes import bool_, float16, float32, float64, int32, int64
 from .eager.checking import check_nan_inf, get_memory_budget, set_memory_budget
+from .eager.values import allclose, equal, masked_select, nonzero, unique, unique_consecutive
 from .errors import (
     ArgumentError,
     AttrError,
@@ -94,17 +95,7 @@ from .ops import *  # noqa: F403  (the ops are the public functions)
 from .ops._define import elementwise  # declare your own ops as nbflow does
 from .runtime.buffers import empty_cache
 from .safetensors_io import load_safetensors, save_safetensors
-from .tensor import (
-    Tensor,
-    allclose,
-    equal,
-    from_numpy,
-    masked_select,
-    nonzero,
-    tensor,
-    unique,
-    unique_consecutive,
-)
+from .tensor import Tensor, from_numpy, tensor
 
 __version__ = "0.1.0"
 

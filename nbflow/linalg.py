@@ -30,7 +30,6 @@ from .ops.creation import eye, ones_like, zeros
 from .ops.decomp import _is_vector_rhs, _square, det, inv, solve
 from .ops.elementwise import abs as abs_
 from .ops.elementwise import astype, sqrt, where
-from .ops.index import tril, triu
 from .ops.linalg import matmul, matrix_transpose
 from .ops.products import cross as _cross
 from .ops.products import matrix_power
@@ -38,7 +37,7 @@ from .ops.reduce import max as max_
 from .ops.reduce import min as min_
 from .ops.reduce import norm as _vector_norm
 from .ops.reduce import sum as sum_
-from .ops.select import diag_embed, narrow
+from .ops.select import diag_embed, narrow, tril, triu
 from .ops.select import diagonal as _diagonal
 from .ops.shape import broadcast_to, concat, movedim, reshape, squeeze, unsqueeze
 

@@ -44,18 +44,17 @@ KNOWN_UPWARD = {
 BUDGET = 800  # lines per file
 # files over the budget today, capped at their current length: they may shrink, not grow
 OVER_BUDGET = {
-    "kernels/cuda_impl.py": 1783,  # the CUDA skeletons of every kernel family
-    "ops/elementwise.py": 1542,  # one short declaration per elementwise op
+    "kernels/cuda_impl.py": 1777,  # the CUDA skeletons of every kernel family
+    "ops/elementwise.py": 1509,  # one short declaration per elementwise op
     "ops/conv.py": 1374,  # convolutions, pools and their gradients
     "graph/serialize.py": 1223,  # the program format, its schema checks and its loader
-    "eager/tensor.py": 1226,  # Tensor, the eager trace and its plans
+    "eager/tensor.py": 1143,  # Tensor, the eager trace and its plans
     "ops/special.py": 1191,  # one short declaration per special function
     "ops/norm.py": 976,  # batch norm and its fused gradients, embedding, dropout
     "array_api/__init__.py": 904,  # the Array API standard's functions
-    "ops/index.py": 898,
-    "ops/reduce.py": 895,
+    "ops/index.py": 866,
+    "ops/reduce.py": 885,
     "graph/control.py": 880,  # cond and while as ops with sub-blocks
-    "ops/shape.py": 873,
     "autograd/function.py": 836,
 }
 

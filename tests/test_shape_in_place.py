@@ -55,7 +55,7 @@ def test_resize_keeps_the_elements_in_c_order():
     np.testing.assert_array_equal(x.numpy(), [[0, 1]])
     x.resize_as_(nb.ones((2, 2)))
     assert x.shape == (2, 2)
-    with pytest.raises(ValueError, match="non-negative ints"):
+    with pytest.raises(nb.DomainError, match="sizes must be non-negative"):
         x.resize_(-1, 2)
     assert x.shape == (2, 2)
 

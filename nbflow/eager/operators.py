@@ -324,24 +324,24 @@ class Operators(Value):
             mask[(i,) * self.ndim] = True
         return written_back(self, Operators.masked_fill, mask, fill_value)
 
-    # (eager-only functions of nbflow/eager/tensor.py, which imports this module)
+    # (eager-only functions of nbflow/eager/values.py, which imports this module)
     def nonzero(self, as_tuple=False):
-        from .tensor import nonzero
+        from .values import nonzero
 
         return nonzero(self, as_tuple)
 
     def unique(self, sorted=True, return_inverse=False, return_counts=False, dim=None):
-        from .tensor import unique
+        from .values import unique
 
         return unique(self, sorted, return_inverse, return_counts, dim)
 
     def allclose(self, other, rtol=1e-5, atol=1e-8, equal_nan=False):
-        from .tensor import allclose
+        from .values import allclose
 
         return allclose(self, other, rtol, atol, equal_nan)
 
     def equal(self, other):
-        from .tensor import equal
+        from .values import equal
 
         return equal(self, other)
 

@@ -7,6 +7,7 @@ for the creation ops) are re-exported here.
 from ..core import REGISTRY, Op, public
 from . import (
     _cuda,
+    activations,
     broadcast,
     collective,  # noqa: F401  (nbflow.distributed's ops: public there, not top-level)
     compat,
@@ -40,15 +41,17 @@ from . import (
     signal,
     sorting,
     special,  # noqa: F401  (torch.special's ops: public as nbflow.special, not top-level)
+    statistics,
+    tiling,
 )
 
-FAMILIES = (elementwise, broadcast, creation, reduce, linalg, shape, index, nn, optim)
+FAMILIES = (elementwise, activations, broadcast, creation, reduce, linalg, shape, index, nn, optim)
 FAMILIES += (conv, norm, losses, sorting, einsum, select, scans, products, decomp, sampling, extras)
 FAMILIES += (ctc,)
 FAMILIES += (conv3d,)
 FAMILIES += (factorizations,)
 FAMILIES += (queries, signal, elementwise_more, index_more, compat)
-FAMILIES += (random_params, recurrent, layernorm)
+FAMILIES += (random_params, recurrent, layernorm, statistics, tiling)
 
 for _family in FAMILIES:
     globals().update({name: public(getattr(_family, name)) for name in _family.__all__})

@@ -15,7 +15,7 @@ from ..core.errors import OutOfRangeError, UnsupportedError
 from ..kernels.cuda import impl, not_supported
 from ..runtime import device as devices
 from . import conv as conv_ops
-from . import index, losses, nn, norm
+from . import index, losses, nn, norm, tiling
 from . import shape as shape_ops
 from .broadcast import summed_axes
 from .reduce import _check_nonempty, _count, reduced_axes, reduced_shape
@@ -413,7 +413,7 @@ def _pad(x, out, pad_width, value, mode):
 
 
 def _tile(x, out, reps):
-    xs, rs = shape_ops._tile_dims(tuple(x.shape), reps)
+    xs, rs = tiling._tile_dims(tuple(x.shape), reps)
     if out.size == 0:
         return
     # out viewed as (r0, n0, r1, n1, ...) receives x viewed as (1, n0, 1, n1, ...)

@@ -22,9 +22,8 @@ from ..kernels.cuda import not_supported
 from ..kernels.jit import njit
 from .creation import zeros_like
 from .elementwise import log
-from .index import tril, triu
 from .linalg import matmul, matrix_transpose
-from .select import diag_embed, diagonal, narrow
+from .select import diag_embed, diagonal, narrow, tril, triu
 from .shape import concat, unsqueeze
 
 FLOATS = (dt.float32, dt.float64)

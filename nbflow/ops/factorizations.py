@@ -33,9 +33,8 @@ from .creation import arange, eye, zeros, zeros_like
 from .decomp import FLOATS, _cholesky_grad, _fill, _grads, _mT, _no_cuda, _rows, _square
 from .decomp import _square_spec as _square_float_spec
 from .elementwise import astype, eq
-from .index import tril, triu
 from .linalg import matmul
-from .select import narrow
+from .select import narrow, tril, triu
 from .shape import broadcast_to, concat, unsqueeze
 
 lapack, scipy_linalg = Deferred("scipy.linalg.lapack"), Deferred("scipy.linalg")

@@ -18,7 +18,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from ..core import UNKNOWN, Attr, Op, Spec, as_int, broadcast_shapes
+from ..core import UNKNOWN, Attr, Op, Spec, broadcast_shapes
 from ..core import dtypes as dt
 from ..core.errors import AttrError, DTypeError, OutOfRangeError, ShapeError, UnsupportedError
 from ..kernels.cpu import JIT
@@ -26,9 +26,8 @@ from ..kernels.jit import njit
 from ..runtime import device as devices
 from ._define import inplace_variant
 from .broadcast import broadcast_to_like
-from .creation import arange, eye, zeros_like
-from .elementwise import where
-from .shape import axis_of, broadcast_to_op, pad, pad_op, reshape_op, size_of, unsqueeze_op
+from .creation import zeros_like
+from .shape import axis_of, broadcast_to_op, pad_op, reshape_op, size_of, unsqueeze_op
 
 ALL_SLICE = ("slice", None, None, None)
 INDEX_DTYPES = (dt.int32, dt.int64)
@@ -854,50 +853,7 @@ def scatter_add(x, axis, index, src):
     return scatter_add_op(x, index, src, axis=axis)
 
 
-# ---------------------------------------------------------------- triangles and diagonals
-
-
-def _triangle(name, x, diagonal, keep):
-    if x.ndim < 2 or UNKNOWN in x.shape[-2:]:
-        raise ShapeError(f"{name} needs a tensor of at least 2 known trailing dims, got {x.shape}")
-    n, m = x.shape[-2:]
-    device = getattr(x, "device", None)  # (a graph value has none: the executor places it)
-    cols, rows = arange(m, device=device), arange(n, device=device)
-    offset = reshape_op(cols, shape=(1, m)) - reshape_op(rows, shape=(n, 1))
-    return where(keep(offset, as_int(diagonal, f"{name}: diagonal")), x, 0)
-
-
-def tril(x, diagonal=0):
-    """x with the elements above the `diagonal`-th diagonal of its last two dims set to 0."""
-    return _triangle("tril", x, diagonal, lambda offset, k: offset <= k)
-
-
-def triu(x, diagonal=0):
-    """x with the elements below the `diagonal`-th diagonal of its last two dims set to 0."""
-    return _triangle("triu", x, diagonal, lambda offset, k: offset >= k)
-
-
-def diag(x, diagonal=0):
-    """PyTorch's diag: a 1-D x becomes a square matrix with x on the `diagonal`-th diagonal
-    (zeros elsewhere); a 2-D x gives its `diagonal`-th diagonal."""
-    k = as_int(diagonal, "diag: diagonal")
-    if x.ndim == 1:
-        n = x.shape[0]
-        mask = eye(n, dtype="bool", device=getattr(x, "device", None))
-        square = where(mask, unsqueeze_op(x, axis=1), 0)
-        return pad(square, ((0, k), (k, 0)) if k >= 0 else ((-k, 0), (0, -k)))
-    if x.ndim != 2 or UNKNOWN in x.shape:
-        raise ShapeError(f"diag needs a 1-D or a 2-D tensor of known shape, got {x.shape}")
-    n, m = x.shape
-    r0, c0 = max(0, -k), max(0, k)
-    length = max(0, min(n - r0, m - c0))
-    return getitem(x, (arange(r0, r0 + length), arange(c0, c0 + length)))
-
-
 __all__ = [
-    "diag",
-    "tril",
-    "triu",
     "getitem",
     "setitem",
     "index_put",

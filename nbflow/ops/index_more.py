@@ -27,12 +27,12 @@ from .elementwise import (
     mod,
     where,
 )
-from .extras import _eager_or_none, _is_value, _known, _number, broadcast_tensors, numel, trapezoid
+from .extras import _eager_or_none, _is_value, _known, _number, broadcast_tensors, numel
 from .index import index_put, index_select
 from .linalg import outer
 from .queries import as_tensor, is_tensor
-from .reduce import cumsum
 from .reduce import sum as reduce_sum
+from .scans import cumsum
 from .select import (
     _int,
     eager_values,
@@ -54,6 +54,7 @@ from .shape import (
     unsqueeze,
 )
 from .sorting import sort_op
+from .statistics import trapezoid
 
 # ---------------------------------------------------------------- shapes, joins, indices
 

@@ -17,8 +17,8 @@ from ..kernels.cuda import not_supported
 from ..kernels.jit import njit
 from ..runtime import buffers
 from ._define import inplace_variant
+from .activations import relu, relu_grad
 from .broadcast import broadcast_to_like
-from .elementwise import relu, relu_grad
 from .reduce import expand_reduced
 from .reduce import sum as reduce_sum
 from .shape import flatten, unsqueeze

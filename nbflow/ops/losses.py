@@ -21,7 +21,8 @@ from ..kernels.jit import njit
 from . import reduce as _reduce
 from . import shape as _shape
 from ._define import elementwise
-from .elementwise import log, log1p, maximum, sigmoid, sign, softplus, where
+from .activations import softplus
+from .elementwise import log, log1p, maximum, sigmoid, sign, where
 from .nn import one_hot, pointwise_loss_spec
 
 FLOATS = dt.FLOATS

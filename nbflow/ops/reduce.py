@@ -38,21 +38,19 @@ from ..core.errors import ArgumentError, AttrError, DomainError, DTypeError, Sha
 from ..kernels import vecmath
 from ..kernels.cpu import (
     JIT,
-    axis_rows,
     blocked_sum,
     reduce_launcher,
     reduce_rows,
     row_moments,
     sum_cols,
     sum_rows,
-    write_axis_rows,
     zero_acc,
 )
 from ..kernels.jit import njit
 from . import elementwise as _ew
 from .elementwise import exp, logical_and, maximum, where
 from .index import take_along_axis_op
-from .shape import axis_of, flip_op, movedim, reshape, squeeze_op
+from .shape import movedim, reshape, squeeze_op
 
 AXIS = {"axis": Attr("ints", None, optional=True), "keepdims": Attr("bool", False)}
 ONE_AXIS = {"axis": Attr("int", None, optional=True), "keepdims": Attr("bool", False)}
@@ -733,58 +731,6 @@ def _nuclear_norm(x, axis, keepdims):
     return reshape(values, tuple(1 if d in axes else n for d, n in enumerate(x.shape)))
 
 
-# ---------------------------------------------------------------- cumsum
-
-
-@njit(**JIT)
-def _cumsum_rows(x, out):
-    """Running sums along each row, accumulated in float64 (integers and bools in int64)."""
-    for i in range(x.shape[0]):
-        acc = zero_acc(x)
-        for j in range(x.shape[1]):
-            acc += x[i, j]
-            out[i, j] = acc
-
-
-def _cumsum_spec(x, axis):
-    axis_of(axis, x.ndim)  # (an axis out of range raises here)
-    return Spec(x.shape, _int64_for_ints(x.dtype))
-
-
-def _cumsum_cpu(x, out, axis):
-    a = axis_of(axis, x.ndim)
-    rows = axis_rows(x, a)
-    write_axis_rows(out, a, lambda o: _cumsum_rows(rows, o))
-
-
-def _cumsum_ref(x, axis):
-    wide = np.float64 if dt.is_float(x.dtype) else np.int64
-    out = np.cumsum(x.astype(wide), axis=axis if x.ndim else None).reshape(x.shape)
-    return out.astype(_int64_for_ints(x.dtype))
-
-
-cumsum = Op(
-    name="cumsum",
-    inputs=("x",),
-    outputs=("out",),
-    spec=_cumsum_spec,
-    kernels={"cpu": _cumsum_cpu, "cuda": None},
-    dtypes=dt.ALL,
-    ref=_cumsum_ref,
-    attrs={"axis": Attr("int")},
-    doc="Running sums along `axis` (PyTorch's cumsum): out[..., i] = x[..., 0] + ... + "
-    "x[..., i], accumulated in float64 (int64 for integers and bools, which give int64).",
-)
-
-
-@cumsum.defgrad
-def _cumsum_grad(g, out, x, axis):
-    if x.ndim == 0:
-        return (g,)
-    # each x[i] adds to every out[j] with j >= i: the reversed running sum of g
-    return (flip_op(cumsum(flip_op(g, axis=axis), axis=axis), axis=axis),)
-
-
 # ---------------------------------------------------------------- var, std, logsumexp
 
 VAR_ATTRS = {**AXIS, "correction": Attr("int", 1)}
@@ -926,7 +872,6 @@ __all__ = [
     "ValuesIndices",
     "amax",
     "amin",
-    "cumsum",
     "norm",
     "var",
     "std",

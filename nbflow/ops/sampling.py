@@ -16,8 +16,8 @@ from .creation import check_memory_format, normal, randint, uniform
 from .elementwise import copy_, exp, floor, isfinite, log, log1p, logical_and, logical_not, tan
 from .index import checked_range
 from .optim import depend_
-from .reduce import cumsum
 from .reduce import sum as reduce_sum
+from .scans import cumsum
 from .sorting import topk
 
 

@@ -1,9 +1,10 @@
-"""PyTorch's NaN-aware reductions, scans and order statistics, composed from nbflow's ops.
+"""The scans, PyTorch's NaN-aware reductions and order statistics.
 
-The scans (cumprod, cummax, cummin, logcumsumexp) double their reach each step (Hillis and
-Steele): log2(n) elementwise steps of "combine with the value k places back". Every step is an
-ordinary op, so cumprod's gradient is exact also where x holds zeros (no division by x), and
-graph mode and the GPU come free.
+cumsum is an op with its own row kernel (float64 running sums). The other scans (cumprod,
+cummax, cummin, logcumsumexp) are composed from nbflow's ops and double their reach each step
+(Hillis and Steele): log2(n) elementwise steps of "combine with the value k places back". Every
+step is an ordinary op, so cumprod's gradient is exact also where x holds zeros (no division
+by x), and graph mode and the GPU come free.
 """
 
 from collections import namedtuple
@@ -11,9 +12,11 @@ from collections import namedtuple
 import numpy as np
 
 from ..argcheck import integer, real
-from ..core import UNKNOWN
+from ..core import UNKNOWN, Attr, Op, Spec
 from ..core import dtypes as dt
 from ..core.errors import AttrError, DomainError, ShapeError, UnsupportedError
+from ..kernels.cpu import JIT, axis_rows, write_axis_rows, zero_acc
+from ..kernels.jit import njit
 from . import reduce
 from .broadcast import broadcast_to_like
 from .creation import arange, full, full_like
@@ -30,10 +33,10 @@ from .elementwise import (
     where,
 )
 from .index import take_along_axis
-from .reduce import ValuesIndices, amax, amin
+from .reduce import ValuesIndices, _int64_for_ints, amax, amin
 from .reduce import any as any_
 from .reduce import sum as reduce_sum
-from .shape import axis_of, concat, flip, pad, reshape, split, squeeze, unsqueeze
+from .shape import axis_of, concat, flip, flip_op, pad, reshape, split, squeeze, unsqueeze
 from .sorting import sort
 
 MinMax = namedtuple("MinMax", ["min", "max"])
@@ -310,7 +313,60 @@ def _quantile_shape(out, a, keepdim, flat, ndim):
     return out
 
 
+# ---------------------------------------------------------------- cumsum
+
+
+@njit(**JIT)
+def _cumsum_rows(x, out):
+    """Running sums along each row, accumulated in float64 (integers and bools in int64)."""
+    for i in range(x.shape[0]):
+        acc = zero_acc(x)
+        for j in range(x.shape[1]):
+            acc += x[i, j]
+            out[i, j] = acc
+
+
+def _cumsum_spec(x, axis):
+    axis_of(axis, x.ndim)  # (an axis out of range raises here)
+    return Spec(x.shape, _int64_for_ints(x.dtype))
+
+
+def _cumsum_cpu(x, out, axis):
+    a = axis_of(axis, x.ndim)
+    rows = axis_rows(x, a)
+    write_axis_rows(out, a, lambda o: _cumsum_rows(rows, o))
+
+
+def _cumsum_ref(x, axis):
+    wide = np.float64 if dt.is_float(x.dtype) else np.int64
+    out = np.cumsum(x.astype(wide), axis=axis if x.ndim else None).reshape(x.shape)
+    return out.astype(_int64_for_ints(x.dtype))
+
+
+cumsum = Op(
+    name="cumsum",
+    inputs=("x",),
+    outputs=("out",),
+    spec=_cumsum_spec,
+    kernels={"cpu": _cumsum_cpu, "cuda": None},
+    dtypes=dt.ALL,
+    ref=_cumsum_ref,
+    attrs={"axis": Attr("int")},
+    doc="Running sums along `axis` (PyTorch's cumsum): out[..., i] = x[..., 0] + ... + "
+    "x[..., i], accumulated in float64 (int64 for integers and bools, which give int64).",
+)
+
+
+@cumsum.defgrad
+def _cumsum_grad(g, out, x, axis):
+    if x.ndim == 0:
+        return (g,)
+    # each x[i] adds to every out[j] with j >= i: the reversed running sum of g
+    return (flip_op(cumsum(flip_op(g, axis=axis), axis=axis), axis=axis),)
+
+
 __all__ = [
+    "cumsum",
     "MinMax",
     "nansum",
     "nanmean",

@@ -10,7 +10,7 @@ OutOfRangeError (an IndexError) before a kernel runs.
 import numpy as np
 
 from ..argcheck import integer, integers
-from ..core import UNKNOWN
+from ..core import UNKNOWN, as_int
 from ..core import dtypes as dt
 from ..core.errors import (
     ArgumentError,
@@ -23,8 +23,9 @@ from ..core.errors import (
 from .creation import arange, eye, full, full_like_op, ones_like
 from .elementwise import eq, mul, where
 from .index import checked_range, getitem, index_put, index_put_, index_select, take_along_axis
-from .reduce import amax, amin, cumsum, prod
+from .reduce import amax, amin, prod
 from .reduce import sum as reduce_sum
+from .scans import cumsum
 from .shape import (
     as_scalar,
     as_vector,
@@ -35,9 +36,11 @@ from .shape import (
     movedim,
     pad,
     reshape,
+    reshape_op,
     split,
     transpose,
     unsqueeze,
+    unsqueeze_op,
 )
 
 
@@ -353,7 +356,7 @@ def repeat_interleave(x, repeats=None, dim=None, output_size=None):
         x, dim = reshape(x, -1), 0
     a = axis_of(dim, x.ndim)
     if isinstance(repeats, (int, np.integer)):
-        from .shape import repeat
+        from .tiling import repeat
 
         return repeat(x, integer(repeats, "repeat_interleave: repeats"), a)
     counts = eager_values("repeat_interleave", "repeats", repeats).reshape(-1)
@@ -466,7 +469,50 @@ def unflatten(x, dim, sizes):
     return reshape(x, tuple(x.shape[:a]) + sizes + tuple(x.shape[a + 1 :]))
 
 
+# ---------------------------------------------------------------- triangles and diagonals
+
+
+def _triangle(name, x, diagonal, keep):
+    if x.ndim < 2 or UNKNOWN in x.shape[-2:]:
+        raise ShapeError(f"{name} needs a tensor of at least 2 known trailing dims, got {x.shape}")
+    n, m = x.shape[-2:]
+    device = getattr(x, "device", None)  # (a graph value has none: the executor places it)
+    cols, rows = arange(m, device=device), arange(n, device=device)
+    offset = reshape_op(cols, shape=(1, m)) - reshape_op(rows, shape=(n, 1))
+    return where(keep(offset, as_int(diagonal, f"{name}: diagonal")), x, 0)
+
+
+def tril(x, diagonal=0):
+    """x with the elements above the `diagonal`-th diagonal of its last two dims set to 0."""
+    return _triangle("tril", x, diagonal, lambda offset, k: offset <= k)
+
+
+def triu(x, diagonal=0):
+    """x with the elements below the `diagonal`-th diagonal of its last two dims set to 0."""
+    return _triangle("triu", x, diagonal, lambda offset, k: offset >= k)
+
+
+def diag(x, diagonal=0):
+    """PyTorch's diag: a 1-D x becomes a square matrix with x on the `diagonal`-th diagonal
+    (zeros elsewhere); a 2-D x gives its `diagonal`-th diagonal."""
+    k = as_int(diagonal, "diag: diagonal")
+    if x.ndim == 1:
+        n = x.shape[0]
+        mask = eye(n, dtype="bool", device=getattr(x, "device", None))
+        square = where(mask, unsqueeze_op(x, axis=1), 0)
+        return pad(square, ((0, k), (k, 0)) if k >= 0 else ((-k, 0), (0, -k)))
+    if x.ndim != 2 or UNKNOWN in x.shape:
+        raise ShapeError(f"diag needs a 1-D or a 2-D tensor of known shape, got {x.shape}")
+    n, m = x.shape
+    r0, c0 = max(0, -k), max(0, k)
+    length = max(0, min(n - r0, m - c0))
+    return getitem(x, (arange(r0, r0 + length), arange(c0, c0 + length)))
+
+
 __all__ = [
+    "tril",
+    "triu",
+    "diag",
     "scatter",
     "scatter_",
     "scatter_reduce",
