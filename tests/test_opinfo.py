@@ -69,6 +69,17 @@ DOCUMENTED = {
     # arguments without meaning that PyTorch accepts silently
     "nn.functional.hardshrink": {"refused": "a negative lambd raises (PyTorch: accepted)"},
     "nn.functional.layer_norm": {"refused": "a negative eps raises (PyTorch: accepted)"},
+    # accuracy: nbflow's values are the more accurate ones (docs/eager.md)
+    # an ill-conditioned float32 sample: nbflow computes in float64 (2e-8 of the largest entry
+    # from the float64 value), PyTorch in float32 (5e-7 off, beyond the float32 tolerance)
+    "matrix_exp@float32": {"wrong_value": "PyTorch's float32 result is 5e-7 relative off"},
+    # PyTorch's values are off by ~2e-7 near x = 5.5 (where its series switch); nbflow's are
+    # mpmath's and scipy's to 1e-16
+    "special.bessel_j0@float64": {"wrong_value": "PyTorch's value ~2e-7 off near x = 5.5"},
+    "special.bessel_y1@float64": {"wrong_value": "PyTorch's value ~3e-7 off near x = 5.5"},
+    # intended (nbflow/ops/ctc.py): nbflow's gradient is the loss's derivative with respect to
+    # log_probs; PyTorch's adds exp(log_probs) (which cancels through a log_softmax)
+    "nn.functional.ctc_loss": {"wrong_grad": "PyTorch's adds exp(log_probs)"},
 }
 
 # ---------------------------------------------------------------- not fixed yet (issue 39)
@@ -100,17 +111,6 @@ XFAIL = {
     "baddbmm@int64": {"wrong_dtype": "int64 inputs give float32"},
     # outputs not marked as requiring grad (empty or degenerate inputs)
     "linalg.matrix_power": {"no_grad": "n=0 (the identity)"},
-    # accuracy
-    # an ill-conditioned float32 sample: nbflow computes in float64 (2e-8 of the largest entry
-    # from the float64 value), PyTorch in float32 (5e-7 off, beyond the float32 tolerance)
-    "matrix_exp@float32": {"wrong_value": "PyTorch's float32 result is 5e-7 relative off"},
-    # PyTorch's values are off by ~2e-7 near x = 5.5 (where its series switch); nbflow's are
-    # mpmath's and scipy's to 1e-16: a difference to document (docs/eager.md), not to fix
-    "special.bessel_j0@float64": {"wrong_value": "PyTorch's value ~2e-7 off near x = 5.5"},
-    "special.bessel_y1@float64": {"wrong_value": "PyTorch's value ~3e-7 off near x = 5.5"},
-    # intended (nbflow/ops/ctc.py): nbflow's gradient is the loss's derivative with respect to
-    # log_probs; PyTorch's adds exp(log_probs) (which cancels through a log_softmax)
-    "nn.functional.ctc_loss": {"wrong_grad": "PyTorch's adds exp(log_probs): to document"},
 }
 
 # ---------------------------------------------------------------- entries with no counterpart
