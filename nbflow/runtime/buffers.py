@@ -139,7 +139,7 @@ def contiguous(a: np.ndarray) -> np.ndarray:
 
 def reshaped(a: np.ndarray, shape) -> np.ndarray:
     """np.reshape(a, shape): a view where the layout allows it, else a copy into a recycled
-    buffer."""
+    buffer (numpy >= 2.1: reshape's copy=False refuses to copy)."""
     try:
         return np.reshape(a, shape, copy=False)
     except ValueError:  # the layout needs a copy
