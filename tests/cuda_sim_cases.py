@@ -335,6 +335,13 @@ def index_cases():
         fn,
         [values(x.shape, dt.float32), values(x.shape, dt.float32), x],
     )
+    ln_affine = REGISTRY["layer_norm_affine"]
+    w3, b3 = values((5, 3), dt.float32), values((5, 3), dt.float32)
+    fn = lambda x, w, b: ln_affine(x, w, b, normalized_shape=(5, 3))
+    yield "layer_norm_affine", "two dims", fn, [x, w3, b3]
+    ln_affine_grad = REGISTRY["layer_norm_affine_grad"]
+    fn = lambda g, x, w: ln_affine_grad(g, x, w, normalized_shape=(5, 3))
+    yield "layer_norm_affine_grad", "two dims", fn, [values(x.shape, dt.float32), x, w3]
     bn = REGISTRY["batch_norm_train"]
     yield "batch_norm_train", "NCS", (lambda x: bn(x, eps=1e-5)), [x]
     yield "batch_norm_train", "NC", (lambda x: bn(x, eps=1e-5)), [values((6, 3), dt.float32)]

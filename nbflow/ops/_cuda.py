@@ -342,6 +342,30 @@ def _layer_norm(x, out, normalized_shape, eps):
         impl().copy_into(res.reshape(tuple(out.shape)), out)
 
 
+def _layer_norm_affine(x, w, b, out, normalized_shape, eps):
+    _layer_norm(x, out, normalized_shape, eps)
+    if out.size:  # (out: the op's own, contiguous) then the affine over the features
+        n = int(np.prod(normalized_shape, dtype=np.int64))
+        rows = out.reshape(out.size // n, n)
+        w1, b1 = (impl().contiguous(a).reshape(n) for a in (w, b))
+        impl().channel_affine(rows, w1, b1, rows)  # (in place: each element read, then written)
+
+
+def _layer_norm_affine_grad(g, x, w, dx, dw, db, normalized_shape, eps):
+    # layer_norm_grad(g w, y, x) with y normalised again, as the CPU kernel computes it
+    if x.size == 0:
+        impl().fill(dw, 0)
+        impl().fill(db, 0)
+        return
+    n = int(np.prod(normalized_shape, dtype=np.int64))
+    y, gw = (devices.empty(tuple(x.shape), dx.dtype) for _ in range(2))
+    _layer_norm(x, y, normalized_shape, eps)
+    rows = lambda a: impl().contiguous(a).reshape(x.size // n, n)
+    w1 = impl().contiguous(w).reshape(n)
+    impl().channel_affine_grad(rows(g), rows(y), w1, rows(gw), dw.reshape(n), db.reshape(n))
+    _layer_norm_grad(gw, y, x, dx, normalized_shape, eps)
+
+
 def _batch_norm_train(x, *rest, eps):
     out = rest[-1]
     if out.size:
@@ -587,6 +611,8 @@ KERNELS = {
     "embedding_backward": _embedding_backward,
     "layer_norm": _layer_norm,
     "layer_norm_grad": _layer_norm_grad,
+    "layer_norm_affine": _layer_norm_affine,
+    "layer_norm_affine_grad": _layer_norm_affine_grad,
     "batch_norm_train": _batch_norm_train,
     "batch_norm_train_grad": _batch_norm_train_grad,
     "batch_norm_train_affine": _batch_norm_train_affine,

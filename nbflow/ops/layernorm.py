@@ -16,7 +16,6 @@ from ..core import UNKNOWN, Attr, Op, Spec, needs_grad
 from ..core import dtypes as dt
 from ..core.errors import AttrError, ShapeError
 from ..kernels import threads
-from ..kernels.cuda import not_supported
 from ..kernels.jit import njit
 from ..runtime import buffers
 from . import reduce as _reduce
@@ -186,7 +185,7 @@ def layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5):
     shape = integers(normalized_shape, "layer_norm: normalized_shape")
     _check_affine(weight, shape, "weight", "layer_norm")
     _check_affine(bias, shape, "bias", "layer_norm")
-    if weight is not None and bias is not None and not getattr(x, "is_cuda", False):
+    if weight is not None and bias is not None:
         return layer_norm_affine(x, weight, bias, normalized_shape=shape, eps=eps)
     out = layer_norm_op(x, normalized_shape=shape, eps=eps)
     if weight is not None:
@@ -255,10 +254,7 @@ layer_norm_affine = Op(
     inputs=("x", "weight", "bias"),
     outputs=("out",),
     spec=_affine_spec,
-    kernels={
-        "cpu": _affine_cpu,
-        "cuda": not_supported("layer_norm_affine runs on the CPU; F.layer_norm composes it"),
-    },
+    kernels={"cpu": _affine_cpu, "cuda": None},
     dtypes=FLOATS,
     ref=_affine_ref,
     attrs={"normalized_shape": Attr("ints"), "eps": Attr("float", 1e-5)},
@@ -315,10 +311,7 @@ layer_norm_affine_grad = Op(
     inputs=("g", "x", "weight"),
     outputs=("dx", "dweight", "dbias"),
     spec=_affine_grad_spec,
-    kernels={
-        "cpu": _affine_grad_cpu,
-        "cuda": not_supported("layer_norm_affine_grad runs on the CPU, as layer_norm_affine"),
-    },
+    kernels={"cpu": _affine_grad_cpu, "cuda": None},
     dtypes=FLOATS,
     ref=_affine_grad_ref,
     attrs={"normalized_shape": Attr("ints"), "eps": Attr("float", 1e-5)},
