@@ -1,7 +1,9 @@
 """The kill-during-save campaign of tools/fuzz_campaign.py (--campaign kill-save). One trial:
 save version 0 of a thing to a path (or nothing, one trial in five: the kill then lands in the
 first save ever), fork a child that saves versions first, first + 1, ... to the same path
-without end, SIGKILL it at a random moment (up to three saves' time), then load the path:
+without end, SIGKILL it at a random moment, then load the path. Half the trials wait for the
+child to report one completed save before the random wait (up to a save and a half), so that
+both the previous and the new version are seen however slow the machine's fork is:
 
 - previous: the version saved before the kill loads, whole;
 - new: a version the killed child saved loads, whole;
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import os
 import random
+import select
 import signal
 import tempfile
 import time
@@ -79,19 +82,27 @@ class Thing:
         return int(values.pop())
 
 
-def _killed_saver(thing: Thing, path: str, first: int, seconds: float) -> None:
+def _killed_saver(thing: Thing, path: str, first: int, after_save: bool, seconds: float) -> None:
+    done_read, done_write = os.pipe()
     pid = os.fork()
     if pid == 0:
         try:
+            os.close(done_read)
             version = first
             while True:
                 thing.save(path, version)
+                os.write(done_write, b"s")
                 version += 1
         finally:
             os._exit(1)
+    os.close(done_write)
+    # the wait for a completed save is bounded: a child that died early reads as end of file
+    if after_save:
+        select.select([done_read], [], [], 60.0)
     time.sleep(seconds)
     os.kill(pid, signal.SIGKILL)
     os.waitpid(pid, 0)
+    os.close(done_read)
 
 
 def run_trial(seed: int, trial: int) -> dict:
@@ -112,8 +123,9 @@ def run_trial(seed: int, trial: int) -> dict:
         for name in os.listdir(folder):
             os.remove(os.path.join(folder, name))
     first = 1000 * (trial + 1)
-    _killed_saver(thing, path, first, rng.uniform(0, 3 * one_save))
-    report = {"kind": kind, "fresh": fresh, "error": None}
+    after_save = rng.random() < 0.5
+    _killed_saver(thing, path, first, after_save, rng.uniform(0, 1.5 * one_save))
+    report = {"kind": kind, "fresh": fresh, "after_save": after_save, "error": None}
     try:
         version = thing.version(path)
         if not fresh and version == 0:
