@@ -207,12 +207,18 @@ def _per_step(g, like, d):
     return np.ascontiguousarray(g, d)
 
 
-def _lstm_grad_cpu(*arrays, reverse):
-    key = ("lstm_sequence_grad", arrays[5].shape, arrays[6].shape, arrays[9].dtype, reverse)
+def _lstm_grad_cpu(
+    g_hs, g_cs, g_gates, hs, cs, gates, w_hh, h0, c0, dxw, dw, db, dh0, dc0, reverse
+):
+    # the chain of small products takes the thread choice measured for it; the weight's
+    # gradient, one large GEMM, keeps OpenBLAS's threads (one thread doubled its time)
+    key = ("lstm_sequence_grad", gates.shape, w_hh.shape, dxw.dtype, reverse)
+    arrays = (g_hs, g_cs, g_gates, hs, cs, gates, w_hh, h0, c0, dxw, dh0, dc0)
     threads.blas_call(key, _backward, *arrays, reverse)
+    _weight_grads(dxw, hs, h0, dw, db, reverse)
 
 
-def _backward(g_hs, g_cs, g_gates, hs, cs, gates, w_hh, h0, c0, dxw, dw, db, dh0, dc0, reverse):
+def _backward(g_hs, g_cs, g_gates, hs, cs, gates, w_hh, h0, c0, dxw, dh0, dc0, reverse):
     d = dxw.dtype
     w = np.ascontiguousarray(w_hh, d)
     g_hs, g_cs, g_gates = (
@@ -230,7 +236,12 @@ def _backward(g_hs, g_cs, g_gates, hs, cs, gates, w_hh, h0, c0, dxw, dw, db, dh0
         dc, dc_prev = dc_prev, dc
     dh0[...] = dh
     dc0[...] = dc
-    # every step's h before it, stacked as the steps are: one GEMM for the recurrent weight
+
+
+def _weight_grads(dxw, hs, h0, dw, db, reverse):
+    """w_hh's and b_hh's gradients: every step's h before it, stacked as the steps are, in one
+    GEMM against the gate gradients; their sum over steps and rows."""
+    d, steps = dxw.dtype, dxw.shape[0]
     h_prev = buffers.empty(hs.shape, d)
     if steps:
         inner = slice(1, None) if not reverse else slice(None, -1)
