@@ -3,26 +3,19 @@
     y = nbflow.cond(x.sum() > 0, lambda x: x * 2, lambda x: -x, [x])
     i, acc = nbflow.while_loop(lambda i, acc: i < n, lambda i, acc: (i + 1, acc * w), [0, x])
 
-Eager mode runs Python directly: the chosen branch, or the body while the condition holds.
-The tape records the ops actually executed, so gradients need nothing more. Under a graph
+This module is the front door: it checks the arguments and hands the call to the current
+trace. Eager mode runs Python directly (nbflow/eager/control.py): the chosen branch, or the
+body while the condition holds, and the tape records the ops actually executed. Under a graph
 trace (a program guard, or @nbflow.jit) each function is traced into a sub-block of the
 Program and one `cond` or `while` op refers to the sub-blocks (nbflow/graph/control.py).
-
-This module is the front door and the eager half; the graph half is nbflow/graph/control.py.
 """
 
 from __future__ import annotations
 
 from .core import STATE, is_int
-from .core.errors import ArgumentError, DTypeError, LoopLimitError, ShapeError, user_location
-from .eager.tensor import EagerTrace, Tensor
-from .graph.control import PYTHON_PREDICATES, graph_cond, graph_while
+from .core.errors import ShapeError
 
 __all__ = ["cond", "while_loop"]
-
-
-def _graph_mode() -> bool:
-    return not isinstance(STATE.trace, EagerTrace)
 
 
 def cond(pred, true_fn, false_fn, operands=()):
@@ -31,10 +24,7 @@ def cond(pred, true_fn, false_fn, operands=()):
     pred: a bool tensor with one element (or a Python bool). Both functions return a tensor
     or a flat tuple/list of tensors; in graph mode the two results must agree in number,
     dtype and rank (a dim on which they differ is -1 in the output and known at run time)."""
-    operands = _as_list(operands, "operands")
-    if _graph_mode():
-        return graph_cond(pred, true_fn, false_fn, operands)
-    return true_fn(*operands) if _truth(pred, "cond") else false_fn(*operands)
+    return STATE.trace.cond(pred, true_fn, false_fn, _as_list(operands, "operands"))
 
 
 def while_loop(cond_fn, body_fn, loop_vars, max_iterations=None):
@@ -52,45 +42,8 @@ def while_loop(cond_fn, body_fn, loop_vars, max_iterations=None):
     if max_iterations is not None and (not is_int(max_iterations) or max_iterations < 0):
         raise ValueError(f"max_iterations must be an int >= 0 or None, got {max_iterations!r}")
     max_iterations = None if max_iterations is None else int(max_iterations)
-    if _graph_mode():
-        finals = graph_while(cond_fn, body_fn, values, max_iterations)
-    else:
-        finals = _eager_while(cond_fn, body_fn, values, max_iterations)
+    finals = STATE.trace.while_loop(cond_fn, body_fn, values, max_iterations)
     return finals[0] if single else finals
-
-
-def _eager_while(cond_fn, body_fn, values, max_iterations):
-    iterations = 0
-    while _truth(cond_fn(*values), "while_loop condition"):
-        if max_iterations is not None and iterations >= max_iterations:
-            raise LoopLimitError(
-                f"while_loop (called at {user_location()}) still runs after max_iterations="
-                f"{max_iterations} iterations"
-            )
-        new = body_fn(*values)
-        new = list(new) if isinstance(new, (tuple, list)) else [new]
-        if len(new) != len(values):
-            raise ShapeError(
-                f"while_loop body returned {len(new)} values for {len(values)} loop vars"
-            )
-        values = new
-        iterations += 1
-    return values
-
-
-def _truth(pred, what: str) -> bool:
-    if isinstance(pred, Tensor):
-        if pred.dtype.kind != "b":
-            raise DTypeError(f"{what}: the predicate must be a bool tensor, got {pred.dtype}")
-        if pred.size != 1:
-            raise ShapeError(f"{what}: the predicate must have one element, got shape {pred.shape}")
-        return bool(pred.numpy().reshape(()))  # (a host copy of a GPU predicate)
-    if not isinstance(pred, PYTHON_PREDICATES):
-        raise ArgumentError(
-            f"{what}: the predicate must be a bool tensor or a Python bool, got "
-            f"{type(pred).__name__}"
-        )
-    return bool(pred)
 
 
 def _as_list(values, what: str) -> list:

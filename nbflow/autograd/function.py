@@ -47,6 +47,7 @@ from ..core import (
     Op,
     bind,
     enable_grad,
+    graph_mode,
     is_grad_enabled,
     modes_changed,
     no_grad,
@@ -88,10 +89,6 @@ __all__ = [
 def _is_tensor(x) -> bool:
     """An eager tensor or a graph value (what a Function's inputs and outputs may be)."""
     return isinstance(x, Operators)
-
-
-def _eager() -> bool:
-    return isinstance(STATE.trace, EagerTrace)
 
 
 # ---------------------------------------------------------------- the context
@@ -216,7 +213,7 @@ class Function:
         outputs = output if isinstance(output, tuple) else (output,)
         if not any(ctx.needs_input_grad) or not any(map(_is_tensor, outputs)):
             return output  # nothing to differentiate: no node, as in PyTorch
-        if _eager():
+        if not graph_mode():
             outputs = _record(cls, ctx, args, outputs)
         else:
             outputs = _append(cls, ctx, args, outputs, histories)
@@ -513,7 +510,7 @@ def once_differentiable(backward):
         with no_grad():
             result = backward(ctx, *grad_outputs)
         wants = [g for g in grad_outputs if isinstance(g, Tensor) and g.requires_grad]
-        if not (is_grad_enabled() and wants and _eager()):
+        if not (is_grad_enabled() and wants and not graph_mode()):
             return result
         single = not isinstance(result, tuple)
         results = list((result,) if single else result)

@@ -592,7 +592,11 @@ def set_thread_default(name: str, value) -> None:
 
 
 class Trace:
-    """What bind() hands ops to: the eager trace runs them, a graph trace records them."""
+    """What bind() hands ops to: the eager trace runs them, a graph trace records them into
+    a program. Code above the core asks the current trace what it does (`records`) and hands
+    it control flow (`cond`, `while_loop`), rather than testing its type."""
+
+    records = False  # True: ops go into a program that runs later, so no value exists now
 
     def apply(self, op: Op, args, attrs):
         raise NotImplementedError
@@ -600,6 +604,22 @@ class Trace:
     def binary(self, op: Op, a, b):
         """`a + b` and the other binary operators (a trace may shortcut its common case)."""
         return bind(op, a, b)
+
+    def cond(self, pred, true_fn, false_fn, operands: list):
+        """nbflow.cond: true_fn(*operands) if pred else false_fn(*operands)."""
+        raise NotImplementedError
+
+    def while_loop(self, cond_fn, body_fn, values: list, max_iterations, stacked: int = 0):
+        """nbflow.while_loop: the final loop vars as a list. stacked > 0: body_fn returns
+        the next loop vars and then `stacked` values per iteration, which come after the
+        final loop vars stacked over the iterations (JAX's scan)."""
+        raise NotImplementedError
+
+
+def graph_mode() -> bool:
+    """Whether this thread's ops are recorded into a program (a program guard, @nbflow.jit's
+    trace) rather than run now (eager mode, where tensors hold values)."""
+    return STATE.trace.records
 
 
 def bind(op: Op, *args, **attrs):

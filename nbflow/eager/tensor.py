@@ -22,6 +22,7 @@ from ..core import (
     Spec,
     Trace,
     bind,
+    hooks,
     normalize_axis,
     overlaps_partly,
     set_thread_default,
@@ -41,6 +42,7 @@ from ..core.errors import (
 )
 from ..core.views import RESHAPES, ViewOf, check_write, refresh_if_stale, restamp, write_back
 from ..runtime import buffers
+from .control import EagerControlFlow
 from .operators import COMPARISONS, REFLECTED, Operators, Size
 from .printing import tensor_repr
 
@@ -266,34 +268,24 @@ class Tensor(Operators):
         """Call hook(grad) when this tensor's gradient is computed (by backward() or
         nbflow.grad); a returned tensor replaces the gradient. Returns a handle whose
         remove() unregisters the hook."""
-        from ..core.hooks import register_hook
-
-        return register_hook(self, hook)
+        return hooks.register_hook(self, hook)
 
     def retain_grad(self) -> None:
         """Fill this computed tensor's .grad on backward, as a leaf's is."""
-        from ..core.hooks import retain_grad
-
-        retain_grad(self)
+        hooks.retain_grad(self)
 
     @property
     def retains_grad(self) -> bool:
-        from ..core.hooks import retains_grad
-
-        return retains_grad(self)
+        return hooks.retains_grad(self)
 
     def register_post_accumulate_grad_hook(self, hook):
         """Call hook(self) after backward() has accumulated this leaf's .grad."""
-        from ..core.hooks import register_post_accumulate_grad_hook
-
-        return register_post_accumulate_grad_hook(self, hook)
+        return hooks.register_post_accumulate_grad_hook(self, hook)
 
     @property
     def grad_fn(self):
         """None for a leaf; for a computed tensor, an object whose name() is the op's."""
-        from ..core.hooks import GradFn
-
-        return None if self._node is None else GradFn(self._node)
+        return None if self._node is None else hooks.GradFn(self._node)
 
     # -------------------------------------------------------------- memory layout
 
@@ -597,7 +589,7 @@ def _check_budget(op: Op, specs, allocs):
         )
 
 
-class EagerTrace(Trace):
+class EagerTrace(EagerControlFlow, Trace):
     """Runs each op at once; records a tape node when a gradient may be needed."""
 
     def apply(self, op: Op, args, attrs, checked=False):

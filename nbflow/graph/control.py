@@ -49,6 +49,7 @@ from ..core.errors import (
     UnsupportedError,
 )
 from ..eager.checking import run_checked
+from ..eager.control import PYTHON_PREDICATES
 from ..eager.tensor import Tensor, _Stale
 from ..ops.index import index_select_op
 from . import memory
@@ -58,10 +59,6 @@ from .program import Block, GraphTrace, Var
 from .replay import INPLACE, Replay
 
 __all__ = ["COND", "WHILE", "WHILE_GRAD", "ControlOp", "call_block", "graph_cond", "graph_while"]
-
-# predicates known when the call is made, in both modes (an int as JAX takes it)
-PYTHON_PREDICATES = (bool, int, np.bool_, np.integer)
-
 
 # ---------------------------------------------------------------- tracing into sub-blocks
 

@@ -305,7 +305,7 @@ def _as_list(values) -> list:
 def traced_grads() -> Grads | None:
     """The Grads of the @jit trace running now (None in eager mode or a static program)."""
     trace = STATE.trace
-    return trace.block.program.grads if isinstance(trace, GraphTrace) else None
+    return trace.block.program.grads if trace.records else None
 
 
 def _grad_spec(t: Tensor):
@@ -606,7 +606,7 @@ class JitFunction:
         self.cache.clear()  # traced programs hold their executor: trace them again
 
     def __call__(self, *args, **kwargs):
-        if isinstance(STATE.trace, GraphTrace):
+        if STATE.trace.records:
             return self.fn(*args, **kwargs)  # inside another trace: record the ops inline
         if kwargs or self.names is None or len(args) != len(self.names):
             arguments = _bind(self.signature, args, kwargs)

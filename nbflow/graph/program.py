@@ -441,8 +441,20 @@ def _number(value):
 class GraphTrace(Trace):
     """Records ops into a block instead of running them (bind() calls apply)."""
 
+    records = True
+
     def __init__(self, block: Block):
         self.block = block
+
+    def cond(self, pred, true_fn, false_fn, operands):
+        from .control import graph_cond  # (control flow's ops are built on this module)
+
+        return graph_cond(pred, true_fn, false_fn, operands)
+
+    def while_loop(self, cond_fn, body_fn, values, max_iterations):
+        from .control import graph_while
+
+        return graph_while(cond_fn, body_fn, values, max_iterations)
 
     def apply(self, op: Op, args, attrs):
         attrs = op.check_attrs(attrs)

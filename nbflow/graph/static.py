@@ -53,7 +53,7 @@ def program_guard(main: Program, startup: Program | None = None):
 
 def current_block():
     trace = STATE.trace
-    if not isinstance(trace, GraphTrace):
+    if not trace.records:
         raise ProgramError("nbflow.static needs a program: use `with nbflow.program_guard(main):`")
     return trace.block
 

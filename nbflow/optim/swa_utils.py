@@ -13,10 +13,10 @@ import itertools
 import math
 
 from .. import ops
-from ..core import STATE, no_grad
 from ..core import dtypes as dt
+from ..core import graph_mode, no_grad
 from ..core.errors import DomainError, UnsupportedError
-from ..eager.tensor import EagerTrace, Tensor, tensor
+from ..eager.tensor import Tensor, tensor
 from ..nn.modules.batchnorm import _BatchNorm
 from ..nn.modules.module import Module
 from .lr_scheduler import LRScheduler, _per_group
@@ -103,7 +103,7 @@ def get_swa_avg_fn():
 
 
 def _check_eager(what: str) -> None:
-    if not isinstance(STATE.trace, EagerTrace):
+    if graph_mode():
         raise UnsupportedError(
             f"{what} is eager: it reads the average count and writes the averaged copy in "
             "place; call it between training steps, outside @nbflow.jit"

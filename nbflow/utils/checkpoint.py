@@ -31,9 +31,17 @@ import warnings
 
 from ..autograd.backprop import backprop, grad, toposort
 from ..autograd.function import Function
-from ..core import STATE, Trace, enable_grad, is_grad_enabled, modes_changed, no_grad
+from ..core import (
+    STATE,
+    Trace,
+    enable_grad,
+    graph_mode,
+    is_grad_enabled,
+    modes_changed,
+    no_grad,
+)
 from ..core.errors import GradientError, UnsupportedError
-from ..eager.tensor import EagerTrace, Tensor
+from ..eager.tensor import Tensor
 from ..func import _flatten, _unflatten
 from ..graph.program import Var
 from ..nn.modules.container import Sequential
@@ -137,7 +145,7 @@ class _Run:
                 noted.note(a)
             outputs = self.function(*self.args, **self.kwargs)
         self.forward_ops = noted.ops
-        if noted.random and not isinstance(STATE.trace, EagerTrace):
+        if noted.random and graph_mode():
             raise UnsupportedError(
                 "checkpoint under nbflow.jit: the function draws random numbers "
                 f"({', '.join(sorted(set(noted.random)))}), and a program's recomputation "
@@ -190,7 +198,7 @@ class _Checkpoint(Function):
     @staticmethod
     def backward(ctx, *grads):
         inputs = ctx.saved_tensors
-        if not isinstance(STATE.trace, EagerTrace):  # under jit: ops appended to the program
+        if graph_mode():  # under jit: ops appended to the program
             return (None, None, *_program_grads(ctx.run, inputs, grads))
         create_graph = is_grad_enabled()  # (the driver turns grad mode on for create_graph)
         # without create_graph the inputs are leaves while the segment is differentiated:
@@ -271,7 +279,7 @@ class _NotingTrace:
         return super().apply(op, args, attrs, *rest)
 
     def note(self, a):
-        if isinstance(self, EagerTrace):
+        if not self.records:
             if type(a) is Tensor and a.requires_grad:
                 self.found.setdefault(id(a), a)
             return

@@ -11,11 +11,10 @@ import numpy as np
 
 from ... import ops
 from ...argcheck import integers, real
-from ...core import STATE
 from ...core import dtypes as dt
+from ...core import graph_mode
 from ...core.dtypes import as_dtype
 from ...core.errors import DomainError, DTypeError, ShapeError
-from ...eager.tensor import EagerTrace
 from .. import functional as F
 from .container import ModuleList, Sequential
 from .linear import Linear
@@ -103,7 +102,7 @@ class AdaptiveLogSoftmaxWithLoss(Module):
             raise ShapeError(f"{name}: 0D or 1D target tensor expected, multi-target not supported")
         if np.dtype(target.dtype).kind not in "iu":
             raise DTypeError(f"{name}: target must be an integer tensor, got {target.dtype}")
-        if isinstance(STATE.trace, EagerTrace):  # (a traced target has no values: an
+        if not graph_mode():  # (a traced target has no values: an
             values = np.asarray(target.numpy())  # invalid one fails the head's gather)
             if values.size and (values.min() < 0 or values.max() >= self.n_classes):
                 raise DomainError(

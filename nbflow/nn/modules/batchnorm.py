@@ -10,10 +10,9 @@ import math
 
 from ... import ops
 from ...argcheck import optional_real
-from ...core import STATE, no_grad
+from ...core import graph_mode, no_grad
 from ...core.dtypes import as_dtype
 from ...core.errors import ShapeError, UnsupportedError
-from ...eager.tensor import EagerTrace
 from ...runtime import comm
 from .. import init
 from .module import Module, Parameter
@@ -100,7 +99,7 @@ class _BatchNorm(_NormBase):
             with no_grad():
                 self.num_batches_tracked.add_(1)
             if momentum is None:  # PyTorch's cumulative average: 1 / the batches seen
-                if not isinstance(STATE.trace, EagerTrace):
+                if graph_mode():
                     raise UnsupportedError(
                         f"{type(self).__name__}(momentum=None) under a graph trace: its factor "
                         "1 / num_batches_tracked would be baked in; give a momentum"

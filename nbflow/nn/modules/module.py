@@ -37,7 +37,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ... import ops
-from ...core import STATE, argument_error, no_grad, use_trace
+from ...core import argument_error, graph_mode, no_grad, use_trace
 from ...core import dtypes as dt
 from ...core.errors import (
     ArgumentError,
@@ -110,7 +110,7 @@ def _made_eagerly(init):
 
     @functools.wraps(init)
     def __init__(self, *args, **kwargs):
-        if isinstance(STATE.trace, EagerTrace):
+        if not graph_mode():
             return init(self, *args, **kwargs)
         with use_trace(_EAGER):
             return init(self, *args, **kwargs)
@@ -613,7 +613,7 @@ class _BackwardState:
 
 
 def _watch_inputs(module, args, hooks):
-    if not isinstance(STATE.trace, EagerTrace):
+    if graph_mode():
         raise UnsupportedError(
             f"{type(module).__name__}: full backward hooks run in eager mode only; remove them "
             "(handle.remove()) before calling the module under @nbflow.jit"

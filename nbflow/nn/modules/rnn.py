@@ -28,12 +28,12 @@ import numpy as np
 
 from ... import ops
 from ...argcheck import choice, integer
-from ...core import STATE, UNKNOWN
+from ...core import UNKNOWN, graph_mode
 from ...core import dtypes as dt
 from ...core.dtypes import as_dtype
 from ...core.errors import ArgumentError, DomainError, ShapeError
 from ...eager.operators import Operators
-from ...eager.tensor import EagerTrace, Tensor, tensor
+from ...eager.tensor import Tensor, tensor
 from .. import init
 from ..utils.rnn import PackedSequence, pad_packed_sequence, repack_like
 from .module import Module, Parameter
@@ -464,7 +464,7 @@ def dynamic_rnn(cell, inputs, lengths=None, initial_state=None, *, offsets=None,
         raise ShapeError(f"dynamic_rnn: inputs must be (time, batch, ...), got {inputs.shape}")
     lengths = _lengths(lengths, inputs)
     step, state, single = _adapt(cell, inputs, initial_state)
-    if isinstance(STATE.trace, EagerTrace):
+    if not graph_mode():
         outputs, state = _eager(step, inputs, lengths, state)
     else:
         outputs, state = _graph(step, inputs, lengths, state)

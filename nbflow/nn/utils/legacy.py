@@ -19,7 +19,7 @@ import inspect
 import warnings
 
 from ... import ops
-from ...core import STATE, no_grad, use_trace
+from ...core import graph_mode, no_grad, use_trace
 from ...core.errors import DomainError
 from ...eager.tensor import EagerTrace
 from .. import functional as F
@@ -59,7 +59,7 @@ class _WeightHook:
         setattr(module, self.name, self.compute_weight(module, module.training))
 
     def restore(self, module, inputs, output):
-        if not isinstance(STATE.trace, EagerTrace):
+        if graph_mode():
             with use_trace(EagerTrace()):
                 setattr(module, self.name, self.compute_weight(module, False))
 
