@@ -15,6 +15,7 @@ import os
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor, wait
+from contextlib import contextmanager
 
 from .blas import numpy_openblas
 
@@ -85,30 +86,63 @@ def _openblas():
     return _OPENBLAS
 
 
+def _chooser(key, n: int = 2) -> Chooser:
+    chooser = _CHOOSERS.get(key)
+    if chooser is None:
+        if len(_CHOOSERS) > 1024:  # many shapes (a varying batch size): start again
+            _CHOOSERS.clear()
+        chooser = _CHOOSERS[key] = Chooser(n)
+    return chooser
+
+
+@contextmanager
+def _one_blas_thread(lib):
+    threads = lib.num_threads
+    lib.set_num_threads(1)
+    try:
+        yield
+    finally:
+        lib.set_num_threads(threads)
+
+
 def blas_call(key, fn, *args, **kwargs):
     """`fn(*args, **kwargs)`, a call that runs on numpy's OpenBLAS, on OpenBLAS's threads or on
     one thread, whichever the chooser for `key` has measured faster."""
     lib = _openblas()
     if not lib:
         return fn(*args, **kwargs)
-    chooser = _CHOOSERS.get(key)
-    if chooser is None:
-        if len(_CHOOSERS) > 1024:  # many shapes (a varying batch size): start again
-            _CHOOSERS.clear()
-        chooser = _CHOOSERS[key] = Chooser()
+    chooser = _chooser(key)
     threaded = chooser.parallel()
     start = time.perf_counter()
     if threaded:
         result = fn(*args, **kwargs)
     else:
-        threads = lib.num_threads
-        lib.set_num_threads(1)
-        try:
+        with _one_blas_thread(lib):
             result = fn(*args, **kwargs)
-        finally:
-            lib.set_num_threads(threads)
     chooser.record(threaded, time.perf_counter() - start)
     return result
+
+
+def stacked_call(key, fn, n: int) -> None:
+    """fn(start, stop) over a stack of n independent BLAS calls (attention's products): whole
+    on one thread, whole on OpenBLAS's threads, or split over nbflow's threads (split_range),
+    whichever the chooser for `key` has measured fastest. Which wins depends on the sizes
+    and on what else keeps the cores busy, so it is measured where it runs."""
+    lib = _openblas()
+    if not lib:
+        split_range(fn, n)
+        return
+    chooser = _chooser(key, 3)
+    choice = chooser.pick()
+    start = time.perf_counter()
+    if choice == 2:
+        split_range(fn, n)
+    elif choice == 1:
+        fn(0, n)
+    else:
+        with _one_blas_thread(lib):
+            fn(0, n)
+    chooser.record(choice, time.perf_counter() - start)
 
 
 def set_num_threads(n: int) -> None:

@@ -103,8 +103,9 @@ def _matmul_cpu(a, b, out):
         _gemm(rows, b, out.reshape(-1, out.shape[-1]))
     elif out.ndim > 2 and out.shape[0] > 1:
         # a stack of products (attention's heads): numpy's loop calls BLAS once per matrix,
-        # each too small for OpenBLAS's threads, so the stack is split over threads instead
-        threads.split_range(lambda i, j: _stacked(a, b, out, i, j), out.shape[0])
+        # each small for OpenBLAS's threads, so the stack may be split over threads instead
+        key = ("stacked", a.shape, b.shape, a.strides, b.strides, out.dtype)
+        threads.stacked_call(key, lambda i, j: _stacked(a, b, out, i, j), out.shape[0])
     else:
         _gemm(a, b, out)
 
