@@ -18,7 +18,6 @@ from ..core.errors import AttrError, ShapeError
 from ..kernels import threads
 from ..kernels.jit import njit
 from ..runtime import buffers
-from . import reduce as _reduce
 from . import shape as _shape
 from .norm import (
     CHANNEL_JIT,
@@ -31,6 +30,7 @@ from .norm import (
     _normalize_grad_cpu,
     _normalize_grad_grad,
     _normalize_grad_ref,
+    affine_normalize_grad_grad,
 )
 
 FLOATS = dt.FLOATS
@@ -325,20 +325,15 @@ layer_norm_affine_grad = Op(
 
 @layer_norm_affine_grad.defgrad
 def _layer_norm_affine_grad_grad(h, outs, g, x, w, normalized_shape, eps):
-    # dx = layer_norm_grad(g w, y, x), dweight = sum(g y), dbias = sum(g) over the rows, y
-    # the normalised x: differentiated through those ops' own rules (as batch norm's)
-    hx, hw, hb = h
     axes = _norm_axes(len(x.shape), normalized_shape)
     rows = tuple(range(len(x.shape) - len(normalized_shape)))
     y = layer_norm_op(x, normalized_shape=normalized_shape, eps=eps)
     again = lambda h: layer_norm_grad(h, y, x, normalized_shape=normalized_shape, eps=eps)
-    want_g, want_x, want_w = needs_grad(g), needs_grad(x), needs_grad(w)
-    wanted = (want_g or want_w, want_x, want_x)
-    d_gw, d_y, d_x = _normalize_grad_grad(hx, outs[0], g * w, y, x, axes, eps, again, wanted)
-    dg = d_gw * w + hb + y * hw if want_g else None
-    dw = _reduce.sum(d_gw * g, axis=rows) if want_w else None
-    dxx = again(d_y + g * hw) + d_x if want_x else None
-    return dg, dxx, dw
+
+    def affine(a, scale, shift=None):
+        return a * scale if shift is None else a * scale + shift
+
+    return affine_normalize_grad_grad(h, outs[0], g, y, x, w, axes, rows, eps, again, affine)
 
 
 __all__ = [

@@ -810,23 +810,29 @@ batch_norm_train_affine_grad = Op(
 
 @batch_norm_train_affine_grad.defgrad
 def _batch_norm_train_affine_grad_grad(h, outs, g, x, w, eps):
-    # dx = batch_norm_train_grad(g w, y, x), dweight = sum(g y), dbias = sum(g), y = the
-    # normalised x: differentiated through those ops' own rules
-    hx, hw, hb = h
     axes = _bn_axes(len(x.shape))
-    zeros = zeros_like(w)
     y = batch_norm_train(x, eps=eps)
-    gw = channel_affine(g, w, zeros)
     again = lambda h: batch_norm_train_grad(h, y, x, eps=eps)
+
+    def affine(a, scale, shift=None):
+        return channel_affine(a, scale, zeros_like(scale) if shift is None else shift)
+
+    return affine_normalize_grad_grad(h, outs[0], g, y, x, w, axes, axes, eps, again, affine)
+
+
+def affine_normalize_grad_grad(h, dx, g, y, x, w, axes, sum_axes, eps, again, affine):
+    """The gradient of an affine normalisation's gradient (batch_norm_train_affine_grad,
+    layer_norm_affine_grad): dx = again(g w), dweight = sum(g y) and dbias = sum(g) over
+    `sum_axes`, y the normalised x, differentiated through those ops' own rules.
+    affine(a, scale, shift=None) is a scale * a + shift per feature, as the forward applies
+    its weight and bias."""
+    hx, hw, hb = h
     want_g, want_x, want_w = needs_grad(g), needs_grad(x), needs_grad(w)
     wanted = (want_g or want_w, want_x, want_x)
-    d_gw, d_y, d_x = _normalize_grad_grad(hx, outs[0], gw, y, x, axes, eps, again, wanted)
-    dg = channel_affine(d_gw, w, hb) + channel_affine(y, hw, zeros) if want_g else None
-    dw = _reduce.sum(d_gw * g, axis=axes) if want_w else None
-    dxx = None
-    if want_x:
-        d_y = d_y + channel_affine(g, hw, zeros)
-        dxx = batch_norm_train_grad(d_y, y, x, eps=eps) + d_x
+    d_gw, d_y, d_x = _normalize_grad_grad(hx, dx, affine(g, w), y, x, axes, eps, again, wanted)
+    dg = affine(d_gw, w, hb) + affine(y, hw) if want_g else None
+    dw = _reduce.sum(d_gw * g, axis=sum_axes) if want_w else None
+    dxx = again(d_y + affine(g, hw)) + d_x if want_x else None
     return dg, dxx, dw
 
 
