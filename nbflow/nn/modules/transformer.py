@@ -35,6 +35,27 @@ def _activation(activation, module):
     return activation
 
 
+def _build_layer(
+    layer, attentions, d_model, nhead, ff, dropout, eps, bias, batch_first, norm_first, dtype, g
+):
+    """An encoder (1 attention) or decoder (2: self_attn, multihead_attn) layer's submodules,
+    made and registered in PyTorch's order, so a seeded generator draws the same weights and
+    state_dicts list the same keys."""
+    for name in ("self_attn", "multihead_attn")[:attentions]:
+        attention = MultiheadAttention(
+            d_model, nhead, dropout, bias, batch_first=batch_first, dtype=dtype, generator=g
+        )
+        setattr(layer, name, attention)
+    layer.linear1 = Linear(d_model, ff, bias, dtype=dtype, generator=g)
+    layer.dropout = Dropout(dropout, generator=g)
+    layer.linear2 = Linear(ff, d_model, bias, dtype=dtype, generator=g)
+    layer.norm_first = norm_first
+    for i in range(1, attentions + 2):  # a norm and a dropout per block, feed-forward included
+        setattr(layer, f"norm{i}", LayerNorm(d_model, eps, bias=bias, dtype=dtype))
+    for i in range(1, attentions + 2):
+        setattr(layer, f"dropout{i}", Dropout(dropout, generator=g))
+
+
 class TransformerEncoderLayer(Module):
     """PyTorch's TransformerEncoderLayer: self-attention and a feed-forward block, each
     with dropout, a residual connection and LayerNorm (after each block, or before with
@@ -55,18 +76,8 @@ class TransformerEncoderLayer(Module):
         generator=None,
     ):
         super().__init__()
-        g = generator
-        self.self_attn = MultiheadAttention(
-            d_model, nhead, dropout, bias, batch_first=batch_first, dtype=dtype, generator=g
-        )
-        self.linear1 = Linear(d_model, dim_feedforward, bias, dtype=dtype, generator=g)
-        self.dropout = Dropout(dropout, generator=g)
-        self.linear2 = Linear(dim_feedforward, d_model, bias, dtype=dtype, generator=g)
-        self.norm_first = norm_first
-        self.norm1 = LayerNorm(d_model, layer_norm_eps, bias=bias, dtype=dtype)
-        self.norm2 = LayerNorm(d_model, layer_norm_eps, bias=bias, dtype=dtype)
-        self.dropout1 = Dropout(dropout, generator=g)
-        self.dropout2 = Dropout(dropout, generator=g)
+        sizes = (d_model, nhead, dim_feedforward, dropout, layer_norm_eps, bias)
+        _build_layer(self, 1, *sizes, batch_first, norm_first, dtype, generator)
         self.activation = _activation(activation, "TransformerEncoderLayer")
 
     def forward(self, src, src_mask=None, src_key_padding_mask=None, is_causal=False):
@@ -108,23 +119,8 @@ class TransformerDecoderLayer(Module):
         generator=None,
     ):
         super().__init__()
-        g = generator
-        self.self_attn = MultiheadAttention(
-            d_model, nhead, dropout, bias, batch_first=batch_first, dtype=dtype, generator=g
-        )
-        self.multihead_attn = MultiheadAttention(
-            d_model, nhead, dropout, bias, batch_first=batch_first, dtype=dtype, generator=g
-        )
-        self.linear1 = Linear(d_model, dim_feedforward, bias, dtype=dtype, generator=g)
-        self.dropout = Dropout(dropout, generator=g)
-        self.linear2 = Linear(dim_feedforward, d_model, bias, dtype=dtype, generator=g)
-        self.norm_first = norm_first
-        self.norm1 = LayerNorm(d_model, layer_norm_eps, bias=bias, dtype=dtype)
-        self.norm2 = LayerNorm(d_model, layer_norm_eps, bias=bias, dtype=dtype)
-        self.norm3 = LayerNorm(d_model, layer_norm_eps, bias=bias, dtype=dtype)
-        self.dropout1 = Dropout(dropout, generator=g)
-        self.dropout2 = Dropout(dropout, generator=g)
-        self.dropout3 = Dropout(dropout, generator=g)
+        sizes = (d_model, nhead, dim_feedforward, dropout, layer_norm_eps, bias)
+        _build_layer(self, 2, *sizes, batch_first, norm_first, dtype, generator)
         self.activation = _activation(activation, "TransformerDecoderLayer")
 
     def forward(
