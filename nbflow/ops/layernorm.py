@@ -329,10 +329,7 @@ def _layer_norm_affine_grad_grad(h, outs, g, x, w, normalized_shape, eps):
     rows = tuple(range(len(x.shape) - len(normalized_shape)))
     y = layer_norm_op(x, normalized_shape=normalized_shape, eps=eps)
     again = lambda h: layer_norm_grad(h, y, x, normalized_shape=normalized_shape, eps=eps)
-
-    def affine(a, scale, shift=None):
-        return a * scale if shift is None else a * scale + shift
-
+    affine = lambda a, s, b=None: a * s if b is None else a * s + b
     return affine_normalize_grad_grad(h, outs[0], g, y, x, w, axes, rows, eps, again, affine)
 
 

@@ -810,22 +810,16 @@ batch_norm_train_affine_grad = Op(
 
 @batch_norm_train_affine_grad.defgrad
 def _batch_norm_train_affine_grad_grad(h, outs, g, x, w, eps):
-    axes = _bn_axes(len(x.shape))
-    y = batch_norm_train(x, eps=eps)
+    axes, y = _bn_axes(len(x.shape)), batch_norm_train(x, eps=eps)
     again = lambda h: batch_norm_train_grad(h, y, x, eps=eps)
-
-    def affine(a, scale, shift=None):
-        return channel_affine(a, scale, zeros_like(scale) if shift is None else shift)
-
+    affine = lambda a, s, b=None: channel_affine(a, s, zeros_like(s) if b is None else b)
     return affine_normalize_grad_grad(h, outs[0], g, y, x, w, axes, axes, eps, again, affine)
 
 
 def affine_normalize_grad_grad(h, dx, g, y, x, w, axes, sum_axes, eps, again, affine):
-    """The gradient of an affine normalisation's gradient (batch_norm_train_affine_grad,
-    layer_norm_affine_grad): dx = again(g w), dweight = sum(g y) and dbias = sum(g) over
-    `sum_axes`, y the normalised x, differentiated through those ops' own rules.
-    affine(a, scale, shift=None) is a scale * a + shift per feature, as the forward applies
-    its weight and bias."""
+    """The gradient of an affine normalisation's gradient dx = again(g w), dweight = sum(g y),
+    dbias = sum(g) over `sum_axes` (y the normalised x), through those ops' own rules;
+    affine(a, scale, shift=None) applies a per-feature scale and shift as the forward does."""
     hx, hw, hb = h
     want_g, want_x, want_w = needs_grad(g), needs_grad(x), needs_grad(w)
     wanted = (want_g or want_w, want_x, want_x)
