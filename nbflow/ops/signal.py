@@ -36,10 +36,10 @@ from .shape import (
 # ---------------------------------------------------------------- windows
 
 
-def _window(name, window_length, periodic, dtype, device, requires_grad, formula):
+def _window(name, window_length, periodic, dtype, device, requires_grad, formula, one=1.0):
     """formula(k, m): the symmetric window of m points at k = 0..m-1, in float64. A periodic
     window (PyTorch's default, for spectral analysis) is the first window_length points of
-    the symmetric one of window_length + 1; 0 and 1 points give [] and [1]."""
+    the symmetric one of window_length + 1; 0 and 1 points give [] and [one]."""
     n = _int(name, "window_length", window_length, low=0)
     if not isinstance(periodic, (bool, np.bool_)):
         raise AttrError(f"{name}: periodic must be a bool, got {periodic!r}")
@@ -47,7 +47,7 @@ def _window(name, window_length, periodic, dtype, device, requires_grad, formula
     if not dt.is_float(dtype):
         raise DTypeError(f"{name} takes a float dtype, got {dtype}")
     if n <= 1:
-        values = np.ones(n)
+        values = np.full(n, one)
     else:
         m = n + 1 if periodic else n
         values = formula(np.arange(m, dtype=np.float64), m)[:n]
