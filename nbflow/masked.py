@@ -58,7 +58,11 @@ def _mask(name, input, mask):
         )
     if tuple(mask.shape) == tuple(input.shape):
         return mask
-    return broadcast_to(mask, tuple(input.shape))
+    try:
+        return broadcast_to(mask, tuple(input.shape))
+    except ShapeError:
+        shapes = f"mask {tuple(mask.shape)} to input {tuple(input.shape)}"
+        raise ShapeError(f"{name}: cannot broadcast {shapes}") from None
 
 
 def _fill(input, mask, value):
