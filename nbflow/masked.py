@@ -16,9 +16,9 @@ import math
 
 import numpy as np
 
-from .argcheck import real, tensors
+from .argcheck import real, shown, tensors
 from .core import dtypes as dt
-from .core.errors import AttrError, DomainError, DTypeError, ShapeError
+from .core.errors import ArgumentError, AttrError, DomainError, DTypeError, ShapeError
 from .ops.compat import nanmedian
 from .ops.creation import full_like
 from .ops.elementwise import astype, isnan, maximum, sqrt, where
@@ -45,7 +45,8 @@ from .ops.shape import broadcast_to
 
 def _mask(name, input, mask):
     """mask as a bool tensor of input's shape (broadcast to it), or None for no mask."""
-    tensors(name, input=input)
+    if not hasattr(input, "shape"):  # (a number has no dims to reduce or mask)
+        raise ArgumentError(f"{name}: argument 'input' must be a tensor, got {shown(input)}")
     if mask is None:
         return None
     tensors(name, mask=mask)
@@ -85,7 +86,10 @@ def _dims(dim):
 def _one_dim(name, input, dim):
     """dim as a single checked axis (a 0-d input takes 0 and -1)."""
     dim = _int(name, "dim", dim)
-    reduced_axes(dim, input.ndim)  # (raises ShapeError when out of range)
+    try:
+        reduced_axes(dim, input.ndim)
+    except ShapeError as e:
+        raise ShapeError(f"{name}: {e}") from None
     return dim
 
 
@@ -156,8 +160,8 @@ def argmin(input, dim=None, *, keepdim=False, dtype=None, mask=None):
 def mean(input, dim=None, *, keepdim=False, dtype=None, mask=None):
     """The mean of the elements taking part (NaN over a fully masked-out slice); a float
     result dtype (input's or dtype=)."""
-    dtype = _float_dtype("masked.mean", input, dtype)
     m = _mask("masked.mean", input, mask)
+    dtype = _float_dtype("masked.mean", input, dtype)
     total = _sum(_to(_fill(input, m, 0), dtype), axis=_dims(dim), keepdims=keepdim)
     return total / _count(input, m, dim, keepdim)
 
@@ -204,17 +208,17 @@ def _var(name, input, dim, unbiased, correction, keepdim, dtype, mask):
     if correction is None:
         correction = 1.0 if unbiased is None or unbiased else 0.0
     correction = real(correction, f"{name}: correction")
-    out_dtype = input.dtype if dtype is None else dt.as_dtype(dtype)
-    out_dtype = out_dtype if dt.is_float(out_dtype) or dtype is not None else dt.float32
-    compute = out_dtype if dt.is_float(out_dtype) else dt.float32
     m = _mask(name, input, mask)
-    x = _to(input, compute)
+    if dtype is None:
+        dtype = input.dtype if dt.is_float(input.dtype) else dt.float32
+    dtype = dt.as_dtype(dtype)
+    x = _to(input, dtype if dt.is_float(dtype) else dt.float32)  # (computed in a float dtype)
     dims = _dims(dim)
     centre = _sum(_fill(x, m, 0), axis=dims, keepdims=True) / _count(input, m, dim, True)
     d = x - centre
     total = _sum(_fill(d * d, m, 0), axis=dims, keepdims=keepdim)
     count = astype(_count(input, m, dim, keepdim), total.dtype)
-    return _to(total / maximum(count - correction, 0.0), out_dtype)
+    return _to(total / maximum(count - correction, 0.0), dtype)
 
 
 def var(input, dim=None, unbiased=None, *, correction=None, keepdim=False, dtype=None, mask=None):
@@ -257,9 +261,9 @@ def softmin(input, dim, *, dtype=None, mask=None):
 
 def normalize(input, ord, dim, *, eps=1e-12, dtype=None, mask=None):
     """input divided by max(its masked ord-norm along dim, eps); masked-out elements give 0."""
-    nrm = norm(input, ord, dim, keepdim=True, dtype=dtype, mask=mask)
-    eps = real(eps, "masked.normalize: eps")
-    return _fill(input, _mask("masked.normalize", input, mask), 0) / maximum(nrm, eps)
+    m = _mask("masked.normalize", input, mask)
+    nrm = norm(input, ord, dim, keepdim=True, dtype=dtype, mask=m)
+    return _fill(input, m, 0) / maximum(nrm, real(eps, "masked.normalize: eps"))
 
 
 def cumsum(input, dim, *, dtype=None, mask=None):

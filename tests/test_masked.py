@@ -188,6 +188,10 @@ def test_graph_mode_matches_eager():
         (lambda x: nb.masked.var(x, 0, True, correction=0), nb.AttrError, "not both"),
         (lambda x: nb.masked.mean(x.long()), nb.DTypeError, "float"),
         (lambda x: nb.masked.sum([1.0, 2.0]), nb.ArgumentError, "input"),
+        (lambda x: nb.masked.mean(3.0), nb.ArgumentError, "input"),
+        (lambda x: nb.masked.sum(x, mask=[True] * 5), nb.ArgumentError, "mask"),
+        (lambda x: nb.masked.normalize(x, 2.0, 1, eps="a"), nb.AttrError, "eps"),
+        (lambda x: nb.masked.median(x, 2), nb.ShapeError, "masked.median: axis 2 is out of range"),
         (lambda x: nb.masked.logaddexp(x, "a"), nb.ArgumentError, "other"),
     ],
 )
