@@ -66,6 +66,12 @@ def _mask(name, input, mask):
         raise ShapeError(f"{name}: cannot broadcast {shapes}") from None
 
 
+def _dtype(x):
+    """The nbflow dtype of a tensor or array (a numpy int8 array's is int32, as nbflow.tensor
+    makes it); DTypeError for one nbflow has no dtype for."""
+    return dt.as_dtype(dt.widen(np.dtype(x.dtype)))
+
+
 def _fill(input, mask, value):
     """input with its masked-out elements replaced by value."""
     return input if mask is None else where(mask, input, value)
@@ -102,11 +108,12 @@ def _summing_dtype(input, dtype):
     """sum's and prod's result dtype: dtype, else input's, with integers and bools in int64."""
     if dtype is not None:
         return dt.as_dtype(dtype)
-    return input.dtype if dt.is_float(input.dtype) else dt.int64
+    kind = _dtype(input)
+    return kind if dt.is_float(kind) else dt.int64
 
 
 def _float_dtype(name, input, dtype):
-    dtype = input.dtype if dtype is None else dt.as_dtype(dtype)
+    dtype = _dtype(input) if dtype is None else dt.as_dtype(dtype)
     if not dt.is_float(dtype):
         raise DTypeError(f"{name}: the result needs a float dtype, got {dtype}")
     return dtype
@@ -132,29 +139,29 @@ def prod(input, dim=None, *, keepdim=False, dtype=None, mask=None):
 def amax(input, dim=None, *, keepdim=False, dtype=None, mask=None):
     """The largest element taking part (-inf, or the dtype's least integer, where none)."""
     m = _mask("masked.amax", input, mask)
-    return _to(_amax(_fill(input, m, _lowest(input.dtype)), _dims(dim), keepdim), dtype)
+    return _to(_amax(_fill(input, m, _lowest(_dtype(input))), _dims(dim), keepdim), dtype)
 
 
 def amin(input, dim=None, *, keepdim=False, dtype=None, mask=None):
     """The smallest element taking part (inf, or the dtype's greatest integer, where none)."""
     m = _mask("masked.amin", input, mask)
-    return _to(_amin(_fill(input, m, _highest(input.dtype)), _dims(dim), keepdim), dtype)
+    return _to(_amin(_fill(input, m, _highest(_dtype(input))), _dims(dim), keepdim), dtype)
 
 
 def argmax(input, dim=None, *, keepdim=False, dtype=None, mask=None):
     """The index of the largest element taking part, in input's dtype unless dtype= says
     otherwise (PyTorch's); 0 over a fully masked-out slice."""
     m = _mask("masked.argmax", input, mask)
-    index = _argmax(_fill(input, m, _lowest(input.dtype)), axis=dim, keepdims=keepdim)
-    return _to(index, input.dtype if dtype is None else dtype)
+    index = _argmax(_fill(input, m, _lowest(_dtype(input))), axis=dim, keepdims=keepdim)
+    return _to(index, _dtype(input) if dtype is None else dtype)
 
 
 def argmin(input, dim=None, *, keepdim=False, dtype=None, mask=None):
     """The index of the smallest element taking part, in input's dtype unless dtype= says
     otherwise (PyTorch's); 0 over a fully masked-out slice."""
     m = _mask("masked.argmin", input, mask)
-    index = _argmin(_fill(input, m, _highest(input.dtype)), axis=dim, keepdims=keepdim)
-    return _to(index, input.dtype if dtype is None else dtype)
+    index = _argmin(_fill(input, m, _highest(_dtype(input))), axis=dim, keepdims=keepdim)
+    return _to(index, _dtype(input) if dtype is None else dtype)
 
 
 def mean(input, dim=None, *, keepdim=False, dtype=None, mask=None):
@@ -174,14 +181,16 @@ def median(input, dim=-1, *, keepdim=False, dtype=None, mask=None):
     name = "masked.median"
     m = _mask(name, input, mask)
     dim = _one_dim(name, input, dim)
-    x = input if dt.is_float(input.dtype) else astype(input, dt.float32)
+    if not isinstance(keepdim, (bool, np.bool_)):
+        raise AttrError(f"{name}: keepdim must be a bool, got {shown(keepdim)}")
+    x = input if dt.is_float(_dtype(input)) else astype(input, dt.float32)
     out = nanmedian(_fill(x, m, math.nan), dim, keepdim).values
-    if dt.is_float(input.dtype):
+    if dt.is_float(_dtype(input)):
         return out
     values = _eager_or_none(isnan(out))  # (a graph value is checked by no one: None)
     if values is not None and values.any():
         raise DomainError(f"{name}: an integer input may not have a fully masked-out slice")
-    return astype(out, input.dtype if dtype is None else dtype)
+    return astype(out, _dtype(input) if dtype is None else dtype)
 
 
 def logsumexp(input, dim=None, *, keepdim=False, dtype=None, mask=None):
@@ -189,14 +198,15 @@ def logsumexp(input, dim=None, *, keepdim=False, dtype=None, mask=None):
     input's dtype unless dtype= says otherwise (an integer input's result is truncated, as
     PyTorch's)."""
     m = _mask("masked.logsumexp", input, mask)
-    x = _fill(input, m, _lowest(input.dtype))
+    x = _fill(input, m, _lowest(_dtype(input)))
     out = _logsumexp(x, axis=_dims(dim), keepdims=keepdim)
-    return _to(out, input.dtype if dtype is None else dtype)
+    return _to(out, _dtype(input) if dtype is None else dtype)
 
 
 def norm(input, ord=2.0, dim=None, *, keepdim=False, dtype=None, mask=None):
     """The vector ord-norm of the elements taking part (torch.linalg.vector_norm's ords)."""
     m = _mask("masked.norm", input, mask)
+    ord = real(ord, "masked.norm: ord")
     x = _fill(_to(input, dtype), m, math.inf if ord == -math.inf else 0)
     return _norm(x, ord, axis=_dims(dim), keepdims=keepdim)
 
@@ -205,12 +215,14 @@ def _var(name, input, dim, unbiased, correction, keepdim, dtype, mask):
     """The variance of the elements taking part, divided by max(count - correction, 0)."""
     if unbiased is not None and correction is not None:
         raise AttrError(f"{name}: give unbiased or correction, not both")
+    if unbiased is not None and not isinstance(unbiased, (bool, np.bool_)):
+        raise AttrError(f"{name}: unbiased must be a bool, got {shown(unbiased)}")
     if correction is None:
         correction = 1.0 if unbiased is None or unbiased else 0.0
     correction = real(correction, f"{name}: correction")
     m = _mask(name, input, mask)
     if dtype is None:
-        dtype = input.dtype if dt.is_float(input.dtype) else dt.float32
+        dtype = _dtype(input) if dt.is_float(_dtype(input)) else dt.float32
     dtype = dt.as_dtype(dtype)
     x = _to(input, dtype if dt.is_float(dtype) else dt.float32)  # (computed in a float dtype)
     dims = _dims(dim)
@@ -270,7 +282,7 @@ def cumsum(input, dim, *, dtype=None, mask=None):
     """Running sums along dim, masked-out elements counting as 0."""
     m = _mask("masked.cumsum", input, mask)
     dim = _one_dim("masked.cumsum", input, dim)
-    dtype = input.dtype if dtype is None else dtype  # (integers keep their dtype: PyTorch's)
+    dtype = _dtype(input) if dtype is None else dtype  # (integers keep their dtype: PyTorch's)
     return _to(_cumsum(_to(_fill(input, m, 0), dtype), axis=dim), dtype)
 
 
@@ -278,7 +290,7 @@ def cumprod(input, dim, *, dtype=None, mask=None):
     """Running products along dim, masked-out elements counting as 1."""
     m = _mask("masked.cumprod", input, mask)
     dim = _one_dim("masked.cumprod", input, dim)
-    dtype = input.dtype if dtype is None else dtype  # (integers keep their dtype: PyTorch's)
+    dtype = _dtype(input) if dtype is None else dtype  # (integers keep their dtype: PyTorch's)
     return _to(_cumprod(_to(_fill(input, m, 1), dtype), dim), dtype)
 
 
@@ -286,9 +298,9 @@ def logaddexp(input, other, *, dtype=None, input_mask=None, other_mask=None):
     """log(exp(input) + exp(other)) elementwise, each operand's masked-out elements counting
     as -inf (so both masked out gives -inf)."""
     tensors("masked.logaddexp", input=input, other=other)
-    a = _fill(input, _mask("masked.logaddexp", input, input_mask), _lowest(input.dtype))
-    b = _fill(other, _mask("masked.logaddexp", other, other_mask), _lowest(other.dtype))
-    return _to(_logaddexp(a, b), input.dtype if dtype is None else dtype)
+    a = _fill(input, _mask("masked.logaddexp", input, input_mask), _lowest(_dtype(input)))
+    b = _fill(other, _mask("masked.logaddexp", other, other_mask), _lowest(_dtype(other)))
+    return _to(_logaddexp(a, b), _dtype(input) if dtype is None else dtype)
 
 
 __all__ = [

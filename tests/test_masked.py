@@ -192,12 +192,24 @@ def test_graph_mode_matches_eager():
         (lambda x: nb.masked.sum(x, mask=[True] * 5), nb.ArgumentError, "mask"),
         (lambda x: nb.masked.normalize(x, 2.0, 1, eps="a"), nb.AttrError, "eps"),
         (lambda x: nb.masked.median(x, 2), nb.ShapeError, "masked.median: axis 2 is out of range"),
+        (lambda x: nb.masked.median(x, 1, keepdim=x), nb.AttrError, "keepdim"),
+        (lambda x: nb.masked.var(x, 1, x), nb.AttrError, "unbiased"),
+        (lambda x: nb.masked.norm(x, x), nb.AttrError, "ord"),
+        (lambda x: nb.masked.sum(x.numpy().astype(complex)), nb.DTypeError, "complex"),
         (lambda x: nb.masked.logaddexp(x, "a"), nb.ArgumentError, "other"),
     ],
 )
 def test_bad_input_raises_typed_errors(call, error, message):
     with pytest.raises(error, match=message):
         call(nb.tensor(X))
+
+
+def test_numpy_arrays_of_small_integers_are_taken_as_nbflow_tensor_takes_them():
+    small = np.array([[3, -1, 2], [0, 5, 1]], dtype=np.int8)
+    m = nb.tensor(np.array([True, False, True]))
+    got = nb.masked.amax(small, 1, mask=m)
+    assert got.dtype == nb.int32 and got.numpy().tolist() == [3, 1]
+    assert nb.masked.sum(small, mask=m).numpy() == 6
 
 
 def test_integer_median_of_a_fully_masked_slice_raises():

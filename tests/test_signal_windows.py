@@ -92,3 +92,15 @@ def test_requires_grad_gives_a_leaf():
 def test_bad_arguments_raise_typed_errors(call, error, message):
     with pytest.raises(error, match=message):
         call()
+
+
+def test_a_window_over_the_memory_budget_is_refused_before_it_is_computed():
+    budget = nb.get_memory_budget()
+    nb.set_memory_budget(1 << 20)
+    try:
+        with pytest.raises(nb.ResourceExhaustedError, match="memory budget"):
+            windows.gaussian(1 << 20)
+        with pytest.raises(nb.ResourceExhaustedError, match="memory budget"):
+            nb.hann_window(1 << 20)
+    finally:
+        nb.set_memory_budget(budget)

@@ -5,11 +5,13 @@ from collections import namedtuple
 
 import numpy as np
 
+from ..core import STATE
 from ..core import dtypes as dt
 from ..core.errors import (
     AttrError,
     DomainError,
     DTypeError,
+    ResourceExhaustedError,
     ShapeError,
 )
 from .creation import full_like, on_device, zeros
@@ -46,6 +48,11 @@ def _window(name, window_length, periodic, dtype, device, requires_grad, formula
     dtype = dt.as_dtype(dtype)
     if not dt.is_float(dtype):
         raise DTypeError(f"{name} takes a float dtype, got {dtype}")
+    if n * 8 > STATE.memory_budget:  # (the points are computed in float64 first)
+        raise ResourceExhaustedError(
+            f"{name}: {n} points need {n * 8} bytes, over the memory budget of "
+            f"{STATE.memory_budget} bytes (nbflow.set_memory_budget)"
+        )
     if n <= 1:
         values = np.full(n, one)
     else:
