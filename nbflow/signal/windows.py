@@ -12,6 +12,7 @@ from ..argcheck import real
 from ..core import dtypes as dt
 from ..core.errors import AttrError, DomainError, DTypeError
 from ..ops.creation import check_layout
+from ..ops.select import _int
 from ..ops.signal import (
     _window,
     bartlett_window,
@@ -22,8 +23,9 @@ from ..ops.signal import (
 )
 
 
-def _checked(name, sym, dtype, layout):
+def _checked(name, M, sym, dtype, layout):
     """(periodic, dtype) for the *_window functions, after PyTorch's checks."""
+    _int(name, "M", M, low=0)
     check_layout(name, layout)
     if not isinstance(sym, (bool, np.bool_)):
         raise AttrError(f"{name}: sym must be a bool, got {sym!r}")
@@ -42,19 +44,19 @@ def _positive(name, arg, value):
 
 def bartlett(M, *, sym=True, dtype=None, layout=None, device=None, requires_grad=False):
     """The triangular window 1 - |2k / (M - 1) - 1|."""
-    periodic, dtype = _checked("bartlett", sym, dtype, layout)
+    periodic, dtype = _checked("bartlett", M, sym, dtype, layout)
     return bartlett_window(M, periodic, dtype=dtype, device=device, requires_grad=requires_grad)
 
 
 def blackman(M, *, sym=True, dtype=None, layout=None, device=None, requires_grad=False):
     """The Blackman window: general_cosine with a = [0.42, 0.5, 0.08]."""
-    periodic, dtype = _checked("blackman", sym, dtype, layout)
+    periodic, dtype = _checked("blackman", M, sym, dtype, layout)
     return blackman_window(M, periodic, dtype=dtype, device=device, requires_grad=requires_grad)
 
 
 def hann(M, *, sym=True, dtype=None, layout=None, device=None, requires_grad=False):
     """The Hann window: general_hamming with alpha = 0.5."""
-    periodic, dtype = _checked("hann", sym, dtype, layout)
+    periodic, dtype = _checked("hann", M, sym, dtype, layout)
     return hann_window(M, periodic, dtype=dtype, device=device, requires_grad=requires_grad)
 
 
@@ -62,7 +64,7 @@ def general_hamming(
     M, *, alpha=0.54, sym=True, dtype=None, layout=None, device=None, requires_grad=False
 ):
     """alpha - (1 - alpha) cos(2 pi k / (M - 1))."""
-    periodic, dtype = _checked("general_hamming", sym, dtype, layout)
+    periodic, dtype = _checked("general_hamming", M, sym, dtype, layout)
     alpha = real(alpha, "general_hamming: alpha")
     kw = {"dtype": dtype, "device": device, "requires_grad": requires_grad}
     return hamming_window(M, periodic, alpha, 1.0 - alpha, **kw)
@@ -76,7 +78,7 @@ def hamming(M, *, sym=True, dtype=None, layout=None, device=None, requires_grad=
 
 def kaiser(M, *, beta=12.0, sym=True, dtype=None, layout=None, device=None, requires_grad=False):
     """I0(beta sqrt(1 - (2k / (M - 1) - 1)^2)) / I0(beta), beta >= 0."""
-    periodic, dtype = _checked("kaiser", sym, dtype, layout)
+    periodic, dtype = _checked("kaiser", M, sym, dtype, layout)
     beta = real(beta, "kaiser: beta")
     if beta < 0:
         raise DomainError(f"kaiser: beta must be non-negative, got {beta}")
@@ -87,7 +89,7 @@ def kaiser(M, *, beta=12.0, sym=True, dtype=None, layout=None, device=None, requ
 def general_cosine(M, *, a, sym=True, dtype=None, layout=None, device=None, requires_grad=False):
     """sum_i (-1)^i a[i] cos(2 pi i k / (M - 1)): a weighted sum of cosines."""
     name = "general_cosine"
-    periodic, dtype = _checked(name, sym, dtype, layout)
+    periodic, dtype = _checked(name, M, sym, dtype, layout)
     if isinstance(a, (str, bytes)) or not hasattr(a, "__iter__"):
         raise AttrError(f"{name}: the coefficients a must be a list or tuple, got {a!r}")
     a = [real(w, f"{name}: a coefficient") for w in a]
@@ -111,7 +113,7 @@ def nuttall(M, *, sym=True, dtype=None, layout=None, device=None, requires_grad=
 
 def cosine(M, *, sym=True, dtype=None, layout=None, device=None, requires_grad=False):
     """The sine window sin(pi (k + 0.5) / M)."""
-    periodic, dtype = _checked("cosine", sym, dtype, layout)
+    periodic, dtype = _checked("cosine", M, sym, dtype, layout)
 
     def formula(k, m):
         return np.sin(np.pi * (k + 0.5) / m)
@@ -125,7 +127,7 @@ def exponential(
     """exp(-|k - center| / tau), centre (M - 1) / 2 by default; a centre of one's own is for
     periodic windows (sym=False) only."""
     name = "exponential"
-    periodic, dtype = _checked(name, sym, dtype, layout)
+    periodic, dtype = _checked(name, M, sym, dtype, layout)
     tau = _positive(name, "tau", tau)
     if center is not None:
         if sym:
@@ -143,7 +145,7 @@ def exponential(
 def gaussian(M, *, std=1.0, sym=True, dtype=None, layout=None, device=None, requires_grad=False):
     """exp(-(k - (M - 1) / 2)^2 / (2 std^2))."""
     name = "gaussian"
-    periodic, dtype = _checked(name, sym, dtype, layout)
+    periodic, dtype = _checked(name, M, sym, dtype, layout)
     std = _positive(name, "std", std)
 
     def formula(k, m):
