@@ -10,9 +10,11 @@ from . import (
     dtypes,
     graph,
     linalg,
+    masked,
     nn,
     ops,
     optim,
+    signal,
     special,
 )
 from .autograd import backward, grad

@@ -121,8 +121,6 @@ MAPPING = {
 # Entries with no nbflow counterpart, by family (issue 39, item 3: the missing families).
 UNMAPPED_FAMILIES = {
     "fft.": "torch.fft: no nbflow.fft yet",
-    "masked.": "torch.masked: no masked-tensor reductions",
-    "signal.windows.": "torch.signal.windows: no window functions",
     "sparse.": "sparse tensors: nbflow has dense tensors only",
     "jiterator_": "CUDA jiterator: no CPU meaning",
     "__r": "__r*__ methods: looked up as methods (below)",

@@ -114,7 +114,7 @@ XFAIL = {
 }
 
 # ---------------------------------------------------------------- entries with no counterpart
-# Families: harness.UNMAPPED_FAMILIES (fft., masked., signal.windows., sparse., PyTorch-private
+# Families: harness.UNMAPPED_FAMILIES (fft., sparse., PyTorch-private
 # aten entry points). The rest, one by one:
 _NO_COMPLEX = "complex dtypes: not supported yet (issue 39, item 3)"
 _NO_SMALL_INTS = "uint8/int8/int16: not supported yet (issue 39, item 3)"

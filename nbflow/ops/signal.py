@@ -5,11 +5,13 @@ from collections import namedtuple
 
 import numpy as np
 
+from ..core import STATE
 from ..core import dtypes as dt
 from ..core.errors import (
     AttrError,
     DomainError,
     DTypeError,
+    ResourceExhaustedError,
     ShapeError,
 )
 from .creation import full_like, on_device, zeros
@@ -36,18 +38,23 @@ from .shape import (
 # ---------------------------------------------------------------- windows
 
 
-def _window(name, window_length, periodic, dtype, device, requires_grad, formula):
+def _window(name, window_length, periodic, dtype, device, requires_grad, formula, one=1.0):
     """formula(k, m): the symmetric window of m points at k = 0..m-1, in float64. A periodic
     window (PyTorch's default, for spectral analysis) is the first window_length points of
-    the symmetric one of window_length + 1; 0 and 1 points give [] and [1]."""
+    the symmetric one of window_length + 1; 0 and 1 points give [] and [one]."""
     n = _int(name, "window_length", window_length, low=0)
     if not isinstance(periodic, (bool, np.bool_)):
         raise AttrError(f"{name}: periodic must be a bool, got {periodic!r}")
     dtype = dt.as_dtype(dtype)
     if not dt.is_float(dtype):
         raise DTypeError(f"{name} takes a float dtype, got {dtype}")
+    if n * 8 > STATE.memory_budget:  # (the points are computed in float64 first)
+        raise ResourceExhaustedError(
+            f"{name}: {n} points need {n * 8} bytes, over the memory budget of "
+            f"{STATE.memory_budget} bytes (nbflow.set_memory_budget)"
+        )
     if n <= 1:
-        values = np.ones(n)
+        values = np.full(n, one)
     else:
         m = n + 1 if periodic else n
         values = formula(np.arange(m, dtype=np.float64), m)[:n]
