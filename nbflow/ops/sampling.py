@@ -172,6 +172,7 @@ def uniform_(x, from_=0.0, to=1.0, *, generator=None):
 def normal_(x, mean=0.0, std=1.0, *, generator=None):
     """x filled with normal draws of `mean` and `std` (>= 0)."""
     _float_target("normal_", x)
+    mean, std = real(mean, "normal_: mean"), real(std, "normal_: std")
     if not std >= 0:
         raise DomainError(f"normal_: expects std >= 0, got {std}")
     return copy_(x, randn_like(x, generator=generator) * std + mean)

@@ -9,7 +9,7 @@ OutOfRangeError (an IndexError) before a kernel runs.
 
 import numpy as np
 
-from ..argcheck import integer, integers
+from ..argcheck import integer, integers, real
 from ..core import UNKNOWN, as_int
 from ..core import dtypes as dt
 from ..core.errors import (
@@ -214,6 +214,7 @@ def _highest(dtype):
 
 def index_add(x, dim, index, source, alpha=1):
     """x with source's slices added at `index` along `dim` (repeated indices add up)."""
+    real(alpha, "index_add: alpha")  # (a number; `alpha == 1` of an array has no truth value)
     if x.ndim == 0:
         return as_scalar(index_add(as_vector(x), axis_of(dim, 0), index, as_vector(source), alpha))
     a = axis_of(dim, x.ndim)

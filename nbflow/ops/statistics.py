@@ -8,7 +8,7 @@ import warnings
 
 import numpy as np
 
-from ..argcheck import choice
+from ..argcheck import choice, integers
 from ..core import UNKNOWN
 from ..core import dtypes as dt
 from ..core.errors import ArgumentError, AttrError, DomainError, DTypeError, ShapeError
@@ -182,7 +182,7 @@ def gradient(input, *, spacing=1, dim=None, edge_order=1):
     PyTorch's spelling of 1."""
     spacing = 1 if spacing is None else spacing
     f = _floats("gradient", input)
-    dims = range(f.ndim) if dim is None else (dim,) if isinstance(dim, int) else dim
+    dims = range(f.ndim) if dim is None else integers(dim, "gradient: dim")
     dims = [axis_of(d, f.ndim) for d in dims]
     edge_order = choice(edge_order, (1, 2), "gradient: edge_order", AttrError)
     steps = spacing if isinstance(spacing, (list, tuple)) else [spacing] * len(dims)

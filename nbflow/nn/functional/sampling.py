@@ -18,7 +18,7 @@ import warnings
 import numpy as np
 
 from ... import ops
-from ...argcheck import choice, integers, shown
+from ...argcheck import choice, integers, shown, within_budget
 from ...core import UNKNOWN, is_int
 from ...core import dtypes as dt
 from ...core.errors import AttrError, DomainError, DTypeError, ShapeError, UnsupportedError
@@ -171,6 +171,7 @@ def channel_shuffle(input, groups):
 
 def _pad_index(n, before, after, mode, fn):
     """Where each padded position reads from along an axis of length n."""
+    within_budget(fn, (n + before + after,), np.int64)  # (the index array np.arange makes)
     j = np.arange(-before, n + after)  # (a negative width crops, as PyTorch's)
     if j.size == 0:
         raise ShapeError(f"{fn}: padding ({before}, {after}) leaves nothing of a dim of {n}")
