@@ -28,7 +28,7 @@ from .ops import factorizations as fz
 from .ops.creation import eye, ones_like, zeros
 from .ops.decomp import _is_vector_rhs, _square, det, inv, solve
 from .ops.elementwise import abs as abs_
-from .ops.elementwise import astype, sqrt, where
+from .ops.elementwise import astype, mul, sqrt, where
 from .ops.linalg import matmul, matrix_transpose
 from .ops.products import cross as _cross
 from .ops.products import matrix_power
@@ -67,8 +67,7 @@ def qr(A, mode="reduced"):
     (..., k, n), k = min(m, n); 'complete' Q (..., m, m) and R (..., m, n) (Q's columns past
     n one orthonormal completion, differentiated as computed where PyTorch refuses); 'r' R
     alone, with an empty Q."""
-    if mode not in ("reduced", "complete", "r"):
-        raise DomainError(f"qr: mode must be 'reduced', 'complete' or 'r', got {mode!r}")
+    choice(mode, ("reduced", "complete", "r"), "qr: mode")  # (`in` of an array: ambiguous)
     m, n = A.shape[-2:] if A.ndim >= 2 else (0, 0)  # (decomp.qr raises for a vector)
     device = getattr(A, "device", None)
     if mode != "complete" or m <= n:
@@ -335,7 +334,7 @@ def diagonal(A, offset=0, dim1=-2, dim2=-1):
 
 def vecdot(x, y, dim=-1):
     """The dot product of x and y along `dim` (they broadcast)."""
-    return sum_(x * y, axis=dim)
+    return sum_(mul(x, y), axis=dim)  # (the op: `*` of two numpy arrays would be numpy's)
 
 
 # ---------------------------------------------------------------- LU

@@ -155,6 +155,33 @@ FIXED = {
     "lu array pivot": (lambda: nb.lu(nb.ones(2, 2), pivot=np.ones(2)), errors.AttrError),
     # TypeError: 'float' object is not iterable
     "gradient float dim": (lambda: nb.gradient(nb.ones(3), dim=1.5), errors.AttrError),
+    # IndexError: tuple index out of range (the shape of a 0-d input at dim 0)
+    "gradient of a 0-d input": (lambda: nb.gradient(nb.tensor(1.0), dim=0), errors.ShapeError),
+    "diff of a 0-d input": (
+        lambda: nb.diff(nb.tensor(1.0), prepend=nb.ones(1)),
+        errors.ShapeError,
+    ),
+    # the seed-2 run: KeyError: dtype('int8') (an int8 array's kind); the truth value of an
+    # array (`mode not in (...)`); TypeError from float(Ellipsis); numpy's `*` of a string
+    # array (UFuncTypeError); as_strided's ValueError for a 0-d gates
+    "bernoulli_ int8 array p": (
+        lambda: nb.ones(3).bernoulli_(np.ones(3, np.int8)),
+        errors.ArgumentError,
+    ),
+    "grid_sample array mode": (
+        lambda: F.grid_sample(nb.ones(1, 1, 2, 2), nb.zeros(1, 1, 1, 2), mode=np.ones(2)),
+        errors.AttrError,
+    ),
+    "qr array mode": (lambda: nb.linalg.qr(nb.ones(2, 2), mode=np.ones(2)), errors.DomainError),
+    "new_tensor of Ellipsis": (lambda: nb.ones(2).new_tensor(...), errors.DTypeError),
+    "vecdot of a string array": (
+        lambda: nb.linalg.vecdot(np.array(["abc"]), np.ones(1, np.float32)),
+        errors.DTypeError,
+    ),
+    "lstm_sequence_grad 0-d gates": (
+        lambda: nb.lstm_sequence_grad(*[nb.ones(())] * 6, nb.ones(2), nb.ones(()), nb.ones(())),
+        errors.ShapeError,
+    ),
 }
 
 
@@ -217,3 +244,19 @@ def test_the_new_checks_still_take_valid_arguments():
     factor, pivots = nb.lu(nb.tensor([[1.0, 2.0], [3.0, 4.0]]), pivot=np.bool_(True))
     assert pivots.numpy().tolist() == [2, 2] and float(factor[0, 0]) == 3.0
     assert abs(float(nb.ones(4000).normal_(np.float32(1.0), nb.tensor(0.5)).mean()) - 1.0) < 0.05
+    assert nb.zeros(3).bernoulli_(nb.ones(3)).numpy().tolist() == [1.0, 1.0, 1.0]
+    m = np.array([[2.0, 1.0], [1.0, 3.0], [0.0, 1.0]])
+    q, r = nb.linalg.qr(nb.tensor(m), mode="complete")
+    assert q.shape == (3, 3) and r.shape == (3, 2)
+    np.testing.assert_allclose((q @ r).numpy(), m, atol=1e-12)
+    assert nb.ones(2).new_tensor([[1, 2]]).numpy().tolist() == [[1.0, 2.0]]
+    np.testing.assert_allclose(nb.linalg.vecdot(m, nb.tensor(m)).numpy(), (m * m).sum(-1))
+    got = nb.diff(nb.tensor(v), prepend=nb.tensor([1.0])).numpy()
+    np.testing.assert_allclose(got, np.diff(v, prepend=1.0))
+    grid = np.array([[[[-0.5, 0.25]]]])
+    image = np.arange(4.0).reshape(1, 1, 2, 2)
+    want = torch.nn.functional.grid_sample(
+        torch.tensor(image), torch.tensor(grid), mode="nearest", align_corners=True
+    )
+    got = F.grid_sample(nb.tensor(image), nb.tensor(grid), mode="nearest", align_corners=True)
+    np.testing.assert_allclose(got.numpy(), want.numpy())

@@ -8,10 +8,11 @@ gradient. Draws need a known shape: a graph value with a -1 dim raises Unsupport
 
 import numpy as np
 
-from ..argcheck import integer, real
+from ..argcheck import integer, real, shown
 from ..core import UNKNOWN
 from ..core import dtypes as dt
-from ..core.errors import AttrError, DomainError, DTypeError, UnsupportedError
+from ..core.errors import ArgumentError, AttrError, DomainError, DTypeError, UnsupportedError
+from ..core.op import _is_value
 from .creation import check_memory_format, normal, randint, uniform
 from .elementwise import copy_, exp, floor, isfinite, log, log1p, logical_and, logical_not, tan
 from .index import checked_range
@@ -85,6 +86,8 @@ def randint_like(x, low, high=None, dtype=None, generator=None, *, device=None, 
 def bernoulli(p, generator=None):
     """1 with probability p, else 0, elementwise, in p's float dtype (PyTorch's bernoulli).
     A probability outside [0, 1] (or NaN) raises OutOfRangeError when the draw runs."""
+    if not _is_value(p):  # (an array's dtype may be one nbflow has no kind for: int8)
+        raise ArgumentError(f"bernoulli: p must be a tensor, got {shown(p)}")
     if not dt.is_float(p.dtype):
         raise AttrError(f"bernoulli: needs float probabilities, got {p.dtype}")
     p = p.detach()

@@ -304,12 +304,8 @@ _CUBIC_A = -0.75  # PyTorch's (and OpenCV's) bicubic convolution constant
 
 
 def _check_grid(input, grid, mode, padding_mode, fn):
-    if mode not in _MODES:
-        raise AttrError(f"{fn}: mode must be 'bilinear', 'nearest' or 'bicubic', got {mode!r}")
-    if padding_mode not in _PADDINGS:
-        raise AttrError(
-            f"{fn}: padding_mode must be 'zeros', 'border' or 'reflection', got {padding_mode!r}"
-        )
+    choice(mode, _MODES, f"{fn}: mode", AttrError)  # (`in` of an array: no truth value)
+    choice(padding_mode, _PADDINGS, f"{fn}: padding_mode", AttrError)
     if input.ndim not in (4, 5) or grid.ndim != input.ndim:
         raise ShapeError(
             f"{fn}: expected 4D or 5D input and grid with the same number of dims, got input "
