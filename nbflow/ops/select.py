@@ -383,7 +383,7 @@ def diagonal(x, offset=0, dim1=0, dim2=1):
         raise ShapeError(f"diagonal: dim1 and dim2 are the same dim ({a})")
     moved = movedim(x, (a, b), (-2, -1))
     n, m = _known("diagonal", moved, -2), _known("diagonal", moved, -1)
-    k = integer(offset, "diagonal: offset")
+    k = min(max(integer(offset, "diagonal: offset"), -n), m)  # (past the plane: empty, no 2**63)
     r0, c0 = max(0, -k), max(0, k)
     length = max(0, min(n - r0, m - c0))
     device = getattr(x, "device", None)
