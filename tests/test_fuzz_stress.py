@@ -43,11 +43,10 @@ def test_kill_save_campaign_always_leaves_the_previous_or_the_new_version():
 
 
 # The API fuzzer's seed-0 run of 1500 calls after the fixes below and those of
-# tests/test_typed_arguments.py: no crash, hang or unclear message; the defects left (builtin
-# exceptions from nn/layers.py, nn/attention.py, nn/recurrent.py, operators.py and tensor.py,
-# listed in docs/reliability.md) may not grow.
+# tests/test_typed_arguments.py: no crash, hang or unclear message, and no untyped or plain
+# outcome left (the same with a cold kernel cache); a new one is a defect to fix, with its test.
 API_CALLS = 1500
-API_CEILING = {"untyped": 8, "plain": 5}
+API_CEILING = {"untyped": 0, "plain": 0}
 
 
 def test_api_fuzzer_calls_give_a_result_or_a_typed_error():
