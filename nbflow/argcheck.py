@@ -8,18 +8,23 @@ builtin TypeError or ValueError naming neither.
 - `integer(v, what)`: an int (core.as_int: a float, even 2.0, or a bool is refused).
 - `integers(v, what)`: an int or a sequence of ints, as a tuple.
 - `choice(v, options, what)`: one of `options`; else DomainError (a ValueError, as PyTorch's).
+- `flag(v, what)`: v's truth (any value with one, as PyTorch's flags take); else AttrError.
 - `tensors(name, arg=v, ...)`: each a tensor (or an array or a number); else ArgumentError.
+- `within_budget(name, shape, dtype)`: ResourceExhaustedError for an array over the memory
+  budget, before numpy is asked for it (its MemoryError or ValueError names nothing).
 """
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
-from .core import as_int
-from .core.errors import ArgumentError, AttrError, DomainError
+from .core import STATE, UNKNOWN, as_int
+from .core.errors import ArgumentError, AttrError, DomainError, ResourceExhaustedError
 from .core.op import _is_value
 
-__all__ = ["real", "integer", "integers", "choice", "shown", "tensors"]
+__all__ = ["real", "integer", "integers", "choice", "flag", "shown", "tensors", "within_budget"]
 
 
 def shown(value) -> str:
@@ -81,6 +86,16 @@ def choice(value, options, what: str, error=DomainError):
     raise error(f"{what} must be one of {names}, got {shown(value)}")
 
 
+def flag(value, what: str) -> bool:
+    """value's truth (a flag takes any value, as PyTorch's do), or an AttrError naming `what`
+    for a value with no single truth value (an array or a tensor of several elements), where
+    bool() would raise a ValueError naming neither."""
+    try:
+        return bool(value)
+    except (TypeError, ValueError):
+        raise AttrError(f"{what} must be a bool, got {shown(value)}") from None
+
+
 def _hashable_scalar(value) -> bool:
     return value is None or isinstance(value, (str, int, float, np.integer, np.floating))
 
@@ -96,3 +111,19 @@ def tensors(name: str, **values) -> None:
         if isinstance(v, (int, float, np.integer, np.floating)):
             continue
         raise ArgumentError(f"{name}: argument '{arg}' must be a tensor, got {shown(v)}")
+
+
+def within_budget(name: str, shape, dtype) -> None:
+    """Refuse an array of `shape` and `dtype` over the memory budget (nbflow.set_memory_budget)
+    with ResourceExhaustedError naming `name`, before it is made: a result built column by
+    column (linalg.vander's N = 2**40 looped for hours) or an index array numpy is asked for
+    (np.arange of 2**62 raised a ValueError naming nothing). A shape with an unknown dim passes.
+    """
+    if UNKNOWN in shape:
+        return
+    nbytes = math.prod(shape) * np.dtype(dtype).itemsize
+    if nbytes > STATE.memory_budget:
+        raise ResourceExhaustedError(
+            f"{name}: a result of shape {tuple(shape)} {np.dtype(dtype)} needs {nbytes} bytes, "
+            f"over the memory budget of {STATE.memory_budget} bytes (nbflow.set_memory_budget)"
+        )

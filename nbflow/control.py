@@ -13,7 +13,7 @@ Program and one `cond` or `while` op refers to the sub-blocks (nbflow/graph/cont
 from __future__ import annotations
 
 from .core import STATE, is_int
-from .core.errors import ShapeError
+from .core.errors import ArgumentError, DomainError, ShapeError
 
 __all__ = ["cond", "while_loop"]
 
@@ -40,7 +40,7 @@ def while_loop(cond_fn, body_fn, loop_vars, max_iterations=None):
     if not values:
         raise ShapeError("while_loop needs at least one loop var")
     if max_iterations is not None and (not is_int(max_iterations) or max_iterations < 0):
-        raise ValueError(f"max_iterations must be an int >= 0 or None, got {max_iterations!r}")
+        raise DomainError(f"max_iterations must be an int >= 0 or None, got {max_iterations!r}")
     max_iterations = None if max_iterations is None else int(max_iterations)
     finals = STATE.trace.while_loop(cond_fn, body_fn, values, max_iterations)
     return finals[0] if single else finals
@@ -49,4 +49,4 @@ def while_loop(cond_fn, body_fn, loop_vars, max_iterations=None):
 def _as_list(values, what: str) -> list:
     if isinstance(values, (tuple, list)):
         return list(values)
-    raise TypeError(f"{what} must be a tuple or list, got {type(values).__name__}")
+    raise ArgumentError(f"{what} must be a tuple or list, got {type(values).__name__}")

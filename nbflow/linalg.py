@@ -12,15 +12,14 @@ from collections import namedtuple
 
 import numpy as np
 
-from .argcheck import choice, integers, shown
-from .core import STATE, UNKNOWN, public
+from .argcheck import choice, integers, shown, within_budget
+from .core import UNKNOWN, public
 from .core import dtypes as dt
 from .core.errors import (
     ArgumentError,
     AttrError,
     DomainError,
     DTypeError,
-    ResourceExhaustedError,
     ShapeError,
     UnsupportedError,
 )
@@ -29,7 +28,7 @@ from .ops import factorizations as fz
 from .ops.creation import eye, ones_like, zeros
 from .ops.decomp import _is_vector_rhs, _square, det, inv, solve
 from .ops.elementwise import abs as abs_
-from .ops.elementwise import astype, sqrt, where
+from .ops.elementwise import astype, mul, sqrt, where
 from .ops.linalg import matmul, matrix_transpose
 from .ops.products import cross as _cross
 from .ops.products import matrix_power
@@ -68,8 +67,7 @@ def qr(A, mode="reduced"):
     (..., k, n), k = min(m, n); 'complete' Q (..., m, m) and R (..., m, n) (Q's columns past
     n one orthonormal completion, differentiated as computed where PyTorch refuses); 'r' R
     alone, with an empty Q."""
-    if mode not in ("reduced", "complete", "r"):
-        raise DomainError(f"qr: mode must be 'reduced', 'complete' or 'r', got {mode!r}")
+    choice(mode, ("reduced", "complete", "r"), "qr: mode")  # (`in` of an array: ambiguous)
     m, n = A.shape[-2:] if A.ndim >= 2 else (0, 0)  # (decomp.qr raises for a vector)
     device = getattr(A, "device", None)
     if mode != "complete" or m <= n:
@@ -336,7 +334,7 @@ def diagonal(A, offset=0, dim1=-2, dim2=-1):
 
 def vecdot(x, y, dim=-1):
     """The dot product of x and y along `dim` (they broadcast)."""
-    return sum_(x * y, axis=dim)
+    return sum_(mul(x, y), axis=dim)  # (the op: `*` of two numpy arrays would be numpy's)
 
 
 # ---------------------------------------------------------------- LU
@@ -466,19 +464,6 @@ def tensorsolve(A, B, dims=None):
 # ---------------------------------------------------------------- vander, householder_product
 
 
-def _check_budget(name, shape, dtype):
-    """Refuse a result over the memory budget (nbflow.set_memory_budget) before the columns
-    of a Vandermonde matrix are made one op each: N = 2**40 would loop for hours first."""
-    if UNKNOWN in shape:
-        return
-    nbytes = math.prod(shape) * np.dtype(dtype).itemsize
-    if nbytes > STATE.memory_budget:
-        raise ResourceExhaustedError(
-            f"{name}: a result of shape {shape} {np.dtype(dtype)} needs {nbytes} bytes, over "
-            f"the memory budget of {STATE.memory_budget} bytes (nbflow.set_memory_budget)"
-        )
-
-
 def vander(x, *, N=None):
     """The Vandermonde matrix of x (..., n): (..., n, N) with columns x^0, x^1, ..., x^(N-1)
     (increasing powers, unlike torch.vander); N defaults to n and must exceed 1."""
@@ -490,7 +475,7 @@ def vander(x, *, N=None):
     n = x.shape[-1] if N is None else N
     if isinstance(n, bool) or not isinstance(n, int) or n <= 1:
         raise DomainError(f"linalg.vander: N must be greater than 1, got {n!r}")
-    _check_budget("linalg.vander", tuple(x.shape) + (n,), x.dtype)
+    within_budget("linalg.vander", tuple(x.shape) + (n,), x.dtype)
     if 0 in x.shape:  # no element: no column to make one op each
         return zeros(*x.shape, n, dtype=x.dtype, device=getattr(x, "device", None))
     columns = [unsqueeze(ones_like(x), -1)]

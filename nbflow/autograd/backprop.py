@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import ops
+from ..argcheck import shown
 from ..core import STATE, Node, hooks, set_grad_enabled
 from ..core.errors import ArgumentError, GradientError, ShapeError
 from ..core.views import refresh_if_stale
@@ -143,6 +144,11 @@ def fit_gradient(g, t):
 def _seeds(outputs, grad_outputs):
     if grad_outputs is None:
         grad_outputs = [None] * len(outputs)
+    if not isinstance(grad_outputs, (list, tuple)):  # (len() of a number: a TypeError)
+        raise ArgumentError(
+            "grad_outputs must be a tensor or a sequence of them, one per output, got "
+            f"{shown(grad_outputs)}"
+        )
     if len(grad_outputs) != len(outputs):
         raise ShapeError(f"{len(outputs)} outputs but {len(grad_outputs)} grad_outputs")
     seeds = []
@@ -233,8 +239,12 @@ def grad(
 ):
     """d(outputs)/d(inputs) as a tuple, without touching .grad (PyTorch's autograd.grad). The
     graph's saved values are freed unless retain_graph (default: create_graph)."""
+    inputs = _values(inputs)
+    for x in inputs:  # (before backprop frees the graph)
+        if not isinstance(x, Tensor):
+            raise ArgumentError(f"grad: inputs must be tensors, got {shown(x)}")
     leaf_grads, node_grads = _eager_backprop(outputs, grad_outputs, retain_graph, create_graph)
-    result = _gradients_of(_values(inputs), leaf_grads, node_grads, allow_unused)
+    result = _gradients_of(inputs, leaf_grads, node_grads, allow_unused)
     return tuple(g if g is None or create_graph else g.detach() for g in result)
 
 

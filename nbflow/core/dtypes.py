@@ -110,11 +110,17 @@ def widen(dt: np.dtype) -> np.dtype:
 
 
 def kind(dt: np.dtype) -> int:
-    return _KIND[dt]
+    """0 bool, 1 integer, 2 float; a numpy array's dtype nbflow widens (int8, uint8, ...) as
+    the one it becomes, any other a DTypeError (composites read a numpy input's dtype before
+    an op converts it: a KeyError named nothing)."""
+    try:
+        return _KIND[dt]
+    except KeyError:
+        return _KIND[as_dtype(widen(np.dtype(dt)))]
 
 
 def is_float(dt: np.dtype) -> bool:
-    return _KIND[dt] == 2
+    return kind(dt) == 2
 
 
 def promote_pair(a: np.dtype, b: np.dtype) -> np.dtype:

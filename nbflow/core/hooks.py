@@ -14,7 +14,7 @@ import itertools
 import threading
 import weakref
 
-from .errors import GradientError, ShapeError
+from .errors import ArgumentError, GradientError, ShapeError
 from .op import set_grad_enabled
 
 _ids = itertools.count()
@@ -91,7 +91,7 @@ def any_hooks() -> bool:
 def register_hook(t, hook):
     """Tensor.register_hook: hook(grad) -> None or a replacement gradient."""
     if not callable(hook):
-        raise TypeError(f"register_hook expects a callable, got {type(hook).__name__}")
+        raise ArgumentError(f"register_hook expects a callable, got {type(hook).__name__}")
     if not t.requires_grad:
         raise GradientError("cannot register a hook on a tensor that doesn't require gradient")
     hooks = hooks_of(t, create=True)
@@ -119,7 +119,7 @@ def retains_grad(t) -> bool:
 def register_post_accumulate_grad_hook(t, hook):
     """hook(tensor) after backward() accumulated a leaf's .grad (not run by nbflow.grad)."""
     if not callable(hook):
-        raise TypeError(f"register_post_accumulate_grad_hook expects a callable, got {hook!r}")
+        raise ArgumentError(f"register_post_accumulate_grad_hook expects a callable, got {hook!r}")
     if t._node is not None:
         raise GradientError("post accumulate grad hooks cannot be registered on non-leaf tensors")
     if not t.requires_grad:
@@ -197,7 +197,7 @@ def queue_callback(callback) -> None:
     and post-accumulate hook (PyTorch's Variable._execution_engine.queue_callback, what
     DistributedDataParallel reduces its gradients from)."""
     if not callable(callback):
-        raise TypeError(f"queue_callback expects a callable, got {type(callback).__name__}")
+        raise ArgumentError(f"queue_callback expects a callable, got {type(callback).__name__}")
     _queued.callbacks.append(callback)
 
 

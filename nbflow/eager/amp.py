@@ -31,7 +31,7 @@ import numpy as np
 from .. import ops
 from ..core import STATE, Trace, modes_changed, no_grad
 from ..core import dtypes as dt
-from ..core.errors import DTypeError, UnsupportedError
+from ..core.errors import DomainError, DTypeError, UnsupportedError
 from ..ops import elementwise
 from .tensor import EagerTrace, Tensor, version_counter
 
@@ -94,7 +94,7 @@ class autocast(ContextDecorator):
 
     def __init__(self, device_type="cpu", dtype=None, enabled=True, cache_enabled=None):
         if device_type not in DEVICES:
-            raise ValueError(f"autocast: device_type should be one of {DEVICES}: {device_type!r}")
+            raise DomainError(f"autocast: device_type should be one of {DEVICES}: {device_type!r}")
         if dtype is not None and str(dtype) in ("bfloat16", "torch.bfloat16"):
             raise DTypeError("autocast: nbflow has no bfloat16; use dtype=nbflow.float16")
         dtype = dt.float16 if dtype is None else dt.as_dtype(dtype)
@@ -176,11 +176,11 @@ class GradScaler:
         growth_interval=2000, enabled=True,
     ):  # fmt: skip
         if not growth_factor > 1.0:
-            raise ValueError("The growth factor must be > 1.0.")
+            raise DomainError("The growth factor must be > 1.0.")
         if not 0.0 < backoff_factor < 1.0:
-            raise ValueError("The backoff factor must be < 1.0.")
+            raise DomainError("The backoff factor must be < 1.0.")
         if int(growth_interval) <= 0:
-            raise ValueError("growth_interval must be a positive integer")
+            raise DomainError("growth_interval must be a positive integer")
         self.device, self._enabled = device, bool(enabled)
         self._init_scale = float(init_scale)
         self._scale = Tensor(np.array(init_scale, dt.float32))
@@ -250,7 +250,7 @@ class GradScaler:
                 continue
             g = p.grad._data
             if g.dtype == dt.float16:
-                raise ValueError("Attempting to unscale FP16 gradients.")
+                raise DomainError("Attempting to unscale FP16 gradients.")
             with np.errstate(over="ignore", invalid="ignore"):
                 np.multiply(g, inverse, out=g, casting="unsafe")
             version_counter(p.grad)[0] += 1
@@ -269,7 +269,7 @@ class GradScaler:
                 if g is None:
                     continue
                 if g.dtype == dt.float16:
-                    raise ValueError("Attempting to unscale FP16 gradients.")
+                    raise DomainError("Attempting to unscale FP16 gradients.")
                 g = g * ops.cast(inverse, dtype=g.dtype)
                 grads.set(p, g)
                 bad = ops.logical_not(ops.all(ops.isfinite(g)))

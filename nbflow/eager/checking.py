@@ -29,7 +29,7 @@ from contextlib import contextmanager
 import numpy as np
 
 from ..core import REGISTRY, STATE, Node, Trace, modes_changed, set_thread_default
-from ..core.errors import NumericalError, user_location
+from ..core.errors import DomainError, NumericalError, user_location
 from .tensor import EagerTrace, Tensor
 
 __all__ = ["check_nan_inf", "get_memory_budget", "nan_inf_checking", "set_memory_budget"]
@@ -195,7 +195,7 @@ def set_memory_budget(nbytes: int | None) -> None:
     if nbytes is None:
         nbytes = _physical_memory()
     if isinstance(nbytes, bool) or not isinstance(nbytes, int) or nbytes < 0:
-        raise ValueError(f"set_memory_budget: a number of bytes >= 0, got {nbytes!r}")
+        raise DomainError(f"set_memory_budget: a number of bytes >= 0, got {nbytes!r}")
     STATE.memory_budget = nbytes
     for op in REGISTRY.values():
         op.cache.clear()  # plans checked the old budget when they were made
@@ -213,7 +213,7 @@ def _budget_from_environment() -> int | None:
         return int(text)
     except ValueError:
         message = f"NBFLOW_MAX_ALLOC_BYTES must be a number of bytes, got {text!r}"
-        raise ValueError(message) from None
+        raise DomainError(message) from None
 
 
 set_memory_budget(_budget_from_environment())

@@ -13,7 +13,7 @@ import numpy as np
 
 from ..core import STATE, Op, Spec
 from ..core import dtypes as dt
-from ..core.errors import NbflowError
+from ..core.errors import ArgumentError, NbflowError, ShapeError
 from ..core.views import RESHAPES, refresh_if_stale
 from ..runtime import device as devices
 from ..runtime.device import DeviceError
@@ -42,7 +42,9 @@ class CudaTensor(Tensor):
     @data.setter
     def data(self, array):
         if not devices.is_device_array(array):
-            raise TypeError(f"a GPU tensor's data is a device array, got {type(array).__name__}")
+            raise ArgumentError(
+                f"a GPU tensor's data is a device array, got {type(array).__name__}"
+            )
         self._data = array
 
     @property
@@ -73,7 +75,7 @@ class CudaTensor(Tensor):
 
     def item(self):
         if self._data.size != 1:
-            raise ValueError(f"item() needs a tensor with one element, got shape {self.shape}")
+            raise ShapeError(f"item() needs a tensor with one element, got shape {self.shape}")
         return self.numpy().reshape(()).item()
 
     def tolist(self):
@@ -81,7 +83,7 @@ class CudaTensor(Tensor):
 
     def __bool__(self) -> bool:
         if self._data.size != 1:
-            raise ValueError(
+            raise ShapeError(
                 f"the truth value of a tensor with shape {self.shape} is ambiguous; "
                 "use .any() or .all()"
             )

@@ -1111,7 +1111,7 @@ def tensor(data, dtype=None, requires_grad: bool = False, device=None) -> Tensor
     except ValueError as e:  # ragged nested lists, unparsable strings
         error = ShapeError(f"cannot make a tensor from this data: {e}")
         raise locate(error, user_location()) from None
-    except OverflowError as e:  # tensor([2**40], dtype="int32"): PyTorch refuses it too
+    except (OverflowError, TypeError) as e:  # [2**40] as int32, ... as float32: PyTorch refuses too
         error = DTypeError(f"cannot make a {np.dtype(d).name} tensor from this data: {e}")
         raise locate(error, user_location()) from None
     if requires_grad:

@@ -22,8 +22,15 @@ def allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False) -> bool:
     return bool(np.allclose(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan))
 
 
+def _array(name: str, x) -> np.ndarray:
+    try:
+        return np.asarray(x)
+    except ValueError as e:  # ragged nested lists
+        raise ShapeError(f"{name}: cannot make an array of this data: {e}") from None
+
+
 def _numeric(name: str, x) -> np.ndarray:
-    a = np.asarray(x)
+    a = _array(name, x)
     if a.dtype.kind not in "biuf":
         raise DTypeError(f"{name}: needs numbers, got an array of {a.dtype}")
     return a
@@ -31,7 +38,7 @@ def _numeric(name: str, x) -> np.ndarray:
 
 def equal(a, b) -> bool:
     """Whether a and b have the same shape and the same elements (PyTorch's equal)."""
-    a, b = np.asarray(a), np.asarray(b)
+    a, b = _array("equal", a), _array("equal", b)
     return a.shape == b.shape and bool((a == b).all())
 
 

@@ -147,6 +147,8 @@ fill_op = Op(
 def _arange_spec(start, stop, step, dtype):
     if step == 0:
         raise AttrError("step must not be zero")
+    if any(isinstance(v, int) and not -(2**63) <= v < 2**63 for v in (start, stop, step)):
+        raise AttrError(f"start, stop and step must fit in int64, got {start}, {stop}, {step}")
     if not all(np.isfinite(v) for v in (start, stop, step)):
         raise AttrError(f"start, stop and step must be finite, got {start}, {stop}, {step}")
     return Spec((max(0, int(np.ceil((stop - start) / step))),), dtype)

@@ -15,7 +15,7 @@ end (lu, lu_solve, lu_unpack, orgqr) are compositions of these ops.
 
 import numpy as np
 
-from ..argcheck import choice
+from ..argcheck import choice, flag
 from ..core import UNKNOWN, Attr, Deferred, Op, Spec, broadcast_shapes, needs_grad
 from ..core import dtypes as dt
 from ..core.errors import (
@@ -556,8 +556,8 @@ def lu_unpack(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True):
     m), L (..., m, k) unit lower, U (..., k, n) upper, k = min(m, n). What is not unpacked is
     an empty tensor, as in PyTorch. Differentiable in LU_data."""
     _, m, n = _matrices("lu_unpack", LU_data)
-    for arg, flag in (("unpack_data", unpack_data), ("unpack_pivots", unpack_pivots)):
-        choice(flag, (False, True), f"lu_unpack: {arg}", AttrError)
+    for arg, value in (("unpack_data", unpack_data), ("unpack_pivots", unpack_pivots)):
+        choice(value, (False, True), f"lu_unpack: {arg}", AttrError)
     empty = zeros(0, dtype=LU_data.dtype, device=getattr(LU_data, "device", None))
     p = l_ = u = empty
     if unpack_data:
@@ -580,7 +580,8 @@ def _eye(m, n, like):
 def lu(A, pivot=True, get_infos=False):
     """torch.lu: (LU, pivots), or (LU, pivots, infos) with get_infos, from linalg's
     lu_factor_ex; a singular matrix raises nothing (its info says so)."""
-    if not pivot:
+    get_infos = flag(get_infos, "lu: get_infos")
+    if not flag(pivot, "lu: pivot"):
         raise UnsupportedError("lu: LU without pivoting is not implemented on the CPU")
     factor, pivots, info = lu_factor_ex(A)
     return (factor, pivots, info) if get_infos else (factor, pivots)

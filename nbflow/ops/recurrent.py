@@ -80,21 +80,26 @@ def _steps(n, reverse):
     return range(n - 1, -1, -1) if reverse else range(n)
 
 
-def _check(xw, w_hh, b_hh, h0, c0):
+def _check(xw, w_hh, b_hh, h0, c0, fn="lstm_sequence", first="xw", states=()):
+    """(steps, batch, hidden) from `first` (steps, batch, 4 * hidden) (xw, or the gradient's
+    gates), after checking the other inputs' shapes against it (b_hh None: none; states: the
+    (name, value) pairs of shape (steps, batch, hidden))."""
     if len(xw.shape) != 3:
-        raise ShapeError(f"xw of shape {tuple(xw.shape)} must be (steps, batch, 4 * hidden)")
+        raise ShapeError(f"{fn}: {first} of shape {tuple(xw.shape)} must be (steps, batch, 4H)")
     steps, batch, gates = xw.shape
     hidden = w_hh.shape[1] if len(w_hh.shape) == 2 else -1
     want = {
         "w_hh": (w_hh, (gates, hidden)),
-        "b_hh": (b_hh, (gates,)),
         "h0": (h0, (batch, hidden)),
         "c0": (c0, (batch, hidden)),
     }
+    if b_hh is not None:
+        want["b_hh"] = (b_hh, (gates,))
+    want.update((name, (a, (steps, batch, hidden))) for name, a in states)
     for name, (a, shape) in want.items():
         if tuple(a.shape) != shape or gates != 4 * hidden:
             raise ShapeError(
-                f"lstm_sequence: {name} of shape {tuple(a.shape)} does not fit xw of shape "
+                f"{fn}: {name} of shape {tuple(a.shape)} does not fit {first} of shape "
                 f"{tuple(xw.shape)} (want {shape}, gates = 4 * hidden)"
             )
     return steps, batch, hidden
@@ -181,6 +186,8 @@ def _lstm_sequence_grad(g, outs, xw, w_hh, b_hh, h0, c0, reverse):
 
 
 def _lstm_grad_spec(g_hs, g_cs, g_gates, hs, cs, gates, w_hh, h0, c0, reverse):
+    fn, states = "lstm_sequence_grad", (("hs", hs), ("cs", cs))
+    _check(gates, w_hh, None, h0, c0, fn, "gates", states)  # (the kernel indexes them so)
     for name, a, b in (("g_hs", g_hs, hs), ("g_cs", g_cs, cs), ("g_gates", g_gates, gates)):
         if tuple(a.shape) not in ((), tuple(b.shape)):
             raise ShapeError(

@@ -8,10 +8,11 @@ gradient. Draws need a known shape: a graph value with a -1 dim raises Unsupport
 
 import numpy as np
 
-from ..argcheck import integer, real
+from ..argcheck import integer, real, shown
 from ..core import UNKNOWN
 from ..core import dtypes as dt
-from ..core.errors import AttrError, DomainError, DTypeError, UnsupportedError
+from ..core.errors import ArgumentError, AttrError, DomainError, DTypeError, UnsupportedError
+from ..core.op import _is_value
 from .creation import check_memory_format, normal, randint, uniform
 from .elementwise import copy_, exp, floor, isfinite, log, log1p, logical_and, logical_not, tan
 from .index import checked_range
@@ -85,6 +86,8 @@ def randint_like(x, low, high=None, dtype=None, generator=None, *, device=None, 
 def bernoulli(p, generator=None):
     """1 with probability p, else 0, elementwise, in p's float dtype (PyTorch's bernoulli).
     A probability outside [0, 1] (or NaN) raises OutOfRangeError when the draw runs."""
+    if not _is_value(p):  # (an array's dtype may be one nbflow has no kind for: int8)
+        raise ArgumentError(f"bernoulli: p must be a tensor, got {shown(p)}")
     if not dt.is_float(p.dtype):
         raise AttrError(f"bernoulli: needs float probabilities, got {p.dtype}")
     p = p.detach()
@@ -172,6 +175,7 @@ def uniform_(x, from_=0.0, to=1.0, *, generator=None):
 def normal_(x, mean=0.0, std=1.0, *, generator=None):
     """x filled with normal draws of `mean` and `std` (>= 0)."""
     _float_target("normal_", x)
+    mean, std = real(mean, "normal_: mean"), real(std, "normal_: std")
     if not std >= 0:
         raise DomainError(f"normal_: expects std >= 0, got {std}")
     return copy_(x, randn_like(x, generator=generator) * std + mean)

@@ -189,6 +189,8 @@ def logcumsumexp(x, dim):
 
 def diff(x, n=1, dim=-1, prepend=None, append=None):
     """The n-th forward difference along `dim`, after joining prepend and append there."""
+    if x.ndim == 0:  # (axis_of lets a 0-d tensor's dim 0 through; it has no length)
+        raise ShapeError("diff: expects input to be at least one-dimensional, got a 0-d tensor")
     a = axis_of(dim, x.ndim)
     if prepend is not None or append is not None:
         parts = [p for p in (prepend, x, append) if p is not None]

@@ -9,7 +9,7 @@ OutOfRangeError (an IndexError) before a kernel runs.
 
 import numpy as np
 
-from ..argcheck import integer, integers
+from ..argcheck import integer, integers, real
 from ..core import UNKNOWN, as_int
 from ..core import dtypes as dt
 from ..core.errors import (
@@ -214,6 +214,7 @@ def _highest(dtype):
 
 def index_add(x, dim, index, source, alpha=1):
     """x with source's slices added at `index` along `dim` (repeated indices add up)."""
+    real(alpha, "index_add: alpha")  # (a number; `alpha == 1` of an array has no truth value)
     if x.ndim == 0:
         return as_scalar(index_add(as_vector(x), axis_of(dim, 0), index, as_vector(source), alpha))
     a = axis_of(dim, x.ndim)
@@ -382,7 +383,7 @@ def diagonal(x, offset=0, dim1=0, dim2=1):
         raise ShapeError(f"diagonal: dim1 and dim2 are the same dim ({a})")
     moved = movedim(x, (a, b), (-2, -1))
     n, m = _known("diagonal", moved, -2), _known("diagonal", moved, -1)
-    k = integer(offset, "diagonal: offset")
+    k = min(max(integer(offset, "diagonal: offset"), -n), m)  # (past the plane: empty, no 2**63)
     r0, c0 = max(0, -k), max(0, k)
     length = max(0, min(n - r0, m - c0))
     device = getattr(x, "device", None)

@@ -8,7 +8,7 @@ import warnings
 
 import numpy as np
 
-from ..argcheck import choice
+from ..argcheck import choice, integers
 from ..core import UNKNOWN
 from ..core import dtypes as dt
 from ..core.errors import ArgumentError, AttrError, DomainError, DTypeError, ShapeError
@@ -182,7 +182,9 @@ def gradient(input, *, spacing=1, dim=None, edge_order=1):
     PyTorch's spelling of 1."""
     spacing = 1 if spacing is None else spacing
     f = _floats("gradient", input)
-    dims = range(f.ndim) if dim is None else (dim,) if isinstance(dim, int) else dim
+    dims = range(f.ndim) if dim is None else integers(dim, "gradient: dim")
+    if f.ndim == 0 and dims:  # (axis_of lets a 0-d tensor's dim 0 through, as for a sum)
+        raise ShapeError(f"gradient: a 0-d input has no dim {dims[0]} to differentiate along")
     dims = [axis_of(d, f.ndim) for d in dims]
     edge_order = choice(edge_order, (1, 2), "gradient: edge_order", AttrError)
     steps = spacing if isinstance(spacing, (list, tuple)) else [spacing] * len(dims)

@@ -18,7 +18,17 @@ import numpy as np
 
 from .. import ops
 from ..core.errors import DomainError
-from .optimizer import ComposedOptimizer, _coef, _count_step, _maximum, _number, _sqrt
+from .optimizer import (
+    ComposedOptimizer,
+    _check,
+    _coef,
+    _count_step,
+    _flags,
+    _is_real,
+    _maximum,
+    _number,
+    _sqrt,
+)
 
 __all__ = ["Adafactor"]
 
@@ -60,19 +70,12 @@ class Adafactor(ComposedOptimizer):
         foreach=None,
         maximize=False,
     ):
-        if not lr >= 0.0:
-            raise DomainError(f"Learning rate should be >= 0 but is: {lr}")
-        if not beta2_decay <= 0.0:
-            raise DomainError(f"beta2_decay should be <= 0 but is: {beta2_decay}")
-        eps1, eps2 = eps
-        if eps1 is not None and not eps1 >= 0.0:
-            raise DomainError(f"epsilon1 should be >= 0 but is: {eps1}")
-        if not eps2 >= 0.0:
-            raise DomainError(f"epsilon2 should be >= 0 but is: {eps2}")
-        if not d >= 1.0:
-            raise DomainError(f"Clipping threshold d should be >= 1 but is: {d}")
-        if not weight_decay >= 0.0:
-            raise DomainError(f"weight_decay should be >= 0 but is: {weight_decay}")
+        _check(lr=lr, weight_decay=weight_decay)
+        if not _is_real(beta2_decay) or not beta2_decay <= 0.0:
+            raise DomainError(f"beta2_decay should be a number <= 0 but is: {beta2_decay!r}")
+        eps1, eps2 = _eps_pair(eps)
+        if not _is_real(d) or not d >= 1.0:
+            raise DomainError(f"Clipping threshold d should be a number >= 1 but is: {d!r}")
         hyper = {
             "lr": float(lr),
             "beta2_decay": float(beta2_decay),
@@ -81,7 +84,7 @@ class Adafactor(ComposedOptimizer):
             "d": float(d),
             "weight_decay": float(weight_decay),
             "foreach": foreach,
-            "maximize": bool(maximize),
+            **_flags(self, maximize=maximize),
         }
         super().__init__(params, hyper)
 
@@ -120,3 +123,17 @@ class Adafactor(ComposedOptimizer):
         update = ops.rsqrt(ops.clip(var_estimate, min=eps1 * eps1)) * g
         denom = _maximum(_rms(update) / h["d"], 1.0)
         ops.add_(p, update * _coef(-alpha / denom, p))
+
+
+def _eps_pair(eps) -> tuple:
+    """Adafactor's eps: a pair (eps1 or None, eps2), each >= 0 (unpacking anything else raised
+    a builtin ValueError or TypeError)."""
+    pair = isinstance(eps, (tuple, list)) and len(eps) == 2
+    if not pair or not all(e is None or _is_real(e) for e in eps) or eps[1] is None:
+        raise DomainError(f"eps must be a pair (eps1 or None, eps2) of numbers, got {eps!r}")
+    eps1, eps2 = eps
+    if eps1 is not None and not eps1 >= 0.0:
+        raise DomainError(f"epsilon1 should be >= 0 but is: {eps1}")
+    if not eps2 >= 0.0:
+        raise DomainError(f"epsilon2 should be >= 0 but is: {eps2}")
+    return eps1, eps2

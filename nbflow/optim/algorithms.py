@@ -20,6 +20,7 @@ from .optimizer import (
     _count_step,
     _evaluate,
     _fill_,
+    _flags,
     _full,
     _maximum,
     _number,
@@ -71,8 +72,7 @@ class SGD(Optimizer):
             "momentum": float(momentum),
             "dampening": float(dampening),
             "weight_decay": float(weight_decay),
-            "nesterov": bool(nesterov),
-            "maximize": bool(maximize),
+            **_flags(self, nesterov=nesterov, maximize=maximize),
         }
         super().__init__(params, hyper)
 
@@ -151,9 +151,12 @@ class Adam(Optimizer):
             "beta2": float(beta2),
             "eps": float(eps),
             "weight_decay": float(weight_decay),
-            "decoupled_weight_decay": bool(decoupled_weight_decay),
-            "amsgrad": bool(amsgrad),
-            "maximize": bool(maximize),
+            **_flags(
+                self,
+                decoupled_weight_decay=decoupled_weight_decay,
+                amsgrad=amsgrad,
+                maximize=maximize,
+            ),
         }
         super().__init__(params, hyper)
 
@@ -224,8 +227,7 @@ class RMSProp(Optimizer):
             "eps": float(eps),
             "weight_decay": float(weight_decay),
             "momentum": float(momentum),
-            "centered": bool(centered),
-            "maximize": bool(maximize),
+            **_flags(self, centered=centered, maximize=maximize),
         }
         super().__init__(params, hyper)
 
@@ -272,7 +274,7 @@ class Adagrad(Optimizer):
             "weight_decay": float(weight_decay),
             "eps": float(eps),
             "initial_accumulator_value": float(initial_accumulator_value),
-            "maximize": bool(maximize),
+            **_flags(self, maximize=maximize),
         }
         super().__init__(params, hyper)
 
@@ -304,7 +306,7 @@ class Adamax(ComposedOptimizer):
             "beta2": beta2,
             "eps": float(eps),
             "weight_decay": float(weight_decay),
-            "maximize": bool(maximize),
+            **_flags(self, maximize=maximize),
         }
         super().__init__(params, hyper)
 
@@ -347,8 +349,7 @@ class NAdam(ComposedOptimizer):
             "eps": float(eps),
             "weight_decay": float(weight_decay),
             "momentum_decay": float(momentum_decay),
-            "decoupled_weight_decay": bool(decoupled_weight_decay),
-            "maximize": bool(maximize),
+            **_flags(self, decoupled_weight_decay=decoupled_weight_decay, maximize=maximize),
         }
         super().__init__(params, hyper)
 
@@ -395,8 +396,7 @@ class RAdam(ComposedOptimizer):
             "beta2": beta2,
             "eps": float(eps),
             "weight_decay": float(weight_decay),
-            "decoupled_weight_decay": bool(decoupled_weight_decay),
-            "maximize": bool(maximize),
+            **_flags(self, decoupled_weight_decay=decoupled_weight_decay, maximize=maximize),
         }
         super().__init__(params, hyper)
 
@@ -441,7 +441,7 @@ class Adadelta(ComposedOptimizer):
             "rho": float(rho),
             "eps": float(eps),
             "weight_decay": float(weight_decay),
-            "maximize": bool(maximize),
+            **_flags(self, maximize=maximize),
         }
         super().__init__(params, hyper)
 
@@ -480,7 +480,7 @@ class Rprop(ComposedOptimizer):
             "etaplus": float(etaplus),
             "step_size_min": float(step_sizes[0]),
             "step_size_max": float(step_sizes[1]),
-            "maximize": bool(maximize),
+            **_flags(self, maximize=maximize),
         }
         super().__init__(params, hyper)
 
@@ -533,7 +533,7 @@ class ASGD(ComposedOptimizer):
             "alpha": float(alpha),
             "t0": float(t0),
             "weight_decay": float(weight_decay),
-            "maximize": bool(maximize),
+            **_flags(self, maximize=maximize),
         }
         super().__init__(params, hyper)
 

@@ -34,6 +34,7 @@ import math
 import numpy as np
 
 from .. import ops
+from ..argcheck import flag
 from ..core import STATE, enable_grad, no_grad
 from ..core import dtypes as dt
 from ..core.errors import ArgumentError, DomainError, ProgramError, UnsupportedError
@@ -521,6 +522,12 @@ def _check(**values):
     for name, v in values.items():
         if not _is_real(v) or not float(v) >= 0:  # (float() of a list raised TypeError)
             raise DomainError(f"{name} must be a number >= 0, got {v!r}")
+
+
+def _flags(owner, **values) -> dict[str, bool]:
+    """values' truths (argcheck.flag): one with none (an array of several elements) is an
+    AttrError naming owner's class and the argument, not bool()'s ValueError."""
+    return {name: flag(v, f"{type(owner).__name__}: {name}") for name, v in values.items()}
 
 
 # ---------------------------------------------------------------- composed updates

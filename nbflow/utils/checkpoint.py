@@ -40,7 +40,7 @@ from ..core import (
     modes_changed,
     no_grad,
 )
-from ..core.errors import GradientError, UnsupportedError
+from ..core.errors import DomainError, GradientError, UnsupportedError
 from ..eager.tensor import Tensor
 from ..func import _flatten, _unflatten
 from ..graph.program import Var
@@ -95,13 +95,13 @@ def checkpoint(
     reentrant = _reentrant(use_reentrant)
     if reentrant:
         if context_fn is not noop_context_fn or debug is not False:
-            raise ValueError(
+            raise DomainError(
                 "Passing `context_fn` or `debug` is only supported when use_reentrant=False."
             )
         if kwargs:
-            raise ValueError("Unexpected keyword arguments: " + ",".join(kwargs))
+            raise DomainError("Unexpected keyword arguments: " + ",".join(kwargs))
     if determinism_check not in _DETERMINISM_MODES:
-        raise ValueError(
+        raise DomainError(
             f"determinism_check should be one of {list(_DETERMINISM_MODES)}, but got "
             f"{determinism_check}"
         )
@@ -316,7 +316,7 @@ def checkpoint_sequential(functions, segments, input, use_reentrant=None, **kwar
     reentrant = _reentrant(use_reentrant)
     preserve = kwargs.pop("preserve_rng_state", True)
     if kwargs:
-        raise ValueError("Unexpected keyword arguments: " + ",".join(kwargs))
+        raise DomainError("Unexpected keyword arguments: " + ",".join(kwargs))
     if isinstance(functions, Sequential):
         functions = list(functions.children())
     size = len(functions) // segments

@@ -95,6 +95,7 @@ def gelu(input, approximate="none"):
 
 
 def logsigmoid(input):
+    tensors("logsigmoid", input=input)
     return -ops.softplus(-input)
 
 
@@ -161,10 +162,12 @@ def celu(input, alpha=1.0, inplace=False):
 
 
 def softsign(input):
+    tensors("softsign", input=input)
     return input / (ops.abs(input) + 1.0)
 
 
 def softmin(input, dim=None, _stacklevel=3, dtype=None):
+    tensors("softmin", input=input)
     if dim is None:
         dim = _legacy_softmax_dim("softmin", input.ndim, _stacklevel)
     if dtype is not None:
@@ -183,6 +186,7 @@ def _legacy_softmax_dim(name, ndim, stacklevel):
 
 
 def tanhshrink(input):
+    tensors("tanhshrink", input=input)
     return input - ops.tanh(input)
 
 

@@ -7,7 +7,7 @@ import math
 import numpy as np
 
 from ... import ops
-from ...argcheck import real, tensors
+from ...argcheck import flag, real, tensors
 from ...core.errors import AttrError, DomainError, ShapeError
 from .activation import logsigmoid
 from .distance import pairwise_distance
@@ -138,7 +138,8 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
     """target (log target - input) pointwise, input holding log-probabilities (0 where target
     is 0); 'batchmean' divides the sum by the batch size (dim 0)."""
     reduction = _reduction("kl_div", reduction, size_average, reduce, more=("batchmean",))
-    if log_target:
+    tensors("kl_div", input=input, target=target)
+    if flag(log_target, "kl_div: log_target"):
         loss = ops.exp(target) * (target - input)
     else:  # xlogy(target, target): 0 where target is 0, with a finite gradient there
         positive = target > 0
@@ -194,7 +195,9 @@ def poisson_nll_loss(
     """exp(input) - target input (log_input), else input - target log(input + eps); full adds
     Stirling's target log(target) - target + 0.5 log(2 pi target) where target > 1."""
     reduction = _reduction("poisson_nll_loss", reduction, size_average, reduce)
-    if log_input:
+    tensors("poisson_nll_loss", input=input, target=target)
+    full = flag(full, "poisson_nll_loss: full")
+    if flag(log_input, "poisson_nll_loss: log_input"):
         loss = ops.exp(input) - target * input
     else:
         loss = input - target * ops.log(input + eps)
@@ -211,6 +214,8 @@ def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"
     PyTorch's); var has input's shape, or one dim of size 1 (or input's shape without the last
     dim)."""
     reduction = _reduction("gaussian_nll_loss", reduction)
+    tensors("gaussian_nll_loss", input=input, target=target, var=var)
+    full = flag(full, "gaussian_nll_loss: full")
     if isinstance(var, (int, float)):
         if var < 0:
             raise DomainError("gaussian_nll_loss: var has negative entry/entries")

@@ -5,7 +5,8 @@ import math
 import numpy as np
 
 from ... import ops
-from ...argcheck import integers, real
+from ...argcheck import integers, real, tensors
+from ...core import UNKNOWN
 from ...core.errors import AttrError, DTypeError, ShapeError
 
 batch_norm = ops.batch_norm
@@ -40,9 +41,16 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
     return out if weight is None else out * weight
 
 
-def _per_channel(t, ndim):
-    """A (C,) tensor shaped (C, 1, ...) to broadcast along dim 1 of an ndim-D input."""
-    return ops.reshape(t, (t.shape[0],) + (1,) * (ndim - 2))
+def _per_channel(t, input, name):
+    """instance_norm's (C,) tensor `name` shaped (C, 1, ...) to broadcast along dim 1 of
+    input (another shape raised IndexError or broadcast silently)."""
+    tensors("instance_norm", **{name: t})
+    c, shape = input.shape[1], tuple(getattr(t, "shape", ()))
+    if len(shape) != 1 or (UNKNOWN not in (c, shape[0]) and shape[0] != c):
+        raise ShapeError(
+            f"instance_norm: {name} of shape {shape} should be ({c},), one per channel"
+        )
+    return ops.reshape(t, (t.shape[0],) + (1,) * (input.ndim - 2))
 
 
 def instance_norm(
@@ -84,12 +92,13 @@ def instance_norm(
     else:
         if running_mean is None:
             raise ShapeError("instance_norm: use_input_stats=False needs running statistics")
-        mean, var = _per_channel(running_mean, input.ndim), _per_channel(running_var, input.ndim)
+        mean = _per_channel(running_mean, input, "running_mean")
+        var = _per_channel(running_var, input, "running_var")
         out = (input - mean) * ops.rsqrt(var + eps)
     if weight is not None:
-        out = out * _per_channel(weight, input.ndim)
+        out = out * _per_channel(weight, input, "weight")
     if bias is not None:
-        out = out + _per_channel(bias, input.ndim)
+        out = out + _per_channel(bias, input, "bias")
     return out
 
 

@@ -18,7 +18,7 @@ import warnings
 import numpy as np
 
 from ... import ops
-from ...argcheck import choice, integers, shown
+from ...argcheck import choice, integers, shown, within_budget
 from ...core import UNKNOWN, is_int
 from ...core import dtypes as dt
 from ...core.errors import AttrError, DomainError, DTypeError, ShapeError, UnsupportedError
@@ -171,6 +171,7 @@ def channel_shuffle(input, groups):
 
 def _pad_index(n, before, after, mode, fn):
     """Where each padded position reads from along an axis of length n."""
+    within_budget(fn, (n + before + after,), np.int64)  # (the index array np.arange makes)
     j = np.arange(-before, n + after)  # (a negative width crops, as PyTorch's)
     if j.size == 0:
         raise ShapeError(f"{fn}: padding ({before}, {after}) leaves nothing of a dim of {n}")
@@ -303,12 +304,8 @@ _CUBIC_A = -0.75  # PyTorch's (and OpenCV's) bicubic convolution constant
 
 
 def _check_grid(input, grid, mode, padding_mode, fn):
-    if mode not in _MODES:
-        raise AttrError(f"{fn}: mode must be 'bilinear', 'nearest' or 'bicubic', got {mode!r}")
-    if padding_mode not in _PADDINGS:
-        raise AttrError(
-            f"{fn}: padding_mode must be 'zeros', 'border' or 'reflection', got {padding_mode!r}"
-        )
+    choice(mode, _MODES, f"{fn}: mode", AttrError)  # (`in` of an array: no truth value)
+    choice(padding_mode, _PADDINGS, f"{fn}: padding_mode", AttrError)
     if input.ndim not in (4, 5) or grid.ndim != input.ndim:
         raise ShapeError(
             f"{fn}: expected 4D or 5D input and grid with the same number of dims, got input "

@@ -16,8 +16,7 @@ class Unflatten(Module):
         self.unflattened_size = integers(unflattened_size, "Unflatten: unflattened_size")
 
     def forward(self, x):
-        dim = self.dim % x.ndim
-        return ops.reshape(x, x.shape[:dim] + self.unflattened_size + x.shape[dim + 1 :])
+        return ops.unflatten(x, self.dim, self.unflattened_size)
 
     def extra_repr(self) -> str:
         return f"dim={self.dim}, unflattened_size={self.unflattened_size}"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import math
 
-from ... import ops
-from ...argcheck import integer, real, shown
+from ... import argcheck, ops
+from ...argcheck import integer, real
 from ...core import as_int
 from ...core.errors import AttrError
 from .. import init
@@ -47,8 +47,4 @@ def ints(owner, **values) -> list[int]:
 def flag(owner, name: str, value) -> bool:
     """value's truth (a flag takes any, as PyTorch's), or an AttrError naming owner's class and
     the argument for a value with no single truth value (an array of several elements)."""
-    try:
-        return bool(value)
-    except (TypeError, ValueError):
-        what = f"{type(owner).__name__}: {name}"
-        raise AttrError(f"{what} must be a bool, got {shown(value)}") from None
+    return argcheck.flag(value, f"{type(owner).__name__}: {name}")
