@@ -118,7 +118,6 @@ XFAIL = {
 # aten entry points). The rest, one by one:
 _NO_COMPLEX = "complex dtypes: not supported yet (issue 39, item 3)"
 _NO_SMALL_INTS = "uint8/int8/int16: not supported yet (issue 39, item 3)"
-_COPY_VARIANT = "an aten *_copy variant: nbflow has the view op (and .clone())"
 UNMAPPED = {
     **dict.fromkeys(
         (
@@ -140,24 +139,6 @@ UNMAPPED = {
         _NO_COMPLEX,
     ),
     **dict.fromkeys(("byte", "char", "short"), _NO_SMALL_INTS),
-    **dict.fromkeys(
-        (
-            "alias_copy",
-            "diagonal_copy",
-            "expand_copy",
-            "narrow_copy",
-            "permute_copy",
-            "split_with_sizes_copy",
-            "squeeze_copy",
-            "t_copy",
-            "transpose_copy",
-            "unbind_copy",
-            "unfold_copy",
-            "unsqueeze_copy",
-            "view_copy",
-        ),
-        _COPY_VARIANT,
-    ),
     "as_strided": "as_strided: not yet (issue 39, item 3)",
     "as_strided.partial_views": "as_strided: not yet (issue 39, item 3)",
     "as_strided_copy": "as_strided: not yet (issue 39, item 3)",

@@ -12,6 +12,7 @@ from . import (
     collective,  # noqa: F401  (nbflow.distributed's ops: public there, not top-level)
     compat,
     conv,
+    copies,
     conv3d,
     creation,
     ctc,
@@ -52,6 +53,7 @@ FAMILIES += (conv3d,)
 FAMILIES += (factorizations,)
 FAMILIES += (queries, signal, elementwise_more, index_more, compat)
 FAMILIES += (random_params, recurrent, layernorm, statistics, tiling)
+FAMILIES += (copies,)
 
 for _family in FAMILIES:
     globals().update({name: public(getattr(_family, name)) for name in _family.__all__})
