@@ -121,18 +121,11 @@ _NO_SMALL_INTS = "uint8/int8/int16: not supported yet (issue 39, item 3)"
 UNMAPPED = {
     **dict.fromkeys(
         (
-            "angle",
             "cdouble",
             "cfloat",
             "chalf",
             "complex",
-            "conj",
-            "conj_physical",
-            "imag",
-            "real",
             "polar",
-            "resolve_conj",
-            "resolve_neg",
             "view_as_complex",
             "view_as_real",
         ),
