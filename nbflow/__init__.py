@@ -6,6 +6,7 @@ One op declaration serves eager mode (tensors with a tape) and graph mode (a Pro
 import numpy as _np
 
 from . import (
+    core,
     data,
     dtypes,
     graph,
@@ -136,6 +137,11 @@ from .nn.functional import celu_, rrelu_, selu_, threshold_  # noqa: E402
 
 igamma, igammac = special.gammainc, special.gammaincc  # PyTorch's top-level names
 mvlgamma = special.multigammaln
+
+# PyTorch's top-level aten forms of the norms: (out, mean, rstd)
+from .nn.functional import normalization as _normalization  # noqa: E402
+
+globals().update({n: core.public(getattr(_normalization, n)) for n in _normalization.NATIVE})
 
 from . import func  # noqa: E402  (PyTorch's torch.func)
 from .amp import autocast, get_autocast_dtype, is_autocast_enabled  # noqa: E402  (torch.amp)
