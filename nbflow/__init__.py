@@ -138,10 +138,10 @@ from .nn.functional import celu_, rrelu_, selu_, threshold_  # noqa: E402
 igamma, igammac = special.gammainc, special.gammaincc  # PyTorch's top-level names
 mvlgamma = special.multigammaln
 
-# PyTorch's top-level aten forms of the norms: (out, mean, rstd)
-from .nn.functional import normalization as _normalization  # noqa: E402
+# PyTorch's top-level aten forms of F's functions (native_layer_norm, constant_pad_nd, ...)
+from .nn.functional import aten_forms as _aten_forms  # noqa: E402
 
-globals().update({n: core.public(getattr(_normalization, n)) for n in _normalization.NATIVE})
+globals().update({n: core.public(getattr(_aten_forms, n)) for n in _aten_forms.__all__})
 
 from . import func  # noqa: E402  (PyTorch's torch.func)
 from .amp import autocast, get_autocast_dtype, is_autocast_enabled  # noqa: E402  (torch.amp)

@@ -5,7 +5,7 @@ import math
 import numpy as np
 
 from ... import ops
-from ...argcheck import integer, integers, real
+from ...argcheck import integers, real
 from ...core.errors import AttrError, DTypeError, ShapeError
 
 batch_norm = ops.batch_norm
@@ -126,56 +126,6 @@ def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):
         window = window + padded[:, i : i + channels]
     return input / (window * (alpha / size) + k) ** beta
 
-
-# PyTorch's aten forms (torch.native_layer_norm, ...): the normalised output and the statistics
-# it was normalised with, (out, mean, 1 / std), each differentiable. Top-level names in torch,
-# not F's: nbflow's face exports NATIVE.
-
-
-def _stats(x, axes, eps):
-    """(mean, 1 / sqrt(biased var + eps)) over axes, the axes kept."""
-    mean = ops.mean(x, axis=axes, keepdims=True)
-    return mean, ops.rsqrt(ops.var(x, axis=axes, keepdims=True, correction=0) + eps)
-
-
-def native_layer_norm(input, normalized_shape, weight, bias, eps):
-    """layer_norm's (out, mean, rstd); the statistics keep the normalised dims as size 1."""
-    shape = integers(normalized_shape, "native_layer_norm: normalized_shape")
-    eps = real(eps, "native_layer_norm: eps")
-    out = layer_norm(input, shape, weight, bias, eps)
-    return (out, *_stats(input, tuple(range(input.ndim - len(shape), input.ndim)), eps))
-
-
-def native_group_norm(input, weight, bias, N, C, HxW, group, eps):
-    """group_norm's (out, mean, rstd), the statistics of shape (N, group); N, C and HxW
-    restate input's shape (N, C, *) and are checked against it."""
-    n, c, hw = (
-        integer(v, f"native_group_norm: {k}") for k, v in zip("N C HxW".split(), (N, C, HxW))
-    )
-    if input.ndim < 2 or (n, c, hw) != (*input.shape[:2], math.prod(input.shape[2:])):
-        raise ShapeError(
-            f"native_group_norm: N={n}, C={c}, HxW={hw} do not match input {tuple(input.shape)}"
-        )
-    eps = real(eps, "native_group_norm: eps")
-    out = group_norm(input, group, weight, bias, eps)
-    mean, rstd = _stats(ops.reshape(input, (n, group, -1)), (2,), eps)
-    return out, ops.reshape(mean, (n, group)), ops.reshape(rstd, (n, group))
-
-
-def native_batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps):
-    """batch_norm's (out, save_mean, save_invstd): in training the batch's mean and 1 / std
-    per channel (the running statistics updated in place, as batch_norm does); in evaluation
-    two empty tensors, as PyTorch's."""
-    eps = real(eps, "native_batch_norm: eps")
-    out = batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps)
-    if not training:
-        empty = ops.zeros((0,), dtype=input.dtype)
-        return out, empty, empty
-    mean, invstd = _stats(input, (0, *range(2, input.ndim)), eps)
-    return out, ops.reshape(mean, (-1,)), ops.reshape(invstd, (-1,))
-
-
-NATIVE = ["native_batch_norm", "native_group_norm", "native_layer_norm"]
 
 __all__ = [
     "batch_norm",
