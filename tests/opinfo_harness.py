@@ -116,6 +116,10 @@ MAPPING = {
     "zero_": lambda x: x.clone().zero_(),
     "resize_": lambda x, shape: x.clone().resize_(shape),
     "resize_as_": lambda x, other: x.clone().resize_as_(other),
+    # aten entry points whose nbflow spelling is indexing
+    "slice": lambda x, dim=0, start=None, end=None, step=1: x[
+        (slice(None),) * (dim % x.ndim) + (slice(start, end, step),)
+    ],
 }
 
 # Entries with no nbflow counterpart, by family (issue 39, item 3: the missing families).

@@ -153,7 +153,6 @@ UNMAPPED = {
     "nn.functional.multi_head_attention_forward": "not provided (nn.MultiheadAttention is)",
     "pca_lowrank": "not provided",
     "svd_lowrank": "not provided",
-    "slice": "aten name: indexing",
     "to_sparse": "sparse tensors: nbflow has dense tensors only",
 }
 
