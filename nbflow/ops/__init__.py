@@ -13,8 +13,8 @@ from . import (
     compat,
     complex_parts,
     conv,
-    copies,
     conv3d,
+    copies,
     creation,
     ctc,
     decomp,
@@ -44,6 +44,7 @@ from . import (
     sorting,
     special,  # noqa: F401  (torch.special's ops: public as nbflow.special, not top-level)
     statistics,
+    strided,
     tiling,
 )
 
@@ -54,7 +55,7 @@ FAMILIES += (conv3d,)
 FAMILIES += (factorizations,)
 FAMILIES += (queries, signal, elementwise_more, index_more, compat)
 FAMILIES += (random_params, recurrent, layernorm, statistics, tiling)
-FAMILIES += (copies, complex_parts)
+FAMILIES += (copies, complex_parts, strided)
 
 for _family in FAMILIES:
     globals().update({name: public(getattr(_family, name)) for name in _family.__all__})
