@@ -180,7 +180,10 @@ COMPARE_PROCESSED = {"linalg.eigh", "linalg.svd", "svd", "linalg.qr", "qr"}
 def values_compared(key, sample):
     if key in VALUES_NOT_COMPARED:
         return False
-    # scaled_dot_product_attention's samples with dropout_p > 0 are random
+    # scaled_dot_product_attention's samples with dropout_p > 0 are random, and so are
+    # multi_head_attention_forward's in training (its dropout_p positional, argument 11)
+    if key == "nn.functional.multi_head_attention_forward":
+        return not (sample.args[9] and sample.kwargs.get("training", True))
     return not sample.kwargs.get("dropout_p", 0)
 
 

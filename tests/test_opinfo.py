@@ -155,7 +155,6 @@ UNMAPPED = {
     "histogramdd": "not provided",
     "max_pool2d_with_indices_backward": "aten backward entry point",
     "native_dropout_backward": "aten backward entry point",
-    "nn.functional.multi_head_attention_forward": "not provided (nn.MultiheadAttention is)",
     "pca_lowrank": "not provided",
     "svd_lowrank": "not provided",
     "to_sparse": "sparse tensors: nbflow has dense tensors only",

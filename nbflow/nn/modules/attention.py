@@ -260,6 +260,30 @@ class MultiheadAttention(Module):
         return out
 
 
+class GivenAttention(MultiheadAttention):
+    """MultiheadAttention's forward over given tensors instead of its own parameters: what
+    F.multi_head_attention_forward computes (nn/functional/attention.py), sequence first."""
+
+    def __init__(self, embed_dim, num_heads, weights, add_zero_attn, dropout, training):
+        Module.__init__(self)
+        if embed_dim <= 0 or num_heads <= 0 or embed_dim % num_heads:
+            raise DomainError(
+                f"multi_head_attention_forward: embed_dim {embed_dim} must be a positive "
+                f"multiple of num_heads {num_heads}"
+            )
+        self.embed_dim, self.num_heads, self.head_dim = embed_dim, num_heads, embed_dim // num_heads
+        self.batch_first, self.generator, self.training = False, None, bool(training)
+        self.dropout, self.add_zero_attn = dropout, add_zero_attn
+        separate = weights["in_proj_weight"] is None
+        self._qkv_same_embed_dim = not separate
+        for name, w in weights.items():
+            self.__dict__[name] = w  # plain attributes: the caller's tensors, not parameters
+        self.kdim = weights["k_proj_weight"].shape[1] if separate else embed_dim
+        self.vdim = weights["v_proj_weight"].shape[1] if separate else embed_dim
+        w, b = weights["out_proj_weight"], weights["out_proj_bias"]
+        self.__dict__["out_proj"] = lambda x: ops.linear(x, w, b)
+
+
 def _fits(shape, expected):
     """Shapes equal, a graph value's unknown dim (-1) fitting any size."""
     pairs = zip(tuple(shape), tuple(expected))
