@@ -149,8 +149,6 @@ UNMAPPED = {
     "stft": "stft: not yet (issue 39, item 3)",
     "istft": "istft: not yet (issue 39, item 3)",
     "bfloat16": "no bfloat16 dtype",
-    "geqrf": "LAPACK's raw Householder form: not provided",
-    "ormqr": "LAPACK's raw Householder form: not provided",
     "hash_tensor": "not provided",
     "histogramdd": "not provided",
     "max_pool2d_with_indices_backward": "aten backward entry point",

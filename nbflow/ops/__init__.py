@@ -23,6 +23,7 @@ from . import (
     elementwise_more,
     extras,
     factorizations,
+    householder,
     index,
     index_more,
     layernorm,
@@ -55,7 +56,7 @@ FAMILIES += (conv3d,)
 FAMILIES += (factorizations,)
 FAMILIES += (queries, signal, elementwise_more, index_more, compat)
 FAMILIES += (random_params, recurrent, layernorm, statistics, tiling)
-FAMILIES += (copies, complex_parts, strided)
+FAMILIES += (copies, complex_parts, strided, householder)
 
 for _family in FAMILIES:
     globals().update({name: public(getattr(_family, name)) for name in _family.__all__})
