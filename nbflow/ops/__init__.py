@@ -23,6 +23,7 @@ from . import (
     elementwise_more,
     extras,
     factorizations,
+    histogram_nd,
     householder,
     index,
     index_more,
@@ -56,7 +57,7 @@ FAMILIES += (conv3d,)
 FAMILIES += (factorizations,)
 FAMILIES += (queries, signal, elementwise_more, index_more, compat)
 FAMILIES += (random_params, recurrent, layernorm, statistics, tiling)
-FAMILIES += (copies, complex_parts, strided, householder)
+FAMILIES += (copies, complex_parts, strided, householder, histogram_nd)
 
 for _family in FAMILIES:
     globals().update({name: public(getattr(_family, name)) for name in _family.__all__})
