@@ -116,6 +116,11 @@ MAPPING = {
     "zero_": lambda x: x.clone().zero_(),
     "resize_": lambda x, shape: x.clone().resize_(shape),
     "resize_as_": lambda x, other: x.clone().resize_as_(other),
+    # PyTorch's OpInfo op is a lambda over the product of its two arguments
+    **{
+        name: (lambda fn: lambda a, b, **kw: fn(a @ b.mT, **kw))(getattr(nb, name))
+        for name in ("svd_lowrank", "pca_lowrank")
+    },
     # aten entry points whose nbflow spelling is indexing
     "slice": lambda x, dim=0, start=None, end=None, step=1: x[
         (slice(None),) * (dim % x.ndim) + (slice(start, end, step),)
@@ -167,14 +172,15 @@ VALUES_NOT_COMPARED = {
     "nn.functional.rrelu",
     "nn.functional.fractional_max_pool2d",
     "nn.functional.fractional_max_pool3d",
-    "svd_lowrank",
-    "pca_lowrank",
 }
 
 
 # Outputs defined up to a sign or phase (eigenvectors, singular vectors): compared after the
 # entry's own output_process_fn_grad, which PyTorch's gradient tests use for the same reason.
 COMPARE_PROCESSED = {"linalg.eigh", "linalg.svd", "svd", "linalg.qr", "qr"}
+# svd_lowrank's and pca_lowrank's samples have q = the matrix's rank: the random draw then
+# spans the range exactly and (U V^T, S) is determined, up to rounding
+COMPARE_PROCESSED |= {"svd_lowrank", "pca_lowrank"}
 
 
 def values_compared(key, sample):

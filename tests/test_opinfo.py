@@ -155,8 +155,6 @@ UNMAPPED = {
     "hash_tensor": "not provided",
     "max_pool2d_with_indices_backward": "aten backward entry point",
     "native_dropout_backward": "aten backward entry point",
-    "pca_lowrank": "not provided",
-    "svd_lowrank": "not provided",
     "to_sparse": "sparse tensors: nbflow has dense tensors only",
 }
 

@@ -30,6 +30,7 @@ from . import (
     layernorm,
     linalg,
     losses,
+    lowrank,
     nn,
     norm,
     optim,
@@ -58,6 +59,7 @@ FAMILIES += (factorizations,)
 FAMILIES += (queries, signal, elementwise_more, index_more, compat)
 FAMILIES += (random_params, recurrent, layernorm, statistics, tiling)
 FAMILIES += (copies, complex_parts, strided, householder, histogram_nd)
+FAMILIES += (lowrank,)
 
 for _family in FAMILIES:
     globals().update({name: public(getattr(_family, name)) for name in _family.__all__})
