@@ -93,7 +93,7 @@ DOCUMENTED = {
     "histogramdd": {"refused": "decreasing bin edges raise DomainError (numpy's rule)"},
     # PyTorch's gradient in input is wrong: it zeroes the positions src does not overwrite
     # instead of those it does (torch.autograd.gradcheck fails on these samples);
-    # tests/test_copies_strided.py checks nbflow's against finite differences
+    # tests/test_opinfo_functions.py checks nbflow's against finite differences
     "as_strided_scatter@float64": {"wrong_grad": "PyTorch's input gradient fails gradcheck"},
 }
 

@@ -1,7 +1,10 @@
-"""PyTorch's copying view functions (ops/copies.py), the as_strided family (ops/strided.py),
-the complex-number functions on real tensors (ops/complex_parts.py) and the aten forms of F's
-functions (nn/functional/aten_forms.py): values and gradients against PyTorch and finite
-differences, copies that share no memory, and typed errors for bad input."""
+"""The functions added to map PyTorch's OpInfo entries (issue 39): the copying view functions
+(ops/copies.py), the as_strided family (ops/strided.py), the complex-number functions on real
+tensors (ops/complex_parts.py), the aten forms of F's functions (nn/functional/aten_forms.py),
+geqrf and ormqr (ops/householder.py), svd_lowrank and pca_lowrank (ops/lowrank.py),
+histogramdd (ops/histogram_nd.py), F.linear_cross_entropy and F.multi_head_attention_forward:
+values and gradients against numpy, scipy, PyTorch and finite differences, eager against
+graph mode, copies that share no memory, and typed errors for bad input."""
 
 import numpy as np
 import pytest
@@ -250,3 +253,234 @@ def test_constant_pad_nd_and_grid_samplers_against_pytorch():
         nb.grid_sampler_2d(nb.tensor(a), nb.tensor(grid), 3, 0, False)
     with pytest.raises(nb.ShapeError, match="5-D"):
         nb.grid_sampler_3d(nb.tensor(a), nb.tensor(grid), 0, 0, False)
+
+
+# ---------------------------------------------------------------- geqrf, ormqr
+
+
+@pytest.mark.parametrize("shape", [(5, 3), (3, 5), (4, 4), (2, 4, 3), (4, 1), (3, 0)])
+def test_geqrf_against_lapack(shape):
+    from scipy.linalg import lapack
+
+    a = RNG.standard_normal(shape)
+    got, tau = nb.geqrf(nb.tensor(a))
+    assert got.shape == shape and tau.shape == (*shape[:-2], min(shape[-2:]))
+    batch = int(np.prod(shape[:-2]))
+    got, tau = got.numpy().reshape(batch, *shape[-2:]), tau.numpy().reshape(batch, -1)
+    for i, m in enumerate(a.reshape(batch, *shape[-2:])):
+        if not m.size:  # (LAPACK refuses an empty matrix; the shapes are checked above)
+            continue
+        want, want_tau, _, info = lapack.dgeqrf(m)
+        assert info == 0
+        np.testing.assert_allclose(got[i], want, atol=1e-12)
+        np.testing.assert_allclose(tau[i], want_tau, atol=1e-12)
+
+
+def test_geqrf_of_a_column_already_reduced_and_in_graph_mode():
+    a = RNG.standard_normal((4, 3))
+    a[1:, 0] = 0  # LAPACK's dlarfg: no reflection (tau 0) for a column already zero below
+    got, tau = nb.geqrf(nb.tensor(a))
+    assert tau.numpy()[0] == 0 and got.numpy()[0, 0] == a[0, 0]
+    nt.check_modes(lambda x: nb.geqrf(x)[0], nb.tensor(a))
+    qr_q = np.linalg.qr(a)[0]  # Q from geqrf's reflections spans the same columns
+    q = nb.linalg.householder_product(got, tau).numpy()
+    np.testing.assert_allclose(np.abs(q.T @ qr_q), np.eye(3), atol=1e-12)
+
+
+@pytest.mark.parametrize("left, transpose", [(True, False), (True, True), (False, False)])
+def test_ormqr_is_the_product_with_lapacks_q(left, transpose):
+    from scipy.linalg import lapack
+
+    a = RNG.standard_normal((5, 3))
+    factor, tau, _, _ = lapack.dgeqrf(a)
+    q = lapack.dorgqr(np.hstack([factor, np.zeros((5, 2))]), tau)[0]  # the full 5 x 5 Q
+    q = q.T if transpose else q
+    c = RNG.standard_normal((5, 4) if left else (4, 5))
+    want = q @ c if left else c @ q
+    got = nb.ormqr(nb.tensor(factor), nb.tensor(tau), nb.tensor(c), left, transpose)
+    np.testing.assert_allclose(got.numpy(), want, atol=1e-12)
+    leaves = [nb.tensor(x, requires_grad=True) for x in (factor, tau, c)]
+    nt.gradcheck(lambda f, t, o: nb.ormqr(f, t, o, left, transpose), leaves)
+
+
+def test_geqrf_and_ormqr_refuse_bad_input_with_typed_errors():
+    with pytest.raises(nb.ShapeError, match="at least 2 dims"):
+        nb.geqrf(nb.ones(3))
+    with pytest.raises(nb.DTypeError, match="floating-point"):
+        nb.geqrf(nb.tensor(np.ones((2, 2), dtype=np.int64)))
+    a, tau = nb.geqrf(nb.tensor(RNG.standard_normal((4, 3))))
+    with pytest.raises(nb.ShapeError, match="do not fit other"):
+        nb.ormqr(a, tau, nb.ones(3, 3, dtype=nb.float64))
+    with pytest.raises(nb.DTypeError, match="share a dtype"):
+        nb.ormqr(a, tau, nb.ones(4, 2))
+
+
+# ---------------------------------------------------------------- svd_lowrank, pca_lowrank
+
+
+def test_svd_lowrank_recovers_a_low_rank_matrix():
+    a = RNG.standard_normal((8, 3)) @ RNG.standard_normal((3, 6))
+    nb.manual_seed(0)
+    u, s, v = nb.svd_lowrank(nb.tensor(a), q=3)
+    assert (u.shape, s.shape, v.shape) == ((8, 3), (3,), (6, 3))
+    np.testing.assert_allclose(s.numpy(), np.linalg.svd(a)[1][:3], rtol=1e-10)
+    np.testing.assert_allclose((u.numpy() * s.numpy()) @ v.numpy().T, a, atol=1e-10)
+    np.testing.assert_allclose(u.numpy().T @ u.numpy(), np.eye(3), atol=1e-12)
+    m = RNG.standard_normal((8, 6))
+    u, s, v = nb.svd_lowrank(nb.tensor(a + m), q=3, M=nb.tensor(m))
+    np.testing.assert_allclose((u.numpy() * s.numpy()) @ v.numpy().T, a, atol=1e-9)
+    wide = a.T  # (6, 8): the basis is drawn for the transpose
+    u, s, v = nb.svd_lowrank(nb.tensor(wide), q=3)
+    assert (u.shape, v.shape) == ((6, 3), (8, 3))
+    np.testing.assert_allclose((u.numpy() * s.numpy()) @ v.numpy().T, wide, atol=1e-10)
+
+
+def test_pca_lowrank_centers_the_columns():
+    a = RNG.standard_normal((10, 2)) @ RNG.standard_normal((2, 4)) + RNG.standard_normal(4)
+    u, s, v = nb.pca_lowrank(nb.tensor(a), q=2)
+    centered = a - a.mean(axis=0)
+    np.testing.assert_allclose(s.numpy(), np.linalg.svd(centered)[1][:2], rtol=1e-10)
+    np.testing.assert_allclose((u.numpy() * s.numpy()) @ v.numpy().T, centered, atol=1e-10)
+    assert nb.pca_lowrank(nb.tensor(a))[1].shape == (4,)  # q = min(6, m, n)
+
+
+def test_lowrank_gradients_against_finite_differences():
+    a = RNG.standard_normal((5, 2)) @ RNG.standard_normal((2, 4))
+
+    def reconstructed(x):
+        nb.manual_seed(1)  # the same draw for every evaluation
+        u, s, v = nb.svd_lowrank(x, q=2)
+        return (u * s) @ v.mT
+
+    nt.gradcheck(reconstructed, [nb.tensor(a, requires_grad=True)])
+
+
+def test_lowrank_refuses_bad_arguments_with_typed_errors():
+    with pytest.raises(nb.DomainError, match="q=5"):
+        nb.svd_lowrank(nb.ones(3, 4), q=5)
+    with pytest.raises(nb.DomainError, match="niter=-1"):
+        nb.pca_lowrank(nb.ones(3, 4), niter=-1)
+    with pytest.raises(nb.ShapeError):
+        nb.svd_lowrank(nb.ones(3))
+    with pytest.raises(nb.DTypeError):
+        nb.svd_lowrank(nb.tensor(np.ones((3, 3), dtype=np.int64)))
+
+
+# ---------------------------------------------------------------- histogramdd
+
+
+@pytest.mark.parametrize(
+    "bins, kwargs",
+    [
+        (3, {}),
+        ([2, 3, 4], {"density": True}),
+        (2, {"range": [-1.0, 1.0, -2.0, 2.0, 0.0, 3.0]}),
+        (3, {"weight": True}),
+    ],
+)
+def test_histogramdd_against_numpy(bins, kwargs):
+    x = RNG.standard_normal((2, 9, 3))
+    w = RNG.random((2, 9))
+    np_kwargs = {"density": kwargs.get("density", False)}
+    if "range" in kwargs:
+        np_kwargs["range"] = np.reshape(kwargs["range"], (3, 2))
+    if "weight" in kwargs:
+        np_kwargs["weights"] = w.reshape(-1)
+        kwargs = {"weight": nb.tensor(w)}
+    hist, edges = np.histogramdd(x.reshape(-1, 3), bins, **np_kwargs)
+    got = nb.histogramdd(nb.tensor(x), bins, **kwargs)
+    np.testing.assert_allclose(got.hist.numpy(), hist, rtol=1e-12)
+    for g, e in zip(got.bin_edges, edges):
+        np.testing.assert_allclose(g.numpy(), e, rtol=1e-12, atol=1e-15)
+
+
+def test_histogramdd_with_given_edges_and_bad_input():
+    x = nb.tensor([[0.5, 0.5], [1.5, 0.2], [2.0, 1.0], [3.0, 0.0]])
+    edges = [nb.tensor([0.0, 1.0, 2.0]), nb.tensor([0.0, 0.5, 1.0])]
+    got = nb.histogramdd(x, edges).hist.numpy()
+    np.testing.assert_array_equal(got, [[0, 1], [1, 1]])  # (3.0, 0.0) is outside
+    with pytest.raises(nb.DomainError, match="increasing"):
+        nb.histogramdd(x, [nb.tensor([1.0, 0.0]), edges[1]])
+    with pytest.raises(nb.ShapeError, match="3 bins for points of 2 dims"):
+        nb.histogramdd(x, [2, 2, 2])
+    with pytest.raises(nb.AttrError, match="2 numbers per dim"):
+        nb.histogramdd(x, 2, range=[0.0, 1.0])
+    with pytest.raises(nb.DTypeError):
+        nb.histogramdd(nb.tensor([[1, 2]]), 2)
+
+
+# ---------------------------------------------------------------- F's PyTorch forms
+
+
+def test_linear_cross_entropy_is_cross_entropy_of_the_linear_map():
+    import torch.nn.functional as TF
+
+    x, w = RNG.standard_normal((6, 4)), RNG.standard_normal((3, 4))
+    bias, target = RNG.standard_normal(3), RNG.integers(0, 3, 6)
+    for reduction in ("mean", "none", "sum"):
+        want = TF.linear_cross_entropy(
+            torch.tensor(x),
+            torch.tensor(w),
+            torch.tensor(target),
+            linear_bias=torch.tensor(bias),
+            reduction=reduction,
+            label_smoothing=0.1,
+        )
+        got = nb.nn.functional.linear_cross_entropy(
+            nb.tensor(x),
+            nb.tensor(w),
+            nb.tensor(target),
+            linear_bias=nb.tensor(bias),
+            reduction=reduction,
+            label_smoothing=0.1,
+        )
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-12)
+    with pytest.raises(nb.ShapeError, match="does not map"):
+        nb.nn.functional.linear_cross_entropy(nb.ones(2, 3), nb.ones(4, 2), nb.tensor([0, 1]))
+
+
+def test_multi_head_attention_forward_against_pytorch():
+    import torch.nn.functional as TF
+
+    length, source, batch, embed, heads = 3, 4, 2, 4, 2
+    arrays = [RNG.standard_normal(s) for s in [(length, batch, embed), (source, batch, embed)]]
+    arrays += [arrays[1] * 0.5, RNG.standard_normal((3 * embed, embed))]
+    arrays += [RNG.standard_normal(s) for s in [(3 * embed,), (1, 1, embed), (1, 1, embed)]]
+    out_w, out_b = RNG.standard_normal((embed, embed)), RNG.standard_normal(embed)
+    padding = np.zeros((batch, source), bool)
+    padding[0, 1] = True
+
+    def run(lib, to):
+        q, k, v, w, b, bias_k, bias_v = (to(a) for a in arrays)
+        return lib.multi_head_attention_forward(
+            q,
+            k,
+            v,
+            embed,
+            heads,
+            w,
+            b,
+            bias_k,
+            bias_v,
+            True,
+            0.0,
+            to(out_w),
+            to(out_b),
+            training=False,
+            key_padding_mask=to(padding),
+            average_attn_weights=False,
+        )
+
+    want = run(TF, torch.tensor)
+    got = run(nb.nn.functional, nb.tensor)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=1e-10, atol=1e-12)
+    q = nb.tensor(arrays[0])
+    with pytest.raises(nb.ShapeError, match="embed_dim_to_check=5"):
+        nb.nn.functional.multi_head_attention_forward(
+            q, q, q, 5, 1, None, None, None, None, False, 0.0, nb.ones(4, 4), None
+        )
+    with pytest.raises(nb.ArgumentError, match="in_proj_weight"):
+        nb.nn.functional.multi_head_attention_forward(
+            q, q, q, 4, 1, None, None, None, None, False, 0.0, nb.ones(4, 4), None
+        )
