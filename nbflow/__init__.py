@@ -9,6 +9,7 @@ from . import (
     core,
     data,
     dtypes,
+    fft,
     graph,
     linalg,
     nn,

@@ -121,6 +121,11 @@ MAPPING = {
         name: (lambda fn: lambda a, b, **kw: fn(a @ b.mT, **kw))(getattr(nb, name))
         for name in ("svd_lowrank", "pca_lowrank")
     },
+    # torch.fft's functions with real results on real tensors (the family is unmapped)
+    **{
+        f"fft.{name}": getattr(nb.fft, name)
+        for name in ("fftshift", "ifftshift", "irfft", "irfft2", "irfftn", "hfft", "hfft2", "hfftn")
+    },
     # aten entry points whose nbflow spelling is indexing
     "slice": lambda x, dim=0, start=None, end=None, step=1: x[
         (slice(None),) * (dim % x.ndim) + (slice(start, end, step),)
@@ -129,7 +134,7 @@ MAPPING = {
 
 # Entries with no nbflow counterpart, by family (issue 39, item 3: the missing families).
 UNMAPPED_FAMILIES = {
-    "fft.": "torch.fft: no nbflow.fft yet",
+    "fft.": "torch.fft's complex results: no complex dtype (MAPPING has the real ones)",
     "masked.": "torch.masked: no masked-tensor reductions",
     "signal.windows.": "torch.signal.windows: no window functions",
     "sparse.": "sparse tensors: nbflow has dense tensors only",

@@ -15,7 +15,7 @@ LAYERS = [
     {"runtime"},  # devices, recycled buffers, the collectives' transport
     {"kernels"},  # numba kernels and their generators
     {"ops"},  # the op families
-    {"linalg", "special"},  # PyTorch's namespaces of functions over the ops
+    {"linalg", "special", "fft"},  # PyTorch's namespaces of functions over the ops
     {"eager"},  # Tensor and its tape, operators, GPU tensors, checking, autocast
     {"autograd"},  # the backward driver, Function, the functional API
     {"graph"},  # Program, tracing, jit, the executor, graph control flow
