@@ -484,3 +484,66 @@ def test_multi_head_attention_forward_against_pytorch():
         nb.nn.functional.multi_head_attention_forward(
             q, q, q, 4, 1, None, None, None, None, False, 0.0, nb.ones(4, 4), None
         )
+
+
+# ---------------------------------------------------------------- nbflow.fft
+
+
+FFT_CASES = [
+    ("irfft", {}),
+    ("irfft", {"n": 9, "dim": 0, "norm": "ortho"}),
+    ("irfft", {"n": 3, "norm": "forward"}),
+    ("irfft2", {}),
+    ("irfft2", {"s": (3, 10), "norm": "ortho"}),
+    ("irfftn", {"s": (4, 5, 6), "dim": (0, 1, 2)}),
+    ("irfftn", {"s": (7,), "dim": (1,)}),
+    ("irfftn", {"s": (4, -1), "dim": (0, 2), "norm": "forward"}),
+]
+
+
+@pytest.mark.parametrize("name, kwargs", FFT_CASES)
+def test_inverse_real_transforms_against_numpy(name, kwargs):
+    x = RNG.standard_normal((3, 4, 5))
+    np_kwargs = {"axes" if k == "dim" else k: v for k, v in kwargs.items()}
+    if name == "irfft":
+        np_kwargs = {"axis" if k == "axes" else k: v for k, v in np_kwargs.items()}
+    if np_kwargs.get("s") is not None and -1 in np_kwargs["s"]:  # numpy has no -1 size
+        np_kwargs["s"] = (4, 2 * (x.shape[2] - 1))
+    want = getattr(np.fft, name)(x, **np_kwargs)
+    got = getattr(nb.fft, name)(nb.tensor(x), **kwargs)
+    assert got.shape == want.shape and got.dtype == np.float64
+    np.testing.assert_allclose(got.numpy(), want, rtol=1e-10, atol=1e-12)
+    # the Hermitian transform of a real input is the inverse one with the dual scaling
+    dual = {"backward": "forward", "forward": "backward", "ortho": "ortho"}
+    hermitian = getattr(nb.fft, name.replace("irfft", "hfft"))
+    h_kwargs = {**kwargs, "norm": dual[kwargs.get("norm", "backward")]}
+    np.testing.assert_allclose(hermitian(nb.tensor(x), **h_kwargs).numpy(), want, rtol=1e-10)
+
+
+def test_inverse_real_transforms_gradients_and_graph_mode():
+    x = nb.tensor(RNG.standard_normal((3, 4)), requires_grad=True)
+    nt.gradcheck(lambda t: nb.fft.irfft2(t, s=(5, 4), norm="ortho"), [x])
+    nt.gradcheck(lambda t: nb.fft.hfft(t, n=7, dim=0), [x])
+    nt.check_modes(lambda t: nb.fft.irfftn(t), RNG.standard_normal((3, 4)))
+    assert nb.fft.irfft(nb.tensor([1, 2, 3])).dtype == np.float32  # integers: default float
+
+
+def test_fftshift_against_numpy():
+    x = RNG.standard_normal((4, 5))
+    for dim in (None, 0, (1,), (0, 1)):
+        got = nb.fft.fftshift(nb.tensor(x), dim)
+        np.testing.assert_array_equal(got.numpy(), np.fft.fftshift(x, dim))
+        back = nb.fft.ifftshift(got, dim)
+        np.testing.assert_array_equal(back.numpy(), x)
+
+
+def test_fft_functions_refuse_bad_arguments_with_typed_errors():
+    x = nb.ones(3, 4)
+    with pytest.raises(nb.DomainError, match="norm"):
+        nb.fft.irfft(x, norm="bad")
+    with pytest.raises(nb.DomainError, match="data points"):
+        nb.fft.irfft(x, n=0)
+    with pytest.raises(nb.ShapeError, match="same length"):
+        nb.fft.irfftn(x, s=(3,), dim=(0, 1))
+    with pytest.raises(nb.ArgumentError, match="irfft"):
+        nb.fft.irfft([1.0, 2.0])
