@@ -63,6 +63,8 @@ def _complex_to_real(re, im, dim, n):
 def _sizes(name, input, s, dim, last_default):
     """(dims, output sizes) as PyTorch resolves s= and dim=; the last dim's default size is
     last_default(m) of its input length m, the others' their input length."""
+    if input.ndim == 0:
+        raise ShapeError(f"{name}: needs a tensor of at least 1 dim, got a 0-d one")
     if dim is not None:
         dims = tuple(ops.shape.axis_of(d, input.ndim) for d in integers(dim, f"{name}: dim"))
         if s is not None and len(integers(s, f"{name}: s")) != len(dims):
@@ -132,6 +134,8 @@ def hfft(input, n=None, dim=-1, norm=None):
 
 
 def _shift(input, dim, sign):
+    if input.ndim == 0 and dim is not None:
+        raise ShapeError("fft.fftshift: a 0-d tensor has no dim to shift")
     dims = tuple(range(input.ndim)) if dim is None else integers(dim, "fft.fftshift: dim")
     dims = tuple(ops.shape.axis_of(d, input.ndim) for d in dims)
     if not dims:

@@ -14,7 +14,7 @@ from .sampling import grid_sample
 
 def constant_pad_nd(input, pad, value=0):
     """F.pad(input, pad, "constant", value): pairs from the last dim backwards."""
-    return sampling.pad(input, pad, "constant", value)
+    return sampling.pad(input, integers(pad, "constant_pad_nd: pad"), "constant", value)
 
 
 # aten's integer codes of grid_sample's modes
