@@ -76,6 +76,12 @@ def test_copies_refuse_bad_arguments_with_the_views_typed_errors():
         nb.narrow_copy(x, 1, 2, 5)
 
 
+@pytest.mark.parametrize("name, shape, args", COPY_CASES, ids=[c[0] for c in COPY_CASES])
+def test_copies_run_in_graph_mode_as_eager(name, shape, args):
+    counts = nt.check_modes(lambda x: getattr(nb, name)(x, *args), RNG.standard_normal(shape))
+    assert counts["gradients"] == 1
+
+
 # ---------------------------------------------------------------- as_strided
 
 
@@ -113,6 +119,12 @@ def test_as_strided_is_the_strided_gather_of_pytorch(shape, size, stride, offset
     x = nb.tensor(a, requires_grad=True)
     (nb.as_strided(x, size, stride, offset) * nb.tensor(cot)).sum().backward()
     np.testing.assert_allclose(x.grad.numpy(), xt.grad.numpy(), rtol=1e-12, atol=1e-12)
+
+
+def test_as_strided_family_runs_in_graph_mode_as_eager():
+    a, src = RNG.standard_normal((4, 5)), RNG.standard_normal((3, 3))
+    nt.check_modes(lambda x: nb.as_strided(x, (3, 3), (1, 1), 2), a)
+    nt.check_modes(lambda x, s: nb.as_strided_scatter(x, s, (3, 3), (5, 1), 1), a, src)
 
 
 def test_as_strided_integers_and_default_offset():
