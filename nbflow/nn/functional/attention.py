@@ -1,4 +1,5 @@
-"""Scaled dot-product attention, and the attention weights that MultiheadAttention shares."""
+"""Scaled dot-product attention and multi-head attention: AttentionHeads computes both
+nn.MultiheadAttention's forward and F.multi_head_attention_forward."""
 
 import math
 
@@ -271,7 +272,7 @@ def multi_head_attention_forward(
         raise DomainError(
             f"{name}: embed_dim {embed_dim} must be a positive multiple of num_heads {heads}"
         )
-    if query.ndim < 1 or query.shape[-1] != embed_dim:
+    if query.ndim < 1 or not _fits(query.shape[-1:], (embed_dim,)):
         raise ShapeError(
             f"{name}: query {tuple(query.shape)} must have embed_dim_to_check={embed_dim} features"
         )
@@ -282,6 +283,8 @@ def multi_head_attention_forward(
             f"{name}: give in_proj_weight, or use_separate_proj_weight=True with q_proj_weight, "
             "k_proj_weight and v_proj_weight"
         )
+    if any(w.ndim != 2 for w in projections):
+        raise ShapeError(f"{name}: the projection weights must be matrices (2-D)")
     weights = {
         "in_proj_weight": None if separate else in_proj_weight,
         "q_proj_weight": q_proj_weight if separate else None,

@@ -1,9 +1,10 @@
 """PyTorch's MultiheadAttention, composed from nbflow's ops (so it differentiates, runs in
-graph mode and on the GPU): the q, k and v projections (one GEMM for self-attention), the
-heads as a batch dim, scaled dot-product attention (functional.attention_weights) and the
-output projection. Parameters by PyTorch's names (in_proj_weight, or q_proj_weight,
-k_proj_weight and v_proj_weight when kdim / vdim differ from embed_dim; in_proj_bias,
-bias_k, bias_v, out_proj.weight, ...). The Transformer modules are in transformer.py."""
+graph mode and on the GPU): its parameters and out_proj module run through
+functional.AttentionHeads (the q, k and v projections, the heads as a batch dim, scaled
+dot-product attention and the output projection), as F.multi_head_attention_forward does.
+Parameters by PyTorch's names (in_proj_weight, or q_proj_weight, k_proj_weight and
+v_proj_weight when kdim / vdim differ from embed_dim; in_proj_bias, bias_k, bias_v,
+out_proj.weight, ...). The Transformer modules are in transformer.py."""
 
 from __future__ import annotations
 
