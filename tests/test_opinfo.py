@@ -129,8 +129,8 @@ XFAIL = {
 }
 
 # ---------------------------------------------------------------- entries with no counterpart
-# Families: harness.UNMAPPED_FAMILIES (fft., masked., signal.windows., sparse., PyTorch-private
-# aten entry points). The rest, one by one:
+# Families: harness.UNMAPPED_FAMILIES (fft.'s complex transforms, masked., signal.windows.,
+# sparse., PyTorch-private aten entry points). The rest, one by one:
 _NO_COMPLEX = "complex dtypes: not supported yet (issue 39, item 3)"
 _NO_SMALL_INTS = "uint8/int8/int16: not supported yet (issue 39, item 3)"
 UNMAPPED = {
@@ -149,10 +149,10 @@ UNMAPPED = {
     **dict.fromkeys(("byte", "char", "short"), _NO_SMALL_INTS),
     "linalg.eig": "linalg.eig: complex results, not yet (issue 39, item 3)",
     "linalg.eigvals": "linalg.eigvals: complex results, not yet (issue 39, item 3)",
-    "stft": "stft: not yet (issue 39, item 3)",
-    "istft": "istft: not yet (issue 39, item 3)",
+    "stft": "stft: complex results, not yet (issue 39, item 3)",
+    "istft": "istft: a complex input, not yet (issue 39, item 3)",
     "bfloat16": "no bfloat16 dtype",
-    "hash_tensor": "not provided",
+    "hash_tensor": "a uint64 hash: nbflow has no uint64 dtype",
     "max_pool2d_with_indices_backward": "aten backward entry point",
     "native_dropout_backward": "aten backward entry point",
     "to_sparse": "sparse tensors: nbflow has dense tensors only",
