@@ -1,7 +1,8 @@
 """nbflow.fft: the functions of PyTorch's torch.fft whose results are real for nbflow's real
 tensors (nbflow has no complex dtype yet): fftshift and ifftshift, and the inverse real
 transforms irfft, irfft2, irfftn and the Hermitian hfft, hfft2, hfftn of a real input, which
-PyTorch reads as complex with a zero imaginary part.
+PyTorch reads as complex with a zero imaginary part; and torch.stft (nbflow.stft) with
+return_complex=False, the real and imaginary parts in a last dim of 2.
 
 Each transform is written as real matrix products, one dim at a time, carrying a complex
 signal as its (real, imaginary) parts: the inverse DFT along every transformed dim but the
@@ -16,10 +17,10 @@ import math
 import numpy as np
 
 from . import ops
-from .argcheck import choice, integers
+from .argcheck import choice, integer, integers
 from .core import dtypes as dt
 from .core import public
-from .core.errors import DomainError, ShapeError
+from .core.errors import DomainError, DTypeError, ShapeError, UnsupportedError
 
 NORMS = ("backward", "ortho", "forward")
 
@@ -154,7 +155,82 @@ def ifftshift(input, dim=None):
     return _shift(input, dim, -1)
 
 
-__all__ = ["fftshift", "hfft", "hfft2", "hfftn", "ifftshift", "irfft", "irfft2", "irfftn"]
+# ---------------------------------------------------------------- torch.stft
+
+_PAD_MODES = {"reflect": "reflect", "replicate": "edge", "circular": "wrap"}  # numpy's names
+
+
+def _frames(x, n_fft, hop, center, pad_mode):
+    """The windows of n_fft samples, hop apart, along x's last dim: (..., frames, n_fft);
+    with center, x first padded by n_fft // 2 each side (its edge samples mirrored etc.)."""
+    if center:
+        half, length = n_fft // 2, x.shape[-1]
+        mode = choice(pad_mode, ("constant", *_PAD_MODES), "stft: pad_mode")
+        if mode == "constant":
+            x = ops.pad(x, [(0, 0)] * (x.ndim - 1) + [(half, half)])
+        else:
+            if mode == "reflect" and half >= length:
+                raise ShapeError(
+                    f"stft: reflect padding of {half} needs more than {length} samples"
+                )
+            source = np.pad(np.arange(length), half, mode=_PAD_MODES[mode])
+            x = ops.index_select(x, -1, source)
+    if x.shape[-1] < n_fft:
+        raise ShapeError(f"stft: n_fft {n_fft} is longer than the (padded) signal {x.shape[-1]}")
+    return x.unfold(-1, n_fft, hop)
+
+
+def stft(
+    input,
+    n_fft,
+    hop_length=None,
+    win_length=None,
+    window=None,
+    center=True,
+    pad_mode="reflect",
+    normalized=False,
+    onesided=None,
+    return_complex=None,
+):
+    """PyTorch's torch.stft of a real signal (L,) or batch (B, L) with return_complex=False:
+    the DFT of each window of n_fft samples, hop_length apart (n_fft // 4), times `window`
+    (win_length long, centred in n_fft; ones by default), as (..., freq, frames, 2) holding the
+    real and imaginary parts; onesided (the default) keeps the n_fft // 2 + 1 non-negative
+    frequencies; normalized divides by sqrt(n_fft). return_complex=True needs a complex
+    dtype, which nbflow does not have yet: UnsupportedError."""
+    if return_complex is None or return_complex:
+        raise UnsupportedError(
+            "stft: nbflow has no complex dtype; pass return_complex=False for the real and "
+            "imaginary parts in a last dim of 2 (PyTorch requires return_complex for real input)"
+        )
+    if not dt.is_float(input.dtype):
+        raise DTypeError(f"stft: input must be a float signal, got {input.dtype}")
+    if input.ndim not in (1, 2):
+        raise ShapeError(f"stft: input must be (L,) or (B, L), got shape {tuple(input.shape)}")
+    n_fft = integer(n_fft, "stft: n_fft")
+    hop = n_fft // 4 if hop_length is None else integer(hop_length, "stft: hop_length")
+    win = n_fft if win_length is None else integer(win_length, "stft: win_length")
+    if not 0 < win <= n_fft or hop <= 0:
+        raise DomainError(
+            f"stft: needs 0 < win_length {win} <= n_fft {n_fft}, hop_length {hop} > 0"
+        )
+    if window is None:
+        window = ops.ones(win, dtype=input.dtype)
+    elif tuple(window.shape) != (win,):
+        raise ShapeError(f"stft: window of shape {tuple(window.shape)}, win_length {win}")
+    left = (n_fft - win) // 2
+    window = ops.pad(window, [(left, n_fft - win - left)])
+    frames = _frames(input, n_fft, hop, center, pad_mode) * window
+    freqs = n_fft // 2 + 1 if onesided is None or onesided else n_fft
+    # (freq, time): X_f = sum_t x_t e^(-2 pi i f t / n_fft)
+    angles = 2 * np.pi * np.arange(freqs)[:, None] * np.arange(n_fft)[None, :] / n_fft
+    re = ops.matmul(frames, ops.astype(np.cos(angles).T, input.dtype))
+    im = ops.matmul(frames, ops.astype(-np.sin(angles).T, input.dtype))
+    out = ops.stack([ops.matrix_transpose(re), ops.matrix_transpose(im)], axis=-1)
+    return out / math.sqrt(n_fft) if normalized else out
+
+
+__all__ = ["fftshift", "hfft", "hfft2", "hfftn", "ifftshift", "irfft", "irfft2", "irfftn", "stft"]
 
 # as users call them: PyTorch's argument names, and a clear error for a non-tensor input
 globals().update({name: public(globals()[name]) for name in __all__})

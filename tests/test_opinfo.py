@@ -91,6 +91,9 @@ DOCUMENTED = {
     # the sample's bin edges are random, not increasing: PyTorch does not check and returns
     # counts without meaning; nbflow raises, as numpy and nb.histogram do
     "histogramdd": {"refused": "decreasing bin edges raise DomainError (numpy's rule)"},
+    # return_complex=True asks for a complex result: nbflow has no complex dtype yet (its
+    # return_complex=False samples, the real and imaginary parts, pass)
+    "stft": {"refused": "return_complex=True: no complex dtype (UnsupportedError)"},
     # PyTorch's gradient in input is wrong: it zeroes the positions src does not overwrite
     # instead of those it does (torch.autograd.gradcheck fails on these samples);
     # tests/test_opinfo_functions.py checks nbflow's against finite differences
@@ -149,7 +152,6 @@ UNMAPPED = {
     **dict.fromkeys(("byte", "char", "short"), _NO_SMALL_INTS),
     "linalg.eig": "linalg.eig: complex results, not yet (issue 39, item 3)",
     "linalg.eigvals": "linalg.eigvals: complex results, not yet (issue 39, item 3)",
-    "stft": "stft: complex results, not yet (issue 39, item 3)",
     "istft": "istft: a complex input, not yet (issue 39, item 3)",
     "bfloat16": "no bfloat16 dtype",
     "hash_tensor": "a uint64 hash: nbflow has no uint64 dtype",

@@ -559,3 +559,51 @@ def test_fft_functions_refuse_bad_arguments_with_typed_errors():
         nb.fft.irfftn(x, s=(3,), dim=(0, 1))
     with pytest.raises(nb.ArgumentError, match="irfft"):
         nb.fft.irfft([1.0, 2.0])
+
+
+STFT_CASES = [
+    ((50,), {"n_fft": 10}),
+    ((10,), {"n_fft": 7, "center": False}),
+    ((2, 30), {"n_fft": 8, "hop_length": 3, "win_length": 6, "normalized": True}),
+    ((2, 30), {"n_fft": 8, "onesided": False, "pad_mode": "circular"}),
+    ((40,), {"n_fft": 8, "pad_mode": "replicate", "hop_length": 5}),
+    ((40,), {"n_fft": 8, "pad_mode": "constant"}),
+]
+
+
+@pytest.mark.parametrize("shape, kwargs", STFT_CASES)
+def test_stft_real_and_imaginary_parts_against_pytorch(shape, kwargs):
+    x = RNG.standard_normal(shape)
+    window = np.hanning(kwargs["win_length"]) if "win_length" in kwargs else None
+    want = torch.view_as_real(
+        torch.stft(
+            torch.tensor(x),
+            window=None if window is None else torch.tensor(window),
+            return_complex=True,
+            **kwargs,
+        )
+    )
+    got = nb.stft(
+        nb.tensor(x),
+        window=None if window is None else nb.tensor(window),
+        return_complex=False,
+        **kwargs,
+    )
+    assert got.shape == tuple(want.shape)
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-10, atol=1e-12)
+
+
+def test_stft_gradients_and_typed_errors():
+    x = nb.tensor(RNG.standard_normal(20), requires_grad=True)
+    nt.gradcheck(lambda t: nb.stft(t, 6, hop_length=2, return_complex=False), [x])
+    nt.check_modes(lambda t: nb.stft(t, 6, return_complex=False), RNG.standard_normal((2, 20)))
+    with pytest.raises(nb.UnsupportedError, match="complex"):
+        nb.stft(x, 6, return_complex=True)
+    with pytest.raises(nb.UnsupportedError, match="return_complex"):
+        nb.stft(x, 6)
+    with pytest.raises(nb.ShapeError, match="longer than"):
+        nb.stft(x, 30, center=False, return_complex=False)
+    with pytest.raises(nb.DomainError, match="win_length"):
+        nb.stft(x, 6, win_length=8, return_complex=False)
+    with pytest.raises(nb.DomainError, match="pad_mode"):
+        nb.stft(x, 6, pad_mode="wrap", return_complex=False)
