@@ -6,8 +6,10 @@ One op declaration serves eager mode (tensors with a tape) and graph mode (a Pro
 import numpy as _np
 
 from . import (
+    core,
     data,
     dtypes,
+    fft,
     graph,
     linalg,
     masked,
@@ -138,6 +140,12 @@ from .nn.functional import celu_, rrelu_, selu_, threshold_  # noqa: E402
 
 igamma, igammac = special.gammainc, special.gammaincc  # PyTorch's top-level names
 mvlgamma = special.multigammaln
+stft = fft.stft  # PyTorch's torch.stft (return_complex=False: nbflow has no complex dtype)
+
+# PyTorch's top-level aten forms of F's functions (native_layer_norm, constant_pad_nd, ...)
+from .nn.functional import aten_forms as _aten_forms  # noqa: E402
+
+globals().update({n: core.public(getattr(_aten_forms, n)) for n in _aten_forms.__all__})
 
 from . import func  # noqa: E402  (PyTorch's torch.func)
 from .amp import autocast, get_autocast_dtype, is_autocast_enabled  # noqa: E402  (torch.amp)

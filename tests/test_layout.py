@@ -15,7 +15,7 @@ LAYERS = [
     {"runtime"},  # devices, recycled buffers, the collectives' transport
     {"kernels"},  # numba kernels and their generators
     {"ops"},  # the op families
-    {"linalg", "special", "masked", "signal"},  # PyTorch's namespaces of functions over the ops
+    {"linalg", "special", "masked", "signal", "fft"},  # PyTorch's namespaces over the ops
     {"eager"},  # Tensor and its tape, operators, GPU tensors, checking, autocast
     {"autograd"},  # the backward driver, Function, the functional API
     {"graph"},  # Program, tracing, jit, the executor, graph control flow

@@ -11,8 +11,10 @@ from . import (
     broadcast,
     collective,  # noqa: F401  (nbflow.distributed's ops: public there, not top-level)
     compat,
+    complex_parts,
     conv,
     conv3d,
+    copies,
     creation,
     ctc,
     decomp,
@@ -21,11 +23,14 @@ from . import (
     elementwise_more,
     extras,
     factorizations,
+    histogram_nd,
+    householder,
     index,
     index_more,
     layernorm,
     linalg,
     losses,
+    lowrank,
     nn,
     norm,
     optim,
@@ -42,6 +47,7 @@ from . import (
     sorting,
     special,  # noqa: F401  (torch.special's ops: public as nbflow.special, not top-level)
     statistics,
+    strided,
     tiling,
 )
 
@@ -52,6 +58,8 @@ FAMILIES += (conv3d,)
 FAMILIES += (factorizations,)
 FAMILIES += (queries, signal, elementwise_more, index_more, compat)
 FAMILIES += (random_params, recurrent, layernorm, statistics, tiling)
+FAMILIES += (copies, complex_parts, strided, householder, histogram_nd)
+FAMILIES += (lowrank,)
 
 for _family in FAMILIES:
     globals().update({name: public(getattr(_family, name)) for name in _family.__all__})

@@ -399,6 +399,36 @@ def triplet_margin_with_distance_loss(
     return _reduce(ops.relu(margin + d_pos - d_neg), reduction)
 
 
+def linear_cross_entropy(
+    input,
+    linear_weight,
+    target,
+    *,
+    linear_bias=None,
+    weight=None,
+    reduction="mean",
+    ignore_index=None,
+    label_smoothing=0.0,
+    options=None,
+):
+    """cross_entropy(linear(input, linear_weight, linear_bias), target, ...): linear_weight
+    (C, ..., in) maps input (..., in) to logits (..., C, ...) (a weight of more than 2 dims
+    gives a K-dimensional loss). `options` is PyTorch's chunking strategy, a way to save
+    memory that does not change the result: accepted, and the logits computed whole."""
+    tensors("linear_cross_entropy", input=input, linear_weight=linear_weight)
+    if linear_weight.ndim < 2 or input.ndim < 1 or input.shape[-1] != linear_weight.shape[-1]:
+        raise ShapeError(
+            f"linear_cross_entropy: linear_weight {tuple(linear_weight.shape)} does not map "
+            f"input {tuple(input.shape)}: expected (C, ..., in), in input's last dim"
+        )
+    features = tuple(linear_weight.shape[:-1])
+    flat_bias = None if linear_bias is None else ops.reshape(linear_bias, (-1,))
+    logits = ops.linear(input, ops.reshape(linear_weight, (-1, input.shape[-1])), flat_bias)
+    logits = ops.reshape(logits, (*input.shape[:-1], *features))
+    ignore_index = -100 if ignore_index is None else ignore_index
+    return cross_entropy(logits, target, weight, ignore_index, reduction, label_smoothing)
+
+
 __all__ = [
     "binary_cross_entropy",
     "binary_cross_entropy_with_logits",
@@ -410,6 +440,7 @@ __all__ = [
     "huber_loss",
     "kl_div",
     "l1_loss",
+    "linear_cross_entropy",
     "margin_ranking_loss",
     "mse_loss",
     "multi_margin_loss",
