@@ -9,17 +9,20 @@ builtin TypeError or ValueError naming neither.
 - `integers(v, what)`: an int or a sequence of ints, as a tuple.
 - `choice(v, options, what)`: one of `options`; else DomainError (a ValueError, as PyTorch's).
 - `tensors(name, arg=v, ...)`: each a tensor (or an array or a number); else ArgumentError.
+- `tensor_list`, `tensor_args`, `number`, `known_size`: the composite ops' checks of a list of
+  tensors, of f(a, b) or f([a, b]), of a number, of a dim's size known before running.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from .core import as_int
-from .core.errors import ArgumentError, AttrError, DomainError
+from .core import UNKNOWN, as_int
+from .core.errors import ArgumentError, AttrError, DomainError, ShapeError
 from .core.op import _is_value
 
-__all__ = ["real", "integer", "integers", "choice", "shown", "tensors"]
+__all__ = ["real", "integer", "integers", "choice", "shown", "tensors", "number", "known_size"]
+__all__ += ["tensor_list", "tensor_args"]
 
 
 def shown(value) -> str:
@@ -96,3 +99,43 @@ def tensors(name: str, **values) -> None:
         if isinstance(v, (int, float, np.integer, np.floating)):
             continue
         raise ArgumentError(f"{name}: argument '{arg}' must be a tensor, got {shown(v)}")
+
+
+def tensor_list(name, tensors):
+    """PyTorch's `tensors` argument: a list or tuple of tensors, each checked."""
+    if not isinstance(tensors, (list, tuple)):
+        raise ArgumentError(
+            f"{name}: tensors must be a list or tuple of tensors, got {type(tensors).__name__}"
+        )
+    return _checked(name, tuple(tensors))
+
+
+def tensor_args(name, tensors):
+    """f(a, b) and f([a, b]) both mean the tensors a and b."""
+    if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
+        tensors = tuple(tensors[0])
+    return _checked(name, tensors)
+
+
+def _checked(name, tensors):
+    for i, x in enumerate(tensors):
+        if not all(hasattr(x, a) for a in ("shape", "ndim", "dtype")):  # (an array too)
+            raise ArgumentError(f"{name}: tensors[{i}] must be a tensor, got {type(x).__name__}")
+    return tensors
+
+
+def number(name, arg, v):
+    """v, a Python or numpy real number (not a bool); else AttrError."""
+    if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)):
+        raise AttrError(f"{name}: {arg} must be a number, got {v!r}")
+    return v
+
+
+def known_size(name, x, dim):
+    """The size of x's dim `dim`, which must be known (not a graph var's -1)."""
+    if x.ndim == 0:
+        raise ShapeError(f"{name}: needs at least one dim, got a 0-d tensor")
+    n = x.shape[dim]
+    if n == UNKNOWN:
+        raise ShapeError(f"{name}: dim {dim} of the input (shape {x.shape}) must be known")
+    return n

@@ -8,7 +8,7 @@ from collections import namedtuple
 
 import numpy as np
 
-from ..argcheck import shown
+from ..argcheck import known_size, number, shown, tensor_args
 from ..core import UNKNOWN
 from ..core import dtypes as dt
 from ..core.errors import (
@@ -30,7 +30,6 @@ from .elementwise import (
     maximum,
     where,
 )
-from .extras import _known, _number, _variadic
 from .index import take_along_axis
 from .index_more import _dim
 from .reduce import ValuesIndices, amax, amin, norm
@@ -99,7 +98,7 @@ def _contracted_sizes_matched(a, b, da, db):
 def chain_matmul(*matrices):
     """The product of the matrices (deprecated in PyTorch: linalg.multi_dot)."""
     warnings.warn("chain_matmul is deprecated: use linalg.multi_dot", UserWarning, stacklevel=3)
-    xs = _variadic("chain_matmul", matrices)
+    xs = tensor_args("chain_matmul", matrices)
     if any(x.ndim != 2 for x in xs) or not xs:
         raise ShapeError(f"chain_matmul needs 2-D matrices, got {[tuple(x.shape) for x in xs]}")
     return xs[0] if len(xs) == 1 else _linalg().multi_dot(list(xs))
@@ -110,7 +109,7 @@ def dist(input, other, p=2):
     for x in (input, other):
         if not dt.is_float(x.dtype):
             raise DTypeError(f"dist: inputs must be float tensors, got {x.dtype}")
-    return norm(input - other, _number("dist", "p", p))
+    return norm(input - other, number("dist", "p", p))
 
 
 def renorm(input, p, dim, maxnorm):
@@ -118,7 +117,7 @@ def renorm(input, p, dim, maxnorm):
     maxnorm (by maxnorm / (norm + 1e-7), as PyTorch)."""
     if not dt.is_float(input.dtype):
         raise DTypeError(f"renorm: input must be a float tensor, got {input.dtype}")
-    p, maxnorm = _number("renorm", "p", p), _number("renorm", "maxnorm", maxnorm)
+    p, maxnorm = number("renorm", "p", p), number("renorm", "maxnorm", maxnorm)
     if not p > 0 or not maxnorm >= 0:
         raise DomainError(f"renorm: p must be > 0 and maxnorm >= 0, got p={p}, maxnorm={maxnorm}")
     a = axis_of(dim, input.ndim)
@@ -132,11 +131,11 @@ def vander(x, N=None, increasing=False):
     increasing); integers (and bools) in int64, as PyTorch."""
     if x.ndim != 1:
         raise ShapeError(f"vander: x must be 1-D, got shape {x.shape}")
-    n = _known("vander", x, 0) if N is None else _int("vander", "N", N, low=0)
+    n = known_size("vander", x, 0) if N is None else _int("vander", "N", N, low=0)
     if not dt.is_float(x.dtype):
         x = astype(x, dt.int64)
     if n == 0:
-        return zeros(_known("vander", x, 0), 0, dtype=x.dtype)
+        return zeros(known_size("vander", x, 0), 0, dtype=x.dtype)
     columns = [full_like(x, 1)]
     for _ in range(n - 1):  # products, not powers: pow's gradient at 0 would be 0 * inf
         columns.append(columns[-1] * x)
@@ -212,7 +211,7 @@ def svd(input, some=True, compute_uv=True):
         if not isinstance(v, (bool, np.bool_)):
             raise AttrError(f"svd: {arg} must be a bool, got {shown(v)}")
     if not compute_uv:
-        m, n = (_known("svd", input, d) for d in (-2, -1))
+        m, n = (known_size("svd", input, d) for d in (-2, -1))
         batch = tuple(input.shape[:-2])
         u, v = (zeros(*batch, k, k, dtype=input.dtype) for k in (m, n))
         return SVD(u, linalg.svdvals(input), v)
@@ -229,7 +228,7 @@ def qr(input, some=True):
 
 def pinverse(input, rcond=1e-15):
     """The pseudo-inverse, singular values below rcond times the largest taken as 0."""
-    return _linalg().pinv(input, rtol=_number("pinverse", "rcond", rcond))
+    return _linalg().pinv(input, rtol=number("pinverse", "rcond", rcond))
 
 
 def cholesky(input, upper=False):
@@ -247,7 +246,7 @@ def cholesky_solve(B, L, upper=False):
 
 def cholesky_inverse(L, upper=False):
     """The inverse of A from its Cholesky factor L (A = L L^T, or U^T U with upper)."""
-    n = _known("cholesky_inverse", L, -1)
+    n = known_size("cholesky_inverse", L, -1)
     identity = broadcast_to(astype(np.eye(n), L.dtype), tuple(L.shape))
     return cholesky_solve(identity, L, upper)
 

@@ -7,6 +7,7 @@ from collections import namedtuple
 
 import numpy as np
 
+from ..argcheck import number
 from ..core import dtypes as dt
 from ..core import needs_grad
 from ._define import elementwise
@@ -26,7 +27,7 @@ from .elementwise import (
     sqrt,
     where,
 )
-from .extras import _floats, _is_value, _number
+from .extras import _floats, _is_value
 
 # ---------------------------------------------------------------- elementwise
 
@@ -144,7 +145,7 @@ def frexp(input):
 def ldexp(input, other):
     """input * 2**other, in a float dtype (integer input gives float32, as PyTorch)."""
     x = _floats("ldexp", input)
-    scale = astype(other, x.dtype) if _is_value(other) else float(_number("ldexp", "other", other))
+    scale = astype(other, x.dtype) if _is_value(other) else float(number("ldexp", "other", other))
     return mul(x, exp2(scale))
 
 

@@ -19,7 +19,7 @@ import math
 
 import numpy as np
 
-from ..argcheck import integers, shown
+from ..argcheck import integers, known_size, number, shown, tensor_args, tensor_list
 from ..core import UNKNOWN, broadcast_shapes
 from ..core import dtypes as dt
 from ..core.errors import (
@@ -74,44 +74,6 @@ def _is_value(x) -> bool:
     return all(hasattr(x, a) for a in ("shape", "ndim", "dtype"))
 
 
-def _sequence(name, tensors):
-    """PyTorch's `tensors` argument: a list or tuple of tensors, each checked."""
-    if not isinstance(tensors, (list, tuple)):
-        raise ArgumentError(
-            f"{name}: tensors must be a list or tuple of tensors, got {type(tensors).__name__}"
-        )
-    return _checked(name, tuple(tensors))
-
-
-def _variadic(name, tensors):
-    """f(a, b) and f([a, b]) both mean the tensors a and b."""
-    if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
-        tensors = tuple(tensors[0])
-    return _checked(name, tensors)
-
-
-def _checked(name, tensors):
-    for i, x in enumerate(tensors):
-        if not _is_value(x):
-            raise ArgumentError(f"{name}: tensors[{i}] must be a tensor, got {type(x).__name__}")
-    return tensors
-
-
-def _number(name, arg, v):
-    if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)):
-        raise AttrError(f"{name}: {arg} must be a number, got {v!r}")
-    return v
-
-
-def _known(name, x, dim):
-    if x.ndim == 0:
-        raise ShapeError(f"{name}: needs at least one dim, got a 0-d tensor")
-    n = x.shape[dim]
-    if n == UNKNOWN:
-        raise ShapeError(f"{name}: dim {dim} of the input (shape {x.shape}) must be known")
-    return n
-
-
 def _floats(name, x):
     """x as a float tensor (integers and bools in the default float dtype, as PyTorch); a numpy
     array of a dtype nbflow widens (uint8, int16 ...) counts as the dtype it becomes."""
@@ -151,8 +113,8 @@ def _at_least_3d(x):
 def _at_least(name, tensors, fix):
     # one tensor gives a tensor; several (or one list of them) give a tuple, as PyTorch
     if len(tensors) == 1 and not isinstance(tensors[0], (list, tuple)):
-        return fix(_checked(name, tensors)[0])
-    return tuple(fix(x) for x in _variadic(name, tensors))
+        return fix(tensor_args(name, tensors)[0])
+    return tuple(fix(x) for x in tensor_args(name, tensors))
 
 
 def atleast_1d(*tensors):
@@ -172,13 +134,13 @@ def atleast_3d(*tensors):
 
 def hstack(tensors):
     """The tensors joined column-wise: along dim 1, or dim 0 when they are 1-D (numpy's)."""
-    xs = [_at_least_1d(x) for x in _sequence("hstack", tensors)]
+    xs = [_at_least_1d(x) for x in tensor_list("hstack", tensors)]
     return concat(xs, axis=0 if xs and xs[0].ndim == 1 else 1)
 
 
 def vstack(tensors):
     """The tensors joined row-wise: along dim 0 after atleast_2d."""
-    return concat([_at_least_2d(x) for x in _sequence("vstack", tensors)], axis=0)
+    return concat([_at_least_2d(x) for x in tensor_list("vstack", tensors)], axis=0)
 
 
 row_stack = vstack
@@ -186,19 +148,19 @@ row_stack = vstack
 
 def dstack(tensors):
     """The tensors joined depth-wise: along dim 2 after atleast_3d."""
-    return concat([_at_least_3d(x) for x in _sequence("dstack", tensors)], axis=2)
+    return concat([_at_least_3d(x) for x in tensor_list("dstack", tensors)], axis=2)
 
 
 def column_stack(tensors):
     """The tensors as columns: 0-d and 1-d ones become (n, 1), then joined along dim 1."""
-    xs = _sequence("column_stack", tensors)
+    xs = tensor_list("column_stack", tensors)
     return concat([unsqueeze(_at_least_1d(x), 1) if x.ndim < 2 else x for x in xs], axis=1)
 
 
 def block_diag(*tensors):
     """A block-diagonal matrix of the tensors (0-d as 1x1, 1-D of n as 1xn), zeros elsewhere;
     dtypes promote together."""
-    xs = [_at_least_2d(x) for x in _variadic("block_diag", tensors)]
+    xs = [_at_least_2d(x) for x in tensor_args("block_diag", tensors)]
     if not xs:
         return zeros(1, 0)  # PyTorch's answer for no blocks
     for x in xs:
@@ -217,7 +179,7 @@ def block_diag(*tensors):
 def cartesian_prod(*tensors):
     """The Cartesian product of 1-D tensors, one row per combination (itertools.product's
     order); one tensor is returned as it is."""
-    xs = _variadic("cartesian_prod", tensors)
+    xs = tensor_args("cartesian_prod", tensors)
     if not xs:
         raise ShapeError("cartesian_prod needs at least one tensor")
     if any(x.ndim != 1 for x in xs):
@@ -240,7 +202,7 @@ def _broadcast_shape(name, shapes):
 
 def broadcast_tensors(*tensors):
     """The tensors broadcast to their common shape (a tuple of views)."""
-    xs = _variadic("broadcast_tensors", tensors)
+    xs = tensor_args("broadcast_tensors", tensors)
     shape = _broadcast_shape("broadcast_tensors", [tuple(x.shape) for x in xs])
     out = []
     for x in xs:
@@ -318,7 +280,7 @@ def empty_strided(size, stride, *, dtype=None, device=None, requires_grad=False)
 def diagflat(input, offset=0):
     """input flattened, placed on the `offset`-th diagonal of a square matrix."""
     flat = reshape(input, (-1,))
-    _known("diagflat", flat, 0)
+    known_size("diagflat", flat, 0)
     return diag(flat, _int("diagflat", "offset", offset))
 
 
@@ -340,7 +302,7 @@ erfc.defgrad(lambda g, out, x: (g * exp(x * x * -1) * (-2 / math.sqrt(math.pi)),
 
 def rsub(input, other, *, alpha=1):
     """other - alpha * input (PyTorch's reversed sub)."""
-    _number("rsub", "alpha", alpha)
+    number("rsub", "alpha", alpha)
     return sub(other, input if alpha == 1 else mul(input, alpha))
 
 
@@ -349,7 +311,7 @@ def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_
     and end may be 0-d tensors)."""
     start, end = endpoint("logspace", "start", start), endpoint("logspace", "end", end)
     for arg, v in (("start", start), ("end", end), ("base", base)):
-        _number("logspace", arg, v)
+        number("logspace", arg, v)
     steps = _int("logspace", "steps", steps, low=0)
     exponents = linspace(float(start), float(end), steps, dtype=dt.float64)
     # computed in float64, then rounded once to the dtype asked for
@@ -427,7 +389,7 @@ def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
     m1, m2 = x1.shape[-1], x2.shape[-1]
     if UNKNOWN not in (m1, m2) and m1 != m2:
         raise ShapeError(f"cdist: x1 and x2 rows differ in length: {x1.shape} and {x2.shape}")
-    p = _number("cdist", "p", p)
+    p = number("cdist", "p", p)
     if not p >= 0:
         raise DomainError(f"cdist: p must be >= 0 (or inf), got {p}")
     if compute_mode not in _COMPUTE_MODES:
@@ -495,7 +457,7 @@ def searchsorted(sorted_sequence, values, *, out_int32=False, right=False, side=
             raise ShapeError(f"searchsorted: sorter {sorter.shape} must match {seq.shape}")
         seq = take_along_axis(seq, sorter, -1)
     if not _is_value(values):
-        _number("searchsorted", "values", values)
+        number("searchsorted", "values", values)
         if seq.ndim != 1:
             raise ShapeError("searchsorted: a number as values needs a 1-D sorted_sequence")
         dtype = dt.promote([seq.dtype], [dt.scalar_dtype(values)])
@@ -528,9 +490,9 @@ def isin(elements, test_elements, *, assume_unique=False, invert=False):
     if not _is_value(elements) and not _is_value(test_elements):
         raise ArgumentError("isin: elements or test_elements must be a tensor")
     if not _is_value(test_elements):
-        hit = eq(elements, _number("isin", "test_elements", test_elements))
+        hit = eq(elements, number("isin", "test_elements", test_elements))
     elif not _is_value(elements):
-        hit = any_(eq(test_elements, _number("isin", "elements", elements)))
+        hit = any_(eq(test_elements, number("isin", "elements", elements)))
     else:
         hit = any_(eq(unsqueeze(elements, -1), reshape(test_elements, (-1,))), axis=-1)
     return logical_not(hit) if invert else hit

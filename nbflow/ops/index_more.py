@@ -9,6 +9,7 @@ import warnings
 
 import numpy as np
 
+from ..argcheck import known_size, number
 from ..core import UNKNOWN
 from ..core import dtypes as dt
 from ..core.errors import (
@@ -27,7 +28,7 @@ from .elementwise import (
     mod,
     where,
 )
-from .extras import _eager_or_none, _is_value, _known, _number, broadcast_tensors, numel
+from .extras import _eager_or_none, _is_value, broadcast_tensors, numel
 from .index import index_put, index_select
 from .linalg import outer
 from .queries import as_tensor, is_tensor
@@ -91,7 +92,7 @@ def combinations(input, r=2, with_replacement=False):
     if input.ndim != 1:
         raise ShapeError(f"combinations: input must be 1-D, got shape {input.shape}")
     r = _int("combinations", "r", r, low=0)
-    n = _known("combinations", input, 0)
+    n = known_size("combinations", input, 0)
     if r == 0:  # PyTorch's empty 1-D answer
         return index_select(input, 0, np.zeros(0, np.int64))
     pick = itertools.combinations_with_replacement if with_replacement else itertools.combinations
@@ -119,7 +120,7 @@ def unravel_index(indices, shape):
 
 def _dim(name, input, dim):
     a = axis_of(dim, input.ndim)
-    return a, _known(name, input, a)
+    return a, known_size(name, input, a)
 
 
 def _position(name, index, n):
@@ -218,7 +219,7 @@ def masked_fill(input, mask, value):
             raise ShapeError(f"masked_fill: value must be a number or 0-d, got shape {value.shape}")
         return where(mask, astype(value, input.dtype), input)
     if not isinstance(value, (bool, np.bool_)):
-        _number("masked_fill", "value", value)
+        number("masked_fill", "value", value)
     return where(mask, full_like(input, value), input)
 
 
@@ -313,7 +314,7 @@ def inclusive_range(start=0, end=None, step=1, *, dtype=None, device=None, requi
     if end is None:
         start, end = 0, start
     for arg, v in (("start", start), ("end", end), ("step", step)):
-        _number("range", arg, v)
+        number("range", arg, v)
     if step == 0 or (end - start) * step < 0:
         raise DomainError(f"range: end {end} can't be reached from start {start} by step {step}")
     count = int(math.floor((end - start) / step)) + 1
@@ -325,7 +326,7 @@ def inclusive_range(start=0, end=None, step=1, *, dtype=None, device=None, requi
 def scalar_tensor(s, *, dtype=None, device=None, requires_grad=False):
     """The number s as a 0-d tensor, in the default float dtype unless given."""
     if not isinstance(s, (bool, np.bool_)):
-        _number("scalar_tensor", "s", s)
+        number("scalar_tensor", "s", s)
     dtype = dt.as_dtype(dtype)
     return on_device(astype(np.asarray(dt.scalar(s, dtype)), dtype), device, requires_grad)
 

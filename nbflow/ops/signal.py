@@ -5,6 +5,7 @@ from collections import namedtuple
 
 import numpy as np
 
+from ..argcheck import known_size, number
 from ..core import dtypes as dt
 from ..core.errors import (
     AttrError,
@@ -21,7 +22,7 @@ from .elementwise import (
     minimum,
     where,
 )
-from .extras import _eager_or_none, _is_value, _known, _number, searchsorted
+from .extras import _eager_or_none, _is_value, searchsorted
 from .index import index_put
 from .reduce import amax, amin
 from .reduce import sum as reduce_sum
@@ -74,7 +75,7 @@ def hamming_window(
     requires_grad=False,
 ):
     """The Hamming window alpha - beta cos(2 pi k / (M - 1))."""
-    alpha, beta = _number("hamming_window", "alpha", alpha), _number("hamming_window", "beta", beta)
+    alpha, beta = number("hamming_window", "alpha", alpha), number("hamming_window", "beta", beta)
 
     def formula(k, m):
         return alpha - beta * np.cos(2 * np.pi * k / (m - 1))
@@ -108,7 +109,7 @@ def kaiser_window(
     window_length, periodic=True, beta=12.0, *, dtype=None, device=None, requires_grad=False
 ):
     """The Kaiser window I0(beta sqrt(1 - (2k / (M - 1) - 1)^2)) / I0(beta)."""
-    beta = _number("kaiser_window", "beta", beta)
+    beta = number("kaiser_window", "beta", beta)
 
     def formula(k, m):
         r = 2 * k / (m - 1) - 1
@@ -160,7 +161,7 @@ def histc(input, bins=100, min=0, max=0):
     when min == max); elements outside are ignored. Float input; no gradient, as PyTorch."""
     x = _float_input("histc", input)
     bins = _int("histc", "bins", bins, low=1)
-    low, high = float(_number("histc", "min", min)), float(_number("histc", "max", max))
+    low, high = float(number("histc", "min", min)), float(number("histc", "max", max))
     if low > high:
         raise DomainError(f"histc: max must be larger than min, got min={low}, max={high}")
     if low == high:
@@ -184,11 +185,11 @@ def histogram(input, bins, *, range=None, weight=None, density=False):
         if range is None:
             low, high = _data_range(name, x, 0.5)
         else:
-            low, high = (float(_number(name, "range", v)) for v in range)
+            low, high = (float(number(name, "range", v)) for v in range)
             if low > high:
                 raise DomainError(f"{name}: max must be larger than min, got range {range}")
         edges = _uniform_edges(low, high, n, input.dtype)
-    count = _known(name, edges, 0) - 1
+    count = known_size(name, edges, 0) - 1
     if weight is not None and tuple(weight.shape) != tuple(input.shape):
         raise ShapeError(f"{name}: weight {weight.shape} must match input {input.shape}")
     w = None if weight is None else reshape(weight, (-1,))

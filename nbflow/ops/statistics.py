@@ -8,12 +8,12 @@ import warnings
 
 import numpy as np
 
-from ..argcheck import choice
+from ..argcheck import choice, known_size, number
 from ..core import UNKNOWN
 from ..core import dtypes as dt
 from ..core.errors import ArgumentError, AttrError, DomainError, DTypeError, ShapeError
 from .elementwise import astype, clip, mul, sqrt, where
-from .extras import _eager_or_none, _floats, _is_value, _known, _number
+from .extras import _eager_or_none, _floats, _is_value
 from .linalg import matmul
 from .reduce import mean, reduced_count, var
 from .reduce import sum as reduce_sum
@@ -75,11 +75,11 @@ def cov(input, *, correction=1, fweights=None, aweights=None):
         raise ShapeError(f"cov: input must have at most 2 dims, got {input.ndim}")
     if input.dtype == dt.bool_:
         raise DTypeError("cov: bool input is not supported")
-    _number("cov", "correction", correction)
+    number("cov", "correction", correction)
     x = _floats("cov", input)
     x = reshape(x, (1, -1)) if x.ndim < 2 else x
     # one variable gives a 0-d result (PyTorch squeezes): the rank needs the count known
-    variables, n = _known("cov", x, 0), x.shape[1]
+    variables, n = known_size("cov", x, 0), x.shape[1]
     w = None if fweights is None else _weights("fweights", fweights, n, True)
     aw = None if aweights is None else _weights("aweights", aweights, n, False)
     if aw is not None:
@@ -141,7 +141,7 @@ def _areas(name, y, x, dx, dim):
     y = _floats(name, y)
     lo, hi = _slices(y, a)
     if x is None:
-        return (lo + hi) * (0.5 if dx is None else _number(name, "dx", dx) / 2), a
+        return (lo + hi) * (0.5 if dx is None else number(name, "dx", dx) / 2), a
     if dx is not None:
         raise AttrError(f"{name}: give x or dx, not both")
     if x.ndim > y.ndim:
@@ -207,7 +207,7 @@ def _derivative(f, a, step, edge_order):
             raise ShapeError(f"gradient: coordinates of shape {x.shape} for {n} samples")
         dx = np.diff(x)
     else:
-        dx = np.full(n - 1, float(_number("gradient", "spacing", step)))
+        dx = np.full(n - 1, float(number("gradient", "spacing", step)))
     if edge_order == 1:
         first, last = (-1 / dx[0], 1 / dx[0]), (-1 / dx[-1], 1 / dx[-1])
     else:
