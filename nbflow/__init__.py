@@ -65,8 +65,8 @@ from .graph import (
 )
 from .kernels.threads import get_num_threads, set_num_threads
 
-# PyTorch's top-level names of the nn ops whose torch.* signature is F's (the others are in
-# ops/compat.py, which can't import nn: nn is built on the ops)
+# PyTorch's top-level names of the nn ops whose torch.* signature is F's (the others, and the
+# legacy linear-algebra names, are in torch_names.py)
 from .nn.functional import (
     adaptive_avg_pool1d,
     avg_pool1d,
@@ -96,6 +96,7 @@ from .ops._define import elementwise  # declare your own ops as nbflow does
 from .runtime.buffers import empty_cache
 from .safetensors_io import load_safetensors, save_safetensors
 from .tensor import Tensor, from_numpy, tensor
+from .torch_names import *  # noqa: F403  (torch's legacy names, losses with reduction codes)
 
 __version__ = "0.1.0"
 

@@ -24,7 +24,7 @@ LAYERS = [
     {"nn"},
     {"optim", "utils", "compiled"},
     # the package's face, the old paths kept as re-exports, and what builds on the face
-    {"nbflow", "amp", "device", "dtypes", "errors", "tensor", "onnx", "precompile"},
+    {"nbflow", "amp", "device", "dtypes", "errors", "tensor", "onnx", "precompile", "torch_names"},
 ]
 LAYER = {unit: i for i, units in enumerate(LAYERS) for unit in units}
 
@@ -33,8 +33,6 @@ LAYER = {unit: i for i, units in enumerate(LAYERS) for unit in units}
 KNOWN_UPWARD = {
     ("nbflow.runtime.device", "kernels"): "cuda_impl.contiguous for a strided host copy",
     ("nbflow.ops.factorizations", "linalg"): "solve_triangular, cholesky, eigvalsh in rules",
-    ("nbflow.ops.compat", "nn"): "torch's top-level names of nn.functional's functions",
-    ("nbflow.ops.compat", "linalg"): "torch's top-level names of linalg's functions",
     ("nbflow.eager.tensor", "autograd"): "Tensor.backward",
     ("nbflow.eager.tensor", "dlpack"): "Tensor.__dlpack__",
     ("nbflow.eager.device_tensor", "dlpack"): "CudaTensor.__dlpack__",

@@ -10,7 +10,6 @@ from . import (
     activations,
     broadcast,
     collective,  # noqa: F401  (nbflow.distributed's ops: public there, not top-level)
-    compat,
     conv,
     conv3d,
     creation,
@@ -50,7 +49,7 @@ FAMILIES += (conv, norm, losses, sorting, einsum, select, scans, products, decom
 FAMILIES += (ctc,)
 FAMILIES += (conv3d,)
 FAMILIES += (factorizations,)
-FAMILIES += (queries, signal, elementwise_more, index_more, compat)
+FAMILIES += (queries, signal, elementwise_more, index_more)
 FAMILIES += (random_params, recurrent, layernorm, statistics, tiling)
 
 for _family in FAMILIES:

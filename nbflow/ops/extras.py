@@ -12,7 +12,7 @@ input's values (bincount) is eager only: UnsupportedError on a graph value.
 The rest of PyTorch's top-level names that nbflow adds are in queries.py (tensor and dtype
 questions, constants), signal.py (windows, histograms), elementwise_more.py (bitwise ops,
 frexp, fmax, i0, ...), index_more.py (aliases, the scatter views, masked ops, range) and
-compat.py (legacy linear-algebra names, top-level losses with reduction codes, medians).
+../torch_names.py (legacy linear-algebra names, top-level losses with reduction codes).
 """
 
 import math

@@ -55,7 +55,7 @@ from .shape import (
     unsqueeze,
 )
 from .sorting import sort_op
-from .statistics import trapezoid
+from .statistics import _dim, trapezoid
 
 # ---------------------------------------------------------------- shapes, joins, indices
 
@@ -116,11 +116,6 @@ def unravel_index(indices, shape):
         coords.append(mod(rest, d))
         rest = floor_div(rest, d)
     return tuple(reversed(coords))
-
-
-def _dim(name, input, dim):
-    a = axis_of(dim, input.ndim)
-    return a, known_size(name, input, a)
 
 
 def _position(name, index, n):
