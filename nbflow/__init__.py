@@ -106,7 +106,7 @@ inference_mode = no_grad  # PyTorch's name for a scope without gradient recordin
 # builtins from here on in this module)
 long, double, half = int64, float64, float16
 float, int, bool = float32, int32, bool_
-range = ops.index_more.inclusive_range  # PyTorch's deprecated torch.range (end included)
+range = ops.ranges.inclusive_range  # PyTorch's deprecated torch.range (end included)
 
 # PyTorch's top-level in-place functions: torch.exp_(x) is x.exp_(), torch.celu_(x) F's
 _IN_PLACE_METHODS = """

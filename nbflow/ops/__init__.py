@@ -8,6 +8,8 @@ from ..core import REGISTRY, Op, public
 from . import (
     _cuda,
     activations,
+    aliases,
+    bitwise,
     broadcast,
     collective,  # noqa: F401  (nbflow.distributed's ops: public there, not top-level)
     conv,
@@ -17,11 +19,10 @@ from . import (
     decomp,
     einsum,
     elementwise,
-    elementwise_more,
-    extras,
     factorizations,
+    floating,
     index,
-    index_more,
+    joins,
     layernorm,
     linalg,
     losses,
@@ -31,10 +32,12 @@ from . import (
     products,
     queries,
     random_params,
+    ranges,
     recurrent,
     reduce,
     sampling,
     scans,
+    search,
     select,
     shape,
     signal,
@@ -45,11 +48,11 @@ from . import (
 )
 
 FAMILIES = (elementwise, activations, broadcast, creation, reduce, linalg, shape, index, nn, optim)
-FAMILIES += (conv, norm, losses, sorting, einsum, select, scans, products, decomp, sampling, extras)
+FAMILIES += (conv, norm, losses, sorting, einsum, select, scans, products, decomp, sampling, joins)
 FAMILIES += (ctc,)
 FAMILIES += (conv3d,)
 FAMILIES += (factorizations,)
-FAMILIES += (queries, signal, elementwise_more, index_more)
+FAMILIES += (queries, signal, bitwise, floating, search, ranges, aliases)
 FAMILIES += (random_params, recurrent, layernorm, statistics, tiling)
 
 for _family in FAMILIES:

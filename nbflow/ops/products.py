@@ -1,5 +1,8 @@
 """PyTorch's small linear-algebra functions (cross, kron, inner, mv, the add-products,
-tensordot, dist, renorm, vander, ...), composed from matmul, einsum and elementwise ops."""
+tensordot, dist, renorm, vander, ...) and cdist, composed from matmul, einsum and elementwise
+ops."""
+
+import math
 
 import numpy as np
 
@@ -10,13 +13,13 @@ from ..core.errors import AttrError, DomainError, DTypeError, ShapeError
 from .creation import eye, full_like, zeros
 from .decomp import inv
 from .einsum import einsum
-from .elementwise import abs, astype, div, mul, where
+from .elementwise import abs, astype, div, mul, sqrt, where
 from .index import getitem
 from .linalg import bmm, dot, matmul, outer
 from .reduce import norm
 from .reduce import sum as reduce_sum
 from .select import _int
-from .shape import axis_of, broadcast_to, reshape, stack
+from .shape import axis_of, broadcast_to, reshape, stack, swapaxes, unsqueeze
 
 
 def _ranks(name, **named):
@@ -241,6 +244,62 @@ def vander(x, N=None, increasing=False):
     return stack(columns if increasing else columns[::-1], axis=1)
 
 
+# ---------------------------------------------------------------- distances
+
+
+_COMPUTE_MODES = (
+    "use_mm_for_euclid_dist_if_necessary",
+    "use_mm_for_euclid_dist",
+    "donot_use_mm_for_euclid_dist",
+)
+
+
+def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
+    """The p-norm distances between each row of x1 (..., P, M) and each row of x2 (..., R, M):
+    (..., P, R), batch dims broadcasting. p >= 0 or inf; p=0 counts the differing
+    coordinates. The gradient at a zero distance is 0, as PyTorch's."""
+    for arg, x in (("x1", x1), ("x2", x2)):
+        if x.ndim < 2:
+            raise ShapeError(f"cdist: {arg} must have at least 2 dims, got shape {x.shape}")
+        if not dt.is_float(x.dtype):
+            raise DTypeError(f"cdist: {arg} must be a float tensor, got {x.dtype}")
+    m1, m2 = x1.shape[-1], x2.shape[-1]
+    if UNKNOWN not in (m1, m2) and m1 != m2:
+        raise ShapeError(f"cdist: x1 and x2 rows differ in length: {x1.shape} and {x2.shape}")
+    p = number("cdist", "p", p)
+    if not p >= 0:
+        raise DomainError(f"cdist: p must be >= 0 (or inf), got {p}")
+    if compute_mode not in _COMPUTE_MODES:
+        raise AttrError(f"cdist: compute_mode must be one of {_COMPUTE_MODES}")
+    if p == 2 and _use_mm(compute_mode, x1.shape[-2], x2.shape[-2]):
+        return _euclid_by_matmul(x1, x2)
+    diff = unsqueeze(x1, -2) - unsqueeze(x2, -3)  # (..., P, R, M): memory P * R * M
+    if p in (0, 1, 2, math.inf):
+        return norm(diff, p, axis=-1)
+    a = abs(diff)
+    # |d|**p and s**(1/p) have infinite slopes at 0: the inner wheres keep them out
+    powered = where(a > 0, where(a > 0, a, 1) ** p, 0)
+    s = reduce_sum(powered, axis=-1)
+    return where(s > 0, where(s > 0, s, 1) ** (1.0 / p), 0)
+
+
+def _use_mm(mode, p_rows, r_rows):
+    # PyTorch's rule: the matmul form (memory P * R) beyond 25 rows; the difference form
+    # (exact, memory P * R * M) otherwise
+    if mode == "use_mm_for_euclid_dist_if_necessary":
+        return UNKNOWN in (p_rows, r_rows) or p_rows > 25 or r_rows > 25
+    return mode == "use_mm_for_euclid_dist"
+
+
+def _euclid_by_matmul(x1, x2):
+    """sqrt(|a|^2 + |b|^2 - 2 a.b): rounding can leave a small negative, clamped to 0."""
+    sq1 = reduce_sum(x1 * x1, axis=-1, keepdims=True)
+    sq2 = unsqueeze(reduce_sum(x2 * x2, axis=-1), -2)
+    d2 = sq1 + sq2 - matmul(x1, swapaxes(x2, -1, -2)) * 2
+    positive = d2 > 0
+    return where(positive, sqrt(where(positive, d2, 1)), 0)
+
+
 __all__ = [
     "cross",
     "kron",
@@ -260,4 +319,5 @@ __all__ = [
     "dist",
     "renorm",
     "vander",
+    "cdist",
 ]

@@ -1,5 +1,6 @@
-"""Window functions (hann, hamming, blackman, bartlett, kaiser) and histograms (histc,
-histogram), composed from nbflow's ops."""
+"""Window functions (hann, hamming, blackman, bartlett, kaiser), histograms (histc, histogram)
+and bincount, composed from nbflow's ops. A result whose shape depends on the input's values
+(bincount) is eager only: UnsupportedError on a graph value."""
 
 from collections import namedtuple
 
@@ -22,12 +23,14 @@ from .elementwise import (
     minimum,
     where,
 )
-from .extras import _eager_or_none, _is_value, searchsorted
 from .index import index_put
+from .queries import _eager_or_none, _is_value
 from .reduce import amax, amin
 from .reduce import sum as reduce_sum
+from .search import searchsorted
 from .select import (
     _int,
+    eager_values,
 )
 from .shape import (
     concat,
@@ -224,6 +227,33 @@ def _uniform_edges(low, high, n, dtype):
     return concat([steps, reshape(high, (1,))], axis=0)
 
 
+# ---------------------------------------------------------------- counts
+
+
+def bincount(input, weights=None, minlength=0):
+    """The count of each value 0..max(input) in a 1-D tensor of non-negative ints (the sum
+    of their weights, when given). Eager only: the result's length is input's maximum."""
+    if input.ndim != 1:
+        raise ShapeError(f"bincount: input must be 1-D, got shape {input.shape}")
+    if input.dtype not in dt.INTS:
+        raise DTypeError(f"bincount: input must be an integer tensor, got {input.dtype}")
+    minlength = _int("bincount", "minlength", minlength, low=0)
+    values = eager_values("bincount", "input", input)
+    if values.size and values.min() < 0:
+        raise DomainError(f"bincount: input must be non-negative, got {int(values.min())}")
+    n = max(int(values.max()) + 1 if values.size else 0, minlength)
+    device = getattr(input, "device", None)
+    if weights is None:
+        counts = zeros(n, dtype=dt.int64, device=device)
+        return index_put(counts, (input,), 1, accumulate=True)
+    if tuple(weights.shape) != tuple(input.shape):
+        raise ShapeError(f"bincount: weights {weights.shape} must match input {input.shape}")
+    # PyTorch's result dtype: float32 for float32 weights, float64 for any other
+    dtype = dt.float32 if weights.dtype == dt.float32 else dt.float64
+    out = zeros(n, dtype=dtype, device=device)
+    return index_put(out, (input,), astype(weights, dtype), accumulate=True)
+
+
 __all__ = [
     "hann_window",
     "hamming_window",
@@ -232,4 +262,5 @@ __all__ = [
     "kaiser_window",
     "histc",
     "histogram",
+    "bincount",
 ]

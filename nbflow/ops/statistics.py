@@ -13,13 +13,14 @@ from ..core import UNKNOWN
 from ..core import dtypes as dt
 from ..core.errors import ArgumentError, AttrError, DomainError, DTypeError, ShapeError
 from .elementwise import astype, clip, eq, floor_div, isnan, logical_not, maximum, mul, sqrt, where
-from .extras import _eager_or_none, _floats, _is_value
+from .floating import _floats
 from .index import take_along_axis
 from .linalg import matmul
+from .queries import _eager_or_none, _is_value
 from .reduce import ValuesIndices, amax, amin, mean, reduced_count, var
 from .reduce import sum as reduce_sum
 from .scans import cumsum
-from .select import _highest, diagonal, eager_values, narrow
+from .select import _dim, _highest, diagonal, eager_values, narrow
 from .shape import axis_of, concat, movedim, reshape, squeeze, transpose, unsqueeze
 from .sorting import median, sort_op
 
@@ -240,12 +241,6 @@ def _weighted(f, a, start, count, weights):
 
 
 # ---------------------------------------------------------------- medians and modes
-
-
-def _dim(name, input, dim):
-    """(axis, its size) of `dim`, whose size must be known."""
-    a = axis_of(dim, input.ndim)
-    return a, known_size(name, input, a)
 
 
 def nanmedian(input, dim=None, keepdim=False):
