@@ -63,7 +63,7 @@ from .graph import (
     static,
     trace,
 )
-from .kernels.threads import get_num_threads, set_num_threads
+from .kernels.cpu.threads import get_num_threads, set_num_threads
 
 # PyTorch's top-level names of the nn ops whose torch.* signature is F's (the others, and the
 # legacy linear-algebra names, are in torch_names.py)

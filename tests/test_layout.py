@@ -42,7 +42,7 @@ KNOWN_UPWARD = {
 BUDGET = 800  # lines per file
 # files over the budget today, capped at their current length: they may shrink, not grow
 OVER_BUDGET = {
-    "kernels/cuda_impl.py": 1777,  # the CUDA skeletons of every kernel family
+    "kernels/cuda/skeletons.py": 1777,  # the CUDA skeletons of every kernel family
     "ops/elementwise.py": 1509,  # one short declaration per elementwise op
     "ops/conv.py": 1374,  # convolutions, pools and their gradients
     "graph/serialize.py": 1223,  # the program format, its schema checks and its loader

@@ -13,8 +13,8 @@ from ..argcheck import integers, shown
 from ..core import Attr, Op, Spec
 from ..core import dtypes as dt
 from ..core.errors import ArgumentError, AttrError, DomainError, ShapeError, UnsupportedError
-from ..kernels.cpu import JIT
-from ..kernels.jit import njit
+from ..kernels.cpu.jit import njit
+from ..kernels.cpu.templates import JIT
 
 # ---------------------------------------------------------------- kernels
 

@@ -21,8 +21,8 @@ import numpy as np
 from ..core import UNKNOWN, Attr, Op, Spec, broadcast_shapes
 from ..core import dtypes as dt
 from ..core.errors import AttrError, DTypeError, OutOfRangeError, ShapeError, UnsupportedError
-from ..kernels.cpu import JIT
-from ..kernels.jit import njit
+from ..kernels.cpu.jit import njit
+from ..kernels.cpu.templates import JIT
 from ..runtime import device as devices
 from ._define import inplace_variant
 from .broadcast import broadcast_to_like

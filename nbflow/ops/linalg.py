@@ -11,10 +11,10 @@ import numpy as np
 from ..core import UNKNOWN, Attr, Op, Spec, broadcast_shapes, needs_grad
 from ..core import dtypes as dt
 from ..core.errors import ShapeError
-from ..kernels import blas, threads
-from ..kernels.cpu import BODIES, JIT
-from ..kernels.cuda import not_supported
-from ..kernels.jit import njit
+from ..kernels.cpu import blas, threads
+from ..kernels.cpu.jit import njit
+from ..kernels.cpu.templates import BODIES, JIT
+from ..kernels.cuda.loader import not_supported
 from ..runtime import buffers
 from ._define import inplace_variant
 from .activations import relu, relu_grad
@@ -73,7 +73,7 @@ def _matmul_spec(a, b):
 
 
 # multiply-adds from which a float matmul chooses its BLAS threads by measurement
-# (kernels/threads.py); below, OpenBLAS's own choice stands (it runs small products on one)
+# (kernels/cpu/threads.py); below, OpenBLAS's own choice stands (it runs small products on one)
 THREAD_CHOICE_MIN_WORK = 1 << 20
 
 

@@ -16,9 +16,9 @@ import numpy as np
 from ..core import UNKNOWN, Attr, Op, Spec, broadcast_shapes, normalize_axis
 from ..core import dtypes as dt
 from ..core.errors import AttrError, DTypeError, OutOfRangeError, ShapeError
-from ..kernels import threads, vecmath
-from ..kernels.cpu import JIT, axis_rows, sum64, write_axis_rows
-from ..kernels.jit import njit
+from ..kernels.cpu import threads, vecmath
+from ..kernels.cpu.jit import njit
+from ..kernels.cpu.templates import JIT, axis_rows, sum64, write_axis_rows
 from . import reduce as _reduce
 from . import shape as _shape
 from .elementwise import cast, exp

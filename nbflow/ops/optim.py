@@ -17,9 +17,9 @@ import numpy as np
 from ..core import UNKNOWN, Attr, Op, Spec
 from ..core import dtypes as dt
 from ..core.errors import DTypeError, ShapeError, UnsupportedError
-from ..kernels.cpu import JIT
-from ..kernels.cuda import not_supported
-from ..kernels.jit import njit
+from ..kernels.cpu.jit import njit
+from ..kernels.cpu.templates import JIT
+from ..kernels.cuda.loader import not_supported
 from . import linalg
 
 # The kernels update their arrays in place, each taking the array it writes once: given a

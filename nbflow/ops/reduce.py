@@ -35,8 +35,9 @@ from ..argcheck import integer, integers, shown
 from ..core import Attr, Op, Spec, normalize_axis
 from ..core import dtypes as dt
 from ..core.errors import ArgumentError, AttrError, DomainError, DTypeError, ShapeError
-from ..kernels import vecmath
-from ..kernels.cpu import (
+from ..kernels.cpu import vecmath
+from ..kernels.cpu.jit import njit
+from ..kernels.cpu.templates import (
     JIT,
     blocked_sum,
     reduce_launcher,
@@ -46,7 +47,6 @@ from ..kernels.cpu import (
     sum_rows,
     zero_acc,
 )
-from ..kernels.jit import njit
 from . import elementwise as _ew
 from .elementwise import exp, logical_and, maximum, where
 from .index import take_along_axis_op
