@@ -31,7 +31,7 @@ LAYER = {unit: i for i, units in enumerate(LAYERS) for unit in units}
 # imports that still run up a layer, each closing a cycle (issue 41; the review's "cuts"
 # table says how each is paid): (importing module, unit it reaches) -> what it fetches
 KNOWN_UPWARD = {
-    ("nbflow.runtime.device", "kernels"): "cuda_impl.contiguous for a strided host copy",
+    ("nbflow.runtime.device", "kernels"): "cuda.skeletons.contiguous for a strided host copy",
     ("nbflow.ops.factorizations", "linalg"): "solve_triangular, cholesky, eigvalsh in rules",
     ("nbflow.eager.tensor", "autograd"): "Tensor.backward",
     ("nbflow.eager.tensor", "dlpack"): "Tensor.__dlpack__",
