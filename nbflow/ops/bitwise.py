@@ -6,28 +6,6 @@ import numpy as np
 from ..core import dtypes as dt
 from ._define import elementwise
 
-
-@elementwise(dtypes=dt.INTS, ref=np.gcd, differentiable=False)
-def gcd(a, b):
-    """The greatest common divisor, elementwise (non-negative; gcd(0, 0) is 0): Euclid's
-    algorithm in the scalar body, one kernel for both modes."""
-    a, b = (a if a >= 0 else -a), (b if b >= 0 else -b)
-    while b != 0:
-        a, b = b, a % b
-    return a
-
-
-@elementwise(dtypes=dt.INTS, ref=np.lcm, differentiable=False)
-def lcm(a, b):
-    """The least common multiple, elementwise (non-negative; 0 where either is 0; it wraps
-    around on overflow, as PyTorch's)."""
-    g, r = (a if a >= 0 else -a), (b if b >= 0 else -b)
-    while r != 0:
-        g, r = r, g % r
-    m = a // g * b if g != 0 else g
-    return m if m >= 0 else -m
-
-
 _BITS = dt.INTS + (dt.bool_,)
 
 
@@ -94,13 +72,34 @@ def bitwise_right_shift(x, y):
     return x >> y
 
 
+@elementwise(dtypes=dt.INTS, ref=np.gcd, differentiable=False)
+def gcd(a, b):
+    """The greatest common divisor, elementwise (non-negative; gcd(0, 0) is 0): Euclid's
+    algorithm in the scalar body, one kernel for both modes."""
+    a, b = (a if a >= 0 else -a), (b if b >= 0 else -b)
+    while b != 0:
+        a, b = b, a % b
+    return a
+
+
+@elementwise(dtypes=dt.INTS, ref=np.lcm, differentiable=False)
+def lcm(a, b):
+    """The least common multiple, elementwise (non-negative; 0 where either is 0; it wraps
+    around on overflow, as PyTorch's)."""
+    g, r = (a if a >= 0 else -a), (b if b >= 0 else -b)
+    while r != 0:
+        g, r = r, g % r
+    m = a // g * b if g != 0 else g
+    return m if m >= 0 else -m
+
+
 __all__ = [
-    "gcd",
-    "lcm",
     "bitwise_and",
     "bitwise_or",
     "bitwise_xor",
     "bitwise_not",
     "bitwise_left_shift",
     "bitwise_right_shift",
+    "gcd",
+    "lcm",
 ]
