@@ -139,7 +139,7 @@ def _cpu_time(fn, repeat):
 
 def bandwidth(n: int, facts: dict) -> dict:
     """add of two float32 vectors: 12 bytes per element moved."""
-    from nbflow.kernels import cuda_impl
+    from nbflow.kernels.cuda import skeletons as cuda_impl
 
     cuda = devices.cuda()
     a = cuda.to_device(np.ones(n, np.float32))

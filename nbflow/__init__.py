@@ -67,10 +67,10 @@ from .graph import (
     static,
     trace,
 )
-from .kernels.threads import get_num_threads, set_num_threads
+from .kernels.cpu.threads import get_num_threads, set_num_threads
 
-# PyTorch's top-level names of the nn ops whose torch.* signature is F's (the others are in
-# ops/compat.py, which can't import nn: nn is built on the ops)
+# PyTorch's top-level names of the nn ops whose torch.* signature is F's (the others, and the
+# legacy linear-algebra names, are in torch_names.py)
 from .nn.functional import (
     adaptive_avg_pool1d,
     avg_pool1d,
@@ -100,6 +100,7 @@ from .ops._define import elementwise  # declare your own ops as nbflow does
 from .runtime.buffers import empty_cache
 from .safetensors_io import load_safetensors, save_safetensors
 from .tensor import Tensor, from_numpy, tensor
+from .torch_names import *  # noqa: F403  (torch's legacy names, losses with reduction codes)
 
 __version__ = "0.1.0"
 
@@ -109,7 +110,7 @@ inference_mode = no_grad  # PyTorch's name for a scope without gradient recordin
 # builtins from here on in this module)
 long, double, half = int64, float64, float16
 float, int, bool = float32, int32, bool_
-range = ops.index_more.inclusive_range  # PyTorch's deprecated torch.range (end included)
+range = ops.ranges.inclusive_range  # PyTorch's deprecated torch.range (end included)
 
 # PyTorch's top-level in-place functions: torch.exp_(x) is x.exp_(), torch.celu_(x) F's
 _IN_PLACE_METHODS = """

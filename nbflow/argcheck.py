@@ -12,6 +12,8 @@ builtin TypeError or ValueError naming neither.
 - `tensors(name, arg=v, ...)`: each a tensor (or an array or a number); else ArgumentError.
 - `within_budget(name, shape, dtype)`: ResourceExhaustedError for an array over the memory
   budget, before numpy is asked for it (its MemoryError or ValueError names nothing).
+- `tensor_list`, `tensor_args`, `number`, `known_size`: the composite ops' checks of a list of
+  tensors, of f(a, b) or f([a, b]), of a number, of a dim's size known before running.
 """
 
 from __future__ import annotations
@@ -21,10 +23,11 @@ import math
 import numpy as np
 
 from .core import STATE, UNKNOWN, as_int
-from .core.errors import ArgumentError, AttrError, DomainError, ResourceExhaustedError
+from .core.errors import ArgumentError, AttrError, DomainError, ResourceExhaustedError, ShapeError
 from .core.op import _is_value
 
 __all__ = ["real", "integer", "integers", "choice", "flag", "shown", "tensors", "within_budget"]
+__all__ += ["number", "known_size", "tensor_list", "tensor_args"]
 
 
 def shown(value) -> str:
@@ -127,3 +130,43 @@ def within_budget(name: str, shape, dtype) -> None:
             f"{name}: a result of shape {tuple(shape)} {np.dtype(dtype)} needs {nbytes} bytes, "
             f"over the memory budget of {STATE.memory_budget} bytes (nbflow.set_memory_budget)"
         )
+
+
+def tensor_list(name, tensors):
+    """PyTorch's `tensors` argument: a list or tuple of tensors, each checked."""
+    if not isinstance(tensors, (list, tuple)):
+        raise ArgumentError(
+            f"{name}: tensors must be a list or tuple of tensors, got {type(tensors).__name__}"
+        )
+    return _checked(name, tuple(tensors))
+
+
+def tensor_args(name, tensors):
+    """f(a, b) and f([a, b]) both mean the tensors a and b."""
+    if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
+        tensors = tuple(tensors[0])
+    return _checked(name, tensors)
+
+
+def _checked(name, tensors):
+    for i, x in enumerate(tensors):
+        if not all(hasattr(x, a) for a in ("shape", "ndim", "dtype")):  # (an array too)
+            raise ArgumentError(f"{name}: tensors[{i}] must be a tensor, got {type(x).__name__}")
+    return tensors
+
+
+def number(name, arg, v):
+    """v, a Python or numpy real number (not a bool); else AttrError."""
+    if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)):
+        raise AttrError(f"{name}: {arg} must be a number, got {v!r}")
+    return v
+
+
+def known_size(name, x, dim):
+    """The size of x's dim `dim`, which must be known (not a graph var's -1)."""
+    if x.ndim == 0:
+        raise ShapeError(f"{name}: needs at least one dim, got a 0-d tensor")
+    n = x.shape[dim]
+    if n == UNKNOWN:
+        raise ShapeError(f"{name}: dim {dim} of the input (shape {x.shape}) must be known")
+    return n

@@ -19,13 +19,12 @@ import numpy as np
 from .argcheck import real, shown, tensors
 from .core import dtypes as dt
 from .core.errors import ArgumentError, AttrError, DomainError, DTypeError, ShapeError
-from .ops.compat import nanmedian
 from .ops.creation import full_like
 from .ops.elementwise import astype, isnan, maximum, sqrt, where
 from .ops.elementwise import logaddexp as _logaddexp
-from .ops.extras import _eager_or_none
 from .ops.nn import log_softmax as _log_softmax
 from .ops.nn import softmax as _softmax
+from .ops.queries import _eager_or_none
 from .ops.reduce import amax as _amax
 from .ops.reduce import amin as _amin
 from .ops.reduce import argmax as _argmax
@@ -39,6 +38,7 @@ from .ops.scans import cumprod as _cumprod
 from .ops.scans import cumsum as _cumsum
 from .ops.select import _highest, _int, _lowest
 from .ops.shape import broadcast_to
+from .ops.statistics import nanmedian
 
 # ---------------------------------------------------------------- masks, dims and dtypes
 

@@ -32,8 +32,7 @@ from .ops.elementwise import (
     sinc,
     xlogy,
 )
-from .ops.elementwise_more import i0
-from .ops.extras import erfc
+from .ops.floating import erfc, i0
 from .ops.nn import log_softmax as _log_softmax
 from .ops.nn import softmax as _softmax
 from .ops.reduce import logsumexp as _logsumexp

@@ -40,8 +40,10 @@ def main():
     import nbflow as nb
     from nbflow import dtypes as dt
     from nbflow.core import REGISTRY, Spec
-    from nbflow.kernels import cuda_conv3d, cuda_ctc, cuda_impl
-    from nbflow.kernels.cuda import _param
+    from nbflow.kernels.cuda import conv3d as cuda_conv3d
+    from nbflow.kernels.cuda import ctc as cuda_ctc
+    from nbflow.kernels.cuda import skeletons as cuda_impl
+    from nbflow.kernels.cuda.loader import _param
     from nbflow.ops import ctc
 
     compiled, failures = 0, []

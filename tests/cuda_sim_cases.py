@@ -449,7 +449,7 @@ def conv_cases():
 
 
 def conv3d_cases():
-    """vol2col / col2vol and the column matmuls (nbflow/kernels/cuda_conv3d.py)."""
+    """vol2col / col2vol and the column matmuls (nbflow/kernels/cuda/conv3d.py)."""
     x = values((2, 2, 3, 4, 3), dt.float32)
     w = values((4, 1, 2, 2, 2), dt.float32)  # groups=2: one input channel per group
     b = values((4,), dt.float32)
@@ -526,7 +526,7 @@ def ctc_inputs(dtype, blank=0, padded=True):
 
 
 def ctc_cases():
-    """One thread block per sample, threads over the extended target (kernels/cuda_ctc.py)."""
+    """One thread block per sample, threads over the extended target (kernels/cuda/ctc.py)."""
     loss, grad = REGISTRY["ctc_loss"], REGISTRY["ctc_loss_grad"]
     cases = [
         ("f32 padded", dt.float32, 0, True, False),

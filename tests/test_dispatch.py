@@ -52,7 +52,7 @@ def test_short_operands_through_the_compiled_entry_point_keep_numpy_results():
     # one compiled version must serve strided, read-only and unaligned arrays of each dtype
     from numba.core.dispatcher import Dispatcher
 
-    from nbflow.kernels.cpu import SMALL_SIZE
+    from nbflow.kernels.cpu.templates import SMALL_SIZE
 
     rng = np.random.default_rng(1)
     for n in (1, 7, SMALL_SIZE, SMALL_SIZE + 1):

@@ -13,7 +13,7 @@ import nbflow as nb
 from nbflow import dtypes as dt
 from nbflow import testing as nt
 from nbflow.core import REGISTRY, Spec
-from nbflow.kernels.cpu import broadcast_view
+from nbflow.kernels.cpu.templates import broadcast_view
 from nbflow.ops import BUILTIN
 
 ELEMENTWISE = sorted(

@@ -21,7 +21,7 @@ from nbflow.core import REGISTRY
 from nbflow.errors import KernelCompileError
 from nbflow.graph.fusion import CHUNK, FusedGroup, fuse
 from nbflow.graph.memory import NodeStep
-from nbflow.kernels.cpu import SUM_BLOCK
+from nbflow.kernels.cpu.templates import SUM_BLOCK
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

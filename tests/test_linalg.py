@@ -375,7 +375,7 @@ def test_addmm_reading_its_own_target_sees_the_old_values():
 
 
 def test_addmm_without_direct_blas_computes_the_same(monkeypatch):
-    from nbflow.kernels import blas
+    from nbflow.kernels.cpu import blas
 
     rng = np.random.default_rng(6)
     x, a, b = (rng.standard_normal(s).astype(np.float32) for s in ((3,), (2, 5), (5, 3)))
@@ -387,7 +387,7 @@ def test_addmm_without_direct_blas_computes_the_same(monkeypatch):
 
 
 def test_blas_gemm_takes_row_and_column_layouts_and_refuses_the_rest():
-    from nbflow.kernels import blas
+    from nbflow.kernels.cpu import blas
 
     rng = np.random.default_rng(7)
     a, b = rng.standard_normal((3, 5)), rng.standard_normal((5, 4))
@@ -436,7 +436,7 @@ def test_addmm_errors_name_the_shapes_and_dtypes():
 
 def test_addmm_of_a_large_product_runs_one_gemm_for_every_layout(monkeypatch):
     # from 2^20 multiply-adds the product is added by BLAS itself (GEMM's beta)
-    from nbflow.kernels import blas
+    from nbflow.kernels.cpu import blas
 
     calls = []
     gemm = blas.gemm

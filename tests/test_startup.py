@@ -110,7 +110,7 @@ print(json.dumps({
 
 def test_a_warm_process_loads_its_kernels_without_numbas_compile_set_up(tmp_path):
     """The second process loads every kernel from the disk cache without refreshing numba's
-    target (kernels/jit.py): no compile, numba's lowering registries never imported, and the
+    target (kernels/cpu/jit.py): no compile, numba's lowering registries never imported, and the
     same answers, including a parallel kernel, LAPACK and an error raised inside a kernel."""
     cold, warm = (json.loads(_run(_WARM_SCRIPT, tmp_path).stdout) for _ in range(2))
     assert cold["compiles"] > 0 and cold["registries"]

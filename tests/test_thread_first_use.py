@@ -1,8 +1,8 @@
 """Kernels, plans and traces are made safely when threads use them first at once (issue 42):
-generated kernel modules are handed out only once they have run (kernels/codegen.py), an op's
-module is made by one thread (kernels/cpu.py), and the Executor's plans and @jit's traces are
-made once and published whole. Each run is a fresh process, where every op is used for the
-first time; the first run also starts from an empty kernel cache directory."""
+generated kernel modules are handed out only once they have run (kernels/codegen.py), an op's module
+is made by one thread (kernels/cpu/templates.py), and the Executor's plans and @jit's traces are
+made once and published whole. Each run is a fresh process, where every op is used for the first
+time; the first run also starts from an empty kernel cache directory."""
 
 import json
 import os

@@ -1,4 +1,4 @@
-"""BLAS thread choice (kernels/threads.py): a matmul on one thread or on OpenBLAS's threads
+"""BLAS thread choice (kernels/cpu/threads.py): a matmul on one thread or on OpenBLAS's threads
 gives numpy's result, and the thread count is put back after every call, also on errors."""
 
 import time
@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import nbflow as nb
-from nbflow.kernels import threads
+from nbflow.kernels.cpu import threads
 from nbflow.ops import linalg
 
 LIB = threads._openblas()

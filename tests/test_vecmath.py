@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from numba import njit
 
-from nbflow.kernels import vecmath
+from nbflow.kernels.cpu import vecmath
 
 REFERENCES = {
     "exp": np.exp,

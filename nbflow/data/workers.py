@@ -86,7 +86,7 @@ def _failure(where: str) -> _Failure:
 def _worker_loop(batches, init_fn, worker_id: int, num_workers: int, seed: int, tasks, results):
     """A worker process: set up, then answer tasks until a None arrives."""
     global _WORKER_INFO
-    from ..kernels.threads import set_num_threads
+    from ..kernels.cpu.threads import set_num_threads
     from ..ops.creation import manual_seed
 
     where = f"in DataLoader worker process {worker_id}"

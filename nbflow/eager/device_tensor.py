@@ -95,7 +95,7 @@ class CudaTensor(Tensor):
 
     def plain(self) -> CudaTensor:
         """A leaf with a C-contiguous buffer (this buffer when it is one already)."""
-        from ..kernels.cuda import impl
+        from ..kernels.cuda.loader import impl
 
         return CudaTensor(impl().contiguous(self._data))
 
@@ -235,7 +235,7 @@ def apply(trace, op: Op, args, attrs) -> Tensor | tuple:
             record = record or t.requires_grad
     arrays = [t._data for t in tensors]
     if plan.casts:
-        from ..kernels.cuda import impl
+        from ..kernels.cuda.loader import impl
 
         for i, d in plan.casts:
             arrays[i] = impl().contiguous(arrays[i], d)
@@ -270,7 +270,7 @@ def _run_view(op, plan, tensors, arrays, attrs):
 
 def _copy(a):
     """A fresh C-contiguous copy of GPU array a."""
-    from ..kernels.cuda import impl
+    from ..kernels.cuda.loader import impl
 
     copy = devices.empty(a.shape, a.dtype, devices.device_of(a))
     impl().copy_into(a, copy)

@@ -376,7 +376,9 @@ def _inplace(op):
     return method
 
 
-def _method(fn):
+def as_method(fn):
+    """fn(self, ...) as a method of the tensors and graph values."""
+
     def method(self, *args, **kwargs):
         return fn(self, *args, **kwargs)
 
@@ -429,7 +431,6 @@ fmax fmin frexp ldexp nextafter floor_divide isneginf isposinf isreal
 bitwise_and bitwise_or bitwise_xor bitwise_not bitwise_left_shift bitwise_right_shift
 index_put index_put_ index_reduce put select select_scatter slice_scatter diagonal_scatter
 masked_scatter msort mode nanmedian argwhere adjoint ger is_nonzero is_same_size
-cholesky cholesky_inverse cholesky_solve triangular_solve pinverse qr svd
 unsafe_chunk unsafe_split unsafe_split_with_sizes
 lu lu_solve matrix_exp orgqr
 """.split()
@@ -444,7 +445,7 @@ for _name, _op in UNARY.items():
 for _name, _op in INPLACE.items():
     setattr(Operators, f"__{_name}__", _inplace(_op))
 for _name in METHODS:
-    setattr(Operators, _name, _method(getattr(ops, _name)))
+    setattr(Operators, _name, as_method(getattr(ops, _name)))
 
 
 def written_back(x, fn, *args, **kwargs):

@@ -878,7 +878,7 @@ def _narrowed(buf, dtype):
 def version_counter(t) -> list:
     """The version counter of t's buffer, shared with its views: made on first need (an
     in-place write, a view, a tape record), since most tensors never need one and making a
-    list for each cost ~80 ns of a 1-element add's 1.3 us. None reads as version 0."""
+    list for each is a visible part of a 1-element add. None reads as version 0."""
     v = t._version
     if v is None:
         v = t._version = [0]
@@ -1001,7 +1001,7 @@ def _operator(op: Op, reflected=False):
                         and (not ODD or STATE.grad_enabled)
                     ):
                         return _recorded(op, a, b, buf, sig)
-                    t = _new(Tensor)  # _plain(buf) written out: its call is ~40 ns of ~1.3 us
+                    t = _new(Tensor)  # _plain(buf) written out: a call costs a small op much
                     t._data = buf
                     t._sig = sig
                     t.requires_grad = False
@@ -1020,8 +1020,8 @@ def _operator(op: Op, reflected=False):
 
 
 def _plain(buf, requires_grad=False, node=None, version=None, sig=None) -> Tensor:
-    """`Tensor(buf, ...)` without the type call's trip through `__init__` and its defaults (45
-    ns of a 1-element add's 1.25 us): the same fields as `Tensor.__init__` sets."""
+    """`Tensor(buf, ...)` without the type call's trip through `__init__` and its defaults (a
+    visible part of a 1-element add): the same fields as `Tensor.__init__` sets."""
     t = _new(Tensor)
     t._data = buf
     t._sig = sig

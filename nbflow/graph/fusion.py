@@ -25,7 +25,7 @@ attrs (numbers the kernel holds as constants) were edited after it was made.
 A trailing reduction joins the group: a float `sum` or `mean` over leading or trailing axes
 (all axes included) of a group value that nothing else reads, fetches or writes. The kernel
 adds each element as it is made, in the order and float64 accumulators of the sum and mean
-kernels (kernels/cpu.py: a long row in blocks whose sums are added in order), so the result is
+kernels (cpu/templates.py: a long row in blocks whose sums are added in order), so the result is
 the unfused op's bit for bit on one thread or several, and the value is never stored whole.
 A value that ops outside read for its shape alone (a sum's gradient reads its input so) gets a
 stand-in without memory.
@@ -49,8 +49,8 @@ from ..core import STATE, Node, Spec
 from ..core import dtypes as dt
 from ..core.errors import ResourceExhaustedError
 from ..kernels import codegen
-from ..kernels.cpu import SUM_BLOCK, Elementwise, broadcast_view, cacheable, reduce_layout
-from ..kernels.threads import Chooser as _Chooser
+from ..kernels.cpu.templates import SUM_BLOCK, Elementwise, broadcast_view, cacheable, reduce_layout
+from ..kernels.cpu.threads import Chooser as _Chooser
 from ..ops.reduce import reduced_axes, reduced_shape
 from . import memory
 from .program import compatible, unique
@@ -75,8 +75,8 @@ _HEADER = """\
 # ops: {ops}
 import numpy as np
 from numba import prange
-from nbflow.kernels.jit import njit
-from nbflow.kernels.cpu import BODIES, sum64
+from nbflow.kernels.cpu.jit import njit
+from nbflow.kernels.cpu.templates import BODIES, sum64
 
 {bodies}
 """
@@ -102,7 +102,7 @@ for i in {range}(rows):
 
 # A group ending in a reduction: `element` computes the members at one flat index (storing
 # the values read outside the group) and the reduction adds its results as the sum and mean
-# kernels add an array's (kernels/cpu.py), so the result is theirs bit for bit and the value
+# kernels add an array's (cpu/templates.py), so the result is theirs bit for bit and the value
 # is never stored whole. Rows (trailing axes reduced): blocked_sum, sum64's four running
 # float64 sums over each block of SUM_BLOCK elements, the block sums added in order; `serial`
 # and `parallel` add each element as it is made, `parallel_filled` fills a buffer first
@@ -299,7 +299,7 @@ REDUCIBLE = ("sum", "mean")
 
 def _reduced_group(node: Node, producer: dict, readers: dict, fetched: set) -> _Group | None:
     """The open group whose value `node` reduces, when the reduction can join it: a float sum
-    or mean over leading or trailing axes (kernels/cpu.py's reduce_layout) of a group value
+    or mean over leading or trailing axes (cpu/templates.py's reduce_layout) of a group value
     nothing else reads or fetches."""
     if node.op.name not in REDUCIBLE:
         return None
@@ -480,13 +480,13 @@ class FusedGroup:
 
         src = self._header()
         args = ", ".join(xs + outs + (["rows", "cols"] if rows else []))
-        # the first output may take a dying input's buffer: the kernel must then read and
-        # write it through one name (kernels/cpu.py), or the loop does not vectorise. `serial_in{i}`
-        # and `parallel_in{i}` are the loops that read input i through out0, chosen by
-        # compute() when out0 is that input's buffer. One function per loop, not branches in
-        # one (as the single ops' kernels have): numba computed wrong values for prange loops
-        # inside such branches, and a serial kernel of eight such loops, each with its tanh and
-        # sigmoid bodies, was not vectorised at all (an LSTM cell's group).
+        # the first output may take a dying input's buffer: the kernel must then read and write it
+        # through one name (cpu/templates.py), or the loop does not vectorise. `serial_in{i}` and
+        # `parallel_in{i}` are the loops that read input i through out0, chosen by compute() when
+        # out0 is that input's buffer. One function per loop, not branches in one (as the single
+        # ops' kernels have): numba computed wrong values for prange loops inside such branches, and
+        # a serial kernel of eight such loops, each with its tanh and sigmoid bodies, was not
+        # vectorised at all (an LSTM cell's group).
         variants = {"": None}
         variants.update({f"_in{i}": x for i, (x, m) in enumerate(zip(xs, mask)) if m == "a"})
         for suffix, x in variants.items():

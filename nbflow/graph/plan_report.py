@@ -268,7 +268,7 @@ def _dispatchers(kernel, depth: int = 0, seen=None) -> list:
     those in its closure or named by its code (and by the nbflow functions it calls)."""
     from numba.core.dispatcher import Dispatcher
 
-    from ..kernels.cpu import Elementwise
+    from ..kernels.cpu.templates import Elementwise
 
     seen = set() if seen is None else seen
     if id(kernel) in seen:

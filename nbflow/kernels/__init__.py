@@ -1,3 +1,4 @@
-"""numba kernels and the templates that build them (CPU here; CUDA in a later module)."""
+"""numba kernels: the CPU ones in cpu/, the CUDA ones in cuda/, and what both share (codegen,
+the row sort, the pooling windows, the compile progress line)."""
 
 from . import progress  # noqa: F401  (one line for long first compiles)

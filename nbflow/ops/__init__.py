@@ -8,9 +8,10 @@ from ..core import REGISTRY, Op, public
 from . import (
     _cuda,
     activations,
+    aliases,
+    bitwise,
     broadcast,
     collective,  # noqa: F401  (nbflow.distributed's ops: public there, not top-level)
-    compat,
     complex_parts,
     conv,
     conv3d,
@@ -20,13 +21,12 @@ from . import (
     decomp,
     einsum,
     elementwise,
-    elementwise_more,
-    extras,
     factorizations,
+    floating,
     histogram_nd,
     householder,
     index,
-    index_more,
+    joins,
     layernorm,
     linalg,
     losses,
@@ -37,10 +37,12 @@ from . import (
     products,
     queries,
     random_params,
+    ranges,
     recurrent,
     reduce,
     sampling,
     scans,
+    search,
     select,
     shape,
     signal,
@@ -52,11 +54,11 @@ from . import (
 )
 
 FAMILIES = (elementwise, activations, broadcast, creation, reduce, linalg, shape, index, nn, optim)
-FAMILIES += (conv, norm, losses, sorting, einsum, select, scans, products, decomp, sampling, extras)
+FAMILIES += (conv, norm, losses, sorting, einsum, select, scans, products, decomp, sampling, joins)
 FAMILIES += (ctc,)
 FAMILIES += (conv3d,)
 FAMILIES += (factorizations,)
-FAMILIES += (queries, signal, elementwise_more, index_more, compat)
+FAMILIES += (queries, signal, bitwise, floating, search, ranges, aliases)
 FAMILIES += (random_params, recurrent, layernorm, statistics, tiling)
 FAMILIES += (copies, complex_parts, strided, householder, histogram_nd)
 FAMILIES += (lowrank,)

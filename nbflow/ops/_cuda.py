@@ -3,7 +3,7 @@ scalar body, in _define.py).
 
 Each launcher has the CPU launcher's signature, `(*inputs, *outputs, **attrs)` (a view op:
 `(*inputs, **attrs) -> view(s)`), takes GPU arrays, and calls the skeletons of
-nbflow.kernels.cuda_impl, which is imported on the first launch (it needs numba-cuda). Ops not
+nbflow.kernels.cuda.skeletons, which is imported on the first launch (it needs numba-cuda). Ops not
 in this table keep `"cuda": None`; tests/test_cuda_sim.py lists them with the reason.
 """
 
@@ -12,7 +12,7 @@ import numpy as np
 from ..core import REGISTRY
 from ..core import dtypes as dt
 from ..core.errors import OutOfRangeError, UnsupportedError
-from ..kernels.cuda import impl, not_supported
+from ..kernels.cuda.loader import impl, not_supported
 from ..runtime import device as devices
 from . import conv as conv_ops
 from . import index, losses, nn, norm, tiling

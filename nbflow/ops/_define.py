@@ -7,8 +7,8 @@ from ..argcheck import shown
 from ..core import REGISTRY, Op, Spec, broadcast_shapes
 from ..core import dtypes as dt
 from ..core.errors import ArgumentError, DTypeError, NbflowError, ShapeError
-from ..kernels.cpu import Elementwise
-from ..kernels.cuda import CudaElementwise
+from ..kernels.cpu.templates import Elementwise
+from ..kernels.cuda.loader import CudaElementwise
 
 # the `no_derivative` of ops whose derivative PyTorch does not implement either
 NOT_IN_PYTORCH = "none is implemented (nor in PyTorch)"

@@ -8,7 +8,7 @@ import math
 import numpy as np
 
 from ..core import Attr
-from ..kernels import vecmath
+from ..kernels.cpu import vecmath
 from ._define import elementwise
 from .elementwise import (
     FLOATS,

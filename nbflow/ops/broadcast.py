@@ -8,7 +8,7 @@ from ..argcheck import integers
 from ..core import Op, Spec, broadcast_shapes
 from ..core import dtypes as dt
 from ..core.errors import ShapeError
-from ..kernels.cpu import reduce_rows, sum_cols, sum_rows
+from ..kernels.cpu.templates import reduce_rows, sum_cols, sum_rows
 
 
 def _sum_to_like_spec(x, like):

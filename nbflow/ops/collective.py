@@ -13,7 +13,7 @@ which is what their references say.
 from ..core import Attr, Op, Spec
 from ..core import dtypes as dt
 from ..core.errors import DistributedError, GradientError
-from ..kernels.cuda import not_supported
+from ..kernels.cuda.loader import not_supported
 from ..runtime import comm
 from ._define import inplace_variant
 

@@ -28,9 +28,9 @@ import numpy as np
 from ..core import UNKNOWN, Attr, Op, Spec, needs_grad
 from ..core import dtypes as dt
 from ..core.errors import AttrError, ShapeError
-from ..kernels import blas, threads
-from ..kernels.cpu import JIT
-from ..kernels.jit import njit
+from ..kernels.cpu import blas, threads
+from ..kernels.cpu.jit import njit
+from ..kernels.cpu.templates import JIT
 from ..kernels.windows import adaptive_bin, avg_window, max_window
 from ..runtime import buffers
 from . import reduce as _reduce

@@ -9,15 +9,15 @@ gradient rules are conv2d's, generalised there to any number of spatial dims; on
 column kernels and the 5-D layouts are new here. `conv3d(x, w, b, stride=1, ...)` adds
 PyTorch's signature: the bias, 'same' and 'valid' padding, unbatched (C, D, H, W) input.
 
-On a GPU the same pipeline runs with CUDA column kernels (nbflow/kernels/cuda_conv3d.py).
+On a GPU the same pipeline runs with CUDA column kernels (nbflow/kernels/cuda/conv3d.py).
 """
 
 from ..core import Op
 from ..core import dtypes as dt
-from ..kernels import cuda_conv3d
-from ..kernels.cpu import JIT
-from ..kernels.cuda import impl
-from ..kernels.jit import njit
+from ..kernels.cpu.jit import njit
+from ..kernels.cpu.templates import JIT
+from ..kernels.cuda import conv3d as cuda_conv3d
+from ..kernels.cuda.loader import impl
 from . import conv
 from ._cuda import add_bias
 
@@ -112,7 +112,7 @@ class Conv3(conv.Conv):
 
 
 # ---------------------------------------------------------------- the three ops
-# (on a GPU: conv2d's pipeline with the rank-3 column kernels of kernels/cuda_conv3d.py)
+# (on a GPU: conv2d's pipeline with the rank-3 column kernels of kernels/cuda/conv3d.py)
 
 
 def _geometry(x_shape, w_shape, attrs):

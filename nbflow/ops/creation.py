@@ -1,4 +1,5 @@
-"""Creation ops: constants, ranges, identity, *_like, and seeded random through a Generator.
+"""Creation ops: constants, ranges, identity, *_like and empty_*, and seeded random through a
+Generator.
 
 The ops in REGISTRY take their shape and dtype as attrs; the functions exported here add the
 PyTorch-style signatures (`zeros(2, 3)` or `zeros((2, 3))`, `dtype=` defaulting to float32).
@@ -12,8 +13,8 @@ from ..argcheck import integers, shown
 from ..core import Attr, Op, Spec
 from ..core import dtypes as dt
 from ..core.errors import ArgumentError, AttrError, DomainError, ShapeError, UnsupportedError
-from ..kernels.cpu import JIT
-from ..kernels.jit import njit
+from ..kernels.cpu.jit import njit
+from ..kernels.cpu.templates import JIT
 
 # ---------------------------------------------------------------- kernels
 
@@ -614,6 +615,40 @@ def randint(
     return on_device(out, device)
 
 
+# ---------------------------------------------------------------- empty_like, _permuted, _strided
+
+
+def empty_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None):
+    """A tensor of input's shape, filled with zeros (nbflow hands out no uninitialised
+    memory), in input's dtype unless given."""
+    check_memory_format("empty_like", memory_format)
+    return on_device(zeros_like(input, dtype=dtype), device, requires_grad)
+
+
+def empty_permuted(size, physical_layout, *, dtype=None, device=None, requires_grad=False):
+    """PyTorch's empty_permuted: a tensor of `size` (filled with zeros, as empty) whose memory
+    PyTorch lays out in the order `physical_layout`, a permutation of the dims: checked, and
+    every layout gives the same tensor (nbflow's kernels take any strides)."""
+    size = integers(size, "empty_permuted: size")
+    layout = integers(physical_layout, "empty_permuted: physical_layout")
+    if sorted(layout) != list(range(len(size))):
+        raise DomainError(
+            f"empty_permuted: physical_layout {layout} is not a permutation of {len(size)} dims"
+        )
+    return zeros(size, dtype=dtype, device=device, requires_grad=requires_grad)
+
+
+def empty_strided(size, stride, *, dtype=None, device=None, requires_grad=False):
+    """PyTorch's empty_strided: a tensor of `size` (filled with zeros, as empty); `stride`,
+    one int per dim, is checked, and the tensor is laid out contiguously (nbflow's tensors
+    have no user-set strides; their values are the same)."""
+    size = integers(size, "empty_strided: size")
+    stride = integers(stride, "empty_strided: stride")
+    if len(stride) != len(size):
+        raise ShapeError(f"empty_strided: {len(stride)} strides for {len(size)} dims")
+    return zeros(size, dtype=dtype, device=device, requires_grad=requires_grad)
+
+
 __all__ = [
     "Generator",
     "default_generator",
@@ -642,4 +677,7 @@ __all__ = [
     "normal",
     "randn",
     "randint",
+    "empty_like",
+    "empty_permuted",
+    "empty_strided",
 ]

@@ -20,10 +20,10 @@ from ..argcheck import integers
 from ..core import UNKNOWN, Attr, Op, Spec
 from ..core import dtypes as dt
 from ..core.errors import AttrError, DTypeError, OutOfRangeError, ShapeError
-from ..kernels import cuda_ctc
-from ..kernels.cpu import JIT
-from ..kernels.cuda import impl
-from ..kernels.jit import njit
+from ..kernels.cpu.jit import njit
+from ..kernels.cpu.templates import JIT
+from ..kernels.cuda import ctc as cuda_ctc
+from ..kernels.cuda.loader import impl
 from ..runtime import device as devices
 from . import reduce as _reduce
 from . import shape as _shape

@@ -17,9 +17,9 @@ import numpy as np
 from ..core import UNKNOWN, Attr, Op, Spec, broadcast_shapes, needs_grad
 from ..core import dtypes as dt
 from ..core.errors import LinAlgError, ShapeError
-from ..kernels.cpu import JIT
-from ..kernels.cuda import not_supported
-from ..kernels.jit import njit
+from ..kernels.cpu.jit import njit
+from ..kernels.cpu.templates import JIT
+from ..kernels.cuda.loader import not_supported
 from .creation import zeros_like
 from .elementwise import log
 from .linalg import matmul, matrix_transpose

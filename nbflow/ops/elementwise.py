@@ -15,7 +15,7 @@ from ..argcheck import choice, integer
 from ..core import Attr, Op, Spec, broadcast_shapes, is_int, needs_grad
 from ..core import dtypes as dt
 from ..core.errors import ArgumentError, AttrError, DomainError, ShapeError
-from ..kernels import vecmath
+from ..kernels.cpu import vecmath
 from ._define import elementwise, inplace_variant
 from .creation import check_memory_format
 

@@ -26,8 +26,8 @@ from ..core.errors import (
     ShapeError,
     UnsupportedError,
 )
-from ..kernels.cpu import JIT
-from ..kernels.jit import njit
+from ..kernels.cpu.jit import njit
+from ..kernels.cpu.templates import JIT
 from ._define import NOT_IN_PYTORCH
 from .creation import arange, eye, zeros, zeros_like
 from .decomp import FLOATS, _cholesky_grad, _fill, _grads, _mT, _no_cuda, _rows, _square

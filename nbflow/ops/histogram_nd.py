@@ -6,17 +6,18 @@ import builtins
 import math
 from collections import namedtuple
 
-from ..argcheck import shown
+from ..argcheck import number, shown
 from ..core import dtypes as dt
 from ..core.errors import AttrError, DomainError, DTypeError, ShapeError
 from ..core.op import _is_value
 from .elementwise import logical_and, minimum
 from .reduce import sum as reduce_sum
-from .select import _int, _known
-from .shape import reshape
 
 # histogram's helpers, and the ones it imports (signal.py names them for both files)
-from .signal import _bin_edges, _counts, _data_range, _number, _uniform_edges, searchsorted
+from .search import searchsorted
+from .select import _int, _known
+from .shape import reshape
+from .signal import _bin_edges, _counts, _data_range, _uniform_edges
 
 HistogramDD = namedtuple("HistogramDD", ["hist", "bin_edges"])
 
@@ -30,7 +31,7 @@ def _edges(name, column, bins, low_high, dtype):
     if low_high is None:
         low, high = _data_range(name, column, 0.5)
     else:
-        low, high = (float(_number(name, "range", v)) for v in low_high)
+        low, high = (float(number(name, "range", v)) for v in low_high)
         if low > high:
             raise DomainError(f"{name}: max must be larger than min, got range {low_high}")
     return _uniform_edges(low, high, n, dtype)

@@ -21,8 +21,8 @@ import numpy as np
 from ..core import UNKNOWN, Attr, Op, Spec, broadcast_shapes
 from ..core import dtypes as dt
 from ..core.errors import AttrError, DTypeError, OutOfRangeError, ShapeError, UnsupportedError
-from ..kernels.cpu import JIT
-from ..kernels.jit import njit
+from ..kernels.cpu.jit import njit
+from ..kernels.cpu.templates import JIT
 from ..runtime import device as devices
 from ._define import inplace_variant
 from .broadcast import broadcast_to_like
@@ -677,7 +677,7 @@ def _select_spec(x, idx, axis):
 def _select_cpu(x, idx, out, axis):
     a = axis % x.ndim
     o, n, i = _three(x.shape, a, a + 1)
-    if idx.size == 1:  # a loop's step picking its slice: 2 us against 5 through the kernels
+    if idx.size == 1:  # a loop's step picking its slice: cheaper than through the kernels
         k = int(idx.reshape(-1)[0])
         if not -n <= k < n:
             raise OutOfRangeError(f"index {k} is out of range for axis {a} with size {n}")

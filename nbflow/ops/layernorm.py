@@ -15,8 +15,8 @@ from ..argcheck import integer, integers
 from ..core import UNKNOWN, Attr, Op, Spec, needs_grad
 from ..core import dtypes as dt
 from ..core.errors import AttrError, ShapeError
-from ..kernels import threads
-from ..kernels.jit import njit
+from ..kernels.cpu import threads
+from ..kernels.cpu.jit import njit
 from ..runtime import buffers
 from . import shape as _shape
 from .norm import (

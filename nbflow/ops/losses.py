@@ -16,8 +16,8 @@ import numpy as np
 from ..core import UNKNOWN, Attr, Op, Spec, broadcast_shapes, needs_grad
 from ..core import dtypes as dt
 from ..core.errors import DomainError, DTypeError, NbflowError, OutOfRangeError, ShapeError
-from ..kernels.cpu import JIT
-from ..kernels.jit import njit
+from ..kernels.cpu.jit import njit
+from ..kernels.cpu.templates import JIT
 from . import reduce as _reduce
 from . import shape as _shape
 from ._define import elementwise

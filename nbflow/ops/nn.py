@@ -16,9 +16,9 @@ import numpy as np
 from ..core import UNKNOWN, Attr, Op, Spec, broadcast_shapes, normalize_axis
 from ..core import dtypes as dt
 from ..core.errors import AttrError, DTypeError, OutOfRangeError, ShapeError
-from ..kernels import threads, vecmath
-from ..kernels.cpu import JIT, axis_rows, sum64, write_axis_rows
-from ..kernels.jit import njit
+from ..kernels.cpu import threads, vecmath
+from ..kernels.cpu.jit import njit
+from ..kernels.cpu.templates import JIT, axis_rows, sum64, write_axis_rows
 from . import reduce as _reduce
 from . import shape as _shape
 from .elementwise import cast, exp
@@ -34,8 +34,7 @@ _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 def _softmax_exps(x, exps):
     """exps[i] = exp(x[i] - max(x[i])) for each row of the 2-D x (exps C-contiguous, x's
     shape); returns the row maxima. The exps run over the whole block in one loop: with rows
-    as short as 10 classes, a vector loop per row would be mostly its scalar remainder (128 x
-    10 float32: 6.4 -> 4.7 us for the loss)."""
+    as short as 10 classes, a vector loop per row would be mostly its scalar remainder."""
     rows, n = x.shape
     m = np.zeros(rows, x.dtype)
     if n == 0:
@@ -119,7 +118,7 @@ def _first_bad_label(labels, n_classes, ignore_index, use_ignore):
 
 @njit(**JIT)
 def _count_kept(labels, ignore_index):
-    """The number of labels other than ignore_index (numpy's compare and count: 1.2 us)."""
+    """The number of labels other than ignore_index (cheaper than numpy's compare and count)."""
     count = 0
     for i in range(labels.size):
         count += labels[i] != ignore_index

@@ -26,10 +26,10 @@ import numpy as np
 from ..core import UNKNOWN, Attr, Op, Spec, is_probability, needs_grad
 from ..core import dtypes as dt
 from ..core.errors import AttrError, DTypeError, OutOfRangeError, ShapeError
-from ..kernels import threads
-from ..kernels.cpu import JIT
-from ..kernels.cuda import not_supported
-from ..kernels.jit import njit
+from ..kernels.cpu import threads
+from ..kernels.cpu.jit import njit
+from ..kernels.cpu.templates import JIT
+from ..kernels.cuda.loader import not_supported
 from . import reduce as _reduce
 from . import shape as _shape
 from .creation import Generator, default_generator, ones_like, zeros_like

@@ -1,17 +1,25 @@
-"""PyTorch's small linear-algebra functions (cross, kron, inner, mv, the add-products, ...),
-composed from matmul and elementwise ops."""
+"""PyTorch's small linear-algebra functions (cross, kron, inner, mv, the add-products,
+tensordot, dist, renorm, vander, ...) and cdist, composed from matmul, einsum and elementwise
+ops."""
+
+import math
 
 import numpy as np
 
+from ..argcheck import known_size, number
 from ..core import UNKNOWN
-from ..core.errors import AttrError, ShapeError
-from .creation import eye
+from ..core import dtypes as dt
+from ..core.errors import AttrError, DomainError, DTypeError, ShapeError
+from .creation import eye, full_like, zeros
 from .decomp import inv
-from .elementwise import div, mul
+from .einsum import einsum
+from .elementwise import abs, astype, div, mul, sqrt, where
 from .index import getitem
 from .linalg import bmm, dot, matmul, outer
+from .reduce import norm
 from .reduce import sum as reduce_sum
-from .shape import axis_of, broadcast_to, reshape, stack
+from .select import _int
+from .shape import axis_of, broadcast_to, reshape, stack, swapaxes, unsqueeze
 
 
 def _ranks(name, **named):
@@ -153,6 +161,145 @@ def matrix_power(x, n):
     return result
 
 
+# ---------------------------------------------------------------- tensordot, norms, vander
+
+
+def tensordot(a, b, dims=2):
+    """The sum of products over a's last `dims` dims and b's first (or over the dim lists
+    dims=(dims_a, dims_b)), composed as an einsum; a contracted dim of size 1 broadcasts
+    against the other's, as in PyTorch."""
+    if isinstance(dims, (int, np.integer)) and not isinstance(dims, bool):
+        k = _int("tensordot", "dims", dims, low=0)
+        if k > a.ndim or k > b.ndim:
+            raise ShapeError(f"tensordot: dims={k} exceeds the dims of {a.shape} or {b.shape}")
+        da, db = list(range(a.ndim - k, a.ndim)), list(range(k))
+    else:
+        try:
+            da, db = ([d] if isinstance(d, (int, np.integer)) else list(d) for d in dims)
+        except (TypeError, ValueError):
+            raise AttrError(f"tensordot: dims must be an int or two lists, got {dims!r}") from None
+    if len(da) != len(db):
+        raise ShapeError(f"tensordot: {len(da)} dims of a against {len(db)} of b")
+    da, db = [axis_of(d, a.ndim) for d in da], [axis_of(d, b.ndim) for d in db]
+    a, b = _contracted_sizes_matched(a, b, da, db)
+    letters = iter("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
+    sa, sb = [next(letters) for _ in range(a.ndim)], [None] * b.ndim
+    for i, j in zip(da, db):
+        if UNKNOWN not in (a.shape[i], b.shape[j]) and a.shape[i] != b.shape[j]:
+            raise ShapeError(f"tensordot: dim {i} of {a.shape} and dim {j} of {b.shape} differ")
+        sb[j] = sa[i]
+    sb = [s or next(letters) for s in sb]
+    kept = [s for i, s in enumerate(sa) if i not in da] + [
+        s for j, s in enumerate(sb) if j not in db
+    ]
+    return einsum(f"{''.join(sa)},{''.join(sb)}->{''.join(kept)}", a, b)
+
+
+def _contracted_sizes_matched(a, b, da, db):
+    """a and b with a contracted dim of size 1 against a longer one summed on the other side
+    (kept as size 1): PyTorch's tensordot broadcasts such dims."""
+    for i, j in zip(da, db):
+        if a.shape[i] == 1 and b.shape[j] not in (1, UNKNOWN):
+            b = reduce_sum(b, axis=j, keepdims=True)
+        elif b.shape[j] == 1 and a.shape[i] not in (1, UNKNOWN):
+            a = reduce_sum(a, axis=i, keepdims=True)
+    return a, b
+
+
+def dist(input, other, p=2):
+    """The p-norm of input - other (broadcast), over every element."""
+    for x in (input, other):
+        if not dt.is_float(x.dtype):
+            raise DTypeError(f"dist: inputs must be float tensors, got {x.dtype}")
+    return norm(input - other, number("dist", "p", p))
+
+
+def renorm(input, p, dim, maxnorm):
+    """input with each slice along `dim` whose p-norm exceeds maxnorm scaled down to norm
+    maxnorm (by maxnorm / (norm + 1e-7), as PyTorch)."""
+    if not dt.is_float(input.dtype):
+        raise DTypeError(f"renorm: input must be a float tensor, got {input.dtype}")
+    p, maxnorm = number("renorm", "p", p), number("renorm", "maxnorm", maxnorm)
+    if not p > 0 or not maxnorm >= 0:
+        raise DomainError(f"renorm: p must be > 0 and maxnorm >= 0, got p={p}, maxnorm={maxnorm}")
+    a = axis_of(dim, input.ndim)
+    rest = tuple(d for d in range(input.ndim) if d != a)
+    size = norm(input, p, axis=rest, keepdims=True) if rest else abs(input)
+    return input * where(size > maxnorm, maxnorm / (size + 1e-7), 1.0)
+
+
+def vander(x, N=None, increasing=False):
+    """The Vandermonde matrix of a 1-D x: columns x**(N-1), ..., x**0 (x**0 first with
+    increasing); integers (and bools) in int64, as PyTorch."""
+    if x.ndim != 1:
+        raise ShapeError(f"vander: x must be 1-D, got shape {x.shape}")
+    n = known_size("vander", x, 0) if N is None else _int("vander", "N", N, low=0)
+    if not dt.is_float(x.dtype):
+        x = astype(x, dt.int64)
+    if n == 0:
+        return zeros(known_size("vander", x, 0), 0, dtype=x.dtype)
+    columns = [full_like(x, 1)]
+    for _ in range(n - 1):  # products, not powers: pow's gradient at 0 would be 0 * inf
+        columns.append(columns[-1] * x)
+    return stack(columns if increasing else columns[::-1], axis=1)
+
+
+# ---------------------------------------------------------------- distances
+
+
+_COMPUTE_MODES = (
+    "use_mm_for_euclid_dist_if_necessary",
+    "use_mm_for_euclid_dist",
+    "donot_use_mm_for_euclid_dist",
+)
+
+
+def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
+    """The p-norm distances between each row of x1 (..., P, M) and each row of x2 (..., R, M):
+    (..., P, R), batch dims broadcasting. p >= 0 or inf; p=0 counts the differing
+    coordinates. The gradient at a zero distance is 0, as PyTorch's."""
+    for arg, x in (("x1", x1), ("x2", x2)):
+        if x.ndim < 2:
+            raise ShapeError(f"cdist: {arg} must have at least 2 dims, got shape {x.shape}")
+        if not dt.is_float(x.dtype):
+            raise DTypeError(f"cdist: {arg} must be a float tensor, got {x.dtype}")
+    m1, m2 = x1.shape[-1], x2.shape[-1]
+    if UNKNOWN not in (m1, m2) and m1 != m2:
+        raise ShapeError(f"cdist: x1 and x2 rows differ in length: {x1.shape} and {x2.shape}")
+    p = number("cdist", "p", p)
+    if not p >= 0:
+        raise DomainError(f"cdist: p must be >= 0 (or inf), got {p}")
+    if compute_mode not in _COMPUTE_MODES:
+        raise AttrError(f"cdist: compute_mode must be one of {_COMPUTE_MODES}")
+    if p == 2 and _use_mm(compute_mode, x1.shape[-2], x2.shape[-2]):
+        return _euclid_by_matmul(x1, x2)
+    diff = unsqueeze(x1, -2) - unsqueeze(x2, -3)  # (..., P, R, M): memory P * R * M
+    if p in (0, 1, 2, math.inf):
+        return norm(diff, p, axis=-1)
+    a = abs(diff)
+    # |d|**p and s**(1/p) have infinite slopes at 0: the inner wheres keep them out
+    powered = where(a > 0, where(a > 0, a, 1) ** p, 0)
+    s = reduce_sum(powered, axis=-1)
+    return where(s > 0, where(s > 0, s, 1) ** (1.0 / p), 0)
+
+
+def _use_mm(mode, p_rows, r_rows):
+    # PyTorch's rule: the matmul form (memory P * R) beyond 25 rows; the difference form
+    # (exact, memory P * R * M) otherwise
+    if mode == "use_mm_for_euclid_dist_if_necessary":
+        return UNKNOWN in (p_rows, r_rows) or p_rows > 25 or r_rows > 25
+    return mode == "use_mm_for_euclid_dist"
+
+
+def _euclid_by_matmul(x1, x2):
+    """sqrt(|a|^2 + |b|^2 - 2 a.b): rounding can leave a small negative, clamped to 0."""
+    sq1 = reduce_sum(x1 * x1, axis=-1, keepdims=True)
+    sq2 = unsqueeze(reduce_sum(x2 * x2, axis=-1), -2)
+    d2 = sq1 + sq2 - matmul(x1, swapaxes(x2, -1, -2)) * 2
+    positive = d2 > 0
+    return where(positive, sqrt(where(positive, d2, 1)), 0)
+
+
 __all__ = [
     "cross",
     "kron",
@@ -168,4 +315,9 @@ __all__ = [
     "addcmul_",
     "addcdiv_",
     "matrix_power",
+    "tensordot",
+    "dist",
+    "renorm",
+    "vander",
+    "cdist",
 ]

@@ -1,23 +1,26 @@
 """PyTorch's questions about tensors and dtypes (is_tensor, is_floating_point, finfo,
-promote_types, ...), as_tensor, and the constants torch exports (e, pi, inf, nan, newaxis)."""
+promote_types, numel, ...), as_tensor, asarray and scalar_tensor, and the constants torch exports
+(e, pi, inf, nan, newaxis)."""
 
 import math
 
 import numpy as np
 
-from ..argcheck import integers
-from ..core import REGISTRY, Value
+from ..argcheck import integers, number
+from ..core import REGISTRY, UNKNOWN, Value
 from ..core import broadcast_shapes as broadcast_shapes_of
 from ..core import dtypes as dt
 from ..core.errors import (
+    AttrError,
     DTypeError,
     ShapeError,
+    UnsupportedError,
 )
 from .creation import manual_seed, on_device
 from .elementwise import (
     astype,
+    clone,
 )
-from .extras import _is_value, numel
 from .shape import (
     reshape,
 )
@@ -169,6 +172,62 @@ def get_device(input):
     return input.get_device()
 
 
+# ---------------------------------------------------------------- values, numel, tensors
+
+
+def _is_value(x) -> bool:
+    """A tensor, a graph value or an array (what the ops take as a tensor argument)."""
+    return all(hasattr(x, a) for a in ("shape", "ndim", "dtype"))
+
+
+def _eager_or_none(t):
+    """t's values in eager mode; None for a graph value (it has none until the program runs)."""
+    try:
+        return np.asarray(t.numpy())
+    except (AttributeError, UnsupportedError):
+        return None
+
+
+def numel(input):
+    """The number of elements (an int)."""
+    if UNKNOWN in tuple(input.shape):
+        raise UnsupportedError(f"numel of a value of shape {input.shape}: a dim is unknown")
+    return math.prod(input.shape)
+
+
+def scalar_tensor(s, *, dtype=None, device=None, requires_grad=False):
+    """The number s as a 0-d tensor, in the default float dtype unless given."""
+    if not isinstance(s, (bool, np.bool_)):
+        number("scalar_tensor", "s", s)
+    dtype = dt.as_dtype(dtype)
+    return on_device(astype(np.asarray(dt.scalar(s, dtype)), dtype), device, requires_grad)
+
+
+def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=None):
+    """obj as a tensor: a tensor of that dtype is itself (a copy with copy=True); other data
+    are copied as as_tensor does (PyTorch would share a numpy array's memory, which
+    nbflow.from_numpy does: here copy=False raises where a copy is made). requires_grad:
+    None keeps a tensor's, False detaches, True asks for it."""
+    want = None if dtype is None else dt.as_dtype(dtype)
+    same = is_tensor(obj) and (want is None or want == obj.dtype)
+    if copy is False and not same:
+        raise AttrError(
+            f"asarray: copy=False, but {type(obj).__name__} needs a copy here "
+            "(nbflow.from_numpy shares a numpy array's memory)"
+        )
+    if not is_tensor(obj):
+        out = as_tensor(obj, dtype=want)
+    else:
+        out = obj if same else astype(obj, want)
+        out = clone(out) if copy and out is obj else out
+    if requires_grad is False and out.requires_grad:
+        out = out.detach()
+    out = on_device(out, device)
+    if requires_grad and not out.requires_grad:
+        out = on_device(out.detach() if out is obj else out, None, True)
+    return out
+
+
 __all__ = [
     "is_tensor",
     "as_tensor",
@@ -192,4 +251,7 @@ __all__ = [
     "pi",
     "inf",
     "nan",
+    "numel",
+    "scalar_tensor",
+    "asarray",
 ]

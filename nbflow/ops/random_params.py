@@ -22,9 +22,9 @@ from numba.extending import register_jitable
 from ..core import Attr, Op, Spec, broadcast_shapes
 from ..core import dtypes as dt
 from ..core.errors import AttrError, DomainError
-from ..kernels.cpu import JIT
-from ..kernels.cuda import impl
-from ..kernels.jit import njit
+from ..kernels.cpu.jit import njit
+from ..kernels.cpu.templates import JIT
+from ..kernels.cuda.loader import impl
 from ..runtime import device as devices
 from . import special
 from ._define import elementwise

@@ -13,11 +13,11 @@ import numpy as np
 from ..core import Attr, Op, Spec, needs_grad
 from ..core import dtypes as dt
 from ..core.errors import ShapeError
-from ..kernels import threads
-from ..kernels.cpu import JIT
-from ..kernels.cuda import not_supported
-from ..kernels.jit import njit
-from ..kernels.vecmath import sigmoid, tanh
+from ..kernels.cpu import threads
+from ..kernels.cpu.jit import njit
+from ..kernels.cpu.templates import JIT
+from ..kernels.cpu.vecmath import sigmoid, tanh
+from ..kernels.cuda.loader import not_supported
 from ..runtime import buffers
 from .creation import full
 

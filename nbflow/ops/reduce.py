@@ -35,8 +35,9 @@ from ..argcheck import integer, integers, shown
 from ..core import Attr, Op, Spec, normalize_axis
 from ..core import dtypes as dt
 from ..core.errors import ArgumentError, AttrError, DomainError, DTypeError, ShapeError
-from ..kernels import vecmath
-from ..kernels.cpu import (
+from ..kernels.cpu import vecmath
+from ..kernels.cpu.jit import njit
+from ..kernels.cpu.templates import (
     JIT,
     blocked_sum,
     reduce_launcher,
@@ -46,7 +47,6 @@ from ..kernels.cpu import (
     sum_rows,
     zero_acc,
 )
-from ..kernels.jit import njit
 from . import elementwise as _ew
 from .elementwise import exp, logical_and, maximum, where
 from .index import take_along_axis_op
@@ -133,7 +133,7 @@ def _acc(d):
 def _mean_rows(x, out):
     n = x.shape[1]
     for i in range(x.shape[0]):
-        # blocked_sum's four running sums: one long chain of float64 adds took 30 us for 32k
+        # blocked_sum's four running sums: one long chain of float64 adds waits on itself
         out[i] = blocked_sum(x[i]) / n  # 0 / 0 is NaN for an empty row, as numpy
 
 
@@ -156,9 +156,9 @@ def _smaller(v, m):
     return v if v < m or v != v else m
 
 
-# Four running extrema per row, like sum64: one chain of compare-and-select waits on itself
-# (40 us for the max of each row of a 128x256 array, 14 us in four). max and min are written
-# out twice: passing the comparison as a function argument stops numba caching the kernels.
+# Four running extrema per row, like sum64: one chain of compare-and-select waits on itself.
+# max and min are written out twice: passing the comparison as a function argument stops
+# numba caching the kernels.
 
 
 @njit(**JIT)
@@ -195,7 +195,7 @@ def _min_rows(x, out):
 
 # Column kernels, for axes that lead (a batch's mean, max or min): x is 2-D C-contiguous
 # (reduced, kept); whole rows are combined as vectors, which vectorises, where the row kernels
-# would need a transposed copy first (76 us for max over the batch of a 128x256 array).
+# would need a transposed copy first.
 
 
 @njit(**JIT)

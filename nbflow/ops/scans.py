@@ -15,8 +15,8 @@ from ..argcheck import integer, real
 from ..core import UNKNOWN, Attr, Op, Spec
 from ..core import dtypes as dt
 from ..core.errors import AttrError, DomainError, ShapeError, UnsupportedError
-from ..kernels.cpu import JIT, axis_rows, write_axis_rows, zero_acc
-from ..kernels.jit import njit
+from ..kernels.cpu.jit import njit
+from ..kernels.cpu.templates import JIT, axis_rows, write_axis_rows, zero_acc
 from . import reduce
 from .broadcast import broadcast_to_like
 from .creation import arange, full, full_like

@@ -438,7 +438,7 @@ def _split_like_spec(x, *likes, axis):
 
 def _pieces(x, lengths, axis: int) -> tuple:
     """Views of x cut along `axis` (>= 0) into `lengths`, sliced directly: np.split costs
-    ~10 us for four pieces (an LSTM's gates), this ~2."""
+    several times more for a few pieces (an LSTM's gates)."""
     lead = (slice(None),) * axis
     views, start = [], 0
     for n in lengths:

@@ -1,10 +1,12 @@
-"""Window functions (hann, hamming, blackman, bartlett, kaiser) and histograms (histc,
-histogram), composed from nbflow's ops."""
+"""Window functions (hann, hamming, blackman, bartlett, kaiser), histograms (histc, histogram)
+and bincount, composed from nbflow's ops. A result whose shape depends on the input's values
+(bincount) is eager only: UnsupportedError on a graph value."""
 
 from collections import namedtuple
 
 import numpy as np
 
+from ..argcheck import known_size, number
 from ..core import STATE
 from ..core import dtypes as dt
 from ..core.errors import (
@@ -23,12 +25,14 @@ from .elementwise import (
     minimum,
     where,
 )
-from .extras import _eager_or_none, _is_value, _known, _number, searchsorted
 from .index import index_put
+from .queries import _eager_or_none, _is_value
 from .reduce import amax, amin
 from .reduce import sum as reduce_sum
+from .search import searchsorted
 from .select import (
     _int,
+    eager_values,
 )
 from .shape import (
     concat,
@@ -81,7 +85,7 @@ def hamming_window(
     requires_grad=False,
 ):
     """The Hamming window alpha - beta cos(2 pi k / (M - 1))."""
-    alpha, beta = _number("hamming_window", "alpha", alpha), _number("hamming_window", "beta", beta)
+    alpha, beta = number("hamming_window", "alpha", alpha), number("hamming_window", "beta", beta)
 
     def formula(k, m):
         return alpha - beta * np.cos(2 * np.pi * k / (m - 1))
@@ -115,7 +119,7 @@ def kaiser_window(
     window_length, periodic=True, beta=12.0, *, dtype=None, device=None, requires_grad=False
 ):
     """The Kaiser window I0(beta sqrt(1 - (2k / (M - 1) - 1)^2)) / I0(beta)."""
-    beta = _number("kaiser_window", "beta", beta)
+    beta = number("kaiser_window", "beta", beta)
 
     def formula(k, m):
         r = 2 * k / (m - 1) - 1
@@ -167,7 +171,7 @@ def histc(input, bins=100, min=0, max=0):
     when min == max); elements outside are ignored. Float input; no gradient, as PyTorch."""
     x = _float_input("histc", input)
     bins = _int("histc", "bins", bins, low=1)
-    low, high = float(_number("histc", "min", min)), float(_number("histc", "max", max))
+    low, high = float(number("histc", "min", min)), float(number("histc", "max", max))
     if low > high:
         raise DomainError(f"histc: max must be larger than min, got min={low}, max={high}")
     if low == high:
@@ -191,11 +195,11 @@ def histogram(input, bins, *, range=None, weight=None, density=False):
         if range is None:
             low, high = _data_range(name, x, 0.5)
         else:
-            low, high = (float(_number(name, "range", v)) for v in range)
+            low, high = (float(number(name, "range", v)) for v in range)
             if low > high:
                 raise DomainError(f"{name}: max must be larger than min, got range {range}")
         edges = _uniform_edges(low, high, n, input.dtype)
-    count = _known(name, edges, 0) - 1
+    count = known_size(name, edges, 0) - 1
     if weight is not None and tuple(weight.shape) != tuple(input.shape):
         raise ShapeError(f"{name}: weight {weight.shape} must match input {input.shape}")
     w = None if weight is None else reshape(weight, (-1,))
@@ -230,6 +234,33 @@ def _uniform_edges(low, high, n, dtype):
     return concat([steps, reshape(high, (1,))], axis=0)
 
 
+# ---------------------------------------------------------------- counts
+
+
+def bincount(input, weights=None, minlength=0):
+    """The count of each value 0..max(input) in a 1-D tensor of non-negative ints (the sum
+    of their weights, when given). Eager only: the result's length is input's maximum."""
+    if input.ndim != 1:
+        raise ShapeError(f"bincount: input must be 1-D, got shape {input.shape}")
+    if input.dtype not in dt.INTS:
+        raise DTypeError(f"bincount: input must be an integer tensor, got {input.dtype}")
+    minlength = _int("bincount", "minlength", minlength, low=0)
+    values = eager_values("bincount", "input", input)
+    if values.size and values.min() < 0:
+        raise DomainError(f"bincount: input must be non-negative, got {int(values.min())}")
+    n = max(int(values.max()) + 1 if values.size else 0, minlength)
+    device = getattr(input, "device", None)
+    if weights is None:
+        counts = zeros(n, dtype=dt.int64, device=device)
+        return index_put(counts, (input,), 1, accumulate=True)
+    if tuple(weights.shape) != tuple(input.shape):
+        raise ShapeError(f"bincount: weights {weights.shape} must match input {input.shape}")
+    # PyTorch's result dtype: float32 for float32 weights, float64 for any other
+    dtype = dt.float32 if weights.dtype == dt.float32 else dt.float64
+    out = zeros(n, dtype=dtype, device=device)
+    return index_put(out, (input,), astype(weights, dtype), accumulate=True)
+
+
 __all__ = [
     "hann_window",
     "hamming_window",
@@ -238,4 +269,5 @@ __all__ = [
     "kaiser_window",
     "histc",
     "histogram",
+    "bincount",
 ]

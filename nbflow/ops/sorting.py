@@ -10,8 +10,8 @@ import numpy as np
 from ..core import UNKNOWN, Attr, Op, Spec
 from ..core import dtypes as dt
 from ..core.errors import ArgumentError, AttrError, OutOfRangeError, ShapeError
-from ..kernels.cpu import JIT, axis_rows, write_axis_rows
-from ..kernels.jit import njit
+from ..kernels.cpu.jit import njit
+from ..kernels.cpu.templates import JIT, axis_rows, write_axis_rows
 from ..kernels.sorting import sort_row
 from .creation import on_device, uniform_op, zeros_like
 from .elementwise import isnan, where

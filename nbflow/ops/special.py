@@ -37,7 +37,7 @@ from .elementwise import (
     where,
     xlogy,
 )
-from .elementwise_more import _I0_LARGE, _I0_SMALL, i0
+from .floating import _I0_LARGE, _I0_SMALL, i0
 
 sc = Deferred("scipy.special")  # (the references' functions)
 
@@ -93,8 +93,8 @@ def _p1evl(x, coefficients):
 
 @register_jitable
 def _chbevl(y, coefficients):
-    """Clenshaw's sum of the Chebyshev series at y (Cephes' chbevl; nbflow.ops.elementwise_more
-    has the same sum on tensors for its composed i0)."""
+    """Clenshaw's sum of the Chebyshev series at y (Cephes' chbevl; nbflow.ops.floating has
+    the same sum on tensors for its composed i0)."""
     b0, b1, b2 = 0.0, 0.0, 0.0
     for c in coefficients:
         b2 = b1
@@ -280,7 +280,7 @@ log_ndtr.defgrad(lambda g, out, x: (g * exp((x * x * 0.5 + out) * -1) * INV_SQRT
 # ---------------------------------------------------------------- modified Bessel functions
 
 # Cephes' Chebyshev coefficients of exp(-x) I1(x) / x on [0, 8] and of exp(-x) sqrt(x) I1(x)
-# on (8, inf) (I0's are nbflow.ops.elementwise_more's)
+# on (8, inf) (I0's are nbflow.ops.floating's)
 _I1_SMALL = (
     2.77791411276104639959e-18, -2.11142121435816608115e-17, 1.55363195773620046921e-16,
     -1.10559694773538630805e-15, 7.60068429473540693410e-15, -5.04218550472791168711e-14,

@@ -1,25 +1,28 @@
 """PyTorch's statistics over tensors: var_mean and std_mean (both of PyTorch's spellings of the
 correction), cov and corrcoef (numpy's weights), trapezoid and cumulative_trapezoid, and
 gradient (finite differences of edge order 1 or 2, spacings as numbers, coordinates or
-tensors). Each is composed from nbflow's ops, so gradients, graph mode and the GPU come from
-those ops."""
+tensors), nanmedian and mode. Each is composed from nbflow's ops, so gradients, graph mode and
+the GPU come from those ops."""
 
 import warnings
 
 import numpy as np
 
-from ..argcheck import choice, integers
+from ..argcheck import choice, integers, known_size, number
 from ..core import UNKNOWN
 from ..core import dtypes as dt
 from ..core.errors import ArgumentError, AttrError, DomainError, DTypeError, ShapeError
-from .elementwise import astype, clip, mul, sqrt, where
-from .extras import _eager_or_none, _floats, _is_value, _known, _number
+from .elementwise import astype, clip, eq, floor_div, isnan, logical_not, maximum, mul, sqrt, where
+from .floating import _floats
+from .index import take_along_axis
 from .linalg import matmul
-from .reduce import mean, reduced_count, var
+from .queries import _eager_or_none, _is_value
+from .reduce import ValuesIndices, amax, amin, mean, reduced_count, var
 from .reduce import sum as reduce_sum
 from .scans import cumsum
-from .select import diagonal, eager_values, narrow
-from .shape import axis_of, concat, reshape, transpose, unsqueeze
+from .select import _dim, _highest, diagonal, eager_values, narrow
+from .shape import axis_of, concat, movedim, reshape, squeeze, transpose, unsqueeze
+from .sorting import median, sort_op
 
 
 def _correction(name, dim, unbiased, correction):
@@ -75,11 +78,11 @@ def cov(input, *, correction=1, fweights=None, aweights=None):
         raise ShapeError(f"cov: input must have at most 2 dims, got {input.ndim}")
     if input.dtype == dt.bool_:
         raise DTypeError("cov: bool input is not supported")
-    _number("cov", "correction", correction)
+    number("cov", "correction", correction)
     x = _floats("cov", input)
     x = reshape(x, (1, -1)) if x.ndim < 2 else x
     # one variable gives a 0-d result (PyTorch squeezes): the rank needs the count known
-    variables, n = _known("cov", x, 0), x.shape[1]
+    variables, n = known_size("cov", x, 0), x.shape[1]
     w = None if fweights is None else _weights("fweights", fweights, n, True)
     aw = None if aweights is None else _weights("aweights", aweights, n, False)
     if aw is not None:
@@ -141,7 +144,7 @@ def _areas(name, y, x, dx, dim):
     y = _floats(name, y)
     lo, hi = _slices(y, a)
     if x is None:
-        return (lo + hi) * (0.5 if dx is None else _number(name, "dx", dx) / 2), a
+        return (lo + hi) * (0.5 if dx is None else number(name, "dx", dx) / 2), a
     if dx is not None:
         raise AttrError(f"{name}: give x or dx, not both")
     if x.ndim > y.ndim:
@@ -209,7 +212,7 @@ def _derivative(f, a, step, edge_order):
             raise ShapeError(f"gradient: coordinates of shape {x.shape} for {n} samples")
         dx = np.diff(x)
     else:
-        dx = np.full(n - 1, float(_number("gradient", "spacing", step)))
+        dx = np.full(n - 1, float(number("gradient", "spacing", step)))
     if edge_order == 1:
         first, last = (-1 / dx[0], 1 / dx[0]), (-1 / dx[-1], 1 / dx[-1])
     else:
@@ -239,6 +242,54 @@ def _weighted(f, a, start, count, weights):
     return total
 
 
+# ---------------------------------------------------------------- medians and modes
+
+
+def nanmedian(input, dim=None, keepdim=False):
+    """median ignoring NaN: the lower median of the numbers (NaN where there are none); with
+    dim, (values, indices) along it."""
+    if dim is None:
+        return nanmedian(reshape(input, (-1,)), 0).values
+    if not dt.is_float(input.dtype):
+        return median(input, dim, keepdim)
+    if input.ndim == 0:  # one element (PyTorch's): dim 0 or -1 of a 0-d tensor
+        _dim("nanmedian", reshape(input, (1,)), dim)
+        values, indices = nanmedian(reshape(input, (1,)), 0)
+        return ValuesIndices(reshape(values, ()), reshape(indices, ()))
+    a, n = _dim("nanmedian", input, dim)
+    if n == 0:
+        raise ShapeError(f"nanmedian of an empty dim (input of shape {input.shape})")
+    values, indices = sort_op(input, axis=a)  # NaN sorts last, stably
+    numbers = reduce_sum(logical_not(isnan(input)), axis=a, keepdims=True)
+    k = floor_div(maximum(numbers - 1, 0), 2)
+    value, index = take_along_axis(values, k, a), take_along_axis(indices, k, a)
+    if not keepdim:
+        value, index = squeeze(value, a), squeeze(index, a)
+    return ValuesIndices(value, index)
+
+
+def mode(input, dim=-1, keepdim=False):
+    """(values, indices): the most frequent value along `dim` (the smallest of equally
+    frequent ones) and the last index where it occurs, as PyTorch's CPU mode. Compares every
+    pair along dim (memory numel * n)."""
+    if input.ndim == 0:
+        values, indices = mode(reshape(input, (1,)), 0, keepdim=False)
+        return ValuesIndices(values, indices)
+    a, n = _dim("mode", input, dim)
+    if n == 0:
+        raise ShapeError(f"mode of an empty dim (input of shape {input.shape})")
+    x = movedim(input, a, -1)
+    key = astype(x, dt.int64) if x.dtype == dt.bool_ else x
+    counts = reduce_sum(eq(unsqueeze(key, -1), unsqueeze(key, -2)), axis=-1)
+    top = eq(counts, amax(counts, axis=-1, keepdims=True))
+    best = amin(where(top, key, _highest(key.dtype)), axis=-1, keepdims=True)
+    index = amax(where(eq(key, best), np.arange(n), -1), axis=-1, keepdims=True)
+    value = take_along_axis(x, index, -1)  # the gradient goes to that one element
+    if keepdim:
+        return ValuesIndices(movedim(value, -1, a), movedim(index, -1, a))
+    return ValuesIndices(squeeze(value, -1), squeeze(index, -1))
+
+
 __all__ = [
     "var_mean",
     "std_mean",
@@ -247,4 +298,6 @@ __all__ = [
     "trapezoid",
     "cumulative_trapezoid",
     "gradient",
+    "nanmedian",
+    "mode",
 ]

@@ -104,7 +104,7 @@ def to_host(a) -> np.ndarray:
     if simulator():
         return np.array(a._ary)  # copy_to_host of a strided stand-in keeps its strides
     if not (a.is_c_contiguous() or a.is_f_contiguous()):
-        from ..kernels import cuda_impl
+        from ..kernels.cuda import skeletons as cuda_impl
 
         a = cuda_impl.contiguous(a)
     return a.copy_to_host()

@@ -4,7 +4,7 @@ numpy's matmul does not expose GEMM's scalars, and adding a product into an exis
 with them saves a pass over it: a graph-mode SGD step folded into its weight-gradient product
 (graph/rewrite.py) never stores the gradient (the step of a 256x784 weight: 285 -> 262 us).
 The library is the OpenBLAS that numpy loaded, found through threadpoolctl (as
-kernels/threads.py finds it to switch its thread count), so no second BLAS and no second thread
+kernels/cpu/threads.py finds it to switch its thread count), so no second BLAS and no second thread
 pool join the process. Where that fails (another BLAS, no cblas symbols, an operand BLAS
 cannot take as it is), `gemm` returns False and the caller computes the same with numpy.
 """

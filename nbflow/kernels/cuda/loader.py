@@ -1,20 +1,20 @@
 """CUDA launchers that load lazily: importing this module needs no numba-cuda.
 
 An elementwise op's scalar body becomes its CUDA kernel here (the same body the CPU loop runs);
-the kernels themselves live in nbflow.kernels.cuda_impl, which imports numba.cuda and is loaded
+the kernels themselves live in nbflow.kernels.cuda.skeletons, which imports numba.cuda and is loaded
 on the first GPU launch.
 """
 
 from numba.core.errors import NumbaError
 
-from ..core.errors import KernelCompileError, UnsupportedError
+from ...core.errors import KernelCompileError, UnsupportedError
 
 
 def impl():
-    """nbflow.kernels.cuda_impl (imported on first use: it needs numba-cuda)."""
-    from . import cuda_impl
+    """nbflow.kernels.cuda.skeletons (imported on first use: it needs numba-cuda)."""
+    from . import skeletons
 
-    return cuda_impl
+    return skeletons
 
 
 class CudaElementwise:
@@ -38,7 +38,7 @@ class CudaElementwise:
         *ins, out = arrays
         params = tuple(_param(attrs[p], ins[0].dtype) for p in self.params)
         if self.check is not None:
-            from ..runtime.device import to_host
+            from ...runtime.device import to_host
 
             self.check(*[to_host(a) for a in ins])
         try:
@@ -50,7 +50,7 @@ class CudaElementwise:
 
 def _param(value, dtype):
     """A numeric attr as a scalar of the compute dtype, as on the CPU."""
-    from .cpu import _param as cpu_param
+    from ..cpu.templates import _param as cpu_param
 
     return cpu_param(value, dtype)
 

@@ -1,4 +1,4 @@
-"""conv3d on the GPU: conv2d's im2col pipeline (cuda_impl.conv2d and its gradients: one tiled
+"""conv3d on the GPU: conv2d's im2col pipeline (skeletons.conv2d and its gradients: one tiled
 matmul per group, the bias added while the result is laid out) run with two column kernels
 of rank 3, vol2col and col2vol, the GPU twins of conv3d.py's CPU kernels.
 
@@ -6,7 +6,7 @@ One thread per column entry (a grid-stride loop over the (G, C/G * kd * kh * kw,
 N * od * oh * ow) columns): vol2col reads the voxel the entry holds, or 0 in the padding;
 col2vol adds the entry back into that voxel with an atomic add, because taps that overlap
 (stride < kernel) send several entries to one voxel. float16 folds into a float32 buffer
-(cuda_impl.fold: no float16 atomics).
+(skeletons.fold: no float16 atomics).
 
 Importing this module needs no numba-cuda (nbflow/ops/conv3d.py imports it on the CPU path
 too): the kernels are built on the first GPU launch, by conv3d's launchers in ops/conv3d.py.
@@ -21,7 +21,7 @@ cuda = None
 
 @functools.cache
 def kernels():
-    """(vol2col, col2vol): the column kernels, the pair cuda_impl.conv2d takes as `columns`."""
+    """(vol2col, col2vol): the column kernels, the pair skeletons.conv2d takes as `columns`."""
     global cuda
     from numba import cuda
 

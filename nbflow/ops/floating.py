@@ -1,14 +1,16 @@
-"""PyTorch's elementwise functions that nbflow had under other names or not at all: the bitwise
-ops and shifts, nextafter, frexp and ldexp, fmax and fmin, isposinf/isneginf/isreal and i0
-(Cephes' Chebyshev series)."""
+"""PyTorch's elementwise functions of floating-point numbers: their parts (nextafter, frexp,
+ldexp), fmax and fmin (NaN-ignoring), isposinf/isneginf/isreal, and erfc and i0 (i0 composed
+from Cephes' Chebyshev series, so its gradient is the series' own derivative)."""
 
 import math
 from collections import namedtuple
 
 import numpy as np
 
+from ..argcheck import number, shown
 from ..core import dtypes as dt
 from ..core import needs_grad
+from ..core.errors import ArgumentError, DTypeError
 from ._define import elementwise
 from .creation import full_like
 from .elementwise import (
@@ -16,7 +18,6 @@ from .elementwise import (
     astype,
     exp,
     exp2,
-    floor_div,
     isinf,
     isnan,
     logical_and,
@@ -26,75 +27,31 @@ from .elementwise import (
     sqrt,
     where,
 )
-from .extras import _floats, _is_value, _number
-
-# ---------------------------------------------------------------- elementwise
+from .queries import _is_value
 
 
-_BITS = dt.INTS + (dt.bool_,)
+def _floats(name, x):
+    """x as a float tensor (integers and bools in the default float dtype, as PyTorch); a numpy
+    array of a dtype nbflow widens (uint8, int16 ...) counts as the dtype it becomes."""
+    if not hasattr(x, "dtype"):
+        raise ArgumentError(f"{name}: expected a tensor, got {shown(x)}")
+    dtype = dt.widen(np.dtype(x.dtype))
+    if dtype not in dt.ALL:
+        raise DTypeError(f"{name}: expected a tensor of numbers, got dtype {dtype}")
+    return x if dt.is_float(dtype) else astype(x, dt.default_float())
 
 
-@elementwise(dtypes=_BITS, ref=np.bitwise_and, differentiable=False)
-def bitwise_and(x, y):
-    """x & y, bit by bit (logical and for bools)."""
-    return x & y
+_erfc64 = np.vectorize(math.erfc, otypes=[np.float64])  # (the reference)
 
 
-@elementwise(dtypes=_BITS, ref=np.bitwise_or, differentiable=False)
-def bitwise_or(x, y):
-    """x | y, bit by bit (logical or for bools)."""
-    return x | y
+@elementwise(dtypes=dt.FLOATS, ref=lambda x: _erfc64(x).astype(x.dtype), to_float=True)
+def erfc(x):
+    """The complementary error function 1 - erf(x), to relative precision where it is
+    small (math.erfc: 1 - erf(x) in float32 is 0 from x = 3.9, erfc(5) is 1.5e-12)."""
+    return math.erfc(x)
 
 
-@elementwise(dtypes=_BITS, ref=np.bitwise_xor, differentiable=False)
-def bitwise_xor(x, y):
-    """x ^ y, bit by bit (logical xor for bools)."""
-    return x ^ y
-
-
-@elementwise(dtypes=_BITS, ref=np.invert, differentiable=False)
-def bitwise_not(x):
-    """~x, bit by bit (logical not for bools)."""
-    return ~x
-
-
-def _shift_ref(shift, past):
-    """numpy's shift, with PyTorch's answer for a shift past the width or negative (numpy
-    leaves it to the hardware)."""
-
-    def ref(x, y):
-        dtype = np.result_type(x, y)
-        bits = 8 * dtype.itemsize
-        x, y = np.asarray(x, dtype), np.asarray(y, dtype)
-        out = shift(x, np.clip(y, 0, bits - 1))
-        return np.where((y < 0) | (y >= bits), past(x), out).astype(dtype)
-
-    return ref
-
-
-@elementwise(
-    dtypes=dt.INTS,
-    ref=_shift_ref(np.left_shift, np.zeros_like),
-    differentiable=False,
-)
-def bitwise_left_shift(x, y):
-    """x shifted left by y bits (wrapping around; 0 when y is negative or past the width)."""
-    if y < 0 or y >= 64:
-        return x - x
-    return x << y  # (numba computes int32 in int64: the store wraps it back)
-
-
-@elementwise(
-    dtypes=dt.INTS,
-    ref=_shift_ref(np.right_shift, lambda x: np.where(x < 0, -1, 0)),
-    differentiable=False,
-)
-def bitwise_right_shift(x, y):
-    """x shifted right by y bits, the sign bit filling in (-1 or 0 when y is negative or past
-    the width)."""
-    if y < 0 or y >= 64:
-        y = 63
-    return x >> y
+erfc.defgrad(lambda g, out, x: (g * exp(x * x * -1) * (-2 / math.sqrt(math.pi)),))
 
 
 @elementwise(dtypes=(dt.float32, dt.float64), ref=np.nextafter)
@@ -144,7 +101,7 @@ def frexp(input):
 def ldexp(input, other):
     """input * 2**other, in a float dtype (integer input gives float32, as PyTorch)."""
     x = _floats("ldexp", input)
-    scale = astype(other, x.dtype) if _is_value(other) else float(_number("ldexp", "other", other))
+    scale = astype(other, x.dtype) if _is_value(other) else float(number("ldexp", "other", other))
     return mul(x, exp2(scale))
 
 
@@ -169,9 +126,6 @@ def fmin(input, other):
 def _is_float_pair(a, b):
     # (by the dtype's kind: a numpy array's int8 or complex dtype is no key of dt's tables)
     return any(_is_value(x) and np.dtype(x.dtype).kind == "f" for x in (a, b))
-
-
-floor_divide = floor_div  # PyTorch's floor_divide rounds toward minus infinity since 1.13
 
 
 def isposinf(input):
@@ -203,6 +157,8 @@ _I0_SMALL = (
     -0.02373741480589947, 0.04930528423967071, -0.09490109704804764,
     0.17162090152220877, -0.3046826723431984, 0.6767952744094761,
 )  # fmt: skip
+
+
 _I0_LARGE = (
     -7.233180487874754e-18, -4.830504485944182e-18, 4.46562142029676e-17,
     3.461222867697461e-17, -2.8276239805165836e-16, -3.425485619677219e-16,
@@ -243,12 +199,7 @@ def i0(input):
 
 
 __all__ = [
-    "bitwise_and",
-    "bitwise_or",
-    "bitwise_xor",
-    "bitwise_not",
-    "bitwise_left_shift",
-    "bitwise_right_shift",
+    "erfc",
     "nextafter",
     "frexp",
     "ldexp",
@@ -258,5 +209,4 @@ __all__ = [
     "isneginf",
     "isreal",
     "i0",
-    "floor_divide",
 ]

@@ -151,7 +151,7 @@ def set_num_threads(n: int) -> None:
     thread choices measured so far are dropped: they were made for the old count."""
     import numba
 
-    from ..core.errors import ArgumentError
+    from ...core.errors import ArgumentError
 
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise ArgumentError(f"set_num_threads: needs an int >= 1, got {n!r}")

@@ -93,7 +93,8 @@ def _exp_parts32(x):
 
 
 # The Python bodies below run only where numba does not compile (NUMBA_DISABLE_JIT, the CUDA
-# simulator); compiled code uses the overloads (the CPU ones here, the GPU ones in cuda_impl).
+# simulator); compiled code uses the overloads (the CPU ones here, the GPU ones in
+# cuda/skeletons.py).
 
 
 def exp(x):

@@ -16,7 +16,7 @@ Importing this module needs no numba-cuda: the kernels are built on the first GP
 import functools
 import math
 
-from .cuda import impl
+from .loader import impl
 
 # numba.cuda once kernels() has run. A module global, not a local: the CUDA simulator runs a
 # kernel by swapping its module's globals that are numba.cuda for its own fake module.

@@ -1,0 +1,2 @@
+"""The CPU kernels: templates that make @njit loops of scalar bodies, reductions, vectorisable
+math, BLAS and the thread chooser."""
