@@ -68,6 +68,16 @@ def _p():
 
 
 FIXED = {
+    # IndexError of a 0-d tensor's shape; numpy's ambiguous truth value of an array `side`
+    "triplet distance loss string margin": (
+        lambda: F.triplet_margin_with_distance_loss(_p(), _p(), _p(), margin="x"),
+        errors.AttrError,
+    ),
+    "select of a 0-d tensor": (lambda: nb.tensor(1.0).select(0, 0), errors.ShapeError),
+    "searchsorted array side": (
+        lambda: nb.searchsorted(nb.arange(3.0), nb.tensor(1.0), side=np.array(["l", "r"])),
+        errors.AttrError,
+    ),
     # a builtin ValueError from Tensor.item / bool(), reached by layers given a tensor for a
     # hyperparameter (RMSNorm's eps, ReflectionPad1d's padding, ...)
     "item of many elements": (lambda: nb.ones(2).item(), errors.ShapeError),

@@ -32,7 +32,7 @@ def searchsorted(sorted_sequence, values, *, out_int32=False, right=False, side=
     keep it sorted: the count of its elements below the value (at or below with right=True
     or side="right"). sorted_sequence is 1-D, or has values' leading dims; values may be a
     number (1-D sequence). Composed as comparisons: memory values.numel() * sequence length."""
-    if side not in (None, "left", "right"):
+    if not (side is None or isinstance(side, str)) or side not in (None, "left", "right"):
         raise AttrError(f"searchsorted: side must be 'left' or 'right', got {side!r}")
     if side == "left" and right:
         raise AttrError("searchsorted: side='left' and right=True contradict each other")

@@ -592,6 +592,8 @@ def _want_shape(name, src, shape):
 
 def select(input, dim, index):
     """input's slice at `index` of `dim` (that dim removed)."""
+    if input.ndim == 0:
+        raise ShapeError("select: needs at least one dim, got a 0-d tensor")
     a = axis_of(dim, input.ndim)
     n = input.shape[a]
     index = _int("select", "index", index)

@@ -384,6 +384,7 @@ def triplet_margin_with_distance_loss(
     """max(0, margin + d(anchor, positive) - d(anchor, negative)) with any distance function
     (default pairwise_distance); swap uses min(d(anchor, negative), d(positive, negative))."""
     reduction = _reduction("triplet_margin_with_distance_loss", reduction)
+    margin = real(margin, "triplet_margin_with_distance_loss: margin")
     if margin <= 0:
         raise DomainError(
             f"triplet_margin_with_distance_loss: margin must be greater than 0, got {margin}"
