@@ -141,6 +141,14 @@ class Operators(Value):
         ops.creation.check_memory_format("long", memory_format)
         return ops.astype(self, dt.int64)
 
+    def cfloat(self, memory_format=None):
+        ops.creation.check_memory_format("cfloat", memory_format)
+        return ops.astype(self, dt.complex64)
+
+    def cdouble(self, memory_format=None):
+        ops.creation.check_memory_format("cdouble", memory_format)
+        return ops.astype(self, dt.complex128)
+
     def bool(self, memory_format=None):
         ops.creation.check_memory_format("bool", memory_format)
         return ops.astype(self, dt.bool_)
@@ -208,10 +216,10 @@ class Operators(Value):
         return dt.is_float(self.dtype)
 
     def is_complex(self) -> bool:
-        return False  # nbflow has no complex dtypes
+        return dt.is_complex(self.dtype)
 
     def is_signed(self) -> bool:
-        return np.dtype(self.dtype).kind in "if"
+        return np.dtype(self.dtype).kind in "ifc"
 
     @property
     def is_cpu(self) -> bool:
