@@ -122,18 +122,11 @@ _COPY_VARIANT = "an aten *_copy variant: nbflow has the view op (and .clone())"
 UNMAPPED = {
     **dict.fromkeys(
         (
-            "angle",
             "cdouble",
             "cfloat",
             "chalf",
             "complex",
-            "conj",
-            "conj_physical",
-            "imag",
-            "real",
             "polar",
-            "resolve_conj",
-            "resolve_neg",
             "view_as_complex",
             "view_as_real",
         ),

@@ -11,6 +11,7 @@ from . import (
     broadcast,
     collective,  # noqa: F401  (nbflow.distributed's ops: public there, not top-level)
     compat,
+    complex_parts,
     conv,
     conv3d,
     creation,
@@ -52,6 +53,7 @@ FAMILIES += (conv3d,)
 FAMILIES += (factorizations,)
 FAMILIES += (queries, signal, elementwise_more, index_more, compat)
 FAMILIES += (random_params, recurrent, layernorm, statistics, tiling)
+FAMILIES += (complex_parts,)
 
 for _family in FAMILIES:
     globals().update({name: public(getattr(_family, name)) for name in _family.__all__})
