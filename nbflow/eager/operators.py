@@ -274,15 +274,25 @@ class Operators(Value):
 
     @property
     def H(self):
-        """The conjugate transpose of a matrix (nbflow's dtypes are real: its transpose)."""
+        """The conjugate transpose of a matrix (real dtypes: its transpose)."""
         if self.ndim > 2:
             raise ShapeError(f"H takes a tensor of at most 2 dims, got {self.ndim}: use mH")
-        return self.t()
+        return ops.conj(self.t())
 
     @property
     def mH(self):
         """The conjugate transpose of the last two dims (real dtypes: mT)."""
-        return ops.matrix_transpose(self)
+        return ops.conj(ops.matrix_transpose(self))
+
+    @property
+    def real(self):
+        """The real part (a new tensor, not a view); a real tensor itself."""
+        return ops.real(self)
+
+    @property
+    def imag(self):
+        """The imaginary part of a complex tensor (a new tensor, not a view)."""
+        return ops.imag(self)
 
     def unfold(self, dimension, size, step):
         """PyTorch's Tensor.unfold: the slices of `size` along `dimension`, `step` apart, as
@@ -359,6 +369,8 @@ _TYPE_NAMES = {
     dt.float16: "HalfTensor",
     dt.float32: "FloatTensor",
     dt.float64: "DoubleTensor",
+    dt.complex64: "ComplexFloatTensor",
+    dt.complex128: "ComplexDoubleTensor",
     dt.int32: "IntTensor",
     dt.int64: "LongTensor",
     dt.bool_: "BoolTensor",
@@ -440,6 +452,7 @@ masked_scatter msort mode nanmedian argwhere adjoint ger is_nonzero is_same_size
 cholesky cholesky_inverse cholesky_solve triangular_solve pinverse qr svd
 unsafe_chunk unsafe_split unsafe_split_with_sizes
 lu lu_solve matrix_exp orgqr
+conj conj_physical resolve_conj resolve_neg angle
 """.split()
 
 for _name, _op in REFLECTED.items():

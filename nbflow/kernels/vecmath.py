@@ -286,3 +286,17 @@ def _by_kind(complex_impl, real_impl):
 overload(log)(_by_kind(lambda x: cmath.log(x), _real_log))
 overload(sqrt)(_by_kind(lambda x: cmath.sqrt(x), _real_sqrt))
 overload(magnitude)(_by_kind(lambda x: abs(x), _real_magnitude))
+
+
+def make_complex(re, im):
+    """The complex number re + im * 1j of two floats (of float32s: a complex64), exact for
+    infinite parts too (inf * 1j would give a NaN real part)."""
+    return (np.complex64 if np.float32 in (type(re), type(im)) else complex)(complex(re, im))
+
+
+@overload(make_complex)
+def _make_complex(re, im):
+    if re == types.float32 and im == types.float32:
+        return lambda re, im: np.complex64(complex(re, im))
+    # (.real: the template also types a branch it never takes with a complex argument)
+    return lambda re, im: complex(re.real, im.real)

@@ -19,6 +19,7 @@ from ..core.errors import (
     OutOfRangeError,
     ShapeError,
 )
+from .complex_math import conj
 from .creation import full_like, on_device
 from .elementwise import (
     astype,
@@ -77,7 +78,7 @@ def adjoint(input):
     """The conjugate transpose of the last two dims (for real tensors, the transpose)."""
     if input.ndim < 2:
         raise ShapeError(f"adjoint: input must have at least 2 dims, got shape {input.shape}")
-    return swapaxes(input, -2, -1)
+    return conj(swapaxes(input, -2, -1))
 
 
 def detach(input):
