@@ -93,11 +93,11 @@ class Var(Operators):
         self.shape = tuple(int(n) for n in shape)
         self.dtype = np.dtype(dtype)
         self.persistable = persistable
-        # only float values carry gradients
+        # only float and complex values carry gradients
         self.stop_gradient = (
-            (not dt.is_float(self.dtype))
+            (not dt.differentiable(self.dtype))
             if stop_gradient is None
-            else (stop_gradient or not dt.is_float(self.dtype))
+            else (stop_gradient or not dt.differentiable(self.dtype))
         )
         self.is_data = False
         self.location = None

@@ -73,9 +73,10 @@ complex.defgrad(lambda g, out, real, imag: (real_part(g), imag_part(g)))
 @complex_angle.defgrad
 def _complex_angle_grad(g, out, x):
     # d angle = (x d y - y d x) / |z|^2: the complex gradient g * 1j * z / |z|^2, 0 at 0
-    # (PyTorch's convention there)
+    # (PyTorch's convention there); 1j * z as complex(-y, x): a complex Python number in a
+    # rule would be a captured tensor of a graph
     m = abs(x)
-    return (g * x * 1j / where(m == 0, 1, m * m),)
+    return (complex(-imag_part(x), real_part(x)) * (g / where(m == 0, 1, m * m)),)
 
 
 # ---------------------------------------------------------------- the public functions

@@ -1252,7 +1252,7 @@ add_n = Op(
     outputs=("out",),
     spec=_add_n_spec,
     kernels={"cpu": _add_n_cpu, "cuda": None},
-    dtypes=ALL,
+    dtypes=ALL + COMPLEX,
     ref=lambda *xs: np.sum(np.broadcast_arrays(*xs), axis=0).astype(np.result_type(*xs)),
     doc="The sum of any number of tensors (broadcast); the backward pass accumulates with it.",
 )
