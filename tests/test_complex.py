@@ -328,3 +328,11 @@ def test_typed_errors():
     with pytest.raises(DTypeError):
         nb.tensor([1, 2]).requires_grad_(True)
     assert nb.tensor([1j]).requires_grad_(True).requires_grad
+
+
+def test_queries():
+    z = nb.tensor([1 + 0j, 2j])
+    assert nb.is_complex(z) and not nb.is_complex(z.real) and nb.is_signed(z)
+    assert nb.isreal(z).numpy().tolist() == [True, False]
+    assert nb.isreal(nb.tensor([1.0])).numpy().tolist() == [True]
+    assert z.type() == "nbflow.ComplexFloatTensor"
