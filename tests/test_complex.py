@@ -336,3 +336,19 @@ def test_queries():
     assert nb.isreal(z).numpy().tolist() == [True, False]
     assert nb.isreal(nb.tensor([1.0])).numpy().tolist() == [True]
     assert z.type() == "nbflow.ComplexFloatTensor"
+
+
+def test_second_derivative_of_abs_against_pytorch():
+    """abs's complex gradient is sgn(z), itself differentiable (create_graph=True)."""
+    torch = pytest.importorskip("torch")
+    a, b = _z((4,), np.complex128, 11), _z((4,), np.complex128, 12)
+
+    def second(m, grad):
+        z = m.tensor(a, requires_grad=True)
+        w = m.tensor(b)
+        (g,) = grad(((z * w).abs() ** 3).sum(), [z], create_graph=True)
+        (gg,) = grad(m.real(g * w).sum(), [z])
+        return gg
+
+    want = second(torch, torch.autograd.grad).resolve_conj().numpy()
+    np.testing.assert_allclose(second(nb, nb.grad).numpy(), want, rtol=1e-10, atol=1e-12)

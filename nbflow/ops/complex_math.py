@@ -7,6 +7,7 @@ import numpy as np
 
 from ..core import dtypes as dt
 from ..core.errors import DTypeError
+from ..kernels.cuda import not_supported
 from ._define import elementwise
 
 
@@ -29,10 +30,21 @@ def _sgn_ref(x):
     return np.where(magnitude == 0, 0, x / np.where(magnitude == 0, 1, magnitude)).astype(x.dtype)
 
 
-@elementwise(dtypes=dt.COMPLEX, ref=_sgn_ref, no_derivative="not implemented yet")
+@elementwise(dtypes=dt.COMPLEX, ref=_sgn_ref)
 def complex_sgn(x):
     """x / |x|, 0 at 0 (a complex tensor's sign: PyTorch's sgn)."""
     return x / abs(x) if x != 0 else x * 0
+
+
+@complex_sgn.defgrad
+def _complex_sgn_grad(g, out, x):
+    # s = z / |z|: ds = (dz - s Re(conj(s) dz)) / |z|, whose adjoint takes the output's
+    # gradient g to (g - s Re(conj(s) g)) / |z|; 0 at z = 0, as PyTorch's
+    from .elementwise import where  # (elementwise imports this module)
+
+    m = abs(x)
+    along = (conj_physical(out) * g + out * conj_physical(g)) * 0.5  # Re(conj(s) g), complex
+    return (where(m == 0, 0, (g - out * along) / where(m == 0, 1, m)),)
 
 
 def cast_dtype(x, dtype):
@@ -45,5 +57,10 @@ def cast_dtype(x, dtype):
         )
     return dtype
 
+
+# (a complex tensor refuses the GPU before any kernel is chosen: eager/device_tensor.py)
+ON_CPU_ONLY = "complex tensors run on the CPU only so far (issue 39)"
+for _op in (conj_physical, complex_sgn):
+    _op.kernels["cuda"] = not_supported(ON_CPU_ONLY)
 
 __all__ = []  # public through complex_parts, which also takes real tensors

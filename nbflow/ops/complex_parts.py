@@ -14,7 +14,9 @@ from ..core import dtypes as dt
 from ..core.errors import ArgumentError, DTypeError, ShapeError
 from ..core.op import _is_value
 from ..kernels import vecmath
+from ..kernels.cuda import not_supported
 from ._define import elementwise
+from .complex_math import ON_CPU_ONLY
 from .complex_math import conj_physical as _conj_op
 from .creation import full_like, zeros_like
 from .elementwise import astype, cos, isnan, sin, where
@@ -78,6 +80,9 @@ def _complex_angle_grad(g, out, x):
     m = abs(x)
     return (complex(-imag_part(x), real_part(x)) * (g / where(m == 0, 1, m * m)),)
 
+
+for _op in (real_part, imag_part, complex_angle, complex):
+    _op.kernels["cuda"] = not_supported(ON_CPU_ONLY)
 
 # ---------------------------------------------------------------- the public functions
 

@@ -1082,7 +1082,7 @@ hardtanh_grad.defgrad(
 )
 
 
-@elementwise(dtypes=ALL, ref=np.where, promote=(1, 2))
+@elementwise(dtypes=ALL + COMPLEX, ref=np.where, promote=(1, 2))
 def where(cond, x, y):
     """x where cond is true, else y (cond is cast to bool)."""
     return x if cond != 0 else y  # (a float16 `if cond` is invalid IR for numba-cuda's NVVM)
