@@ -1006,6 +1006,13 @@ def device_checks():
         yield "mixed devices", False, "no error"
     except nb.NbflowError as e:
         yield "mixed devices", "cuda:0" in str(e) and "cpu" in str(e), str(e)
+    c = nb.tensor([1 + 2j, 3j]).cuda()  # complex tensors move, and their ops say CPU only
+    try:
+        c * c
+        yield "complex refused", False, "no error"
+    except nb.errors.KernelNotFoundError as e:
+        yield "complex refused", "CPU only" in str(e), str(e)
+    yield "complex moves back", np.array_equal(c.cpu().numpy(), [1 + 2j, 3j]), ""
     y = nb.tensor([1.0, 2.0]).cuda()
     yield "cuda()", np.array_equal(y.numpy(), [1.0, 2.0]) and y.device == "cuda:0", ""
     yield "to() same device", y.to("cuda") is y, ""

@@ -90,6 +90,16 @@ def test_a_python_complex_is_weak(dtype, want):
     assert (nb.ones(2, dtype=nb.complex64) * 2.5).dtype == nb.complex64  # a float is weak too
 
 
+def test_a_python_complex_keeps_its_precision():
+    """A weak complex number is converted to the result's dtype, not first to complex64 (in
+    eager mode and in a graph)."""
+    x = nb.tensor([1.0, 2.0], dtype="float64")
+    for fn in (lambda t: t * (1 / 3j), nb.jit(lambda t: t * (1 / 3j))):
+        out = fn(x)
+        assert out.dtype == nb.complex128
+        np.testing.assert_array_equal(out.numpy(), x.numpy() * (1 / 3j))
+
+
 # ---------------------------------------------------------------- values against numpy
 
 UNARY = {

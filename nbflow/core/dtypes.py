@@ -202,6 +202,8 @@ def scalar(value, dtype: np.dtype):
     """`value` as a numpy scalar of `dtype`; DTypeError when it cannot be one (an infinity or
     NaN into an integer, 2**40 into int32), instead of an OverflowError or a wrapped value."""
     dtype = np.dtype(dtype)
+    if isinstance(value, (complex, np.complexfloating)) and dtype.kind != "c":
+        raise DTypeError(f"the complex number {value} cannot be stored in {dtype}")
     if dtype.kind not in "iu":
         return dtype.type(value)
     if isinstance(value, (float, np.floating)) and not np.isfinite(value):

@@ -409,7 +409,7 @@ def as_tensor_value(x):
     """What bind() accepts as an input: a Tensor, a weak Python scalar, or array data."""
     if type(x) is Tensor:
         return x
-    if isinstance(x, (bool, int, float, np.bool_, np.integer, np.floating)) and not isinstance(
+    if isinstance(x, (bool, int, float, complex, np.number, np.bool_)) and not isinstance(
         x, np.ndarray
     ):
         return x

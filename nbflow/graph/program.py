@@ -535,7 +535,7 @@ class GraphTrace(Trace):
         """A Var, a weak Python scalar, or a captured eager tensor (as a persistable var)."""
         if isinstance(a, Var):
             return a if a.block is self.block else self.outer(a)
-        if isinstance(a, (bool, int, float, np.bool_, np.integer, np.floating)):
+        if isinstance(a, (bool, int, float, complex, np.bool_, np.number)):
             return a
         v = self.capture(a if isinstance(a, Tensor) else tensor(a))  # a var of block 0
         return v if v.block is self.block else self.outer(v)
@@ -582,6 +582,9 @@ class GraphTrace(Trace):
         cached = self.block.constants.get(key)
         if cached is not None:
             return cached
+        if isinstance(value, (complex, np.complexfloating)):  # (no complex attrs: a tensor)
+            out = self.block.constants[key] = self.capture(tensor(value, dtype=dtype))
+            return out
         out = self.block.constants[key] = self.block.create_var(
             shape=(), dtype=dtype, stop_gradient=True
         )
