@@ -340,6 +340,16 @@ def test_typed_errors():
     assert nb.tensor([1j]).requires_grad_(True).requires_grad
 
 
+def test_division_by_zero_and_empty_means_as_numpy():
+    a, b = np.array([1 + 1j, 0j, -2 + 0j, 3j]), np.zeros(4, complex)
+    with np.errstate(all="ignore"):
+        want = a / b
+    np.testing.assert_array_equal((nb.tensor(a) / nb.tensor(b)).numpy(), want)
+    for shape, axis in [((0,), None), ((0, 3), 0), ((3, 0), 1)]:
+        got = nb.mean(nb.zeros(*shape, dtype=nb.complex128), axis=axis).numpy()
+        assert np.isnan(got.real).all() and np.isnan(got.imag).all()
+
+
 def test_queries():
     z = nb.tensor([1 + 0j, 2j])
     assert nb.is_complex(z) and not nb.is_complex(z.real) and nb.is_signed(z)

@@ -300,3 +300,22 @@ def _make_complex(re, im):
         return lambda re, im: np.complex64(complex(re, im))
     # (.real: the template also types a branch it never takes with a complex argument)
     return lambda re, im: complex(re.real, im.real)
+
+
+def divide(x, y):
+    """x / y, with numpy's complex division by zero: each part divided by 0 as a float is
+    (1 + 1j) / 0 = inf + infj, 0 / 0 = nan + nanj (numba's raises ZeroDivisionError)."""
+    return np.divide(x, y)
+
+
+@overload(divide, jit_options={"error_model": "numpy"})
+def _divide(x, y):
+    if not isinstance(x, types.Complex) and not isinstance(y, types.Complex):
+        return lambda x, y: x / y
+
+    def impl(x, y):
+        if y == 0:
+            return complex(x.real / 0.0, x.imag / 0.0) + y * 0  # (+ y * 0: the result's type)
+        return x / y
+
+    return impl

@@ -91,7 +91,8 @@ def mul(x, y):
 
 def _mul_grad(g, out, x, y):
     # each product only when wanted: x * w with x a batch of data needs w's gradient alone
-    return (g * conj(y) if needs_grad(x) else None, g * conj(x) if needs_grad(y) else None)
+    gx, gy = (conj(y), conj(x)) if out.dtype.kind == "c" else (y, x)  # (real: one test)
+    return (g * gx if needs_grad(x) else None, g * gy if needs_grad(y) else None)
 
 
 mul.defgrad(_mul_grad)
@@ -99,13 +100,14 @@ mul.defgrad(_mul_grad)
 
 @elementwise(dtypes=FLOATS + COMPLEX, ref=np.true_divide, to_float=True, cls=_Div)
 def div(x, y):
-    """True division; integer inputs give float32."""
-    return x / y
+    """True division; integer inputs give float32 (complex division by 0: numpy's)."""
+    return vecmath.divide(x, y)
 
 
 def _div_grad(g, out, x, y):
-    gy = neg(g) * conj(out / y) if needs_grad(y) else None
-    return (g / conj(y) if needs_grad(x) else None, gy)
+    wants = needs_grad(x), needs_grad(y)
+    out, y = (conj(out), conj(y)) if out.dtype.kind == "c" else (out, y)  # (real: one test)
+    return (g / y if wants[0] else None, neg(g) * out / y if wants[1] else None)
 
 
 div.defgrad(_div_grad)

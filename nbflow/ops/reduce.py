@@ -134,7 +134,7 @@ def _mean_rows(x, out):
     n = x.shape[1]
     for i in range(x.shape[0]):
         # blocked_sum's four running sums: one long chain of float64 adds took 30 us for 32k
-        out[i] = blocked_sum(x[i]) / n  # 0 / 0 is NaN for an empty row, as numpy
+        out[i] = vecmath.divide(blocked_sum(x[i]), n)  # 0 / 0: NaN for an empty row (numpy)
 
 
 @njit(**JIT)
@@ -205,7 +205,7 @@ def _mean_cols(x, out):
         for j in range(x.shape[1]):
             acc[j] += x[i, j]
     for j in range(x.shape[1]):
-        out[j] = acc[j] / x.shape[0]
+        out[j] = vecmath.divide(acc[j], x.shape[0])
 
 
 @njit(**JIT)
