@@ -79,6 +79,8 @@ def elementwise_cases():
     for name, op in REGISTRY.items():
         if not hasattr(op, "scalar_body") or name not in nb.ops.BUILTIN:
             continue
+        if hasattr(op.kernels.get("cuda"), "cuda_unsupported"):  # (complex's: CPU only)
+            continue
         attrs = EW_ATTRS.get(name, {})
         n = len(op.inputs)
         shapes = [(2 * N, 3), (3,), (2 * N, 1)][:n] if n > 1 else [(2 * N, 3)]
