@@ -21,6 +21,8 @@ TOLERANCE = {
     dt.float16: (1e-2, 1e-2),
     dt.float32: (1e-5, 1e-6),
     dt.float64: (1e-10, 1e-12),
+    dt.complex64: (1e-5, 1e-6),
+    dt.complex128: (1e-10, 1e-12),
 }
 
 
@@ -31,12 +33,13 @@ def assert_close(actual, expected, rtol=None, atol=None, check_dtype=True, msg="
     assert a.shape == e.shape, f"{msg} shape {a.shape} != expected {e.shape}"
     if check_dtype:
         assert a.dtype == e.dtype, f"{msg} dtype {a.dtype} != expected {e.dtype}"
-    if a.dtype.kind == "f" or e.dtype.kind == "f":
-        d = a.dtype if a.dtype.kind == "f" else e.dtype
+    if a.dtype.kind in "fc" or e.dtype.kind in "fc":
+        d = a.dtype if a.dtype.kind in "fc" else e.dtype
         r, t = TOLERANCE.get(d, (1e-5, 1e-6))
+        wide = np.complex128 if "c" in (a.dtype.kind, e.dtype.kind) else np.float64
         np.testing.assert_allclose(
-            a.astype(np.float64),
-            e.astype(np.float64),
+            a.astype(wide),
+            e.astype(wide),
             rtol=r if rtol is None else rtol,
             atol=t if atol is None else atol,
             equal_nan=True,
@@ -134,6 +137,9 @@ def elements(dtype, low=-3.0, high=3.0):
         return st.booleans()
     if dtype.kind in "iu":
         return st.integers(int(np.ceil(low)), int(np.floor(high)))
+    if dtype.kind == "c":  # both parts in [low, high]
+        part = elements(dt.to_real(dtype), low, high)
+        return st.builds(complex, part, part)
     # round to the dtype (bounds like 0.1 are not representable in float16), then keep the
     # rounded value inside the bounds (0.1 rounds to 0.09998 in float16)
     lo, hi = _inside(dtype, low, 1), _inside(dtype, high, -1)

@@ -231,7 +231,8 @@ def _nb_dtype(dt):
     name = str(dt).removeprefix("torch.")
     return (
         getattr(nb, name)
-        if name in ("float64", "float32", "float16", "int64", "int32", "bool")
+        if name
+        in ("float64", "float32", "float16", "int64", "int32", "bool", "complex64", "complex128")
         else dt
     )
 
@@ -370,8 +371,9 @@ def _close(g, w, rtol, atol, kind, where):
                 f"{g.ravel()[bad].tolist()} != {w.ravel()[bad].tolist()}",
             )
         return
-    g = g.astype(np.float64)
-    w = w.astype(np.float64)
+    wide = np.complex128 if "c" in (g.dtype.kind, w.dtype.kind) else np.float64
+    g = g.astype(wide)
+    w = w.astype(wide)
     ok = np.isclose(g, w, rtol=rtol, atol=atol, equal_nan=True)
     if not ok.all():
         bad = np.flatnonzero(~ok.ravel())[:3]
@@ -415,7 +417,8 @@ def _grad_check(key, op, fn, sample):
             continue
         if not isinstance(on, nb.Tensor) or not on.requires_grad:
             raise Mismatch("no_grad", f"an output of {key} does not require grad")
-        term = (on * nb.tensor(cots[ci].numpy())).sum()
+        # PyTorch's cotangent c of a complex output is that of the real loss Re(sum(conj(c) out))
+        term = nb.real((on * nb.conj(nb.tensor(cots[ci].numpy()))).sum())
         ci += 1
         loss = term if loss is None else loss + term
     try:

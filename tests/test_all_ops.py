@@ -28,8 +28,29 @@ def inplace(op):
     return lambda a, *rest, **kw: op(a * 1, *rest, **kw)
 
 
+def _z(a, b):
+    """A complex tensor of two real leaves, for the complex ops' gradient checks."""
+    return nb.complex(a, b) * nb.complex(b, a)  # (a product: no part is a leaf's copy)
+
+
+_C = nb.ops.complex_parts
+
 # op name -> (function of the inputs, inputs, attrs)
 SAMPLES = {
+    "complex": (lambda a, b: nb.view_as_real(_z(a, b)), lambda: [x(2, 3), x(3)], {}),
+    "real_part": (lambda a, b: _C.real_part(_z(a, b)), lambda: [x(2, 3), x(2, 3)], {}),
+    "imag_part": (lambda a, b: _C.imag_part(_z(a, b)), lambda: [x(2, 3), x(2, 3)], {}),
+    "complex_angle": (lambda a, b: _C.complex_angle(_z(a, b)), lambda: [x(2, 3), x(2, 3)], {}),
+    "complex_sgn": (
+        lambda a, b: nb.view_as_real(nb.ops.complex_math.complex_sgn(_z(a, b))),
+        lambda: [x(2, 3), x(2, 3)],
+        {},
+    ),
+    "conj_physical": (
+        lambda a, b: nb.view_as_real(nb.ops.complex_math.conj_physical(_z(a, b))),
+        lambda: [x(2, 3), x(2, 3)],
+        {},
+    ),
     "sum_to_like": (nb.sum_to_like, lambda: [x(2, 3), x(1, 3)], {}),
     "broadcast_to_like": (nb.broadcast_to_like, lambda: [x(1, 3), x(2, 3)], {}),
     "expand_reduced": (

@@ -204,9 +204,9 @@ def test_unsupported_input_types():
     with pytest.raises(nb.DTypeError):
         nb.tensor(["a", "b"])
     with pytest.raises(nb.DTypeError):
-        nb.from_numpy(__import__("numpy").zeros(2, "complex64"))
+        nb.from_numpy(__import__("numpy").zeros(2, "clongdouble"))  # complex64/128 are held
     with pytest.raises(nb.DTypeError):
-        nb.tensor([1.0], dtype="complex64")
+        nb.tensor([1.0], dtype="clongdouble")
 
 
 def test_wrong_number_of_inputs():
@@ -229,8 +229,8 @@ def test_ragged_data_and_integer_negative_powers():
     with pytest.raises(nb.ShapeError, match="cannot make a tensor") as e:
         nb.tensor([[1, 2], [3]])
     assert f"(defined at test_errors.py:{e.tb.tb_lineno})" in str(e.value)  # the call's line
-    with pytest.raises(nb.DTypeError, match="complex128") as e:
-        nb.tensor([1 + 2j])
+    with pytest.raises(nb.DTypeError, match="datetime64") as e:
+        nb.tensor(__import__("numpy").array(["2026-01-01"], dtype="datetime64[D]"))
     assert f"(defined at test_errors.py:{e.tb.tb_lineno})" in str(e.value)
     with pytest.raises(nb.DomainError, match="negative integer powers"):
         nb.pow(nb.tensor([2, 3]), nb.tensor([1, -1]))

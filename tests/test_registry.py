@@ -29,7 +29,7 @@ add_ sub_ mul_ fill_ copy_ clip_
 def test_op_is_complete(name):
     op = REGISTRY[name]
     assert op.ref is not None, f"{name} has no numpy reference"
-    assert op.dtypes and all(d in dt.ALL for d in op.dtypes)
+    assert op.dtypes and all(d in dt.ALL + dt.COMPLEX for d in op.dtypes)
     assert op.grad is not None or not op.differentiable, f"{name}: gradient or explicit none"
     assert op.doc, f"{name} has no docstring"
     assert "cpu" in op.kernels and op.kernels["cpu"] is not None

@@ -133,11 +133,14 @@ def edge_key(edge):
 
 
 def fit_gradient(g, t):
-    """Sum a gradient back to its input's (broadcast) shape and cast it to its dtype."""
+    """Sum a gradient back to its input's (broadcast) shape and cast it to its dtype (a real
+    input of a complex result takes the real part, as in PyTorch)."""
     if g.shape != t.shape:
         g = ops.sum_to_like(g, t)
     if g.dtype != t.dtype:
-        g = ops.cast(g, dtype=t.dtype)
+        if g.dtype.kind == "c" and t.dtype.kind != "c":  # a real input's: the real part
+            g = ops.real(g)
+        g = g if g.dtype == t.dtype else ops.cast(g, dtype=t.dtype)
     return g
 
 

@@ -11,11 +11,16 @@ Promotion follows PyTorch (which agrees with numpy 2 except where noted):
 | float32        | f32   | f32   | f32   | float32 | float32 | float64 |
 | float64        | f64   | f64   | f64   | float64 | float64 | float64 |
 
-Kinds are ordered bool < int < float. Two dtypes of one kind give the wider; two kinds give the
-dtype of the higher kind (so int64 + float16 is float16, where numpy says float64).
+Kinds are ordered bool < int < float < complex. Two dtypes of one kind give the wider; two
+kinds give the dtype of the higher kind (so int64 + float16 is float16, where numpy says
+float64), except that a complex result is at least as precise as the float beside it (float64 +
+complex64 is complex128, as in PyTorch and numpy).
 Python scalars are "weak": they take the tensor's dtype when their kind is not higher
 (`int32_tensor + 1` is int32, `float16_tensor * 0.5` is float16); otherwise the default dtype of
-their kind (int64, float32), so `int_tensor * 0.5` is float32.
+their kind (int64, float32), so `int_tensor * 0.5` is float32; a complex scalar gives the complex
+dtype of the tensor's precision (`float32_tensor * 1j` is complex64, float64 gives complex128).
+
+The complex dtypes are in no group but COMPLEX: an op takes them only where it opts in.
 """
 
 import numpy as np
@@ -28,11 +33,14 @@ int64 = np.dtype(np.int64)
 float16 = np.dtype(np.float16)
 float32 = np.dtype(np.float32)
 float64 = np.dtype(np.float64)
+complex64 = np.dtype(np.complex64)
+complex128 = np.dtype(np.complex128)
 
 FLOATS = (float16, float32, float64)
 INTS = (int32, int64)
 NUMERIC = INTS + FLOATS
 ALL = (bool_,) + NUMERIC
+COMPLEX = (complex64, complex128)  # opted into by the ops that take them (never in ALL)
 
 DEFAULT_INT = int64
 
@@ -66,6 +74,7 @@ def set_default_float(d) -> None:
 
 
 SHORT = {bool_: "bool", int32: "i32", int64: "i64", float16: "f16", float32: "f32", float64: "f64"}
+SHORT.update({complex64: "c64", complex128: "c128"})
 
 # numba's CPU target has no float16 arithmetic: store it, compute in float32.
 CPU_COMPUTE = {float16: float32}
@@ -80,7 +89,19 @@ _WIDEN = {
     np.dtype(np.uint64): int64,
 }
 
-_KIND = {bool_: 0, int32: 1, int64: 1, float16: 2, float32: 2, float64: 2}
+_KIND = {
+    bool_: 0,
+    int32: 1,
+    int64: 1,
+    float16: 2,
+    float32: 2,
+    float64: 2,
+    complex64: 3,
+    complex128: 3,
+}
+# the complex dtype of a real dtype's precision, and the real dtype of a complex one's
+_TO_COMPLEX = {float16: complex64, float32: complex64, float64: complex128}
+_TO_REAL = {complex64: float32, complex128: float64}
 
 
 def as_dtype(d) -> np.dtype:
@@ -96,7 +117,7 @@ def as_dtype(d) -> np.dtype:
     except TypeError as e:
         raise DTypeError(f"not a dtype: {d!r}") from e
     if dt not in _KIND:
-        names = ", ".join(str(x) for x in ALL)
+        names = ", ".join(str(x) for x in ALL + COMPLEX)
         raise DTypeError(f"dtype {dt} is not supported (supported: {names})")
     return dt
 
@@ -123,12 +144,35 @@ def is_float(dt: np.dtype) -> bool:
     return kind(dt) == 2
 
 
+def is_complex(dt: np.dtype) -> bool:
+    return dt.kind == "c"
+
+
+def differentiable(dt: np.dtype) -> bool:
+    """Whether values of dtype `dt` can carry gradients: float and complex."""
+    return dt.kind in "fc"
+
+
+def to_complex(dt: np.dtype) -> np.dtype:
+    """The complex dtype holding `dt`'s values at its precision (float64: complex128; others:
+    the default float's complex)."""
+    return dt if dt.kind == "c" else _TO_COMPLEX.get(dt, _TO_COMPLEX[_default_float])
+
+
+def to_real(dt: np.dtype) -> np.dtype:
+    """The real dtype of a complex dtype's parts (complex64: float32); a real dtype itself."""
+    return _TO_REAL.get(dt, dt)
+
+
 def promote_pair(a: np.dtype, b: np.dtype) -> np.dtype:
     if a == b:
         return a
     ka, kb = _KIND[a], _KIND[b]
     if ka != kb:
-        return a if ka > kb else b
+        high, low = (a, b) if ka > kb else (b, a)
+        if high.kind == "c" and low == float64:  # float64 + complex64: complex128
+            return complex128
+        return high
     return a if a.itemsize >= b.itemsize else b
 
 
@@ -140,7 +184,10 @@ def promote(dts, weak=None) -> np.dtype:
     for w in weak or ():
         # a weak scalar only matters when its kind is higher than what the tensors have
         if result is None or _KIND[w] > _KIND[result]:
-            result = (bool_, DEFAULT_INT, _default_float)[_KIND[w]]
+            if _KIND[w] == 3:  # a complex scalar: complex at the tensors' precision
+                result = to_complex(_default_float if result is None else result)
+            else:
+                result = (bool_, DEFAULT_INT, _default_float)[_KIND[w]]
     return result
 
 
@@ -152,6 +199,8 @@ def scalar_dtype(value) -> np.dtype:
         return DEFAULT_INT
     if isinstance(value, (float, np.floating)):
         return _default_float
+    if isinstance(value, (complex, np.complexfloating)):
+        return to_complex(_default_float)
     raise DTypeError(f"not a number: {value!r} of type {type(value).__name__}")
 
 
@@ -159,6 +208,8 @@ def scalar(value, dtype: np.dtype):
     """`value` as a numpy scalar of `dtype`; DTypeError when it cannot be one (an infinity or
     NaN into an integer, 2**40 into int32), instead of an OverflowError or a wrapped value."""
     dtype = np.dtype(dtype)
+    if isinstance(value, (complex, np.complexfloating)) and dtype.kind != "c":
+        raise DTypeError(f"the complex number {value} cannot be stored in {dtype}")
     if dtype.kind not in "iu":
         return dtype.type(value)
     if isinstance(value, (float, np.floating)) and not np.isfinite(value):

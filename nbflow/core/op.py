@@ -441,7 +441,7 @@ class Op:
         """The dtype that picks the kernel: the promoted dtype of the `promote` inputs."""
         chosen = specs if self.promote is None else [specs[i] for i in self.promote]
         d = dt.promote([s.dtype for s in chosen if not s.weak], [s.dtype for s in chosen if s.weak])
-        if d is not None and self.to_float and not dt.is_float(d):
+        if d is not None and self.to_float and d.kind in "biu":
             d = dt.default_float()
         return d
 

@@ -13,7 +13,7 @@ import numpy as np
 
 from ..core import STATE, Op, Spec
 from ..core import dtypes as dt
-from ..core.errors import ArgumentError, NbflowError, ShapeError
+from ..core.errors import ArgumentError, KernelNotFoundError, NbflowError, ShapeError
 from ..core.views import RESHAPES, refresh_if_stale
 from ..runtime import device as devices
 from ..runtime.device import DeviceError
@@ -157,6 +157,9 @@ class DevicePlan:
         self.specs = op.infer(specs, attrs)
         key = op.key_dtype(specs) if specs else None
         self.key = self.specs[0].dtype if key is None else key
+        if any(s.dtype.kind == "c" for s in (*specs, *self.specs)):  # (issue 39: CPU first)
+            real = tuple(str(d) for d in op.dtypes if d.kind != "c")
+            raise KernelNotFoundError(op.name, "cuda", "complex (CPU only so far)", real)
         self.launcher = op.kernel("cuda", self.key)
         promoted = range(len(specs)) if op.promote is None else op.promote
         self.scalars = tuple(

@@ -141,6 +141,14 @@ class Operators(Value):
         ops.creation.check_memory_format("long", memory_format)
         return ops.astype(self, dt.int64)
 
+    def cfloat(self, memory_format=None):
+        ops.creation.check_memory_format("cfloat", memory_format)
+        return ops.astype(self, dt.complex64)
+
+    def cdouble(self, memory_format=None):
+        ops.creation.check_memory_format("cdouble", memory_format)
+        return ops.astype(self, dt.complex128)
+
     def bool(self, memory_format=None):
         ops.creation.check_memory_format("bool", memory_format)
         return ops.astype(self, dt.bool_)
@@ -208,10 +216,10 @@ class Operators(Value):
         return dt.is_float(self.dtype)
 
     def is_complex(self) -> bool:
-        return False  # nbflow has no complex dtypes
+        return dt.is_complex(self.dtype)
 
     def is_signed(self) -> bool:
-        return np.dtype(self.dtype).kind in "if"
+        return np.dtype(self.dtype).kind in "ifc"
 
     @property
     def is_cpu(self) -> bool:
@@ -266,15 +274,25 @@ class Operators(Value):
 
     @property
     def H(self):
-        """The conjugate transpose of a matrix (nbflow's dtypes are real: its transpose)."""
+        """The conjugate transpose of a matrix (real dtypes: its transpose)."""
         if self.ndim > 2:
             raise ShapeError(f"H takes a tensor of at most 2 dims, got {self.ndim}: use mH")
-        return self.t()
+        return ops.conj(self.t())
 
     @property
     def mH(self):
         """The conjugate transpose of the last two dims (real dtypes: mT)."""
-        return ops.matrix_transpose(self)
+        return ops.conj(ops.matrix_transpose(self))
+
+    @property
+    def real(self):
+        """The real part (a new tensor, not a view); a real tensor itself."""
+        return ops.real(self)
+
+    @property
+    def imag(self):
+        """The imaginary part of a complex tensor (a new tensor, not a view)."""
+        return ops.imag(self)
 
     def unfold(self, dimension, size, step):
         """PyTorch's Tensor.unfold: the slices of `size` along `dimension`, `step` apart, as
@@ -351,6 +369,8 @@ _TYPE_NAMES = {
     dt.float16: "HalfTensor",
     dt.float32: "FloatTensor",
     dt.float64: "DoubleTensor",
+    dt.complex64: "ComplexFloatTensor",
+    dt.complex128: "ComplexDoubleTensor",
     dt.int32: "IntTensor",
     dt.int64: "LongTensor",
     dt.bool_: "BoolTensor",
@@ -433,6 +453,7 @@ index_put index_put_ index_reduce put select select_scatter slice_scatter diagon
 masked_scatter msort mode nanmedian argwhere adjoint ger is_nonzero is_same_size
 unsafe_chunk unsafe_split unsafe_split_with_sizes
 lu lu_solve matrix_exp orgqr
+conj conj_physical resolve_conj resolve_neg angle
 """.split()
 
 for _name, _op in REFLECTED.items():

@@ -248,8 +248,8 @@ class Tensor(Operators):
 
     def requires_grad_(self, flag: bool = True) -> Tensor:
         flag = choice(flag, (False, True), "requires_grad_: requires_grad", AttrError)
-        if flag and not dt.is_float(self.dtype):
-            raise DTypeError(f"only float tensors can require grad, got {self.dtype}")
+        if flag and not dt.differentiable(self.dtype):
+            raise DTypeError(f"only float and complex tensors can require grad, not {self.dtype}")
         if self._node is not None and not flag:
             raise GradientError("requires_grad can only be cleared on a leaf; use detach()")
         self.requires_grad = flag
@@ -409,7 +409,7 @@ def as_tensor_value(x):
     """What bind() accepts as an input: a Tensor, a weak Python scalar, or array data."""
     if type(x) is Tensor:
         return x
-    if isinstance(x, (bool, int, float, np.bool_, np.integer, np.floating)) and not isinstance(
+    if isinstance(x, (bool, int, float, complex, np.number, np.bool_)) and not isinstance(
         x, np.ndarray
     ):
         return x
@@ -544,7 +544,7 @@ class Plan:
         # large outputs come from recycled buffers (nbflow/runtime/buffers.py: fresh ones fault)
         nbytes = [math.prod(shape) * np.dtype(d).itemsize for shape, d in self.allocs]
         self.alloc = buffers.empty if max(nbytes, default=0) >= buffers.MIN_BYTES else np.empty
-        self.float_out = self.out_dtype is not None and np.dtype(self.out_dtype).kind == "f"
+        self.float_out = self.out_dtype is not None and np.dtype(self.out_dtype).kind in "fc"
         # the one output's Sig, given to it as it is made (the next op's key costs nothing)
         self.out_sig = None
         if self.single and self.finals is None:
@@ -742,7 +742,7 @@ class EagerTrace(EagerControlFlow, Trace):
                 if inputs[j] is outs[i]:  # the rule needs the value from before the write
                     versions[j] -= 1
         for i, o in enumerate(outs):
-            if o._data.dtype.kind == "f":
+            if o._data.dtype.kind in "fc":
                 o.requires_grad, o._node, o._index = True, node, i
             # the buffer, not the Tensor: no cycle, and backward rebuilds an equivalent Tensor
             version = version_counter(o)
@@ -1086,11 +1086,11 @@ for _name, _op in COMPARISONS.items():
 
 def _infer_dtype(data) -> np.dtype:
     a = np.asarray(data)
-    if a.dtype.kind == "f" and not isinstance(data, np.ndarray):
-        return dt.default_float()  # Python floats: float32 unless set_default_dtype changed it
+    if a.dtype.kind in "fc" and not isinstance(data, np.ndarray):  # Python floats: float32
+        return dt.to_complex(dt.default_float()) if a.dtype.kind == "c" else dt.default_float()
     if a.dtype.kind in "iu" and not isinstance(data, np.ndarray):
         return dt.DEFAULT_INT
-    if a.dtype.kind not in "biuf":
+    if a.dtype.kind not in "biufc":
         raise DTypeError(f"cannot make a tensor from data of dtype {a.dtype}")
     return dt.widen(a.dtype.newbyteorder("="))  # (a big-endian array's values, held natively)
 

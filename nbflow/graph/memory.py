@@ -230,7 +230,7 @@ def _give_back(env, array: np.ndarray, poison: bool):
 
 
 def _poison_value(dtype):
-    if dtype.kind == "f":
+    if dtype.kind in "fc":
         return np.nan
     if dtype.kind == "b":
         return True

@@ -93,11 +93,11 @@ class Var(Operators):
         self.shape = tuple(int(n) for n in shape)
         self.dtype = np.dtype(dtype)
         self.persistable = persistable
-        # only float values carry gradients
+        # only float and complex values carry gradients
         self.stop_gradient = (
-            (not dt.is_float(self.dtype))
+            (not dt.differentiable(self.dtype))
             if stop_gradient is None
-            else (stop_gradient or not dt.is_float(self.dtype))
+            else (stop_gradient or not dt.differentiable(self.dtype))
         )
         self.is_data = False
         self.location = None
@@ -535,7 +535,7 @@ class GraphTrace(Trace):
         """A Var, a weak Python scalar, or a captured eager tensor (as a persistable var)."""
         if isinstance(a, Var):
             return a if a.block is self.block else self.outer(a)
-        if isinstance(a, (bool, int, float, np.bool_, np.integer, np.floating)):
+        if isinstance(a, (bool, int, float, complex, np.bool_, np.number)):
             return a
         v = self.capture(a if isinstance(a, Tensor) else tensor(a))  # a var of block 0
         return v if v.block is self.block else self.outer(v)
@@ -582,6 +582,9 @@ class GraphTrace(Trace):
         cached = self.block.constants.get(key)
         if cached is not None:
             return cached
+        if isinstance(value, (complex, np.complexfloating)):  # (no complex attrs: a tensor)
+            out = self.block.constants[key] = self.capture(tensor(value, dtype=dtype))
+            return out
         out = self.block.constants[key] = self.block.create_var(
             shape=(), dtype=dtype, stop_gradient=True
         )

@@ -20,6 +20,7 @@ def elementwise(
     ref,
     attrs=None,
     out_dtype=None,
+    real_out=False,
     to_float=False,
     promote=None,
     differentiable=True,
@@ -32,8 +33,9 @@ def elementwise(
     The body's leading parameters are the tensor inputs; the parameters that follow are attrs
     (declared in `attrs`) and reach the kernel as scalars of the compute dtype. Attrs that are
     not body parameters (such as cast's dtype) are only seen by the spec rule. The output
-    broadcasts the inputs; its dtype is the promoted dtype of the `promote` inputs, or
-    `out_dtype`: a dtype (bool for comparisons) or a function of the attrs. `check(*inputs)`,
+    broadcasts the inputs; its dtype is the promoted dtype of the `promote` inputs (with
+    `real_out`, a complex one gives the real dtype of its precision: abs), or `out_dtype`: a
+    dtype (bool for comparisons) or a function of the input specs and attrs. `check(*inputs)`,
     if given, runs before the kernel and raises a typed error for values the body rejects.
     `cls` is the Op class: a subclass whose __call__ also takes PyTorch's call forms that are
     compositions of ops (div's rounding_mode=, clamp's tensor bounds)."""
@@ -58,8 +60,9 @@ def elementwise(
         def spec(*specs, **kw):
             shape = broadcast_shapes(*(s.shape for s in specs))
             if out_dtype is None:
-                return Spec(shape, op.key_dtype(specs))
-            return Spec(shape, out_dtype(**kw) if callable(out_dtype) else out_dtype)
+                key = op.key_dtype(specs)
+                return Spec(shape, dt.to_real(key) if real_out else key)
+            return Spec(shape, out_dtype(*specs, **kw) if callable(out_dtype) else out_dtype)
 
         op = cls(
             name=body.__name__,

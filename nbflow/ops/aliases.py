@@ -3,6 +3,7 @@ ravel, t, adjoint, ger, trapz, floor_divide, rsub, msort, detach, the unsafe_ sp
 
 from ..argcheck import number
 from ..core.errors import ShapeError
+from .complex_math import conj
 from .elementwise import floor_div, mul, sub
 from .linalg import outer
 from .select import split_with_sizes
@@ -52,7 +53,7 @@ def adjoint(input):
     """The conjugate transpose of the last two dims (for real tensors, the transpose)."""
     if input.ndim < 2:
         raise ShapeError(f"adjoint: input must have at least 2 dims, got shape {input.shape}")
-    return swapaxes(input, -2, -1)
+    return conj(swapaxes(input, -2, -1))
 
 
 def detach(input):

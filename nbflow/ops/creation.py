@@ -89,7 +89,7 @@ def _like_spec(x, dtype=None, **kw):
 SHAPE_DTYPE = {"shape": Attr("ints"), "dtype": Attr("dtype", dt.DEFAULT)}
 
 
-def _declare(name, spec, launch, ref, attrs, inputs=(), dtypes=dt.ALL, doc=""):
+def _declare(name, spec, launch, ref, attrs, inputs=(), dtypes=dt.ALL + dt.COMPLEX, doc=""):
     return Op(
         name=name,
         inputs=inputs,
@@ -135,7 +135,7 @@ fill_op = Op(
         "cpu": lambda x, out, value: _fill_cpu(out.reshape(-1), dt.scalar(value, out.dtype)),
         "cuda": None,
     },
-    dtypes=dt.ALL,
+    dtypes=dt.ALL + dt.COMPLEX,
     ref=lambda x, value: np.full_like(x, value),
     grad=lambda g, out, x, value: (None,),  # the old values no longer matter
     attrs={"value": Attr("value")},

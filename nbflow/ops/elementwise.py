@@ -17,9 +17,10 @@ from ..core import dtypes as dt
 from ..core.errors import ArgumentError, AttrError, DomainError, ShapeError
 from ..kernels.cpu import vecmath
 from ._define import elementwise, inplace_variant
+from .complex_math import cast_dtype, complex_sgn, conj
 from .creation import check_memory_format
 
-ALL, NUMERIC, FLOATS = dt.ALL, dt.NUMERIC, dt.FLOATS
+ALL, NUMERIC, FLOATS, COMPLEX = dt.ALL, dt.NUMERIC, dt.FLOATS, dt.COMPLEX
 SQRT_HALF = 0.7071067811865476
 INV_SQRT_2PI = 0.3989422804014327
 _erf64 = np.vectorize(math.erf, otypes=[np.float64])  # reference only (no scipy dependency)
@@ -64,7 +65,7 @@ class _Clip(Op):
 # ---------------------------------------------------------------- arithmetic
 
 
-@elementwise(dtypes=ALL, ref=np.add)
+@elementwise(dtypes=ALL + COMPLEX, ref=np.add)
 def add(x, y):
     """x + y (for bools: logical or)."""
     return x + y
@@ -73,7 +74,7 @@ def add(x, y):
 add.defgrad(lambda g, out, x, y: (g, g))
 
 
-@elementwise(dtypes=NUMERIC, ref=np.subtract)
+@elementwise(dtypes=NUMERIC + COMPLEX, ref=np.subtract)
 def sub(x, y):
     """x - y."""
     return x - y
@@ -82,7 +83,7 @@ def sub(x, y):
 sub.defgrad(lambda g, out, x, y: (g, neg(g)))
 
 
-@elementwise(dtypes=ALL, ref=np.multiply)
+@elementwise(dtypes=ALL + COMPLEX, ref=np.multiply)
 def mul(x, y):
     """x * y (for bools: logical and)."""
     return x * y
@@ -90,20 +91,23 @@ def mul(x, y):
 
 def _mul_grad(g, out, x, y):
     # each product only when wanted: x * w with x a batch of data needs w's gradient alone
-    return (g * y if needs_grad(x) else None, g * x if needs_grad(y) else None)
+    gx, gy = (conj(y), conj(x)) if out.dtype.kind == "c" else (y, x)  # (real: one test)
+    return (g * gx if needs_grad(x) else None, g * gy if needs_grad(y) else None)
 
 
 mul.defgrad(_mul_grad)
 
 
-@elementwise(dtypes=FLOATS, ref=np.true_divide, to_float=True, cls=_Div)
+@elementwise(dtypes=FLOATS + COMPLEX, ref=np.true_divide, to_float=True, cls=_Div)
 def div(x, y):
-    """True division; integer inputs give float32."""
-    return x / y
+    """True division; integer inputs give float32 (complex division by 0: numpy's)."""
+    return vecmath.divide(x, y)
 
 
 def _div_grad(g, out, x, y):
-    return (g / y if needs_grad(x) else None, neg(g) * out / y if needs_grad(y) else None)
+    wants = needs_grad(x), needs_grad(y)
+    out, y = (conj(out), conj(y)) if out.dtype.kind == "c" else (out, y)  # (real: one test)
+    return (g / y if wants[0] else None, neg(g) * out / y if wants[1] else None)
 
 
 div.defgrad(_div_grad)
@@ -145,7 +149,7 @@ def _pow_grad(g, out, x, y):
 pow.defgrad(_pow_grad)
 
 
-@elementwise(dtypes=NUMERIC, ref=np.negative)
+@elementwise(dtypes=NUMERIC + COMPLEX, ref=np.negative)
 def neg(x):
     """-x."""
     return -x
@@ -154,13 +158,13 @@ def neg(x):
 neg.defgrad(lambda g, out, x: (neg(g),))
 
 
-@elementwise(dtypes=NUMERIC, ref=np.abs)
+@elementwise(dtypes=NUMERIC + COMPLEX, ref=np.abs, real_out=True)
 def abs(x):
-    """|x|."""
-    return x if x >= 0 else -x
+    """|x| (a complex tensor's magnitude, in the real dtype of its precision)."""
+    return vecmath.magnitude(x)
 
 
-abs.defgrad(lambda g, out, x: (g * sign(x),))
+abs.defgrad(lambda g, out, x: (g * (complex_sgn(x) if dt.is_complex(x.dtype) else sign(x)),))
 
 
 @elementwise(dtypes=NUMERIC, ref=np.sign, differentiable=False)
@@ -334,26 +338,22 @@ nan_to_num_op = nan_to_num
 # ---------------------------------------------------------------- transcendental
 
 
-@elementwise(dtypes=FLOATS, ref=np.exp, to_float=True)
+@elementwise(dtypes=FLOATS + COMPLEX, ref=np.exp, to_float=True)
 def exp(x):
     """e ** x."""
     return vecmath.exp(x)
 
 
-exp.defgrad(lambda g, out, x: (g * out,))
+exp.defgrad(lambda g, out, x: (g * conj(out),))
 
 
-@elementwise(dtypes=FLOATS, ref=np.log, to_float=True)
+@elementwise(dtypes=FLOATS + COMPLEX, ref=np.log, to_float=True)
 def log(x):
-    """Natural logarithm."""
-    if x > 0:
-        return math.log(x)
-    if x == 0:
-        return -math.inf
-    return math.nan  # negative or NaN (math.log would raise)
+    """Natural logarithm (-inf at 0, NaN below; complex: the principal branch)."""
+    return vecmath.log(x)
 
 
-log.defgrad(lambda g, out, x: (g / x,))
+log.defgrad(lambda g, out, x: (g / conj(x),))
 
 
 @elementwise(dtypes=FLOATS, ref=np.log1p, to_float=True)
@@ -378,13 +378,13 @@ def expm1(x):
 expm1.defgrad(lambda g, out, x: (g * (out + 1),))
 
 
-@elementwise(dtypes=FLOATS, ref=np.sqrt, to_float=True)
+@elementwise(dtypes=FLOATS + COMPLEX, ref=np.sqrt, to_float=True)
 def sqrt(x):
-    """Square root (NaN for negative x)."""
-    return math.sqrt(x) if x >= 0 else math.nan
+    """Square root (NaN for negative x; complex: the principal root)."""
+    return vecmath.sqrt(x)
 
 
-sqrt.defgrad(lambda g, out, x: (g / (out * 2),))
+sqrt.defgrad(lambda g, out, x: (g / conj(out * 2),))
 
 
 @elementwise(dtypes=FLOATS, ref=lambda x: 1 / np.sqrt(x), to_float=True)
@@ -1084,7 +1084,7 @@ hardtanh_grad.defgrad(
 )
 
 
-@elementwise(dtypes=ALL, ref=np.where, promote=(1, 2))
+@elementwise(dtypes=ALL + COMPLEX, ref=np.where, promote=(1, 2))
 def where(cond, x, y):
     """x where cond is true, else y (cond is cast to bool)."""
     return x if cond != 0 else y  # (a float16 `if cond` is invalid IR for numba-cuda's NVVM)
@@ -1186,7 +1186,7 @@ def _cast_ref(x, dtype):
 
 
 @elementwise(
-    dtypes=ALL, ref=_cast_ref, attrs={"dtype": Attr("dtype")}, out_dtype=lambda dtype: dtype
+    dtypes=ALL + COMPLEX, ref=_cast_ref, attrs={"dtype": Attr("dtype")}, out_dtype=cast_dtype
 )
 def cast(x):
     """Convert to `dtype` (float to int truncates toward zero)."""
@@ -1194,7 +1194,7 @@ def cast(x):
 
 
 def _cast_grad(g, out, x, dtype):
-    return (g,) if dt.is_float(x.dtype) else (None,)
+    return (g,) if dt.differentiable(x.dtype) else (None,)
 
 
 cast.defgrad(_cast_grad)
@@ -1254,7 +1254,7 @@ add_n = Op(
     outputs=("out",),
     spec=_add_n_spec,
     kernels={"cpu": _add_n_cpu, "cuda": None},
-    dtypes=ALL,
+    dtypes=ALL + COMPLEX,
     ref=lambda *xs: np.sum(np.broadcast_arrays(*xs), axis=0).astype(np.result_type(*xs)),
     doc="The sum of any number of tensors (broadcast); the backward pass accumulates with it.",
 )

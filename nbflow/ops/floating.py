@@ -12,6 +12,7 @@ from ..core import dtypes as dt
 from ..core import needs_grad
 from ..core.errors import ArgumentError, DTypeError
 from ._define import elementwise
+from .complex_parts import imag_part
 from .creation import full_like
 from .elementwise import (
     abs,
@@ -139,7 +140,9 @@ def isneginf(input):
 
 
 def isreal(input):
-    """True everywhere: nbflow's tensors are real."""
+    """True where the imaginary part is 0: everywhere for a real tensor."""
+    if np.dtype(input.dtype).kind == "c":
+        return imag_part(input) == 0
     return full_like(input, 1, dtype=dt.bool_)
 
 

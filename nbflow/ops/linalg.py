@@ -19,6 +19,7 @@ from ..runtime import buffers
 from ._define import inplace_variant
 from .activations import relu, relu_grad
 from .broadcast import broadcast_to_like
+from .complex_math import conj
 from .reduce import expand_reduced
 from .reduce import sum as reduce_sum
 from .shape import flatten, unsqueeze
@@ -42,7 +43,7 @@ matrix_transpose = Op(
     outputs=("out",),
     spec=_matrix_transpose_spec,
     kernels={"cpu": _swap_last, "cuda": None},
-    dtypes=dt.ALL,
+    dtypes=dt.ALL + dt.COMPLEX,
     ref=_swap_last,
     view=True,
     doc="Swap the last two axes (a view, no copy): PyTorch's x.mT, numpy's matrix_transpose.",
@@ -139,7 +140,7 @@ matmul = Op(
     outputs=("out",),
     spec=_matmul_spec,
     kernels={"cpu": _matmul_cpu, "cuda": None},
-    dtypes=dt.NUMERIC,
+    dtypes=dt.NUMERIC + dt.COMPLEX,
     ref=_matmul_ref,
     doc="Matrix product with numpy's matmul semantics: a 1-D operand is a vector (its added "
     "dim is dropped from the result), batch dims broadcast. Floats run on BLAS.",
@@ -149,27 +150,28 @@ matmul = Op(
 @matmul.defgrad
 def _matmul_grad(g, out, a, b):
     if a.ndim == 1 and b.ndim == 1:  # dot product: g is 0-d
-        return g * b, g * a
+        return g * conj(b), g * conj(a)
     if a.ndim == 1:
         # out[..., j] = sum_i a[i] b[..., i, j]; g has b's batch dims
         g_cols = expand_reduced(g, b, axis=-2)  # g[..., j] at [..., i, j]
         a_rows = matrix_transpose(broadcast_to_like(a, matrix_transpose(b)))  # a[i] there
-        return reduce_sum(b * g_cols, axis=-1), a_rows * g_cols
+        return reduce_sum(conj(b) * g_cols, axis=-1), conj(a_rows) * g_cols
     if b.ndim == 1:
         # out[..., i] = sum_j a[..., i, j] b[j]; g has a's batch dims
         g_rows = expand_reduced(g, a, axis=-1)
-        return g_rows * b, reduce_sum(a * g_rows, axis=-2)
+        return g_rows * conj(b), reduce_sum(conj(a) * g_rows, axis=-2)
     # the driver sums broadcast batch dims back to each operand's shape
-    ga = matmul(g, matrix_transpose(b)) if needs_grad(a) else None
+    # (complex: the conjugate transposes, a^H and b^H; conj is nothing for real dtypes)
+    ga = matmul(g, conj(matrix_transpose(b))) if needs_grad(a) else None
     gb = None
     if needs_grad(b):
         if _transposed(b):
             # b is a transposed view (a linear layer's x @ W.T): (g.T @ a).T computes the
             # product in W's layout, so W's gradient comes out contiguous, not as a view the
             # optimizer or backward() would copy (graph mode: transpose folding, rewrite.py)
-            gb = matrix_transpose(matmul(matrix_transpose(g), a))
+            gb = matrix_transpose(matmul(matrix_transpose(g), conj(a)))
         else:
-            gb = matmul(matrix_transpose(a), g)
+            gb = matmul(conj(matrix_transpose(a)), g)
     return ga, gb
 
 

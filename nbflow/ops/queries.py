@@ -102,13 +102,13 @@ def is_floating_point(input):
 
 
 def is_complex(input):
-    """False: nbflow has no complex dtypes."""
-    return False
+    """Whether input's dtype is complex64 or complex128."""
+    return np.dtype(input.dtype).kind == "c"
 
 
 def is_signed(input):
     """Whether input's dtype is signed (every nbflow dtype but bool)."""
-    return np.dtype(input.dtype).kind in "if"
+    return np.dtype(input.dtype).kind in "ifc"
 
 
 def is_same_size(input, other):

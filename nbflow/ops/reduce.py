@@ -107,11 +107,11 @@ def _same(d):
 
 
 def _int64_for_ints(d):
-    return d if dt.is_float(d) else dt.int64
+    return d if dt.differentiable(d) else dt.int64
 
 
-def _floats_only(d):
-    if not dt.is_float(d):
+def _floats_only(d):  # (and complex: the kernel lookup refuses a complex input not opted in)
+    if not dt.differentiable(d):
         raise DTypeError(f"needs a float input, got {d} (cast it first, as in PyTorch)")
     return d
 
@@ -121,8 +121,8 @@ def _float_result(d):
 
 
 def _acc(d):
-    """The numpy accumulator dtype of the references: float64 for floats, else int64."""
-    return np.float64 if dt.is_float(d) else np.int64
+    """The numpy accumulator dtype of the references: (complex)128 for floats, else int64."""
+    return np.complex128 if d.kind == "c" else np.float64 if dt.is_float(d) else np.int64
 
 
 # ---------------------------------------------------------------- row kernels
@@ -134,7 +134,7 @@ def _mean_rows(x, out):
     n = x.shape[1]
     for i in range(x.shape[0]):
         # blocked_sum's four running sums: one long chain of float64 adds waits on itself
-        out[i] = blocked_sum(x[i]) / n  # 0 / 0 is NaN for an empty row, as numpy
+        out[i] = vecmath.divide(blocked_sum(x[i]), n)  # 0 / 0: NaN for an empty row (numpy)
 
 
 @njit(**JIT)
@@ -200,12 +200,12 @@ def _min_rows(x, out):
 
 @njit(**JIT)
 def _mean_cols(x, out):
-    acc = np.zeros(x.shape[1])
+    acc = np.full(x.shape[1], zero_acc(x))
     for i in range(x.shape[0]):
         for j in range(x.shape[1]):
             acc[j] += x[i, j]
     for j in range(x.shape[1]):
-        out[j] = acc[j] / x.shape[0]
+        out[j] = vecmath.divide(acc[j], x.shape[0])
 
 
 @njit(**JIT)
@@ -413,7 +413,7 @@ expand_reduced = Op(
     outputs=("out",),
     spec=_expand_reduced_spec,
     kernels={"cpu": _expand_reduced_cpu, "cuda": None},
-    dtypes=dt.ALL,
+    dtypes=dt.ALL + dt.COMPLEX,
     ref=_expand_reduced_ref,
     attrs=AXIS,
     promote=(0,),
@@ -443,7 +443,7 @@ reduced_count = Op(
     outputs=("out",),
     spec=_reduced_count_spec,
     kernels={"cpu": _reduced_count_cpu, "cuda": None},
-    dtypes=dt.ALL,
+    dtypes=dt.ALL + dt.COMPLEX,
     ref=lambda x, axis=None: np.asarray(_count(x.shape, reduced_axes(axis, x.ndim)), np.int64),
     differentiable=False,
     attrs={"axis": AXIS["axis"]},
@@ -471,7 +471,7 @@ sum = _reduction(
     "sum",
     sum_rows,
     _quiet(_sum_ref),
-    dtypes=dt.ALL,
+    dtypes=dt.ALL + dt.COMPLEX,
     out_dtype=_int64_for_ints,
     cols=sum_cols,
     doc="Sum over `axis` (None: all). bool and integer inputs give int64, as in PyTorch.",
@@ -482,14 +482,14 @@ sum.defgrad(lambda g, out, x, axis, keepdims: (_expand(g, x, axis, keepdims),))
 
 def _mean_ref(x, axis=None, keepdims=False):
     axes = reduced_axes(axis, x.ndim)
-    return np.mean(x, axis=axes, dtype=np.float64, keepdims=keepdims).astype(x.dtype)
+    return np.mean(x, axis=axes, dtype=_acc(x.dtype), keepdims=keepdims).astype(x.dtype)
 
 
 mean = _reduction(
     "mean",
     _mean_rows,
     _quiet(_mean_ref),
-    dtypes=dt.FLOATS,
+    dtypes=dt.FLOATS + dt.COMPLEX,
     out_dtype=_floats_only,
     cols=_mean_cols,
     doc="Mean over `axis` (None: all); NaN for an empty reduction. Floats only: an integer "

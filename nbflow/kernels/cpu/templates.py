@@ -124,7 +124,12 @@ def as_output(a, out):
 
 @overload(as_output)
 def _as_output(a, out):
-    if isinstance(a, types.Array) and a.mutable:
+    # (an output of complex numbers from real inputs, complex's: never `a`, whose dtype
+    # cannot take the body's result)
+    real_to_complex = isinstance(out.dtype, types.Complex) and not isinstance(
+        a.dtype, types.Complex
+    )
+    if isinstance(a, types.Array) and a.mutable and not real_to_complex:
         return lambda a, out: a
     return lambda a, out: out
 
@@ -570,11 +575,14 @@ def reduce_launcher(kernel, shape, axes, params, cols=None):
 
 
 def zero_acc(x):
-    """Zero of the accumulator type for array x: float64 for floats, int64 for ints/bools."""
+    """Zero of the accumulator type for array x: float64 for floats, int64 for ints/bools,
+    complex128 for complex numbers."""
 
 
 @overload(zero_acc)
 def _zero_acc(x):
+    if isinstance(x.dtype, types.Complex):
+        return lambda x: 0j
     if isinstance(x.dtype, types.Float):
         return lambda x: 0.0
     return lambda x: 0

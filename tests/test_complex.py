@@ -1,0 +1,374 @@
+"""complex64 / complex128 tensors (issue 39, item 3): dtypes and promotion, the ops that take
+them against PyTorch (values, and gradients of real losses with PyTorch's conjugate
+convention), against numpy and finite differences where PyTorch is not installed, eager ==
+@jit, and the typed refusals of every op not opted in."""
+
+import numpy as np
+import pytest
+
+import nbflow as nb
+from nbflow.errors import DTypeError, ShapeError
+
+DTYPES = [nb.complex64, nb.complex128]
+TOL = {
+    nb.complex64: {"rtol": 2e-5, "atol": 2e-5},
+    nb.complex128: {"rtol": 1e-10, "atol": 1e-12},
+}
+
+
+def _z(shape, dtype, seed=0):
+    rng = np.random.default_rng(seed)
+    return (rng.normal(size=shape) + 1j * rng.normal(size=shape)).astype(dtype)
+
+
+def _real_dtype(dtype):
+    return np.float32 if dtype == nb.complex64 else np.float64
+
+
+# ---------------------------------------------------------------- dtypes and promotion
+
+
+def test_dtype_names_and_round_trips():
+    assert nb.complex64 == np.complex64 and nb.complex128 == np.complex128
+    assert nb.cfloat == nb.complex64 and nb.cdouble == nb.complex128
+    assert nb.dtypes.as_dtype("complex64") == nb.complex64
+    assert nb.dtypes.as_dtype("c128") == nb.complex128
+    t = nb.tensor([1 + 2j, -3j])
+    assert t.dtype == nb.complex64  # Python complex numbers: the default float's complex
+    a = np.array([1 - 1j, 2.5 + 0.5j])
+    u = nb.tensor(a)
+    assert u.dtype == nb.complex128 and u.is_complex() and not u.is_floating_point()
+    np.testing.assert_array_equal(u.numpy(), a)
+    np.testing.assert_array_equal(nb.from_numpy(a.astype(np.complex64)).numpy(), a)
+    assert "2.5+0.5j" in repr(u) and "complex128" in repr(u)
+    assert nb.tensor([1.0, 2.0]).cfloat().dtype == nb.complex64
+    assert nb.tensor([1, 2]).cdouble().dtype == nb.complex128
+    nb.set_default_dtype(nb.float64)
+    try:
+        assert nb.tensor([1j]).dtype == nb.complex128
+    finally:
+        nb.set_default_dtype(nb.float32)
+
+
+@pytest.mark.parametrize(
+    "a, b, want",
+    [
+        (nb.float32, nb.complex64, nb.complex64),
+        (nb.float64, nb.complex64, nb.complex128),
+        (nb.float16, nb.complex64, nb.complex64),
+        (nb.int64, nb.complex64, nb.complex64),
+        (nb.bool_, nb.complex128, nb.complex128),
+        (nb.complex64, nb.complex128, nb.complex128),
+    ],
+)
+def test_promotion_of_tensors(a, b, want):
+    x, y = nb.ones(2, dtype=a), nb.ones(2, dtype=b)
+    assert (x + y).dtype == want and (y * x).dtype == want
+    assert nb.promote_types(a, b) == want
+    torch = pytest.importorskip("torch")
+    names = {nb.float16: "float16", nb.int64: "int64", nb.bool_: "bool"}
+    names.update({nb.float32: "float32", nb.float64: "float64"})
+    names.update({nb.complex64: "complex64", nb.complex128: "complex128"})
+    got = torch.promote_types(getattr(torch, names[a]), getattr(torch, names[b]))
+    assert str(got) == f"torch.{np.dtype(want).name}"
+
+
+@pytest.mark.parametrize(
+    "dtype, want",
+    [
+        (nb.float32, nb.complex64),
+        (nb.float64, nb.complex128),
+        (nb.int64, nb.complex64),
+        (nb.complex64, nb.complex64),
+        (nb.complex128, nb.complex128),
+    ],
+)
+def test_a_python_complex_is_weak(dtype, want):
+    x = nb.ones(3, dtype=dtype)
+    assert (x * 1j).dtype == want and (2j + x).dtype == want
+    np.testing.assert_allclose((x * 1j).numpy(), np.full(3, 1j))
+    assert (nb.ones(2, dtype=nb.complex64) * 2.5).dtype == nb.complex64  # a float is weak too
+
+
+def test_a_python_complex_keeps_its_precision():
+    """A weak complex number is converted to the result's dtype, not first to complex64 (in
+    eager mode and in a graph)."""
+    x = nb.tensor([1.0, 2.0], dtype="float64")
+    for fn in (lambda t: t * (1 / 3j), nb.jit(lambda t: t * (1 / 3j))):
+        out = fn(x)
+        assert out.dtype == nb.complex128
+        np.testing.assert_array_equal(out.numpy(), x.numpy() * (1 / 3j))
+
+
+# ---------------------------------------------------------------- values against numpy
+
+UNARY = {
+    "neg": (lambda m, z: -z, np.negative),
+    "exp": (lambda m, z: m.exp(z), np.exp),
+    "log": (lambda m, z: m.log(z), np.log),
+    "sqrt": (lambda m, z: m.sqrt(z), np.sqrt),
+    "abs": (lambda m, z: m.abs(z), np.abs),
+    "conj": (lambda m, z: m.conj(z), np.conj),
+    "real": (lambda m, z: m.real(z), np.real),
+    "imag": (lambda m, z: m.imag(z), np.imag),
+    "angle": (lambda m, z: m.angle(z), np.angle),
+    "sum": (lambda m, z: m.sum(z, axis=0), lambda a: a.sum(axis=0)),
+    "mean": (lambda m, z: m.mean(z, axis=1), lambda a: a.mean(axis=1)),
+    "mean_all": (lambda m, z: z.mean(), lambda a: a.mean()),
+}
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("name", sorted(UNARY))
+def test_unary_values_against_numpy(name, dtype):
+    fn, ref = UNARY[name]
+    a = _z((3, 5), dtype)
+    out = fn(nb, nb.tensor(a))
+    want = ref(a)
+    assert out.dtype == want.dtype and out.shape == want.shape
+    np.testing.assert_allclose(out.numpy(), want, **TOL[dtype])
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_binary_values_against_numpy(dtype):
+    a, b = _z((4, 3), dtype, 1), _z((3,), dtype, 2)
+    x, y = nb.tensor(a), nb.tensor(b)
+    for got, want in [(x + y, a + b), (x - y, a - b), (x * y, a * b), (x / y, a / b)]:
+        assert got.dtype == dtype
+        np.testing.assert_allclose(got.numpy(), want, **TOL[dtype])
+    np.testing.assert_allclose((x @ nb.tensor(a.T)).numpy(), a @ a.T, **TOL[dtype])
+    np.testing.assert_allclose(nb.matmul(x, y).numpy(), a @ b, **TOL[dtype])
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_parts_and_back(dtype):
+    a = _z((2, 3), dtype)
+    z = nb.tensor(a)
+    r = nb.view_as_real(z)
+    assert r.dtype == _real_dtype(dtype) and r.shape == (2, 3, 2)
+    np.testing.assert_array_equal(r.numpy(), np.stack([a.real, a.imag], -1))
+    np.testing.assert_array_equal(nb.view_as_complex(r).numpy(), a)
+    np.testing.assert_array_equal(nb.complex(z.real, z.imag).numpy(), a)
+    assert z.real.dtype == _real_dtype(dtype) and z.imag.dtype == _real_dtype(dtype)
+    np.testing.assert_array_equal(z.conj().numpy(), a.conj())
+    p = nb.polar(z.abs(), z.angle())
+    np.testing.assert_allclose(p.numpy(), a, **TOL[dtype])
+    # infinite parts stay exact (re + im * 1j would make inf * 0 = NaN)
+    inf = nb.complex(nb.tensor([0.0, np.inf]), nb.tensor([np.inf, -1.0]))
+    np.testing.assert_array_equal(inf.numpy(), np.array([complex(0, np.inf), complex(np.inf, -1)]))
+    np.testing.assert_array_equal(z.mH.numpy(), a.conj().T)
+
+
+# ---------------------------------------------------------------- gradients
+
+
+def _finite_difference(loss, a, eps=1e-6):
+    """dL/dx + 1j dL/dy for a real loss L of a complex array a = x + 1j y: the gradient
+    PyTorch's convention gives a complex leaf."""
+    g = np.zeros_like(a)
+    for idx in np.ndindex(a.shape):
+        for unit in (1, 1j):
+            up, down = a.copy(), a.copy()
+            up[idx] += eps * unit
+            down[idx] -= eps * unit
+            g[idx] += unit * (loss(up) - loss(down)) / (2 * eps)
+    return g
+
+
+LOSSES = {
+    "mul_abs": lambda m, z, w: (z * w).abs().sum(),
+    "div_abs": lambda m, z, w: (z / w).abs().sum(),
+    "exp_real": lambda m, z, w: m.view_as_real(m.exp(z) * w).sum(),
+    "log_sq": lambda m, z, w: (m.view_as_real(m.log(z) - w) ** 2).sum(),
+    "sqrt_real": lambda m, z, w: m.sqrt(z * w).real.sum(),
+    "conj_imag": lambda m, z, w: (z.conj() * w).imag.sum(),
+    "angle": lambda m, z, w: m.angle(z - w).sum(),
+    "matmul": lambda m, z, w: (z @ w.mT).abs().sum(),
+    "matmul_H": lambda m, z, w: (z @ w.mH).abs().sum(),
+    "matvec": lambda m, z, w: (z @ w[0]).abs().sum(),
+    "mean_bcast": lambda m, z, w: (z[:1] * w).mean(0).abs().sum(),
+    "neg_sub_scalar": lambda m, z, w: (-z - w * 2j + 1).abs().sum(),
+}
+
+
+def _nb_grads(loss, a, b):
+    z, w = nb.tensor(a, requires_grad=True), nb.tensor(b, requires_grad=True)
+    out = loss(nb, z, w)
+    out.backward()
+    assert out.dtype == _real_dtype(a.dtype)
+    return out.numpy(), z.grad.numpy(), w.grad.numpy()
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("name", sorted(LOSSES))
+def test_gradients_against_pytorch(name, dtype):
+    torch = pytest.importorskip("torch")
+    a, b = _z((3, 4), dtype, 3), _z((3, 4), dtype, 4)
+    loss = LOSSES[name]
+    z, w = torch.tensor(a, requires_grad=True), torch.tensor(b, requires_grad=True)
+    out = loss(torch, z, w)
+    out.backward()
+    value, gz, gw = _nb_grads(loss, a, b)
+    assert gz.dtype == dtype and gw.dtype == dtype
+    np.testing.assert_allclose(value, out.detach().numpy(), **TOL[dtype])
+    np.testing.assert_allclose(gz, z.grad.resolve_conj().numpy(), **TOL[dtype])
+    np.testing.assert_allclose(gw, w.grad.resolve_conj().numpy(), **TOL[dtype])
+
+
+@pytest.mark.parametrize("name", ["mul_abs", "log_sq", "angle", "matmul_H", "conj_imag"])
+def test_gradients_against_finite_differences(name):
+    a, b = _z((2, 3), np.complex128, 5), _z((2, 3), np.complex128, 6)
+    loss = LOSSES[name]
+    _, gz, gw = _nb_grads(loss, a, b)
+
+    def value(x, y):
+        return float(loss(nb, nb.tensor(x), nb.tensor(y)).numpy())
+
+    np.testing.assert_allclose(gz, _finite_difference(lambda x: value(x, b), a), atol=1e-6)
+    np.testing.assert_allclose(gw, _finite_difference(lambda y: value(a, y), b), atol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_gradients_of_real_inputs_of_complex_results(dtype):
+    """complex(x, y), polar and view_as_complex of real leaves, and a real tensor times a
+    complex one: the real leaves get the real part (PyTorch's rule)."""
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(7)
+    r, s = rng.normal(size=(3, 2)).astype(dtype), rng.normal(size=(3, 2)).astype(dtype)
+    c = _z((3, 2), np.complex64 if dtype == np.float32 else np.complex128, 8)
+    tol = TOL[nb.complex64 if dtype == np.float32 else nb.complex128]
+
+    def loss(m, x, y, z):
+        parts = m.complex(x, y) * z + m.polar(x.abs(), y) + x * z
+        pairs = m.view_as_complex(m.stack([x, y * 3], -1))
+        return (parts * pairs).abs().sum()
+
+    xs = [torch.tensor(v, requires_grad=True) for v in (r, s, c)]
+    loss(torch, *xs).backward()
+    ys = [nb.tensor(v, requires_grad=True) for v in (r, s, c)]
+    loss(nb, *ys).backward()
+    for t, n in zip(xs, ys):
+        assert n.grad.dtype == n.dtype
+        np.testing.assert_allclose(n.grad.numpy(), t.grad.numpy(), **tol)
+
+
+def test_angle_gradient_is_zero_at_zero():
+    z = nb.tensor([0j, 1 + 1j], requires_grad=True)
+    nb.angle(z).sum().backward()
+    np.testing.assert_allclose(z.grad.numpy(), [0, (-1 + 1j) / 2], rtol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_eager_equals_jit(dtype):
+    a, b = _z((3, 4), dtype, 9), _z((3, 4), dtype, 10)
+
+    def f(z, w):
+        y = nb.exp(z) * w / (z + 2) - nb.sqrt(w) + nb.log(z) * 1j
+        loss = nb.view_as_real(y @ w.mH).sum() + nb.angle(y).sum() + (y.abs() * y.real).mean()
+        return loss + nb.polar(y.imag, y.real).conj().abs().sum()
+
+    results = []
+    for fn in (f, nb.jit(f)):
+        z, w = nb.tensor(a, requires_grad=True), nb.tensor(b, requires_grad=True)
+        loss = fn(z, w)
+        loss.backward()
+        results.append((loss.numpy(), z.grad.numpy(), w.grad.numpy()))
+    for eager, jitted in zip(*results):
+        np.testing.assert_allclose(jitted, eager, **TOL[dtype])
+
+
+def test_real_tensors_pay_no_conjugate():
+    """The rules that conjugate do nothing for real tensors: no op is added (the backward
+    Program of a real product holds no conj_physical), conj and real return the input."""
+    x = nb.tensor([1.0, -2.0])
+    assert nb.conj(x) is x and nb.real(x) is x and x.conj() is x and nb.resolve_conj(x) is x
+
+    def f(a, b):
+        return (a * b / b).exp().log().sqrt().abs().sum() + (a.reshape(1, 2) @ b.reshape(2, 1))
+
+    step = nb.jit(f)
+    a, b = nb.tensor([1.0, 2.0], requires_grad=True), nb.tensor([3.0, 4.0], requires_grad=True)
+    step(a, b).sum().backward()
+    program = step.program(a, b)
+    types = {node.op.name for node in program.global_block().ops}
+    assert "mul" in types and "conj_physical" not in types
+    assert "real_part" not in types and "complex" not in types
+
+
+# ---------------------------------------------------------------- refusals
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda z: nb.relu(z),
+        lambda z: nb.sort(z),
+        lambda z: nb.max(z),
+        lambda z: nb.sigmoid(z),
+        lambda z: nb.floor(z),
+        lambda z: nb.maximum(z, z),
+        lambda z: nb.sin(z),
+        lambda z: nb.prod(z),
+        lambda z: nb.cumsum(z, 0),
+        lambda z: z < z,
+        lambda z: nb.tanh(z),
+        lambda z: nb.var(z),
+    ],
+)
+def test_ops_not_opted_in_refuse_complex(call):
+    z = nb.tensor([1 + 1j, 2 - 1j])
+    with pytest.raises(DTypeError):
+        call(z)
+
+
+def test_typed_errors():
+    z, x = nb.tensor([1 + 1j]), nb.tensor([[1.0, 2.0, 3.0]])
+    with pytest.raises(DTypeError, match="imaginary part"):
+        z.astype(nb.float32)  # PyTorch drops it with a warning: .real says so
+    with pytest.raises(DTypeError):
+        nb.imag(x)
+    with pytest.raises(DTypeError):
+        nb.view_as_real(x)
+    with pytest.raises(ShapeError):
+        nb.view_as_complex(x)
+    with pytest.raises(DTypeError):
+        nb.view_as_complex(nb.tensor([[1, 2]]))
+    with pytest.raises(DTypeError):
+        nb.complex(nb.tensor([1]), nb.tensor([2]))  # integer parts (PyTorch refuses them too)
+    with pytest.raises(DTypeError):
+        nb.tensor([1, 2]).requires_grad_(True)
+    assert nb.tensor([1j]).requires_grad_(True).requires_grad
+
+
+def test_division_by_zero_and_empty_means_as_numpy():
+    a, b = np.array([1 + 1j, 0j, -2 + 0j, 3j]), np.zeros(4, complex)
+    with np.errstate(all="ignore"):
+        want = a / b
+    np.testing.assert_array_equal((nb.tensor(a) / nb.tensor(b)).numpy(), want)
+    for shape, axis in [((0,), None), ((0, 3), 0), ((3, 0), 1)]:
+        got = nb.mean(nb.zeros(*shape, dtype=nb.complex128), axis=axis).numpy()
+        assert np.isnan(got.real).all() and np.isnan(got.imag).all()
+
+
+def test_queries():
+    z = nb.tensor([1 + 0j, 2j])
+    assert nb.is_complex(z) and not nb.is_complex(z.real) and nb.is_signed(z)
+    assert nb.isreal(z).numpy().tolist() == [True, False]
+    assert nb.isreal(nb.tensor([1.0])).numpy().tolist() == [True]
+    assert z.type() == "nbflow.ComplexFloatTensor"
+
+
+def test_second_derivative_of_abs_against_pytorch():
+    """abs's complex gradient is sgn(z), itself differentiable (create_graph=True)."""
+    torch = pytest.importorskip("torch")
+    a, b = _z((4,), np.complex128, 11), _z((4,), np.complex128, 12)
+
+    def second(m, grad):
+        z = m.tensor(a, requires_grad=True)
+        w = m.tensor(b)
+        (g,) = grad(((z * w).abs() ** 3).sum(), [z], create_graph=True)
+        (gg,) = grad(m.real(g * w).sum(), [z])
+        return gg
+
+    want = second(torch, torch.autograd.grad).resolve_conj().numpy()
+    np.testing.assert_allclose(second(nb, nb.grad).numpy(), want, rtol=1e-10, atol=1e-12)
