@@ -688,7 +688,7 @@ def _weight_grad_cpu(x, g, w, out, **geometry):
 def _weight_grad(conv, x, g, out):
     """out = the gradient of the convolution `conv` with respect to its weight: each thread
     sums its chunks' products (columns times output gradient, giving the gradient
-    transposed: OpenBLAS runs that form 1.2-1.5x faster), then the threads' sums add."""
+    transposed: OpenBLAS runs that form faster), then the threads' sums add."""
     x = np.ascontiguousarray(x)
     columns = Columns(conv, x.shape, x.dtype)
     shape = (conv.groups, columns.k, g.shape[1] // conv.groups)
