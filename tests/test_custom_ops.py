@@ -188,10 +188,10 @@ def test_duplicate_name_raises_and_leaves_the_existing_op_alone():
 
 
 def test_unsupported_dtype_in_declaration_names_the_op():
-    with pytest.raises(nb.DTypeError, match="user_complex_op"):
+    with pytest.raises(nb.DTypeError, match="user_longdouble_op"):
 
-        @nb.elementwise(dtypes=[np.complex64], ref=None)
-        def user_complex_op(x):
+        @nb.elementwise(dtypes=[np.longdouble], ref=None)
+        def user_longdouble_op(x):
             return x
 
 

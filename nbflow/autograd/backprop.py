@@ -245,7 +245,10 @@ def grad(
     inputs = _values(inputs)
     for x in inputs:  # (before backprop frees the graph)
         if not isinstance(x, Tensor):
-            raise ArgumentError(f"grad: inputs must be tensors, got {shown(x)}")
+            raise ArgumentError(
+                f"grad: inputs must be tensors, got {shown(x)}; for graph values (Vars) use "
+                "nbflow.append_backward(loss) in a static program"
+            )
     leaf_grads, node_grads = _eager_backprop(outputs, grad_outputs, retain_graph, create_graph)
     result = _gradients_of(inputs, leaf_grads, node_grads, allow_unused)
     return tuple(g if g is None or create_graph else g.detach() for g in result)
