@@ -6,7 +6,7 @@ import builtins
 import math
 from collections import namedtuple
 
-from ..argcheck import number, shown
+from ..argcheck import known_size, number, shown
 from ..core import dtypes as dt
 from ..core.errors import AttrError, DomainError, DTypeError, ShapeError
 from ..core.op import _is_value
@@ -15,7 +15,7 @@ from .reduce import sum as reduce_sum
 
 # histogram's helpers, and the ones it imports (signal.py names them for both files)
 from .search import searchsorted
-from .select import _int, _known
+from .select import _int
 from .shape import reshape
 from .signal import _bin_edges, _counts, _data_range, _uniform_edges
 
@@ -61,7 +61,7 @@ def histogramdd(input, bins, *, range=None, weight=None, density=False):
         raise DTypeError(f"{name}: input must be a float tensor, got {input.dtype}")
     if input.ndim < 2:
         raise ShapeError(f"{name}: input must have 2 dims or more, got shape {input.shape}")
-    dims = _known(name, input, -1)
+    dims = known_size(name, input, -1)
     points = reshape(input, (-1, dims))
     bins, ranges = _per_dim(name, bins, range, dims)
     if weight is not None and tuple(weight.shape) != tuple(input.shape[:-1]):
@@ -70,7 +70,7 @@ def histogramdd(input, bins, *, range=None, weight=None, density=False):
     for d in builtins.range(dims):
         x = points[:, d]
         e = _edges(name, x, bins[d], ranges[d], input.dtype)
-        n = _known(name, e, 0) - 1
+        n = known_size(name, e, 0) - 1
         within = logical_and(x >= e[0], x <= e[-1])
         slot = slot * n + minimum(searchsorted(e, x, right=True) - 1, n - 1)
         inside = within if inside is None else logical_and(inside, within)

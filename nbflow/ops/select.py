@@ -50,15 +50,6 @@ from .shape import (
 )
 
 
-def _known(name, x, dim):
-    if x.ndim == 0:
-        raise ShapeError(f"{name}: needs at least one dim, got a 0-d tensor")
-    n = x.shape[dim]
-    if n == UNKNOWN:
-        raise ShapeError(f"{name}: dim {dim} of x (shape {x.shape}) must be known")
-    return n
-
-
 def _int(name, arg, v, low=None):
     if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
         raise AttrError(f"{name}: {arg} must be an int, got {v!r}")
@@ -170,7 +161,7 @@ def scatter_reduce(x, dim, index, src, reduce, include_self=True):
         return as_scalar(scatter_reduce(*vectors, reduce, include_self))
     a, _ = _scatter_key("scatter_reduce", x, dim, index)
     src = _src_block("scatter_reduce", src, index)
-    n = _known("scatter_reduce", x, a)
+    n = known_size("scatter_reduce", x, a)
     region = tuple(slice(0, m) if d != a else slice(None) for d, m in enumerate(index.shape))
     base = getitem(x, region)  # the block of x that index reaches
     # every index in [0, n), as PyTorch requires (no negative ones: -1 is out of range), in
@@ -277,7 +268,7 @@ def narrow(x, dim, start, length):
     """x[..., start:start + length, ...] along `dim` (start may count from the end, and may be
     a 0-d integer tensor, as in PyTorch)."""
     a = axis_of(dim, x.ndim)
-    n = _known("narrow", x, a)
+    n = known_size("narrow", x, a)
     start, length = integer(start, "narrow: start"), _int("narrow", "length", length)
     if not -n <= start <= n:
         raise OutOfRangeError(f"narrow: start {start} is out of range for dim {a} of size {n}")
@@ -292,7 +283,7 @@ def unbind(x, dim=0):
     if x.ndim == 0:
         raise ShapeError("unbind needs at least one dim, got a 0-d tensor")
     a = axis_of(dim, x.ndim)
-    n = _known("unbind", x, a)
+    n = known_size("unbind", x, a)
     return tuple(getitem(x, _along(a) + (i,)) for i in range(n))
 
 
@@ -305,7 +296,7 @@ def tensor_split(x, indices_or_sections, dim=0):
     """numpy's array_split: an int cuts n pieces whose lengths differ by at most one (the
     first ones longer); a sequence of indices cuts at those positions (clamped, as PyTorch)."""
     a = axis_of(dim, x.ndim)
-    n = _known("tensor_split", x, a)
+    n = known_size("tensor_split", x, a)
     if hasattr(indices_or_sections, "shape") and len(indices_or_sections.shape) == 0:
         # a 0-d tensor is a number of sections (PyTorch's)
         indices_or_sections = int(
@@ -331,7 +322,7 @@ def _even_split(name, x, sections, dim, min_ndim):
     if x.ndim < min_ndim:
         raise ShapeError(f"{name} needs a tensor of at least {min_ndim} dims, got {x.ndim}")
     if isinstance(sections, (int, np.integer)):
-        n = _known(name, x, dim)
+        n = known_size(name, x, dim)
         if sections <= 0 or n % sections:
             raise ShapeError(f"{name}: dim {dim} of size {n} can't be split into {sections}")
     return tensor_split(x, sections, dim)
@@ -367,7 +358,7 @@ def repeat_interleave(x, repeats=None, dim=None, output_size=None):
 
         return repeat(x, integer(repeats, "repeat_interleave: repeats"), a)
     counts = eager_values("repeat_interleave", "repeats", repeats).reshape(-1)
-    n = _known("repeat_interleave", x, a)
+    n = known_size("repeat_interleave", x, a)
     if counts.size == 1:
         counts = np.full(n, counts[0])
     if counts.size != n or counts.dtype.kind not in "iu" or np.any(counts < 0):
@@ -388,7 +379,7 @@ def diagonal(x, offset=0, dim1=0, dim2=1):
     if a == b:
         raise ShapeError(f"diagonal: dim1 and dim2 are the same dim ({a})")
     moved = movedim(x, (a, b), (-2, -1))
-    n, m = _known("diagonal", moved, -2), _known("diagonal", moved, -1)
+    n, m = known_size("diagonal", moved, -2), known_size("diagonal", moved, -1)
     k = min(max(integer(offset, "diagonal: offset"), -n), m)  # (past the plane: empty, no 2**63)
     r0, c0 = max(0, -k), max(0, k)
     length = max(0, min(n - r0, m - c0))
@@ -402,7 +393,7 @@ def diag_embed(x, offset=0, dim1=-2, dim2=-1):
     (dim1, dim2) of the result (zeros elsewhere)."""
     if x.ndim == 0:
         raise ShapeError("diag_embed needs at least one dim")
-    n = _known("diag_embed", x, -1)
+    n = known_size("diag_embed", x, -1)
     k = integer(offset, "diag_embed: offset")
     mask = eye(n, dtype="bool", device=getattr(x, "device", None))
     square = where(mask, unsqueeze(x, -1), 0)
