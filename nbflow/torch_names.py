@@ -10,7 +10,7 @@ from collections import namedtuple
 import numpy as np
 
 from . import linalg
-from .argcheck import known_size, number, shown, tensor_args
+from .argcheck import flag, known_size, number, shown, tensor_args
 from .core import public
 from .core.errors import AttrError, ShapeError
 from .eager.operators import Operators, as_method
@@ -70,7 +70,7 @@ def cholesky(input, upper=False):
 def cholesky_solve(B, L, upper=False):
     """X with A X = B, A given by its Cholesky factor L (A = L L^T, or U^T U with upper)."""
     solve = linalg.solve_triangular
-    if upper:
+    if flag(upper, "cholesky_solve: upper"):
         return solve(L, solve(swapaxes(L, -1, -2), B, upper=False), upper=True)
     return solve(swapaxes(L, -1, -2), solve(L, B, upper=False), upper=True)
 

@@ -282,6 +282,41 @@ def test_a_shape_that_indexing_refused_is_a_shape_error(name):
         SHAPES[name]()
 
 
+# ---------------------------------------------------------------- the API fuzzer's last four
+
+# (call, the nbflow error, the builtin it subclasses: a handler of that builtin still works)
+FUZZ_FOUND = {
+    "unique flag given an array": (
+        lambda: nb.unique(_x(3), return_counts=np.ones(2)),
+        errors.AttrError,
+        TypeError,
+    ),
+    "cholesky_solve upper given an array": (
+        lambda: nb.cholesky_solve(_x(2, 1), nb.eye(2), upper=np.ones(2)),
+        errors.AttrError,
+        TypeError,
+    ),
+    "ctc_loss length past int64": (
+        lambda: F.ctc_loss(nb.zeros(5, 2, 4), nb.ones(2, 3, dtype=nb.int64), [2**70, 5], [3, 3]),
+        errors.OutOfRangeError,
+        IndexError,
+    ),
+    "as_strided size over the memory budget": (
+        lambda: nb.as_strided(_x(4), (2**40,), (0,)),
+        errors.ResourceExhaustedError,
+        MemoryError,
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(FUZZ_FOUND))
+def test_the_api_fuzzers_last_untyped_outcomes_are_typed(name):
+    call, error, builtin = FUZZ_FOUND[name]
+    with pytest.raises(error) as caught:
+        call()
+    assert isinstance(caught.value, builtin)
+
+
 # ---------------------------------------------------------------- valid arguments still pass
 
 

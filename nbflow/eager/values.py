@@ -4,7 +4,7 @@ graph-breaking ops): allclose, equal, nonzero, unique, unique_consecutive and ma
 import numpy as np
 
 from .. import ops
-from ..argcheck import choice, integer, real
+from ..argcheck import choice, flag, integer, real
 from ..core import normalize_axis
 from ..core.errors import AttrError, DTypeError, ShapeError, UnsupportedError
 from .tensor import Tensor, tensor
@@ -71,6 +71,9 @@ def unique(
     occurs. Each NaN is distinct, as in PyTorch. With `dim`, the distinct slices along it
     (sorted lexicographically), the inverse and counts then per slice."""
     data = _eager_values("unique", x)
+    return_inverse = flag(return_inverse, "unique: return_inverse")
+    return_counts = flag(return_counts, "unique: return_counts")
+    flag(sorted, "unique: sorted")  # (the values come sorted either way, as PyTorch's do)
     if dim is not None:
         return _unique_slices(x, data, dim, return_inverse, return_counts)
     values, inverse, counts = np.unique(

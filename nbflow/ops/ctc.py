@@ -418,11 +418,17 @@ def _ctc_vjp(g, out, log_probs, targets, input_lengths, target_lengths, blank, z
 # ---------------------------------------------------------------- PyTorch's F.ctc_loss
 
 
-def _as_lengths(lengths):
+def _as_lengths(lengths, what):
     """A tensor as it is; ints and int sequences as an int64 array (an input of the op)."""
     if hasattr(lengths, "shape"):
         return lengths
-    return np.asarray(integers(lengths, "ctc_loss: lengths"), dtype=np.int64)
+    values = integers(lengths, f"ctc_loss: {what}")
+    for i, v in enumerate(values):
+        if not 0 <= v < 2**63:  # (numpy's OverflowError named neither the argument nor the value)
+            raise OutOfRangeError(
+                f"ctc_loss: {what} must be >= 0 and fit int64, got {v} (sample {i})"
+            )
+    return np.asarray(values, dtype=np.int64)
 
 
 def ctc_loss(
@@ -439,7 +445,8 @@ def ctc_loss(
     'mean' divides each loss by its target length (at least 1), then averages the batch."""
     if reduction not in REDUCTIONS:
         raise AttrError(f"ctc_loss: reduction must be one of {REDUCTIONS}, got {reduction!r}")
-    input_lengths, target_lengths = _as_lengths(input_lengths), _as_lengths(target_lengths)
+    input_lengths = _as_lengths(input_lengths, "input_lengths")
+    target_lengths = _as_lengths(target_lengths, "target_lengths")
     unbatched = log_probs.ndim == 2
     if unbatched:
         log_probs = _shape.unsqueeze(log_probs, 1)

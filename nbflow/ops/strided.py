@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 
-from ..argcheck import integer, integers, shown
+from ..argcheck import integer, integers, shown, within_budget
 from ..core import UNKNOWN
 from ..core.errors import ArgumentError, DomainError, OutOfRangeError, ShapeError
 from ..core.op import _is_value
@@ -37,6 +37,7 @@ def strided_positions(name, input, size, stride, storage_offset):
         )
     if UNKNOWN in tuple(input.shape):
         raise ShapeError(f"{name}: the input's shape {input.shape} must be known")
+    within_budget(name, size, np.int64)  # (the positions: as many as the result's elements)
     positions = np.full(size, offset, dtype=np.int64)
     for k, (n, step) in enumerate(zip(size, stride)):
         positions += (np.arange(n, dtype=np.int64) * step).reshape(
