@@ -52,9 +52,21 @@ def optional_real(value, what: str) -> float | None:
     return None if value is None else real(value, what)
 
 
-def integer(value, what: str) -> int:
-    """value as an int (core.as_int: an int, a numpy integer, a 0-d integer tensor)."""
-    return as_int(value, what)
+def integer(value, what: str, low: int | None = None) -> int:
+    """value as an int (core.as_int: an int, a numpy integer, a 0-d integer tensor; a float is
+    refused, not truncated); with `low`, one below it raises DomainError."""
+    n = as_int(value, what)
+    if low is not None and n < low:
+        raise DomainError(f"{what} must be >= {low}, got {n}")
+    return n
+
+
+def finite(value, what: str) -> float:
+    """value as a finite float (real): a NaN or an infinity raises DomainError."""
+    x = real(value, what)
+    if not math.isfinite(x):
+        raise DomainError(f"{what} must be finite, got {x}")
+    return x
 
 
 def integers(value, what: str) -> tuple[int, ...]:

@@ -12,7 +12,7 @@ from collections import namedtuple
 
 import numpy as np
 
-from .argcheck import choice, integers, shown, within_budget
+from .argcheck import choice, flag, integers, shown, within_budget
 from .core import UNKNOWN, public
 from .core import dtypes as dt
 from .core.errors import (
@@ -222,6 +222,8 @@ def norm(A, ord=None, dim=None, keepdim=False):
     (dim None); a matrix norm for a 2-tuple `dim` or a 2-D A with ord given."""
     if isinstance(dim, int):
         return vector_norm(A, 2 if ord is None else ord, dim, keepdim)
+    if dim is not None:
+        dim = integers(dim, "linalg.norm: dim")
     if dim is not None and len(dim) == 2:
         return matrix_norm(A, "fro" if ord is None else ord, tuple(dim), keepdim)
     if ord is None:
@@ -273,8 +275,8 @@ def multi_dot(tensors):
 def solve_triangular(A, B, *, upper, left=True, unitriangular=False):
     """X with A X = B (left=False: X A = B), A triangular: only its upper (lower) triangle is
     read, its diagonal taken as ones when unitriangular."""
-    for arg, flag in (("upper", upper), ("left", left), ("unitriangular", unitriangular)):
-        choice(flag, (False, True), f"linalg.solve_triangular: {arg}", AttrError)
+    for arg, value in (("upper", upper), ("left", left), ("unitriangular", unitriangular)):
+        choice(value, (False, True), f"linalg.solve_triangular: {arg}", AttrError)
     tri = triu(A) if upper else tril(A)
     if unitriangular:
         tri = tri - diag_embed(_diagonal(tri, 0, -2, -1)) + _identity(A)
@@ -402,7 +404,7 @@ def solve_ex(A, B, *, left=True, check_errors=False):
 
 
 def _errors(api, check_errors):
-    return api if check_errors else ""
+    return api if flag(check_errors, f"{api}: check_errors") else ""
 
 
 def inv_ex(A, *, check_errors=False):

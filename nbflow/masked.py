@@ -16,7 +16,7 @@ import math
 
 import numpy as np
 
-from .argcheck import real, shown, tensors
+from .argcheck import integer, real, shown, tensors
 from .core import dtypes as dt
 from .core.errors import ArgumentError, AttrError, DomainError, DTypeError, ShapeError
 from .ops.creation import full_like
@@ -36,7 +36,7 @@ from .ops.reduce import reduced_axes
 from .ops.reduce import sum as _sum
 from .ops.scans import cumprod as _cumprod
 from .ops.scans import cumsum as _cumsum
-from .ops.select import _highest, _int, _lowest
+from .ops.select import _highest, _lowest
 from .ops.shape import broadcast_to
 from .ops.statistics import nanmedian
 
@@ -91,7 +91,7 @@ def _dims(dim):
 
 def _one_dim(name, input, dim):
     """dim as a single checked axis (a 0-d input takes 0 and -1)."""
-    dim = _int(name, "dim", dim)
+    dim = integer(dim, f"{name}: dim")
     try:
         reduced_axes(dim, input.ndim)
     except ShapeError as e:

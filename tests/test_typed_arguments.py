@@ -282,6 +282,84 @@ def test_a_shape_that_indexing_refused_is_a_shape_error(name):
         SHAPES[name]()
 
 
+# ---------------------------------------------------------------- learning-rate schedulers
+
+
+def _sgd():
+    return optim.SGD([nb.zeros(2, requires_grad=True)], lr=0.1, momentum=0.9)
+
+
+S = optim.lr_scheduler
+# (call, the nbflow error) for what the scheduler campaign of tools/fuzz_api.py found raising
+# a builtin (float("x"), int(1.5) truncating, a missing attribute, an array's truth)
+SCHEDULERS = {
+    "StepLR float step_size": (lambda: S.StepLR(_sgd(), 1.5), errors.AttrError),
+    "StepLR string gamma": (lambda: S.StepLR(_sgd(), 2, gamma="x"), errors.AttrError),
+    "StepLR infinite gamma": (lambda: S.StepLR(_sgd(), 2, gamma=float("inf")), errors.DomainError),
+    "ExponentialLR of a tensor": (lambda: S.ExponentialLR(nb.ones(2), 0.9), errors.ArgumentError),
+    "LambdaLR of an int": (lambda: S.LambdaLR(3, lambda e: 1.0), errors.ArgumentError),
+    "LinearLR last_epoch None": (lambda: S.LinearLR(_sgd(), last_epoch=None), errors.AttrError),
+    "MultiStepLR string milestones": (lambda: S.MultiStepLR(_sgd(), ["a"]), errors.AttrError),
+    "PolynomialLR negative power": (lambda: S.PolynomialLR(_sgd(), 2, -1.0), errors.DomainError),
+    "CosineAnnealingLR array eta_min": (
+        lambda: S.CosineAnnealingLR(_sgd(), 3, eta_min=np.ones(2)),
+        errors.AttrError,
+    ),
+    "CyclicLR array mode": (
+        lambda: S.CyclicLR(_sgd(), 0.1, 1.0, mode=np.ones(2)),
+        errors.DomainError,
+    ),
+    "CyclicLR scale_fn not callable": (
+        lambda: S.CyclicLR(_sgd(), 0.1, 1.0, scale_fn=3),
+        errors.ArgumentError,
+    ),
+    "CyclicLR zero step_size_up": (
+        lambda: S.CyclicLR(_sgd(), 0.1, 1.0, step_size_up=0),
+        errors.DomainError,
+    ),
+    "OneCycleLR zero div_factor": (
+        lambda: S.OneCycleLR(_sgd(), 1.0, total_steps=5, div_factor=0),
+        errors.DomainError,
+    ),
+    "OneCycleLR string pct_start": (
+        lambda: S.OneCycleLR(_sgd(), 1.0, total_steps=5, pct_start="x"),
+        errors.AttrError,
+    ),
+    "ChainedScheduler of ints": (lambda: S.ChainedScheduler([1, 2]), errors.ArgumentError),
+    "SequentialLR of a float": (lambda: S.SequentialLR(_sgd(), 0.5, [1]), errors.ArgumentError),
+    "ReduceLROnPlateau string metric": (
+        lambda: S.ReduceLROnPlateau(_sgd()).step("x"),
+        errors.AttrError,
+    ),
+    "ReduceLROnPlateau float patience": (
+        lambda: S.ReduceLROnPlateau(_sgd(), patience=2.5),
+        errors.AttrError,
+    ),
+    "LambdaLR factor a string": (lambda: S.LambdaLR(_sgd(), lambda e: "x"), errors.AttrError),
+    "warm restarts string epoch": (
+        lambda: S.CosineAnnealingWarmRestarts(_sgd(), 2).step("x"),
+        errors.AttrError,
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SCHEDULERS))
+def test_a_scheduler_hyperparameter_of_a_wrong_type_or_range_is_a_typed_error(name):
+    call, error = SCHEDULERS[name]
+    with pytest.raises(error):
+        call()
+
+
+def test_a_schedule_past_the_float_range_sets_an_infinite_lr():
+    # (Python's float power raised OverflowError from inside the schedule)
+    opt = _sgd()
+    scheduler = S.ExponentialLR(opt, 1e300)
+    scheduler.step()
+    scheduler.step()
+    assert opt.param_groups[0]["lr"] == float("inf")
+    np.testing.assert_allclose(S.StepLR(_sgd(), 2, gamma=0.5).get_last_lr(), [0.1])
+
+
 # ---------------------------------------------------------------- the API fuzzer's last four
 
 # (call, the nbflow error, the builtin it subclasses: a handler of that builtin still works)
@@ -305,6 +383,74 @@ FUZZ_FOUND = {
         lambda: nb.as_strided(_x(4), (2**40,), (0,)),
         errors.ResourceExhaustedError,
         MemoryError,
+    ),
+    # the draws the scheduler targets moved found these (seeds 1 and 2, 10,000 calls each)
+    "LSTM of 2**63 layers (it looped on)": (
+        lambda: nn.LSTM(1, 2, 2**63),
+        errors.ResourceExhaustedError,
+        MemoryError,
+    ),
+    "AdaptiveLogSoftmaxWithLoss NaN div_value": (
+        lambda: nn.AdaptiveLogSoftmaxWithLoss(4, 10, [2, 5], div_value=float("nan")),
+        errors.DomainError,
+        ValueError,
+    ),
+    "ldl_factor_ex check_errors given an array": (
+        lambda: linalg.ldl_factor_ex(nb.eye(2), check_errors=np.ones(2)),
+        errors.AttrError,
+        TypeError,
+    ),
+    "linalg.norm dim an object": (
+        lambda: linalg.norm(_x(2, 2), dim=object()),
+        errors.AttrError,
+        TypeError,
+    ),
+    "unravel_index shape a float": (
+        lambda: nb.unravel_index(nb.tensor([1]), np.float32(3)),
+        errors.AttrError,
+        TypeError,
+    ),
+    "triplet distance_function an int": (
+        lambda: F.triplet_margin_with_distance_loss(
+            _x(2, 3), _x(2, 3), _x(2, 3), distance_function=3
+        ),
+        errors.ArgumentError,
+        TypeError,
+    ),
+    "interpolate size a 0-d array": (
+        lambda: F.upsample_nearest(_x(1, 1, 2, 2), np.array(3.5)),
+        errors.AttrError,
+        TypeError,
+    ),
+    "local_response_norm size a list": (
+        lambda: F.local_response_norm(_x(1, 2, 3), [2]),
+        errors.AttrError,
+        TypeError,
+    ),
+    "one_hot num_classes an array": (
+        lambda: F.one_hot(nb.tensor([0, 1]), np.ones(2)),
+        errors.AttrError,
+        TypeError,
+    ),
+    "split_like of a 0-d tensor": (
+        lambda: nb.split_like(nb.tensor(1.0), nb.tensor(1.0)),
+        errors.ShapeError,
+        ValueError,
+    ),
+    "rrelu training given an array": (
+        lambda: F.rrelu(_x(3), training=np.ones(2)),
+        errors.AttrError,
+        TypeError,
+    ),
+    "new_full requires_grad given an array": (
+        lambda: _x(2).new_full((2,), 1.0, requires_grad=np.ones(2)),
+        errors.AttrError,
+        TypeError,
+    ),
+    "Adadelta rho a list": (
+        lambda: optim.Adadelta([_p()], rho=[0.9]),
+        errors.DomainError,
+        ValueError,
     ),
 }
 

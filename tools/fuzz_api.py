@@ -1,6 +1,7 @@
 """The API argument fuzzer of tools/fuzz_campaign.py (--campaign api): nbflow's public functions
 and ops (nbflow, nbflow.linalg, nbflow.nn.functional, nbflow.special), the Tensor's methods, the
-nn layers (built, then called) and the optimizers (built, then stepped) called with random
+nn layers (built, then called), the optimizers (built, then stepped) and the learning-rate
+schedulers (built on an SGD, then stepped) called with random
 arguments: tensors of random dtypes, shapes and strides, often of one shape so that a call gets
 past the shape checks, and hostile values (None, strings, huge and negative ints, NaN, nested
 lists, a Module, a Generator, a lambda, ...) in random places.
@@ -112,6 +113,10 @@ class ApiFuzzer:
             optimizer = isinstance(cls, type) and issubclass(cls, nb.optim.Optimizer)
             if optimizer and cls is not nb.optim.Optimizer and "Zero" not in name:
                 self.targets[f"optim.{name}"] = ("optimizer", cls)
+        schedulers = nb.optim.lr_scheduler
+        for name in schedulers.__all__:
+            if name != "LRScheduler":
+                self.targets[f"lr_scheduler.{name}"] = ("scheduler", getattr(schedulers, name))
         self.names = sorted(self.targets)
 
     # ------------------------------------------------------------ values
@@ -212,6 +217,8 @@ class ApiFuzzer:
                 layer = target(*args, **kwargs)
                 inputs, _ = self.arguments(rng, layer.forward, shape)
                 out = layer(*inputs)
+            elif kind == "scheduler":
+                out = self.schedule(rng, target, shape)
             else:
                 params = [self.tensor(rng, shape) for _ in range(rng.randint(1, 2))]
                 params = [p.detach().float().requires_grad_() for p in params]
@@ -224,6 +231,28 @@ class ApiFuzzer:
                 out = params
             self.backward(out)
         return out
+
+    def schedule(self, rng: random.Random, target, shape):
+        """A scheduler of class `target` with random arguments on an SGD (whose lr is often
+        a hostile value too), stepped a few times; the lrs it set."""
+        param = self.nb.zeros(2, requires_grad=True)
+        lr = 0.1 if rng.random() < 0.8 else rng.choice(self.hostile)()
+        opt = self.nb.optim.SGD([param], lr=lr)
+        args, kwargs = self.arguments(rng, target.__init__, shape, first_tensor=False)
+        args = [opt] + args[2:] if rng.random() < 0.9 else args[1:]  # (self, then optimizer)
+        if target.__name__ == "ChainedScheduler":
+            args = args[1:]  # (its first argument is the list of schedulers)
+        small = [rng.randint(1, 4) for _ in args]
+        args = [
+            a if i == 0 or rng.random() < 0.5 else s for i, (s, a) in enumerate(zip(small, args))
+        ]
+        scheduler = target(*args, **kwargs)
+        for _ in range(rng.randint(1, 3)):
+            if target.__name__ == "ReduceLROnPlateau":
+                scheduler.step(self.value(rng, ()))
+            else:
+                scheduler.step()
+        return [group["lr"] for group in opt.param_groups]
 
     def backward(self, out):
         """backward() through a float result that requires grad: gradients get fuzzed too."""

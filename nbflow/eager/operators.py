@@ -9,7 +9,7 @@ import math
 import numpy as np
 
 from .. import ops, special
-from ..argcheck import integer, integers, shown
+from ..argcheck import flag, integer, integers, shown
 from ..core import STATE, Value, bind
 from ..core import dtypes as dt
 from ..core.errors import (
@@ -184,7 +184,7 @@ class Operators(Value):
         dtype = self.dtype if dtype is None else dtype
         device = getattr(self, "device", None) if device is None else device
         t = ops.full(size, fill_value, dtype=dtype, device=device)
-        return t.requires_grad_(True) if requires_grad else t
+        return t.requires_grad_(True) if flag(requires_grad, "new_full: requires_grad") else t
 
     def new_zeros(self, *size, dtype=None, requires_grad=False, device=None):
         return self.new_full(ops.shape.dims(size), 0, dtype, requires_grad, device=device)

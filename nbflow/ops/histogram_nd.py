@@ -6,7 +6,7 @@ import builtins
 import math
 from collections import namedtuple
 
-from ..argcheck import known_size, number, shown
+from ..argcheck import integer, known_size, number, shown
 from ..core import dtypes as dt
 from ..core.errors import AttrError, DomainError, DTypeError, ShapeError
 from ..core.op import _is_value
@@ -15,7 +15,6 @@ from .reduce import sum as reduce_sum
 
 # histogram's helpers, and the ones it imports (signal.py names them for both files)
 from .search import searchsorted
-from .select import _int
 from .shape import reshape
 from .signal import _bin_edges, _counts, _data_range, _uniform_edges
 
@@ -27,7 +26,7 @@ def _edges(name, column, bins, low_high, dtype):
     column's range when None)."""
     if _is_value(bins):
         return _bin_edges(name, bins, low_high, dtype)
-    n = _int(name, "bins", bins, low=1)
+    n = integer(bins, f"{name}: bins", 1)
     if low_high is None:
         low, high = _data_range(name, column, 0.5)
     else:

@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from ..argcheck import known_size, number
+from ..argcheck import integer, known_size, number
 from ..core import UNKNOWN
 from ..core import dtypes as dt
 from ..core.errors import AttrError, DomainError, DTypeError, ShapeError
@@ -18,7 +18,6 @@ from .index import getitem
 from .linalg import bmm, dot, matmul, outer
 from .reduce import norm
 from .reduce import sum as reduce_sum
-from .select import _int
 from .shape import axis_of, broadcast_to, reshape, stack, swapaxes, unsqueeze
 
 
@@ -169,7 +168,7 @@ def tensordot(a, b, dims=2):
     dims=(dims_a, dims_b)), composed as an einsum; a contracted dim of size 1 broadcasts
     against the other's, as in PyTorch."""
     if isinstance(dims, (int, np.integer)) and not isinstance(dims, bool):
-        k = _int("tensordot", "dims", dims, low=0)
+        k = integer(dims, "tensordot: dims", 0)
         if k > a.ndim or k > b.ndim:
             raise ShapeError(f"tensordot: dims={k} exceeds the dims of {a.shape} or {b.shape}")
         da, db = list(range(a.ndim - k, a.ndim)), list(range(k))
@@ -233,7 +232,7 @@ def vander(x, N=None, increasing=False):
     increasing); integers (and bools) in int64, as PyTorch."""
     if x.ndim != 1:
         raise ShapeError(f"vander: x must be 1-D, got shape {x.shape}")
-    n = known_size("vander", x, 0) if N is None else _int("vander", "N", N, low=0)
+    n = known_size("vander", x, 0) if N is None else integer(N, "vander: N", 0)
     if not dt.is_float(x.dtype):
         x = astype(x, dt.int64)
     if n == 0:

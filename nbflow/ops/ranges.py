@@ -6,12 +6,11 @@ import warnings
 
 import numpy as np
 
-from ..argcheck import number
+from ..argcheck import integer, number
 from ..core import dtypes as dt
 from ..core.errors import DomainError, DTypeError
 from .creation import endpoint, linspace, on_device
 from .elementwise import astype
-from .select import _int
 
 
 def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_grad=False):
@@ -20,7 +19,7 @@ def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_
     start, end = endpoint("logspace", "start", start), endpoint("logspace", "end", end)
     for arg, v in (("start", start), ("end", end), ("base", base)):
         number("logspace", arg, v)
-    steps = _int("logspace", "steps", steps, low=0)
+    steps = integer(steps, "logspace: steps", 0)
     exponents = linspace(float(start), float(end), steps, dtype=dt.float64)
     # computed in float64, then rounded once to the dtype asked for
     values = float(base) ** exponents
@@ -29,8 +28,8 @@ def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_
 
 
 def _triangle_indices(name, pick, row, col, offset, dtype, device):
-    row, col = _int(name, "row", row, low=0), _int(name, "col", col, low=0)
-    offset = _int(name, "offset", offset)
+    row, col = integer(row, f"{name}: row", 0), integer(col, f"{name}: col", 0)
+    offset = integer(offset, f"{name}: offset")
     dtype = dt.as_dtype(dtype)
     if dtype not in dt.INTS:
         raise DTypeError(f"{name}: dtype must be int32 or int64, got {dtype}")

@@ -50,14 +50,6 @@ from .shape import (
 )
 
 
-def _int(name, arg, v, low=None):
-    if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
-        raise AttrError(f"{name}: {arg} must be an int, got {v!r}")
-    if low is not None and v < low:
-        raise DomainError(f"{name}: {arg} must be >= {low}, got {v}")
-    return int(v)
-
-
 def eager_values(name, arg, t):
     """The values of an eager tensor (for a result whose shape depends on them); graph values
     have none until the program runs."""
@@ -269,7 +261,7 @@ def narrow(x, dim, start, length):
     a 0-d integer tensor, as in PyTorch)."""
     a = axis_of(dim, x.ndim)
     n = known_size("narrow", x, a)
-    start, length = integer(start, "narrow: start"), _int("narrow", "length", length)
+    start, length = integer(start, "narrow: start"), integer(length, "narrow: length")
     if not -n <= start <= n:
         raise OutOfRangeError(f"narrow: start {start} is out of range for dim {a} of size {n}")
     start %= n if n else 1
@@ -420,7 +412,7 @@ def rot90(x, k=1, dims=(0, 1)):
     a, b = axis_of(dims[0], x.ndim), axis_of(dims[1], x.ndim)
     if a == b:
         raise ShapeError(f"rot90: the two dims are the same ({a})")
-    k = _int("rot90", "k", k) % 4
+    k = integer(k, "rot90: k") % 4
     if k == 1:
         return transpose(flip(x, b), a, b)
     if k == 2:
@@ -511,7 +503,7 @@ def diagflat(input, offset=0):
     """input flattened, placed on the `offset`-th diagonal of a square matrix."""
     flat = reshape(input, (-1,))
     known_size("diagflat", flat, 0)
-    return diag(flat, _int("diagflat", "offset", offset))
+    return diag(flat, integer(offset, "diagflat: offset"))
 
 
 # ---------------------------------------------------------------- combinations and flat indices
@@ -522,7 +514,7 @@ def combinations(input, r=2, with_replacement=False):
     itertools.combinations' order (combinations_with_replacement's with with_replacement)."""
     if input.ndim != 1:
         raise ShapeError(f"combinations: input must be 1-D, got shape {input.shape}")
-    r = _int("combinations", "r", r, low=0)
+    r = integer(r, "combinations: r", 0)
     n = known_size("combinations", input, 0)
     if r == 0:  # PyTorch's empty 1-D answer
         return index_select(input, 0, np.zeros(0, np.int64))
@@ -538,8 +530,9 @@ def unravel_index(indices, shape):
         raise ArgumentError(f"unravel_index: indices must be a tensor, got {indices!r}")
     if indices.dtype not in dt.INTS:
         raise DTypeError(f"unravel_index: indices must be an integer tensor, got {indices.dtype}")
-    dims = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
-    dims = tuple(_int("unravel_index", "shape", d, low=0) for d in dims)
+    dims = tuple(
+        integer(d, "unravel_index: shape", 0) for d in integers(shape, "unravel_index: shape")
+    )
     if 0 in dims:
         raise DomainError(f"unravel_index: shape {dims} has no elements to index")
     rest, coords = astype(indices, dt.int64), []
@@ -559,7 +552,7 @@ def _dim(name, input, dim):
 
 
 def _position(name, index, n):
-    index = _int(name, "index", index)
+    index = integer(index, f"{name}: index")
     if not -n <= index < n:
         raise OutOfRangeError(f"{name}: index {index} is out of range for a dim of size {n}")
     return index % n
@@ -587,7 +580,7 @@ def select(input, dim, index):
         raise ShapeError("select: needs at least one dim, got a 0-d tensor")
     a = axis_of(dim, input.ndim)
     n = input.shape[a]
-    index = _int("select", "index", index)
+    index = integer(index, "select: index")
     if n != UNKNOWN and not -n <= index < n:
         raise OutOfRangeError(f"select: index {index} is out of range for a dim of size {n}")
     return input[(slice(None),) * a + (index,)]
@@ -609,8 +602,8 @@ def slice_scatter(input, src, dim=0, start=None, end=None, step=1):
     a, n = _dim(name, input, dim)
     for arg, v in (("start", start), ("end", end)):
         if v is not None:
-            _int(name, arg, v)
-    positions = np.arange(n)[slice(start, end, _int(name, "step", step, low=1))]
+            integer(v, f"{name}: {arg}")
+    positions = np.arange(n)[slice(start, end, integer(step, f"{name}: step", 1))]
     _same_dtype(name, input, src)
     _want_shape(name, src, input.shape[:a] + (len(positions),) + input.shape[a + 1 :])
     if len(positions) == 0:
@@ -629,7 +622,7 @@ def diagonal_scatter(input, src, offset=0, dim1=0, dim2=1):
     a2, n2 = _dim(name, input, dim2)
     if a1 == a2:
         raise ShapeError(f"{name}: dim1 and dim2 must differ, both are {a1}")
-    offset = _int(name, "offset", offset)
+    offset = integer(offset, f"{name}: offset")
     row0, col0 = max(0, -offset), max(0, offset)
     length = max(0, min(n1 - row0, n2 - col0))
     _same_dtype(name, input, src)
@@ -734,8 +727,8 @@ def argwhere(input):
 def nonzero_static(input, *, size, fill_value=-1):
     """PyTorch's nonzero_static: argwhere's (count, ndim) indices cut or padded with
     fill_value to exactly `size` rows, so that the shape does not depend on the values."""
-    size = _int("nonzero_static", "size", size, low=0)
-    fill_value = _int("nonzero_static", "fill_value", fill_value)
+    size = integer(size, "nonzero_static: size", 0)
+    fill_value = integer(fill_value, "nonzero_static: fill_value")
     found = np.argwhere(eager_values("nonzero_static", "input", input)).astype(np.int64)[:size]
     padded = np.full((size, found.shape[1]), fill_value, np.int64)
     padded[: len(found)] = found

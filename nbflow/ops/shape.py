@@ -426,6 +426,8 @@ concat_op = _declare(
 
 
 def _split_like_spec(x, *likes, axis):
+    if x.ndim == 0:
+        raise ShapeError("split_like: cannot split a 0-d tensor")
     a = normalize_axis(axis, x.ndim)
     for i, s in enumerate(likes):
         if s.ndim != x.ndim:

@@ -6,7 +6,7 @@ from collections import namedtuple
 
 import numpy as np
 
-from ..argcheck import known_size, number
+from ..argcheck import integer, known_size, number
 from ..core import STATE
 from ..core import dtypes as dt
 from ..core.errors import (
@@ -31,7 +31,6 @@ from .reduce import amax, amin
 from .reduce import sum as reduce_sum
 from .search import searchsorted
 from .select import (
-    _int,
     eager_values,
 )
 from .shape import (
@@ -46,7 +45,7 @@ def _window(name, window_length, periodic, dtype, device, requires_grad, formula
     """formula(k, m): the symmetric window of m points at k = 0..m-1, in float64. A periodic
     window (PyTorch's default, for spectral analysis) is the first window_length points of
     the symmetric one of window_length + 1; 0 and 1 points give [] and [one]."""
-    n = _int(name, "window_length", window_length, low=0)
+    n = integer(window_length, f"{name}: window_length", 0)
     if not isinstance(periodic, (bool, np.bool_)):
         raise AttrError(f"{name}: periodic must be a bool, got {periodic!r}")
     dtype = dt.as_dtype(dtype)
@@ -170,7 +169,7 @@ def histc(input, bins=100, min=0, max=0):
     """The counts of input's elements in `bins` equal bins over [min, max] (the data's range
     when min == max); elements outside are ignored. Float input; no gradient, as PyTorch."""
     x = _float_input("histc", input)
-    bins = _int("histc", "bins", bins, low=1)
+    bins = integer(bins, "histc: bins", 1)
     low, high = float(number("histc", "min", min)), float(number("histc", "max", max))
     if low > high:
         raise DomainError(f"histc: max must be larger than min, got min={low}, max={high}")
@@ -191,7 +190,7 @@ def histogram(input, bins, *, range=None, weight=None, density=False):
     if _is_value(bins):
         edges = _bin_edges(name, bins, range, input.dtype)
     else:
-        n = _int(name, "bins", bins, low=1)
+        n = integer(bins, f"{name}: bins", 1)
         if range is None:
             low, high = _data_range(name, x, 0.5)
         else:
@@ -244,7 +243,7 @@ def bincount(input, weights=None, minlength=0):
         raise ShapeError(f"bincount: input must be 1-D, got shape {input.shape}")
     if input.dtype not in dt.INTS:
         raise DTypeError(f"bincount: input must be an integer tensor, got {input.dtype}")
-    minlength = _int("bincount", "minlength", minlength, low=0)
+    minlength = integer(minlength, "bincount: minlength", 0)
     values = eager_values("bincount", "input", input)
     if values.size and values.min() < 0:
         raise DomainError(f"bincount: input must be non-negative, got {int(values.min())}")

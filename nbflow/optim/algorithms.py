@@ -433,7 +433,7 @@ class Adadelta(ComposedOptimizer):
     state_names = ("square_avg", "acc_delta", "step")
 
     def __init__(self, params=None, lr=1.0, rho=0.9, eps=1e-6, weight_decay=0.0, *, maximize=False):
-        _check(lr=lr, eps=eps, weight_decay=weight_decay)
+        _check(lr=lr, eps=eps, weight_decay=weight_decay, rho=rho)
         if not 0.0 <= rho <= 1.0:
             raise DomainError(f"rho must be in [0, 1], got {rho}")
         hyper = {

@@ -7,6 +7,7 @@ from __future__ import annotations
 import bisect
 import math
 
+from ..argcheck import choice, finite, flag, integer, integers, real, shown
 from ..core.errors import ArgumentError, DomainError
 from .optimizer import Optimizer
 
@@ -30,6 +31,22 @@ __all__ = [
 ]
 
 
+def _optimizer(optimizer, owner: str) -> Optimizer:
+    if not isinstance(optimizer, Optimizer):
+        raise ArgumentError(
+            f"{owner}: optimizer must be an nbflow Optimizer, got {shown(optimizer)}"
+        )
+    return optimizer
+
+
+def _power(base: float, exponent: float) -> float:
+    """base ** exponent, infinite where a float overflows (Python raises OverflowError)."""
+    try:
+        return base**exponent
+    except OverflowError:
+        return math.inf
+
+
 class LRScheduler:
     """Sets each parameter group's lr from the epoch count: call step() once per epoch,
     after the optimizer's steps (PyTorch's convention; constructing it sets the lr for epoch
@@ -47,7 +64,9 @@ class LRScheduler:
     chainable = False
 
     def __init__(self, optimizer: Optimizer, last_epoch: int = -1):
-        self.optimizer = optimizer
+        name = type(self).__name__
+        self.optimizer = _optimizer(optimizer, name)
+        last_epoch = integer(last_epoch, f"{name}: last_epoch", -1)
         # each group's lr before any schedule (PyTorch's group["initial_lr"]): a second
         # schedule on the same optimizer (SequentialLR, ChainedScheduler) starts from it too
         for group in optimizer.param_groups:
@@ -122,13 +141,12 @@ class StepLR(LRScheduler):
     chainable = True
 
     def __init__(self, optimizer, step_size: int, gamma: float = 0.1, last_epoch: int = -1):
-        if int(step_size) < 1:
-            raise DomainError(f"step_size must be >= 1, got {step_size}")
-        self.step_size, self.gamma = int(step_size), float(gamma)
+        self.step_size = integer(step_size, "StepLR: step_size", 1)
+        self.gamma = finite(gamma, "StepLR: gamma")
         super().__init__(optimizer, last_epoch)
 
     def lr_at(self, epoch, base_lr, group=0):
-        return base_lr * self.gamma ** (epoch // self.step_size)
+        return base_lr * _power(self.gamma, epoch // self.step_size)
 
 
 class MultiStepLR(LRScheduler):
@@ -137,11 +155,12 @@ class MultiStepLR(LRScheduler):
     chainable = True
 
     def __init__(self, optimizer, milestones, gamma: float = 0.1, last_epoch: int = -1):
-        self.milestones, self.gamma = sorted(int(m) for m in milestones), float(gamma)
+        self.milestones = sorted(integers(milestones, "MultiStepLR: milestones"))
+        self.gamma = finite(gamma, "MultiStepLR: gamma")
         super().__init__(optimizer, last_epoch)
 
     def lr_at(self, epoch, base_lr, group=0):
-        return base_lr * self.gamma ** sum(1 for m in self.milestones if m <= epoch)
+        return base_lr * _power(self.gamma, sum(1 for m in self.milestones if m <= epoch))
 
 
 class ExponentialLR(LRScheduler):
@@ -150,16 +169,18 @@ class ExponentialLR(LRScheduler):
     chainable = True
 
     def __init__(self, optimizer, gamma: float, last_epoch: int = -1):
-        self.gamma = float(gamma)
+        self.gamma = finite(gamma, "ExponentialLR: gamma")
         super().__init__(optimizer, last_epoch)
 
     def lr_at(self, epoch, base_lr, group=0):
-        return base_lr * self.gamma**epoch
+        return base_lr * _power(self.gamma, epoch)
 
 
 def _lambdas(lr_lambda, optimizer) -> list:
     """One lr_lambda per parameter group: the function for every group, or their list."""
-    fns = _per_group(lr_lambda, optimizer.param_groups, "lr_lambda")
+    fns = _per_group(
+        lr_lambda, _optimizer(optimizer, "lr_lambda's scheduler").param_groups, "lr_lambda"
+    )
     for f in fns:
         if not callable(f):
             raise ArgumentError(f"lr_lambda must be callable, got {type(f).__name__}")
@@ -175,7 +196,7 @@ class LambdaLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def lr_at(self, epoch, base_lr, group=0):
-        return base_lr * float(self.lr_lambdas[group](epoch))
+        return base_lr * real(self.lr_lambdas[group](epoch), "LambdaLR: lr_lambda(epoch)")
 
 
 class CosineAnnealingLR(LRScheduler):
@@ -185,9 +206,8 @@ class CosineAnnealingLR(LRScheduler):
     chainable = True
 
     def __init__(self, optimizer, T_max: int, eta_min: float = 0.0, last_epoch: int = -1):
-        if int(T_max) < 1:
-            raise DomainError(f"T_max must be >= 1, got {T_max}")
-        self.T_max, self.eta_min = int(T_max), float(eta_min)
+        self.T_max = integer(T_max, "CosineAnnealingLR: T_max", 1)
+        self.eta_min = finite(eta_min, "CosineAnnealingLR: eta_min")
         super().__init__(optimizer, last_epoch)
 
     def lr_at(self, epoch, base_lr, group=0):
@@ -220,13 +240,15 @@ class LinearLR(LRScheduler):
         total_iters: int = 5,
         last_epoch: int = -1,
     ):
+        start_factor = real(start_factor, "LinearLR: start_factor")
+        end_factor = real(end_factor, "LinearLR: end_factor")
         if not 0 < start_factor <= 1 or not 0 <= end_factor <= 1:
             raise DomainError(
                 f"start_factor must be in (0, 1] and end_factor in [0, 1], got "
                 f"{start_factor} and {end_factor}"
             )
-        self.start_factor, self.end_factor = float(start_factor), float(end_factor)
-        self.total_iters = int(total_iters)
+        self.start_factor, self.end_factor = start_factor, end_factor
+        self.total_iters = integer(total_iters, "LinearLR: total_iters", 0)
         super().__init__(optimizer, last_epoch)
 
     def lr_at(self, epoch, base_lr, group=0):
@@ -240,9 +262,10 @@ class ConstantLR(LRScheduler):
     chainable = True
 
     def __init__(self, optimizer, factor: float = 1.0 / 3, total_iters: int = 5, last_epoch=-1):
+        factor = real(factor, "ConstantLR: factor")
         if not 0 <= factor <= 1:
             raise DomainError(f"factor must be in [0, 1], got {factor}")
-        self.factor, self.total_iters = float(factor), int(total_iters)
+        self.factor, self.total_iters = factor, integer(total_iters, "ConstantLR: total_iters", 0)
         super().__init__(optimizer, last_epoch)
 
     def lr_at(self, epoch, base_lr, group=0):
@@ -255,9 +278,10 @@ class PolynomialLR(LRScheduler):
     chainable = True
 
     def __init__(self, optimizer, total_iters: int = 5, power: float = 1.0, last_epoch=-1):
-        if int(total_iters) < 1:
-            raise DomainError(f"total_iters must be >= 1, got {total_iters}")
-        self.total_iters, self.power = int(total_iters), float(power)
+        self.total_iters = integer(total_iters, "PolynomialLR: total_iters", 1)
+        self.power = finite(power, "PolynomialLR: power")
+        if self.power < 0:  # (the last epoch's 0 ** power would divide by zero)
+            raise DomainError(f"PolynomialLR: power must be >= 0, got {self.power}")
         super().__init__(optimizer, last_epoch)
 
     def lr_at(self, epoch, base_lr, group=0):
@@ -282,7 +306,7 @@ class MultiplicativeLR(LRScheduler):
         if epoch < done:
             done, product = 0, 1.0
         for k in range(done + 1, epoch + 1):
-            product *= float(self.lr_lambdas[group](k))
+            product *= real(self.lr_lambdas[group](k), "MultiplicativeLR: lr_lambda(epoch)")
         self._products[group] = (epoch, product)
         return base_lr * product
 
@@ -301,11 +325,9 @@ class CosineAnnealingWarmRestarts(LRScheduler):
     T_mult times the previous (SGDR). step(epoch) may jump to a (fractional) epoch."""
 
     def __init__(self, optimizer, T_0: int, T_mult: int = 1, eta_min: float = 0.0, last_epoch=-1):
-        if not isinstance(T_0, int) or T_0 <= 0:
-            raise DomainError(f"Expected positive integer T_0, but got {T_0}")
-        if not isinstance(T_mult, int) or T_mult < 1:
-            raise DomainError(f"Expected integer T_mult >= 1, but got {T_mult}")
-        self.T_0, self.T_mult, self.eta_min = T_0, T_mult, float(eta_min)
+        self.T_0 = integer(T_0, "CosineAnnealingWarmRestarts: T_0", 1)
+        self.T_mult = integer(T_mult, "CosineAnnealingWarmRestarts: T_mult", 1)
+        self.eta_min = finite(eta_min, "CosineAnnealingWarmRestarts: eta_min")
         # what step(epoch) was given beyond last_epoch = floor(epoch): later step()s go on
         # from there, as PyTorch's T_cur does (step(0.5), step() is at 1.5)
         self.fraction = 0.0
@@ -333,6 +355,8 @@ class CosineAnnealingWarmRestarts(LRScheduler):
         return self.eta_min + (base_lr - self.eta_min) * (1 + math.cos(math.pi * t / period)) / 2
 
     def step(self, epoch=None):
+        if epoch is not None:
+            epoch = epoch if isinstance(epoch, int) else finite(epoch, "step: epoch")
         if epoch is not None and epoch < 0:
             raise DomainError(f"Expected non-negative epoch, but got {epoch}")
         if epoch is None:
@@ -388,22 +412,30 @@ class OneCycleLR(LRScheduler):
         last_epoch: int = -1,
     ):
         self.total_steps = _total_steps(total_steps, epochs, steps_per_epoch)
-        if not 0 <= pct_start <= 1 or isinstance(pct_start, bool):
+        pct_start = real(pct_start, "OneCycleLR: pct_start")
+        if not 0 <= pct_start <= 1:
             raise DomainError(f"Expected float between 0 and 1 pct_start, but got {pct_start}")
-        if anneal_strategy not in ("cos", "linear"):
-            raise DomainError(
-                f"anneal_strategy must be one of 'cos' or 'linear', instead got {anneal_strategy}"
-            )
-        self.anneal_strategy = anneal_strategy
-        groups = optimizer.param_groups  # (each value: one for all groups, or one per group)
+        options = ("cos", "linear")
+        self.anneal_strategy = choice(anneal_strategy, options, "OneCycleLR: anneal_strategy")
+        groups = _optimizer(optimizer, "OneCycleLR").param_groups  # (values: one, or per group)
         self.max_lr = _floats(max_lr, groups, "max_lr")
-        self.initial = [m / div_factor for m in self.max_lr]
-        self.min_lr = [i / final_div_factor for i in self.initial]
-        self.cycle_momentum = bool(cycle_momentum)
+        divisors = [
+            finite(d, f"OneCycleLR: {name}")
+            for name, d in (("div_factor", div_factor), ("final_div_factor", final_div_factor))
+        ]
+        if not min(divisors) > 0:
+            raise DomainError(
+                f"OneCycleLR: div_factor and final_div_factor must be > 0, got {divisors}"
+            )
+        self.initial = [m / divisors[0] for m in self.max_lr]
+        self.min_lr = [i / divisors[1] for i in self.initial]
+        self.cycle_momentum = cycle_momentum = flag(cycle_momentum, "OneCycleLR: cycle_momentum")
+        three_phase = flag(three_phase, "OneCycleLR: three_phase")
         self.base_momentum = _floats(base_momentum, groups, "base_momentum")
         self.max_momentum = _floats(max_momentum, groups, "max_momentum")
-        self.phases = _one_cycle_phases(self.total_steps, float(pct_start), three_phase)
+        self.phases = _one_cycle_phases(self.total_steps, pct_start, three_phase)
         self.momentum_name = _momentum_name(optimizer) if cycle_momentum else None
+        last_epoch = integer(last_epoch, "OneCycleLR: last_epoch", -1)  # (read before the base)
         if last_epoch == -1:
             for i, group in enumerate(groups):
                 group["initial_lr"] = self.initial[i]
@@ -466,7 +498,7 @@ def _total_steps(total_steps, epochs, steps_per_epoch) -> int:
 
 
 def _floats(value, groups, name: str) -> list[float]:
-    return [float(v) for v in _per_group(value, groups, name)]
+    return [finite(v, name) for v in _per_group(value, groups, name)]
 
 
 _ONE_CYCLE_LISTS = ("max_lr", "initial", "min_lr", "base_momentum", "max_momentum")
@@ -516,26 +548,32 @@ class CyclicLR(LRScheduler):
         max_momentum: float = 0.9,
         last_epoch: int = -1,
     ):
-        if mode not in ("triangular", "triangular2", "exp_range") and scale_fn is None:
-            raise DomainError("mode is invalid and scale_fn is None")
-        if scale_mode not in ("cycle", "iterations"):
-            raise DomainError(f"scale_mode must be 'cycle' or 'iterations', got {scale_mode!r}")
-        up = float(step_size_up)
-        down = float(step_size_down) if step_size_down is not None else up
+        if scale_fn is None:
+            mode = choice(mode, ("triangular", "triangular2", "exp_range"), "CyclicLR: mode")
+        elif not callable(scale_fn):
+            raise ArgumentError(f"CyclicLR: scale_fn must be callable, got {shown(scale_fn)}")
+        scale_mode = choice(scale_mode, ("cycle", "iterations"), "CyclicLR: scale_mode")
+        up = finite(step_size_up, "CyclicLR: step_size_up")
+        down = up if step_size_down is None else finite(step_size_down, "CyclicLR: step_size_down")
+        if not (up > 0 and down >= 0):
+            raise DomainError(
+                f"CyclicLR: step_size_up must be > 0 and step_size_down >= 0, got {up}, {down}"
+            )
         self.total_size, self.step_ratio = up + down, up / (up + down)
-        groups = optimizer.param_groups  # (each value: one for all groups, or one per group)
+        groups = _optimizer(optimizer, "CyclicLR").param_groups  # (values: one, or per group)
         self.min_lr, self.max_lr = (
             _floats(base_lr, groups, "base_lr"),
             _floats(max_lr, groups, "max_lr"),
         )
-        self.mode, self.gamma = mode, float(gamma)
+        self.mode, self.gamma = mode, finite(gamma, "CyclicLR: gamma")
         self.scale_fn, self.scale_mode = scale_fn, scale_mode
         if scale_fn is None:
             self.scale_mode = "iterations" if mode == "exp_range" else "cycle"
-        self.cycle_momentum = bool(cycle_momentum)
+        self.cycle_momentum = cycle_momentum = flag(cycle_momentum, "CyclicLR: cycle_momentum")
         self.base_momentum = _floats(base_momentum, groups, "base_momentum")
         self.max_momentum = _floats(max_momentum, groups, "max_momentum")
         self.momentum_name = _momentum_name(optimizer) if cycle_momentum else None
+        last_epoch = integer(last_epoch, "CyclicLR: last_epoch", -1)  # (read before the base)
         if last_epoch == -1:
             for i, group in enumerate(groups):
                 optimizer.set_hyper(group, "lr", self.min_lr[i])
@@ -545,12 +583,12 @@ class CyclicLR(LRScheduler):
 
     def _scale(self, x: float) -> float:
         if self.scale_fn is not None:
-            return float(self.scale_fn(x))
+            return real(self.scale_fn(x), "CyclicLR: scale_fn(x)")
         if self.mode == "triangular":
             return 1.0
         if self.mode == "triangular2":
-            return 1 / (2.0 ** (x - 1))
-        return self.gamma**x
+            return 1 / _power(2.0, x - 1)
+        return _power(self.gamma, x)
 
     def _values(self, epoch: int, group: int) -> tuple[float, float]:
         """(lr, momentum) of parameter group number `group` at `epoch`."""
@@ -589,22 +627,21 @@ class SequentialLR(LRScheduler):
     milestone (from 0 for the first)."""
 
     def __init__(self, optimizer, schedulers, milestones, last_epoch: int = -1):
-        schedulers = list(schedulers)
-        if not schedulers:
-            raise DomainError("SequentialLR expects at least one scheduler")
+        schedulers = _schedulers(schedulers, "SequentialLR")
         for i, s in enumerate(schedulers):
             if not isinstance(s, LRScheduler) or s.optimizer is not optimizer:
                 raise DomainError(
                     f"SequentialLR expects all schedulers to belong to the same optimizer, "
                     f"but got scheduler at index {i} to be different"
                 )
+        milestones = integers(milestones, "SequentialLR: milestones")
         if len(milestones) != len(schedulers) - 1:
             raise DomainError(
                 f"Sequential Schedulers expects number of schedulers provided to be one more "
                 f"than the number of milestone points, but got number of schedulers "
                 f"{len(schedulers)} and the number of milestones to be equal to {len(milestones)}"
             )
-        self._schedulers, self._milestones = schedulers, [int(m) for m in milestones]
+        self._schedulers, self._milestones = schedulers, list(milestones)
         for group in optimizer.param_groups:  # undo what the schedulers' constructors set
             optimizer.set_hyper(group, "lr", group["initial_lr"])
         super().__init__(optimizer, last_epoch)
@@ -645,9 +682,7 @@ class ChainedScheduler(LRScheduler):
     multiplicative schedules)."""
 
     def __init__(self, schedulers, optimizer=None):
-        schedulers = list(schedulers)
-        if not schedulers:
-            raise DomainError("ChainedScheduler expects at least one scheduler")
+        schedulers = _schedulers(schedulers, "ChainedScheduler")
         optimizer = optimizer or schedulers[0].optimizer
         for i, s in enumerate(schedulers):
             if s.optimizer is not optimizer:
@@ -696,16 +731,21 @@ class ReduceLROnPlateau:
         min_lr=0.0,
         eps=1e-8,
     ):
-        if mode not in ("min", "max") or threshold_mode not in ("rel", "abs"):
-            raise DomainError(f"mode {mode!r} / threshold_mode {threshold_mode!r} unknown")
-        if not 0.0 <= factor < 1.0:
+        name = "ReduceLROnPlateau"
+        self.mode = choice(mode, ("min", "max"), f"{name}: mode")
+        self.threshold_mode = choice(threshold_mode, ("rel", "abs"), f"{name}: threshold_mode")
+        self.factor = real(factor, f"{name}: factor")
+        if not 0.0 <= self.factor < 1.0:
             raise DomainError(f"factor must be in [0, 1), got {factor}")
-        self.optimizer = optimizer
-        self.mode, self.factor, self.patience = mode, float(factor), int(patience)
-        self.threshold, self.threshold_mode = float(threshold), threshold_mode
-        self.cooldown, self.eps = int(cooldown), float(eps)
+        self.optimizer = _optimizer(optimizer, name)
+        self.patience = integer(patience, f"{name}: patience", 0)
+        self.cooldown = integer(cooldown, f"{name}: cooldown", 0)
+        self.threshold, self.eps = (
+            finite(threshold, f"{name}: threshold"),
+            finite(eps, f"{name}: eps"),
+        )
         groups = optimizer.param_groups
-        self.min_lrs = [float(v) for v in _per_group(min_lr, groups, "min_lr")]  # PyTorch's
+        self.min_lrs = _floats(min_lr, groups, "min_lr")  # (PyTorch's name)
         self.best = math.inf if mode == "min" else -math.inf
         self.num_bad_epochs = self.cooldown_counter = 0
         self.last_epoch = 0
@@ -719,7 +759,7 @@ class ReduceLROnPlateau:
         return value < limit if lower else value > limit
 
     def step(self, metrics):
-        value = float(metrics.item() if hasattr(metrics, "item") else metrics)
+        value = real(metrics, "ReduceLROnPlateau.step: metrics")
         self.last_epoch += 1
         if self._better(value):
             self.best, self.num_bad_epochs = value, 0
@@ -747,6 +787,19 @@ class ReduceLROnPlateau:
         if set(state_dict) != set(own):
             raise DomainError(f"ReduceLROnPlateau.load_state_dict: keys {sorted(own)} expected")
         self.__dict__.update(state_dict)
+
+
+def _schedulers(value, owner: str) -> list:
+    """The schedules a schedule of schedules combines: a non-empty sequence of LRSchedulers."""
+    try:
+        items = list(value)
+    except TypeError:  # (not iterable)
+        items = None
+    if not items or not all(isinstance(s, LRScheduler) for s in items):
+        raise ArgumentError(
+            f"{owner}: schedulers must be a non-empty list of LRSchedulers, got {shown(value)}"
+        )
+    return items
 
 
 def _per_group(value, groups, name: str) -> list:

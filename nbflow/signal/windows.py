@@ -8,11 +8,10 @@ import math
 
 import numpy as np
 
-from ..argcheck import real
+from ..argcheck import integer, real
 from ..core import dtypes as dt
 from ..core.errors import AttrError, DomainError, DTypeError
 from ..ops.creation import check_layout
-from ..ops.select import _int
 from ..ops.signal import (
     _window,
     bartlett_window,
@@ -25,7 +24,7 @@ from ..ops.signal import (
 
 def _checked(name, M, sym, dtype, layout):
     """(periodic, dtype) for the *_window functions, after PyTorch's checks."""
-    _int(name, "M", M, low=0)
+    integer(M, f"{name}: M", 0)
     check_layout(name, layout)
     if not isinstance(sym, (bool, np.bool_)):
         raise AttrError(f"{name}: sym must be a bool, got {sym!r}")

@@ -12,7 +12,7 @@ import warnings
 import numpy as np
 
 from ... import ops
-from ...argcheck import integer, real, shown, tensors
+from ...argcheck import flag, integer, real, shown, tensors
 from ...core.errors import AttrError, DomainError, ShapeError
 from ...eager.operators import written_back
 
@@ -281,7 +281,7 @@ def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False, ge
     lower, upper = real(lower, "rrelu: lower"), real(upper, "rrelu: upper")
     if lower > upper:
         raise AttrError(f"rrelu: lower bound {lower} must be at most the upper bound {upper}")
-    if not training:
+    if not flag(training, "rrelu: training"):
         return leaky_relu(input, (lower + upper) / 2, inplace)
 
     def fn(x):

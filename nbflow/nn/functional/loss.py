@@ -7,8 +7,8 @@ import math
 import numpy as np
 
 from ... import ops
-from ...argcheck import flag, real, tensors
-from ...core.errors import AttrError, DomainError, ShapeError
+from ...argcheck import flag, real, shown, tensors
+from ...core.errors import ArgumentError, AttrError, DomainError, ShapeError
 from .activation import logsigmoid
 from .distance import pairwise_distance
 
@@ -392,6 +392,11 @@ def triplet_margin_with_distance_loss(
     _same_dims(
         "triplet_margin_with_distance_loss", anchor=anchor, positive=positive, negative=negative
     )
+    if distance_function is not None and not callable(distance_function):
+        raise ArgumentError(
+            "triplet_margin_with_distance_loss: distance_function must be callable, got "
+            f"{shown(distance_function)}"
+        )
     distance = pairwise_distance if distance_function is None else distance_function
     d_pos = distance(anchor, positive)
     d_neg = distance(anchor, negative)

@@ -5,7 +5,7 @@ import math
 import numpy as np
 
 from ... import ops
-from ...argcheck import integers, real, tensors
+from ...argcheck import integer, integers, real, tensors
 from ...core import UNKNOWN
 from ...core.errors import AttrError, DTypeError, ShapeError
 
@@ -122,6 +122,7 @@ def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):
         raise ShapeError(
             f"local_response_norm: expects 3-D or more input, got shape {tuple(input.shape)}"
         )
+    size = integer(size, "local_response_norm: size")
     if size < 1:
         raise AttrError(f"local_response_norm: size must be positive, got {size}")
     if input.size == 0:

@@ -40,7 +40,8 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         raise ShapeError(f"interpolate: mode {mode!r} does not fit {spatial} spatial dims")
     ins = input.shape[2:]
     if size is not None:
-        outs = (size,) * spatial if isinstance(size, int) else tuple(size)
+        outs = integers(size, "interpolate: size")
+        outs = outs * spatial if len(outs) == 1 and not isinstance(size, (list, tuple)) else outs
         if len(outs) != spatial or not all(is_int(n) and n >= 1 for n in outs):
             raise DomainError(f"interpolate: output size {outs} for {spatial} spatial dims")
         ratios = [n / m for n, m in zip(ins, outs)]

@@ -14,7 +14,7 @@ import math
 import numpy as np
 
 from ... import ops
-from ...argcheck import choice
+from ...argcheck import choice, integer
 from ...core import UNKNOWN, no_grad
 from ...core.errors import DomainError, ShapeError, UnsupportedError
 from ...eager.tensor import Tensor, tensor
@@ -55,6 +55,7 @@ def _renorm_rows(weight, indices, max_norm: float, norm_type: float):
 def one_hot(tensor, num_classes=-1):
     """int64 one-hot rows; num_classes -1 takes the largest label + 1 (eager tensors only,
     as it reads the values)."""
+    num_classes = integer(num_classes, "one_hot: num_classes")
     if num_classes == -1:
         if tensor.size == 0:
             raise DomainError("one_hot: cannot infer num_classes from an empty tensor")

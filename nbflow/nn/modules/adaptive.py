@@ -5,6 +5,7 @@ gradients are PyTorch's."""
 
 from __future__ import annotations
 
+import math
 from collections import namedtuple
 
 import numpy as np
@@ -38,6 +39,8 @@ class AdaptiveLogSoftmaxWithLoss(Module):
         super().__init__()
         in_features, n_classes = ints(self, in_features=in_features, n_classes=n_classes)
         div_value = real(div_value, "AdaptiveLogSoftmaxWithLoss: div_value")
+        if not (math.isfinite(div_value) and div_value > 0):  # (it divides in_features)
+            raise DomainError(f"AdaptiveLogSoftmaxWithLoss: div_value must be > 0, got {div_value}")
         cutoffs = list(integers(cutoffs, "AdaptiveLogSoftmaxWithLoss: cutoffs"))
         if len(cutoffs) == 0:
             raise ShapeError("cutoffs should be a sequence of length larger than 0")

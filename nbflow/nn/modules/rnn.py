@@ -27,7 +27,7 @@ import math
 import numpy as np
 
 from ... import ops
-from ...argcheck import choice, integer
+from ...argcheck import choice, integer, within_budget
 from ...core import UNKNOWN, graph_mode
 from ...core import dtypes as dt
 from ...core.dtypes import as_dtype
@@ -243,6 +243,11 @@ class _RNNBase(Module):
         directions = 2 if bidirectional else 1
         rows = self.gates * self.hidden_size
         out = self.proj_size or self.hidden_size  # the size of h: projected by weight_hr
+        # every layer's parameters, counted before any is made (num_layers 2**63 looped on)
+        widths = self.input_size + (self.num_layers - 1) * out * directions
+        per_layer = rows * (out + 2 * self.bias) + self.proj_size * self.hidden_size
+        count = directions * (rows * widths + self.num_layers * per_layer)
+        within_budget(type(self).__name__, (count,), np.float32 if dtype is None else dtype)
         for layer in range(self.num_layers):
             width = self.input_size if layer == 0 else out * directions
             for suffix in self._suffixes(layer):
