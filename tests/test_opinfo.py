@@ -104,18 +104,6 @@ DOCUMENTED = {
 XFAIL = {
     # arguments PyTorch accepts and nbflow refuses
     "nn.functional.cross_entropy": {"refused": "class-probability targets"},
-    "nn.functional.interpolate.linear": {"bad_args": "recompute_scale_factor="},
-    "nn.functional.interpolate.nearest": {"bad_args": "recompute_scale_factor="},
-    "nn.functional.interpolate.area": {
-        "refused": "mode 'area' missing (a DomainError)",
-        "bad_args": "recompute_scale_factor=",
-    },
-    "nn.functional.interpolate.nearest-exact": {
-        "refused": "mode 'nearest-exact' missing (a DomainError)",
-        "bad_args": "recompute_scale_factor=",
-    },
-    "nn.functional.interpolate.bicubic": {"refused": "mode 'bicubic' missing"},
-    "nn.functional.interpolate.trilinear": {"refused": "mode 'trilinear' missing"},
     # 0-d tensors treated as errors where PyTorch treats them as one element (nn's losses)
     "nn.functional.multi_margin_loss": {"refused": "0-d input"},
     "nn.functional.multilabel_margin_loss": {"refused": "0-d input"},

@@ -31,9 +31,19 @@ def _known_dims(x, fn, start=1):
 
 def _index(values, like):
     """An int64 tensor of `values` on `like`'s device (a graph value captures it as is)."""
-    t = new_tensor(np.asarray(values, dtype=np.int64))
+    return _constant(values, np.int64, like)
+
+
+def _constant(values, dtype, like):
+    """values as a tensor of dtype on `like`'s device (a graph value: captured as is)."""
+    t = new_tensor(np.asarray(values).astype(dtype))
     device = getattr(like, "device", None)
     return t if device is None else t.to(device)
+
+
+def _float_const(values, like):
+    """A float constant in like's dtype, on like's device."""
+    return _constant(values, like.dtype, like)
 
 
 def _shaped_like(x, shape):

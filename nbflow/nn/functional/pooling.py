@@ -29,8 +29,16 @@ from ...argcheck import integers
 from ...core import dtypes as dt
 from ...core.errors import AttrError, DTypeError, ShapeError
 from ...ops.conv import _batched, _out_size
-from .helpers import LAYOUT, _index, _ints, _known_dims, _named, _shaped_like, _unbatch
-from .sampling import _float_const
+from .helpers import (
+    LAYOUT,
+    _float_const,
+    _index,
+    _ints,
+    _known_dims,
+    _named,
+    _shaped_like,
+    _unbatch,
+)
 
 # the same call as in PyTorch
 adaptive_avg_pool2d = ops.adaptive_avg_pool2d

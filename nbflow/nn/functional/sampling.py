@@ -18,26 +18,51 @@ import warnings
 import numpy as np
 
 from ... import ops
-from ...argcheck import choice, integers, shown, within_budget
+from ...argcheck import choice, flag, integers, shown, within_budget
 from ...core import UNKNOWN, is_int
 from ...core import dtypes as dt
 from ...core.errors import AttrError, DomainError, DTypeError, ShapeError, UnsupportedError
-from ...eager.tensor import tensor as new_tensor
-from .helpers import _index, _known_dims
+from .helpers import _constant, _float_const, _index, _known_dims
+from .pooling import adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d
+
+# the interpolating modes, each with the spatial dims it takes (None: any number)
+MODES = {
+    "nearest": None, "nearest-exact": None, "area": None,
+    "linear": 1, "bilinear": 2, "bicubic": 2, "trilinear": 3,
+}  # fmt: skip
+CUBIC_A = -0.75  # PyTorch's (and OpenCV's) cubic convolution coefficient
 
 
-def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None):
-    """PyTorch's interpolate over the dims after (N, C): mode 'nearest' (the source index
-    floor(i * in / out)) or 'linear' / 'bilinear' (separable, one pass per dim; align_corners
-    as PyTorch's, default False), composed from index_select, so it differentiates."""
+def interpolate(
+    input,
+    size=None,
+    scale_factor=None,
+    mode="nearest",
+    align_corners=None,
+    recompute_scale_factor=None,
+    antialias=False,
+):
+    """PyTorch's interpolate over the dims after (N, C), one pass per dim: 'nearest' (the
+    source index floor(i * in / out)), 'nearest-exact' (floor((i + 0.5) * in / out)), 'linear',
+    'bilinear', 'trilinear' and 'bicubic' (align_corners as PyTorch's, default False), and
+    'area' (adaptive average pooling). With scale_factor, the source positions use 1 /
+    scale_factor unless recompute_scale_factor, as PyTorch's. Composed from index_select, so it
+    differentiates."""
     spatial = input.ndim - 2
     if spatial < 1:
         raise ShapeError(f"interpolate needs (N, C, ...) input, got shape {tuple(input.shape)}")
-    choice(mode, ("nearest", "linear", "bilinear"), "interpolate: mode")
+    choice(mode, tuple(MODES), "interpolate: mode")
     if (size is None) == (scale_factor is None):
         raise DomainError("interpolate: give exactly one of size and scale_factor")
-    if mode != "nearest" and (mode == "bilinear") != (spatial == 2):
+    if MODES[mode] not in (None, spatial):
         raise ShapeError(f"interpolate: mode {mode!r} does not fit {spatial} spatial dims")
+    if align_corners is not None and MODES[mode] is None:
+        raise DomainError(
+            "interpolate: align_corners can only be set with the interpolating modes "
+            f"(linear, bilinear, bicubic, trilinear), not {mode!r}"
+        )
+    if flag(antialias, "interpolate: antialias"):
+        raise UnsupportedError("interpolate: antialias=True is not supported")
     ins = input.shape[2:]
     if size is not None:
         outs = integers(size, "interpolate: size")
@@ -53,9 +78,15 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         ):
             raise DomainError(f"interpolate: scale_factor {scale_factor!r} for {spatial} dims")
         outs = tuple(int(math.floor(n * f)) for n, f in zip(ins, factors))
-        ratios = [1.0 / f for f in factors]
         if min(outs) < 1:
             raise DomainError(f"interpolate: output size {outs} for {spatial} spatial dims")
+        recompute = flag(recompute_scale_factor, "interpolate: recompute_scale_factor")
+        ratios = [n / m if recompute else 1.0 / f for n, m, f in zip(ins, outs, factors)]
+    if mode == "area":  # (PyTorch's: adaptive average pooling, 1 to 3 spatial dims)
+        if spatial > 3:
+            raise ShapeError(f"interpolate: mode 'area' takes 1 to 3 spatial dims, not {spatial}")
+        pool = (adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d)[spatial - 1]
+        return pool(input, outs)
     x = input
     for d, (n_in, n_out, ratio) in enumerate(zip(ins, outs, ratios)):
         x = _resize_axis(x, 2 + d, n_in, n_out, ratio, mode, bool(align_corners))
@@ -63,31 +94,50 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
 
 
 def _resize_axis(x, axis, n_in, n_out, ratio, mode, align_corners):
-    """x resampled from n_in to n_out along `axis` (nearest, or linear between neighbours;
-    `ratio`: input positions per output position); the source positions are worked out in
-    numpy, as constants of the computation."""
+    """x resampled from n_in to n_out along `axis` (`ratio`: input positions per output
+    position): each output a weighted sum of input rows, whose indices and weights are worked
+    out in numpy, as constants of the computation."""
     i = np.arange(n_out, dtype=np.float64)
-    if mode == "nearest":
-        index = np.minimum(np.floor(i * ratio), n_in - 1)
-        return ops.index_select(x, axis, _constant(index, np.int64, x))
+    if mode in ("nearest", "nearest-exact"):
+        src = i * ratio if mode == "nearest" else (i + 0.5) * ratio
+        return _taps(x, axis, [np.minimum(np.floor(src), n_in - 1)], [None], n_in)
     if align_corners:
         src = i * ((n_in - 1) / (n_out - 1)) if n_out > 1 else np.zeros(n_out)
-    else:
-        src = np.maximum((i + 0.5) * ratio - 0.5, 0.0)
-    low = np.minimum(np.floor(src), n_in - 1)
+    else:  # (PyTorch clamps the linear modes' source at 0, not the cubic one's)
+        src = (i + 0.5) * ratio - 0.5
+        src = src if mode == "bicubic" else np.maximum(src, 0.0)
+    low = np.floor(src)
+    t = src - low
+    if mode == "bicubic":
+        return _taps(x, axis, [low - 1, low, low + 1, low + 2], _cubic_weights(t), n_in)
+    return _taps(x, axis, [low, low + 1], [1 - t, t], n_in)
+
+
+def _cubic_weights(t):
+    """The four taps' weights of cubic convolution at fraction t (PyTorch's upsample_bicubic)."""
+    a = CUBIC_A
+
+    def near(x):  # |x| <= 1
+        return ((a + 2) * x - (a + 3)) * x * x + 1
+
+    def far(x):  # 1 < |x| < 2
+        return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a
+
+    return [far(t + 1), near(t), near(1 - t), far(2 - t)]
+
+
+def _taps(x, axis, indices, weights, n_in):
+    """sum_k weights[k] * x gathered at indices[k] along axis (indices clamped into the input;
+    a weight None: 1)."""
     shape = [1] * x.ndim
-    shape[axis] = n_out
-    weight = _constant((src - low).reshape(shape), x.dtype, x)
-    a = ops.index_select(x, axis, _constant(low, np.int64, x))
-    b = ops.index_select(x, axis, _constant(np.minimum(low + 1, n_in - 1), np.int64, x))
-    return a + (b - a) * weight
-
-
-def _constant(values, dtype, like):
-    """values as a tensor of dtype on `like`'s device (a graph value: captured as is)."""
-    t = new_tensor(np.asarray(values).astype(dtype))
-    device = getattr(like, "device", None)
-    return t if device is None else t.to(device)
+    shape[axis] = len(indices[0])
+    out = None
+    for index, weight in zip(indices, weights):
+        rows = ops.index_select(x, axis, _constant(np.clip(index, 0, n_in - 1), np.int64, x))
+        if weight is not None:
+            rows = rows * _constant(weight.reshape(shape), x.dtype, x)
+        out = rows if out is None else out + rows
+    return out
 
 
 def pad(input, pad, mode="constant", value=None):
@@ -239,11 +289,6 @@ def _align_corners(align_corners, fn):
 def _floats(x, fn, what="input"):
     if not dt.is_float(x.dtype):
         raise DTypeError(f"{fn}: expected {what} to have a floating point dtype, got {x.dtype}")
-
-
-def _float_const(values, like):
-    """A float constant in like's dtype, on like's device."""
-    return _constant(values, like.dtype, like)
 
 
 def _linspace(n, align_corners):

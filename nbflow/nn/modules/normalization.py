@@ -15,8 +15,7 @@ from ...core import is_int
 from ...core.errors import DomainError, ShapeError
 from .. import functional as F
 from .. import init
-from ..functional.helpers import _known_dims
-from ..functional.sampling import _float_const
+from ..functional.helpers import _float_const, _known_dims
 from .module import Module, Parameter
 from .utils import flag, ints, reals
 

@@ -7,16 +7,23 @@ from .module import Module
 
 
 class Upsample(Module):
-    """F.interpolate as a module (PyTorch's Upsample): size or scale_factor, mode 'nearest'
-    (default), 'linear' or 'bilinear'."""
+    """F.interpolate as a module (PyTorch's Upsample): size or scale_factor, any of
+    interpolate's modes ('nearest' by default)."""
 
-    def __init__(self, size=None, scale_factor=None, mode="nearest", align_corners=None):
+    def __init__(
+        self, size=None, scale_factor=None, mode="nearest", align_corners=None,
+        recompute_scale_factor=None,
+    ):  # fmt: skip
         super().__init__()
         self.size, self.scale_factor = size, scale_factor
         self.mode, self.align_corners = mode, align_corners
+        self.recompute_scale_factor = recompute_scale_factor
 
     def forward(self, x):
-        return F.interpolate(x, self.size, self.scale_factor, self.mode, self.align_corners)
+        return F.interpolate(
+            x, self.size, self.scale_factor, self.mode, self.align_corners,
+            self.recompute_scale_factor,
+        )  # fmt: skip
 
     def extra_repr(self) -> str:
         what = f"size={self.size}" if self.size is not None else f"scale_factor={self.scale_factor}"
