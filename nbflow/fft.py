@@ -17,7 +17,7 @@ import math
 import numpy as np
 
 from . import ops
-from .argcheck import choice, integer, integers
+from .argcheck import choice, flag, integer, integers
 from .core import dtypes as dt
 from .core import public
 from .core.errors import DomainError, DTypeError, ShapeError, UnsupportedError
@@ -192,16 +192,17 @@ def stft(
     onesided=None,
     return_complex=None,
 ):
-    """PyTorch's torch.stft of a real signal (L,) or batch (B, L) with return_complex=False:
-    the DFT of each window of n_fft samples, hop_length apart (n_fft // 4), times `window`
-    (win_length long, centred in n_fft; ones by default), as (..., freq, frames, 2) holding the
-    real and imaginary parts; onesided (the default) keeps the n_fft // 2 + 1 non-negative
-    frequencies; normalized divides by sqrt(n_fft). return_complex=True needs a complex
-    dtype, which nbflow does not have yet: UnsupportedError."""
-    if return_complex is None or return_complex:
+    """PyTorch's torch.stft of a real signal (L,) or batch (B, L): the DFT of each window of
+    n_fft samples, hop_length apart (n_fft // 4), times `window` (win_length long, centred in
+    n_fft; ones by default), as (..., freq, frames) complex numbers (return_complex=True) or
+    (..., freq, frames, 2) holding their real and imaginary parts (return_complex=False);
+    onesided (the default) keeps the n_fft // 2 + 1 non-negative frequencies; normalized
+    divides by sqrt(n_fft). return_complex must be given, as PyTorch requires for a real
+    signal."""
+    if return_complex is None:
         raise UnsupportedError(
-            "stft: nbflow has no complex dtype; pass return_complex=False for the real and "
-            "imaginary parts in a last dim of 2 (PyTorch requires return_complex for real input)"
+            "stft: give return_complex (True: complex results; False: their real and imaginary "
+            "parts in a last dim of 2), as PyTorch requires for a real input"
         )
     if not dt.is_float(input.dtype):
         raise DTypeError(f"stft: input must be a float signal, got {input.dtype}")
@@ -226,8 +227,12 @@ def stft(
     angles = 2 * np.pi * np.arange(freqs)[:, None] * np.arange(n_fft)[None, :] / n_fft
     re = ops.matmul(frames, ops.astype(np.cos(angles).T, input.dtype))
     im = ops.matmul(frames, ops.astype(-np.sin(angles).T, input.dtype))
-    out = ops.stack([ops.matrix_transpose(re), ops.matrix_transpose(im)], axis=-1)
-    return out / math.sqrt(n_fft) if normalized else out
+    re, im = ops.matrix_transpose(re), ops.matrix_transpose(im)
+    if normalized:
+        re, im = re / math.sqrt(n_fft), im / math.sqrt(n_fft)
+    if flag(return_complex, "stft: return_complex"):
+        return ops.complex(re, im)
+    return ops.stack([re, im], axis=-1)
 
 
 __all__ = ["fftshift", "hfft", "hfft2", "hfftn", "ifftshift", "irfft", "irfft2", "irfftn", "stft"]

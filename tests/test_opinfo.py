@@ -91,33 +91,18 @@ DOCUMENTED = {
     # the sample's bin edges are random, not increasing: PyTorch does not check and returns
     # counts without meaning; nbflow raises, as numpy and nb.histogram do
     "histogramdd": {"refused": "decreasing bin edges raise DomainError (numpy's rule)"},
-    # return_complex=True asks for a complex result: nbflow has no complex dtype yet (its
-    # return_complex=False samples, the real and imaginary parts, pass)
-    "stft": {"refused": "return_complex=True: no complex dtype (UnsupportedError)"},
     # PyTorch's gradient in input is wrong: it zeroes the positions src does not overwrite
     # instead of those it does (torch.autograd.gradcheck fails on these samples);
     # tests/test_opinfo_functions.py checks nbflow's against finite differences
     "as_strided_scatter@float64": {"wrong_grad": "PyTorch's input gradient fails gradcheck"},
-}
-
-# ---------------------------------------------------------------- not fixed yet (issue 39)
-XFAIL = {
-    # arguments PyTorch accepts and nbflow refuses
-    "nn.functional.cross_entropy": {"refused": "class-probability targets"},
-    # 0-d tensors treated as errors where PyTorch treats them as one element (nn's losses)
-    "nn.functional.multi_margin_loss": {"refused": "0-d input"},
-    "nn.functional.multilabel_margin_loss": {"refused": "0-d input"},
     # hermitian=True on a non-symmetric sample: both read the lower triangle; nbflow's gradient
     # is the derivative of that (the lower triangle's), PyTorch's (through eigh) is neither it
     # nor its symmetric part
     "linalg.pinv.hermitian@float64": {"wrong_grad": "hermitian=True, a non-symmetric input"},
-    # wrong dtypes
-    "addbmm@int64": {"wrong_dtype": "int64 inputs give float32"},
-    "addmv@int64": {"wrong_dtype": "int64 inputs give float32"},
-    "baddbmm@int64": {"wrong_dtype": "int64 inputs give float32"},
-    # outputs not marked as requiring grad (empty or degenerate inputs)
-    "linalg.matrix_power": {"no_grad": "n=0 (the identity)"},
 }
+
+# ---------------------------------------------------------------- not fixed yet (issue 39)
+XFAIL = {}
 
 # ---------------------------------------------------------------- entries with no counterpart
 # Families: harness.UNMAPPED_FAMILIES (fft.'s complex transforms, sparse., PyTorch-private

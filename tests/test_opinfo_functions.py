@@ -591,14 +591,34 @@ def test_stft_real_and_imaginary_parts_against_pytorch(shape, kwargs):
     )
     assert got.shape == tuple(want.shape)
     np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-10, atol=1e-12)
+    complex_result = nb.stft(
+        nb.tensor(x),
+        window=None if window is None else nb.tensor(window),
+        return_complex=True,
+        **kwargs,
+    )
+    assert complex_result.dtype == nb.complex128
+    np.testing.assert_allclose(
+        complex_result.numpy(), got.numpy()[..., 0] + 1j * got.numpy()[..., 1]
+    )
+
+
+def test_stft_complex_result_gradient_against_pytorch():
+    x = RNG.standard_normal(20)
+    weights = RNG.standard_normal((4, 11)) + 1j * RNG.standard_normal((4, 11))
+    ours = nb.tensor(x, requires_grad=True)
+    spectrum = nb.stft(ours, 6, hop_length=2, return_complex=True)
+    nb.sum(nb.real(spectrum * nb.tensor(weights))).backward()
+    theirs = torch.tensor(x, requires_grad=True)
+    want = torch.stft(theirs, 6, hop_length=2, return_complex=True)
+    (want * torch.tensor(weights)).real.sum().backward()
+    np.testing.assert_allclose(ours.grad.numpy(), theirs.grad.numpy(), rtol=1e-10, atol=1e-12)
 
 
 def test_stft_gradients_and_typed_errors():
     x = nb.tensor(RNG.standard_normal(20), requires_grad=True)
     nt.gradcheck(lambda t: nb.stft(t, 6, hop_length=2, return_complex=False), [x])
     nt.check_modes(lambda t: nb.stft(t, 6, return_complex=False), RNG.standard_normal((2, 20)))
-    with pytest.raises(nb.UnsupportedError, match="complex"):
-        nb.stft(x, 6, return_complex=True)
     with pytest.raises(nb.UnsupportedError, match="return_complex"):
         nb.stft(x, 6)
     with pytest.raises(nb.ShapeError, match="longer than"):

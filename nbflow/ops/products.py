@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from ..argcheck import integer, known_size, number
+from ..argcheck import finite, integer, known_size, number
 from ..core import UNKNOWN
 from ..core import dtypes as dt
 from ..core.errors import AttrError, DomainError, DTypeError, ShapeError
@@ -29,7 +29,11 @@ def _ranks(name, **named):
 
 def _scaled_sum(name, x, product, beta, alpha):
     """beta * x + alpha * product; beta == 0 ignores x (NaN in x does not spread, as BLAS and
-    PyTorch)."""
+    PyTorch). For integer tensors alpha and beta are cast to ints (truncated), as PyTorch's."""
+    if product.dtype in dt.INTS:
+        beta, alpha = (
+            int(finite(v, f"{name}: {k}")) for k, v in (("beta", beta), ("alpha", alpha))
+        )
     product = product if alpha == 1 else mul(product, alpha)
     if beta == 0:
         return broadcast_to(product, _broadcast_shape(name, x, product)) * 1
@@ -154,9 +158,10 @@ def matrix_power(x, n):
         n >>= 1
         if n:
             square = matmul(square, square)
-    if result is None:
+    if result is None:  # the identity, as a function of x whose gradient is zero (PyTorch's)
         ident = eye(x.shape[-1], dtype=x.dtype, device=getattr(x, "device", None))
-        return broadcast_to(ident, tuple(x.shape)) * 1
+        chosen = full_like(x, True, dtype="bool")
+        return where(chosen, broadcast_to(ident, tuple(x.shape)), x)
     return result
 
 

@@ -8,6 +8,7 @@ import numpy as np
 
 from ... import ops
 from ...argcheck import flag, real, shown, tensors
+from ...core import dtypes as dt
 from ...core.errors import ArgumentError, AttrError, DomainError, ShapeError
 from .activation import logsigmoid
 from .distance import pairwise_distance
@@ -29,7 +30,11 @@ def cross_entropy(
 ):
     """The fused cross_entropy op; with class weights, log_softmax and nll_loss (which weighs
     classes as PyTorch does), plus PyTorch's weighted smoothing term: (1 - s) nll + s / C
-    sum_c -w_c log p_c, a mean divided by the targets' weights as nll_loss's is."""
+    sum_c -w_c log p_c, a mean divided by the targets' weights as nll_loss's is. A float
+    target of the input's shape holds class probabilities (PyTorch's second form)."""
+    kind = getattr(target, "dtype", None)
+    if kind is not None and dt.is_float(kind) and tuple(target.shape) == tuple(input.shape):
+        return _cross_entropy_probabilities(input, target, weight, reduction, label_smoothing)
     if weight is None:
         return ops.cross_entropy(
             input,
@@ -55,6 +60,28 @@ def cross_entropy(
     elif reduction == "sum":
         smooth = ops.sum(smooth)
     return nll * (1.0 - label_smoothing) + smooth * (label_smoothing / input.shape[axis])
+
+
+def _cross_entropy_probabilities(input, target, weight, reduction, label_smoothing):
+    """-sum_c w_c t_c log_softmax(input)_c per sample, t the target smoothed towards 1 / C; a
+    'mean' divides by the number of samples, whatever the weights (PyTorch's)."""
+    reduction = _reduction("cross_entropy", reduction)
+    smoothing = real(label_smoothing, "cross_entropy: label_smoothing")
+    if not 0.0 <= smoothing <= 1.0:
+        raise AttrError(f"cross_entropy: label_smoothing must be in [0, 1], got {smoothing}")
+    axis = 1 if input.ndim > 1 else 0
+    classes = input.shape[axis]
+    if smoothing:
+        target = target * (1.0 - smoothing) + smoothing / classes
+    terms = target * ops.log_softmax(input, axis=axis)
+    if weight is not None:
+        shape = [1] * input.ndim
+        shape[axis] = -1
+        terms = terms * ops.reshape(weight, shape)
+    losses = -ops.sum(terms, axis=axis)
+    if reduction == "none":
+        return losses
+    return ops.mean(losses) if reduction == "mean" else ops.sum(losses)
 
 
 def _reduction(name, reduction, size_average=None, reduce=None, more=()):
@@ -329,6 +356,8 @@ def multi_margin_loss(
         raise DomainError(f"multi_margin_loss: only p == 1 and p == 2 are supported, got {p!r}")
     if weight is not None and weight.ndim != 1:
         raise ShapeError(f"multi_margin_loss: weight must be 1-D, got shape {tuple(weight.shape)}")
+    if input.ndim < 2 and tuple(target.shape) == (1,):  # (one sample's target, as PyTorch)
+        target = ops.reshape(target, ())
     if target.ndim != max(input.ndim - 1, 0) or (
         input.ndim == 2 and target.shape[0] not in (input.shape[0], -1)
     ):
@@ -336,6 +365,8 @@ def multi_margin_loss(
             f"multi_margin_loss: target of shape {tuple(target.shape)} must be (N,) for input "
             f"of shape {tuple(input.shape)}"
         )
+    if input.ndim == 0:  # one sample of one class, as PyTorch takes it
+        input = ops.reshape(input, (1,))
     x, y, single = _class_scores("multi_margin_loss", input, target)
     n_classes = x.shape[1]
     picked = ops.one_hot(y, num_classes=n_classes, dtype=x.dtype)  # (a label out of range raises)
@@ -362,6 +393,8 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
             f"multilabel_margin_loss: target of shape {tuple(target.shape)} must have the "
             f"input's shape {tuple(input.shape)}"
         )
+    if input.ndim == 0:  # one sample of one class, as PyTorch takes it
+        input, target = ops.reshape(input, (1,)), ops.reshape(target, (1,))
     x, y, single = _class_scores("multilabel_margin_loss", input, target)
     n_classes = x.shape[1]
     # labels in [-1, C) everywhere, as PyTorch checks; the ones before the first -1 count
