@@ -1,16 +1,14 @@
-"""nbflow.fft: the functions of PyTorch's torch.fft whose results are real for nbflow's real
-tensors (nbflow has no complex dtype yet): fftshift and ifftshift, and the inverse real
-transforms irfft, irfft2, irfftn and the Hermitian hfft, hfft2, hfftn of a real input, which
-PyTorch reads as complex with a zero imaginary part; and torch.stft (nbflow.stft) with
-return_complex=False, the real and imaginary parts in a last dim of 2.
+"""nbflow.fft: PyTorch's torch.fft on real and complex tensors: fft, ifft, rfft, ihfft and
+their 2-D and n-D forms, the inverse real transforms irfft and hfft (and their 2-D and n-D
+forms), fftshift and ifftshift, and torch.stft (nbflow.stft).
 
 Each transform is written as real matrix products, one dim at a time, carrying a complex
-signal as its (real, imaginary) parts: the inverse DFT along every transformed dim but the
-last, then the complex-to-real inverse along the last, whose input is the first n // 2 + 1
+signal as its (real, imaginary) parts: a DFT along each transformed dim, and for the
+complex-to-real inverses, along the last one, a transform whose input is the first n // 2 + 1
 terms of a Hermitian spectrum (the imaginary parts of its first term, and of its middle one
 for an even n, drop out, as in PyTorch and numpy). So they run in eager and graph mode and
-differentiate through matmul. A DFT matrix has n^2 entries: meant for the short signals of
-the models that use them, not for long ones."""
+differentiate through matmul, real, imag and complex. A DFT matrix has n^2 entries: meant for
+the short signals of the models that use them, not for long ones."""
 
 import math
 
@@ -36,17 +34,57 @@ def _angles(n, m):
     return 2 * np.pi * np.arange(n)[:, None] * np.arange(m)[None, :] / n
 
 
-def _inverse_dft(re, im, dim, n):
-    """The complex inverse DFT (unscaled) of length n along dim, on (re, im); im None is 0.
-    Inputs past n are cut off (their columns zero), fewer are zero-padded."""
+def _dft(re, im, dim, n, sign, outputs=None):
+    """The DFT (sign -1) or the unscaled inverse DFT (sign 1) of length n along dim, on (re,
+    im) (im None: 0), its first `outputs` terms (all n by default). Inputs past n are cut off
+    (their columns zero), fewer are zero-padded."""
     m = re.shape[dim]
     used = np.arange(m) < n
-    c, s = np.cos(_angles(n, m)) * used, np.sin(_angles(n, m)) * used
+    angles = _angles(n, m)[: n if outputs is None else outputs]
+    c, s = np.cos(angles) * used, sign * np.sin(angles) * used
     out_re, out_im = _matmul_along(re, c, dim), _matmul_along(re, s, dim)
     if im is not None:
         out_re = out_re - _matmul_along(im, s, dim)
         out_im = out_im + _matmul_along(im, c, dim)
     return out_re, out_im
+
+
+def _parts(name, input, real_only=False):
+    """(real part, imaginary part or None) of input, as floats, and the float dtype of the
+    result (an integer input: the default, as PyTorch's; computed in float64, whose products
+    round once at the end as an FFT's float32 would); real_only refuses a complex input
+    (PyTorch's rfft and ihfft take real signals)."""
+    if dt.is_complex(input.dtype):
+        if real_only:
+            raise DTypeError(f"{name}: expects a real input, got {input.dtype}")
+        return ops.real(input), ops.imag(input), None
+    if dt.is_float(input.dtype):
+        return input, None, None
+    return ops.astype(input, "float64"), None, dt.default_float()
+
+
+def _scale(norm, total, inverse):
+    """The factor of norm ('backward', 'ortho', 'forward') for a transform of `total` points
+    in the forward direction, or the inverse one (the dual factor)."""
+    if inverse:
+        norm = NORMS[2 - NORMS.index(norm)]
+    return {"backward": 1.0, "ortho": 1 / math.sqrt(total), "forward": 1 / total}[norm]
+
+
+def _complex_transform(name, input, s, dim, norm, inverse, half=False):
+    """fftn and ifftn (inverse), and with half=True rfftn and ihfftn (inverse) of a real input:
+    only the first n // 2 + 1 terms along the last dim, which is transformed first."""
+    norm = choice("backward" if norm is None else norm, NORMS, f"{name}: norm")
+    re, im, result = _parts(name, input, real_only=half)
+    dims, sizes = _sizes(name, re, s, dim, lambda m: m)
+    factor, sign = _scale(norm, math.prod(sizes), inverse), 1 if inverse else -1
+    if half:
+        re, im = _dft(re, im, dims[-1], sizes[-1], sign, outputs=sizes[-1] // 2 + 1)
+        dims, sizes = dims[:-1], sizes[:-1]
+    for d, n in zip(dims, sizes):
+        re, im = _dft(re, im, d, n, sign)
+    out = ops.complex(re * factor, im * factor)
+    return out if result is None else ops.astype(out, dt.to_complex(result))
 
 
 def _complex_to_real(re, im, dim, n):
@@ -89,17 +127,82 @@ def _sizes(name, input, s, dim, last_default):
 
 
 def _inverse_real(name, input, s, dim, norm, forward):
-    """irfftn (forward False) or hfftn (True, the dual scaling) of a real input."""
+    """irfftn (forward False) or hfftn (True: of conj(input), with the dual scaling)."""
     norm = choice("backward" if norm is None else norm, NORMS, f"{name}: norm")
-    x = input if dt.is_float(input.dtype) else ops.astype(input, dt.default_float())
-    dims, sizes = _sizes(name, x, s, dim, lambda m: 2 * (m - 1))
-    re, im = x, None
+    re, im, result = _parts(name, input)
+    if forward and im is not None:
+        im = -im
+    dims, sizes = _sizes(name, re, s, dim, lambda m: 2 * (m - 1))
     for d, n in zip(dims[:-1], sizes[:-1]):
-        re, im = _inverse_dft(re, im, d, n)
+        re, im = _dft(re, im, d, n, 1)
     out = _complex_to_real(re, im, dims[-1], sizes[-1])
-    total = math.prod(sizes)
-    scale = {"backward": 1 / total, "ortho": 1 / math.sqrt(total), "forward": 1.0}
-    return out * scale[norm if not forward else NORMS[2 - NORMS.index(norm)]]
+    out = out * _scale(norm, math.prod(sizes), inverse=not forward)
+    return out if result is None else ops.astype(out, result)
+
+
+def fftn(input, s=None, dim=None, norm=None):
+    """The n-D discrete Fourier transform (complex), over dim (all by default), of sizes s."""
+    return _complex_transform("fft.fftn", input, s, dim, norm, inverse=False)
+
+
+def fft2(input, s=None, dim=(-2, -1), norm=None):
+    """fftn over two dims."""
+    return _complex_transform("fft.fft2", input, s, dim, norm, inverse=False)
+
+
+def fft(input, n=None, dim=-1, norm=None):
+    """fftn along one dim, to n points."""
+    return _complex_transform("fft.fft", input, _one(n), (dim,), norm, inverse=False)
+
+
+def ifftn(input, s=None, dim=None, norm=None):
+    """The inverse of fftn."""
+    return _complex_transform("fft.ifftn", input, s, dim, norm, inverse=True)
+
+
+def ifft2(input, s=None, dim=(-2, -1), norm=None):
+    """ifftn over two dims."""
+    return _complex_transform("fft.ifft2", input, s, dim, norm, inverse=True)
+
+
+def ifft(input, n=None, dim=-1, norm=None):
+    """ifftn along one dim, to n points."""
+    return _complex_transform("fft.ifft", input, _one(n), (dim,), norm, inverse=True)
+
+
+def rfftn(input, s=None, dim=None, norm=None):
+    """fftn of a real input, its last dim's n // 2 + 1 non-negative frequencies only."""
+    return _complex_transform("fft.rfftn", input, s, dim, norm, inverse=False, half=True)
+
+
+def rfft2(input, s=None, dim=(-2, -1), norm=None):
+    """rfftn over two dims."""
+    return _complex_transform("fft.rfft2", input, s, dim, norm, inverse=False, half=True)
+
+
+def rfft(input, n=None, dim=-1, norm=None):
+    """rfftn along one dim, to n points."""
+    return _complex_transform("fft.rfft", input, _one(n), (dim,), norm, inverse=False, half=True)
+
+
+def ihfftn(input, s=None, dim=None, norm=None):
+    """The inverse of hfftn: ifftn of a real input, its last dim's n // 2 + 1 terms only."""
+    return _complex_transform("fft.ihfftn", input, s, dim, norm, inverse=True, half=True)
+
+
+def ihfft2(input, s=None, dim=(-2, -1), norm=None):
+    """ihfftn over two dims."""
+    return _complex_transform("fft.ihfft2", input, s, dim, norm, inverse=True, half=True)
+
+
+def ihfft(input, n=None, dim=-1, norm=None):
+    """ihfftn along one dim, to n points."""
+    return _complex_transform("fft.ihfft", input, _one(n), (dim,), norm, inverse=True, half=True)
+
+
+def _one(n):
+    """A 1-D transform's n as s: None, or a one-element tuple."""
+    return None if n is None else (n,)
 
 
 def irfftn(input, s=None, dim=None, norm=None):
@@ -115,7 +218,7 @@ def irfft2(input, s=None, dim=(-2, -1), norm=None):
 
 def irfft(input, n=None, dim=-1, norm=None):
     """irfftn along one dim, to n points (2 (m - 1) by default)."""
-    return _inverse_real("fft.irfft", input, None if n is None else (n,), (dim,), norm, False)
+    return _inverse_real("fft.irfft", input, _one(n), (dim,), norm, False)
 
 
 def hfftn(input, s=None, dim=None, norm=None):
@@ -131,7 +234,7 @@ def hfft2(input, s=None, dim=(-2, -1), norm=None):
 
 def hfft(input, n=None, dim=-1, norm=None):
     """hfftn along one dim, to n points (2 (m - 1) by default)."""
-    return _inverse_real("fft.hfft", input, None if n is None else (n,), (dim,), norm, True)
+    return _inverse_real("fft.hfft", input, _one(n), (dim,), norm, True)
 
 
 def _shift(input, dim, sign):
@@ -235,7 +338,11 @@ def stft(
     return ops.stack([re, im], axis=-1)
 
 
-__all__ = ["fftshift", "hfft", "hfft2", "hfftn", "ifftshift", "irfft", "irfft2", "irfftn", "stft"]
+__all__ = [
+    "fft", "fft2", "fftn", "fftshift", "hfft", "hfft2", "hfftn", "ifft", "ifft2", "ifftn",
+    "ifftshift", "ihfft", "ihfft2", "ihfftn", "irfft", "irfft2", "irfftn", "rfft", "rfft2",
+    "rfftn", "stft",
+]  # fmt: skip
 
 # as users call them: PyTorch's argument names, and a clear error for a non-tensor input
 globals().update({name: public(globals()[name]) for name in __all__})

@@ -20,6 +20,10 @@ SAMPLES_PER_DTYPE = 3  # the first samples of each dtype: small shapes, CI on 2 
 
 # forward tolerances per dtype (rtol, atol); gradients are compared in float64 only
 TOLERANCES = {torch.float64: (1e-6, 1e-8), torch.float32: (1e-4, 1e-5), torch.int64: (0, 0)}
+# a complex output (of an integer input too) as its parts' float dtype
+TOLERANCES.update(
+    {torch.complex128: TOLERANCES[torch.float64], torch.complex64: TOLERANCES[torch.float32]}
+)
 GRAD_TOLERANCE = (1e-5, 1e-7)
 
 # outcome kinds of a sample; "pass" and "n/a" (PyTorch itself raises) are not failures
@@ -121,11 +125,8 @@ MAPPING = {
         name: (lambda fn: lambda a, b, **kw: fn(a @ b.mT, **kw))(getattr(nb, name))
         for name in ("svd_lowrank", "pca_lowrank")
     },
-    # torch.fft's functions with real results on real tensors (the family is unmapped)
-    **{
-        f"fft.{name}": getattr(nb.fft, name)
-        for name in ("fftshift", "ifftshift", "irfft", "irfft2", "irfftn", "hfft", "hfft2", "hfftn")
-    },
+    # torch.fft: nbflow.fft holds the same names
+    **{f"fft.{name}": getattr(nb.fft, name) for name in nb.fft.__all__ if name != "stft"},
     # aten entry points whose nbflow spelling is indexing
     "slice": lambda x, dim=0, start=None, end=None, step=1: x[
         (slice(None),) * (dim % x.ndim) + (slice(start, end, step),)
@@ -134,7 +135,6 @@ MAPPING = {
 
 # Entries with no nbflow counterpart, by family (issue 39, item 3: the missing families).
 UNMAPPED_FAMILIES = {
-    "fft.": "torch.fft's complex results: no complex dtype (MAPPING has the real ones)",
     "sparse.": "sparse tensors: nbflow has dense tensors only",
     "jiterator_": "CUDA jiterator: no CPU meaning",
     "__r": "__r*__ methods: looked up as methods (below)",
@@ -241,7 +241,7 @@ def to_nb(obj, grad_leaves=None):
     """torch -> nbflow, recursively (tensors, dtypes, sizes, lists, tuples, dicts). Tensors that
     require grad become nbflow leaves that require grad, recorded in grad_leaves."""
     if isinstance(obj, torch.Tensor):
-        arr = obj.detach().cpu().numpy().copy()
+        arr = obj.detach().cpu().resolve_conj().numpy().copy()
         rg = grad_leaves is not None and obj.requires_grad and obj.is_floating_point()
         t = nb.tensor(arr, requires_grad=rg) if rg else nb.tensor(arr)
         if rg:
@@ -338,7 +338,7 @@ def _compare_forward(key, got, want, dtype, sample):
                 raise Mismatch("wrong_dtype", f"output {i}: {_dtype_name(g)} != {_dtype_name(w)}")
             if not values_compared(key, sample):
                 continue
-            gv, wv = g.detach().numpy(), w.detach().numpy()
+            gv, wv = g.detach().numpy(), w.detach().resolve_conj().numpy()  # (ihfft: a conj view)
             _close(gv, wv, rtol, atol, "wrong_value", f"output {i}")
         elif isinstance(w, (bool, int, float)) or w is None:
             if isinstance(g, nb.Tensor) and g.ndim == 0:
@@ -431,7 +431,7 @@ def _grad_check(key, op, fn, sample):
     for i, (lt, ln) in enumerate(zip(leaves_t, leaves_n)):
         w = want[i]
         g = ln.grad
-        w = np.zeros(lt.shape) if w is None else w.numpy()
+        w = np.zeros(lt.shape) if w is None else w.resolve_conj().numpy()
         g = np.zeros(lt.shape) if g is None else g.numpy()
         if g.shape != w.shape:
             raise Mismatch("wrong_grad", f"grad {i}: shape {g.shape} != {w.shape}")

@@ -105,7 +105,7 @@ DOCUMENTED = {
 XFAIL = {}
 
 # ---------------------------------------------------------------- entries with no counterpart
-# Families: harness.UNMAPPED_FAMILIES (fft.'s complex transforms, sparse., PyTorch-private
+# Families: harness.UNMAPPED_FAMILIES (sparse., PyTorch-private
 # aten entry points). The rest, one by one:
 _NO_COMPLEX32 = "complex32 (chalf): nbflow has complex64 and complex128"
 _NO_SMALL_INTS = "uint8/int8/int16: not supported yet (issue 39, item 3)"

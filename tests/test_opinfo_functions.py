@@ -540,6 +540,59 @@ def test_inverse_real_transforms_gradients_and_graph_mode():
     assert nb.fft.irfft(nb.tensor([1, 2, 3])).dtype == np.float32  # integers: default float
 
 
+COMPLEX_FFT_CASES = [
+    ("fft", {}),
+    ("fft", {"n": 7, "dim": 0, "norm": "ortho"}),
+    ("ifft", {"n": 3, "norm": "forward"}),
+    ("fft2", {}),
+    ("ifft2", {"s": (3, 8)}),
+    ("fftn", {"s": (2, 6), "dim": (0, 2)}),
+    ("ifftn", {"norm": "ortho"}),
+    ("rfft", {}),
+    ("rfft", {"n": 8, "dim": 1}),
+    ("rfft2", {"s": (3, 7), "norm": "forward"}),
+    ("rfftn", {}),
+    ("irfft", {}),  # (of a complex input)
+    ("irfftn", {"s": (4, 6), "dim": (0, 1)}),
+    ("hfft", {"n": 6}),
+]
+
+
+@pytest.mark.parametrize("name, kwargs", COMPLEX_FFT_CASES)
+def test_complex_transforms_against_numpy(name, kwargs):
+    real = name.startswith("rfft")  # (rfft takes real signals; the others complex ones too)
+    x = RNG.standard_normal((3, 4, 5))
+    inputs = [x] if real else [x, x + 1j * RNG.standard_normal(x.shape)]
+    np_kwargs = {"axes" if k == "dim" else k: v for k, v in kwargs.items()}
+    if "s" not in kwargs and "dim" not in kwargs and name.endswith("2"):
+        np_kwargs["axes"] = (-2, -1)
+    if name[-1] not in "2n":
+        np_kwargs = {"axis" if k == "axes" else k: v for k, v in np_kwargs.items()}
+    for a in inputs:
+        want = getattr(np.fft, name)(a, **np_kwargs)
+        got = getattr(nb.fft, name)(nb.tensor(a), **kwargs)
+        assert got.shape == want.shape and got.dtype == want.dtype
+        np.testing.assert_allclose(got.numpy(), want, rtol=1e-10, atol=1e-11)
+
+
+def test_complex_transforms_round_trip_differentiate_and_run_under_jit():
+    z = RNG.standard_normal((4, 6)) + 1j * RNG.standard_normal((4, 6))
+    back = nb.fft.ifftn(nb.fft.fftn(nb.tensor(z)))
+    np.testing.assert_allclose(back.numpy(), z, atol=1e-12)
+    x = RNG.standard_normal((4, 6))
+    np.testing.assert_allclose(nb.fft.irfft(nb.fft.rfft(nb.tensor(x)), n=6).numpy(), x, atol=1e-12)
+    np.testing.assert_allclose(
+        nb.fft.ihfft(nb.tensor(x)).numpy(), np.fft.ihfft(x), rtol=1e-10, atol=1e-12
+    )
+    t = nb.tensor(x, requires_grad=True)
+    nt.gradcheck(lambda u: nb.real(nb.fft.fft2(u, norm="ortho")), [t])
+    nt.gradcheck(lambda u: nb.imag(nb.fft.rfft(u, n=5)), [t])
+    nt.check_modes(lambda u: nb.real(nb.fft.fftn(u)), x)
+    assert nb.fft.fft(nb.tensor([1, 2, 3])).dtype == nb.complex64  # integers: default float
+    with pytest.raises(nb.DTypeError, match="real input"):
+        nb.fft.rfft(nb.tensor(z))
+
+
 def test_fftshift_against_numpy():
     x = RNG.standard_normal((4, 5))
     for dim in (None, 0, (1,), (0, 1)):
