@@ -142,7 +142,7 @@ from .nn.functional import celu_, rrelu_, selu_, threshold_  # noqa: E402
 
 igamma, igammac = special.gammainc, special.gammaincc  # PyTorch's top-level names
 mvlgamma = special.multigammaln
-stft = fft.stft  # PyTorch's torch.stft (return_complex=False: nbflow has no complex dtype)
+stft, istft = fft.stft, fft.istft  # PyTorch's torch.stft and torch.istft
 
 # PyTorch's top-level aten forms of F's functions (native_layer_norm, constant_pad_nd, ...)
 from .nn.functional import aten_forms as _aten_forms  # noqa: E402

@@ -17,7 +17,7 @@ import numpy as np
 from . import ops
 from .argcheck import choice, flag, integer, integers
 from .core import dtypes as dt
-from .core import public
+from .core import graph_mode, public
 from .core.errors import DomainError, DTypeError, ShapeError, UnsupportedError
 
 NORMS = ("backward", "ortho", "forward")
@@ -283,6 +283,23 @@ def _frames(x, n_fft, hop, center, pad_mode):
     return x.unfold(-1, n_fft, hop)
 
 
+def _window(name, n_fft, hop_length, win_length, window, dtype):
+    """(n_fft, hop, the window zero-padded to n_fft, centred) from stft's arguments."""
+    n_fft = integer(n_fft, f"{name}: n_fft")
+    hop = n_fft // 4 if hop_length is None else integer(hop_length, f"{name}: hop_length")
+    win = n_fft if win_length is None else integer(win_length, f"{name}: win_length")
+    if not 0 < win <= n_fft or hop <= 0:
+        raise DomainError(
+            f"{name}: needs 0 < win_length {win} <= n_fft {n_fft}, hop_length {hop} > 0"
+        )
+    if window is None:
+        window = ops.ones(win, dtype=dtype)
+    elif tuple(window.shape) != (win,):
+        raise ShapeError(f"{name}: window of shape {tuple(window.shape)}, win_length {win}")
+    left = (n_fft - win) // 2
+    return n_fft, hop, ops.pad(window, [(left, n_fft - win - left)])
+
+
 def stft(
     input,
     n_fft,
@@ -311,19 +328,7 @@ def stft(
         raise DTypeError(f"stft: input must be a float signal, got {input.dtype}")
     if input.ndim not in (1, 2):
         raise ShapeError(f"stft: input must be (L,) or (B, L), got shape {tuple(input.shape)}")
-    n_fft = integer(n_fft, "stft: n_fft")
-    hop = n_fft // 4 if hop_length is None else integer(hop_length, "stft: hop_length")
-    win = n_fft if win_length is None else integer(win_length, "stft: win_length")
-    if not 0 < win <= n_fft or hop <= 0:
-        raise DomainError(
-            f"stft: needs 0 < win_length {win} <= n_fft {n_fft}, hop_length {hop} > 0"
-        )
-    if window is None:
-        window = ops.ones(win, dtype=input.dtype)
-    elif tuple(window.shape) != (win,):
-        raise ShapeError(f"stft: window of shape {tuple(window.shape)}, win_length {win}")
-    left = (n_fft - win) // 2
-    window = ops.pad(window, [(left, n_fft - win - left)])
+    n_fft, hop, window = _window("stft", n_fft, hop_length, win_length, window, input.dtype)
     frames = _frames(input, n_fft, hop, center, pad_mode) * window
     freqs = n_fft // 2 + 1 if onesided is None or onesided else n_fft
     # (freq, time): X_f = sum_t x_t e^(-2 pi i f t / n_fft)
@@ -338,10 +343,71 @@ def stft(
     return ops.stack([re, im], axis=-1)
 
 
+def istft(
+    input,
+    n_fft,
+    hop_length=None,
+    win_length=None,
+    window=None,
+    center=True,
+    normalized=False,
+    onesided=None,
+    length=None,
+    return_complex=False,
+):
+    """PyTorch's torch.istft, the inverse of stft: each frame of a complex spectrum (freq,
+    frames) or batch (B, freq, frames) back to n_fft samples (irfft of the non-negative
+    frequencies; ifft of a two-sided spectrum with return_complex), times the
+    window, overlap-added hop_length apart and divided by the overlap-added squared window;
+    center drops stft's n_fft // 2 padding, `length` trims or zero-pads the signal. A window
+    whose overlap-add comes to 0 somewhere cannot be inverted (DomainError)."""
+    if not dt.is_complex(input.dtype):
+        raise DTypeError(f"istft: expects a complex spectrum, got {input.dtype}")
+    if input.ndim not in (2, 3):
+        raise ShapeError(
+            f"istft: input must be (freq, frames) or (B, freq, frames), got {input.shape}"
+        )
+    real = dt.to_real(input.dtype)
+    n_fft, hop, window = _window("istft", n_fft, hop_length, win_length, window, real)
+    freqs, count = input.shape[-2], input.shape[-1]
+    one_sided = freqs != n_fft if onesided is None else flag(onesided, "istft: onesided")
+    if freqs != (n_fft // 2 + 1 if one_sided else n_fft):
+        raise ShapeError(f"istft: {freqs} frequencies for n_fft {n_fft} (onesided {one_sided})")
+    spectrum = input * math.sqrt(n_fft) if normalized else input
+    if flag(return_complex, "istft: return_complex"):
+        if one_sided:
+            raise DomainError("istft: return_complex=True needs a two-sided spectrum")
+        frames = ifft(spectrum, n=n_fft, dim=-2)
+    else:  # a real signal: its spectrum's non-negative half, as PyTorch reads it
+        frames = irfft(spectrum[..., : n_fft // 2 + 1, :], n=n_fft, dim=-2)
+    total = n_fft + hop * (count - 1)
+    positions = (np.arange(n_fft)[:, None] + hop * np.arange(count)[None, :]).ravel()
+    index = ops.astype(positions, "int64")
+    pieces = ops.reshape(frames * ops.unsqueeze(window, -1), frames.shape[:-2] + (-1,))
+    signal = ops.index_add(
+        ops.zeros(frames.shape[:-2] + (total,), dtype=pieces.dtype), -1, index, pieces
+    )
+    squares = ops.reshape(
+        ops.broadcast_to(ops.unsqueeze(window * window, -1), (n_fft, count)), (-1,)
+    )
+    envelope = ops.index_add(ops.zeros(total, dtype=squares.dtype), 0, index, squares)
+    start = n_fft // 2 if center else 0
+    stop = total - n_fft // 2 if center else total
+    if length is not None:
+        stop = start + integer(length, "istft: length", 0)
+    signal, envelope = signal[..., start : min(stop, total)], envelope[start : min(stop, total)]
+    if not graph_mode() and envelope.numel() and float(ops.min(ops.abs(envelope))) < 1e-11:
+        raise DomainError("istft: the window's overlap-add is 0 somewhere (NOLA): not invertible")
+    signal = signal / envelope
+    if stop > total:  # (a length past the frames: zeros, as PyTorch pads)
+        signal = ops.pad(signal, [(0, 0)] * (signal.ndim - 1) + [(0, stop - total)])
+    return signal
+
+
 __all__ = [
     "fft", "fft2", "fftn", "fftshift", "hfft", "hfft2", "hfftn", "ifft", "ifft2", "ifftn",
-    "ifftshift", "ihfft", "ihfft2", "ihfftn", "irfft", "irfft2", "irfftn", "rfft", "rfft2",
-    "rfftn", "stft",
+    "ifftshift", "ihfft", "ihfft2", "ihfftn", "irfft", "irfft2", "irfftn", "istft", "rfft",
+    "rfft2", "rfftn", "stft",
 ]  # fmt: skip
 
 # as users call them: PyTorch's argument names, and a clear error for a non-tensor input

@@ -114,7 +114,6 @@ UNMAPPED = {
     **dict.fromkeys(("byte", "char", "short"), _NO_SMALL_INTS),
     "linalg.eig": "linalg.eig: complex results, not yet (issue 39, item 3)",
     "linalg.eigvals": "linalg.eigvals: complex results, not yet (issue 39, item 3)",
-    "istft": "istft: a complex input, not yet (issue 39, item 3)",
     "bfloat16": "no bfloat16 dtype",
     "hash_tensor": "a uint64 hash: nbflow has no uint64 dtype",
     "max_pool2d_with_indices_backward": "aten backward entry point",

@@ -668,6 +668,48 @@ def test_stft_complex_result_gradient_against_pytorch():
     np.testing.assert_allclose(ours.grad.numpy(), theirs.grad.numpy(), rtol=1e-10, atol=1e-12)
 
 
+@pytest.mark.parametrize("shape, kwargs", STFT_CASES)
+def test_istft_inverts_stft_as_pytorchs_does(shape, kwargs):
+    x = RNG.standard_normal(shape)
+    window = np.hanning(kwargs["win_length"]) + 0.1 if "win_length" in kwargs else None
+    keep = {k: v for k, v in kwargs.items() if k != "pad_mode"}  # (istft has no pad_mode)
+    spectrum = nb.stft(
+        nb.tensor(x),
+        window=None if window is None else nb.tensor(window),
+        return_complex=True,
+        **kwargs,
+    )
+    back = nb.istft(
+        spectrum, window=None if window is None else nb.tensor(window), length=shape[-1], **keep
+    )
+    if kwargs.get("center", True):  # (without centring, the last samples may be no frame's)
+        np.testing.assert_allclose(back.numpy(), x, atol=1e-12)
+    want = torch.istft(
+        torch.tensor(spectrum.numpy()),
+        window=None if window is None else torch.tensor(window),
+        length=shape[-1],
+        **keep,
+    )
+    np.testing.assert_allclose(back.numpy(), want.numpy(), rtol=1e-10, atol=1e-12)
+
+
+def test_istft_gradient_graph_mode_and_errors():
+    spectrum = nb.stft(nb.tensor(RNG.standard_normal(24)), 8, return_complex=True)
+    z = nb.tensor(spectrum.numpy(), requires_grad=True)
+    weights = RNG.standard_normal(24)
+    nb.sum(nb.istft(z, 8) * nb.tensor(weights)).backward()
+    theirs = torch.tensor(spectrum.numpy(), requires_grad=True)
+    (torch.istft(theirs, 8) * torch.tensor(weights)).sum().backward()
+    np.testing.assert_allclose(z.grad.numpy(), theirs.grad.numpy(), rtol=1e-10, atol=1e-12)
+    nt.check_modes(lambda s: nb.istft(s, 8), spectrum.numpy())
+    with pytest.raises(nb.DomainError, match="overlap-add"):
+        nb.istft(z, 8, window=nb.zeros(8))
+    with pytest.raises(nb.DTypeError, match="complex"):
+        nb.istft(nb.ones(5, 3), 8)
+    with pytest.raises(nb.ShapeError, match="frequencies"):
+        nb.istft(z, 10)
+
+
 def test_stft_gradients_and_typed_errors():
     x = nb.tensor(RNG.standard_normal(20), requires_grad=True)
     nt.gradcheck(lambda t: nb.stft(t, 6, hop_length=2, return_complex=False), [x])
