@@ -43,6 +43,7 @@ from .ops.shape import broadcast_to, concat, movedim, reshape, squeeze, unsqueez
 SlogdetResult = namedtuple("SlogdetResult", "sign logabsdet")
 QRResult = namedtuple("QRResult", "Q R")
 EighResult = namedtuple("EighResult", "eigenvalues eigenvectors")
+EigResult = namedtuple("EigResult", "eigenvalues eigenvectors")
 SVDResult = namedtuple("SVDResult", "U S Vh")
 LstsqResult = namedtuple("LstsqResult", "solution residuals rank singular_values")
 LUFactorResult = namedtuple("LUFactorResult", "LU pivots")
@@ -87,6 +88,17 @@ def eigh(A, UPLO="L"):
     """(eigenvalues ascending, eigenvectors as columns) of symmetric A, read from the lower
     (UPLO='L') or upper ('U') triangle."""
     return EighResult(*decomp.eigh(_lower_from(A, UPLO)))
+
+
+def eig(A):
+    """(eigenvalues, eigenvectors as columns of unit norm) of square A, complex (a real A's
+    too), as LAPACK's geev gives them."""
+    return EigResult(*decomp.eig(A))
+
+
+def eigvals(A):
+    """The complex eigenvalues of square A."""
+    return decomp.eig(A)[0]
 
 
 def eigvalsh(A, UPLO="L"):
@@ -521,7 +533,9 @@ __all__ = [
     "cross",
     "det",
     "diagonal",
+    "eig",
     "eigh",
+    "eigvals",
     "eigvalsh",
     "inv",
     "lstsq",

@@ -315,6 +315,11 @@ SAMPLES = {
     "slogdet": (lambda a: nb.linalg.slogdet(_well(a)).logabsdet, lambda: [x(2, 3, 3)], {}),
     "cholesky": (lambda a: nb.linalg.cholesky(_spd(a)), lambda: [x(2, 3, 3)], {}),
     "eigh": (lambda a: nb.linalg.eigh(a + a.mT), lambda: [x(2, 3, 3, low=-1, high=1)], {}),
+    "eig": (  # (|v|: a loss that does not depend on the eigenvectors' phases)
+        lambda a: (nb.real(nb.linalg.eigvals(a)), abs(nb.linalg.eig(a).eigenvectors)),
+        lambda: [x(2, 3, 3, low=-1, high=1)],
+        {},
+    ),
     "qr": (lambda a: nb.linalg.qr(a).Q * nb.linalg.qr(a).R[..., :1, :1], lambda: [x(4, 3)], {}),
     "svd": (
         lambda a: tuple(abs(t) for t in nb.linalg.svd(a, full_matrices=False)),

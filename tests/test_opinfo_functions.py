@@ -327,6 +327,41 @@ def test_geqrf_and_ormqr_refuse_bad_input_with_typed_errors():
         nb.ormqr(a, tau, nb.ones(4, 2))
 
 
+# ---------------------------------------------------------------- linalg.eig, eigvals
+
+
+@pytest.mark.parametrize("complex_input", [False, True])
+def test_eig_decomposes_as_numpy_and_its_gradient_matches_finite_differences(complex_input):
+    a = RNG.standard_normal((2, 4, 4))
+    if complex_input:
+        a = a + 1j * RNG.standard_normal(a.shape)
+    w, v = nb.linalg.eig(nb.tensor(a))
+    assert w.dtype == nb.complex128 and v.shape == (2, 4, 4)
+    np.testing.assert_allclose(a @ v.numpy(), v.numpy() * w.numpy()[:, None, :], atol=1e-12)
+    np.testing.assert_allclose(np.linalg.norm(v.numpy(), axis=-2), 1.0, rtol=1e-12)
+    want = np.sort_complex(np.linalg.eigvals(a).ravel())
+    np.testing.assert_allclose(
+        np.sort_complex(nb.linalg.eigvals(nb.tensor(a)).numpy().ravel()), want
+    )
+    if complex_input:
+        return
+    weights = RNG.standard_normal((2, 4)) + 1j * RNG.standard_normal((2, 4))
+    magnitudes = RNG.standard_normal((2, 4, 4))
+
+    def loss(t):  # (|v| does not depend on the eigenvectors' phases)
+        w, v = nb.linalg.eig(t)
+        return nb.real(nb.sum(w * nb.tensor(weights))) + nb.sum(nb.abs(v) * nb.tensor(magnitudes))
+
+    nt.gradcheck(loss, [nb.tensor(a, requires_grad=True)])
+
+
+def test_eig_refuses_a_loss_that_depends_on_the_eigenvectors_phase():
+    x = nb.tensor(RNG.standard_normal((3, 3)), requires_grad=True)
+    _, v = nb.linalg.eig(x)
+    with pytest.raises(nb.errors.GradientError, match="phase"):
+        nb.sum(nb.imag(v)).backward()
+
+
 # ---------------------------------------------------------------- svd_lowrank, pca_lowrank
 
 

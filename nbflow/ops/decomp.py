@@ -1,5 +1,5 @@
 """Matrix decompositions and inverses (torch.linalg's essentials): inv, solve, cholesky, det,
-slogdet, qr, eigh and svd, batched over the leading dims, float32 and float64.
+slogdet, qr, eigh, eig and svd, batched over the leading dims, float32 and float64.
 
 The CPU kernels loop over the batch in `@njit` and call numba's np.linalg (LAPACK through
 SciPy). A singular or non positive-definite matrix raises LinAlgError naming the op, never a
@@ -16,11 +16,11 @@ import numpy as np
 
 from ..core import UNKNOWN, Attr, Op, Spec, broadcast_shapes, needs_grad
 from ..core import dtypes as dt
-from ..core.errors import LinAlgError, ShapeError
+from ..core.errors import GradientError, LinAlgError, ShapeError
 from ..kernels.cpu.jit import njit
 from ..kernels.cpu.templates import JIT
 from ..kernels.cuda.loader import not_supported
-from .creation import zeros_like
+from .creation import full, zeros_like
 from .elementwise import log
 from .linalg import matmul, matrix_transpose
 from .select import diag_embed, diagonal, narrow, tril, triu
@@ -477,6 +477,89 @@ def _off_diagonal(x):
 
     ones = ones_like(x)
     return ones - diag_embed(diagonal(ones, 0, -2, -1))
+
+
+# ---------------------------------------------------------------- eig
+
+
+def _eig_spec(a):
+    n, d = _square(a), _complex_of(a)
+    return Spec(a.shape[:-2] + (n,), d), Spec(a.shape, d)
+
+
+def _complex_of(a):
+    return a.dtype if dt.is_complex(a.dtype) else dt.to_complex(a.dtype)
+
+
+def _eig_cpu(a, w_out, v_out):
+    try:
+        w, v = np.linalg.eig(a)
+    except np.linalg.LinAlgError as e:
+        raise LinAlgError(f"eig: {e} (input {a.dtype}{list(a.shape)})") from None
+    _fill((w_out, v_out), (w, v))
+
+
+eig = Op(
+    name="eig",
+    inputs=("a",),
+    outputs=("eigenvalues", "eigenvectors"),
+    spec=_eig_spec,
+    kernels={"cpu": _eig_cpu, "cuda": _no_cuda("eig")},
+    dtypes=FLOATS + dt.COMPLEX,
+    ref=np.linalg.eig,
+    materialize_grads=False,
+    doc="torch.linalg.eig: the complex eigenvalues and eigenvectors (columns of unit norm, "
+    "LAPACK's geev) of each square matrix, a real one's too. The eigenvectors' gradient "
+    "needs distinct eigenvalues and a loss that does not depend on their phases.",
+)
+
+
+@eig.defgrad
+def _eig_grad(g, out, a):
+    w, v = out
+    g_w, g_v = (full((), 0.0, dtype=w.dtype) if d is None else d for d in g)
+    return (eig_backward(g_w, g_v, w, v, real=not dt.is_complex(a.dtype)),)
+
+
+def _eig_backward_spec(g_w, g_v, w, v, real):
+    return Spec(tuple(v.shape), dt.to_real(v.dtype) if real else v.dtype)
+
+
+def _eig_backward_cpu(g_w, g_v, w, v, out, real):
+    # PyTorch's linalg_eig_backward: gA = V^-H (diag(gW) + (V^H gV - V^H V re(diag(V^H gV)))
+    # / conj(W_j - W_i)) V^H, off the diagonal for the second term; its real part for a real A
+    vh = np.conj(np.swapaxes(v, -1, -2))
+    inner = np.zeros(v.shape, v.dtype)
+    if g_v.ndim:
+        vhgv = vh @ g_v
+        diagonal = np.diagonal(vhgv, 0, -2, -1)
+        if not np.allclose(diagonal.imag, 0, rtol=1e-2, atol=1e-2):
+            raise GradientError(
+                "eig: the eigenvectors are specified up to a phase e^(i phi), and this loss "
+                "depends on it: its gradient is not defined (PyTorch refuses it too)"
+            )
+        inner = vhgv - vh @ (v * diagonal.real[..., None, :])
+        wc = np.conj(w)
+        gaps = wc[..., None, :] - wc[..., :, None]
+        np.einsum("...ii->...i", gaps)[...] = 1
+        inner = inner / gaps
+    np.einsum("...ii->...i", inner)[...] = g_w if g_w.ndim else 0
+    ga = np.linalg.solve(vh, inner @ vh)
+    out[...] = ga.real if real else ga
+
+
+eig_backward = Op(
+    name="eig_backward",
+    inputs=("g_eigenvalues", "g_eigenvectors", "eigenvalues", "eigenvectors"),
+    outputs=("g_a",),
+    spec=_eig_backward_spec,
+    kernels={"cpu": _eig_backward_cpu, "cuda": _no_cuda("eig_backward")},
+    dtypes=dt.COMPLEX,
+    attrs={"real": Attr("bool", True)},
+    no_derivative="second derivatives of eig are not implemented",
+    doc="The gradient of eig: from its outputs' gradients (0-d zeros where none) and its "
+    "outputs to the input's (real for a real input).",
+)
 
 
 # ---------------------------------------------------------------- svd
