@@ -865,3 +865,16 @@ def test_values_after_load_match_eager(saved):
     eager = nb.cross_entropy(logits, nb.tensor(y)).numpy()
     (got,) = nb.Executor().run(loaded, {"x": x, "y": y}, [loss.name], loaded_scope)
     nt.assert_close(got, eager)
+
+
+def test_a_program_with_complex_inputs_and_constants_round_trips(tmp_path):
+    main = nb.static.Program()
+    with nb.static.program_guard(main, nb.static.Program()):
+        x = nb.static.data("x", [2], dtype="complex128")
+        out = nb.real(x * nb.tensor(np.array([1 + 2j, 3 - 1j])) * (0.5 - 1j))
+    path = str(tmp_path / "complex.json")
+    save(main, path)
+    feed = {"x": np.array([1 + 1j, 2 - 0.5j])}
+    want = np.real(feed["x"] * np.array([1 + 2j, 3 - 1j]) * (0.5 - 1j))
+    (got,) = nb.Executor().run(load(path), feed, [out.name])
+    np.testing.assert_allclose(got, want, rtol=1e-15)
