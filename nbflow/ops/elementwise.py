@@ -24,7 +24,6 @@ ALL, NUMERIC, FLOATS, COMPLEX = dt.ALL, dt.NUMERIC, dt.FLOATS, dt.COMPLEX
 SQRT_HALF = 0.7071067811865476
 INV_SQRT_2PI = 0.3989422804014327
 _erf64 = np.vectorize(math.erf, otypes=[np.float64])  # reference only (no scipy dependency)
-_EXP_MAX = 709.78  # math.sinh and math.cosh overflow (and raise, in Python) beyond this
 
 # ---------------------------------------------------------------- PyTorch's call forms
 # Ops whose PyTorch signature has more than the kernel: those call forms are compositions of
@@ -396,31 +395,31 @@ def rsqrt(x):
 rsqrt.defgrad(lambda g, out, x: (g * out * out * out * -0.5,))
 
 
-@elementwise(dtypes=FLOATS, ref=np.sin, to_float=True)
+@elementwise(dtypes=FLOATS + COMPLEX, ref=np.sin, to_float=True)
 def sin(x):
     """Sine."""
-    return math.sin(x)
+    return vecmath.sin(x)
 
 
-sin.defgrad(lambda g, out, x: (g * cos(x),))
+sin.defgrad(lambda g, out, x: (g * conj(cos(x)),))
 
 
-@elementwise(dtypes=FLOATS, ref=np.cos, to_float=True)
+@elementwise(dtypes=FLOATS + COMPLEX, ref=np.cos, to_float=True)
 def cos(x):
     """Cosine."""
-    return math.cos(x)
+    return vecmath.cos(x)
 
 
-cos.defgrad(lambda g, out, x: (neg(g) * sin(x),))
+cos.defgrad(lambda g, out, x: (neg(g) * conj(sin(x)),))
 
 
-@elementwise(dtypes=FLOATS, ref=np.tan, to_float=True)
+@elementwise(dtypes=FLOATS + COMPLEX, ref=np.tan, to_float=True)
 def tan(x):
     """Tangent."""
-    return math.tan(x)
+    return vecmath.tan(x)
 
 
-tan.defgrad(lambda g, out, x: (g * (1 + out * out),))
+tan.defgrad(lambda g, out, x: (g * conj(1 + out * out),))
 
 
 @elementwise(dtypes=FLOATS, ref=np.arcsin, to_float=True)
@@ -488,13 +487,13 @@ def log10(x):
 log10.defgrad(lambda g, out, x: (g / (x * math.log(10.0)),))
 
 
-@elementwise(dtypes=FLOATS, ref=np.tanh, to_float=True)
+@elementwise(dtypes=FLOATS + COMPLEX, ref=np.tanh, to_float=True)
 def tanh(x):
     """Hyperbolic tangent."""
     return vecmath.tanh(x)
 
 
-tanh.defgrad(lambda g, out, x: (g * (1 - out * out),))
+tanh.defgrad(lambda g, out, x: (g * conj(1 - out * out),))
 
 
 @elementwise(dtypes=FLOATS, ref=lambda x: _erf64(x).astype(x.dtype), to_float=True)
@@ -509,24 +508,22 @@ erf.defgrad(lambda g, out, x: (g * exp(x * x * -1) * (2 / math.sqrt(math.pi)),))
 # ---------------------------------------------------------------- hyperbolic
 
 
-@elementwise(dtypes=FLOATS, ref=np.sinh, to_float=True)
+@elementwise(dtypes=FLOATS + COMPLEX, ref=np.sinh, to_float=True)
 def sinh(x):
     """Hyperbolic sine."""
-    return math.sinh(x) if -_EXP_MAX < x < _EXP_MAX else x * math.inf  # (math.sinh raises)
+    return vecmath.sinh(x)
 
 
-sinh.defgrad(lambda g, out, x: (g * cosh(x),))
+sinh.defgrad(lambda g, out, x: (g * conj(cosh(x)),))
 
 
-@elementwise(dtypes=FLOATS, ref=np.cosh, to_float=True)
+@elementwise(dtypes=FLOATS + COMPLEX, ref=np.cosh, to_float=True)
 def cosh(x):
     """Hyperbolic cosine."""
-    if x != x:
-        return x
-    return math.cosh(x) if -_EXP_MAX < x < _EXP_MAX else math.inf
+    return vecmath.cosh(x)
 
 
-cosh.defgrad(lambda g, out, x: (g * sinh(x),))
+cosh.defgrad(lambda g, out, x: (g * conj(sinh(x)),))
 
 
 @elementwise(dtypes=FLOATS, ref=np.arcsinh, to_float=True)

@@ -110,7 +110,7 @@ def expm1(x):
 
 
 def tanh(x):
-    """Hyperbolic tangent."""
+    """Hyperbolic tangent (complex x too)."""
     return np.tanh(x)
 
 
@@ -209,6 +209,8 @@ def _tanh32(x):
 
 @overload(tanh)
 def _tanh(x):
+    if isinstance(x, types.Complex):
+        return lambda x: cmath.tanh(x)
     if x == types.float32:
         return _tanh32
     if not isinstance(x, types.Float):
@@ -284,6 +286,49 @@ def _by_kind(complex_impl, real_impl):
     return lambda x: complex_impl if isinstance(x, types.Complex) else real_impl
 
 
+EXP_MAX = 709.78  # math.sinh and math.cosh overflow (and raise, in Python) beyond this
+
+
+def _real_sinh(x):
+    return math.sinh(x) if -EXP_MAX < x < EXP_MAX else x * math.inf
+
+
+def _real_cosh(x):
+    if x != x:
+        return x
+    return math.cosh(x) if -EXP_MAX < x < EXP_MAX else math.inf
+
+
+def sin(x):
+    """Sine (complex x: cmath's)."""
+    return cmath.sin(x) if np.iscomplexobj(x) else math.sin(x)
+
+
+def cos(x):
+    """Cosine (complex x: cmath's)."""
+    return cmath.cos(x) if np.iscomplexobj(x) else math.cos(x)
+
+
+def tan(x):
+    """Tangent (complex x: cmath's)."""
+    return cmath.tan(x) if np.iscomplexobj(x) else math.tan(x)
+
+
+def sinh(x):
+    """Hyperbolic sine: +-inf past the float range (math.sinh raises), cmath's for complex x."""
+    return cmath.sinh(x) if np.iscomplexobj(x) else _real_sinh(x)
+
+
+def cosh(x):
+    """Hyperbolic cosine: inf past the float range (math.cosh raises), cmath's for complex x."""
+    return cmath.cosh(x) if np.iscomplexobj(x) else _real_cosh(x)
+
+
+overload(sin)(_by_kind(lambda x: cmath.sin(x), lambda x: math.sin(x)))
+overload(cos)(_by_kind(lambda x: cmath.cos(x), lambda x: math.cos(x)))
+overload(tan)(_by_kind(lambda x: cmath.tan(x), lambda x: math.tan(x)))
+overload(sinh)(_by_kind(lambda x: cmath.sinh(x), _real_sinh))
+overload(cosh)(_by_kind(lambda x: cmath.cosh(x), _real_cosh))
 overload(log)(_by_kind(lambda x: cmath.log(x), _real_log))
 overload(sqrt)(_by_kind(lambda x: cmath.sqrt(x), _real_sqrt))
 overload(magnitude)(_by_kind(lambda x: abs(x), _real_magnitude))
