@@ -118,7 +118,8 @@ UNARY = {
     "exp": (lambda m, z: m.exp(z), np.exp),
     "log": (lambda m, z: m.log(z), np.log),
     "sqrt": (lambda m, z: m.sqrt(z), np.sqrt),
-    **{name: (_called(name), getattr(np, name)) for name in TRIG},
+    **{name: (_called(name), getattr(np, name)) for name in TRIG + ("square", "reciprocal")},
+    "pow": (lambda m, z: z ** (0.5 - 1.5j), lambda a: a ** (0.5 - 1.5j)),
     "abs": (lambda m, z: m.abs(z), np.abs),
     "conj": (lambda m, z: m.conj(z), np.conj),
     "real": (lambda m, z: m.real(z), np.real),
@@ -200,7 +201,8 @@ LOSSES = {
     "matvec": lambda m, z, w: (z @ w[0]).abs().sum(),
     "mean_bcast": lambda m, z, w: (z[:1] * w).mean(0).abs().sum(),
     "neg_sub_scalar": lambda m, z, w: (-z - w * 2j + 1).abs().sum(),
-    **{f"{name}_abs": _trig_loss(name) for name in TRIG},
+    **{f"{name}_abs": _trig_loss(name) for name in TRIG + ("square", "reciprocal")},
+    "pow_abs": lambda m, z, w: (z**w).abs().sum(),
 }
 
 
@@ -229,7 +231,8 @@ def test_gradients_against_pytorch(name, dtype):
 
 
 @pytest.mark.parametrize(
-    "name", ["mul_abs", "log_sq", "angle", "matmul_H", "conj_imag", "tan_abs", "cosh_abs"]
+    "name",
+    ["mul_abs", "log_sq", "angle", "matmul_H", "conj_imag", "tan_abs", "cosh_abs", "pow_abs"],
 )
 def test_gradients_against_finite_differences(name):
     a, b = _z((2, 3), np.complex128, 5), _z((2, 3), np.complex128, 6)
@@ -387,3 +390,14 @@ def test_second_derivative_of_abs_against_pytorch():
 
     want = second(torch, torch.autograd.grad).resolve_conj().numpy()
     np.testing.assert_allclose(second(nb, nb.grad).numpy(), want, rtol=1e-10, atol=1e-12)
+
+
+def test_equality_and_a_zero_base():
+    a, b = nb.tensor([1 + 1j, 2, 0]), nb.tensor([1 + 1j, 2 + 1j, 0])
+    np.testing.assert_array_equal((a == b).numpy(), [True, False, True])
+    np.testing.assert_array_equal((a != 1 + 1j).numpy(), [False, True, True])
+    # PyTorch's convention at a zero base: no gradient in the exponent
+    x = nb.tensor(np.array([0j, 1 + 1j]), requires_grad=True)
+    y = nb.tensor(np.array([2 + 0j, 1j]), requires_grad=True)
+    nb.real(nb.sum(x**y)).backward()
+    assert y.grad.numpy()[0] == 0 and x.grad.numpy()[0] == 0

@@ -132,16 +132,22 @@ def _check_integer_power(x, y):
         raise DomainError("integers to negative integer powers are not allowed (as numpy)")
 
 
-@elementwise(dtypes=NUMERIC, ref=np.power, check=_check_integer_power)
+@elementwise(dtypes=NUMERIC + COMPLEX, ref=np.power, check=_check_integer_power)
 def pow(x, y):
-    """x ** y."""
+    """x ** y (complex: the principal branch)."""
     return x**y
 
 
 def _pow_grad(g, out, x, y):
-    # d/dy x**y = x**y log x; where x <= 0 the log is undefined and PyTorch uses 0
-    gx = g * y * pow(x, y - 1) if needs_grad(x) else None
-    gy = g * out * log(where(x > 0, x, 1)) if needs_grad(y) else None
+    # d/dy x**y = x**y log x; where x <= 0 (complex: x = 0) the log is undefined and PyTorch
+    # uses 0; conj: the complex convention (no op for real tensors)
+    gx = g * conj(y * pow(x, y - 1)) if needs_grad(x) else None
+    gy = None
+    if needs_grad(y):
+        if dt.is_complex(out.dtype):
+            gy = where(x == 0, 0, g * conj(out * log(where(x == 0, 1, x))))
+        else:
+            gy = g * out * log(where(x > 0, x, 1))
     return gx, gy
 
 
@@ -218,22 +224,22 @@ def round(x):
     return f
 
 
-@elementwise(dtypes=NUMERIC, ref=np.square)
+@elementwise(dtypes=NUMERIC + COMPLEX, ref=np.square)
 def square(x):
     """x * x."""
     return x * x
 
 
-square.defgrad(lambda g, out, x: (g * x * 2,))
+square.defgrad(lambda g, out, x: (g * conj(x * 2),))
 
 
-@elementwise(dtypes=FLOATS, ref=np.reciprocal, to_float=True)
+@elementwise(dtypes=FLOATS + COMPLEX, ref=np.reciprocal, to_float=True)
 def reciprocal(x):
     """1 / x (inf at 0, as in PyTorch)."""
     return 1 / x
 
 
-reciprocal.defgrad(lambda g, out, x: (neg(g) * out * out,))
+reciprocal.defgrad(lambda g, out, x: (neg(g) * conj(out * out),))
 
 
 @elementwise(dtypes=NUMERIC, ref=np.fmod)
@@ -1093,17 +1099,17 @@ where.defgrad(lambda g, out, cond, x, y: (None, where(cond, g, 0), where(cond, 0
 # ---------------------------------------------------------------- comparisons and logic
 
 
-def _compare(ref):
-    return elementwise(dtypes=ALL, ref=ref, out_dtype=dt.bool_, differentiable=False)
+def _compare(ref, dtypes=ALL):
+    return elementwise(dtypes=dtypes, ref=ref, out_dtype=dt.bool_, differentiable=False)
 
 
-@_compare(np.equal)
+@_compare(np.equal, ALL + COMPLEX)
 def eq(x, y):
     """x == y."""
     return x == y
 
 
-@_compare(np.not_equal)
+@_compare(np.not_equal, ALL + COMPLEX)
 def ne(x, y):
     """x != y."""
     return x != y
