@@ -34,7 +34,19 @@ from .core import (
 )
 from .device import DeviceError
 from .dlpack import DLPackDTypeError, DLPackError, from_dlpack
-from .dtypes import bool_, complex64, complex128, float16, float32, float64, int32, int64
+from .dtypes import (
+    bool_,
+    complex64,
+    complex128,
+    float16,
+    float32,
+    float64,
+    int8,
+    int16,
+    int32,
+    int64,
+    uint8,
+)  # fmt: skip
 from .eager.checking import check_nan_inf, get_memory_budget, set_memory_budget
 from .eager.values import allclose, equal, masked_select, nonzero, unique, unique_consecutive
 from .errors import (
@@ -108,7 +120,7 @@ inference_mode = no_grad  # PyTorch's name for a scope without gradient recordin
 
 # PyTorch's dtype names (after everything above: `float`, `int` and `bool` shadow the
 # builtins from here on in this module)
-long, double, half = int64, float64, float16
+long, double, half, short = int64, float64, float16, int16
 cfloat, cdouble = complex64, complex128
 float, int, bool = float32, int32, bool_
 range = ops.ranges.inclusive_range  # PyTorch's deprecated torch.range (end included)

@@ -72,9 +72,10 @@ def _checked_dtype(dtype, where: str):
     try:
         return dt.as_dtype(dtype)
     except (DTypeError, TypeError) as e:
+        held = ", ".join(str(d) for d in dt.ALL + dt.COMPLEX)
         raise DLPackDTypeError(
-            f"{where}: dtype {dtype} is not one nbflow holds (bool, int32, int64, float16, "
-            "float32, float64); convert it on the producer's side first"
+            f"{where}: dtype {dtype} is not one nbflow holds ({held}); convert it on the "
+            "producer's side first"
         ) from e
 
 

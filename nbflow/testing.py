@@ -135,8 +135,9 @@ def elements(dtype, low=-3.0, high=3.0):
     dtype = np.dtype(dtype)
     if dtype == dt.bool_:
         return st.booleans()
-    if dtype.kind in "iu":
-        return st.integers(int(np.ceil(low)), int(np.floor(high)))
+    if dtype.kind in "iu":  # (clipped to the dtype's range: an unsigned one has no negatives)
+        info = np.iinfo(dtype)
+        return st.integers(max(int(np.ceil(low)), info.min), min(int(np.floor(high)), info.max))
     if dtype.kind == "c":  # both parts in [low, high]
         part = elements(dt.to_real(dtype), low, high)
         return st.builds(complex, part, part)

@@ -9,8 +9,12 @@ import nbflow as nb
 from nbflow import dtypes as dt
 
 B, I32, I64, F16, F32, F64 = dt.bool_, dt.int32, dt.int64, dt.float16, dt.float32, dt.float64
+U8, I8, I16 = dt.uint8, dt.int8, dt.int16
 # written out by hand from PyTorch's rules (the independent reference)
 TABLE = {
+    (B, U8): U8, (B, I8): I8, (B, I16): I16, (U8, U8): U8, (U8, I8): I16, (U8, I16): I16,
+    (I8, I8): I8, (I8, I16): I16, (I16, I16): I16,
+    **{(small, big): big for small in (U8, I8, I16) for big in (I32, I64, F16, F32, F64)},
     (B, B): B, (B, I32): I32, (B, I64): I64, (B, F16): F16, (B, F32): F32, (B, F64): F64,
     (I32, I32): I32, (I32, I64): I64, (I32, F16): F16, (I32, F32): F32, (I32, F64): F64,
     (I64, I64): I64, (I64, F16): F16, (I64, F32): F32, (I64, F64): F64,
@@ -43,7 +47,8 @@ def test_tensor_constructor_defaults():
     assert nb.tensor([1, 2]).dtype == I64
     assert nb.tensor([True]).dtype == B
     assert nb.tensor(np.zeros(2, np.float64)).dtype == F64
-    assert nb.tensor(np.zeros(2, np.uint8)).dtype == I32  # widened, documented
+    assert nb.tensor(np.zeros(2, np.uint8)).dtype == U8
+    assert nb.tensor(np.zeros(2, np.uint16)).dtype == I32  # widened, documented
     assert nb.tensor([1, 2], dtype="f16").dtype == F16
 
 

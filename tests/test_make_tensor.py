@@ -55,7 +55,7 @@ def test_layout_exclude_zero_and_requires_grad():
     [
         ({"low": 3, "high": 1}, ValueError),
         ({"low": float("nan")}, ValueError),
-        ({"dtype": "uint8"}, nb.DTypeError),
+        ({"dtype": "uint16"}, nb.DTypeError),
     ],
 )
 def test_checks(kwargs, error):

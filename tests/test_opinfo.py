@@ -111,10 +111,8 @@ XFAIL = {}
 # Families: harness.UNMAPPED_FAMILIES (sparse., PyTorch-private
 # aten entry points). The rest, one by one:
 _NO_COMPLEX32 = "complex32 (chalf): nbflow has complex64 and complex128"
-_NO_SMALL_INTS = "uint8/int8/int16: not supported yet (issue 39, item 3)"
 UNMAPPED = {
     "chalf": _NO_COMPLEX32,
-    **dict.fromkeys(("byte", "char", "short"), _NO_SMALL_INTS),
     "bfloat16": "no bfloat16 dtype",
     "hash_tensor": "a uint64 hash: nbflow has no uint64 dtype",
     "max_pool2d_with_indices_backward": "aten backward entry point",

@@ -28,6 +28,9 @@ import numpy as np
 from .errors import DTypeError
 
 bool_ = np.dtype(np.bool_)
+uint8 = np.dtype(np.uint8)
+int8 = np.dtype(np.int8)
+int16 = np.dtype(np.int16)
 int32 = np.dtype(np.int32)
 int64 = np.dtype(np.int64)
 float16 = np.dtype(np.float16)
@@ -37,7 +40,7 @@ complex64 = np.dtype(np.complex64)
 complex128 = np.dtype(np.complex128)
 
 FLOATS = (float16, float32, float64)
-INTS = (int32, int64)
+INTS = (uint8, int8, int16, int32, int64)
 NUMERIC = INTS + FLOATS
 ALL = (bool_,) + NUMERIC
 COMPLEX = (complex64, complex128)  # opted into by the ops that take them (never in ALL)
@@ -74,6 +77,7 @@ def set_default_float(d) -> None:
 
 
 SHORT = {bool_: "bool", int32: "i32", int64: "i64", float16: "f16", float32: "f32", float64: "f64"}
+SHORT.update({uint8: "u8", int8: "i8", int16: "i16"})
 SHORT.update({complex64: "c64", complex128: "c128"})
 
 # numba's CPU target has no float16 arithmetic: store it, compute in float32.
@@ -81,9 +85,6 @@ CPU_COMPUTE = {float16: float32}
 
 # numpy dtypes accepted by nbflow.tensor() and mapped onto a supported one (a copy is made).
 _WIDEN = {
-    np.dtype(np.int8): int32,
-    np.dtype(np.int16): int32,
-    np.dtype(np.uint8): int32,
     np.dtype(np.uint16): int32,
     np.dtype(np.uint32): int64,
     np.dtype(np.uint64): int64,
@@ -91,6 +92,9 @@ _WIDEN = {
 
 _KIND = {
     bool_: 0,
+    uint8: 1,
+    int8: 1,
+    int16: 1,
     int32: 1,
     int64: 1,
     float16: 2,
@@ -173,6 +177,8 @@ def promote_pair(a: np.dtype, b: np.dtype) -> np.dtype:
         if high.kind == "c" and low == float64:  # float64 + complex64: complex128
             return complex128
         return high
+    if ka == 1:  # integers: numpy's rule, as PyTorch's (uint8 with int8 gives int16)
+        return np.promote_types(a, b)
     return a if a.itemsize >= b.itemsize else b
 
 

@@ -137,6 +137,18 @@ class Operators(Value):
         ops.creation.check_memory_format("int", memory_format)
         return ops.astype(self, dt.int32)
 
+    def short(self, memory_format=None):
+        ops.creation.check_memory_format("short", memory_format)
+        return ops.astype(self, dt.int16)
+
+    def char(self, memory_format=None):
+        ops.creation.check_memory_format("char", memory_format)
+        return ops.astype(self, dt.int8)
+
+    def byte(self, memory_format=None):
+        ops.creation.check_memory_format("byte", memory_format)
+        return ops.astype(self, dt.uint8)
+
     def long(self, memory_format=None):
         ops.creation.check_memory_format("long", memory_format)
         return ops.astype(self, dt.int64)
