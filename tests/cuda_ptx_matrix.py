@@ -40,6 +40,7 @@ def main():
     import nbflow as nb
     from nbflow import dtypes as dt
     from nbflow.core import REGISTRY, Spec
+    from nbflow.core.errors import DTypeError
     from nbflow.kernels.cuda import conv3d as cuda_conv3d
     from nbflow.kernels.cuda import ctc as cuda_ctc
     from nbflow.kernels.cuda import skeletons as cuda_impl
@@ -75,7 +76,10 @@ def main():
                 specs = [Spec((4,), d)] * len(op.inputs)
                 kw = op.check_attrs({"dtype": out} if name == "cast" else attrs.get(name, {}))
                 out_dtype = op.infer(specs, kw)[0].dtype
-                params = [typeof(_param(kw[p], d)) for p in gpu.params]
+                try:
+                    params = [typeof(_param(kw[p], d)) for p in gpu.params]
+                except DTypeError:  # (an attribute the dtype cannot hold: the op refuses it)
+                    continue
                 ins = [array(d)] * len(op.inputs)
                 what = f"{name} {d}" + (f"->{out_dtype}" if name == "cast" else "")
                 flat, strided = (mod.flat, mod.strided)

@@ -422,7 +422,8 @@ def test_is_tensor_as_tensor_and_the_default_dtype():
     assert nb.as_tensor([1.5, 2]).dtype == np.float32
     assert nb.as_tensor([1, 2]).dtype == np.int64
     assert nb.as_tensor(np.arange(3.0)).dtype == np.float64
-    assert nb.as_tensor(np.arange(3, dtype=np.int8)).dtype == np.int32
+    assert nb.as_tensor(np.arange(3, dtype=np.int8)).dtype == np.int8
+    assert nb.as_tensor(np.arange(3, dtype=np.uint16)).dtype == np.int32  # (widened)
     np.testing.assert_array_equal(nb.as_tensor([[1, 2]], dtype="float64").numpy(), [[1.0, 2.0]])
     with pytest.raises(nb.DTypeError):
         nb.as_tensor(["a"])

@@ -11,6 +11,9 @@ Promotion follows PyTorch (which agrees with numpy 2 except where noted):
 | float32        | f32   | f32   | f32   | float32 | float32 | float64 |
 | float64        | f64   | f64   | f64   | float64 | float64 | float64 |
 
+The small integers follow numpy's (and PyTorch's) integer rule: uint8 with int8 gives int16,
+either with int16 gives int16, and int32 or int64 beside them wins.
+
 Kinds are ordered bool < int < float < complex. Two dtypes of one kind give the wider; two
 kinds give the dtype of the higher kind (so int64 + float16 is float16, where numpy says
 float64), except that a complex result is at least as precise as the float beside it (float64 +

@@ -525,7 +525,7 @@ def _eig_backward_spec(g_w, g_v, w, v, real):
     return Spec(tuple(v.shape), dt.to_real(v.dtype) if real else v.dtype)
 
 
-def _eig_backward_cpu(g_w, g_v, w, v, out, real):
+def _eig_backward_math(g_w, g_v, w, v, real=True):
     # PyTorch's linalg_eig_backward: gA = V^-H (diag(gW) + (V^H gV - V^H V re(diag(V^H gV)))
     # / conj(W_j - W_i)) V^H, off the diagonal for the second term; its real part for a real A
     vh = np.conj(np.swapaxes(v, -1, -2))
@@ -545,7 +545,11 @@ def _eig_backward_cpu(g_w, g_v, w, v, out, real):
         inner = inner / gaps
     np.einsum("...ii->...i", inner)[...] = g_w if g_w.ndim else 0
     ga = np.linalg.solve(vh, inner @ vh)
-    out[...] = ga.real if real else ga
+    return ga.real if real else ga
+
+
+def _eig_backward_cpu(g_w, g_v, w, v, out, real):
+    out[...] = _eig_backward_math(g_w, g_v, w, v, real)
 
 
 eig_backward = Op(
@@ -555,6 +559,7 @@ eig_backward = Op(
     spec=_eig_backward_spec,
     kernels={"cpu": _eig_backward_cpu, "cuda": _no_cuda("eig_backward")},
     dtypes=dt.COMPLEX,
+    ref=_eig_backward_math,
     attrs={"real": Attr("bool", True)},
     no_derivative="second derivatives of eig are not implemented",
     doc="The gradient of eig: from its outputs' gradients (0-d zeros where none) and its "
