@@ -492,11 +492,7 @@ def _complex_of(a):
 
 
 def _eig_cpu(a, w_out, v_out):
-    try:
-        w, v = np.linalg.eig(a)
-    except np.linalg.LinAlgError as e:
-        raise LinAlgError(f"eig: {e} (input {a.dtype}{list(a.shape)})") from None
-    _fill((w_out, v_out), (w, v))
+    _lapack("eig", lambda x: _fill((w_out, v_out), np.linalg.eig(x)), a)
 
 
 eig = Op(
