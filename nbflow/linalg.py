@@ -177,8 +177,10 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False):
     1, -1 (column sums), inf, -inf (row sums) of |A|."""
     if A.ndim < 2:
         raise ShapeError(f"matrix_norm needs at least 2 dims, got {A.shape}")
-    if isinstance(dim, int) or len(dim) != 2:
+    dim = integers(dim, "matrix_norm: dim")
+    if len(dim) != 2:
         raise ShapeError(f"matrix_norm: dim must name two dims, got {dim}")
+    choice(ord, ("fro", "nuc", 2, -2, 1, -1, math.inf, -math.inf), "matrix_norm: ord")
     rows, cols = (d % A.ndim for d in dim)
     if rows == cols:
         raise ShapeError(f"matrix_norm: dim must name two different dims, got {dim}")

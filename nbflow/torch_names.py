@@ -85,7 +85,7 @@ def cholesky_inverse(L, upper=False):
 def triangular_solve(b, A, upper=True, transpose=False, unitriangular=False):
     """(solution, cloned_coefficient): X with A X = b (A^T X = b with transpose), A
     triangular (deprecated in PyTorch: linalg.solve_triangular)."""
-    coefficient = swapaxes(A, -1, -2) if transpose else A
+    coefficient = swapaxes(A, -1, -2) if flag(transpose, "triangular_solve: transpose") else A
     x = linalg.solve_triangular(
         coefficient, b, upper=upper != bool(transpose), unitriangular=unitriangular
     )

@@ -220,7 +220,7 @@ class Tensor(Operators):
 
     def __index__(self) -> int:
         if self.dtype.kind not in "iu" or self._data.size != 1:
-            raise TypeError("only integer tensors with one element can be used as an index")
+            raise ArgumentError("only integer tensors with one element can be used as an index")
         return int(self.item())
 
     def __repr__(self) -> str:

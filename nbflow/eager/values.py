@@ -56,7 +56,7 @@ def nonzero(x, as_tuple: bool = False):
     nonzero), or one 1-D index tensor per dim with as_tuple (numpy's nonzero)."""
     data = _eager_values("nonzero", x)
     found = np.nonzero(data) if data.ndim else np.nonzero(data.reshape(1))
-    if as_tuple:
+    if flag(as_tuple, "nonzero: as_tuple"):
         return tuple(tensor(i.astype(np.int64)).to(x.device) for i in found)
     if data.ndim == 0:  # (1, 0) when x is nonzero, else (0, 0), as PyTorch
         return tensor(np.zeros((int(data != 0), 0), np.int64)).to(x.device)

@@ -9,7 +9,7 @@ import math
 
 import numpy as np
 
-from ..argcheck import integers, shown
+from ..argcheck import flag, integers, shown
 from ..core import Attr, Op, Spec
 from ..core import dtypes as dt
 from ..core.errors import ArgumentError, AttrError, DomainError, ShapeError, UnsupportedError
@@ -371,7 +371,7 @@ def on_device(t, device, requires_grad=False):
     values, so `device` is ignored there, and a graph value's gradient is appended_backward's."""
     to = getattr(t, "to", None)  # a Tensor; a graph Var has no device
     t = t if device is None or to is None else to(device)
-    if requires_grad:
+    if flag(requires_grad, "requires_grad"):
         if to is None:
             raise UnsupportedError(
                 "requires_grad=True on a graph value: append_backward differentiates "

@@ -16,7 +16,7 @@ import math
 
 import numpy as np
 
-from ..argcheck import integers
+from ..argcheck import choice, integers
 from ..core import UNKNOWN, Attr, Op, Spec
 from ..core import dtypes as dt
 from ..core.errors import AttrError, DTypeError, OutOfRangeError, ShapeError
@@ -443,8 +443,7 @@ def ctc_loss(
     """PyTorch's F.ctc_loss: log_probs (T, N, C) or unbatched (T, C), targets padded (N, S)
     or concatenated (sum(target_lengths),) (unbatched: (S,)), lengths as tensors or ints.
     'mean' divides each loss by its target length (at least 1), then averages the batch."""
-    if reduction not in REDUCTIONS:
-        raise AttrError(f"ctc_loss: reduction must be one of {REDUCTIONS}, got {reduction!r}")
+    choice(reduction, REDUCTIONS, "ctc_loss: reduction", AttrError)
     input_lengths = _as_lengths(input_lengths, "input_lengths")
     target_lengths = _as_lengths(target_lengths, "target_lengths")
     unbatched = log_probs.ndim == 2

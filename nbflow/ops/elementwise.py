@@ -11,7 +11,7 @@ import math
 import numpy as np
 from numba.extending import register_jitable
 
-from ..argcheck import choice, integer
+from ..argcheck import choice, integer, real
 from ..core import Attr, Op, Spec, broadcast_shapes, is_int, needs_grad
 from ..core import dtypes as dt
 from ..core.errors import ArgumentError, AttrError, DomainError, ShapeError
@@ -1299,7 +1299,8 @@ def nan_to_num(x, nan=0.0, posinf=None, neginf=None):
         posinf = float(info.max) if posinf is None else posinf
         neginf = float(info.min) if neginf is None else neginf
     else:  # integers have no NaN or infinities: the values are never used
-        posinf, neginf = posinf or 0, neginf or 0
+        bounds = (posinf, neginf)
+        posinf, neginf = (0 if v is None else real(v, "nan_to_num: a bound") for v in bounds)
     return nan_to_num_op(x, nan=nan, posinf=posinf, neginf=neginf)
 
 

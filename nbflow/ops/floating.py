@@ -7,7 +7,7 @@ from collections import namedtuple
 
 import numpy as np
 
-from ..argcheck import number, shown
+from ..argcheck import number, shown, tensors
 from ..core import dtypes as dt
 from ..core import needs_grad
 from ..core.errors import ArgumentError, DTypeError
@@ -109,6 +109,7 @@ def ldexp(input, other):
 def fmax(input, other):
     """The elementwise maximum, NaN only where both are NaN (numpy's fmax). The gradient goes
     to input where input >= other (ties too) or other is NaN, else to other, as PyTorch's."""
+    tensors("fmax", input=input, other=other)
     first = input >= other
     if _is_float_pair(input, other):
         first = logical_or(first, isnan(other))
@@ -118,6 +119,7 @@ def fmax(input, other):
 def fmin(input, other):
     """The elementwise minimum, NaN only where both are NaN (numpy's fmin); the gradient as
     fmax's, with input <= other."""
+    tensors("fmin", input=input, other=other)
     first = input <= other
     if _is_float_pair(input, other):
         first = logical_or(first, isnan(other))

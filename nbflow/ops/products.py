@@ -51,6 +51,8 @@ def cross(a, b, dim=None):
     """The cross product of 3-vectors along `dim` (None: the first dim of size 3, as
     torch.cross; linalg.cross uses -1). a and b broadcast."""
     shape = _broadcast_shape("cross", a, b)
+    if not shape:
+        raise ShapeError("cross: needs tensors of at least one dim (of size 3)")
     if dim is None:
         dim = next((d for d, n in enumerate(shape) if n == 3), None)
         if dim is None:

@@ -119,7 +119,7 @@ def scatter(x, dim, index, src=None, value=None, reduce=None):
         return as_scalar(out)
     if reduce is not None:
         ops = {"add": "sum", "multiply": "prod"}
-        if reduce not in ops:
+        if not isinstance(reduce, str) or reduce not in ops:
             raise AttrError(f"scatter: reduce must be 'add' or 'multiply', got {reduce!r}")
         if not hasattr(src, "shape"):  # a value: one per index entry
             src = full(tuple(index.shape), src, dtype=x.dtype, device=getattr(x, "device", None))

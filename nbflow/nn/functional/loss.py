@@ -33,7 +33,8 @@ def cross_entropy(
     sum_c -w_c log p_c, a mean divided by the targets' weights as nll_loss's is. A float
     target of the input's shape holds class probabilities (PyTorch's second form)."""
     kind = getattr(target, "dtype", None)
-    if kind is not None and dt.is_float(kind) and tuple(target.shape) == tuple(input.shape):
+    same_shape = getattr(input, "ndim", 0) >= 1 and tuple(target.shape) == tuple(input.shape)
+    if kind is not None and dt.is_float(kind) and same_shape:
         return _cross_entropy_probabilities(input, target, weight, reduction, label_smoothing)
     if weight is None:
         return ops.cross_entropy(
@@ -318,6 +319,7 @@ def multilabel_soft_margin_loss(
     """-(target logsigmoid(input) + (1 - target) logsigmoid(-input)) times weight, averaged
     over the classes (last dim), then reduced over the samples."""
     reduction = _reduction("multilabel_soft_margin_loss", reduction, size_average, reduce)
+    tensors("multilabel_soft_margin_loss", input=input, target=target)
     loss = -(target * logsigmoid(input) + (1.0 - target) * logsigmoid(-input))
     if weight is not None:
         loss = loss * weight

@@ -25,7 +25,7 @@ import math
 import numpy as np
 
 from ... import ops
-from ...argcheck import integers
+from ...argcheck import flag, integers, tensors
 from ...core import dtypes as dt
 from ...core.errors import AttrError, DTypeError, ShapeError
 from ...ops.conv import _batched, _out_size
@@ -160,7 +160,7 @@ def adaptive_max_pool1d(input, output_size, return_indices=False):
     int64 position of each maximum along L."""
     (size,) = _adaptive_sizes(input, output_size, 1, "adaptive_max_pool1d")
     out, indices, _ = _adaptive_max_axis(input, input.ndim - 1, size)
-    return (out, indices) if return_indices else out
+    return (out, indices) if flag(return_indices, "adaptive_max_pool1d: return_indices") else out
 
 
 def adaptive_max_pool2d(input, output_size, return_indices=False):
@@ -250,6 +250,7 @@ def _lp_pool(fn, input, norm_type, kernel, stride, ceil_mode, max_pool, avg_pool
     """PyTorch's rule: p = +-inf is the max (min) of |x| over each window; otherwise
     (sign(mean) relu(|mean|) count)^(1 / p), the mean of x^p over each window times the
     kernel's count (so a ceil_mode window cut at the edge keeps the full count, as PyTorch's)."""
+    tensors(fn, input=input)
     number = isinstance(norm_type, (int, float, np.integer, np.floating))
     if not number or isinstance(norm_type, bool) or norm_type == 0:
         raise AttrError(f"{fn}: norm_type must be a non-zero number, got {norm_type!r}")

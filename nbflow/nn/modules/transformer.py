@@ -11,7 +11,7 @@ import copy
 import math
 
 from ... import ops
-from ...argcheck import integer, shown
+from ...argcheck import integer, shown, within_budget
 from ...core.dtypes import as_dtype
 from ...core.errors import ArgumentError, ShapeError
 from .. import functional as F
@@ -164,7 +164,12 @@ class TransformerDecoderLayer(Module):
 
 
 def _clones(layer, num_layers):
-    """`num_layers` deep copies of `layer` (fresh parameters each, as PyTorch makes)."""
+    """`num_layers` deep copies of `layer` (fresh parameters each, as PyTorch makes), their
+    parameters counted against the memory budget first (2**31 copies looped on)."""
+    if not isinstance(layer, Module):
+        raise ArgumentError(f"the layer to repeat must be a Module, got {shown(layer)}")
+    count = sum(math.prod(p.shape) for p in layer.parameters()) * max(num_layers, 0)
+    within_budget(f"{num_layers} copies of {type(layer).__name__}", (count,), "float32")
     return ModuleList([copy.deepcopy(layer) for _ in range(int(num_layers))])
 
 
