@@ -574,3 +574,10 @@ def test_the_checks_still_take_valid_arguments():
     assert set(_x(20).random_(0, np.int64(2)).numpy().tolist()) <= {0.0, 1.0}
     a, b = nb.lu(_x(0, 0))
     assert a.shape == (0, 0) and b.shape == (0,)
+
+
+def test_cross_entropy_takes_a_list_of_class_indices():
+    # (the probability-target check read target.shape of a list: an AttributeError)
+    x = nb.tensor(np.array([[0.5, 1.0, -1.0], [2.0, 0.0, 1.0]]))
+    want = F.cross_entropy(x, nb.tensor([0, 2]))
+    np.testing.assert_allclose(F.cross_entropy(x, [0, 2]).numpy(), want.numpy())

@@ -32,9 +32,7 @@ def cross_entropy(
     classes as PyTorch does), plus PyTorch's weighted smoothing term: (1 - s) nll + s / C
     sum_c -w_c log p_c, a mean divided by the targets' weights as nll_loss's is. A float
     target of the input's shape holds class probabilities (PyTorch's second form)."""
-    kind = getattr(target, "dtype", None)
-    same_shape = getattr(input, "ndim", 0) >= 1 and tuple(target.shape) == tuple(input.shape)
-    if kind is not None and dt.is_float(kind) and same_shape:
+    if _probabilities(input, target):
         return _cross_entropy_probabilities(input, target, weight, reduction, label_smoothing)
     if weight is None:
         return ops.cross_entropy(
@@ -49,8 +47,7 @@ def cross_entropy(
     nll = ops.nll_loss(log_probs, target, weight, ignore_index=ignore_index, reduction=reduction)
     if not label_smoothing:
         return nll
-    if not 0.0 <= label_smoothing <= 1.0:
-        raise AttrError(f"cross_entropy: label_smoothing must be in [0, 1], got {label_smoothing}")
+    label_smoothing = _smoothing(label_smoothing)
     shape = [1] * input.ndim
     shape[axis] = -1
     kept = ops.ne(target, ignore_index)
@@ -63,13 +60,27 @@ def cross_entropy(
     return nll * (1.0 - label_smoothing) + smooth * (label_smoothing / input.shape[axis])
 
 
+def _probabilities(input, target):
+    """Whether target holds class probabilities: a float tensor of the input's shape (1-d at
+    least), PyTorch's second form of cross_entropy's target."""
+    kind = getattr(target, "dtype", None)
+    if kind is None or not dt.is_float(kind) or getattr(input, "ndim", 0) < 1:
+        return False
+    return tuple(target.shape) == tuple(input.shape)
+
+
+def _smoothing(value):
+    s = real(value, "cross_entropy: label_smoothing")
+    if not 0.0 <= s <= 1.0:
+        raise AttrError(f"cross_entropy: label_smoothing must be in [0, 1], got {s}")
+    return s
+
+
 def _cross_entropy_probabilities(input, target, weight, reduction, label_smoothing):
     """-sum_c w_c t_c log_softmax(input)_c per sample, t the target smoothed towards 1 / C; a
     'mean' divides by the number of samples, whatever the weights (PyTorch's)."""
     reduction = _reduction("cross_entropy", reduction)
-    smoothing = real(label_smoothing, "cross_entropy: label_smoothing")
-    if not 0.0 <= smoothing <= 1.0:
-        raise AttrError(f"cross_entropy: label_smoothing must be in [0, 1], got {smoothing}")
+    smoothing = _smoothing(label_smoothing)
     axis = 1 if input.ndim > 1 else 0
     classes = input.shape[axis]
     if smoothing:
