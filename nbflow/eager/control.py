@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import ops
 from ..core.errors import ArgumentError, DTypeError, LoopLimitError, ShapeError, user_location
 from .operators import Operators
 
@@ -22,8 +23,8 @@ class EagerControlFlow:
     def cond(self, pred, true_fn, false_fn, operands):
         return true_fn(*operands) if truth(pred, "cond") else false_fn(*operands)
 
-    def while_loop(self, cond_fn, body_fn, values, max_iterations):
-        iterations = 0
+    def while_loop(self, cond_fn, body_fn, values, max_iterations, stacked=0):
+        iterations, rows = 0, []
         while truth(cond_fn(*values), "while_loop condition"):
             if max_iterations is not None and iterations >= max_iterations:
                 raise LoopLimitError(
@@ -32,13 +33,19 @@ class EagerControlFlow:
                 )
             new = body_fn(*values)
             new = list(new) if isinstance(new, (tuple, list)) else [new]
-            if len(new) != len(values):
+            if len(new) != len(values) + stacked:
                 raise ShapeError(
                     f"while_loop body returned {len(new)} values for {len(values)} loop vars"
+                    + (f" and {stacked} stacked values" if stacked else "")
                 )
-            values = new
+            values = new[: len(values)]
+            rows.append(new[len(values) :])
             iterations += 1
-        return values
+        if not stacked:
+            return values
+        if not rows:  # (a program knows the stacked values' types from its trace)
+            raise ShapeError("while_loop ran no iteration: its stacked values have no shape")
+        return values + [ops.stack(*column) for column in zip(*rows)]
 
 
 def truth(pred, what: str) -> bool:

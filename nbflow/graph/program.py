@@ -451,10 +451,10 @@ class GraphTrace(Trace):
 
         return graph_cond(pred, true_fn, false_fn, operands)
 
-    def while_loop(self, cond_fn, body_fn, values, max_iterations):
+    def while_loop(self, cond_fn, body_fn, values, max_iterations, stacked=0):
         from .control import graph_while
 
-        return graph_while(cond_fn, body_fn, values, max_iterations)
+        return graph_while(cond_fn, body_fn, values, max_iterations, stacked=stacked)
 
     def apply(self, op: Op, args, attrs):
         attrs = op.check_attrs(attrs)

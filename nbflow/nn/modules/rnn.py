@@ -28,7 +28,7 @@ import numpy as np
 
 from ... import ops
 from ...argcheck import choice, integer, within_budget
-from ...core import UNKNOWN, graph_mode
+from ...core import STATE, UNKNOWN
 from ...core import dtypes as dt
 from ...core.dtypes import as_dtype
 from ...core.errors import ArgumentError, DomainError, ShapeError
@@ -469,10 +469,7 @@ def dynamic_rnn(cell, inputs, lengths=None, initial_state=None, *, offsets=None,
         raise ShapeError(f"dynamic_rnn: inputs must be (time, batch, ...), got {inputs.shape}")
     lengths = _lengths(lengths, inputs)
     step, state, single = _adapt(cell, inputs, initial_state)
-    if not graph_mode():
-        outputs, state = _eager(step, inputs, lengths, state)
-    else:
-        outputs, state = _graph(step, inputs, lengths, state)
+    outputs, state = _scan(step, inputs, lengths, state)
     if batch_first:
         outputs = ops.transpose(outputs, 0, 1)
     return outputs, (state[0] if single else tuple(state))
@@ -577,34 +574,19 @@ def _masked_step(step, x, t, lengths, state):
     return ops.where(mask(out), out, 0), state
 
 
-def _eager(step, inputs, lengths, state):
-    # up to the longest sequence; step 0 always runs (masked), as in graph mode: its output
-    # gives the output shape even when every sequence is empty
-    steps, time = max(int(lengths.numpy().max()) if lengths.shape[0] else 0, 1), inputs.shape[0]
-    outs = []
-    for t in range(steps):
-        # (no time steps at all: a zero row gives the output shape, and no row is kept)
-        x = inputs[t] if time else ops.sum(ops.zeros_like(inputs[:1]), axis=0)
-        out, state = _masked_step(step, x, t, lengths, state)
-        outs.append(out)
-    outputs = ops.stack(*outs)[:time]
-    if steps < time:  # padding past the longest sequence
-        pad = [(0, time - steps)] + [(0, 0)] * (outputs.ndim - 1)
-        outputs = ops.pad(outputs, pad)
-    return outputs, state
-
-
-def _graph(step, inputs, lengths, state):
-    """One while op over the steps up to the longest length; each step's output is a stacked
-    output of the loop (no buffer carried through it), padded with zero rows to the time."""
-    from ...graph.control import graph_while  # graph mode only: the eager half stays apart
-
-    time = ops.sum(inputs, axis=tuple(range(1, inputs.ndim)))  # (time,): only its shape is read
-    steps = inputs.shape[0]
-    if steps >= 0:
-        limit = ops.max(lengths)
-    else:  # the time is known only at run time: run every step (the mask keeps it right)
-        limit = ops.cast(ops.sum(ops.ones_like(time)), "int64")
+def _scan(step, inputs, lengths, state):
+    """The steps as one loop, the trace's while_loop with each step's output stacked (JAX's
+    scan), up to the longest length, then zero rows up to the time. Step 0 always runs
+    (masked), so its output gives the outputs' shape even when every sequence is empty."""
+    time = inputs.shape[0]  # (-1: known only at run time)
+    if time == 0:  # no row for step 0 to read: a zero row
+        inputs = ops.sum(ops.zeros_like(inputs), axis=0, keepdims=True)
+    rows = ops.sum(inputs, axis=tuple(range(1, inputs.ndim)))  # (time,): only its shape is read
+    if time >= 0:
+        one = ops.ones(1, dtype=lengths.dtype, device=getattr(inputs, "device", None))
+        limit = ops.max(ops.concat(lengths, one))
+    else:  # every step (the mask keeps it right)
+        limit = ops.cast(ops.sum(ops.ones_like(rows)), "int64")
     k = len(state)
 
     def running(t, *state):
@@ -614,16 +596,17 @@ def _graph(step, inputs, lengths, state):
         out, new = _masked_step(step, ops.index_select(inputs, 0, t), t, lengths, list(state))
         return [t + 1, *new, out]
 
-    bound = steps if steps >= 0 else None
-    final = graph_while(running, body, [0, *state], bound, stacked=1)
+    final = STATE.trace.while_loop(
+        running, body, [0, *state], None if time < 0 else max(time, 1), 1
+    )
     outputs = final[k + 1]
-    if steps >= 0:  # zero rows past the longest sequence, up to the time
+    if time >= 0:  # zero rows past the longest sequence, rows 0..time-1
         zeros = ops.zeros_like(ops.sum(outputs, axis=0, keepdims=True))  # (1, batch, ...)
         column = ops.reshape(
-            ops.zeros_like(time, dtype=outputs.dtype), (-1,) + (1,) * (outputs.ndim - 1)
+            ops.zeros_like(rows, dtype=outputs.dtype), (-1,) + (1,) * (outputs.ndim - 1)
         )
         padded = ops.concat(outputs, column + zeros)
-        outputs = ops.index_select(padded, 0, ops.arange(steps))  # rows 0..time-1, time known
+        outputs = ops.index_select(padded, 0, ops.arange(time))
     return outputs, final[1 : k + 1]
 
 
