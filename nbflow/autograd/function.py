@@ -47,7 +47,6 @@ from ..core import (
     Op,
     bind,
     enable_grad,
-    graph_mode,
     is_grad_enabled,
     modes_changed,
     no_grad,
@@ -213,10 +212,10 @@ class Function:
         outputs = output if isinstance(output, tuple) else (output,)
         if not any(ctx.needs_input_grad) or not any(map(_is_tensor, outputs)):
             return output  # nothing to differentiate: no node, as in PyTorch
-        if not graph_mode():
-            outputs = _record(cls, ctx, args, outputs)
-        else:
-            outputs = _append(cls, ctx, args, outputs, histories)
+        outputs = STATE.trace.custom_gradient(
+            functools.partial(_record, cls, ctx, args, outputs),
+            functools.partial(_append, cls, ctx, args, outputs, histories),
+        )
         # the node holds what backward needs: no cycle through the outputs (a graph nobody
         # references is freed by reference counting)
         ctx._to_save = ctx._dirty = ctx._non_differentiable = ()
@@ -501,6 +500,19 @@ class _DelayedError:
         )
 
 
+def _delayed_error(result, wants):
+    """result with its float tensors detached and given a node that raises when reached."""
+    single = not isinstance(result, tuple)
+    results = list((result,) if single else result)
+    marked = [i for i, r in enumerate(results) if isinstance(r, Tensor) and dt.is_float(r.dtype)]
+    outs = [results[i].detach() for i in marked]
+    if outs:
+        STATE.trace.record(_DelayedError, wants, {}, outs)
+    for i, o in zip(marked, outs):
+        results[i] = o
+    return results[0] if single else tuple(results)
+
+
 def once_differentiable(backward):
     """Decorator for a Function's backward that is not itself differentiable (written with
     numpy, say): it runs without recording, and differentiating its result again raises."""
@@ -510,19 +522,10 @@ def once_differentiable(backward):
         with no_grad():
             result = backward(ctx, *grad_outputs)
         wants = [g for g in grad_outputs if isinstance(g, Tensor) and g.requires_grad]
-        if not (is_grad_enabled() and wants and not graph_mode()):
+        if not (is_grad_enabled() and wants):
             return result
-        single = not isinstance(result, tuple)
-        results = list((result,) if single else result)
-        marked = [
-            i for i, r in enumerate(results) if isinstance(r, Tensor) and dt.is_float(r.dtype)
-        ]
-        outs = [results[i].detach() for i in marked]
-        if outs:
-            STATE.trace.record(_DelayedError, wants, {}, outs)
-        for i, o in zip(marked, outs):
-            results[i] = o
-        return results[0] if single else tuple(results)
+        # (a program's backward is not differentiated again by the tape)
+        return STATE.trace.custom_gradient(lambda: _delayed_error(result, wants), lambda: result)
 
     return wrapper
 

@@ -594,7 +594,7 @@ def set_thread_default(name: str, value) -> None:
 class Trace:
     """What bind() hands ops to: the eager trace runs them, a graph trace records them into
     a program. Code above the core asks the current trace what it does (`records`) and hands
-    it control flow (`cond`, `while_loop`), rather than testing its type."""
+    it control flow (`cond`, `while_loop`) and custom gradients, rather than testing its type."""
 
     records = False  # True: ops go into a program that runs later, so no value exists now
 
@@ -613,6 +613,12 @@ class Trace:
         """nbflow.while_loop: the final loop vars as a list. stacked > 0: body_fn returns
         the next loop vars and then `stacked` values per iteration, which come after the
         final loop vars stacked over the iterations (JAX's scan)."""
+        raise NotImplementedError
+
+    def custom_gradient(self, on_tape, in_program):
+        """The step of a gradient written in Python that differs by mode (autograd.Function
+        giving its outputs their backward, checkpoint recomputing its segment): the eager
+        trace calls on_tape(), a graph trace in_program(); returns what that returns."""
         raise NotImplementedError
 
 

@@ -18,7 +18,11 @@ PYTHON_PREDICATES = (bool, int, np.bool_, np.integer)
 
 
 class EagerControlFlow:
-    """The eager trace's control flow: the branch or the loop runs now."""
+    """The eager trace's control flow (the branch or the loop runs now) and custom gradients
+    (their nodes go on the tape)."""
+
+    def custom_gradient(self, on_tape, in_program):
+        return on_tape()
 
     def cond(self, pred, true_fn, false_fn, operands):
         return true_fn(*operands) if truth(pred, "cond") else false_fn(*operands)

@@ -456,6 +456,9 @@ class GraphTrace(Trace):
 
         return graph_while(cond_fn, body_fn, values, max_iterations, stacked=stacked)
 
+    def custom_gradient(self, on_tape, in_program):
+        return in_program()
+
     def apply(self, op: Op, args, attrs):
         attrs = op.check_attrs(attrs)
         values = []

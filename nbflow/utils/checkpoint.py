@@ -27,6 +27,7 @@ is Python code, as any autograd.Function's).
 from __future__ import annotations
 
 import contextlib
+import functools
 import warnings
 
 from ..autograd.backprop import backprop, grad, toposort
@@ -198,22 +199,26 @@ class _Checkpoint(Function):
     @staticmethod
     def backward(ctx, *grads):
         inputs = ctx.saved_tensors
-        if graph_mode():  # under jit: ops appended to the program
-            return (None, None, *_program_grads(ctx.run, inputs, grads))
-        create_graph = is_grad_enabled()  # (the driver turns grad mode on for create_graph)
-        # without create_graph the inputs are leaves while the segment is differentiated:
-        # its backward stops at them instead of walking the graph before the segment
-        with _as_leaves(() if create_graph else inputs):
-            outputs = ctx.run.recompute()
-            if not create_graph:
-                _check_reached(outputs, inputs)
-            pairs = [(o, g) for o, g in zip(outputs, grads) if g is not None and o.requires_grad]
-            if not pairs:
-                return (None, None) + (None,) * len(inputs)
-            outs, seeds = zip(*pairs)
-            with enable_grad():
-                in_grads = grad(list(outs), list(inputs), list(seeds), None, create_graph, True)
-        return (None, None, *in_grads)
+        on_tape = functools.partial(_tape_grads, ctx.run, inputs, grads)
+        in_program = functools.partial(_program_grads, ctx.run, inputs, grads)
+        return (None, None, *STATE.trace.custom_gradient(on_tape, in_program))
+
+
+def _tape_grads(run, inputs, grads):
+    """In eager mode, the function again with gradients on and its gradients for `inputs`."""
+    create_graph = is_grad_enabled()  # (the driver turns grad mode on for create_graph)
+    # without create_graph the inputs are leaves while the segment is differentiated: its
+    # backward stops at them instead of walking the graph before the segment
+    with _as_leaves(() if create_graph else inputs):
+        outputs = run.recompute()
+        if not create_graph:
+            _check_reached(outputs, inputs)
+        pairs = [(o, g) for o, g in zip(outputs, grads) if g is not None and o.requires_grad]
+        if not pairs:
+            return (None,) * len(inputs)
+        outs, seeds = zip(*pairs)
+        with enable_grad():
+            return grad(list(outs), list(inputs), list(seeds), None, create_graph, True)
 
 
 def _program_grads(run, inputs, grads):
