@@ -54,7 +54,7 @@ OVER_BUDGET = {
     "ops/reduce.py": 885,
     "graph/control.py": 880,  # cond and while as ops with sub-blocks
     "autograd/function.py": 836,
-    "optim/lr_scheduler.py": 815,  # torch.optim.lr_scheduler's 16 schedules, one module as torch's
+    "optim/lr_scheduler.py": 808,  # torch.optim.lr_scheduler's 16 schedules, one module as torch's
 }
 
 

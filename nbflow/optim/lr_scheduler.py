@@ -388,11 +388,57 @@ def _momentum_name(optimizer) -> str:
     )
 
 
-class OneCycleLR(LRScheduler):
+class _MomentumCycles(LRScheduler):
+    """A schedule stepped once per batch whose momentum moves inversely to the lr (OneCycleLR,
+    CyclicLR): `_values(step, group)` gives both; `lists` names its per-group values."""
+
+    lists: tuple = ()
+    lowest_lr = -math.inf  # (the optimizers refuse a negative lr)
+
+    def _start(self, optimizer, owner, cycle_momentum, base, top, last_epoch):
+        """The momenta's settings, then the base class's start."""
+        groups = optimizer.param_groups
+        self.cycle_momentum = flag(cycle_momentum, f"{owner}: cycle_momentum")
+        self.base_momentum = _floats(base, groups, "base_momentum")
+        self.max_momentum = _floats(top, groups, "max_momentum")
+        self.momentum_name = _momentum_name(optimizer) if self.cycle_momentum else None
+        if last_epoch == -1 and self.cycle_momentum:
+            for group, momentum in zip(groups, self.max_momentum):
+                optimizer.set_hyper(group, self.momentum_name, momentum)
+        LRScheduler.__init__(self, optimizer, last_epoch)
+
+    def lr_at(self, epoch, base_lr, group=0):
+        return self._values(epoch, group)[0]
+
+    def step(self):
+        self.last_epoch += 1
+        for i, group in enumerate(self.optimizer.param_groups):
+            lr, momentum = self._values(self.last_epoch, i)
+            self.optimizer.set_hyper(group, "lr", max(lr, self.lowest_lr))
+            if self.cycle_momentum:
+                self.optimizer.set_hyper(group, self.momentum_name, momentum)
+
+    def load_state_dict(self, state_dict: dict):
+        """(a state saved when the per-group values were one number loads too)"""
+        n = len(self.optimizer.param_groups)
+        lists = self.lists
+        state = {
+            k: [v] * n if k in lists and not isinstance(v, list) else v
+            for k, v in state_dict.items()
+        }
+        super().load_state_dict(state)
+
+
+class OneCycleLR(_MomentumCycles):
     """The 1cycle policy, stepped once per batch: the lr rises from max_lr / div_factor to
     max_lr over pct_start of total_steps and anneals to initial_lr / final_div_factor
     ('cos' or 'linear'); three_phase returns to the initial lr before the final anneal. The
     momentum moves inversely, between max_momentum and base_momentum."""
+
+    lists = ("max_lr", "initial", "min_lr", "base_momentum", "max_momentum")
+    # the allowed step past the end (step total_steps) overshoots a linear anneal below
+    # zero: PyTorch sets that negative lr, nbflow's optimizers refuse one
+    lowest_lr = 0.0
 
     def __init__(
         self,
@@ -429,19 +475,15 @@ class OneCycleLR(LRScheduler):
             )
         self.initial = [m / divisors[0] for m in self.max_lr]
         self.min_lr = [i / divisors[1] for i in self.initial]
-        self.cycle_momentum = cycle_momentum = flag(cycle_momentum, "OneCycleLR: cycle_momentum")
         three_phase = flag(three_phase, "OneCycleLR: three_phase")
-        self.base_momentum = _floats(base_momentum, groups, "base_momentum")
-        self.max_momentum = _floats(max_momentum, groups, "max_momentum")
         self.phases = _one_cycle_phases(self.total_steps, pct_start, three_phase)
-        self.momentum_name = _momentum_name(optimizer) if cycle_momentum else None
         last_epoch = integer(last_epoch, "OneCycleLR: last_epoch", -1)  # (read before the base)
         if last_epoch == -1:
-            for i, group in enumerate(groups):
-                group["initial_lr"] = self.initial[i]
-                if cycle_momentum:
-                    optimizer.set_hyper(group, self.momentum_name, self.max_momentum[i])
-        super().__init__(optimizer, last_epoch)
+            for group, lr in zip(groups, self.initial):
+                group["initial_lr"] = lr
+        self._start(
+            optimizer, "OneCycleLR", cycle_momentum, base_momentum, max_momentum, last_epoch
+        )
 
     def _anneal(self, start, end, pct):
         if self.anneal_strategy == "cos":
@@ -466,22 +508,6 @@ class OneCycleLR(LRScheduler):
             start_step = end_step
         raise AssertionError("unreachable")
 
-    def lr_at(self, epoch, base_lr, group=0):
-        return self._values(epoch, group)[0]
-
-    def step(self):
-        self.last_epoch += 1
-        for i, group in enumerate(self.optimizer.param_groups):
-            lr, momentum = self._values(self.last_epoch, i)
-            # the allowed step past the end (step total_steps) overshoots a linear anneal
-            # below zero: PyTorch sets that negative lr, nbflow's optimizers refuse one
-            self.optimizer.set_hyper(group, "lr", max(lr, 0.0))
-            if self.cycle_momentum:
-                self.optimizer.set_hyper(group, self.momentum_name, momentum)
-
-    def load_state_dict(self, state_dict: dict):
-        super().load_state_dict(_as_lists(state_dict, self, _ONE_CYCLE_LISTS))
-
 
 def _total_steps(total_steps, epochs, steps_per_epoch) -> int:
     if total_steps is not None:
@@ -501,17 +527,6 @@ def _floats(value, groups, name: str) -> list[float]:
     return [finite(v, name) for v in _per_group(value, groups, name)]
 
 
-_ONE_CYCLE_LISTS = ("max_lr", "initial", "min_lr", "base_momentum", "max_momentum")
-_CYCLIC_LISTS = ("min_lr", "max_lr", "base_momentum", "max_momentum")
-
-
-def _as_lists(state: dict, scheduler, names) -> dict:
-    """A cyclic schedule's state, its per-group values lists (a state saved when they were
-    one number for every group loads too)."""
-    n = len(scheduler.optimizer.param_groups)
-    return {k: [v] * n if k in names and not isinstance(v, list) else v for k, v in state.items()}
-
-
 def _one_cycle_phases(total: int, pct_start: float, three_phase: bool) -> list:
     """(end step, (start lr, end lr), (start momentum, end momentum)) per phase."""
     if three_phase:
@@ -526,11 +541,13 @@ def _one_cycle_phases(total: int, pct_start: float, three_phase: bool) -> list:
     ]
 
 
-class CyclicLR(LRScheduler):
+class CyclicLR(_MomentumCycles):
     """The lr cycles between base_lr and max_lr (step_size_up steps up, step_size_down down),
     stepped once per batch. mode: 'triangular' (constant amplitude), 'triangular2' (halved
     each cycle), 'exp_range' (times gamma ** iteration), or scale_fn with scale_mode. The
     momentum cycles inversely between max_momentum and base_momentum."""
+
+    lists = ("min_lr", "max_lr", "base_momentum", "max_momentum")
 
     def __init__(
         self,
@@ -569,17 +586,11 @@ class CyclicLR(LRScheduler):
         self.scale_fn, self.scale_mode = scale_fn, scale_mode
         if scale_fn is None:
             self.scale_mode = "iterations" if mode == "exp_range" else "cycle"
-        self.cycle_momentum = cycle_momentum = flag(cycle_momentum, "CyclicLR: cycle_momentum")
-        self.base_momentum = _floats(base_momentum, groups, "base_momentum")
-        self.max_momentum = _floats(max_momentum, groups, "max_momentum")
-        self.momentum_name = _momentum_name(optimizer) if cycle_momentum else None
         last_epoch = integer(last_epoch, "CyclicLR: last_epoch", -1)  # (read before the base)
         if last_epoch == -1:
-            for i, group in enumerate(groups):
-                optimizer.set_hyper(group, "lr", self.min_lr[i])
-                if cycle_momentum:
-                    optimizer.set_hyper(group, self.momentum_name, self.max_momentum[i])
-        super().__init__(optimizer, last_epoch)
+            for group, lr in zip(groups, self.min_lr):
+                optimizer.set_hyper(group, "lr", lr)
+        self._start(optimizer, "CyclicLR", cycle_momentum, base_momentum, max_momentum, last_epoch)
 
     def _scale(self, x: float) -> float:
         if self.scale_fn is not None:
@@ -603,20 +614,6 @@ class CyclicLR(LRScheduler):
         lr = low + (high - low) * factor * scale
         top, bottom = self.max_momentum[group], self.base_momentum[group]
         return lr, top - (top - bottom) * factor * scale
-
-    def lr_at(self, epoch, base_lr, group=0):
-        return self._values(epoch, group)[0]
-
-    def step(self):
-        self.last_epoch += 1
-        for i, group in enumerate(self.optimizer.param_groups):
-            lr, momentum = self._values(self.last_epoch, i)
-            self.optimizer.set_hyper(group, "lr", lr)
-            if self.cycle_momentum:
-                self.optimizer.set_hyper(group, self.momentum_name, momentum)
-
-    def load_state_dict(self, state_dict: dict):
-        super().load_state_dict(_as_lists(state_dict, self, _CYCLIC_LISTS))
 
 
 # ---------------------------------------------------------------- schedules of schedules
