@@ -1,14 +1,14 @@
 """nbflow.fft: PyTorch's torch.fft on real and complex tensors: fft, ifft, rfft, ihfft and
 their 2-D and n-D forms, the inverse real transforms irfft and hfft (and their 2-D and n-D
-forms), fftshift and ifftshift, and torch.stft (nbflow.stft).
+forms), fftshift and ifftshift, and torch.stft and istft (nbflow.stft, nbflow.istft).
 
-Each transform is written as real matrix products, one dim at a time, carrying a complex
-signal as its (real, imaginary) parts: a DFT along each transformed dim, and for the
-complex-to-real inverses, along the last one, a transform whose input is the first n // 2 + 1
-terms of a Hermitian spectrum (the imaginary parts of its first term, and of its middle one
-for an even n, drop out, as in PyTorch and numpy). So they run in eager and graph mode and
-differentiate through matmul, real, imag and complex. A DFT matrix has n^2 entries: meant for
-the short signals of the models that use them, not for long ones."""
+Every transform is one op, `fft_c2c` (nbflow/ops/fourier.py: pocketfft's complex transform,
+O(n log n)), on a complex signal cut or zero-padded to the sizes asked: a real input is made
+complex first, rfft keeps the first n // 2 + 1 terms of the result, and the complex-to-real
+inverses rebuild the whole Hermitian spectrum from its half (the imaginary parts of its first
+term, and of its middle one for an even n, drop out with the real part taken at the end, as in
+PyTorch and numpy). Gradients follow from the op's (its adjoint) and those of the ops around
+it, in eager and graph mode."""
 
 import math
 
@@ -19,48 +19,33 @@ from .argcheck import choice, flag, integer, integers
 from .core import dtypes as dt
 from .core import graph_mode, public
 from .core.errors import DomainError, DTypeError, ShapeError, UnsupportedError
+from .ops.fourier import fft_c2c
 
 NORMS = ("backward", "ortho", "forward")
 
 
-def _matmul_along(x, matrix, dim):
-    """x with `matrix` (out, in) applied along dim: sum_k matrix[j, k] x[..., k, ...]."""
-    m = ops.astype(matrix, x.dtype)
-    return ops.movedim(ops.matmul(ops.movedim(x, dim, -1), ops.matrix_transpose(m)), -1, dim)
-
-
-def _angles(n, m):
-    """2 pi j k / n for the n outputs j and the m inputs k."""
-    return 2 * np.pi * np.arange(n)[:, None] * np.arange(m)[None, :] / n
-
-
-def _dft(re, im, dim, n, sign, outputs=None):
-    """The DFT (sign -1) or the unscaled inverse DFT (sign 1) of length n along dim, on (re,
-    im) (im None: 0), its first `outputs` terms (all n by default). Inputs past n are cut off
-    (their columns zero), fewer are zero-padded."""
-    m = re.shape[dim]
-    used = np.arange(m) < n
-    angles = _angles(n, m)[: n if outputs is None else outputs]
-    c, s = np.cos(angles) * used, sign * np.sin(angles) * used
-    out_re, out_im = _matmul_along(re, c, dim), _matmul_along(re, s, dim)
-    if im is not None:
-        out_re = out_re - _matmul_along(im, s, dim)
-        out_im = out_im + _matmul_along(im, c, dim)
-    return out_re, out_im
-
-
-def _parts(name, input, real_only=False):
-    """(real part, imaginary part or None) of input, as floats, and the float dtype of the
-    result (an integer input: the default, as PyTorch's; computed in float64, whose products
-    round once at the end as an FFT's float32 would); real_only refuses a complex input
-    (PyTorch's rfft and ihfft take real signals)."""
+def _as_complex(name, input, real_only=False):
+    """(input as a complex tensor, the dtype of the result or None for the transform's own):
+    an integer input is transformed in complex128 and given the default float's complex
+    dtype, as PyTorch's; real_only refuses a complex input (rfft and ihfft take real ones)."""
     if dt.is_complex(input.dtype):
         if real_only:
             raise DTypeError(f"{name}: expects a real input, got {input.dtype}")
-        return ops.real(input), ops.imag(input), None
-    if dt.is_float(input.dtype):
-        return input, None, None
-    return ops.astype(input, "float64"), None, dt.default_float()
+        return input, None
+    result = None
+    if not dt.is_float(input.dtype):
+        input, result = ops.astype(input, "float64"), dt.to_complex(dt.default_float())
+    return ops.complex(input, ops.zeros_like(input)), result
+
+
+def _resized(x, dim, n):
+    """x cut off or zero-padded to n points along dim."""
+    m = x.shape[dim]
+    if n < m:
+        return ops.narrow(x, dim, 0, n)
+    if n > m:
+        return ops.pad(x, [(0, 0)] * dim + [(0, n - m)] + [(0, 0)] * (x.ndim - dim - 1))
+    return x
 
 
 def _scale(norm, total, inverse):
@@ -73,30 +58,28 @@ def _scale(norm, total, inverse):
 
 def _complex_transform(name, input, s, dim, norm, inverse, half=False):
     """fftn and ifftn (inverse), and with half=True rfftn and ihfftn (inverse) of a real input:
-    only the first n // 2 + 1 terms along the last dim, which is transformed first."""
+    only the first n // 2 + 1 terms along the last dim."""
     norm = choice("backward" if norm is None else norm, NORMS, f"{name}: norm")
-    re, im, result = _parts(name, input, real_only=half)
-    dims, sizes = _sizes(name, re, s, dim, lambda m: m)
-    factor, sign = _scale(norm, math.prod(sizes), inverse), 1 if inverse else -1
-    if half:
-        re, im = _dft(re, im, dims[-1], sizes[-1], sign, outputs=sizes[-1] // 2 + 1)
-        dims, sizes = dims[:-1], sizes[:-1]
+    x, result = _as_complex(name, input, real_only=half)
+    dims, sizes = _sizes(name, x, s, dim, lambda m: m)
     for d, n in zip(dims, sizes):
-        re, im = _dft(re, im, d, n, sign)
-    out = ops.complex(re * factor, im * factor)
-    return out if result is None else ops.astype(out, dt.to_complex(result))
+        x = _resized(x, d, n)
+    scale = _scale(norm, math.prod(sizes), inverse)
+    out = fft_c2c(x, dims=dims, inverse=inverse, scale=scale)
+    if half:
+        out = ops.narrow(out, dims[-1], 0, sizes[-1] // 2 + 1)
+    return out if result is None else ops.astype(out, result)
 
 
-def _complex_to_real(re, im, dim, n):
-    """The real signal of length n whose half spectrum (n // 2 + 1 terms) is (re, im) along
-    dim, unscaled: X_0 + sum 2 Re(X_k e^(2 pi i k t / n)) (+ X_(n/2) (-1)^t for even n)."""
-    m = re.shape[dim]
-    k = np.arange(m)
-    weight = np.where((k == 0) | (2 * k == n), 1.0, 2.0) * (k <= n // 2)
-    out = _matmul_along(re, np.cos(_angles(n, m)) * weight, dim)
-    if im is not None:
-        out = out - _matmul_along(im, np.sin(_angles(n, m)) * weight, dim)
-    return out
+def _hermitian(half, dim, n):
+    """The n terms of the Hermitian spectrum whose first n // 2 + 1 terms are `half` (cut or
+    zero-padded to them) along dim: X_k = conj(X_(n - k)) past the middle."""
+    half = _resized(half, dim, n // 2 + 1)
+    rest = n - n // 2 - 1
+    if not rest:
+        return half
+    mirrored = ops.flip(ops.narrow(half, dim, 1, rest), (dim,))
+    return ops.concat(half, ops.conj(mirrored), axis=dim)
 
 
 def _sizes(name, input, s, dim, last_default):
@@ -129,15 +112,18 @@ def _sizes(name, input, s, dim, last_default):
 def _inverse_real(name, input, s, dim, norm, forward):
     """irfftn (forward False) or hfftn (True: of conj(input), with the dual scaling)."""
     norm = choice("backward" if norm is None else norm, NORMS, f"{name}: norm")
-    re, im, result = _parts(name, input)
-    if forward and im is not None:
-        im = -im
-    dims, sizes = _sizes(name, re, s, dim, lambda m: 2 * (m - 1))
+    x, result = _as_complex(name, input)
+    if forward:
+        x = ops.conj(x)
+    dims, sizes = _sizes(name, x, s, dim, lambda m: 2 * (m - 1))
     for d, n in zip(dims[:-1], sizes[:-1]):
-        re, im = _dft(re, im, d, n, 1)
-    out = _complex_to_real(re, im, dims[-1], sizes[-1])
-    out = out * _scale(norm, math.prod(sizes), inverse=not forward)
-    return out if result is None else ops.astype(out, result)
+        x = _resized(x, d, n)
+    if len(dims) > 1:  # the other dims first: the last one's spectrum is Hermitian after them
+        x = fft_c2c(x, dims=dims[:-1], inverse=True)
+    x = _hermitian(x, dims[-1], sizes[-1])
+    scale = _scale(norm, math.prod(sizes), inverse=not forward)
+    out = ops.real(fft_c2c(x, dims=dims[-1:], inverse=True, scale=scale))
+    return out if result is None else ops.astype(out, dt.to_real(result))
 
 
 def fftn(input, s=None, dim=None, norm=None):
@@ -330,17 +316,12 @@ def stft(
         raise ShapeError(f"stft: input must be (L,) or (B, L), got shape {tuple(input.shape)}")
     n_fft, hop, window = _window("stft", n_fft, hop_length, win_length, window, input.dtype)
     frames = _frames(input, n_fft, hop, center, pad_mode) * window
-    freqs = n_fft // 2 + 1 if onesided is None or onesided else n_fft
-    # (freq, time): X_f = sum_t x_t e^(-2 pi i f t / n_fft)
-    angles = 2 * np.pi * np.arange(freqs)[:, None] * np.arange(n_fft)[None, :] / n_fft
-    re = ops.matmul(frames, ops.astype(np.cos(angles).T, input.dtype))
-    im = ops.matmul(frames, ops.astype(-np.sin(angles).T, input.dtype))
-    re, im = ops.matrix_transpose(re), ops.matrix_transpose(im)
-    if normalized:
-        re, im = re / math.sqrt(n_fft), im / math.sqrt(n_fft)
+    one_sided = onesided is None or flag(onesided, "stft: onesided")
+    spectrum = (rfft if one_sided else fft)(frames, norm="ortho" if normalized else None)
+    spectrum = ops.matrix_transpose(spectrum)  # (..., freq, frames)
     if flag(return_complex, "stft: return_complex"):
-        return ops.complex(re, im)
-    return ops.stack([re, im], axis=-1)
+        return spectrum
+    return ops.view_as_real(spectrum)
 
 
 def istft(

@@ -51,6 +51,11 @@ SAMPLES = {
         lambda: [x(2, 3), x(2, 3)],
         {},
     ),
+    "fft_c2c": (
+        lambda a, b: nb.view_as_real(nb.ops.fourier.fft_c2c(_z(a, b), dims=(0, 1), scale=0.5)),
+        lambda: [x(3, 4), x(3, 4)],
+        {},
+    ),
     "sum_to_like": (nb.sum_to_like, lambda: [x(2, 3), x(1, 3)], {}),
     "broadcast_to_like": (nb.broadcast_to_like, lambda: [x(1, 3), x(2, 3)], {}),
     "expand_reduced": (

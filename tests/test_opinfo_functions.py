@@ -575,6 +575,14 @@ def test_inverse_real_transforms_gradients_and_graph_mode():
     assert nb.fft.irfft(nb.tensor([1, 2, 3])).dtype == np.float32  # integers: default float
 
 
+def test_long_signals_take_the_fast_transform():
+    # 2**16 points: a DFT matrix would hold 2**32 entries, over the memory budget
+    x = RNG.standard_normal(2**16)
+    np.testing.assert_allclose(nb.fft.rfft(nb.tensor(x)).numpy(), np.fft.rfft(x), atol=1e-8)
+    y = RNG.standard_normal(2**15 + 1) + 1j * RNG.standard_normal(2**15 + 1)
+    np.testing.assert_allclose(nb.fft.irfft(nb.tensor(y)).numpy(), np.fft.irfft(y), atol=1e-12)
+
+
 COMPLEX_FFT_CASES = [
     ("fft", {}),
     ("fft", {"n": 7, "dim": 0, "norm": "ortho"}),

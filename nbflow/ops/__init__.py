@@ -23,6 +23,7 @@ from . import (
     elementwise,
     factorizations,
     floating,
+    fourier,  # noqa: F401  (nbflow.fft's op: public there, not top-level)
     histogram_nd,
     householder,
     index,
