@@ -49,6 +49,7 @@ from ..core import STATE, Node, Spec
 from ..core import dtypes as dt
 from ..core.errors import ResourceExhaustedError
 from ..kernels import codegen
+from ..kernels.cpu.jit import njit
 from ..kernels.cpu.templates import SUM_BLOCK, Elementwise, broadcast_view, cacheable, reduce_layout
 from ..kernels.cpu.threads import Chooser as _Chooser
 from ..ops.reduce import reduced_axes, reduced_shape
@@ -749,9 +750,15 @@ def _aliased_input(out, args, mask):
     None when out shares no input's memory, _PARTLY when it overlaps one otherwise."""
     for i, (a, m) in enumerate(zip(args, mask)):
         if m == "a" and np.may_share_memory(out, a):
-            same = a.ctypes.data == out.ctypes.data and a.strides == out.strides
-            return i if same and a.dtype == out.dtype else _PARTLY
+            same = a.dtype == out.dtype and a.strides == out.strides and _same_start(a, out)
+            return i if same else _PARTLY
     return None
+
+
+@njit(cache=True)
+def _same_start(a, b):
+    """Whether a and b start at one address (numpy's `ctypes.data` makes an object a call)."""
+    return a.ctypes.data == b.ctypes.data
 
 
 def _trailing(shape):
