@@ -28,13 +28,13 @@ from .ops import factorizations as fz
 from .ops.creation import eye, ones_like, zeros
 from .ops.decomp import _is_vector_rhs, _square, det, inv, solve
 from .ops.elementwise import abs as abs_
-from .ops.elementwise import astype, mul, sqrt, where
+from .ops.elementwise import astype, mul, where
 from .ops.linalg import matmul, matrix_transpose
+from .ops.linalg import norm as _vector_norm
 from .ops.products import cross as _cross
 from .ops.products import matrix_power
 from .ops.reduce import max as max_
 from .ops.reduce import min as min_
-from .ops.reduce import norm as _vector_norm
 from .ops.reduce import sum as sum_
 from .ops.select import diag_embed, narrow, tril, triu
 from .ops.select import diagonal as _diagonal
@@ -205,7 +205,7 @@ def _norm_axes(ord, rows, cols):
 
 def _spectral_norm(A, ord):
     if ord == "fro":
-        return sqrt(sum_(A * A, axis=(-2, -1)))
+        return vector_norm(A, 2, (-2, -1))
     s = svdvals(A)
     if ord == "nuc":
         return sum_(s, axis=-1)

@@ -22,6 +22,7 @@ from .core.errors import ArgumentError, AttrError, DomainError, DTypeError, Shap
 from .ops.creation import full_like
 from .ops.elementwise import astype, isnan, maximum, sqrt, where
 from .ops.elementwise import logaddexp as _logaddexp
+from .ops.linalg import norm as _norm
 from .ops.nn import log_softmax as _log_softmax
 from .ops.nn import softmax as _softmax
 from .ops.queries import _eager_or_none
@@ -30,7 +31,6 @@ from .ops.reduce import amin as _amin
 from .ops.reduce import argmax as _argmax
 from .ops.reduce import argmin as _argmin
 from .ops.reduce import logsumexp as _logsumexp
-from .ops.reduce import norm as _norm
 from .ops.reduce import prod as _prod
 from .ops.reduce import reduced_axes
 from .ops.reduce import sum as _sum

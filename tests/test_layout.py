@@ -51,7 +51,7 @@ OVER_BUDGET = {
     "ops/norm.py": 976,  # batch norm and its fused gradients, embedding, dropout
     "array_api/__init__.py": 904,  # the Array API standard's functions
     "ops/index.py": 866,
-    "ops/reduce.py": 885,
+    "ops/reduce.py": 839,
     "graph/control.py": 880,  # cond and while as ops with sub-blocks
     "autograd/function.py": 836,
     "optim/lr_scheduler.py": 808,  # torch.optim.lr_scheduler's 16 schedules, one module as torch's

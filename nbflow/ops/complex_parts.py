@@ -16,10 +16,10 @@ from ..core.op import _is_value
 from ..kernels.cpu import vecmath
 from ..kernels.cuda.loader import not_supported
 from ._define import elementwise
-from .complex_math import ON_CPU_ONLY
+from .complex_math import ON_CPU_ONLY, complex_sgn
 from .complex_math import conj_physical as _conj_op
 from .creation import full_like, zeros_like
-from .elementwise import astype, cos, isnan, sin, where
+from .elementwise import astype, cos, isnan, sign, sin, where
 from .index import getitem
 from .shape import stack
 
@@ -165,7 +165,13 @@ def view_as_complex(input):
     return complex(getitem(x, (..., 0)), getitem(x, (..., 1)))
 
 
+def sgn(x):
+    """PyTorch's sgn: sign, and for a complex x, x / |x| (0 at 0)."""
+    return complex_sgn(x) if dt.is_complex(x.dtype) else sign(x)
+
+
 __all__ = [
+    "sgn",
     "angle",
     "complex",
     "conj",

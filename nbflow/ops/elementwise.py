@@ -428,31 +428,36 @@ def tan(x):
 tan.defgrad(lambda g, out, x: (g * conj(1 + out * out),))
 
 
-@elementwise(dtypes=FLOATS, ref=np.arcsin, to_float=True)
+def _conj_rsqrt(x):
+    """conj(1 / sqrt(x)) (the inverse functions' derivatives; rsqrt for real x)."""
+    return rsqrt(x) if not dt.is_complex(x.dtype) else conj(reciprocal(sqrt(x)))
+
+
+@elementwise(dtypes=FLOATS + COMPLEX, ref=np.arcsin, to_float=True)
 def asin(x):
-    """Arcsine (NaN outside [-1, 1])."""
-    return math.asin(x) if -1 <= x <= 1 else math.nan
+    """Arcsine (NaN outside [-1, 1]; complex: the principal branch)."""
+    return vecmath.asin(x)
 
 
-asin.defgrad(lambda g, out, x: (g * rsqrt(1 - x * x),))
+asin.defgrad(lambda g, out, x: (g * _conj_rsqrt(1 - x * x),))
 
 
-@elementwise(dtypes=FLOATS, ref=np.arccos, to_float=True)
+@elementwise(dtypes=FLOATS + COMPLEX, ref=np.arccos, to_float=True)
 def acos(x):
-    """Arccosine (NaN outside [-1, 1])."""
-    return math.acos(x) if -1 <= x <= 1 else math.nan
+    """Arccosine (NaN outside [-1, 1]; complex: the principal branch)."""
+    return vecmath.acos(x)
 
 
-acos.defgrad(lambda g, out, x: (neg(g) * rsqrt(1 - x * x),))
+acos.defgrad(lambda g, out, x: (neg(g) * _conj_rsqrt(1 - x * x),))
 
 
-@elementwise(dtypes=FLOATS, ref=np.arctan, to_float=True)
+@elementwise(dtypes=FLOATS + COMPLEX, ref=np.arctan, to_float=True)
 def atan(x):
     """Arctangent."""
-    return math.atan(x)
+    return vecmath.atan(x)
 
 
-atan.defgrad(lambda g, out, x: (g / (1 + x * x),))
+atan.defgrad(lambda g, out, x: (g / conj(1 + x * x),))
 
 
 @elementwise(dtypes=FLOATS, ref=np.arctan2, to_float=True)
@@ -532,35 +537,32 @@ def cosh(x):
 cosh.defgrad(lambda g, out, x: (g * conj(sinh(x)),))
 
 
-@elementwise(dtypes=FLOATS, ref=np.arcsinh, to_float=True)
+@elementwise(dtypes=FLOATS + COMPLEX, ref=np.arcsinh, to_float=True)
 def asinh(x):
     """Inverse hyperbolic sine."""
-    return math.asinh(x)
+    return vecmath.asinh(x)
 
 
-asinh.defgrad(lambda g, out, x: (g * rsqrt(x * x + 1),))
+asinh.defgrad(lambda g, out, x: (g * _conj_rsqrt(x * x + 1),))
 
 
-@elementwise(dtypes=FLOATS, ref=np.arccosh, to_float=True)
+@elementwise(dtypes=FLOATS + COMPLEX, ref=np.arccosh, to_float=True)
 def acosh(x):
-    """Inverse hyperbolic cosine (NaN below 1)."""
-    return math.acosh(x) if x >= 1 else math.nan
+    """Inverse hyperbolic cosine (NaN below 1; complex: the principal branch)."""
+    return vecmath.acosh(x)
 
 
-acosh.defgrad(lambda g, out, x: (g * rsqrt(x * x - 1),))
+# (the principal branch's 1 / (sqrt(z - 1) sqrt(z + 1)): sqrt(z * z - 1) may differ in sign)
+acosh.defgrad(lambda g, out, x: (g * _conj_rsqrt(x - 1) * _conj_rsqrt(x + 1),))
 
 
-@elementwise(dtypes=FLOATS, ref=np.arctanh, to_float=True)
+@elementwise(dtypes=FLOATS + COMPLEX, ref=np.arctanh, to_float=True)
 def atanh(x):
-    """Inverse hyperbolic tangent (+-inf at +-1, NaN outside [-1, 1])."""
-    if -1 < x < 1:
-        return math.atanh(x)
-    if x == 1 or x == -1:
-        return x * math.inf
-    return math.nan
+    """Inverse hyperbolic tangent (+-inf at +-1, NaN outside [-1, 1] for real x)."""
+    return vecmath.atanh(x)
 
 
-atanh.defgrad(lambda g, out, x: (g / (1 - x * x),))
+atanh.defgrad(lambda g, out, x: (g / conj(1 - x * x),))
 
 
 # ---------------------------------------------------------------- exponentials and logs
@@ -960,17 +962,18 @@ rad2deg.defgrad(lambda g, out, x: (g * (180 / math.pi),))
 # (the other activations: activations.py)
 
 
-@elementwise(
-    dtypes=FLOATS,
-    ref=lambda x: (1 / (1 + np.exp(-x.astype(np.float64)))).astype(x.dtype),
-    to_float=True,
-)
+def _sigmoid_ref(x):
+    wide = np.complex128 if dt.is_complex(x.dtype) else np.float64
+    return (1 / (1 + np.exp(-x.astype(wide)))).astype(x.dtype)
+
+
+@elementwise(dtypes=FLOATS + COMPLEX, ref=_sigmoid_ref, to_float=True)
 def sigmoid(x):
-    """1 / (1 + exp(-x)), stable for large |x|."""
+    """1 / (1 + exp(-x)), stable for large |x| (real x)."""
     return vecmath.sigmoid(x)
 
 
-sigmoid.defgrad(lambda g, out, x: (g * out * (1 - out),))
+sigmoid.defgrad(lambda g, out, x: (g * conj(out * (1 - out)),))
 
 
 # ---------------------------------------------------------------- min, max, clip, where
@@ -1384,7 +1387,7 @@ def positive(x):
 
 
 # PyTorch's other names for the ops above
-remainder, sgn, fix = mod, sign, trunc
+remainder, fix = mod, trunc
 arcsin, arccos, arctan, arctan2 = asin, acos, atan, atan2
 arcsinh, arccosh, arctanh = asinh, acosh, atanh
 absolute, negative, multiply, subtract, true_divide = abs, neg, mul, sub, div
@@ -1482,7 +1485,6 @@ __all__ = [
     "nan_to_num_op",
     "float_power",
     "signbit",
-    "sgn",
     "erfinv",
     "lgamma",
     "digamma",

@@ -6,11 +6,13 @@ two) broadcast. On the CPU the launcher calls numpy's matmul, which lands on BLA
 and float64 (float16 is computed in float32); integers use numpy's own loop.
 """
 
+import math
+
 import numpy as np
 
 from ..core import UNKNOWN, Attr, Op, Spec, broadcast_shapes, needs_grad
 from ..core import dtypes as dt
-from ..core.errors import ShapeError
+from ..core.errors import DomainError, DTypeError, ShapeError
 from ..kernels.cpu import blas, threads
 from ..kernels.cpu.jit import njit
 from ..kernels.cpu.templates import BODIES, JIT
@@ -20,9 +22,11 @@ from ._define import inplace_variant
 from .activations import relu, relu_grad
 from .broadcast import broadcast_to_like
 from .complex_math import conj
-from .reduce import expand_reduced
+from .elementwise import abs as abs_
+from .elementwise import astype, isfinite, sqrt, where
+from .reduce import amax, amin, expand_reduced, reduced_axes
 from .reduce import sum as reduce_sum
-from .shape import flatten, unsqueeze
+from .shape import flatten, movedim, reshape, unsqueeze
 
 # ---------------------------------------------------------------- matrix_transpose
 
@@ -486,7 +490,66 @@ def outer(a, b):
     return unsqueeze(a, 1) * unsqueeze(b, 0)
 
 
+# ---------------------------------------------------------------- vector norms
+
+
+def norm(x, p=2, axis=None, keepdims=False):
+    """PyTorch's norm: the vector p-norm over `axis` (every element when None) of a float
+    tensor; p is 2 ("fro" too), 1, inf, -inf, 0 (the count of nonzeros) or another positive
+    number. The gradient at the zero vector is 0 (a subgradient), not NaN, and for p < 1 it
+    is 0 at each zero element (PyTorch's), not infinite."""
+    if not dt.differentiable(x.dtype):
+        raise DTypeError(f"norm needs a float or complex tensor, got {x.dtype}")
+    if isinstance(p, str) and p == "nuc":
+        return _nuclear_norm(x, axis, keepdims)
+    if dt.is_complex(x.dtype):  # a vector norm of complex numbers is that of their moduli
+        x = abs_(x)
+    p = 2 if isinstance(p, str) and p == "fro" else p
+    if isinstance(p, bool) or not isinstance(p, (int, float)) or p < 0 and p != -math.inf:
+        raise DomainError(f"norm: p must be a number >= 0, inf, -inf or 'fro', got {p!r}")
+    if p == 2:
+        s = reduce_sum(x * x, axis=axis, keepdims=keepdims)
+        nonzero = s != 0  # (a NaN stays NaN)
+        # sqrt at 0 has an infinite slope: the inner where keeps it out of the gradient
+        return where(nonzero, sqrt(where(nonzero, s, 1.0)), 0.0)
+    a = abs_(x)
+    if p == math.inf:
+        return amax(a, axis=axis, keepdims=keepdims)
+    if p == -math.inf:
+        return amin(a, axis=axis, keepdims=keepdims)
+    if p == 0:
+        count = reduce_sum(astype(a != 0, x.dtype), axis=axis, keepdims=keepdims)
+        # PyTorch's count is differentiable with a zero gradient (it requires grad where x
+        # does): adding a zero computed from x's finite values keeps it in x's graph
+        zero = reduce_sum(where(isfinite(x), x, 0.0) * 0.0, axis=axis, keepdims=keepdims)
+        return count + zero
+    if p == 1:
+        return reduce_sum(a, axis=axis, keepdims=keepdims)
+    # a**p has an infinite slope at a = 0 for p < 1, and s**(1/p) at s = 0 for p > 1: the
+    # inner wheres keep both out of the gradient, which is 0 there (PyTorch's)
+    nonzero = a != 0
+    s = reduce_sum(where(nonzero, where(nonzero, a, 1.0) ** p, 0.0), axis=axis, keepdims=keepdims)
+    nonzero = s != 0
+    return where(nonzero, where(nonzero, s, 1.0) ** (1.0 / p), 0.0)
+
+
+def _nuclear_norm(x, axis, keepdims):
+    """The sum of the singular values of the matrices in the two dims `axis` (all of a 2-D
+    x when None), as PyTorch's norm(x, "nuc", dim)."""
+    from .decomp import svd  # (decomp is built on these products)
+
+    axes = tuple(range(x.ndim)) if axis is None else reduced_axes(axis, x.ndim)
+    if len(axes) != 2:
+        raise ShapeError(f"norm: p='nuc' needs two dims, got {x.ndim if axis is None else axis}")
+    matrices = movedim(x, axes, (x.ndim - 2, x.ndim - 1))
+    values = reduce_sum(svd(matrices, full_matrices=False)[1], axis=-1)
+    if not keepdims:
+        return values
+    return reshape(values, tuple(1 if d in axes else n for d, n in enumerate(x.shape)))
+
+
 __all__ = [
+    "norm",
     "addmm",
     "addmm_",
     "bmm",

@@ -15,8 +15,7 @@ from .decomp import inv
 from .einsum import einsum
 from .elementwise import abs, astype, div, mul, sqrt, where
 from .index import getitem
-from .linalg import bmm, dot, matmul, outer
-from .reduce import norm
+from .linalg import bmm, dot, matmul, norm, outer
 from .reduce import sum as reduce_sum
 from .shape import axis_of, broadcast_to, reshape, stack, swapaxes, unsqueeze
 

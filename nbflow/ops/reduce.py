@@ -34,7 +34,7 @@ from numba.extending import register_jitable
 from ..argcheck import integer, integers, shown
 from ..core import Attr, Op, Spec, normalize_axis
 from ..core import dtypes as dt
-from ..core.errors import ArgumentError, AttrError, DomainError, DTypeError, ShapeError
+from ..core.errors import ArgumentError, AttrError, DTypeError, ShapeError
 from ..kernels.cpu import vecmath
 from ..kernels.cpu.jit import njit
 from ..kernels.cpu.templates import (
@@ -48,9 +48,10 @@ from ..kernels.cpu.templates import (
     zero_acc,
 )
 from . import elementwise as _ew
+from .complex_parts import imag_part, real_part
 from .elementwise import exp, logical_and, maximum, where
 from .index import take_along_axis_op
-from .shape import movedim, reshape, squeeze_op
+from .shape import squeeze_op
 
 AXIS = {"axis": Attr("ints", None, optional=True), "keepdims": Attr("bool", False)}
 ONE_AXIS = {"axis": Attr("int", None, optional=True), "keepdims": Attr("bool", False)}
@@ -512,7 +513,7 @@ prod = _reduction(
     "prod",
     _prod_rows,
     _quiet(_prod_ref),
-    dtypes=dt.ALL,
+    dtypes=dt.ALL + dt.COMPLEX,
     out_dtype=_int64_for_ints,
     doc="Product over `axis` (None: all); 1 for an empty reduction. bool and integer inputs "
     "give int64, as in PyTorch.",
@@ -678,59 +679,6 @@ def amin(x, axis=None, keepdims=False):
     return min(x, axis=axis, keepdims=keepdims)
 
 
-def norm(x, p=2, axis=None, keepdims=False):
-    """PyTorch's norm: the vector p-norm over `axis` (every element when None) of a float
-    tensor; p is 2 ("fro" too), 1, inf, -inf, 0 (the count of nonzeros) or another positive
-    number. The gradient at the zero vector is 0 (a subgradient), not NaN, and for p < 1 it
-    is 0 at each zero element (PyTorch's), not infinite."""
-    if not dt.is_float(x.dtype):
-        raise DTypeError(f"norm needs a float tensor, got {x.dtype}")
-    if isinstance(p, str) and p == "nuc":
-        return _nuclear_norm(x, axis, keepdims)
-    p = 2 if isinstance(p, str) and p == "fro" else p
-    if isinstance(p, bool) or not isinstance(p, (int, float)) or p < 0 and p != -math.inf:
-        raise DomainError(f"norm: p must be a number >= 0, inf, -inf or 'fro', got {p!r}")
-    if p == 2:
-        s = sum(x * x, axis=axis, keepdims=keepdims)
-        nonzero = s != 0  # (a NaN stays NaN)
-        # sqrt at 0 has an infinite slope: the inner where keeps it out of the gradient
-        return where(nonzero, _ew.sqrt(where(nonzero, s, 1.0)), 0.0)
-    a = _ew.abs(x)
-    if p == math.inf:
-        return max(a, axis=axis, keepdims=keepdims)
-    if p == -math.inf:
-        return min(a, axis=axis, keepdims=keepdims)
-    if p == 0:
-        count = sum(_ew.astype(a != 0, x.dtype), axis=axis, keepdims=keepdims)
-        # PyTorch's count is differentiable with a zero gradient (it requires grad where x
-        # does): adding a zero computed from x's finite values keeps it in x's graph
-        zero = sum(where(_ew.isfinite(x), x, 0.0) * 0.0, axis=axis, keepdims=keepdims)
-        return count + zero
-    if p == 1:
-        return sum(a, axis=axis, keepdims=keepdims)
-    # a**p has an infinite slope at a = 0 for p < 1, and s**(1/p) at s = 0 for p > 1: the
-    # inner wheres keep both out of the gradient, which is 0 there (PyTorch's)
-    nonzero = a != 0
-    s = sum(where(nonzero, where(nonzero, a, 1.0) ** p, 0.0), axis=axis, keepdims=keepdims)
-    nonzero = s != 0
-    return where(nonzero, where(nonzero, s, 1.0) ** (1.0 / p), 0.0)
-
-
-def _nuclear_norm(x, axis, keepdims):
-    """The sum of the singular values of the matrices in the two dims `axis` (all of a 2-D
-    x when None), as PyTorch's norm(x, "nuc", dim)."""
-    from .decomp import svd  # (decomp is built on the reductions)
-
-    axes = tuple(range(x.ndim)) if axis is None else reduced_axes(axis, x.ndim)
-    if len(axes) != 2:
-        raise ShapeError(f"norm: p='nuc' needs two dims, got {x.ndim if axis is None else axis}")
-    matrices = movedim(x, axes, (x.ndim - 2, x.ndim - 1))
-    values = sum(svd(matrices, full_matrices=False)[1], axis=-1)
-    if not keepdims:
-        return values
-    return reshape(values, tuple(1 if d in axes else n for d, n in enumerate(x.shape)))
-
-
 # ---------------------------------------------------------------- var, std, logsumexp
 
 VAR_ATTRS = {**AXIS, "correction": Attr("int", 1)}
@@ -752,6 +700,13 @@ class _Variance(Op):
             if "correction" in attrs:
                 raise ArgumentError(f"{self.name}: give unbiased or correction, not both")
             attrs["correction"] = 1 if unbiased else 0
+        x = args[0] if args else attrs.get("x")
+        if dt.is_complex(getattr(x, "dtype", np.dtype(float))):
+            # (PyTorch's: the variances of the real and imaginary parts add up)
+            rest, attrs = args[1:], {k: v for k, v in attrs.items() if k != "x"}
+            parts = (real_part(x), imag_part(x))
+            total = builtins.sum(var(part, *rest, **attrs) for part in parts)
+            return total if self is var else _ew.sqrt(total)
         return Op.__call__(self, *args, **attrs)
 
 
@@ -872,7 +827,6 @@ __all__ = [
     "ValuesIndices",
     "amax",
     "amin",
-    "norm",
     "var",
     "std",
     "logsumexp",

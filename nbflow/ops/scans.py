@@ -19,6 +19,7 @@ from ..kernels.cpu.jit import njit
 from ..kernels.cpu.templates import JIT, axis_rows, write_axis_rows, zero_acc
 from . import reduce
 from .broadcast import broadcast_to_like
+from .complex_math import conj
 from .creation import arange, full, full_like
 from .elementwise import (
     ceil,
@@ -108,7 +109,7 @@ def cumprod(x, dim, dtype=None):
     """Running products along `dim` (integers and bools give int64, as PyTorch). Exact
     gradients also with zeros in x."""
     x = x if dtype is None else x.astype(dtype)
-    if not dt.is_float(x.dtype):
+    if not dt.differentiable(x.dtype):
         x = x.astype(dt.int64)
     return _scan(x, dim, 1, mul)
 
@@ -123,7 +124,7 @@ def _prod_grad(g, out, x, axis, keepdims):
         others = reduce.prod_of_others_by_division(x, axis)
     else:
         others = _prod_of_others(x, axes)
-    return (reduce.expand_reduced(g, x, axis=axis, keepdims=keepdims) * others,)
+    return (reduce.expand_reduced(g, x, axis=axis, keepdims=keepdims) * conj(others),)
 
 
 def _prod_of_others(x, axes):
@@ -340,7 +341,13 @@ def _cumsum_cpu(x, out, axis):
 
 
 def _cumsum_ref(x, axis):
-    wide = np.float64 if dt.is_float(x.dtype) else np.int64
+    wide = (
+        np.complex128
+        if dt.is_complex(x.dtype)
+        else np.float64
+        if dt.is_float(x.dtype)
+        else np.int64
+    )
     out = np.cumsum(x.astype(wide), axis=axis if x.ndim else None).reshape(x.shape)
     return out.astype(_int64_for_ints(x.dtype))
 
@@ -351,7 +358,7 @@ cumsum = Op(
     outputs=("out",),
     spec=_cumsum_spec,
     kernels={"cpu": _cumsum_cpu, "cuda": None},
-    dtypes=dt.ALL,
+    dtypes=dt.ALL + dt.COMPLEX,
     ref=_cumsum_ref,
     attrs={"axis": Attr("int")},
     doc="Running sums along `axis` (PyTorch's cumsum): out[..., i] = x[..., 0] + ... + "

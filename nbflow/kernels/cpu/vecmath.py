@@ -230,6 +230,8 @@ def _tanh(x):
 
 @overload(sigmoid)
 def _sigmoid(x):
+    if isinstance(x, types.Complex):
+        return lambda x: 1 / (1 + cmath.exp(-x))
     if not isinstance(x, types.Float):
         return None
 
@@ -324,6 +326,63 @@ def cosh(x):
     return cmath.cosh(x) if np.iscomplexobj(x) else _real_cosh(x)
 
 
+def _real_asin(x):
+    return math.asin(x) if -1 <= x <= 1 else math.nan
+
+
+def _real_acos(x):
+    return math.acos(x) if -1 <= x <= 1 else math.nan
+
+
+def _real_acosh(x):
+    return math.acosh(x) if x >= 1 else math.nan
+
+
+def _real_atanh(x):
+    if -1 < x < 1:
+        return math.atanh(x)
+    if x == 1 or x == -1:
+        return x * math.inf
+    return math.nan
+
+
+def asin(x):
+    """Arcsine: NaN outside [-1, 1] (real x), cmath's for complex x."""
+    return cmath.asin(x) if np.iscomplexobj(x) else _real_asin(x)
+
+
+def acos(x):
+    """Arccosine: NaN outside [-1, 1] (real x), cmath's for complex x."""
+    return cmath.acos(x) if np.iscomplexobj(x) else _real_acos(x)
+
+
+def atan(x):
+    """Arctangent (complex x: cmath's)."""
+    return cmath.atan(x) if np.iscomplexobj(x) else math.atan(x)
+
+
+def asinh(x):
+    """Inverse hyperbolic sine (complex x: cmath's)."""
+    return cmath.asinh(x) if np.iscomplexobj(x) else math.asinh(x)
+
+
+def acosh(x):
+    """Inverse hyperbolic cosine: NaN below 1 (real x), cmath's for complex x."""
+    return cmath.acosh(x) if np.iscomplexobj(x) else _real_acosh(x)
+
+
+def atanh(x):
+    """Inverse hyperbolic tangent: +-inf at +-1, NaN outside [-1, 1] (real x), cmath's for
+    complex x."""
+    return cmath.atanh(x) if np.iscomplexobj(x) else _real_atanh(x)
+
+
+overload(asin)(_by_kind(lambda x: cmath.asin(x), _real_asin))
+overload(acos)(_by_kind(lambda x: cmath.acos(x), _real_acos))
+overload(atan)(_by_kind(lambda x: cmath.atan(x), lambda x: math.atan(x)))
+overload(asinh)(_by_kind(lambda x: cmath.asinh(x), lambda x: math.asinh(x)))
+overload(acosh)(_by_kind(lambda x: cmath.acosh(x), _real_acosh))
+overload(atanh)(_by_kind(lambda x: cmath.atanh(x), _real_atanh))
 overload(sin)(_by_kind(lambda x: cmath.sin(x), lambda x: math.sin(x)))
 overload(cos)(_by_kind(lambda x: cmath.cos(x), lambda x: math.cos(x)))
 overload(tan)(_by_kind(lambda x: cmath.tan(x), lambda x: math.tan(x)))
