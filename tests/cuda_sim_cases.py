@@ -722,6 +722,25 @@ def view_write_cases():
         )
 
 
+def _saved_target(x, y):
+    x, y = x.requires_grad_(), y.requires_grad_()
+    h = x * 1.0
+    h.mul_(y)  # mul_'s rule reads the target's old value: a copy of it is saved first
+    return [h, *nb.grad(nb.sum(h * h), [x, y])]
+
+
+def dispatch_cases():
+    """What the eager sequence converts on the way to a kernel (tensor.py's EagerTrace.apply,
+    which runs GPU plans too): an input cast to the promoted dtype, weak scalars, an in-place
+    write with a cast input, a target saved for the gradient."""
+    f32, f64 = values((2, 3), dt.float32), values((2, 3), dt.float64)
+    yield "add", "f32 + f64 (a cast)", (lambda x, y: x + y), [f32, f64]
+    yield "mul", "i64 * 0.5 (a float scalar)", (lambda x: x * 0.5), [values((2, 3), dt.int64)]
+    yield "add", "f16 + 1.5", (lambda x: x + 1.5), [f32.astype(np.float16)]
+    yield "add_", "f64 += f32 (a cast input)", (lambda x, y: x.add_(y)), [f64, f32]
+    yield "mul_", "a target saved for the gradient", _saved_target, [f32, f32 * 2]
+
+
 # ---------------------------------------------------------------- GPU-path fixes, end to end
 
 
@@ -1121,7 +1140,8 @@ def main():
     start = time.time()
     families = (elementwise_cases, structured_cases, index_cases, conv_cases, loss_cases)
     families += (ctc_cases,)
-    families += (optimizer_cases, gradient_cases, view_write_cases, device_fix_cases)
+    families += (optimizer_cases, gradient_cases, view_write_cases, dispatch_cases)
+    families += (device_fix_cases,)
     for family in families:
         for name, what, fn, arrays in family():
             tol = max(TOLERANCE.get(np.dtype(a.dtype), 0) for a in arrays) or 1e-5

@@ -94,6 +94,26 @@ def check_write(op, target):
         info = info.parent._view
 
 
+def check_writes(op, inputs):
+    """Refuse, before anything is written, a recorded in-place write into op's targets among
+    `inputs` that autograd cannot follow (eager mode, on any device): into a leaf that requires
+    grad, through a view it cannot write back (check_write), or into a detach()ed alias."""
+    for j in op.inplace.values():
+        t = inputs[j]
+        if t.requires_grad and t._node is None:
+            raise GradientError(
+                f"{op.name}: a leaf tensor that requires grad is used in an in-place op; "
+                "wrap it in nbflow.no_grad() or use the out-of-place op"
+            )
+        if t._view is not None:
+            check_write(op, t)
+        elif t._base is not None:
+            raise UnsupportedError(
+                f"{op.name}: an in-place write into a detach()ed tensor is not recorded "
+                "for autograd; clone() it first"
+            )
+
+
 def write_back(v):
     """(op, [parent, source], attrs): the in-place op on v's parent that gives the parent
     the region of v as v now holds it (for a slice, index_put_ of v; else copy_ of v taken

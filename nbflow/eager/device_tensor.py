@@ -1,32 +1,24 @@
 """Tensors on a GPU, and how eager mode runs an op on them.
 
-A CudaTensor is a Tensor whose buffer is a numba device array. The eager trace hands every op
-that has a GPU input to `apply` below (tensor.py's general path: CPU calls never come here).
-It mirrors the CPU path: shape rule, kernel chosen by (op, "cuda", dtype), outputs allocated on
-the device, the same tape node. On the GPU float16 is computed natively, so there are no
-float16 round trips through float32 as on the CPU.
+A CudaTensor is a Tensor whose buffer is a numba device array. An op with a GPU input runs
+through the CPU's sequence (tensor.py's EagerTrace.apply): the same shape rule, plan cache,
+weak scalars, casts and tape node, with what differs on the device in DevicePlan below (the
+kernel, where outputs are allocated, how scalars and casts are made, which views are read-only).
 """
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
-from ..core import STATE, Op, Spec
+from ..core import STATE, Op
 from ..core import dtypes as dt
-from ..core.errors import ArgumentError, KernelNotFoundError, NbflowError, ShapeError
-from ..core.views import RESHAPES, refresh_if_stale
+from ..core.errors import ArgumentError, KernelNotFoundError, ShapeError
 from ..runtime import device as devices
 from ..runtime.device import DeviceError
 from .printing import tensor_repr
-from .tensor import (
-    DEVICE_TENSORS,
-    Tensor,
-    _in_op,
-    check_recorded_writes,
-    read_only,
-    version_counter,
-    view_outputs,
-)
+from .tensor import DEVICE_TENSORS, Plan, Tensor, signature
 
 
 class CudaTensor(Tensor):
@@ -103,9 +95,6 @@ class CudaTensor(Tensor):
         return tensor_repr(self, self.numpy(), self.device)
 
 
-DEVICE_TENSORS.add(CudaTensor)
-
-
 def wrap(data, *args, **kwargs) -> Tensor:
     """A Tensor or CudaTensor around `data`, by where it lives."""
     cls = Tensor if type(data) is np.ndarray else CudaTensor
@@ -146,42 +135,7 @@ class _Move:
 
 # ---------------------------------------------------------------- running ops
 
-
-class DevicePlan:
-    """What running an op on one GPU input signature needs (cached on the op like the CPU
-    plans, under keys that start with the device name, so the two never mix)."""
-
-    __slots__ = ("specs", "key", "launcher", "casts", "scalars")
-
-    def __init__(self, op: Op, specs, attrs):
-        self.specs = op.infer(specs, attrs)
-        key = op.key_dtype(specs) if specs else None
-        self.key = self.specs[0].dtype if key is None else key
-        if any(s.dtype.kind == "c" for s in (*specs, *self.specs)):  # (issue 39: CPU first)
-            real = tuple(str(d) for d in op.dtypes if d.kind != "c")
-            raise KernelNotFoundError(op.name, "cuda", "complex (CPU only so far)", real)
-        self.launcher = op.kernel("cuda", self.key)
-        promoted = range(len(specs)) if op.promote is None else op.promote
-        self.scalars = tuple(
-            (i, self.key if i in promoted else s.dtype) for i, s in enumerate(specs) if s.weak
-        )
-        self.casts = tuple(
-            (i, self.key) for i in promoted if not specs[i].weak and specs[i].dtype != self.key
-        )
-
-
 _SCALARS: dict = {}  # (value, dtype, device) -> a 0-d device array: weak scalars, uploaded once
-
-
-def _device_scalar(value, dtype, device):
-    key = (type(value), value, dtype, device)
-    a = _SCALARS.get(key)
-    if a is None:
-        if len(_SCALARS) > 4096:
-            _SCALARS.clear()
-        a = _SCALARS[key] = devices.to_device(np.asarray(dt.scalar(value, dtype)), device)
-    return a
-
 
 # Ops whose inputs from this position on may come from another device (moved over), as in
 # PyTorch: x[[0, 2]] indexes a GPU tensor (the index arrays are read on the host anyway), x[0] =
@@ -189,6 +143,77 @@ def _device_scalar(value, dtype, device):
 # state into a CPU model, or of a CPU state into a GPU model). The op runs on the device of the
 # inputs before that position (the tensor indexed or written).
 HOST_INDEX_INPUTS = {"index": 1, "index_put": 1, "index_put_": 1, "copy_": 1}
+
+
+class DevicePlan(Plan):
+    """A Plan on a GPU, run by the CPU's sequence (tensor.py's EagerTrace.apply): the kernel
+    chosen by (op, "cuda", dtype), outputs allocated on the device, float16 computed natively
+    (no float32 round trips as on the CPU), and no memory budget nor CPU shortcuts. Cached on
+    the op under keys that start with the device's name (signature): the two never mix."""
+
+    __slots__ = ("device",)
+    tensor_type = CudaTensor
+    computed_in: dict = {}  # every dtype computed in itself, float16 too
+    shares_memory = staticmethod(devices.shares_memory)
+    overlaps_partly = staticmethod(devices.overlaps_partly)
+
+    def __init__(self, op: Op, values, attrs):
+        self.device = next(v.device for v in values if type(v) is CudaTensor)
+        super().__init__(op, values, attrs)
+
+    def prepare(self, op: Op, specs, attrs):
+        """The op's CUDA kernel (complex is refused: the CPU first, issue 39)."""
+        if any(s.dtype.kind == "c" for s in (*specs, *self.specs)):
+            real = tuple(str(d) for d in op.dtypes if d.kind != "c")
+            raise KernelNotFoundError(op.name, "cuda", "complex (CPU only so far)", real)
+        self.launcher = op.kernel("cuda", self.key)
+        self.single, self.fast, self.scalar_loop = False, None, None
+        self.alloc = functools.partial(devices.empty, device=self.device)
+
+    def scalar(self, value, dtype) -> CudaTensor:
+        key = (type(value), value, dtype, self.device)
+        a = _SCALARS.get(key)
+        if a is None:
+            if len(_SCALARS) > 4096:
+                _SCALARS.clear()
+            a = _SCALARS[key] = devices.to_device(np.asarray(dt.scalar(value, dtype)), self.device)
+        return CudaTensor(a)
+
+    def cast(self, array, dtype):
+        from ..kernels.cuda.loader import impl
+
+        return impl().contiguous(array, dtype)
+
+    def copy(self, array):
+        """A fresh C-contiguous copy of GPU array `array`."""
+        from ..kernels.cuda.loader import impl
+
+        copy = devices.empty(array.shape, array.dtype, self.device)
+        impl().copy_into(array, copy)
+        return copy
+
+    def writable(self, array) -> bool:
+        return not devices.repeats_elements(array)  # a broadcast view's threads would race
+
+    @staticmethod
+    def signature(op: Op, args):
+        """(args, the plan cache key) of an op with a GPU tensor among `args`: the device's
+        name, then each tensor's shape and dtype and each scalar's type. The inputs of
+        HOST_INDEX_INPUTS are moved to the device first (a recorded move: the gradient goes
+        back); written or indexed on the CPU, they key a CPU plan."""
+        device = _device_of_args(op, args)
+        if op.name in HOST_INDEX_INPUTS:
+            args = [a.to(device) if isinstance(a, Tensor) else a for a in args]
+            if device == devices.CPU:
+                return args, signature(args)
+        specs = (
+            (tuple(v._data.shape), v._data.dtype) if isinstance(v, Tensor) else type(v)
+            for v in args
+        )
+        return args, (device, *specs)
+
+
+DEVICE_TENSORS[CudaTensor] = DevicePlan
 
 
 def _device_of_args(op, args) -> str:
@@ -204,112 +229,3 @@ def _device_of_args(op, args) -> str:
                     "(move them with .to(device))"
                 )
     return device
-
-
-def apply(trace, op: Op, args, attrs) -> Tensor | tuple:
-    """Run `op` on arguments of which at least one is on a GPU (attrs already checked)."""
-    device = _device_of_args(op, args)
-    if op.name in HOST_INDEX_INPUTS:  # (a recorded move: the gradient goes back)
-        args = [a.to(device) if isinstance(a, Tensor) else a for a in args]
-        if device == devices.CPU:  # written or indexed on the CPU: the CPU path runs it
-            return trace.apply(op, args, attrs, checked=True)
-    specs = [
-        Spec(tuple(v._data.shape), v._data.dtype)
-        if isinstance(v, Tensor)
-        else Spec((), dt.scalar_dtype(v), weak=True)
-        for v in args
-    ]
-    sig = (device, tuple(specs), tuple(map(type, args)), tuple(attrs.values()))
-    try:
-        plan = op.cache.get(sig)
-    except TypeError:  # an unhashable attr
-        sig, plan = None, None
-    if plan is None:
-        plan = DevicePlan(op, specs, attrs)
-        if sig is not None:
-            op.cache[sig] = plan
-    tensors = list(args)
-    for i, d in plan.scalars:
-        tensors[i] = CudaTensor(_device_scalar(args[i], d, device))
-    record = False
-    if STATE.grad_enabled and op.differentiable:
-        for t in tensors:
-            refresh_if_stale(t)  # a view whose base was written since (nbflow/core/views.py)
-            record = record or t.requires_grad
-    arrays = [t._data for t in tensors]
-    if plan.casts:
-        from ..kernels.cuda.loader import impl
-
-        for i, d in plan.casts:
-            arrays[i] = impl().contiguous(arrays[i], d)
-    try:
-        if op.view:
-            outs = _run_view(op, plan, tensors, arrays, attrs)
-        elif op.inplace:
-            saved = _save_targets(op, tensors) if record and op.saves_target else None
-            outs = _run_inplace(op, plan, tensors, arrays, attrs, record)
-            tensors = saved or tensors
-        else:
-            bufs = [devices.empty(s.shape, s.dtype, device) for s in plan.specs]
-            plan.launcher(*arrays, *bufs, **attrs)
-            outs = [CudaTensor(b) for b in bufs]
-    except NbflowError as e:
-        raise _in_op(op, e) from None
-    if record:
-        trace.record(op, tensors, attrs, outs)
-        if op.inplace:
-            for t in outs:
-                if t._view is not None:  # the base gets the write's history
-                    trace.write_back(t)
-    return outs[0] if len(outs) == 1 else tuple(outs)
-
-
-def _run_view(op, plan, tensors, arrays, attrs):
-    results = plan.launcher(*arrays, **attrs)
-    results = results if isinstance(results, tuple) else (results,)
-    copied = op.name in RESHAPES and not devices.shares_memory(results[0], tensors[0]._data)
-    return view_outputs(op, tensors[0], attrs, results, copied)
-
-
-def _copy(a):
-    """A fresh C-contiguous copy of GPU array a."""
-    from ..kernels.cuda.loader import impl
-
-    copy = devices.empty(a.shape, a.dtype, devices.device_of(a))
-    impl().copy_into(a, copy)
-    return copy
-
-
-def _save_targets(op, tensors):
-    saved = list(tensors)
-    for j in op.inplace.values():
-        t = tensors[j]
-        saved[j] = CudaTensor(_copy(t._data), t.requires_grad, t._node, t._index)
-    return saved
-
-
-def _run_inplace(op, plan, tensors, arrays, attrs, record):
-    for j in op.inplace.values():  # a broadcast view's threads would race on one element
-        if devices.repeats_elements(tensors[j]._data):
-            raise read_only(op)
-    if record:
-        check_recorded_writes(op, tensors)
-    # an input overlapping a target other than as the target itself (x[1:] += x[:-1]) is
-    # read as it was before the op, as on the CPU: the GPU's threads would race with the
-    # writes. Only views of one buffer can overlap, and they share its version counter.
-    shared = [(tensors[j], version_counter(tensors[j])) for j in op.inplace.values()]
-    arrays = [
-        _copy(a)
-        if any(t._version is c and devices.overlaps_partly(a, b._data) for b, c in shared)
-        else a
-        for t, a in zip(tensors, arrays)
-    ]
-    # the GPU computes float16 natively: kernels write the targets themselves
-    bufs = [tensors[op.inplace[i]]._data for i in range(len(plan.specs))]
-    plan.launcher(*arrays, *bufs, **attrs)
-    outs = []
-    for i in range(len(bufs)):
-        t = tensors[op.inplace[i]]
-        version_counter(t)[0] += 1
-        outs.append(t)
-    return outs

@@ -40,7 +40,7 @@ from ..core.errors import (
     locate,
     user_location,
 )
-from ..core.views import RESHAPES, ViewOf, check_write, refresh_if_stale, restamp, write_back
+from ..core.views import RESHAPES, ViewOf, check_writes, refresh_if_stale, restamp, write_back
 from ..runtime import buffers
 from .control import EagerControlFlow
 from .operators import COMPARISONS, REFLECTED, Operators, Size
@@ -391,9 +391,9 @@ class _Stale:
         raise GradientError(self.message)
 
 
-# Tensor subclasses whose data live on a GPU (nbflow/eager/device_tensor.py adds CudaTensor): the
-# eager trace sends ops on them to that module. Empty until a GPU tensor is first made.
-DEVICE_TENSORS: set = set()
+# Tensor subclasses whose data live on a GPU, with the Plan class that runs ops on them
+# (nbflow/eager/device_tensor.py adds CudaTensor's). Empty until a GPU tensor is first made.
+DEVICE_TENSORS: dict = {}
 
 
 def _wrap(data, *args):
@@ -467,7 +467,8 @@ def interned(shape, dtype) -> Sig:
 
 class Plan:
     """What running an op on one input signature needs, worked out once and cached on the op:
-    output specs, the kernel, which inputs to cast, what to allocate."""
+    output specs, the kernel, which inputs to cast, what to allocate. A GPU's (DevicePlan,
+    device_tensor.py) overrides what differs by device: prepare() and the methods at the end."""
 
     __slots__ = (
         "specs",
@@ -487,11 +488,13 @@ class Plan:
         "scalar_loop",
         "out_sig",
     )
+    tensor_type = Tensor  # the class of the tensors it takes and makes
+    computed_in = dt.CPU_COMPUTE  # dtypes computed in another (numba's CPU has no float16)
 
     def __init__(self, op: Op, values, attrs):
         specs = [
-            Spec(v._data.shape, v._data.dtype)
-            if type(v) is Tensor
+            Spec(tuple(v._data.shape), v._data.dtype)
+            if type(v) is self.tensor_type
             else Spec((), dt.scalar_dtype(v), weak=True)
             for v in values
         ]
@@ -500,30 +503,34 @@ class Plan:
         self.out_shape = self.out_shapes[0] if self.out_shapes else None
         key = op.key_dtype(specs) if specs else None
         self.key = self.specs[0].dtype if key is None else key
-        compute = dt.CPU_COMPUTE.get(self.key, self.key)
+        compute = self.computed_in.get(self.key, self.key)
         promoted = range(len(specs)) if op.promote is None else op.promote
         # weak scalars become 0-d arrays of the promoted dtype (their own when not promoted)
         self.scalars = tuple(
             (i, compute if i in promoted else s.dtype) for i, s in enumerate(specs) if s.weak
         )
-        # (an input left out of promotion in a dtype numba cannot compute, float16: in its
-        # compute dtype too, such as where's condition)
+        # (an input left out of promotion in a dtype computed in another, float16 on the CPU:
+        # in that one too, such as where's condition)
         self.casts = tuple(
-            (i, compute if i in promoted else dt.CPU_COMPUTE[s.dtype])
+            (i, compute if i in promoted else self.computed_in[s.dtype])
             for i, s in enumerate(specs)
-            if not s.weak and (s.dtype != compute if i in promoted else s.dtype in dt.CPU_COMPUTE)
+            if not s.weak and (s.dtype != compute if i in promoted else s.dtype in self.computed_in)
         )
-        # outputs are allocated in the CPU compute dtype and cast back (float16)
-        self.allocs = tuple((s.shape, dt.CPU_COMPUTE.get(s.dtype, s.dtype)) for s in self.specs)
+        # outputs are allocated in the compute dtype and cast back (float16 on the CPU)
+        self.allocs = tuple((s.shape, self.computed_in.get(s.dtype, s.dtype)) for s in self.specs)
         self.finals = tuple(
             None if a[1] == s.dtype else s.dtype for a, s in zip(self.allocs, self.specs)
         )
         if not any(self.finals):
             self.finals = None
+        self.out_dtype = self.allocs[0][1] if self.allocs else None
+        self.prepare(op, specs, attrs)
+
+    def prepare(self, op: Op, specs, attrs):
+        """The CPU kernel (outputs within the memory budget), and the hot paths' shortcuts."""
         if not op.view and not op.inplace:
             _check_budget(op, specs, self.allocs)
         self.single = len(self.specs) == 1 and not op.view and not op.inplace
-        self.out_dtype = self.allocs[0][1] if self.allocs else None
         kernel = self.launcher = op.kernel("cpu", self.key)
         if hasattr(kernel, "specialize"):  # e.g. elementwise without broadcasting
             self.launcher = kernel.specialize(self.launch_specs(specs), attrs)
@@ -575,6 +582,19 @@ class Plan:
         ins = [Spec(s.shape, converted.get(i, s.dtype)) for i, s in enumerate(specs)]
         return ins + [Spec(shape, d) for shape, d in self.allocs]
 
+    # what differs by device in running a plan (EagerTrace.apply and its run_ methods)
+    shares_memory = staticmethod(np.may_share_memory)  # (a reshape that copied does not)
+    overlaps_partly = staticmethod(overlaps_partly)
+    cast = staticmethod(np.ndarray.astype)
+    copy = staticmethod(np.ndarray.copy)
+
+    def scalar(self, value, dtype) -> Tensor:
+        """A weak scalar as the 0-d tensor of `dtype` the kernel takes."""
+        return Tensor(np.asarray(dt.scalar(value, dtype)))
+
+    def writable(self, array) -> bool:
+        return array.flags.writeable
+
 
 def _check_budget(op: Op, specs, allocs):
     """Refuse outputs over the memory budget before anything is allocated (once per plan:
@@ -587,6 +607,14 @@ def _check_budget(op: Op, specs, allocs):
             f"{op.name}({args}): the outputs ({shapes}) need {nbytes} bytes, over the memory "
             f"budget of {STATE.memory_budget} bytes (nbflow.set_memory_budget)"
         )
+
+
+def new_plan(op: Op, values, attrs) -> Plan:
+    """The plan of `values`: a GPU tensor's Plan class (DEVICE_TENSORS) when one is among them."""
+    for v in values:
+        if type(v) in DEVICE_TENSORS:
+            return DEVICE_TENSORS[type(v)](op, values, attrs)
+    return Plan(op, values, attrs)
 
 
 class EagerTrace(EagerControlFlow, Trace):
@@ -609,21 +637,19 @@ class EagerTrace(EagerControlFlow, Trace):
         else:
             arrays = None
             args = [as_tensor_value(a) for a in args]
-            on_device = False
+            device_plan = None  # a GPU tensor's Plan class (DEVICE_TENSORS)
             for i, v in enumerate(args):
                 if type(v) is not _Stale:
-                    if type(v) in DEVICE_TENSORS:
-                        on_device = True
+                    device_plan = DEVICE_TENSORS.get(type(v), device_plan)
                     continue
                 if op.reads_only_shape(i):
                     args[i] = v.placeholder()
                 else:  # inside a gradient rule: poison the result
                     return v if len(op.outputs) == 1 else (v,) * len(op.outputs)
-            if on_device:  # a GPU tensor: nbflow/eager/device_tensor.py runs it
-                from .device_tensor import apply as apply_on_device
-
-                return apply_on_device(self, op, args, attrs)
-            sig = signature(args)
+            if device_plan is None:
+                sig = signature(args)
+            else:  # keyed with the device (nbflow/eager/device_tensor.py)
+                args, sig = device_plan.signature(op, args)
         plan = None if attrs else op.cache.get(sig)
         if plan is None:
             plan = self.plan(op, sig, args, attrs)
@@ -632,7 +658,7 @@ class EagerTrace(EagerControlFlow, Trace):
             tensors = list(args)
             for i, d in plan.scalars:
                 try:
-                    tensors[i] = Tensor(np.asarray(dt.scalar(args[i], d)))
+                    tensors[i] = plan.scalar(args[i], d)
                 except DTypeError as e:
                     raise _in_op(op, e) from None
         record = False
@@ -646,19 +672,14 @@ class EagerTrace(EagerControlFlow, Trace):
         if op.view:
             outs = self.run_view(op, plan, tensors, attrs)
         elif op.inplace:
-            saved = self.save_targets(op, tensors) if record and op.saves_target else None
+            saved = self.save_targets(op, plan, tensors) if record and op.saves_target else None
             outs = self.run_inplace(op, plan, tensors, attrs, record)
-            if record:
-                self.record(op, saved or tensors, attrs, outs)
-                for t in outs:
-                    if t._view is not None:
-                        self.write_back(t)
-            return outs[0] if len(outs) == 1 else tuple(outs)
+            tensors = saved or tensors
         else:
             if arrays is None or plan.scalars or plan.casts:
                 arrays = [t._data for t in tensors]
                 for i, d in plan.casts:
-                    arrays[i] = arrays[i].astype(d)
+                    arrays[i] = plan.cast(arrays[i], d)
             if plan.single:  # the hot path, written out: no lists, no extra frame
                 shape, dtype = plan.allocs[0]
                 buf = plan.alloc(shape, dtype)
@@ -674,6 +695,10 @@ class EagerTrace(EagerControlFlow, Trace):
             outs = self.run(op, plan, arrays, attrs)
         if record:
             self.record(op, tensors, attrs, outs)
+            if op.inplace:  # a write through a view: its base gets the write's history
+                for t in outs:
+                    if t._view is not None:
+                        self.write_back(t)
         return outs[0] if len(outs) == 1 else tuple(outs)
 
     def run(self, op, plan, arrays, attrs):
@@ -685,20 +710,20 @@ class EagerTrace(EagerControlFlow, Trace):
             raise _in_op(op, e) from None
         if plan.finals:
             bufs = [b if d is None else _narrowed(b, d) for b, d in zip(bufs, plan.finals)]
-        return [Tensor(b) for b in bufs]
+        return [plan.tensor_type(b) for b in bufs]
 
     def plan(self, op, sig, values, attrs) -> Plan:
-        """The cached plan for this input signature (shapes, dtypes, attrs)."""
+        """The cached plan for this input signature (shapes, dtypes, attrs; a GPU's: device)."""
         if attrs:
             sig = (sig, tuple(attrs.values()))
         try:
             plan = op.cache.get(sig)
         except TypeError:  # an unhashable attr (rare): no caching
-            return Plan(op, values, attrs)
+            return new_plan(op, values, attrs)
         if plan is None:
             if len(op.cache) >= PLAN_CACHE_SIZE:  # e.g. x[i] in a loop: one key per i
                 op.cache.clear()
-            plan = op.cache[sig] = Plan(op, values, attrs)
+            plan = op.cache[sig] = new_plan(op, values, attrs)
         return plan
 
     def saved(self, node):
@@ -748,18 +773,23 @@ class EagerTrace(EagerControlFlow, Trace):
             version = version_counter(o)
             node.outputs.append((o._data, version, version[0]))
 
-    def save_targets(self, op, tensors):
+    def save_targets(self, op, plan, tensors):
         """Inputs with each in-place target replaced by a copy of its current value (same
         history), for gradient rules that read it."""
         saved = list(tensors)
         for j in op.inplace.values():
             t = tensors[j]
-            saved[j] = Tensor(t._data.copy(), t.requires_grad, t._node, t._index)
+            saved[j] = type(t)(plan.copy(t._data), t.requires_grad, t._node, t._index)
         return saved
 
     def run_inplace(self, op, plan, tensors, attrs, record):
-        """Write into the target's buffer (through a compute-dtype copy for float16)."""
-        self.check_inplace(op, tensors, record)
+        """Write into the targets' buffers (through compute-dtype copies for float16 on the
+        CPU), once writes into read-only memory and writes autograd cannot follow are refused."""
+        for j in op.inplace.values():
+            if not plan.writable(tensors[j]._data):
+                raise read_only(op)
+        if record:
+            check_writes(op, tensors)
         targets = [tensors[op.inplace[i]] for i in range(len(plan.allocs))]  # output order
         # an input overlapping a target other than as the target itself (x[1:] += x[:-1]) is
         # read as it was before the op, as numpy does: the kernel would see its own writes.
@@ -771,15 +801,11 @@ class EagerTrace(EagerControlFlow, Trace):
         if shared:
             for i, t in enumerate(tensors):
                 for b in shared:
-                    if (
-                        t._version is b._version
-                        and t is not b
-                        and overlaps_partly(arrays[i], b._data)
-                    ):
-                        arrays[i] = arrays[i].copy()
+                    if t._version is b._version and plan.overlaps_partly(arrays[i], b._data):
+                        arrays[i] = plan.copy(arrays[i])
                         break
         for i, d in plan.casts:
-            arrays[i] = arrays[i].astype(d)
+            arrays[i] = plan.cast(arrays[i], d)
         bufs = [
             t._data if t._data.dtype == d else np.empty(shape, d)
             for t, (shape, d) in zip(targets, plan.allocs)
@@ -794,15 +820,6 @@ class EagerTrace(EagerControlFlow, Trace):
             version_counter(t)[0] += 1
         return targets
 
-    def check_inplace(self, op, tensors, record):
-        """Refuse, before anything is written, writes to read-only memory and in-place writes
-        autograd cannot follow."""
-        for j in op.inplace.values():
-            if not tensors[j]._data.flags.writeable:
-                raise read_only(op)
-        if record:
-            check_recorded_writes(op, tensors)
-
     def run_view(self, op, plan, tensors, attrs):
         """A view op: the outputs share the input's buffer and version counter."""
         try:
@@ -810,7 +827,7 @@ class EagerTrace(EagerControlFlow, Trace):
         except NbflowError as e:
             raise _in_op(op, e) from None
         results = results if isinstance(results, tuple) else (results,)
-        copied = op.name in RESHAPES and not np.may_share_memory(results[0], tensors[0]._data)
+        copied = op.name in RESHAPES and not plan.shares_memory(results[0], tensors[0]._data)
         return view_outputs(op, tensors[0], attrs, results, copied)
 
     def write_back(self, view: Tensor):
@@ -846,26 +863,6 @@ def read_only(op) -> UnsupportedError:
         f"{op.name}: the target is read-only (a broadcast view or read-only array); clone() it "
         "first"
     )
-
-
-def check_recorded_writes(op, tensors):
-    """Refuse, before anything is written, a recorded in-place write autograd cannot follow
-    (on any device): into a leaf that requires grad, through a view it cannot write back
-    (nbflow/core/views.py), or into a detach()ed alias."""
-    for j in op.inplace.values():
-        t = tensors[j]
-        if t.requires_grad and t._node is None:
-            raise GradientError(
-                f"{op.name}: a leaf tensor that requires grad is used in an in-place op; "
-                "wrap it in nbflow.no_grad() or use the out-of-place op"
-            )
-        if t._view is not None:
-            check_write(op, t)
-        elif t._base is not None:
-            raise UnsupportedError(
-                f"{op.name}: an in-place write into a detach()ed tensor is not recorded "
-                "for autograd; clone() it first"
-            )
 
 
 def _narrowed(buf, dtype):
