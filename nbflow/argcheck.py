@@ -24,7 +24,7 @@ import numpy as np
 
 from .core import STATE, UNKNOWN, as_int
 from .core.errors import ArgumentError, AttrError, DomainError, ResourceExhaustedError, ShapeError
-from .core.op import _is_value
+from .core.op import is_value
 
 __all__ = ["real", "integer", "integers", "choice", "flag", "shown", "tensors", "within_budget"]
 __all__ += ["number", "known_size", "tensor_list", "tensor_args"]
@@ -121,7 +121,7 @@ def tensors(name: str, **values) -> None:
     constants): a list, a string, a Module ... would otherwise fail inside an operator with
     a TypeError naming neither."""
     for arg, v in values.items():
-        if _is_value(v) or isinstance(v, np.ndarray):
+        if is_value(v) or isinstance(v, np.ndarray):
             continue
         if isinstance(v, (int, float, np.integer, np.floating)):
             continue

@@ -62,7 +62,7 @@ from .core.errors import ArgumentError, CheckpointError, DomainError
 from .eager.tensor import Tensor
 from .graph import serialize
 from .graph.program import Program
-from .graph.serialize import _atomic_write
+from .graph.serialize import atomic_write
 from .safetensors_io import is_safetensors_path, load_safetensors, save_safetensors
 
 __all__ = ["FORMAT", "MAGIC", "VERSION", "load", "load_state", "save", "save_state"]
@@ -236,7 +236,7 @@ def save_state(obj, path) -> None:
             pos = end
         f.write(bytes(data_bytes - pos))
 
-    _atomic_write(path, write)
+    atomic_write(path, write)
 
 
 def _bytes(a: np.ndarray) -> np.ndarray:

@@ -34,7 +34,7 @@ class DLPackDTypeError(DLPackError, DTypeError):
     """A DLPack buffer whose dtype nbflow does not hold."""
 
 
-def _device_code(device) -> tuple[int, int]:
+def dlpack_device(device) -> tuple[int, int]:
     """A DLPack (device_type, device_id) for an nbflow device name."""
     from .runtime import device as devices
 
@@ -172,7 +172,7 @@ def export_device(t, stream=None, max_version=None, dl_device=None, copy=None):
     gives a host copy (refused under copy=False)."""
     from .runtime import device as devices
 
-    here = _device_code(t.device)
+    here = dlpack_device(t.device)
     if dl_device is not None and tuple(dl_device) == (CPU, 0):
         if copy is False:
             raise DLPackError(

@@ -30,7 +30,7 @@ import numpy as np
 from . import ops
 from .autograd.backprop import grad as _grad
 from .autograd.backprop import toposort
-from .autograd.functional import _vjp_raw
+from .autograd.functional import vjp_allow_unused
 from .core import enable_grad, rebuilt
 from .core.errors import ArgumentError, DomainError, ShapeError, UnsupportedError
 from .eager.tensor import Tensor, tensor
@@ -288,7 +288,7 @@ def vmap(func, in_dims=0, out_dims=0, randomness: str = "error", *, chunk_size=N
 
     @functools.wraps(func)
     def wrapper(*args, **kwargs):
-        leaves, structure = _flatten(args)
+        leaves, structure = tree_flatten(args)
         dims = _in_dims(in_dims, args, leaves, structure)
         size = _batch_size(leaves, dims)
         if size == 0:  # (a batching transform would know the outputs' shapes; a loop does not)
@@ -300,7 +300,7 @@ def vmap(func, in_dims=0, out_dims=0, randomness: str = "error", *, chunk_size=N
         for b in range(size):
             if randomness == "same":
                 _set_random_state(start)
-            sliced = _unflatten(structure, iter(_slice(leaves, dims, b)))
+            sliced = tree_unflatten(structure, iter(_slice(leaves, dims, b)))
             results.append(func(*sliced, **kwargs))
             if randomness == "error" and _random_state() != start:
                 raise UnsupportedError(
@@ -325,25 +325,25 @@ def _set_random_state(state: dict):
 # None counts as a leaf: an in_dims entry of None covers a subtree as an int does.
 
 
-def _flatten(tree) -> tuple[list, object]:
+def tree_flatten(tree) -> tuple[list, object]:
     """(the leaves in order, the structure to rebuild the tree from them)."""
     if isinstance(tree, dict):
         keys = list(tree)
-        children = [_flatten(tree[k]) for k in keys]
+        children = [tree_flatten(tree[k]) for k in keys]
     elif isinstance(tree, (tuple, list)):
-        keys, children = None, [_flatten(v) for v in tree]
+        keys, children = None, [tree_flatten(v) for v in tree]
     else:
         return [tree], None
     leaves = [leaf for sub, _ in children for leaf in sub]
     return leaves, (type(tree), keys, [s for _, s in children])
 
 
-def _unflatten(structure, leaves):
+def tree_unflatten(structure, leaves):
     """The tree of `structure` with the next leaves of the iterator `leaves`."""
     if structure is None:
         return next(leaves)
     kind, keys, children = structure
-    values = [_unflatten(s, leaves) for s in children]
+    values = [tree_unflatten(s, leaves) for s in children]
     if keys is not None:
         return kind(zip(keys, values))
     return rebuilt(kind, values)
@@ -443,10 +443,10 @@ def _slice(leaves, dims, b) -> list:
 
 def _stack(results, out_dims):
     """The per-slice results (pytrees of one structure) stacked leaf by leaf at out_dims."""
-    flat, structure = _flatten(results[0])
+    flat, structure = tree_flatten(results[0])
     columns = [[leaf] for leaf in flat]
     for r in results[1:]:
-        leaves, s = _flatten(r)
+        leaves, s = tree_flatten(r)
         if s != structure:
             raise DomainError(
                 "vmap: `func` returned outputs of different structures for different slices: "
@@ -463,7 +463,7 @@ def _stack(results, out_dims):
             f"{out_dims!r}, but the outputs are {_describe(structure)}"
         )
     stacked = [_stack_one(column, d) for column, d in zip(columns, dims)]
-    return _unflatten(structure, iter(stacked))
+    return tree_unflatten(structure, iter(stacked))
 
 
 def _stack_one(ts, d):
@@ -669,7 +669,7 @@ def _linearize(func, args, nums, has_aux: bool, fn: str):
     is_tuple, outs = _outputs(out, fn)
     us = tuple(ops.zeros_like(o).requires_grad_(True) for o in outs)
     with enable_grad():
-        back = _vjp_raw(outs, xs, us, create_graph=True)
+        back = vjp_allow_unused(outs, xs, us, create_graph=True)
     back = tuple(ops.zeros_like(x) if b is None else b for b, x in zip(back, xs))
     return xs, outs, is_tuple, aux, us, back
 
@@ -677,7 +677,7 @@ def _linearize(func, args, nums, has_aux: bool, fn: str):
 def _push(back, us, outs, tangents, keep: bool) -> tuple:
     """J v for each output: the vjp of u^T J with respect to the seeds u, with v."""
     with enable_grad():
-        fwd = _vjp_raw(back, us, tangents, create_graph=keep)
+        fwd = vjp_allow_unused(back, us, tangents, create_graph=keep)
     return tuple(ops.zeros_like(o) if f is None else f for f, o in zip(fwd, outs))
 
 

@@ -26,7 +26,7 @@ from .core.errors import (
 from .ops import decomp
 from .ops import factorizations as fz
 from .ops.creation import eye, ones_like, zeros
-from .ops.decomp import _is_vector_rhs, _square, det, inv, solve
+from .ops.decomp import det, inv, is_vector_rhs, solve, square_size
 from .ops.elementwise import abs as abs_
 from .ops.elementwise import astype, mul, where
 from .ops.linalg import matmul, matrix_transpose
@@ -404,8 +404,8 @@ def solve_ex(A, B, *, left=True, check_errors=False):
     """(result, info): linalg.solve (B a batch of vectors or of matrices; left=False solves X A
     = B) whose singular A gives info = the first zero pivot of its LU instead of an error."""
     _same_dtype("solve_ex", A, B)
-    _square(A)
-    vector = _is_vector_rhs(A.shape, B.shape)
+    square_size(A)
+    vector = is_vector_rhs(A.shape, B.shape)
     if vector and not left:
         raise ShapeError(
             "linalg.solve_ex: vector broadcasting of the left hand side is not supported for "
@@ -424,7 +424,7 @@ def _errors(api, check_errors):
 def inv_ex(A, *, check_errors=False):
     """(inverse, info): linalg.inv whose singular A gives info > 0 (and a non-finite
     inverse) instead of an error."""
-    n = _square(A)
+    n = square_size(A)
     factor, pivots, info = fz.lu_factor_ex(A, errors=_errors("inv_ex", check_errors))
     if n == 0:  # the empty inverse (and an empty gradient: no 0x0 solve)
         return InvExResult(A * 0.0, info)

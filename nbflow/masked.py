@@ -25,7 +25,7 @@ from .ops.elementwise import logaddexp as _logaddexp
 from .ops.linalg import norm as _norm
 from .ops.nn import log_softmax as _log_softmax
 from .ops.nn import softmax as _softmax
-from .ops.queries import _eager_or_none
+from .ops.queries import eager_values_or_none
 from .ops.reduce import amax as _amax
 from .ops.reduce import amin as _amin
 from .ops.reduce import argmax as _argmax
@@ -36,7 +36,7 @@ from .ops.reduce import reduced_axes
 from .ops.reduce import sum as _sum
 from .ops.scans import cumprod as _cumprod
 from .ops.scans import cumsum as _cumsum
-from .ops.select import _highest, _lowest
+from .ops.select import highest_value, lowest_value
 from .ops.shape import broadcast_to
 from .ops.statistics import nanmedian
 
@@ -139,20 +139,20 @@ def prod(input, dim=None, *, keepdim=False, dtype=None, mask=None):
 def amax(input, dim=None, *, keepdim=False, dtype=None, mask=None):
     """The largest element taking part (-inf, or the dtype's least integer, where none)."""
     m = _mask("masked.amax", input, mask)
-    return _to(_amax(_fill(input, m, _lowest(_dtype(input))), _dims(dim), keepdim), dtype)
+    return _to(_amax(_fill(input, m, lowest_value(_dtype(input))), _dims(dim), keepdim), dtype)
 
 
 def amin(input, dim=None, *, keepdim=False, dtype=None, mask=None):
     """The smallest element taking part (inf, or the dtype's greatest integer, where none)."""
     m = _mask("masked.amin", input, mask)
-    return _to(_amin(_fill(input, m, _highest(_dtype(input))), _dims(dim), keepdim), dtype)
+    return _to(_amin(_fill(input, m, highest_value(_dtype(input))), _dims(dim), keepdim), dtype)
 
 
 def argmax(input, dim=None, *, keepdim=False, dtype=None, mask=None):
     """The index of the largest element taking part, in input's dtype unless dtype= says
     otherwise (PyTorch's); 0 over a fully masked-out slice."""
     m = _mask("masked.argmax", input, mask)
-    index = _argmax(_fill(input, m, _lowest(_dtype(input))), axis=dim, keepdims=keepdim)
+    index = _argmax(_fill(input, m, lowest_value(_dtype(input))), axis=dim, keepdims=keepdim)
     return _to(index, _dtype(input) if dtype is None else dtype)
 
 
@@ -160,7 +160,7 @@ def argmin(input, dim=None, *, keepdim=False, dtype=None, mask=None):
     """The index of the smallest element taking part, in input's dtype unless dtype= says
     otherwise (PyTorch's); 0 over a fully masked-out slice."""
     m = _mask("masked.argmin", input, mask)
-    index = _argmin(_fill(input, m, _highest(_dtype(input))), axis=dim, keepdims=keepdim)
+    index = _argmin(_fill(input, m, highest_value(_dtype(input))), axis=dim, keepdims=keepdim)
     return _to(index, _dtype(input) if dtype is None else dtype)
 
 
@@ -187,7 +187,7 @@ def median(input, dim=-1, *, keepdim=False, dtype=None, mask=None):
     out = nanmedian(_fill(x, m, math.nan), dim, keepdim).values
     if dt.is_float(_dtype(input)):
         return out
-    values = _eager_or_none(isnan(out))  # (a graph value is checked by no one: None)
+    values = eager_values_or_none(isnan(out))  # (a graph value is checked by no one: None)
     if values is not None and values.any():
         raise DomainError(f"{name}: an integer input may not have a fully masked-out slice")
     return astype(out, _dtype(input) if dtype is None else dtype)
@@ -198,7 +198,7 @@ def logsumexp(input, dim=None, *, keepdim=False, dtype=None, mask=None):
     input's dtype unless dtype= says otherwise (an integer input's result is truncated, as
     PyTorch's)."""
     m = _mask("masked.logsumexp", input, mask)
-    x = _fill(input, m, _lowest(_dtype(input)))
+    x = _fill(input, m, lowest_value(_dtype(input)))
     out = _logsumexp(x, axis=_dims(dim), keepdims=keepdim)
     return _to(out, _dtype(input) if dtype is None else dtype)
 
@@ -298,8 +298,8 @@ def logaddexp(input, other, *, dtype=None, input_mask=None, other_mask=None):
     """log(exp(input) + exp(other)) elementwise, each operand's masked-out elements counting
     as -inf (so both masked out gives -inf)."""
     tensors("masked.logaddexp", input=input, other=other)
-    a = _fill(input, _mask("masked.logaddexp", input, input_mask), _lowest(_dtype(input)))
-    b = _fill(other, _mask("masked.logaddexp", other, other_mask), _lowest(_dtype(other)))
+    a = _fill(input, _mask("masked.logaddexp", input, input_mask), lowest_value(_dtype(input)))
+    b = _fill(other, _mask("masked.logaddexp", other, other_mask), lowest_value(_dtype(other)))
     return _to(_logaddexp(a, b), _dtype(input) if dtype is None else dtype)
 
 

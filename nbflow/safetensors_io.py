@@ -40,7 +40,7 @@ import numpy as np
 from .core import STATE
 from .core.errors import CheckpointError, DomainError
 from .eager.tensor import Tensor
-from .graph.serialize import _atomic_write
+from .graph.serialize import atomic_write
 
 __all__ = ["SUFFIX", "is_safetensors_path", "load_safetensors", "save_safetensors"]
 
@@ -121,7 +121,7 @@ def save_safetensors(state, path, metadata: dict | None = None) -> None:
         data = library.numpy.save(arrays, metadata=metadata)
     except library.SafetensorError as e:
         raise CheckpointError(f"save_safetensors: {e}") from None
-    _atomic_write(path, lambda f: f.write(data))
+    atomic_write(path, lambda f: f.write(data))
 
 
 def load_safetensors(

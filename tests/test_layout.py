@@ -1,4 +1,5 @@
-"""nbflow's layout (issue 41): the layers import one way, without cycles, and files stay short.
+"""nbflow's layout (issue 41): the layers import one way, without cycles, files stay short,
+and a private name stays in its package.
 
 Every module under nbflow/ is parsed with ast; an import inside a function counts as much as
 one at the top of the file. A module's unit is its package under nbflow/ (nbflow/ops/conv.py:
@@ -67,19 +68,30 @@ def _modules():
     return found
 
 
-def _imports(name, path, modules):
-    """The nbflow modules that `name` imports, anywhere in the file."""
-    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+def _package(name, path):
+    """The package a module sits in, its directory (a package's __init__: the package)."""
+    return name if path.name == "__init__.py" else name.rpartition(".")[0]
+
+
+def _from_imports(name, path):
+    """(module, name) of every `from module import name` in the file, relative ones resolved."""
+    package = _package(name, path)
     for node in ast.walk(ast.parse(path.read_text(), str(path))):
-        if isinstance(node, ast.Import):
-            yield from (a.name for a in node.names)
-        elif isinstance(node, ast.ImportFrom):
+        if isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:
                 up = package.split(".")[: len(package.split(".")) - node.level + 1]
                 base = ".".join(up + ([node.module] if node.module else []))
-            for a in node.names:
-                yield f"{base}.{a.name}" if f"{base}.{a.name}" in modules else base
+            yield from ((base, a.name) for a in node.names)
+
+
+def _imports(name, path, modules):
+    """The nbflow modules that `name` imports, anywhere in the file."""
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            yield from (a.name for a in node.names)
+    for base, imported in _from_imports(name, path):
+        yield f"{base}.{imported}" if f"{base}.{imported}" in modules else base
 
 
 def _unit(module):
@@ -146,3 +158,26 @@ def test_nn_functional_holds_functions_only():
         if target.startswith("nbflow.nn.modules")
     }
     assert not back, f"nn.functional imports nn.modules: {sorted(back)}"
+
+
+def test_private_names_stay_in_their_package():
+    """A name with one leading underscore belongs to its package (directory): a module imports
+    it from a module of its own package only. A helper that other packages use has a public
+    name in the file that owns it."""
+    modules = _modules()
+
+    def owner(source):
+        return _package(source, modules[source]) if source in modules else source
+
+    leaks = sorted(
+        (name, source, imported)
+        for name, path in modules.items()
+        for source, imported in _from_imports(name, path)
+        if imported.startswith("_")
+        and not imported.startswith("__")
+        and source.split(".")[0] == "nbflow"
+        and owner(source) != _package(name, path)
+    )
+    for leak in leaks:
+        print(leak)
+    assert not leaks, f"private names from another package (module, source, name): {leaks}"

@@ -16,7 +16,7 @@ from ..argcheck import shown
 from ..core import STATE, Node, hooks, set_grad_enabled
 from ..core.errors import ArgumentError, GradientError, ShapeError
 from ..core.views import refresh_if_stale
-from ..eager.tensor import Tensor, _Stale, free_saved, grad_edge, tensor
+from ..eager.tensor import Stale, Tensor, free_saved, grad_edge, tensor
 
 
 def toposort(edges) -> list[Node]:
@@ -78,7 +78,7 @@ def backprop(roots, seeds, create_graph: bool, skip=frozenset(), free=False) -> 
             for t, edge, g in zip(node.inputs, node.edges, in_grads):
                 if g is None or edge is None:
                     continue
-                if isinstance(g, _Stale):  # this gradient needed an overwritten or freed value
+                if isinstance(g, Stale):  # this gradient needed an overwritten or freed value
                     raise GradientError(g.message)
                 accumulate(edge, fit_gradient(g, t))
         leaves = {k: (leaf, _total(gs)) for k, (leaf, gs) in leaf_grads.items()}
@@ -103,7 +103,7 @@ def _apply_rule(node, grads):
             wanted = getattr(node.op, "materialize_grads", True)  # (duck-typed ops: no field)
             if wanted and node.attrs.get("materialize_grads", True):
                 grads = [
-                    g if g is not None or isinstance(o, _Stale) else ops.zeros_like(o)
+                    g if g is not None or isinstance(o, Stale) else ops.zeros_like(o)
                     for g, o in zip(grads, outs)
                 ]
             in_grads = node.op.grad(tuple(grads), tuple(outs), *ins, **node.attrs)

@@ -61,7 +61,7 @@ from ..core.errors import (
 )
 from ..eager.checking import CheckingTrace, check_finite, nan_inf_checking
 from ..eager.operators import Operators
-from ..eager.tensor import EagerTrace, Tensor, _Stale, tensor
+from ..eager.tensor import EagerTrace, Stale, Tensor, tensor
 from . import projection
 from .backprop import grad
 
@@ -138,7 +138,7 @@ class FunctionCtx:
                 continue
             kind, i = where
             t = outs[i] if kind == "output" else ins[i]
-            if isinstance(t, _Stale):
+            if isinstance(t, Stale):
                 raise GradientError(t.message)
             result.append(t)
         return tuple(result)

@@ -61,7 +61,7 @@ def _finish(xs, create_graph: bool) -> tuple:
     return tuple(x if create_graph or x is None else x.detach() for x in xs)
 
 
-def _vjp_raw(outputs, inputs, seeds, create_graph: bool) -> tuple:
+def vjp_allow_unused(outputs, inputs, seeds, create_graph: bool) -> tuple:
     """nbflow.grad over the outputs that carry a graph; None for inputs nothing reaches."""
     live = [(o, s) for o, s in zip(outputs, seeds) if o.requires_grad]
     if not live:
@@ -129,7 +129,7 @@ def vjp(func, inputs, v=None, create_graph: bool = False, strict: bool = False):
     out_tuple, outs = _call(func, xs, "vjp")
     _check_outputs_require_grad(outs, strict)
     seeds = _seeds(v, outs, "vjp", "output")
-    grads = _vjp_raw(outs, xs, seeds, create_graph)
+    grads = vjp_allow_unused(outs, xs, seeds, create_graph)
     msg = "The output of the user-provided function is independent of input {i}. This is not "
     grads = _fill_zeros(grads, xs, strict, msg + "allowed in strict mode.")
     return _untuple(_finish(outs, create_graph), out_tuple), _untuple(grads, in_tuple)
@@ -147,11 +147,11 @@ def jvp(func, inputs, v=None, create_graph: bool = False, strict: bool = False):
     _check_outputs_require_grad(outs, strict)
     us = tuple(ops.zeros_like(o).requires_grad_(True) for o in outs)
     with enable_grad():
-        back = _vjp_raw(outs, xs, us, create_graph=True)
+        back = vjp_allow_unused(outs, xs, us, create_graph=True)
     msg = "The output of the user-provided function is independent of input {i}. This is not "
     back = _fill_zeros(back, xs, strict, msg + "allowed in strict mode.")
     with enable_grad():
-        fwd = _vjp_raw(back, us, vs, create_graph)
+        fwd = vjp_allow_unused(back, us, vs, create_graph)
     msg = "The gradient with respect to the input is independent of entry {i} in the grad_outputs"
     fwd = _fill_zeros(fwd, outs, strict, msg + " when using the double backward trick.")
     return _untuple(_finish(outs, create_graph), out_tuple), _untuple(fwd, out_tuple)
@@ -185,7 +185,7 @@ def _jacobian_of(i, out, xs, create_graph, strict) -> tuple:
     n = out.numel()
     for k in range(n):
         with enable_grad():
-            gs = _vjp_raw((out,), xs, (_one_hot(out, k),), create_graph)
+            gs = vjp_allow_unused((out,), xs, (_one_hot(out, k),), create_graph)
         for j, g in enumerate(gs):
             if g is None and strict:
                 raise RuntimeError(
@@ -263,11 +263,11 @@ def _vhp(func, inputs, v, create_graph, strict, fn):
     vs = _seeds(v, xs, fn, "input")
     _, (out,) = _call(_scalar_output(func, fn, strict), xs, fn)
     with enable_grad():
-        jac = _vjp_raw((out,), xs, (ops.ones_like(out),), create_graph=True)
+        jac = vjp_allow_unused((out,), xs, (ops.ones_like(out),), create_graph=True)
     msg = "The output of the user-provided function is independent of input {i}. This is not "
     jac = _fill_zeros(jac, xs, strict, msg + "allowed in strict mode.")
     with enable_grad():
-        res = _vjp_raw(jac, xs, vs, create_graph)
+        res = vjp_allow_unused(jac, xs, vs, create_graph)
     msg = "The hessian of the user-provided function with respect to input {i} is independent "
     res = _fill_zeros(res, xs, strict, msg + "of the input. This is not allowed in strict mode.")
     return _finish((out,), create_graph)[0], _untuple(res, in_tuple)

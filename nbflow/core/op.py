@@ -232,14 +232,14 @@ class Value:
     __slots__ = ()
 
 
-def _is_value(x) -> bool:
+def is_value(x) -> bool:
     """A tensor or a graph var: a missing attribute is a bug."""
     return isinstance(x, Value)
 
 
 def _argument_of(signature, args, kwargs, value):
     """The name of the argument that is `value` itself (not an nbflow value), or None."""
-    if value is _MISSING or _is_value(value):
+    if value is _MISSING or is_value(value):
         return None
     try:
         bound = signature.bind(*args, **kwargs).arguments

@@ -18,7 +18,7 @@ from .. import ops
 from ..core.errors import DomainError, ShapeError, UnsupportedError
 from ..eager.tensor import tensor
 from ..ops import creation
-from ..ops.sampling import _device
+from ..ops.sampling import device_or_none
 from . import constraints
 from .distribution import Distribution, as_tensor, broadcast_all, numpy_generator, traced
 from .gamma import Gamma, gamma_draws
@@ -56,7 +56,7 @@ class Normal(_LocationScale):
     def rsample(self, sample_shape=(), generator=None):
         shape = self._extended_shape(sample_shape)
         eps = creation.randn(
-            shape, dtype=self.loc.dtype, generator=generator, device=_device(self.loc)
+            shape, dtype=self.loc.dtype, generator=generator, device=device_or_none(self.loc)
         )
         return self.loc + eps * self.scale
 
@@ -94,7 +94,7 @@ class Laplace(_LocationScale):
             high=1.0,
             dtype=dtype,
             generator=generator,
-            device=_device(self.loc),
+            device=device_or_none(self.loc),
         )
         return self.loc - self.scale * u.sign() * (-u.abs()).log1p()
 
@@ -144,7 +144,7 @@ class Uniform(Distribution):
     def rsample(self, sample_shape=(), generator=None):
         shape = self._extended_shape(sample_shape)
         u = creation.rand(
-            shape, dtype=self.low.dtype, generator=generator, device=_device(self.low)
+            shape, dtype=self.low.dtype, generator=generator, device=device_or_none(self.low)
         )
         return self.low + u * (self.high - self.low)
 
@@ -187,7 +187,7 @@ class Exponential(Distribution):
     def rsample(self, sample_shape=(), generator=None):
         shape = self._extended_shape(sample_shape)
         u = creation.rand(
-            shape, dtype=self.rate.dtype, generator=generator, device=_device(self.rate)
+            shape, dtype=self.rate.dtype, generator=generator, device=device_or_none(self.rate)
         )
         return -(-u).log1p() / self.rate
 
@@ -213,7 +213,7 @@ _NAN, _INF = float("nan"), float("inf")
 
 
 def _full(dist, value, like):
-    return ops.full(dist._extended_shape(), value, dtype=like.dtype, device=_device(like))
+    return ops.full(dist._extended_shape(), value, dtype=like.dtype, device=device_or_none(like))
 
 
 class Cauchy(Distribution):
@@ -235,7 +235,7 @@ class Cauchy(Distribution):
     def rsample(self, sample_shape=(), generator=None):
         shape = self._extended_shape(sample_shape)
         u = creation.rand(
-            shape, dtype=self.loc.dtype, generator=generator, device=_device(self.loc)
+            shape, dtype=self.loc.dtype, generator=generator, device=device_or_none(self.loc)
         )
         return self.icdf(u)
 
@@ -300,7 +300,7 @@ class StudentT(Distribution):
     def rsample(self, sample_shape=(), generator=None):
         shape = self._extended_shape(sample_shape)
         df = self.df
-        x = creation.randn(shape, dtype=df.dtype, generator=generator, device=_device(df))
+        x = creation.randn(shape, dtype=df.dtype, generator=generator, device=device_or_none(df))
         z = Chi2(df, validate_args=False).rsample(sample_shape, generator=generator)
         return self.loc + self.scale * x * (z / df).rsqrt()
 

@@ -17,7 +17,7 @@ from .. import ops
 from ..core.errors import DomainError
 from ..ops import creation, sampling
 from ..ops.random_params import binomial, poisson
-from ..ops.sampling import _device
+from ..ops.sampling import device_or_none
 from . import constraints
 from .distribution import Distribution, as_tensor, broadcast_all, traced
 from .gamma import gamma_draws
@@ -76,7 +76,7 @@ class Bernoulli(Distribution):
 
     def sample(self, sample_shape=(), generator=None):
         shape, p = self._extended_shape(sample_shape), self.probs.detach()
-        u = creation.rand(shape, dtype=p.dtype, generator=generator, device=_device(p))
+        u = creation.rand(shape, dtype=p.dtype, generator=generator, device=device_or_none(p))
         return (u < p).astype(p.dtype)
 
     def log_prob(self, value):
@@ -88,7 +88,7 @@ class Bernoulli(Distribution):
         return self.logits.softplus() - self.probs * self.logits
 
     def enumerate_support(self, expand=True):
-        values = ops.arange(2, dtype=self.probs.dtype, device=_device(self.probs))
+        values = ops.arange(2, dtype=self.probs.dtype, device=device_or_none(self.probs))
         values = values.reshape((2,) + (1,) * len(self._batch_shape))
         return values.broadcast_to((2,) + self._batch_shape) if expand else values
 
@@ -149,17 +149,19 @@ class Categorical(Distribution):
 
     def _nans(self):
         p = self.probs
-        return ops.full(self._batch_shape, float("nan"), dtype=p.dtype, device=_device(p))
+        return ops.full(self._batch_shape, float("nan"), dtype=p.dtype, device=device_or_none(p))
 
     def sample(self, sample_shape=(), generator=None):
         """Inverse-CDF sampling: count the cumulative probabilities below one uniform draw."""
         probs = self.probs.detach()
         shape = self._extended_shape(sample_shape) + (1,)
-        u = creation.rand(shape, dtype=probs.dtype, generator=generator, device=_device(probs))
+        u = creation.rand(
+            shape, dtype=probs.dtype, generator=generator, device=device_or_none(probs)
+        )
         return sampling.inverse_cdf(probs, u)
 
     def log_prob(self, value):
-        value = as_tensor(value, ops.zeros((), dtype=np.int64, device=_device(self.logits)))
+        value = as_tensor(value, ops.zeros((), dtype=np.int64, device=device_or_none(self.logits)))
         self._validate_sample(value)
         value = value.astype(np.int64).unsqueeze(-1)
         shape = np.broadcast_shapes(tuple(value.shape)[:-1], tuple(self.logits.shape)[:-1])
@@ -172,7 +174,7 @@ class Categorical(Distribution):
 
     def enumerate_support(self, expand=True):
         n = len(self._batch_shape)
-        values = ops.arange(self._num_events, dtype=np.int64, device=_device(self.probs))
+        values = ops.arange(self._num_events, dtype=np.int64, device=device_or_none(self.probs))
         values = values.reshape((-1,) + (1,) * n)
         return values.broadcast_to((self._num_events,) + self._batch_shape) if expand else values
 
@@ -224,7 +226,7 @@ class OneHotCategorical(Distribution):
 
     def enumerate_support(self, expand=True):
         k = self._event_shape[0]
-        values = ops.eye(k, dtype=self.probs.dtype, device=_device(self.probs)).reshape(
+        values = ops.eye(k, dtype=self.probs.dtype, device=device_or_none(self.probs)).reshape(
             (k,) + (1,) * len(self._batch_shape) + (k,)
         )
         return values.broadcast_to((k,) + self._batch_shape + (k,)) if expand else values
@@ -368,7 +370,12 @@ class Geometric(_BinaryParams):
         tiny = float(np.finfo(probs.dtype).tiny)
         shape = self._extended_shape(sample_shape)
         u = creation.uniform(
-            shape, low=tiny, high=1.0, dtype=probs.dtype, generator=generator, device=_device(probs)
+            shape,
+            low=tiny,
+            high=1.0,
+            dtype=probs.dtype,
+            generator=generator,
+            device=device_or_none(probs),
         )
         return (u.log() / (-probs).log1p()).floor()
 

@@ -11,7 +11,7 @@ import numpy as np
 from .. import linalg
 from ..core.errors import DomainError, ShapeError
 from ..ops import creation
-from ..ops.sampling import _device
+from ..ops.sampling import device_or_none
 from . import constraints
 from .distribution import Distribution, as_tensor, broadcast_all
 
@@ -106,7 +106,7 @@ class MultivariateNormal(Distribution):
     def rsample(self, sample_shape=(), generator=None):
         shape = self._extended_shape(sample_shape)
         eps = creation.randn(
-            shape, dtype=self.loc.dtype, generator=generator, device=_device(self.loc)
+            shape, dtype=self.loc.dtype, generator=generator, device=device_or_none(self.loc)
         )
         return self.loc + (self._unbroadcasted_scale_tril @ eps.unsqueeze(-1)).squeeze(-1)
 

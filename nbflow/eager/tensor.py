@@ -160,9 +160,9 @@ class Tensor(Operators):
         return export(self, stream, max_version, dl_device, copy)
 
     def __dlpack_device__(self) -> tuple[int, int]:
-        from ..dlpack import _device_code
+        from ..dlpack import dlpack_device
 
-        return _device_code(self.device)
+        return dlpack_device(self.device)
 
     def __array_namespace__(self, *, api_version=None):
         """The Array API standard's namespace for nbflow tensors (nbflow.array_api)."""
@@ -358,7 +358,7 @@ def _address(a) -> int:
     return a.device_ctypes_pointer.value or 0  # (numba's device array)
 
 
-class _Stale:
+class Stale:
     """Stands for a saved tensor that was modified in place after it was saved.
 
     Ops on it give it back (it poisons what is computed from it), and the backward driver
@@ -413,7 +413,7 @@ def as_tensor_value(x):
         x, np.ndarray
     ):
         return x
-    if isinstance(x, (Tensor, _Stale)):
+    if isinstance(x, (Tensor, Stale)):
         return x
     return tensor(x)
 
@@ -639,7 +639,7 @@ class EagerTrace(EagerControlFlow, Trace):
             args = [as_tensor_value(a) for a in args]
             device_plan = None  # a GPU tensor's Plan class (DEVICE_TENSORS)
             for i, v in enumerate(args):
-                if type(v) is not _Stale:
+                if type(v) is not Stale:
                     device_plan = DEVICE_TENSORS.get(type(v), device_plan)
                     continue
                 if op.reads_only_shape(i):
@@ -728,7 +728,7 @@ class EagerTrace(EagerControlFlow, Trace):
 
     def saved(self, node):
         """(outputs, inputs) of a tape node for its gradient rule: a value overwritten in place
-        since it was saved comes as a _Stale placeholder (never for a view op, whose rule reads
+        since it was saved comes as a Stale placeholder (never for a view op, whose rule reads
         only shapes: a write through the view into its base keeps them)."""
         if node.freed:
             return freed_values(node)
@@ -737,7 +737,7 @@ class EagerTrace(EagerControlFlow, Trace):
         for i, (data, version, v) in enumerate(node.outputs):
             if version[0] != v and not view:
                 message = stale_message(node, f"output {i}", v, version[0])
-                outs.append(_Stale(message, _wrap(data, True, node, i, version)))
+                outs.append(Stale(message, _wrap(data, True, node, i, version)))
             else:  # a new Tensor around the saved buffer (routing goes by node and index)
                 outs.append(_wrap(data, True, node, i, version))
         ins = []
@@ -745,7 +745,7 @@ class EagerTrace(EagerControlFlow, Trace):
             now = t.version
             if now != v and not view:
                 message = stale_message(node, "an input", v, now)
-                ins.append(_Stale(message, t))
+                ins.append(Stale(message, t))
             else:
                 ins.append(t)
         return outs, ins
@@ -924,13 +924,13 @@ def free_saved(node):
 
 def freed_values(node):
     """(outputs, inputs) of a freed node: placeholders that poison what is computed from them
-    (as _Stale's do), so only a gradient that needed a freed value raises."""
+    (as Stale's do), so only a gradient that needed a freed value raises."""
     message = FREED.format(getattr(node.op, "name", "a traced function"))
     outs = [
-        _Stale(message, _wrap(data, True, node, i, version))
+        Stale(message, _wrap(data, True, node, i, version))
         for i, (data, version, _) in enumerate(node.outputs)
     ]
-    ins = [_Stale(message, t) if f else t for t, f in zip(node.inputs, node.freed)]
+    ins = [Stale(message, t) if f else t for t, f in zip(node.inputs, node.freed)]
     return outs, ins
 
 

@@ -50,7 +50,7 @@ from ..core.errors import (
 )
 from ..eager.checking import run_checked
 from ..eager.control import PYTHON_PREDICATES
-from ..eager.tensor import Tensor, _Stale
+from ..eager.tensor import Stale, Tensor
 from ..ops.index import index_select_op
 from . import memory
 from .executor import REPLAY_MISSES, compatible, needed_ops
@@ -320,9 +320,9 @@ def call_block(block: Block, args, env=None, cut=()) -> list:
 
 
 def _requires_grad(v) -> bool:
-    """Whether v (a Var, or a _Stale placeholder for one overwritten in place) wants a
+    """Whether v (a Var, or a Stale placeholder for one overwritten in place) wants a
     gradient."""
-    v = v.original if isinstance(v, _Stale) else v
+    v = v.original if isinstance(v, Stale) else v
     return isinstance(v, Var) and not v.stop_gradient
 
 
@@ -687,7 +687,7 @@ def _cond_grad(g, out, pred, *xs, true_block, false_block):
 
 def _while_grad(g, out, *ins, cond_block, body_block, max_iterations, history, stacked):
     gs, outs = _tuple(g), _tuple(out)
-    outs = tuple(o.original if isinstance(o, _Stale) else o for o in outs)  # flags only
+    outs = tuple(o.original if isinstance(o, Stale) else o for o in outs)  # flags only
     # the op itself (it gains history outputs): the one running this body block
     node = next(n for n in outs[0].block.ops if n.attrs.get("body_block") == body_block)
     program = node.outputs[0].block.program
@@ -813,8 +813,8 @@ def _keep_history(node, n: int, stacked: int):
 
 def _refuse_stale(values):
     """A gradient that replays a sub-block needs its inputs' values from when the op ran; one
-    overwritten in place since (a _Stale placeholder) would give a wrong gradient."""
-    stale = next((v for v in values if isinstance(v, _Stale)), None)
+    overwritten in place since (a Stale placeholder) would give a wrong gradient."""
+    stale = next((v for v in values if isinstance(v, Stale)), None)
     if stale is not None:
         raise GradientError(stale.message)
 

@@ -57,7 +57,7 @@ from ..core.errors import (
     UnsupportedError,
 )
 from ..core.views import refresh_if_stale
-from ..eager.tensor import Tensor, _Stale, tensor
+from ..eager.tensor import Stale, Tensor, tensor
 from ..runtime.device import DeviceError
 from .backward import _rename, gradients
 from .executor import Executor, Scope, needed_ops
@@ -518,9 +518,9 @@ class Backward:
         outs = out if isinstance(out, tuple) else (out,)
         for v, t in zip(self.wrt + self.outputs, (*ins, *outs)):
             # written in place since the call: an error only if the gradient ops read it
-            if isinstance(t, _Stale) and id(v) in self.reads:
+            if isinstance(t, Stale) and id(v) in self.reads:
                 raise GradientError(t.message)
-        fresh = [t.original if isinstance(t, _Stale) else t for t in ins]
+        fresh = [t.original if isinstance(t, Stale) else t for t in ins]
         if is_grad_enabled():  # create_graph=True
             return self.replayed(g if isinstance(g, tuple) else (g,), fresh, saved)
         feed = dict(saved)

@@ -39,7 +39,7 @@ from ..core.views import (
     written_view,
 )
 from ..eager.operators import Operators, Size
-from ..eager.tensor import Tensor, _Stale, stale_message, tensor
+from ..eager.tensor import Stale, Tensor, stale_message, tensor
 
 
 def _user_line() -> tuple[str, str]:
@@ -424,7 +424,7 @@ def unique(values) -> list:
 def _checked(node, v: Var, version: int, what: str):
     if v._version[0] == version:
         return v
-    return _Stale(stale_message(node, what, version, v._version[0]), v)
+    return Stale(stale_message(node, what, version, v._version[0]), v)
 
 
 def _number(value):
@@ -463,7 +463,7 @@ class GraphTrace(Trace):
         attrs = op.check_attrs(attrs)
         values = []
         for i, a in enumerate(args):
-            if isinstance(a, _Stale):  # inside a gradient rule (see tensor._Stale)
+            if isinstance(a, Stale):  # inside a gradient rule (see tensor.Stale)
                 if not op.reads_only_shape(i):
                     return a if len(op.outputs) == 1 else (a,) * len(op.outputs)
                 a = a.placeholder()
@@ -597,7 +597,7 @@ class GraphTrace(Trace):
         return out
 
     def saved(self, node: Node):
-        """(outputs, inputs) for the node's gradient rule: the Vars, or a _Stale placeholder
+        """(outputs, inputs) for the node's gradient rule: the Vars, or a Stale placeholder
         for one overwritten in place after the node (its value at run time would be wrong).
         A target copied for the rule (save_targets) stands in for the target."""
         in_versions, out_versions = node.versions

@@ -337,7 +337,7 @@ def save(program: Program, path, scope=None) -> None:
     doc["params_sha256"] = digest
     doc["sha256"] = _content_sha256(doc)
     text = _dump(doc)
-    _atomic_write(path, lambda f: f.write(text))  # (2) the new document names them
+    atomic_write(path, lambda f: f.write(text))  # (2) the new document names them
     _publish(staged, params)  # (3) under their usual name
     _remove_staged(params)  # what earlier saves cut short left
 
@@ -524,7 +524,7 @@ def _write_npz(f, values: dict[str, np.ndarray]):
                 np.lib.format.write_array(member, a, allow_pickle=False)
 
 
-def _atomic_write(path: str, write) -> str:
+def atomic_write(path: str, write) -> str:
     """Write a file through a temporary sibling and os.replace; returns its sha256. Killed at
     any moment, it leaves the old file or the new one at `path` (and maybe a temporary file,
     which the next write to `path` removes)."""

@@ -24,7 +24,7 @@ from .program import GraphTrace, Program, Var, user_location
 
 
 class _Startup(threading.local):
-    """The startup program of this thread's program_guard, read as `_startup[0]`."""
+    """The startup program of this thread's program_guard, read as `STARTUP[0]`."""
 
     program: Program | None = None
 
@@ -35,20 +35,20 @@ class _Startup(threading.local):
         self.program = program
 
 
-_startup = _Startup()
+STARTUP = _Startup()
 
 
 @contextmanager
 def program_guard(main: Program, startup: Program | None = None):
     """Ops called inside record into `main` (block 0); parameters initialise in `startup`.
     The guard holds in this thread only (another thread's ops stay eager, as do new threads')."""
-    prev = _startup[0]
-    _startup[0] = startup
+    prev = STARTUP[0]
+    STARTUP[0] = startup
     try:
         with use_trace(GraphTrace(main.global_block())):
             yield main
     finally:
-        _startup[0] = prev
+        STARTUP[0] = prev
 
 
 def current_block():
@@ -88,7 +88,7 @@ def create_parameter(name: str, shape, dtype=dt.float32, initializer=None, train
     block = current_block()
     v = block.create_var(name, shape, dtype, persistable=True, stop_gradient=not trainable)
     v.location = user_location()
-    startup = _startup[0]
+    startup = STARTUP[0]
     if startup is not None:
         op, attrs = _initializer(initializer, shape, dtype)
         target = startup.global_block().create_var(name, shape, dtype, persistable=True)

@@ -12,7 +12,7 @@ import numpy as np
 from ..argcheck import shown
 from ..core import dtypes as dt
 from ..core.errors import ArgumentError, DTypeError, ShapeError
-from ..core.op import _is_value
+from ..core.op import is_value
 from ..kernels.cpu import vecmath
 from ..kernels.cuda.loader import not_supported
 from ._define import elementwise
@@ -25,7 +25,7 @@ from .shape import stack
 
 
 def _tensor(name, input):
-    if not _is_value(input):
+    if not is_value(input):
         raise ArgumentError(f"{name}: argument 'input' must be a tensor, got {shown(input)}")
     return input
 

@@ -254,7 +254,7 @@ def _pair(value, name, minimum, n=2) -> tuple[int, ...]:
     return tuple(int(v) for v in value)
 
 
-def _out_size(n, k, s, p, d, ceil_mode=False) -> int:
+def window_out_size(n, k, s, p, d, ceil_mode=False) -> int:
     """Output length of a window of k taps (dilation d, stride s) over n + 2p positions."""
     if not _known(n, k):
         return UNKNOWN
@@ -317,7 +317,7 @@ class Conv:
                 raise ShapeError(f"weight of shape {w_shape} has an empty kernel")
         self.kernel = w_shape[2:]
         self.out_hw = tuple(
-            _out_size(n, k, s, p, d)
+            window_out_size(n, k, s, p, d)
             for n, k, s, p, d in zip(
                 x_shape[2:], self.kernel, self.stride, self.padding, self.dilation
             )
@@ -794,7 +794,7 @@ class Pool:
                     f"{self.kernel} (dilation {self.dilation})"
                 )
         self.out_hw = tuple(
-            _out_size(n, k, s, p, d, ceil_mode)
+            window_out_size(n, k, s, p, d, ceil_mode)
             for n, k, s, p, d in zip(
                 x_shape[2:], self.kernel, self.stride, self.padding, self.dilation
             )
@@ -1202,7 +1202,7 @@ adaptive_avg_pool2d_backward.defgrad(
 # ---------------------------------------------------------------- public functions
 
 
-def _batched(x, ndim, name, layout):
+def with_batch_dim(x, ndim, name, layout):
     """x with a batch dim of 1 added when it is unbatched (ndim - 1 dims), and whether it was
     added."""
     if x.ndim == ndim - 1:
@@ -1252,7 +1252,7 @@ def convolve(geometry, op, x, weight, bias, stride, padding, dilation, groups):
     """The public convolution of `op` (conv2d, conv3d) whose geometry class is `geometry`:
     unbatched input, the optional bias, 'valid' and 'same' padding."""
     fn, ndim = op.name, geometry.dims + 2
-    x, added = _batched(x, ndim, fn, geometry.x_layout)
+    x, added = with_batch_dim(x, ndim, fn, geometry.x_layout)
     if weight.ndim != ndim:
         raise ShapeError(
             f"{fn}: weight of shape {tuple(weight.shape)} must be {ndim}-D {geometry.w_layout}"
@@ -1269,7 +1269,7 @@ def convolve(geometry, op, x, weight, bias, stride, padding, dilation, groups):
 def conv1d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """PyTorch's F.conv1d: x (N, C, L) or (C, L), weight (O, C / groups, k), bias (O,) or
     None. Runs as a conv2d of height 1."""
-    x, added = _batched(x, 3, "conv1d", "(N, C, L)")
+    x, added = with_batch_dim(x, 3, "conv1d", "(N, C, L)")
     if weight.ndim != 3:
         raise ShapeError(
             f"conv1d: weight of shape {tuple(weight.shape)} must be 3-D "
@@ -1305,7 +1305,7 @@ def max_pool2d(
 ):
     """PyTorch's F.max_pool2d on (N, C, H, W) or (C, H, W); return_indices also returns the
     int64 flat plane index of each maximum."""
-    x, added = _batched(x, 4, "max_pool2d", "(N, C, H, W)")
+    x, added = with_batch_dim(x, 4, "max_pool2d", "(N, C, H, W)")
     out, indices = max_pool2d_op(
         x,
         kernel_size=kernel_size,
@@ -1329,7 +1329,7 @@ def avg_pool2d(
     divisor_override=None,
 ):
     """PyTorch's F.avg_pool2d on (N, C, H, W) or (C, H, W)."""
-    x, added = _batched(x, 4, "avg_pool2d", "(N, C, H, W)")
+    x, added = with_batch_dim(x, 4, "avg_pool2d", "(N, C, H, W)")
     out = avg_pool2d_op(
         x,
         kernel_size=kernel_size,
@@ -1345,7 +1345,7 @@ def avg_pool2d(
 def adaptive_avg_pool2d(x, output_size):
     """PyTorch's F.adaptive_avg_pool2d on (N, C, H, W) or (C, H, W); output_size an int or a
     pair, where None keeps the input's size."""
-    x, added = _batched(x, 4, "adaptive_avg_pool2d", "(N, C, H, W)")
+    x, added = with_batch_dim(x, 4, "adaptive_avg_pool2d", "(N, C, H, W)")
     size = (output_size, output_size) if not isinstance(output_size, (tuple, list)) else output_size
     size = tuple(x.shape[2 + i] if s is None else s for i, s in enumerate(size))
     if UNKNOWN in size:

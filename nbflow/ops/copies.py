@@ -6,7 +6,7 @@ followed by a clone, which gradients flow through; functions returning several v
 
 from ..argcheck import shown
 from ..core.errors import ArgumentError
-from ..core.op import _is_value
+from ..core.op import is_value
 from .elementwise import clone
 
 # the views whose copies PyTorch provides, by the Tensor method that computes the view
@@ -28,7 +28,7 @@ VIEW_METHODS = (
 
 def _copying(name, view):
     def copy(input, *args, **kwargs):
-        if not _is_value(input):  # (a numpy array's own view/squeeze/... would answer)
+        if not is_value(input):  # (a numpy array's own view/squeeze/... would answer)
             raise ArgumentError(
                 f"{name}_copy: argument 'input' must be a tensor, got {shown(input)}"
             )

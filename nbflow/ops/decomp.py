@@ -40,7 +40,7 @@ def _mT(x):
     return matrix_transpose(x)
 
 
-def _square(a):
+def square_size(a):
     """n for a batch of square matrices (..., n, n); -1 when unknown at compile time."""
     if a.ndim < 2:
         raise ShapeError(f"needs a matrix or a batch of matrices (..., n, n), got {a.shape}")
@@ -102,7 +102,7 @@ def _inv_cpu(a, out):
 
 
 def _square_spec(a):
-    _square(a)
+    square_size(a)
     return Spec(a.shape, _float(a))
 
 
@@ -129,15 +129,15 @@ def _inv_grad(g, out, a):
 # ---------------------------------------------------------------- solve
 
 
-def _is_vector_rhs(a_shape, b_shape):
+def is_vector_rhs(a_shape, b_shape):
     """torch.linalg.solve's rule: B is a batch of vectors when it is 1-D or has A's shape
     without the last dim."""
     return len(b_shape) == 1 or tuple(b_shape) == tuple(a_shape[:-1])
 
 
 def _solve_spec(a, b):
-    n = _square(a)
-    vector = _is_vector_rhs(a.shape, b.shape)
+    n = square_size(a)
+    vector = is_vector_rhs(a.shape, b.shape)
     b_mat = b.shape + (1,) if vector else b.shape
     if len(b_mat) < 2:
         raise ShapeError(f"B needs at least 1 dim, got {b.shape}")
@@ -155,7 +155,7 @@ def _solve_rows(a, b, out):
 
 
 def _solve_cpu(a, b, out):
-    b_mat = b[..., None] if _is_vector_rhs(a.shape, b.shape) else b
+    b_mat = b[..., None] if is_vector_rhs(a.shape, b.shape) else b
     batch = np.broadcast_shapes(a.shape[:-2], b_mat.shape[:-2])
     a3 = _rows(np.broadcast_to(a, batch + a.shape[-2:]).astype(out.dtype), 2)
     b3 = _rows(np.broadcast_to(b_mat, batch + b_mat.shape[-2:]).astype(out.dtype), 2)
@@ -165,7 +165,7 @@ def _solve_cpu(a, b, out):
 
 
 def _solve_ref(a, b):
-    if _is_vector_rhs(a.shape, b.shape):
+    if is_vector_rhs(a.shape, b.shape):
         return np.linalg.solve(a, b[..., None])[..., 0]
     return np.linalg.solve(a, b)
 
@@ -187,7 +187,7 @@ solve = Op(
 def _solve_grad(g, out, a, b):
     # X = A^-1 B: gB = A^-T g, gA = -gB X^T (the driver sums broadcast batch dims back)
     gb = solve(_mT(a), g)
-    if _is_vector_rhs(a.shape, b.shape):
+    if is_vector_rhs(a.shape, b.shape):
         ga = -(unsqueeze(gb, -1) * unsqueeze(out, -2))
     else:
         ga = -matmul(gb, _mT(out))
@@ -263,7 +263,7 @@ def _det_cpu(a, out):
 
 
 def _batch_spec(a):
-    _square(a)
+    square_size(a)
     return Spec(a.shape[:-2], _float(a))
 
 
@@ -437,7 +437,7 @@ def _eigh_cpu(a, w_out, v_out):
 
 
 def _eigh_spec(a):
-    n = _square(a)
+    n = square_size(a)
     return Spec(a.shape[:-2] + (n,), _float(a)), Spec(a.shape, _float(a))
 
 
@@ -483,7 +483,7 @@ def _off_diagonal(x):
 
 
 def _eig_spec(a):
-    n, d = _square(a), _complex_of(a)
+    n, d = square_size(a), _complex_of(a)
     return Spec(a.shape[:-2] + (n,), d), Spec(a.shape, d)
 
 

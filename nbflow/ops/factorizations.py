@@ -30,7 +30,7 @@ from ..kernels.cpu.jit import njit
 from ..kernels.cpu.templates import JIT
 from ._define import NOT_IN_PYTORCH
 from .creation import arange, eye, zeros, zeros_like
-from .decomp import FLOATS, _cholesky_grad, _fill, _grads, _mT, _no_cuda, _rows, _square
+from .decomp import FLOATS, _cholesky_grad, _fill, _grads, _mT, _no_cuda, _rows, square_size
 from .decomp import _square_spec as _square_float_spec
 from .elementwise import astype, eq
 from .linalg import matmul
@@ -270,7 +270,7 @@ def _lu_solve_spec(lu, pivots, b, left, adjoint):
             f"{name}: expected LU and B to have the same dtype, got {lu.dtype} and {b.dtype}"
         )
     _int32(name, "pivots", pivots)
-    n = _square(lu)
+    n = square_size(lu)
     if b.ndim < 2:
         raise ShapeError(f"{name}: B needs at least 2 dims (..., n, k), got {b.shape}")
     rows = b.shape[-2] if left else b.shape[-1]
@@ -359,7 +359,7 @@ def _lu_solve_lu_grad(g, x, lu, pivots, left, adjoint):
 
 
 def _cholesky_ex_spec(a, upper, check_errors):
-    _square(a)
+    square_size(a)
     return Spec(a.shape, a.dtype), Spec(a.shape[:-2], dt.int32)
 
 
@@ -451,7 +451,7 @@ def _matrix_exp_grad(g, out, a):
 
 
 def _ldl_factor_spec(a, hermitian, errors):
-    _square(a)
+    square_size(a)
     return Spec(a.shape, a.dtype), Spec(a.shape[:-1], dt.int32), Spec(a.shape[:-2], dt.int32)
 
 
@@ -498,7 +498,7 @@ ldl_factor_ex = Op(
 
 def _ldl_solve_spec(ld, pivots, b, hermitian):
     name = "linalg.ldl_solve"
-    n = _square(ld)
+    n = square_size(ld)
     if b.ndim < 2:
         raise ShapeError(f"{name}: expected B to have at least 2 dimensions, got {b.shape}")
     if ld.dtype != b.dtype:

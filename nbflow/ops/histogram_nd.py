@@ -9,7 +9,7 @@ from collections import namedtuple
 from ..argcheck import integer, known_size, number, shown
 from ..core import dtypes as dt
 from ..core.errors import AttrError, DomainError, DTypeError, ShapeError
-from ..core.op import _is_value
+from ..core.op import is_value
 from .elementwise import logical_and, minimum
 from .reduce import sum as reduce_sum
 
@@ -24,7 +24,7 @@ HistogramDD = namedtuple("HistogramDD", ["hist", "bin_edges"])
 def _edges(name, column, bins, low_high, dtype):
     """One dim's bin edges: given (a 1-D tensor), or `bins` equal bins over low_high (the
     column's range when None)."""
-    if _is_value(bins):
+    if is_value(bins):
         return _bin_edges(name, bins, low_high, dtype)
     n = integer(bins, f"{name}: bins", 1)
     if low_high is None:

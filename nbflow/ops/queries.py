@@ -180,7 +180,7 @@ def _is_value(x) -> bool:
     return all(hasattr(x, a) for a in ("shape", "ndim", "dtype"))
 
 
-def _eager_or_none(t):
+def eager_values_or_none(t):
     """t's values in eager mode; None for a graph value (it has none until the program runs)."""
     try:
         return np.asarray(t.numpy())

@@ -12,7 +12,7 @@ from ..argcheck import integer, real, shown
 from ..core import UNKNOWN
 from ..core import dtypes as dt
 from ..core.errors import ArgumentError, AttrError, DomainError, DTypeError, UnsupportedError
-from ..core.op import _is_value
+from ..core.op import is_value
 from .creation import check_memory_format, normal, randint, uniform
 from .elementwise import copy_, exp, floor, isfinite, log, log1p, logical_and, logical_not, tan
 from .index import checked_range
@@ -32,7 +32,7 @@ def _known_shape(name: str, x) -> tuple:
     return shape
 
 
-def _device(x):
+def device_or_none(x):
     return getattr(x, "device", None)  # (a graph value has none: the executor places it)
 
 
@@ -44,7 +44,7 @@ def rand_like(
     check_memory_format("rand_like", memory_format)
     shape = _known_shape("rand_like", x)
     dtype = x.dtype if dtype is None else dtype
-    device = _device(x) if device is None else device
+    device = device_or_none(x) if device is None else device
     return uniform(
         shape, dtype=dtype, generator=generator, device=device, requires_grad=requires_grad
     )
@@ -58,7 +58,7 @@ def randn_like(
     check_memory_format("randn_like", memory_format)
     shape = _known_shape("randn_like", x)
     dtype = x.dtype if dtype is None else dtype
-    device = _device(x) if device is None else device
+    device = device_or_none(x) if device is None else device
     return normal(
         shape, dtype=dtype, generator=generator, device=device, requires_grad=requires_grad
     )
@@ -78,7 +78,7 @@ def randint_like(x, low, high=None, dtype=None, generator=None, *, device=None, 
         _known_shape("randint_like", x),
         dtype=draw_dtype,
         generator=generator,
-        device=_device(x) if device is None else device,
+        device=device_or_none(x) if device is None else device,
     )
     return out if draw_dtype == dtype else out.astype(dtype)
 
@@ -86,7 +86,7 @@ def randint_like(x, low, high=None, dtype=None, generator=None, *, device=None, 
 def bernoulli(p, generator=None):
     """1 with probability p, else 0, elementwise, in p's float dtype (PyTorch's bernoulli).
     A probability outside [0, 1] (or NaN) raises OutOfRangeError when the draw runs."""
-    if not _is_value(p):  # (an array's dtype may be one nbflow has no kind for: int8)
+    if not is_value(p):  # (an array's dtype may be one nbflow has no kind for: int8)
         raise ArgumentError(f"bernoulli: p must be a tensor, got {shown(p)}")
     if not dt.is_float(p.dtype):
         raise AttrError(f"bernoulli: needs float probabilities, got {p.dtype}")
@@ -146,10 +146,10 @@ def multinomial(probs, num_samples: int, replacement: bool = False, generator=No
     ]
     rows = tuple(_known_shape("multinomial", p)[:-1])
     if replacement:
-        u = uniform((*rows, k, 1), dtype=dt.float64, generator=generator, device=_device(p))
+        u = uniform((*rows, k, 1), dtype=dt.float64, generator=generator, device=device_or_none(p))
         index = inverse_cdf(p.unsqueeze(-2), u)
     else:
-        u = uniform((*rows, n), dtype=dt.float64, generator=generator, device=_device(p))
+        u = uniform((*rows, n), dtype=dt.float64, generator=generator, device=device_or_none(p))
         keys = -log(u) / p  # exponential draws over the weights: inf where a weight is 0
         index = topk(keys, k, axis=-1, largest=False).indices
     return depend_(index, *checks)  # (a program that needs the draw runs the checks)

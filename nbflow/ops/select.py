@@ -28,7 +28,7 @@ from .creation import arange, eye, full, full_like, full_like_op, on_device, one
 from .elementwise import astype, clone, eq, floor_div, mod, mul, where
 from .index import checked_range, getitem, index_put, index_put_, index_select, take_along_axis
 from .joins import broadcast_tensors
-from .queries import _eager_or_none, _is_value, numel
+from .queries import _is_value, eager_values_or_none, numel
 from .reduce import amax, amin, prod
 from .reduce import sum as reduce_sum
 from .scans import cumsum
@@ -182,7 +182,7 @@ def _reduce_hits(reduce, hit, value, count, base, a, include_self):
     if reduce == "prod":
         out = prod(where(hit, value, 1), axis=a)
         return out * base if include_self else out
-    fill = _lowest(base.dtype) if reduce == "amax" else _highest(base.dtype)
+    fill = lowest_value(base.dtype) if reduce == "amax" else highest_value(base.dtype)
     pick = amax if reduce == "amax" else amin
     candidates = where(hit, value, fill)
     if include_self:  # one reduction over all, so that ties share the gradient evenly
@@ -190,11 +190,11 @@ def _reduce_hits(reduce, hit, value, count, base, a, include_self):
     return pick(candidates, axis=a)
 
 
-def _lowest(dtype):
+def lowest_value(dtype):
     return -np.inf if dt.is_float(dtype) else int(np.iinfo(dtype).min) if dtype != dt.bool_ else 0
 
 
-def _highest(dtype):
+def highest_value(dtype):
     return np.inf if dt.is_float(dtype) else int(np.iinfo(dtype).max) if dtype != dt.bool_ else 1
 
 
@@ -665,7 +665,7 @@ def masked_scatter(input, mask, source):
     x, m = broadcast_tensors(input, mask)
     hit = reshape(m, (-1,))
     flat = reshape(source, (-1,))
-    taken = _eager_or_none(reduce_sum(hit))
+    taken = eager_values_or_none(reduce_sum(hit))
     if taken is not None and taken > numel(flat):
         raise ShapeError(
             f"masked_scatter: the mask selects {int(taken)} elements, source has {numel(flat)}"

@@ -26,7 +26,7 @@ from .elementwise import (
     where,
 )
 from .index import index_put
-from .queries import _eager_or_none, _is_value
+from .queries import _is_value, eager_values_or_none
 from .reduce import amax, amin
 from .reduce import sum as reduce_sum
 from .search import searchsorted
@@ -41,7 +41,9 @@ from .shape import (
 # ---------------------------------------------------------------- windows
 
 
-def _window(name, window_length, periodic, dtype, device, requires_grad, formula, one=1.0):
+def window_from_formula(
+    name, window_length, periodic, dtype, device, requires_grad, formula, one=1.0
+):
     """formula(k, m): the symmetric window of m points at k = 0..m-1, in float64. A periodic
     window (PyTorch's default, for spectral analysis) is the first window_length points of
     the symmetric one of window_length + 1; 0 and 1 points give [] and [one]."""
@@ -70,7 +72,9 @@ def hann_window(window_length, periodic=True, *, dtype=None, device=None, requir
     def formula(k, m):
         return 0.5 - 0.5 * np.cos(2 * np.pi * k / (m - 1))
 
-    return _window("hann_window", window_length, periodic, dtype, device, requires_grad, formula)
+    return window_from_formula(
+        "hann_window", window_length, periodic, dtype, device, requires_grad, formula
+    )
 
 
 def hamming_window(
@@ -90,7 +94,7 @@ def hamming_window(
         return alpha - beta * np.cos(2 * np.pi * k / (m - 1))
 
     name = "hamming_window"
-    return _window(name, window_length, periodic, dtype, device, requires_grad, formula)
+    return window_from_formula(name, window_length, periodic, dtype, device, requires_grad, formula)
 
 
 def blackman_window(window_length, periodic=True, *, dtype=None, device=None, requires_grad=False):
@@ -101,7 +105,7 @@ def blackman_window(window_length, periodic=True, *, dtype=None, device=None, re
         return 0.42 - 0.5 * np.cos(t) + 0.08 * np.cos(2 * t)
 
     name = "blackman_window"
-    return _window(name, window_length, periodic, dtype, device, requires_grad, formula)
+    return window_from_formula(name, window_length, periodic, dtype, device, requires_grad, formula)
 
 
 def bartlett_window(window_length, periodic=True, *, dtype=None, device=None, requires_grad=False):
@@ -111,7 +115,7 @@ def bartlett_window(window_length, periodic=True, *, dtype=None, device=None, re
         return 1 - np.abs(2 * k / (m - 1) - 1)
 
     name = "bartlett_window"
-    return _window(name, window_length, periodic, dtype, device, requires_grad, formula)
+    return window_from_formula(name, window_length, periodic, dtype, device, requires_grad, formula)
 
 
 def kaiser_window(
@@ -125,7 +129,7 @@ def kaiser_window(
         return np.i0(beta * np.sqrt(np.maximum(1 - r * r, 0))) / np.i0(beta)
 
     name = "kaiser_window"
-    return _window(name, window_length, periodic, dtype, device, requires_grad, formula)
+    return window_from_formula(name, window_length, periodic, dtype, device, requires_grad, formula)
 
 
 # ---------------------------------------------------------------- histograms
@@ -143,7 +147,7 @@ def _float_input(name, input):
 def _data_range(name, x, widen):
     """(min, max) of x's values (tensors, so graph mode works), pulled apart by `widen` each
     way where they are equal; eager values must be finite, as PyTorch checks."""
-    values = _eager_or_none(x)
+    values = eager_values_or_none(x)
     if values is not None:
         if values.size == 0:
             return 0.0, 1.0  # numpy's range for no data
@@ -217,7 +221,7 @@ def _bin_edges(name, bins, range, dtype):
         raise ShapeError(f"{name}: bin edges must be a 1-D tensor of at least 1, got {bins.shape}")
     if bins.dtype != dtype:
         raise DTypeError(f"{name}: bin edges ({bins.dtype}) must have input's dtype {dtype}")
-    values = _eager_or_none(bins)
+    values = eager_values_or_none(bins)
     if values is not None and np.any(np.diff(values) < 0):
         raise DomainError(f"{name}: bin edges must be increasing")
     return bins

@@ -16,11 +16,11 @@ from .elementwise import astype, clip, eq, floor_div, isnan, logical_not, maximu
 from .floating import _floats
 from .index import take_along_axis
 from .linalg import matmul
-from .queries import _eager_or_none, _is_value
+from .queries import _is_value, eager_values_or_none
 from .reduce import ValuesIndices, amax, amin, mean, reduced_count, var
 from .reduce import sum as reduce_sum
 from .scans import cumsum
-from .select import _dim, _highest, diagonal, eager_values, narrow
+from .select import _dim, diagonal, eager_values, highest_value, narrow
 from .shape import axis_of, concat, movedim, reshape, squeeze, transpose, unsqueeze
 from .sorting import median, sort_op
 
@@ -64,7 +64,7 @@ def _weights(name, w, n, integer):
         raise DTypeError(f"cov: {name} must be {kind} tensor, got {w.dtype}")
     if UNKNOWN not in (n, w.shape[0]) and w.shape[0] != n:
         raise ShapeError(f"cov: {name} has {w.shape[0]} entries for {n} observations")
-    values = _eager_or_none(w)
+    values = eager_values_or_none(w)
     if values is not None and np.any(values < 0):
         raise DomainError(f"cov: {name} must be non-negative")
     return w
@@ -93,14 +93,14 @@ def cov(input, *, correction=1, fweights=None, aweights=None):
         factor = w_sum - correction
     else:
         w_sum = reduce_sum(w)
-        total = _eager_or_none(w_sum)
+        total = eager_values_or_none(w_sum)
         if total is not None and total == 0:
             raise DomainError("cov: the weights sum to zero")
         avg = reduce_sum(x * w, axis=1) / w_sum
         factor = w_sum - correction
         if aw is not None and correction != 0:
             factor = w_sum - correction * reduce_sum(w * aw) / w_sum
-    known = _eager_or_none(factor)
+    known = eager_values_or_none(factor)
     if known is not None and known <= 0:
         warnings.warn(
             "cov: degrees of freedom <= 0 (correction should be less than the number of "
@@ -282,7 +282,7 @@ def mode(input, dim=-1, keepdim=False):
     key = astype(x, dt.int64) if x.dtype == dt.bool_ else x
     counts = reduce_sum(eq(unsqueeze(key, -1), unsqueeze(key, -2)), axis=-1)
     top = eq(counts, amax(counts, axis=-1, keepdims=True))
-    best = amin(where(top, key, _highest(key.dtype)), axis=-1, keepdims=True)
+    best = amin(where(top, key, highest_value(key.dtype)), axis=-1, keepdims=True)
     index = amax(where(eq(key, best), np.arange(n), -1), axis=-1, keepdims=True)
     value = take_along_axis(x, index, -1)  # the gradient goes to that one element
     if keepdim:

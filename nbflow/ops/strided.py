@@ -15,7 +15,7 @@ import numpy as np
 from ..argcheck import integer, integers, shown, within_budget
 from ..core import UNKNOWN
 from ..core.errors import ArgumentError, DomainError, OutOfRangeError, ShapeError
-from ..core.op import _is_value
+from ..core.op import is_value
 from .index import index_put
 from .select import take
 from .shape import reshape
@@ -24,7 +24,7 @@ from .shape import reshape
 def strided_positions(name, input, size, stride, storage_offset):
     """The flat row-major positions of input that (size, stride, storage_offset) address, an
     int64 array of shape `size`, checked to lie inside input."""
-    if not _is_value(input):
+    if not is_value(input):
         raise ArgumentError(f"{name}: argument 'input' must be a tensor, got {shown(input)}")
     size, stride = integers(size, f"{name}: size"), integers(stride, f"{name}: stride")
     offset = 0 if storage_offset is None else integer(storage_offset, f"{name}: storage_offset")

@@ -41,7 +41,7 @@ from ..core.errors import ArgumentError, DomainError, ProgramError, UnsupportedE
 from ..eager.tensor import Tensor
 from ..graph import GraphTrace, Var, append_backward
 from ..graph.jit import traced_grads, zero_grads
-from ..graph.static import _startup
+from ..graph.static import STARTUP
 from ..nn.utils.clip_grad import clip_grads_by_norm_
 
 __all__ = ["ComposedOptimizer", "Optimizer", "ParamGroup"]
@@ -314,7 +314,7 @@ class Optimizer:
             return block.vars[name]
         shape, dtype, value = self.state_spec(state, p)
         v = block.create_var(name, shape, dtype, persistable=True, stop_gradient=True)
-        startup = _startup[0]
+        startup = STARTUP[0]
         if startup is None:
             raise ProgramError(
                 f"minimize: %{name} needs a startup program: use program_guard(main, startup)"

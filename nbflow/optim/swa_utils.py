@@ -17,7 +17,7 @@ from ..core import dtypes as dt
 from ..core import graph_mode, no_grad
 from ..core.errors import DomainError, UnsupportedError
 from ..eager.tensor import Tensor, tensor
-from ..nn.modules.batchnorm import _BatchNorm
+from ..nn.modules.batchnorm import BatchNormBase
 from ..nn.modules.module import Module
 from .lr_scheduler import LRScheduler, _per_group
 
@@ -174,7 +174,7 @@ def update_bn(loader, model, device=None) -> None:
     _check_eager("update_bn")
     momenta = {}
     for module in model.modules():
-        if isinstance(module, _BatchNorm):
+        if isinstance(module, BatchNormBase):
             module.reset_running_stats()
             momenta[module] = module.momentum
     if not momenta:

@@ -1,7 +1,8 @@
 """nbflow.signal.windows: PyTorch's torch.signal.windows, M points of a window with sym=True
 (symmetric, for filter design) or sym=False (periodic, for spectral analysis: the first M of
 the symmetric window of M + 1). hann, hamming, general_hamming, blackman, bartlett and kaiser
-are nbflow's hann_window & co. under these names; the others share their `_window` helper.
+are nbflow's hann_window & co. under these names; the others share their helper
+`window_from_formula`.
 dtype is float32 (the default) or float64; M = 0 and 1 give [] and [1], as PyTorch."""
 
 import math
@@ -13,12 +14,12 @@ from ..core import dtypes as dt
 from ..core.errors import AttrError, DomainError, DTypeError
 from ..ops.creation import check_layout
 from ..ops.signal import (
-    _window,
     bartlett_window,
     blackman_window,
     hamming_window,
     hann_window,
     kaiser_window,
+    window_from_formula,
 )
 
 
@@ -99,7 +100,7 @@ def general_cosine(M, *, a, sym=True, dtype=None, layout=None, device=None, requ
         t = 2 * np.pi * k / (m - 1)
         return np.sum([(-1) ** i * w * np.cos(i * t) for i, w in enumerate(a)], axis=0)
 
-    return _window(name, M, periodic, dtype, device, requires_grad, formula)
+    return window_from_formula(name, M, periodic, dtype, device, requires_grad, formula)
 
 
 def nuttall(M, *, sym=True, dtype=None, layout=None, device=None, requires_grad=False):
@@ -117,7 +118,7 @@ def cosine(M, *, sym=True, dtype=None, layout=None, device=None, requires_grad=F
     def formula(k, m):
         return np.sin(np.pi * (k + 0.5) / m)
 
-    return _window("cosine", M, periodic, dtype, device, requires_grad, formula)
+    return window_from_formula("cosine", M, periodic, dtype, device, requires_grad, formula)
 
 
 def exponential(
@@ -138,7 +139,7 @@ def exponential(
         return np.exp(-np.abs(k - c) / tau)
 
     one = 1.0 if center is None else math.exp(-abs(center) / tau)
-    return _window(name, M, periodic, dtype, device, requires_grad, formula, one=one)
+    return window_from_formula(name, M, periodic, dtype, device, requires_grad, formula, one=one)
 
 
 def gaussian(M, *, std=1.0, sym=True, dtype=None, layout=None, device=None, requires_grad=False):
@@ -150,7 +151,7 @@ def gaussian(M, *, std=1.0, sym=True, dtype=None, layout=None, device=None, requ
     def formula(k, m):
         return np.exp(-(((k - (m - 1) / 2) / std) ** 2) / 2)
 
-    return _window(name, M, periodic, dtype, device, requires_grad, formula)
+    return window_from_formula(name, M, periodic, dtype, device, requires_grad, formula)
 
 
 __all__ = [

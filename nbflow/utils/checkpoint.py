@@ -43,7 +43,7 @@ from ..core import (
 )
 from ..core.errors import DomainError, GradientError, UnsupportedError
 from ..eager.tensor import Tensor
-from ..func import _flatten, _unflatten
+from ..func import tree_flatten, tree_unflatten
 from ..graph.program import Var
 from ..nn.modules.container import Sequential
 from ..ops.creation import get_rng_state, set_rng_state
@@ -115,14 +115,14 @@ def checkpoint(
         return outputs
     if not is_grad_enabled() or not found:
         return outputs
-    leaves, structure = _flatten(outputs)
+    leaves, structure = tree_flatten(outputs)
     slots = [i for i, leaf in enumerate(leaves) if isinstance(leaf, (Tensor, Var))]
     run.output_specs = [(leaves[i].shape, leaves[i].dtype) for i in slots]
     results = _Checkpoint.apply(run, [leaves[i] for i in slots], *found)
     results = results if isinstance(results, tuple) else (results,)
     for i, r in zip(slots, results):
         leaves[i] = r
-    return _unflatten(structure, iter(leaves))
+    return tree_unflatten(structure, iter(leaves))
 
 
 class _Run:
@@ -166,7 +166,7 @@ class _Run:
         finally:
             if self.preserve:
                 set_rng_state(before)
-        tensors = [leaf for leaf in _flatten(outputs)[0] if isinstance(leaf, (Tensor, Var))]
+        tensors = [leaf for leaf in tree_flatten(outputs)[0] if isinstance(leaf, (Tensor, Var))]
         self._check(tensors, noted.ops)
         return tensors
 

@@ -222,7 +222,7 @@ class Elementwise:
         in it."""
         params = ()
         if self.params:
-            params = tuple([_param(attrs[p], arrays[0].dtype) for p in self.params])
+            params = tuple([scalar_param(attrs[p], arrays[0].dtype) for p in self.params])
         if self.check is not None:
             self.check(*arrays[:-1])
         out = arrays[-1]
@@ -322,7 +322,7 @@ class Elementwise:
     def _same_shape_1d(self, *arrays, **attrs):
         mod = self.mod or self._module()
         if self.params:
-            mod.flat(*arrays, *[_param(attrs[p], arrays[0].dtype) for p in self.params])
+            mod.flat(*arrays, *[scalar_param(attrs[p], arrays[0].dtype) for p in self.params])
         else:
             mod.flat(*arrays)
 
@@ -331,7 +331,7 @@ class Elementwise:
             return self(*arrays, **attrs)
         args = [a.ravel() for a in arrays]
         if self.params:
-            args += [_param(attrs[p], arrays[0].dtype) for p in self.params]
+            args += [scalar_param(attrs[p], arrays[0].dtype) for p in self.params]
         (self.mod or self._module()).flat(*args)
 
     def _strided(self, mod, ins, out, params):
@@ -440,7 +440,7 @@ def _guard(kernel: Dispatcher, ew: Elementwise):
     kernel._nbflow_op = ew.name
 
 
-def _param(value, dtype):
+def scalar_param(value, dtype):
     """A numeric attr as a scalar of the compute dtype (None, bools and strs unchanged)."""
     if value is None or isinstance(value, (bool, str)) or dtype == np.bool_:
         return value

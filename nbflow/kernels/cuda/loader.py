@@ -50,9 +50,9 @@ class CudaElementwise:
 
 def _param(value, dtype):
     """A numeric attr as a scalar of the compute dtype, as on the CPU."""
-    from ..cpu.templates import _param as cpu_param
+    from ..cpu.templates import scalar_param
 
-    return cpu_param(value, dtype)
+    return scalar_param(value, dtype)
 
 
 def not_supported(reason: str):

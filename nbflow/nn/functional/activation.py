@@ -169,13 +169,13 @@ def softsign(input):
 def softmin(input, dim=None, _stacklevel=3, dtype=None):
     tensors("softmin", input=input)
     if dim is None:
-        dim = _legacy_softmax_dim("softmin", input.ndim, _stacklevel)
+        dim = legacy_softmax_dim("softmin", input.ndim, _stacklevel)
     if dtype is not None:
         input = ops.astype(input, dtype)
     return ops.softmax(-input, axis=dim)
 
 
-def _legacy_softmax_dim(name, ndim, stacklevel):
+def legacy_softmax_dim(name, ndim, stacklevel):
     """PyTorch's implicit dim (deprecated there too): 0 for 0-, 1- and 3-D inputs, else 1."""
     warnings.warn(
         f"Implicit dimension choice for {name} has been deprecated. "

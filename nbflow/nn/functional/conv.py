@@ -20,9 +20,9 @@ from ... import ops
 from ...argcheck import integers
 from ...core import UNKNOWN
 from ...core.errors import AttrError, ShapeError
-from ...ops.conv import _batched, conv2d_input_grad
+from ...ops.conv import conv2d_input_grad, with_batch_dim
 from ...ops.conv3d import conv3d, conv3d_input_grad
-from .helpers import ALL, _index, _ints, _known_dims, _named, _shaped_like, _unbatch
+from .helpers import ALL, _index, _ints, _named, _shaped_like, _unbatch, check_known_dims
 
 conv1d = ops.conv1d
 
@@ -68,8 +68,8 @@ def conv_transpose(kind, input, weight, bias, stride, padding, output_padding, g
     """The transposed convolution of `kind` (a Transposed): the input-gradient op of its
     convolution, with the roles arranged (module doc)."""
     fn, n = kind.fn, kind.dims
-    x, added = _batched(input, n + 2, fn, kind.x_layout)
-    _known_dims(x, fn)
+    x, added = with_batch_dim(input, n + 2, fn, kind.x_layout)
+    check_known_dims(x, fn)
     if weight.ndim != n + 2:
         raise ShapeError(
             f"{fn}: weight of shape {tuple(weight.shape)} must be {n + 2}-D {kind.w_layout}"
@@ -140,7 +140,7 @@ def conv_transpose1d(
     """PyTorch's F.conv_transpose1d: input (N, C_in, L) or (C_in, L), weight (C_in, C_out /
     groups, k); runs as conv_transpose2d of height 1."""
     fn = "conv_transpose1d"
-    x, added = _batched(input, 3, fn, "(N, C_in, L)")
+    x, added = with_batch_dim(input, 3, fn, "(N, C_in, L)")
     if weight.ndim != 3:
         raise ShapeError(
             f"{fn}: weight of shape {tuple(weight.shape)} must be 3-D "
@@ -218,8 +218,8 @@ def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
     """PyTorch's F.unfold (im2col): (N, C, H, W) or (C, H, W) -> (N, C kH kW, L), the L sliding
     blocks as columns, each column channel-major then kernel row then kernel column."""
     fn = "unfold"
-    x, added = _batched(input, 4, fn, "(N, C, H, W)")
-    _known_dims(x, fn)
+    x, added = with_batch_dim(input, 4, fn, "(N, C, H, W)")
+    check_known_dims(x, fn)
     kernel, dilation, padding, stride = _window_args(fn, kernel_size, dilation, padding, stride)
     c = x.shape[1]
     oh, ow = _blocks(fn, x.shape[2:], kernel, dilation, padding, stride)
@@ -237,8 +237,8 @@ def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
     """PyTorch's F.fold (col2im), unfold's adjoint: (N, C kH kW, L) or (C kH kW, L) -> (N, C,
     H, W), overlapping blocks summed."""
     fn = "fold"
-    x, added = _batched(input, 3, fn, "(N, C * kH * kW, L)")
-    _known_dims(x, fn)
+    x, added = with_batch_dim(input, 3, fn, "(N, C * kH * kW, L)")
+    check_known_dims(x, fn)
     size = _ints(output_size, 2, fn, "output_size", 1)
     kernel, dilation, padding, stride = _window_args(fn, kernel_size, dilation, padding, stride)
     oh, ow = _blocks(fn, size, kernel, dilation, padding, stride)

@@ -7,7 +7,7 @@ import numpy as np
 from ... import ops
 from ...argcheck import real, tensors
 from ...core.errors import AttrError, ShapeError
-from .helpers import _index, _known_dims
+from .helpers import _index, check_known_dims
 from .sampling import _floats
 
 
@@ -47,7 +47,7 @@ def pdist(input, p=2):
     _floats(input, fn)
     if not isinstance(p, (int, float, np.integer, np.floating)) or isinstance(p, bool) or p < 0:
         raise AttrError(f"{fn}: only supports non-negative p values, got {p!r}")
-    _known_dims(input, fn, 0)
+    check_known_dims(input, fn, 0)
     first, second = np.triu_indices(input.shape[0], 1)
     diff = ops.index_select(input, 0, _index(first, input)) - ops.index_select(
         input, 0, _index(second, input)

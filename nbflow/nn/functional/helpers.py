@@ -24,7 +24,7 @@ def _ints(value, n, fn, name, minimum=None) -> tuple[int, ...]:
     return tuple(int(v) for v in values)
 
 
-def _known_dims(x, fn, start=1):
+def check_known_dims(x, fn, start=1):
     if UNKNOWN in tuple(x.shape[start:]):
         raise ShapeError(f"{fn}: input of shape {tuple(x.shape)} needs known dims after the batch")
 
@@ -41,7 +41,7 @@ def _constant(values, dtype, like):
     return t if device is None else t.to(device)
 
 
-def _float_const(values, like):
+def float_const(values, like):
     """A float constant in like's dtype, on like's device."""
     return _constant(values, like.dtype, like)
 

@@ -79,7 +79,7 @@ def _smoothing(value):
 def _cross_entropy_probabilities(input, target, weight, reduction, label_smoothing):
     """-sum_c w_c t_c log_softmax(input)_c per sample, t the target smoothed towards 1 / C; a
     'mean' divides by the number of samples, whatever the weights (PyTorch's)."""
-    reduction = _reduction("cross_entropy", reduction)
+    reduction = resolve_reduction("cross_entropy", reduction)
     smoothing = _smoothing(label_smoothing)
     axis = 1 if input.ndim > 1 else 0
     classes = input.shape[axis]
@@ -96,7 +96,7 @@ def _cross_entropy_probabilities(input, target, weight, reduction, label_smoothi
     return ops.mean(losses) if reduction == "mean" else ops.sum(losses)
 
 
-def _reduction(name, reduction, size_average=None, reduce=None, more=()):
+def resolve_reduction(name, reduction, size_average=None, reduce=None, more=()):
     """The reduction, PyTorch's deprecated size_average / reduce pair winning when given."""
     if size_average is not None or reduce is not None:
         if reduce is False:
@@ -137,7 +137,7 @@ def binary_cross_entropy(
 ):
     """-(target log(input) + (1 - target) log(1 - input)), each log clamped at -100 (PyTorch's
     rule), times weight; input holds probabilities."""
-    reduction = _reduction("binary_cross_entropy", reduction, size_average, reduce)
+    reduction = resolve_reduction("binary_cross_entropy", reduction, size_average, reduce)
     _same_shape("binary_cross_entropy", input, target)
     loss = ops.binary_cross_entropy_pointwise(input, target)
     if weight is not None:
@@ -147,7 +147,7 @@ def binary_cross_entropy(
 
 def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     """0.5 d^2 where |d| < delta, else delta (|d| - 0.5 delta); d = input - target."""
-    reduction = _reduction("huber_loss", reduction)
+    reduction = resolve_reduction("huber_loss", reduction)
     delta = real(delta, "huber_loss: delta")
     tensors("huber_loss", input=input, target=target)
     if delta <= 0:
@@ -162,7 +162,7 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
 
 def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
     """0.5 d^2 / beta where |d| < beta, else |d| - 0.5 beta (the l1 loss when beta is 0)."""
-    reduction = _reduction("smooth_l1_loss", reduction, size_average, reduce)
+    reduction = resolve_reduction("smooth_l1_loss", reduction, size_average, reduce)
     beta = real(beta, "smooth_l1_loss: beta")
     tensors("smooth_l1_loss", input=input, target=target)
     if beta < 0:
@@ -176,7 +176,7 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
 def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
     """target (log target - input) pointwise, input holding log-probabilities (0 where target
     is 0); 'batchmean' divides the sum by the batch size (dim 0)."""
-    reduction = _reduction("kl_div", reduction, size_average, reduce, more=("batchmean",))
+    reduction = resolve_reduction("kl_div", reduction, size_average, reduce, more=("batchmean",))
     tensors("kl_div", input=input, target=target)
     if flag(log_target, "kl_div: log_target"):
         loss = ops.exp(target) * (target - input)
@@ -195,7 +195,7 @@ def margin_ranking_loss(
 ):
     """max(0, -target (input1 - input2) + margin); target holds 1 or -1. margin is a float,
     as in PyTorch's signature: integer inputs give a float loss (the default dtype)."""
-    reduction = _reduction("margin_ranking_loss", reduction, size_average, reduce)
+    reduction = resolve_reduction("margin_ranking_loss", reduction, size_average, reduce)
     _same_dims("margin_ranking_loss", input1=input1, input2=input2, target=target)
     margin = real(margin, "margin_ranking_loss: margin")
     return _reduce(ops.relu(-target * (input1 - input2) + margin), reduction)
@@ -206,7 +206,7 @@ def hinge_embedding_loss(
 ):
     """input where target is 1, max(0, margin - input) where target is -1 (PyTorch's rule:
     the first where target != -1, the second where target != 1, summed)."""
-    reduction = _reduction("hinge_embedding_loss", reduction, size_average, reduce)
+    reduction = resolve_reduction("hinge_embedding_loss", reduction, size_average, reduce)
     margin = real(margin, "hinge_embedding_loss: margin")
     tensors("hinge_embedding_loss", input=input, target=target)
     loss = ops.where(target != 1, ops.relu(margin - input), 0.0)
@@ -216,7 +216,7 @@ def hinge_embedding_loss(
 
 def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
     """log(1 + exp(-target input)), averaged over every element by 'mean'."""
-    reduction = _reduction("soft_margin_loss", reduction, size_average, reduce)
+    reduction = resolve_reduction("soft_margin_loss", reduction, size_average, reduce)
     tensors("soft_margin_loss", input=input, target=target)
     return _reduce(ops.softplus(-target * input), reduction)
 
@@ -233,7 +233,7 @@ def poisson_nll_loss(
 ):
     """exp(input) - target input (log_input), else input - target log(input + eps); full adds
     Stirling's target log(target) - target + 0.5 log(2 pi target) where target > 1."""
-    reduction = _reduction("poisson_nll_loss", reduction, size_average, reduce)
+    reduction = resolve_reduction("poisson_nll_loss", reduction, size_average, reduce)
     tensors("poisson_nll_loss", input=input, target=target)
     full = flag(full, "poisson_nll_loss: full")
     if flag(log_input, "poisson_nll_loss: log_input"):
@@ -252,7 +252,7 @@ def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"
     """0.5 (log(var) + (input - target)^2 / var) with var clamped at eps (its gradient not:
     PyTorch's); var has input's shape, or one dim of size 1 (or input's shape without the last
     dim)."""
-    reduction = _reduction("gaussian_nll_loss", reduction)
+    reduction = resolve_reduction("gaussian_nll_loss", reduction)
     tensors("gaussian_nll_loss", input=input, target=target, var=var)
     full = flag(full, "gaussian_nll_loss: full")
     if isinstance(var, (int, float)):
@@ -281,7 +281,7 @@ def cosine_embedding_loss(
 ):
     """1 - cos(input1, input2) where target is 1, max(0, cos - margin) where it is -1 (cos
     along the last dim, each squared norm + 1e-12 as PyTorch's)."""
-    reduction = _reduction("cosine_embedding_loss", reduction, size_average, reduce)
+    reduction = resolve_reduction("cosine_embedding_loss", reduction, size_average, reduce)
     _same_dims("cosine_embedding_loss", input1=input1, input2=input2)
     if input1.ndim not in (1, 2) or target.ndim != input1.ndim - 1:
         raise ShapeError(
@@ -313,7 +313,7 @@ def triplet_margin_loss(
 ):
     """max(0, margin + d(anchor, positive) - d(anchor, negative)), d the pairwise p-distance;
     swap uses min(d(anchor, negative), d(positive, negative))."""
-    reduction = _reduction("triplet_margin_loss", reduction, size_average, reduce)
+    reduction = resolve_reduction("triplet_margin_loss", reduction, size_average, reduce)
     _same_dims("triplet_margin_loss", anchor=anchor, positive=positive, negative=negative)
     if margin <= 0:
         raise AttrError(f"triplet_margin_loss: margin must be positive, got {margin}")
@@ -329,7 +329,7 @@ def multilabel_soft_margin_loss(
 ):
     """-(target logsigmoid(input) + (1 - target) logsigmoid(-input)) times weight, averaged
     over the classes (last dim), then reduced over the samples."""
-    reduction = _reduction("multilabel_soft_margin_loss", reduction, size_average, reduce)
+    reduction = resolve_reduction("multilabel_soft_margin_loss", reduction, size_average, reduce)
     tensors("multilabel_soft_margin_loss", input=input, target=target)
     loss = -(target * logsigmoid(input) + (1.0 - target) * logsigmoid(-input))
     if weight is not None:
@@ -364,7 +364,7 @@ def multi_margin_loss(
 ):
     """sum over i != y of weight[y] max(0, margin - x[y] + x[i])^p / C for each sample
     (input (N, C) or (C,), int target (N,) or () in [0, C)); p is 1 or 2."""
-    reduction = _reduction("multi_margin_loss", reduction, size_average, reduce)
+    reduction = resolve_reduction("multi_margin_loss", reduction, size_average, reduce)
     if not isinstance(p, (int, float, np.integer, np.floating)) or p not in (1, 2):
         raise DomainError(f"multi_margin_loss: only p == 1 and p == 2 are supported, got {p!r}")
     if weight is not None and weight.ndim != 1:
@@ -400,7 +400,7 @@ def multi_margin_loss(
 def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
     """sum over the target classes j and the other classes i of max(0, 1 - (x[j] - x[i])) / C
     per sample; target (input's shape) lists class indices up to its first -1."""
-    reduction = _reduction("multilabel_margin_loss", reduction, size_average, reduce)
+    reduction = resolve_reduction("multilabel_margin_loss", reduction, size_average, reduce)
     if tuple(target.shape) != tuple(input.shape):
         raise ShapeError(
             f"multilabel_margin_loss: target of shape {tuple(target.shape)} must have the "
@@ -429,7 +429,7 @@ def triplet_margin_with_distance_loss(
 ):
     """max(0, margin + d(anchor, positive) - d(anchor, negative)) with any distance function
     (default pairwise_distance); swap uses min(d(anchor, negative), d(positive, negative))."""
-    reduction = _reduction("triplet_margin_with_distance_loss", reduction)
+    reduction = resolve_reduction("triplet_margin_with_distance_loss", reduction)
     margin = real(margin, "triplet_margin_with_distance_loss: margin")
     if margin <= 0:
         raise DomainError(

@@ -28,16 +28,16 @@ from ... import ops
 from ...argcheck import flag, integers, tensors
 from ...core import dtypes as dt
 from ...core.errors import AttrError, DTypeError, ShapeError
-from ...ops.conv import _batched, _out_size
+from ...ops.conv import window_out_size, with_batch_dim
 from .helpers import (
     LAYOUT,
-    _float_const,
     _index,
     _ints,
-    _known_dims,
     _named,
     _shaped_like,
     _unbatch,
+    check_known_dims,
+    float_const,
 )
 
 # the same call as in PyTorch
@@ -141,7 +141,7 @@ def _adaptive_sizes(x, output_size, k, fn):
     if x.ndim not in (k + 1, k + 2):
         layout = "(N, C, L) or (C, L)" if k == 1 else "(N, C, H, W) or (C, H, W)"
         raise ShapeError(f"{fn}: input of shape {tuple(x.shape)} must be {layout}")
-    _known_dims(x, fn, x.ndim - k)
+    check_known_dims(x, fn, x.ndim - k)
     if hasattr(output_size, "ndim"):  # a tensor or an array: its ints
         ints = integers(output_size, f"{fn}: output_size")
         output_size = ints[0] if output_size.ndim == 0 else ints
@@ -212,7 +212,7 @@ def _max_unpool(input, indices, kernel_size, stride, padding, output_size, k, fn
     kernel = _ints(kernel_size, k, fn, "kernel_size", 1)
     stride = kernel if stride is None else _ints(stride, k, fn, "stride", 1)
     padding = _ints(padding, k, fn, "padding", 0)
-    x, added = _batched(input, k + 2, fn, layout)
+    x, added = with_batch_dim(input, k + 2, fn, layout)
     if tuple(indices.shape) != tuple(input.shape):
         raise ShapeError(
             f"{fn}: expected indices of the input's shape {tuple(input.shape)}, got "
@@ -220,7 +220,7 @@ def _max_unpool(input, indices, kernel_size, stride, padding, output_size, k, fn
         )
     if indices.dtype != dt.int64:
         raise DTypeError(f"{fn}: expected int64 indices, got {indices.dtype}")
-    _known_dims(x, fn)
+    check_known_dims(x, fn)
     size = _unpool_size(tuple(x.shape), kernel, stride, padding, output_size, fn)
     channels, cells = x.shape[1], math.prod(x.shape[2:])
     flat = ops.reshape(x, (-1, channels, cells))
@@ -287,7 +287,7 @@ def _interval_starts(sample, n, m, k, like):
         return last
     dtype = np.dtype(like.dtype)
     alpha = float(dtype.type(n - k) / dtype.type(m - 1))  # (in the input's dtype, as PyTorch)
-    i = _float_const(np.arange(m - 1), like)
+    i = float_const(np.arange(m - 1), like)
     u = ops.unsqueeze(sample, -1)
     starts = ops.floor((i + u) * alpha) - ops.floor(u * alpha)
     return ops.concat([starts, last], axis=-1)
@@ -311,8 +311,8 @@ def fractional_max_pool2d_with_indices(
 ):  # fmt: skip
     """fractional_max_pool2d's values and int64 flat plane indices."""
     fn = "fractional_max_pool2d"
-    x, added = _batched(input, 4, fn, "(N, C, H, W)")
-    _known_dims(x, fn, 0)
+    x, added = with_batch_dim(input, 4, fn, "(N, C, H, W)")
+    check_known_dims(x, fn, 0)
     kh, kw = _ints(kernel_size, 2, fn, "kernel_size", 1)
     h, w = x.shape[2:]
     if output_size is None:
@@ -399,8 +399,8 @@ def adaptive_max_pool2d_with_indices(input, output_size, return_indices=False):
 def _window(fn, input, kernel_size, stride, padding, dilation, ceil_mode, half):
     """The batched input and the checked triples (kernel, stride, padding, dilation) of a 3-D
     pool, with its output size; `half(k, d)` is the most padding a window allows."""
-    x, added = _batched(input, 5, fn, LAYOUT)
-    _known_dims(x, fn)
+    x, added = with_batch_dim(input, 5, fn, LAYOUT)
+    check_known_dims(x, fn)
     kernel = _ints(kernel_size, 3, fn, "kernel_size", 1)
     stride = kernel if stride is None else _ints(stride, 3, fn, "stride", 1)
     padding = _ints(padding, 3, fn, "padding", 0)
@@ -411,7 +411,7 @@ def _window(fn, input, kernel_size, stride, padding, dilation, ceil_mode, half):
             f"(dilation {dilation})"
         )
     size = tuple(
-        _out_size(n, k, s, p, d, ceil_mode)
+        window_out_size(n, k, s, p, d, ceil_mode)
         for n, k, s, p, d in zip(x.shape[2:], kernel, stride, padding, dilation)
     )
     if min(size) <= 0:
@@ -528,7 +528,7 @@ def adaptive_avg_pool3d(input, output_size):
     or a triple, where None keeps the input's size."""
     fn = "adaptive_avg_pool3d"
     od, oh, ow = _adaptive_input(fn, input, output_size)
-    x, added = _batched(input, 5, fn, LAYOUT)
+    x, added = with_batch_dim(input, 5, fn, LAYOUT)
     with _named(fn):
         planes = ops.adaptive_avg_pool2d(_planes(x), (oh, ow))
         out = ops.adaptive_avg_pool2d(_depth_planes(planes, x.shape[1]), (od, oh * ow))
@@ -554,7 +554,7 @@ def adaptive_max_pool3d(input, output_size, return_indices=False):
 def lp_pool3d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
     """PyTorch's F.lp_pool3d: (sum over each window of x^p)^(1 / p) on (N, C, D, H, W) or (C,
     D, H, W)."""
-    _batched(input, 5, "lp_pool3d", LAYOUT)
+    with_batch_dim(input, 5, "lp_pool3d", LAYOUT)
     kernel = _ints(kernel_size, 3, "lp_pool3d", "kernel_size", 1)
     pools = (max_pool3d, avg_pool3d)
     return _lp_pool("lp_pool3d", input, norm_type, kernel, stride, ceil_mode, *pools)
@@ -564,7 +564,7 @@ def max_unpool3d(input, indices, kernel_size, stride=None, padding=0, output_siz
     """PyTorch's F.max_unpool3d: max_pool3d's partial inverse, (N, C, D, H, W) or (C, D, H, W)
     values put at their flat volume `indices` (from max_pool3d(return_indices=True)) in zeros
     of (D - 1) stride - 2 padding + kernel_size (and so H and W), or output_size."""
-    _batched(input, 5, "max_unpool3d", LAYOUT)
+    with_batch_dim(input, 5, "max_unpool3d", LAYOUT)
     args = (kernel_size, stride, padding, output_size)
     return _max_unpool(input, indices, *args, 3, "max_unpool3d")
 
@@ -622,8 +622,8 @@ def fractional_max_pool3d_with_indices(
 ):  # fmt: skip
     """fractional_max_pool3d's values and int64 flat volume indices."""
     fn = "fractional_max_pool3d"
-    x, added = _batched(input, 5, fn, LAYOUT)
-    _known_dims(x, fn, 0)
+    x, added = with_batch_dim(input, 5, fn, LAYOUT)
+    check_known_dims(x, fn, 0)
     kernel = _ints(kernel_size, 3, fn, "kernel_size", 1)
     size = _fractional_size(x, kernel, output_size, output_ratio, fn)
     samples = _samples(x, _random_samples, fn)

@@ -22,7 +22,7 @@ from ...argcheck import choice, flag, integers, shown, within_budget
 from ...core import UNKNOWN, is_int
 from ...core import dtypes as dt
 from ...core.errors import AttrError, DomainError, DTypeError, ShapeError, UnsupportedError
-from .helpers import _constant, _float_const, _index, _known_dims
+from .helpers import _constant, _index, check_known_dims, float_const
 from .pooling import adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d
 
 # the interpolating modes, each with the spatial dims it takes (None: any number)
@@ -173,7 +173,7 @@ def pixel_shuffle(input, upscale_factor):
     r = _factor(upscale_factor, fn, "upscale_factor")
     if input.ndim < 3:
         raise ShapeError(f"{fn}: input of shape {tuple(input.shape)} needs at least 3 dims")
-    _known_dims(input, fn, input.ndim - 3)
+    check_known_dims(input, fn, input.ndim - 3)
     lead, (c, h, w) = tuple(input.shape[:-3]), tuple(input.shape[-3:])
     if c % (r * r):
         raise ShapeError(
@@ -192,7 +192,7 @@ def pixel_unshuffle(input, downscale_factor):
     r = _factor(downscale_factor, fn, "downscale_factor")
     if input.ndim < 3:
         raise ShapeError(f"{fn}: input of shape {tuple(input.shape)} needs at least 3 dims")
-    _known_dims(input, fn, input.ndim - 3)
+    check_known_dims(input, fn, input.ndim - 3)
     lead, (c, h, w) = tuple(input.shape[:-3]), tuple(input.shape[-3:])
     if h % r or w % r:
         raise ShapeError(
@@ -212,7 +212,7 @@ def channel_shuffle(input, groups):
     g = _factor(groups, fn, "groups")
     if input.ndim < 3:
         raise ShapeError(f"{fn}: input of shape {tuple(input.shape)} needs at least 3 dims")
-    _known_dims(input, fn)
+    check_known_dims(input, fn)
     c, rest = input.shape[1], tuple(input.shape[2:])
     if c % g:
         raise ShapeError(f"{fn}: {c} channels are not divisible by groups={g}")
@@ -263,7 +263,7 @@ def pad_modes(input, pad, mode):
             f"{fn}: mode {mode!r} with {len(pad)} pad values takes a {k + 1}-D or {k + 2}-D "
             f"input, got shape {tuple(input.shape)}"
         )
-    _known_dims(input, fn, input.ndim - k)
+    check_known_dims(input, fn, input.ndim - k)
     x = input
     for i in range(k):
         axis, (before, after) = x.ndim - 1 - i, pad[2 * i : 2 * i + 2]
@@ -336,7 +336,7 @@ def affine_grid(theta, size, align_corners=None):
     axes = np.meshgrid(*[_linspace(n, align_corners) for n in spatial], indexing="ij")
     # (x, y[, z], 1) per point: x runs along the last dim
     base = np.stack([*axes[::-1], np.ones(spatial)], axis=-1).reshape(-1, k + 1)
-    grid = ops.matmul(_float_const(base, theta), ops.transpose(theta, 1, 2))
+    grid = ops.matmul(float_const(base, theta), ops.transpose(theta, 1, 2))
     return ops.reshape(grid, (-1, *spatial, k))
 
 
@@ -368,8 +368,8 @@ def _check_grid(input, grid, mode, padding_mode, fn):
             f"{fn}: expected input and grid to have the same batch size, got input of shape "
             f"{tuple(input.shape)} and grid of shape {tuple(grid.shape)}"
         )
-    _known_dims(input, fn)
-    _known_dims(grid, fn)
+    check_known_dims(input, fn)
+    check_known_dims(grid, fn)
     if 0 in tuple(input.shape[2:]):
         raise ShapeError(f"{fn}: expected non-empty spatial dims, got input {tuple(input.shape)}")
     _floats(input, fn)

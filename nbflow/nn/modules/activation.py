@@ -7,7 +7,7 @@ from ...argcheck import choice, integer, real
 from ...core.errors import AttrError, ShapeError
 from .. import functional as F
 from .. import init
-from ..functional.activation import _legacy_softmax_dim
+from ..functional.activation import legacy_softmax_dim
 from .module import Module, Parameter
 from .utils import reals
 
@@ -65,7 +65,7 @@ class Softmax(Module):
         self.dim = dim
 
     def _dim(self, x) -> int:
-        return _legacy_softmax_dim(type(self).__name__, x.ndim, 5) if self.dim is None else self.dim
+        return legacy_softmax_dim(type(self).__name__, x.ndim, 5) if self.dim is None else self.dim
 
     def forward(self, x):
         return ops.softmax(x, axis=self._dim(x))

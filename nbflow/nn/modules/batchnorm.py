@@ -70,7 +70,9 @@ class _NormBase(Module):
         )
 
 
-class _BatchNorm(_NormBase):
+class BatchNormBase(_NormBase):
+    """The batch norms' base: BatchNorm1d/2d/3d and SyncBatchNorm (PyTorch's _BatchNorm)."""
+
     expected_dims: tuple = ()
 
     def forward(self, x):
@@ -108,7 +110,12 @@ class _BatchNorm(_NormBase):
         return momentum
 
 
-class BatchNorm1d(_BatchNorm):
+# PyTorch's private name for the base, which torch code imports from this path
+# (torch.nn.modules.batchnorm._BatchNorm, as in isinstance(m, _BatchNorm)): kept importable
+_BatchNorm = BatchNormBase
+
+
+class BatchNorm1d(BatchNormBase):
     """Batch normalisation over (N, C) or (N, C, L); running statistics are buffers, updated
     in training mode (momentum: new = (1 - m) * old + m * batch, unbiased variance) and used
     in eval mode."""
@@ -116,19 +123,19 @@ class BatchNorm1d(_BatchNorm):
     expected_dims = (2, 3)
 
 
-class BatchNorm2d(_BatchNorm):
+class BatchNorm2d(BatchNormBase):
     """Batch normalisation over (N, C, H, W) (see BatchNorm1d)."""
 
     expected_dims = (4,)
 
 
-class BatchNorm3d(_BatchNorm):
+class BatchNorm3d(BatchNormBase):
     """Batch normalisation over (N, C, D, H, W) (see BatchNorm1d)."""
 
     expected_dims = (5,)
 
 
-class SyncBatchNorm(_BatchNorm):
+class SyncBatchNorm(BatchNormBase):
     """PyTorch's SyncBatchNorm: batch normalisation over dim 1 of an input of any rank >= 2
     (statistics over the other dims), with BatchNorm's running statistics. While training
     under nbflow.distributed (process_group, or the default group), the statistics are those
@@ -186,11 +193,11 @@ class SyncBatchNorm(_BatchNorm):
 
     @classmethod
     def convert_sync_batchnorm(cls, module, process_group=None):
-        """`module` with every BatchNorm*D (any _BatchNorm) in it replaced by a SyncBatchNorm
+        """`module` with every BatchNorm*D (any BatchNormBase) in it replaced by a SyncBatchNorm
         holding the same parameter and buffer tensors (PyTorch's); other modules are kept,
         their children converted in place."""
         out = module
-        if isinstance(module, _BatchNorm):
+        if isinstance(module, BatchNormBase):
             out = cls(
                 module.num_features, module.eps, module.momentum, module.affine,
                 module.track_running_stats, process_group,

@@ -31,7 +31,7 @@ from ...core import UNKNOWN, no_grad
 from ...core.dtypes import as_dtype
 from ...core.errors import DomainError, ShapeError, UnsupportedError
 from ..parameter import UninitializedBuffer, UninitializedError, UninitializedParameter, is_lazy
-from .batchnorm import BatchNorm1d, BatchNorm2d, BatchNorm3d, _BatchNorm, _NormBase
+from .batchnorm import BatchNorm1d, BatchNorm2d, BatchNorm3d, BatchNormBase, _NormBase
 from .conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
 from .instancenorm import InstanceNorm1d, InstanceNorm2d, InstanceNorm3d
 from .linear import Linear
@@ -284,7 +284,7 @@ class _LazyNorm(LazyModuleMixin):
 
 def _norm(ordinary):
     name = f"Lazy{ordinary.__name__}"
-    instance = not issubclass(ordinary, _BatchNorm)
+    instance = not issubclass(ordinary, BatchNormBase)
 
     def __init__(
         self, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True, device=None,

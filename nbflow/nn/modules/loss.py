@@ -10,7 +10,7 @@ from ... import ops
 from ...argcheck import integer, real, tensors
 from ...core.errors import AttrError, DomainError, ShapeError
 from .. import functional as F
-from ..functional.loss import _reduction
+from ..functional.loss import resolve_reduction
 from .distance import PairwiseDistance
 from .module import Module
 from .utils import flag, ints, reals
@@ -82,7 +82,7 @@ class _LegacyLoss(_Loss):
 
     def __init__(self, size_average=None, reduce=None, reduction="mean"):
         if size_average is not None or reduce is not None:
-            reduction = _reduction(type(self).__name__, reduction, size_average, reduce)
+            reduction = resolve_reduction(type(self).__name__, reduction, size_average, reduce)
         if isinstance(reduction, str) and reduction in self.more_reductions:
             Module.__init__(self)
             self.reduction = reduction
@@ -301,7 +301,7 @@ class NLLLoss2d(NLLLoss):
             FutureWarning,
             stacklevel=2,
         )
-        reduction = _reduction("NLLLoss2d", reduction, size_average, reduce)
+        reduction = resolve_reduction("NLLLoss2d", reduction, size_average, reduce)
         super().__init__(weight, ignore_index=ignore_index, reduction=reduction)
 
 

@@ -15,7 +15,7 @@ from ...core import is_int
 from ...core.errors import DomainError, ShapeError
 from .. import functional as F
 from .. import init
-from ..functional.helpers import _float_const, _known_dims
+from ..functional.helpers import check_known_dims, float_const
 from .module import Module, Parameter
 from .utils import flag, ints, reals
 
@@ -136,8 +136,8 @@ class CrossMapLRN2d(Module):
     def forward(self, input):
         if input.ndim != 4:
             raise ShapeError(f"CrossMapLRN2d: Expected input to be 4D, got {input.ndim}D instead.")
-        _known_dims(input, "CrossMapLRN2d", 1)
-        window = _float_const(_cross_map_window(input.shape[1], self.size).T, input)
+        check_known_dims(input, "CrossMapLRN2d", 1)
+        window = float_const(_cross_map_window(input.shape[1], self.size).T, input)
         # channels last, so the window is one matrix product over them
         squares = ops.permute(input * input, (0, 2, 3, 1))
         sums = ops.permute(ops.matmul(squares, window), (0, 3, 1, 2))
