@@ -151,6 +151,12 @@ UNARY = {
         lambda m, z: m.linalg.vector_norm(z, 3),
         lambda a: (np.abs(a) ** 3).sum() ** (1 / 3),
     ),
+    "inv": (lambda m, z: m.linalg.inv(z[:, :3]), lambda a: np.linalg.inv(a[:, :3])),
+    "det": (lambda m, z: m.linalg.det(z[:, :3]), lambda a: np.asarray(np.linalg.det(a[:, :3]))),
+    "solve": (
+        lambda m, z: m.linalg.solve(z[:, :3], z[:, 3:]),
+        lambda a: np.linalg.solve(a[:, :3], a[:, 3:]),
+    ),
 }
 
 
@@ -232,6 +238,10 @@ LOSSES = {
     "cumsum_abs": lambda m, z, w: (m.cumsum(z, 1) * w).abs().sum(),
     "cumprod_abs": lambda m, z, w: (m.cumprod(z * 0.5, 0) * w).abs().sum(),
     "var_std": lambda m, z, w: m.var(z * w, 1).sum() + m.std(z - w),
+    "inv_abs": lambda m, z, w: (m.linalg.inv(z[:, :3]) * w[:, 1:]).abs().sum(),
+    "solve_abs": lambda m, z, w: m.linalg.solve(z[:, :3], w[:, :2]).abs().sum(),
+    "solve_vec": lambda m, z, w: m.linalg.solve(z[:, 1:], w[:, 0]).abs().sum(),
+    "det_abs": lambda m, z, w: (m.linalg.det(z[:, :3]) * w[0, 0]).abs(),
     "norms": lambda m, z, w: m.linalg.vector_norm(z * w, dim=1).sum() + m.linalg.vector_norm(z, 3),
 }
 
@@ -355,7 +365,7 @@ def test_real_tensors_pay_no_conjugate():
         lambda z: nb.floor(z),
         lambda z: nb.maximum(z, z),
         lambda z: nb.logsumexp(z, 0),
-        lambda z: nb.linalg.det(nb.stack([z, z])),
+        lambda z: nb.linalg.slogdet(nb.stack([z, z])),
         lambda z: z < z,
         lambda z: nb.erf(z),
         lambda z: nb.cummax(z, 0),

@@ -20,6 +20,7 @@ from ..core.errors import GradientError, LinAlgError, ShapeError
 from ..kernels.cpu.jit import njit
 from ..kernels.cpu.templates import JIT
 from ..kernels.cuda.loader import not_supported
+from .complex_math import conj
 from .creation import full, zeros_like
 from .elementwise import log
 from .linalg import matmul, matrix_transpose
@@ -38,6 +39,11 @@ def _no_cuda(name):
 
 def _mT(x):
     return matrix_transpose(x)
+
+
+def _mH(x):
+    """The conjugate transpose (the transpose of a real x: no op more)."""
+    return conj(matrix_transpose(x))
 
 
 def square_size(a):
@@ -112,7 +118,7 @@ inv = Op(
     outputs=("out",),
     spec=_square_spec,
     kernels={"cpu": _inv_cpu, "cuda": _no_cuda("inv")},
-    dtypes=FLOATS,
+    dtypes=FLOATS + dt.COMPLEX,
     ref=lambda a: np.linalg.inv(a),
     doc="torch.linalg.inv: the inverse of each square matrix (..., n, n); a singular one "
     "raises LinAlgError.",
@@ -121,9 +127,9 @@ inv = Op(
 
 @inv.defgrad
 def _inv_grad(g, out, a):
-    # d(A^-1) = -A^-1 dA A^-1, so gA = -A^-T g A^-T
-    out_t = _mT(out)
-    return (-matmul(matmul(out_t, g), out_t),)
+    # d(A^-1) = -A^-1 dA A^-1, so gA = -A^-H g A^-H
+    out_h = _mH(out)
+    return (-matmul(matmul(out_h, g), out_h),)
 
 
 # ---------------------------------------------------------------- solve
@@ -176,7 +182,7 @@ solve = Op(
     outputs=("out",),
     spec=_solve_spec,
     kernels={"cpu": _solve_cpu, "cuda": _no_cuda("solve")},
-    dtypes=FLOATS,
+    dtypes=FLOATS + dt.COMPLEX,
     ref=_solve_ref,
     doc="torch.linalg.solve: X with A X = B, A (..., n, n), B a batch of vectors (..., n) or "
     "of matrices (..., n, k); batch dims broadcast. A singular A raises LinAlgError.",
@@ -185,12 +191,12 @@ solve = Op(
 
 @solve.defgrad
 def _solve_grad(g, out, a, b):
-    # X = A^-1 B: gB = A^-T g, gA = -gB X^T (the driver sums broadcast batch dims back)
-    gb = solve(_mT(a), g)
+    # X = A^-1 B: gB = A^-H g, gA = -gB X^H (the driver sums broadcast batch dims back)
+    gb = solve(_mH(a), g)
     if is_vector_rhs(a.shape, b.shape):
-        ga = -(unsqueeze(gb, -1) * unsqueeze(out, -2))
+        ga = -(unsqueeze(gb, -1) * unsqueeze(conj(out), -2))
     else:
-        ga = -matmul(gb, _mT(out))
+        ga = -matmul(gb, _mH(out))
     return (ga if needs_grad(a) else None), (gb if needs_grad(b) else None)
 
 
@@ -273,7 +279,7 @@ det = Op(
     outputs=("out",),
     spec=_batch_spec,
     kernels={"cpu": _det_cpu, "cuda": _no_cuda("det")},
-    dtypes=FLOATS,
+    dtypes=FLOATS + dt.COMPLEX,
     ref=lambda a: np.asarray(np.linalg.det(a)),
     doc="torch.linalg.det: the determinant of each square matrix (..., n, n) -> (...). The "
     "gradient needs an invertible matrix.",
@@ -282,8 +288,8 @@ det = Op(
 
 @det.defgrad
 def _det_grad(g, out, a):
-    # d det = det tr(A^-1 dA): gA = g det A^-T
-    return (unsqueeze(unsqueeze(g * out, -1), -1) * _mT(inv(a)),)
+    # d det = det tr(A^-1 dA): gA = g conj(det) A^-H
+    return (unsqueeze(unsqueeze(g * conj(out), -1), -1) * _mH(inv(a)),)
 
 
 @njit(**JIT)

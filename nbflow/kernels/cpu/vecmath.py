@@ -268,24 +268,22 @@ def _real_magnitude(x):
     return x if x >= 0 else -x
 
 
-def log(x):
-    """Natural logarithm: -inf at 0, NaN below 0 (real x)."""
-    return cmath.log(x) if np.iscomplexobj(x) else _real_log(x)
-
-
-def sqrt(x):
-    """Square root: NaN below 0 (real x)."""
-    return cmath.sqrt(x) if np.iscomplexobj(x) else _real_sqrt(x)
-
-
-def magnitude(x):
-    """|x|: a real number of the same precision for a complex x."""
-    return abs(x) if np.iscomplexobj(x) else _real_magnitude(x)
-
-
 def _by_kind(complex_impl, real_impl):
     """An overload's typing function: complex_impl for a complex x, else real_impl."""
     return lambda x: complex_impl if isinstance(x, types.Complex) else real_impl
+
+
+def _either(name, complex_fn, real_fn, doc):
+    """A function of a real or complex x: complex_fn (cmath's) for a complex x, real_fn for a
+    real one, in Python and, through its overload, in numba (which picks when it compiles)."""
+
+    def fn(x):
+        return complex_fn(x) if np.iscomplexobj(x) else real_fn(x)
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = doc
+    overload(fn)(_by_kind(lambda x: complex_fn(x), real_fn))
+    return fn
 
 
 EXP_MAX = 709.78  # math.sinh and math.cosh overflow (and raise, in Python) beyond this
@@ -299,31 +297,6 @@ def _real_cosh(x):
     if x != x:
         return x
     return math.cosh(x) if -EXP_MAX < x < EXP_MAX else math.inf
-
-
-def sin(x):
-    """Sine (complex x: cmath's)."""
-    return cmath.sin(x) if np.iscomplexobj(x) else math.sin(x)
-
-
-def cos(x):
-    """Cosine (complex x: cmath's)."""
-    return cmath.cos(x) if np.iscomplexobj(x) else math.cos(x)
-
-
-def tan(x):
-    """Tangent (complex x: cmath's)."""
-    return cmath.tan(x) if np.iscomplexobj(x) else math.tan(x)
-
-
-def sinh(x):
-    """Hyperbolic sine: +-inf past the float range (math.sinh raises), cmath's for complex x."""
-    return cmath.sinh(x) if np.iscomplexobj(x) else _real_sinh(x)
-
-
-def cosh(x):
-    """Hyperbolic cosine: inf past the float range (math.cosh raises), cmath's for complex x."""
-    return cmath.cosh(x) if np.iscomplexobj(x) else _real_cosh(x)
 
 
 def _real_asin(x):
@@ -346,51 +319,30 @@ def _real_atanh(x):
     return math.nan
 
 
-def asin(x):
-    """Arcsine: NaN outside [-1, 1] (real x), cmath's for complex x."""
-    return cmath.asin(x) if np.iscomplexobj(x) else _real_asin(x)
+def _math(name):
+    """math.<name> as a function numba's overload can return (math's own is a builtin)."""
+    fn = getattr(math, name)
+    return lambda x: fn(x)
 
 
-def acos(x):
-    """Arccosine: NaN outside [-1, 1] (real x), cmath's for complex x."""
-    return cmath.acos(x) if np.iscomplexobj(x) else _real_acos(x)
-
-
-def atan(x):
-    """Arctangent (complex x: cmath's)."""
-    return cmath.atan(x) if np.iscomplexobj(x) else math.atan(x)
-
-
-def asinh(x):
-    """Inverse hyperbolic sine (complex x: cmath's)."""
-    return cmath.asinh(x) if np.iscomplexobj(x) else math.asinh(x)
-
-
-def acosh(x):
-    """Inverse hyperbolic cosine: NaN below 1 (real x), cmath's for complex x."""
-    return cmath.acosh(x) if np.iscomplexobj(x) else _real_acosh(x)
-
-
-def atanh(x):
-    """Inverse hyperbolic tangent: +-inf at +-1, NaN outside [-1, 1] (real x), cmath's for
-    complex x."""
-    return cmath.atanh(x) if np.iscomplexobj(x) else _real_atanh(x)
-
-
-overload(asin)(_by_kind(lambda x: cmath.asin(x), _real_asin))
-overload(acos)(_by_kind(lambda x: cmath.acos(x), _real_acos))
-overload(atan)(_by_kind(lambda x: cmath.atan(x), lambda x: math.atan(x)))
-overload(asinh)(_by_kind(lambda x: cmath.asinh(x), lambda x: math.asinh(x)))
-overload(acosh)(_by_kind(lambda x: cmath.acosh(x), _real_acosh))
-overload(atanh)(_by_kind(lambda x: cmath.atanh(x), _real_atanh))
-overload(sin)(_by_kind(lambda x: cmath.sin(x), lambda x: math.sin(x)))
-overload(cos)(_by_kind(lambda x: cmath.cos(x), lambda x: math.cos(x)))
-overload(tan)(_by_kind(lambda x: cmath.tan(x), lambda x: math.tan(x)))
-overload(sinh)(_by_kind(lambda x: cmath.sinh(x), _real_sinh))
-overload(cosh)(_by_kind(lambda x: cmath.cosh(x), _real_cosh))
-overload(log)(_by_kind(lambda x: cmath.log(x), _real_log))
-overload(sqrt)(_by_kind(lambda x: cmath.sqrt(x), _real_sqrt))
-overload(magnitude)(_by_kind(lambda x: abs(x), _real_magnitude))
+log = _either("log", cmath.log, _real_log, "Natural logarithm: -inf at 0, NaN below 0 (real x).")
+sqrt = _either("sqrt", cmath.sqrt, _real_sqrt, "Square root: NaN below 0 (real x).")
+magnitude = _either(
+    "magnitude", abs, _real_magnitude, "|x|: a real number of the same precision for a complex x."
+)
+sin = _either("sin", cmath.sin, _math("sin"), "Sine.")
+cos = _either("cos", cmath.cos, _math("cos"), "Cosine.")
+tan = _either("tan", cmath.tan, _math("tan"), "Tangent.")
+sinh = _either("sinh", cmath.sinh, _real_sinh, "Hyperbolic sine: +-inf past the float range.")
+cosh = _either("cosh", cmath.cosh, _real_cosh, "Hyperbolic cosine: inf past the float range.")
+asin = _either("asin", cmath.asin, _real_asin, "Arcsine: NaN outside [-1, 1] (real x).")
+acos = _either("acos", cmath.acos, _real_acos, "Arccosine: NaN outside [-1, 1] (real x).")
+atan = _either("atan", cmath.atan, _math("atan"), "Arctangent.")
+asinh = _either("asinh", cmath.asinh, _math("asinh"), "Inverse hyperbolic sine.")
+acosh = _either("acosh", cmath.acosh, _real_acosh, "Inverse hyperbolic cosine: NaN below 1.")
+atanh = _either(
+    "atanh", cmath.atanh, _real_atanh, "Inverse hyperbolic tangent: +-inf at +-1, NaN outside."
+)
 
 
 def make_complex(re, im):
