@@ -148,7 +148,7 @@ def _traced_grads():
     """The .grad of the @jit trace running now (graph/jit.py's Grads), None in eager mode;
     a static program (program_guard) has no .grad for the scaler to read: refused."""
     trace = STATE.trace
-    if isinstance(trace, EagerTrace):
+    if not trace.records:
         return None
     grads = trace.block.program.grads
     if grads is None:
