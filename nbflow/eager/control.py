@@ -42,8 +42,9 @@ class EagerControlFlow:
                     f"while_loop body returned {len(new)} values for {len(values)} loop vars"
                     + (f" and {stacked} stacked values" if stacked else "")
                 )
+            if stacked:
+                rows.append(new[len(values) :])
             values = new[: len(values)]
-            rows.append(new[len(values) :])
             iterations += 1
         if not stacked:
             return values

@@ -704,8 +704,7 @@ class _Variance(Op):
         if dt.is_complex(getattr(x, "dtype", np.dtype(float))):
             # (PyTorch's: the variances of the real and imaginary parts add up)
             rest, attrs = args[1:], {k: v for k, v in attrs.items() if k != "x"}
-            parts = (real_part(x), imag_part(x))
-            total = builtins.sum(var(part, *rest, **attrs) for part in parts)
+            total = var(real_part(x), *rest, **attrs) + var(imag_part(x), *rest, **attrs)
             return total if self is var else _ew.sqrt(total)
         return Op.__call__(self, *args, **attrs)
 

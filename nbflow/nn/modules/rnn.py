@@ -596,9 +596,8 @@ def _scan(step, inputs, lengths, state):
         out, new = _masked_step(step, ops.index_select(inputs, 0, t), t, lengths, list(state))
         return [t + 1, *new, out]
 
-    final = STATE.trace.while_loop(
-        running, body, [0, *state], None if time < 0 else max(time, 1), 1
-    )
+    bound = max(time, 1) if time >= 0 else None
+    final = STATE.trace.while_loop(running, body, [0, *state], bound, stacked=1)
     outputs = final[k + 1]
     if time >= 0:  # zero rows past the longest sequence, rows 0..time-1
         zeros = ops.zeros_like(ops.sum(outputs, axis=0, keepdims=True))  # (1, batch, ...)
