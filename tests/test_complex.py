@@ -414,6 +414,21 @@ def test_queries():
     assert z.type() == "nbflow.ComplexFloatTensor"
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_nan_and_infinity_tests_look_at_both_parts(dtype):
+    inf, nan = np.inf, np.nan
+    a = np.array([1 + 1j, inf + 0j, complex(1, inf), complex(nan, 1), complex(1, nan), -inf - 1j])
+    z = nb.tensor(a.astype(dtype))
+    for name in ("isnan", "isinf", "isfinite"):
+        np.testing.assert_array_equal(getattr(nb, name)(z).numpy(), getattr(np, name)(a))
+    np.testing.assert_array_equal(nb.isclose(z, z).numpy(), np.isclose(a, a))
+    near = a * (1 + 1e-9)
+    np.testing.assert_array_equal(
+        nb.isclose(z, nb.tensor(near.astype(dtype)), equal_nan=True).numpy(),
+        np.isclose(a.astype(dtype), near.astype(dtype), equal_nan=True),
+    )
+
+
 def test_second_derivative_of_abs_against_pytorch():
     """abs's complex gradient is sgn(z), itself differentiable (create_graph=True)."""
     torch = pytest.importorskip("torch")

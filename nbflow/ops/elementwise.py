@@ -1166,22 +1166,22 @@ def logical_not(x):
     return x == 0
 
 
-@_compare(np.isnan)
+@_compare(np.isnan, ALL + COMPLEX)
 def isnan(x):
-    """True where x is NaN."""
+    """True where x is NaN (a complex x: either part)."""
     return x != x
 
 
-@_compare(np.isinf)
+@_compare(np.isinf, ALL + COMPLEX)
 def isinf(x):
-    """True where x is +-inf."""
-    return x == math.inf or x == -math.inf
+    """True where x is +-inf (a complex x: either part)."""
+    return vecmath.isinf(x)
 
 
-@_compare(np.isfinite)
+@_compare(np.isfinite, ALL + COMPLEX)
 def isfinite(x):
-    """True where x is neither NaN nor +-inf."""
-    return -math.inf < x < math.inf  # (x - x == 0 fails for numpy bools in the simulator)
+    """True where x is neither NaN nor +-inf (a complex x: both parts)."""
+    return vecmath.isfinite(x)
 
 
 # ---------------------------------------------------------------- cast

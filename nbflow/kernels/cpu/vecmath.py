@@ -319,6 +319,14 @@ def _real_atanh(x):
     return math.nan
 
 
+def _real_isinf(x):
+    return x == math.inf or x == -math.inf
+
+
+def _real_isfinite(x):
+    return -math.inf < x < math.inf  # (x - x == 0 fails for numpy bools in the simulator)
+
+
 def _math(name):
     """math.<name> as a function numba's overload can return (math's own is a builtin)."""
     fn = getattr(math, name)
@@ -340,6 +348,8 @@ acos = _either("acos", cmath.acos, _real_acos, "Arccosine: NaN outside [-1, 1] (
 atan = _either("atan", cmath.atan, _math("atan"), "Arctangent.")
 asinh = _either("asinh", cmath.asinh, _math("asinh"), "Inverse hyperbolic sine.")
 acosh = _either("acosh", cmath.acosh, _real_acosh, "Inverse hyperbolic cosine: NaN below 1.")
+isinf = _either("isinf", cmath.isinf, _real_isinf, "Whether x is +-inf (either part).")
+isfinite = _either("isfinite", cmath.isfinite, _real_isfinite, "Neither NaN nor +-inf.")
 atanh = _either(
     "atanh", cmath.atanh, _real_atanh, "Inverse hyperbolic tangent: +-inf at +-1, NaN outside."
 )
