@@ -32,10 +32,9 @@ def _as_complex(name, input, real_only=False):
         if real_only:
             raise DTypeError(f"{name}: expects a real input, got {input.dtype}")
         return input, None
-    result = None
-    if not dt.is_float(input.dtype):
-        input, result = ops.astype(input, "float64"), dt.to_complex(dt.default_float())
-    return ops.complex(input, ops.zeros_like(input)), result
+    if dt.is_float(input.dtype):
+        return ops.astype(input, dt.to_complex(input.dtype)), None
+    return ops.astype(input, "complex128"), dt.to_complex(dt.default_float())
 
 
 def _resized(x, dim, n):
