@@ -13,6 +13,7 @@ import nbflow as nb
 from nbflow import nn
 from nbflow import testing as nt
 from nbflow.graph import executor, replay
+from nbflow.graph.fusion import FusedGroup
 
 
 @pytest.fixture
@@ -341,3 +342,45 @@ def test_a_plan_with_fused_groups_replays_them_on_new_feeds(replays):
     plan = next(iter(exe._plans[main].values()))
     assert any(type(step).__name__ == "FusedGroup" for step in plan)
     assert replays[0] >= 2
+
+
+def test_replayed_groups_make_the_kernel_call_chosen_when_recorded(replays, monkeypatch):
+    """A replay calls each fused group's kernel as its recorded run chose it (the inputs'
+    layout, the variant, the aliasing, a broadcast input copied out), choosing nothing again;
+    the recorded call refuses an input laid out otherwise, writing nothing."""
+    chosen = []
+    compute = FusedGroup.compute
+
+    def counted(self, *args):
+        chosen[-1] += 1
+        return compute(self, *args)
+
+    monkeypatch.setattr(FusedGroup, "compute", counted)
+    main = nb.Program()
+    with nb.program_guard(main):
+        x = nb.static.data("x", (-1, 8))
+        b = nb.static.data("b", (8,))
+        y = nb.tanh(x * 2.0 + b) * 0.5
+        total = nb.sum(nb.exp(y) - x)  # b broadcast into a reduction's group: copied out
+    exe = nb.Executor()
+    rng = np.random.default_rng(0)
+    for _ in range(5):
+        x = rng.standard_normal((6, 8)).astype(np.float32)
+        b = rng.standard_normal(8).astype(np.float32)
+        chosen.append(0)
+        got, s = exe.run(main, {"x": x, "b": b}, [y, total])
+        want = np.tanh(x * 2 + b) * 0.5
+        nt.assert_close(got, want, rtol=1e-5, atol=1e-6)
+        nt.assert_close(s, np.sum(np.exp(want) - x, dtype=np.float64).astype("f4"), rtol=1e-5)
+    assert replays[0] >= 2 and chosen[0] == 1 and chosen[-1] == chosen[-2] == 0
+
+    (group,) = [s for s in list(exe._plans[main].values())[0] if isinstance(s, FusedGroup)]
+    x = rng.standard_normal((6, 8)).astype(np.float32)
+    arrays = [x, np.float32(2), b, np.float32(0.5)]  # (group.inputs: x, 2.0, b, 0.5)
+    outs, _, call = group.compute(arrays, lambda shape, dtype, size: np.zeros(shape, dtype))
+    for out in outs:
+        out[...] = -1
+    assert not call.again([np.asfortranarray(x), *arrays[1:]], outs)
+    assert (outs[0] == -1).all() and outs[1] == -1
+    assert call.again(arrays, outs)
+    nt.assert_close(outs[0], np.tanh(x * 2 + b) * 0.5, rtol=1e-5, atol=1e-6)

@@ -557,17 +557,18 @@ class FusedGroup:
         if made is None:
             self._unfused(executor, env, scope)
             return
-        outs, shape = made
+        outs, shape, call = made
         for v, o in zip(self.outputs, outs):
             env[v.name] = memory.wrap(o)
         self._put_shaped(env, shape)
         record = env.get(memory.RECORD)
         if record is not None:  # (graph/replay.py)
-            record.append((self, outs, shape))
+            record.append((self, outs, shape, call))
 
     def compute(self, arrays, take):
         """Run the kernel on the input arrays into outputs from `take(shape, dtype, size)`;
-        returns (the outputs, the full shape), or None where the ops must run one by one."""
+        returns (the outputs, the full shape, the KernelCall made, None for an empty shape),
+        or None where the ops must run one by one."""
         for attrs, values in self.baked:
             if tuple(attrs.values()) != values:
                 return None
@@ -577,46 +578,27 @@ class FusedGroup:
             shape = self.checked[shapes] = self._check(shapes)
         if shape is None:  # the shapes broadcast differently than at build time
             return None
-        size = 1
-        for n in shape:
-            size *= n
+        size = math.prod(shape)
         if size * self.bound > STATE.memory_budget:
             self._check_budget(arrays, shape, size)
         if self.reduction is not None:
-            outs = self._run_reduced(arrays, take, shape, size)
-            return None if outs is None else (outs, shape)
+            return self._run_reduced(arrays, take, shape, size)
         mask, args, cols = self._layout(arrays, shape, size)
         if mask in self.broken:
             return None
         outs = [take(shape, v.dtype, size) for v in self.outputs]
-        flat_outs = [o.reshape(-1) for o in outs]
-        if size:
-            mod = self._module(mask)
-            aliased = _aliased_input(flat_outs[0], args, mask)
-            chooser = None
-            if size >= PARALLEL_MIN_SIZE and aliased != _PARTLY:
-                chooser = self.choosers.setdefault((mask, size), _Chooser())
-            threaded = chooser is not None and chooser.parallel()
-            suffix = "" if aliased is None or aliased == _PARTLY else f"_in{aliased}"
-            kernel = getattr(mod, ("parallel" if threaded else "serial") + suffix)
-            start = time.perf_counter()
-            try:
-                if cols is None:
-                    kernel(*args, *flat_outs)
-                else:
-                    kernel(*args, *flat_outs, size // cols, cols)
-            except NumbaError:
-                # numba cannot compile the composition: the ops one by one either run or
-                # raise their own typed error (KernelCompileError naming the op and dtypes)
-                self.broken.add(mask)
-                return None
-            if chooser is not None:
-                chooser.record(threaded, time.perf_counter() - start)
-        return outs, shape
+        if not size:
+            return outs, shape, None
+        mod = self._module(mask)
+        aliased = _aliased_input(outs[0].reshape(-1), args, mask)
+        suffix = "" if aliased is None or aliased == _PARTLY else f"_in{aliased}"
+        kernels = [getattr(mod, "serial" + suffix), getattr(mod, "parallel" + suffix)]
+        tail = () if cols is None else (size // cols, cols)
+        return self._launch(kernels, mask, args, arrays, outs, shape, tail, aliased != _PARTLY)
 
     def _run_reduced(self, arrays, take, shape, size):
         """Run a group ending in a reduction, its outputs read outside full size and the
-        reduction's last; None where the ops must run one by one."""
+        reduction's last (as compute() returns them); None where the ops must run one by one."""
         mask, args, _ = self._layout(arrays, shape, size, rows=False)
         if mask in self.broken:
             return None
@@ -630,20 +612,25 @@ class FusedGroup:
         kernels = [mod.serial, mod.parallel]
         if self.mode == "rows":
             kernels.append(mod.parallel_filled)
-        choice, chooser = 0, None
-        if size >= PARALLEL_MIN_SIZE:  # (as in compute(): threads or not, measured)
+        return self._launch(kernels, mask, args, arrays, outs, shape, (rows, cols))
+
+    def _launch(self, kernels, mask, args, arrays, outs, shape, tail, threads=True):
+        """The KernelCall of `kernels` (the first serial, the others threaded: from
+        PARALLEL_MIN_SIZE elements on, unless not `threads`, the fastest as measured) made on
+        `args` into `outs`; compute()'s result."""
+        size = math.prod(shape)
+        chooser = None
+        if threads and size >= PARALLEL_MIN_SIZE:
             chooser = self.choosers.setdefault((mask, size), _Chooser(len(kernels)))
-            choice = chooser.pick()
-        kernel = kernels[choice]
-        start = time.perf_counter()
+        call = KernelCall(kernels, chooser, mask, arrays, shape, tail)
         try:
-            kernel(*args, *[o.reshape(-1) for o in outs], rows, cols)
-        except NumbaError:  # as in compute()
+            call.launch(args, [o.reshape(-1) for o in outs])
+        except NumbaError:
+            # numba cannot compile the composition: the ops one by one either run or raise
+            # their own typed error (KernelCompileError naming the op and dtypes)
             self.broken.add(mask)
             return None
-        if chooser is not None:
-            chooser.record(choice, time.perf_counter() - start)
-        return outs
+        return outs, shape, call
 
     def _check_budget(self, arrays, shape, size):
         """Refuse a run whose outputs and materialised inputs (broadcasts _layout copies out)
@@ -740,6 +727,45 @@ class FusedGroup:
                 full = a if a.shape == shape else broadcast_view(a, shape)  # (a strided view)
                 args.append(np.ascontiguousarray(full).reshape(-1))
         return "".join(mask), args, cols
+
+
+class KernelCall:
+    """A group's kernel as compute() chose it for inputs laid out as these were: the variants
+    (threads or not, as `chooser` measures), the inputs' layout mask, a kernel's rows and cols.
+    A replay (replay.py) makes it `again` on later runs' arrays, nothing chosen again."""
+
+    __slots__ = ("kernels", "chooser", "mask", "strides", "shape", "tail")
+
+    def __init__(self, kernels, chooser, mask, arrays, shape, tail):
+        self.kernels, self.chooser, self.mask = kernels, chooser, mask
+        self.shape, self.tail = shape, tail  # (strides: None for a broadcast copied out)
+        self.strides = tuple(
+            a.strides if m == "r" or a.shape == shape else None for a, m in zip(arrays, mask)
+        )
+
+    def launch(self, args, outs):
+        """The kernel on the flat inputs (one-element ones as scalars) and flat outputs."""
+        if self.chooser is None:
+            return self.kernels[0](*args, *outs, *self.tail)
+        choice, start = self.chooser.pick(), time.perf_counter()
+        self.kernels[choice](*args, *outs, *self.tail)
+        self.chooser.record(choice, time.perf_counter() - start)
+
+    def again(self, arrays, outs) -> bool:
+        """The call on a later run's input arrays into its output buffers; False, nothing
+        written, where an input is laid out otherwise than at the choice."""
+        args = []
+        for a, m, strides in zip(arrays, self.mask, self.strides):
+            if m == "s":
+                args.append(a.reshape(-1)[0])
+            elif strides is None:
+                args.append(np.ascontiguousarray(broadcast_view(a, self.shape)).reshape(-1))
+            elif a.strides == strides:
+                args.append(a.reshape(-1))
+            else:
+                return False
+        self.launch(args, [o.reshape(-1) for o in outs])
+        return True
 
 
 _PARTLY = -2  # _aliased_input: out overlaps an input other than as that input itself

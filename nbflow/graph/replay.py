@@ -47,7 +47,8 @@ INTO, VIEW, INPLACE, GROUP, POISON = range(5)
 
 class Call(NamedTuple):
     """One recorded step: `node` a Node (a FusedGroup, a Release for POISON), `names` its
-    input names, `outs` its output names."""
+    input names, `outs` its output names; `launcher` a FusedGroup's KernelCall (its kernel as
+    the recorded run chose it)."""
 
     kind: int
     node: object
@@ -132,14 +133,16 @@ class Replay:
         return self
 
     def _add_group(self, group, entry, scope):
-        _, bufs, shape = entry
+        _, bufs, shape, kernel_call = entry
         self._read(group.inputs, scope)
+        self.attrs.extend(group.baked)  # (a node's attrs edited: the group runs unfused)
         outs = [self._out(buf, buf.shape, buf.dtype) for buf in bufs]
         # the stand-ins of values read for their shape only hold no memory: kept as they are
         shaped = [(v.name, np.broadcast_to(np.zeros((), v.dtype), shape)) for v in group.shaped]
         names = tuple(v.name for v in group.inputs)
         outputs = tuple(v.name for v in group.outputs)
-        self.calls.append(Call(GROUP, group, names=names, outs=outputs, buffers=outs, extra=shaped))
+        call = Call(GROUP, group, kernel_call, names, outs=outputs, buffers=outs, extra=shaped)
+        self.calls.append(call)
 
     def _read(self, inputs, scope):
         for v in inputs:
@@ -218,7 +221,10 @@ class Replay:
                 if kind == POISON:
                     node.poison_arrays(arrays)
                 elif kind == GROUP:
-                    _group(executor, node, args, [_buffer(b, made) for b in out], arrays, scope)
+                    bufs = [_buffer(b, made) for b in out]
+                    if launcher is None or not launcher.again(args, bufs):
+                        bufs = _group(executor, node, args, bufs, scope)
+                    arrays.update(zip(outs, bufs))
                     arrays.update(extra)  # (the stand-ins of values read for their shape)
                 elif kind == INTO:
                     bufs = [_buffer(b, made) for b in out]
@@ -257,14 +263,12 @@ def _buffer(out, made: list):
     return buf.reshape(out.shape)
 
 
-def _group(executor, group, args, bufs, arrays, scope):
-    """A fused group's kernel into the recorded buffers (its ops one by one, through the
-    executor, where the kernel cannot run them now)."""
-    bufs = iter(bufs)
-    made = group.compute(args, lambda shape, dtype, size: next(bufs))
-    if made is None:
-        env = {v.name: Tensor(a) for v, a in zip(group.inputs, args)}
-        group._unfused(executor, env, scope)
-        arrays.update((name, t._data) for name, t in env.items())
-        return
-    arrays.update(zip((v.name for v in group.outputs), made[0]))
+def _group(executor, group, args, bufs, scope):
+    """A fused group's outputs, its kernel chosen again into the recorded buffers `bufs` (or
+    its ops run one by one through the executor, where the kernel cannot run them now)."""
+    outs = iter(bufs)
+    if group.compute(args, lambda shape, dtype, size: next(outs)) is not None:
+        return bufs
+    env = {v.name: Tensor(a) for v, a in zip(group.inputs, args)}
+    group._unfused(executor, env, scope)
+    return [env[v.name]._data for v in group.outputs]
