@@ -13,6 +13,7 @@ import nbflow as nb
 from nbflow import dtypes as dt
 from nbflow import testing as nt
 from nbflow.core import Spec
+from nbflow.kernels.cpu import threads
 
 FLOATS = dt.FLOATS
 RNG = np.random.default_rng(0)
@@ -167,6 +168,58 @@ def test_fused_layer_norm_on_rows_split_over_threads_matches_numpy():
     nt.assert_close(xt.grad, dx, 1e-10, 1e-10)
     nt.assert_close(wt.grad, (g * y).sum(0), 1e-10, 1e-10)
     nt.assert_close(bt.grad, g.sum(0), 1e-10, 1e-10)
+
+
+def _norms_and_grads(rng):
+    """Batch norm, layer norm (plain and affine) and softmax of an x over THREADED_ELEMENTS
+    elements, with their gradients (float64); and the references of the forward values."""
+    x, g = rng.standard_normal((2, 4, 16, 32, 32))
+    w, b = rng.standard_normal((2, 16))
+    lw, lb = rng.standard_normal((2, 32, 32))
+    axes = (0, 2, 3)
+    bn = (x - x.mean(axes, keepdims=True)) / np.sqrt(x.var(axes, keepdims=True) + 1e-5)
+    rows = x.reshape(-1, 1024)
+    ln = (rows - rows.mean(1, keepdims=True)) / np.sqrt(rows.var(1, keepdims=True) + 1e-5)
+    ln = ln.reshape(x.shape)
+    e = np.exp(x - x.max(-1, keepdims=True))
+    cases = [
+        (lambda t, w, b: nb.nn.functional.batch_norm(t, None, None, w, b, True), w, b),
+        (lambda t, w, b: nb.layer_norm(t, (32, 32)), w, b),
+        (lambda t, w, b: nb.layer_norm(t, (32, 32), w, b), lw, lb),
+        (lambda t, w, b: nb.softmax(t, -1), w, b),
+    ]
+    refs = [
+        bn * w.reshape(-1, 1, 1) + b.reshape(-1, 1, 1),
+        ln,
+        ln * lw + lb,
+        e / e.sum(-1)[..., None],
+    ]
+    results = []
+    for fn, w, b in cases:
+        xt, wt, bt = (nb.tensor(a, requires_grad=True) for a in (x, w, b))
+        out = fn(xt, wt, bt)
+        out.backward(nb.tensor(g))
+        grads = [t.grad.numpy() for t in (xt, wt, bt) if t.grad is not None]
+        results.append((out.numpy(), grads))
+    return results, refs
+
+
+def test_norms_on_numba_threads_or_one_agree_bit_for_bit(monkeypatch):
+    """The row and channel kernels' twins over numba's threads (threads.measured's other
+    choice) give the one-thread kernels' values exactly."""
+    assert threads.THREADED_ELEMENTS <= 4 * 16 * 32 * 32
+    runs = {}
+    for path in ("serial", "threaded"):
+
+        def take(key, serial, threaded, elements, path=path):
+            return serial() if path == "serial" else threaded()
+
+        monkeypatch.setattr(threads, "measured", take)
+        runs[path], refs = _norms_and_grads(np.random.default_rng(4))
+    for (out, grads), (out1, grads1), ref in zip(runs["serial"], runs["threaded"], refs):
+        assert np.array_equal(out, out1)
+        assert all(np.array_equal(d, d1) for d, d1 in zip(grads, grads1, strict=True))
+        nt.assert_close(out, ref, 1e-10, 1e-10)
 
 
 def test_layer_norm_errors():

@@ -10,6 +10,7 @@ sums around layer_norm_grad). group_norm is layer_norm_op over each group's rows
 import math
 
 import numpy as np
+from numba import prange
 
 from ..argcheck import integer, integers
 from ..core import UNKNOWN, Attr, Op, Spec, needs_grad
@@ -21,7 +22,6 @@ from ..runtime import buffers
 from . import shape as _shape
 from .norm import (
     CHANNEL_JIT,
-    _channel_stats,
     _check_affine,
     _check_same_shapes,
     _float,
@@ -35,32 +35,56 @@ from .norm import (
 
 FLOATS = dt.FLOATS
 
-# (x as (1, rows, n): each row a channel of batch norm's _channel_stats)
+
+@njit(**CHANNEL_JIT)
+def _row_moments(row):
+    """(mean, biased variance) of a row in float64, in one pass: the sums of its deviations
+    from its first element, which keeps the squares' cancellation small (that element lies a
+    few standard deviations from the mean, as a rule)."""
+    shift = np.float64(row[0])
+    total = squares = 0.0
+    for j in range(row.size):
+        d = np.float64(row[j]) - shift
+        total += d
+        squares += d * d
+    mean = total / row.size
+    return shift + mean, max(squares / row.size - mean * mean, 0.0)
 
 
 @njit(**CHANNEL_JIT)
 def _affine_rows(x, w, b, out, eps, first, last):
-    """out = (x - mean) rstd * w + b for rows [first, last) of x (1, rows, n)."""
-    n = x.shape[2]
+    """out = (x - mean) rstd * w + b for rows [first, last) of x (rows, n), the statistics in
+    float64 and the rest in x's dtype (so the row's loop runs at its vector width)."""
+    scalars = np.empty(2, x.dtype)
     for r in range(first, last):
-        row, dst = x[0, r], out[0, r]
-        mean, squares = _channel_stats(x, r)
-        rstd = 1.0 / math.sqrt(squares / n + eps)
-        for j in range(n):
+        row, dst = x[r], out[r]
+        mean, var = _row_moments(row)
+        scalars[0], scalars[1] = mean, 1.0 / math.sqrt(var + eps)
+        mean, rstd = scalars[0], scalars[1]
+        for j in range(row.size):
             dst[j] = (row[j] - mean) * rstd * w[j] + b[j]
+
+
+@njit(parallel=True, **CHANNEL_JIT)
+def _affine_rows_threads(x, w, b, out, eps, parts):
+    """_affine_rows over the rows cut into parts, over numba's threads."""
+    rows = x.shape[0]
+    for p in prange(parts):
+        _affine_rows(x, w, b, out, eps, rows * p // parts, rows * (p + 1) // parts)
 
 
 @njit(**CHANNEL_JIT)
 def _affine_rows_grad(g, x, w, dx, sums, eps, first, last):
     """dx of _affine_rows for rows [first, last), and into sums (2, n) in float64 their part
     of dweight = sum(g y) and dbias = sum(g) (y the normalised row)."""
-    n = x.shape[2]
+    scalars = np.empty(4, x.dtype)
+    n = x.shape[1]
     for r in range(first, last):
-        row, gr, dst = x[0, r], g[0, r], dx[0, r]
-        mean, squares = _channel_stats(x, r)
-        rstd = 1.0 / math.sqrt(squares / n + eps)
-        total = 0.0
-        dot = 0.0
+        row, gr, dst = x[r], g[r], dx[r]
+        mean, var = _row_moments(row)
+        scalars[0], scalars[1] = mean, 1.0 / math.sqrt(var + eps)
+        mean, rstd = scalars[0], scalars[1]
+        total = dot = 0.0
         for j in range(n):
             y = (row[j] - mean) * rstd
             gw = gr[j] * w[j]
@@ -68,10 +92,20 @@ def _affine_rows_grad(g, x, w, dx, sums, eps, first, last):
             dot += gw * y
             sums[0, j] += gr[j] * y
             sums[1, j] += gr[j]
-        mean_gw, mean_gwy = total / n, dot / n
+        scalars[2], scalars[3] = total / n, dot / n
+        mean_gw, mean_gwy = scalars[2], scalars[3]
         for j in range(n):
             y = (row[j] - mean) * rstd
             dst[j] = (gr[j] * w[j] - mean_gw - y * mean_gwy) * rstd
+
+
+@njit(parallel=True, **CHANNEL_JIT)
+def _affine_grad_parts(g, x, w, dx, sums, eps):
+    """_affine_rows_grad over the rows cut into parts, one float64 sums (2, n) of sums
+    (parts, 2, n) each, over numba's threads (so the sums are the same on any thread count)."""
+    rows, parts = x.shape[0], sums.shape[0]
+    for p in prange(parts):
+        _affine_rows_grad(g, x, w, dx, sums[p], eps, rows * p // parts, rows * (p + 1) // parts)
 
 
 # ---------------------------------------------------------------- layer_norm
@@ -225,8 +259,8 @@ def group_norm(x, num_groups, weight=None, bias=None, eps=1e-5):
 
 
 def _rows(a, normalized_shape):
-    """a (..., *normalized_shape) as a contiguous (1, rows, n) array."""
-    return buffers.contiguous(a).reshape(1, -1, math.prod(normalized_shape))
+    """a (..., *normalized_shape) as a contiguous (rows, n) array."""
+    return buffers.contiguous(a).reshape(-1, math.prod(normalized_shape))
 
 
 def _affine_spec(x, w, b, normalized_shape, eps):
@@ -238,10 +272,14 @@ def _affine_spec(x, w, b, normalized_shape, eps):
 
 def _affine_cpu(x, w, b, out, normalized_shape, eps):
     if out.size:
-        x3 = _rows(x, normalized_shape)
-        out3, w1, b1 = out.reshape(x3.shape), w.reshape(-1), b.reshape(-1)
-        part = lambda first, last: _affine_rows(x3, w1, b1, out3, eps, first, last)
-        threads.split_pass(part, x3.shape[1], x3.size)
+        x2 = _rows(x, normalized_shape)
+        out2, w1, b1 = out.reshape(x2.shape), w.reshape(-1), b.reshape(-1)
+        threads.measured(
+            ("layer_norm_affine", x2.shape, x2.dtype),
+            lambda: _affine_rows(x2, w1, b1, out2, eps, 0, x2.shape[0]),
+            lambda: _affine_rows_threads(x2, w1, b1, out2, eps, threads.get_num_threads()),
+            x2.size,
+        )
 
 
 def _affine_ref(x, w, b, normalized_shape, eps=1e-5):
@@ -281,20 +319,21 @@ def _affine_grad_spec(g, x, w, normalized_shape, eps):
 
 
 def _affine_grad_cpu(g, x, w, dx, dw, db, normalized_shape, eps):
-    g3, x3 = _rows(g, normalized_shape), _rows(x, normalized_shape)
-    dx3 = dx.reshape(x3.shape)
+    g2, x2 = _rows(g, normalized_shape), _rows(x, normalized_shape)
+    dx2, w1 = dx.reshape(x2.shape), w.reshape(-1)
+    parts = threads.get_num_threads() if x2.size >= threads.THREADED_ELEMENTS else 1
+    sums = np.zeros((parts, 2, x2.shape[1]))
 
-    def part(first, last):
-        sums = np.zeros((2, x3.shape[2]))
-        _affine_rows_grad(g3, x3, w.reshape(-1), dx3, sums, eps, first, last)
-        return sums
+    def serial():
+        for p in range(parts):
+            rows = x2.shape[0] * p // parts, x2.shape[0] * (p + 1) // parts
+            _affine_rows_grad(g2, x2, w1, dx2, sums[p], eps, *rows)
 
-    if x3.size < threads.THREADED_ELEMENTS:
-        sums = part(0, x3.shape[1])
-    else:
-        sums = sum(threads.split_range(part, x3.shape[1]))
-    dw.reshape(-1)[...] = sums[0]
-    db.reshape(-1)[...] = sums[1]
+    threaded = lambda: _affine_grad_parts(g2, x2, w1, dx2, sums, eps)
+    threads.measured(("layer_norm_affine_grad", x2.shape, x2.dtype), serial, threaded, x2.size)
+    total = sums.sum(axis=0)
+    dw.reshape(-1)[...] = total[0]
+    db.reshape(-1)[...] = total[1]
 
 
 def _affine_grad_ref(g, x, w, normalized_shape, eps=1e-5):

@@ -22,12 +22,13 @@
 import math
 
 import numpy as np
+from numba import prange
 
 from ..core import UNKNOWN, Attr, Op, Spec, is_probability, needs_grad
 from ..core import dtypes as dt
 from ..core.errors import AttrError, DTypeError, OutOfRangeError, ShapeError
 from ..kernels.cpu import threads
-from ..kernels.cpu.jit import njit
+from ..kernels.cpu.jit import njit, threaded
 from ..kernels.cpu.templates import JIT
 from ..kernels.cuda.loader import not_supported
 from . import reduce as _reduce
@@ -97,12 +98,11 @@ def _channel_stats(x, c):
 
 
 @njit(**CHANNEL_JIT)
-def _normalize_channels(x, w, b, out, eps, first, last):
-    """Batch normalisation of channels [first, last) of x (N, C, S) by each channel's batch
-    mean and biased variance, then scaled by w[c] and shifted by b[c], in one pass after the
-    statistics."""
+def _normalize_channels(x, w, b, out, eps):
+    """Batch normalisation of each channel of x (N, C, S) by its batch mean and biased
+    variance, then scaled by w[c] and shifted by b[c], in one pass after the statistics."""
     count = x.shape[0] * x.shape[2]
-    for c in range(first, last):
+    for c in prange(x.shape[1]):
         mean, squares = _channel_stats(x, c)
         scale = w[c] / math.sqrt(squares / count + eps)
         shift = b[c] - mean * scale
@@ -113,12 +113,12 @@ def _normalize_channels(x, w, b, out, eps, first, last):
 
 
 @njit(**CHANNEL_JIT)
-def _normalize_channels_grad(g, y, x, w, dx, dw, db, eps, recompute, first, last):
-    """The gradients of _normalize_channels for channels [first, last): dx = w rstd (g -
+def _normalize_channels_grad(g, y, x, w, dx, dw, db, eps, recompute):
+    """The gradients of _normalize_channels for each channel: dx = w rstd (g -
     mean(g) - y mean(g y)), dw = sum(g y), db = sum(g), rstd from x's biased variance; y is
     the normalised x, or with `recompute` x itself, normalised here as it is read."""
     count = x.shape[0] * x.shape[2]
-    for c in range(first, last):
+    for c in prange(x.shape[1]):
         mean, squares = _channel_stats(x, c)
         rstd = 1.0 / math.sqrt(squares / count + eps)
         shift, scale = (mean, rstd) if recompute else (0.0, 1.0)  # y = (y - shift) scale
@@ -139,11 +139,11 @@ def _normalize_channels_grad(g, y, x, w, dx, dw, db, eps, recompute, first, last
 
 
 @njit(**CHANNEL_JIT)
-def _update_stats(mean_in, var_in, x, mean_out, var_out, momentum, first, last):
+def _update_stats(mean_in, var_in, x, mean_out, var_out, momentum):
     """running = (1 - momentum) running + momentum batch, with the unbiased batch variance,
-    for channels [first, last) (mean_out and var_out may be mean_in and var_in)."""
+    per channel (mean_out and var_out may be mean_in and var_in)."""
     count = x.shape[0] * x.shape[2]
-    for c in range(first, last):
+    for c in prange(x.shape[1]):
         mean, squares = _channel_stats(x, c)
         var = squares / (count - 1) if count > 1 else math.nan
         mean_out[c] = (1.0 - momentum) * mean_in[c] + momentum * mean
@@ -151,9 +151,9 @@ def _update_stats(mean_in, var_in, x, mean_out, var_out, momentum, first, last):
 
 
 @njit(**JIT)
-def _affine_channels(y, w, b, out, first, last):
-    """out = y w[c] + b[c] for channels [first, last) of y (N, C, S)."""
-    for c in range(first, last):
+def _affine_channels(y, w, b, out):
+    """out = y w[c] + b[c] for each channel c of y (N, C, S)."""
+    for c in prange(y.shape[1]):
         scale, shift = w[c], b[c]
         for n in range(y.shape[0]):
             src, dst = y[n, c], out[n, c]
@@ -162,10 +162,10 @@ def _affine_channels(y, w, b, out, first, last):
 
 
 @njit(**CHANNEL_JIT)
-def _affine_channels_grad(g, y, w, dy, dw, db, first, last):
-    """The gradients of y w[c] + b[c] for channels [first, last), in one pass: dy = g w[c],
+def _affine_channels_grad(g, y, w, dy, dw, db):
+    """The gradients of y w[c] + b[c] for each channel c, in one pass: dy = g w[c],
     dw[c] = sum(g y), db[c] = sum(g) (float64 sums)."""
-    for c in range(first, last):
+    for c in prange(y.shape[1]):
         scale = w[c]
         total = 0.0
         dot = 0.0
@@ -180,9 +180,10 @@ def _affine_channels_grad(g, y, w, dy, dw, db, first, last):
 
 
 def _by_channels(kernel, x3, *args):
-    """kernel(*args, first, last) over the channels of x3 (N, C, S), split over threads
-    when the batch is large enough to pay for them."""
-    threads.split_pass(lambda first, last: kernel(*args, first, last), x3.shape[1], x3.size)
+    """kernel(*args) over the channels of x3 (N, C, S), or its twin over numba's threads
+    where that measured faster."""
+    key = (kernel, x3.shape, x3.dtype)
+    threads.measured(key, lambda: kernel(*args), lambda: threaded(kernel)(*args), x3.size)
 
 
 # ---------------------------------------------------------------- helpers
@@ -588,8 +589,7 @@ def _update_stats_cpu(running_mean, running_var, x, mean_out, var_out, momentum)
     if x.size == 0:
         return
     x3 = _channels_last3(x)
-    args = (running_mean, running_var, x3, mean_out, var_out, momentum)
-    _by_channels(_update_stats, x3, *args)
+    _by_channels(_update_stats, x3, running_mean, running_var, x3, mean_out, var_out, momentum)
 
 
 def _update_stats_ref(running_mean, running_var, x, momentum=0.1):

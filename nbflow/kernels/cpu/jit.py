@@ -11,6 +11,9 @@ numba function, sees the whole target as before.
 
 from __future__ import annotations
 
+import functools
+import types
+
 import numba
 from numba.core.caching import FunctionCache
 from numba.core.runtime import rtsys
@@ -60,3 +63,17 @@ def njit(**options):
         return dispatcher
 
     return decorate
+
+
+@functools.cache
+def threaded(kernel):
+    """A twin of the cached numba kernel `kernel` compiled with parallel=True: its prange
+    loops (plain loops in `kernel`) run over numba's threads. numba's disk cache keys a
+    kernel by its qualified name and line, not by its flags, so the twin takes a name of its
+    own ("<name>_threaded") or the two would load each other's code."""
+    fn = kernel.py_func
+    name = fn.__name__ + "_threaded"
+    twin = types.FunctionType(fn.__code__, fn.__globals__, name, fn.__defaults__, fn.__closure__)
+    twin.__qualname__, twin.__module__ = fn.__qualname__ + "_threaded", fn.__module__
+    options = {k: v for k, v in kernel.targetoptions.items() if k != "nopython"}
+    return njit(cache=True, parallel=True, **options)(twin)

@@ -123,6 +123,25 @@ def blas_call(key, fn, *args, **kwargs):
     return result
 
 
+# elements from which a memory-bound pass (a channel's or a row's kernel) may run on threads
+THREADED_ELEMENTS = 1 << 16
+
+
+def measured(key, serial, threaded, elements: int):
+    """serial() or threaded() (the same work over numba's threads: a prange kernel), whichever
+    the chooser for `key` has measured faster; serial() below THREADED_ELEMENTS elements.
+    numba's workers wait spinning, so a threaded call costs a few microseconds where
+    split_range's hand-off to a Python thread costs tens."""
+    if elements < THREADED_ELEMENTS or get_num_threads() == 1:
+        return serial()
+    chooser = _chooser(key)
+    choice = chooser.parallel()
+    start = time.perf_counter()
+    result = threaded() if choice else serial()
+    chooser.record(choice, time.perf_counter() - start)
+    return result
+
+
 def stacked_call(key, fn, n: int) -> None:
     """fn(start, stop) over a stack of n independent BLAS calls (attention's products): whole
     on one thread, whole on OpenBLAS's threads, or split over nbflow's threads (split_range),
@@ -193,20 +212,6 @@ def _workers(n: int):
         if _WORKERS is None or _WORKERS._max_workers < n:
             _WORKERS = ThreadPoolExecutor(n, thread_name_prefix="nbflow-batch")
         return _WORKERS
-
-
-# elements from which a memory-bound pass (a channel's or a row's kernel) is split over threads
-THREADED_ELEMENTS = 1 << 16
-
-
-def split_pass(fn, n: int, elements: int):
-    """fn(start, stop) over [0, n) (channels, rows) as split_range does, or whole on this
-    thread when the pass reads fewer than THREADED_ELEMENTS elements (a hand-off costs tens of
-    microseconds)."""
-    if elements < THREADED_ELEMENTS:
-        fn(0, n)
-    else:
-        split_range(fn, n)
 
 
 def split_range(fn, n: int):
