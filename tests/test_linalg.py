@@ -480,15 +480,20 @@ def _layouts():
 def test_matmul_takes_blas_paths_for_the_common_layouts(layout, monkeypatch):
     """Stacked rows times one matrix run as one 2-D GEMM over the flattened rows (numpy's
     matmul would loop over the stack, or leave BLAS for a strided stack); stacks of products
-    are split over threads; each result equals numpy's."""
+    run as one loop of GEMMs, in turn or over numba's threads (the first three calls try each
+    of the thread choices); each result equals numpy's."""
+    from nbflow.kernels.cpu import blas
     from nbflow.ops import linalg
 
     _, a, b, path = layout
     taken = []
-    gemm, stacked = linalg._gemm, linalg._stacked
+    gemm, stack_call = linalg._gemm, blas.stack_call
     monkeypatch.setattr(linalg, "_gemm", lambda *x: taken.append(("gemm", x[0].ndim)) or gemm(*x))
-    monkeypatch.setattr(linalg, "_stacked", lambda *x: taken.append("stack") or stacked(*x))
-    got = nb.matmul(nb.tensor(a), nb.tensor(b)).numpy()
-    want = {"rows": [("gemm", 2)], "gemm": [("gemm", 2)]}.get(path)
-    assert taken == want if want else set(taken) == {"stack"}
-    np.testing.assert_allclose(got, np.matmul(a.astype(np.float64), b), rtol=1e-4, atol=1e-4)
+    monkeypatch.setattr(blas, "stack_call", lambda *x: taken.append("stack") or stack_call(*x))
+    want = np.matmul(a.astype(np.float64), b)
+    for dtype in (np.float32, np.float64):
+        x, y = (nb.tensor(v.astype(dtype)) for v in (a, b))
+        for _ in range(3):
+            np.testing.assert_allclose(nb.matmul(x, y).numpy(), want, rtol=1e-4, atol=1e-4)
+    want_path = {"rows": [("gemm", 2)], "gemm": [("gemm", 2)]}.get(path)
+    assert taken == want_path * 6 if want_path else set(taken) == {"stack"}

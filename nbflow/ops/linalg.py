@@ -106,11 +106,11 @@ def _matmul_cpu(a, b, out):
         # for an operand whose stack is strided (a batch_first/sequence-first transpose)
         rows = buffers.contiguous(a).reshape(-1, a.shape[-1])
         _gemm(rows, b, out.reshape(-1, out.shape[-1]))
-    elif out.ndim > 2 and out.shape[0] > 1:
-        # a stack of products (attention's heads): numpy's loop calls BLAS once per matrix,
-        # each small for OpenBLAS's threads, so the stack may be split over threads instead
+    elif out.ndim > 2 and out.shape[0] > 1 and (stack := blas.stack_call(a, b, out)):
+        # a stack of products (attention's heads), each small for OpenBLAS's threads: the
+        # stack may be split over numba's threads instead
         key = ("stacked", a.shape, b.shape, a.strides, b.strides, out.dtype)
-        threads.stacked_call(key, lambda i, j: _stacked(a, b, out, i, j), out.shape[0])
+        threads.stacked_call(key, stack)
     else:
         _gemm(a, b, out)
 
@@ -119,16 +119,6 @@ def _gemm(a, b, out):
     """out = a @ b on BLAS, on OpenBLAS's threads or on one, whichever measured faster."""
     key = (a.shape, b.shape, a.strides, b.strides, out.dtype)
     threads.blas_call(key, np.matmul, a, b, out=out)
-
-
-def _stacked(a, b, out, start, stop):
-    """out[start:stop] = the matching products of the stacks a and b (an operand whose first
-    dim broadcasts is taken whole)."""
-
-    def rows(x):
-        return x[start:stop] if x.ndim == out.ndim and x.shape[0] == out.shape[0] else x
-
-    np.matmul(rows(a), rows(b), out=out[start:stop])
 
 
 def _matmul_ref(a, b):

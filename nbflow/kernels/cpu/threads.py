@@ -142,25 +142,24 @@ def measured(key, serial, threaded, elements: int):
     return result
 
 
-def stacked_call(key, fn, n: int) -> None:
-    """fn(start, stop) over a stack of n independent BLAS calls (attention's products): whole
-    on one thread, whole on OpenBLAS's threads, or split over nbflow's threads (split_range),
-    whichever the chooser for `key` has measured fastest. Which wins depends on the sizes
-    and on what else keeps the cores busy, so it is measured where it runs."""
+def stacked_call(key, run) -> None:
+    """A stack of independent BLAS calls (attention's products), `run(threads)` making them
+    in turn or over numba's threads: in turn on one BLAS thread, in turn on OpenBLAS's
+    threads, or over numba's threads each on one BLAS thread, whichever the chooser for `key`
+    has measured fastest. Which wins depends on the sizes and on what else keeps the cores
+    busy, so it is measured where it runs."""
     lib = _openblas()
     if not lib:
-        split_range(fn, n)
+        run(get_num_threads() > 1)
         return
     chooser = _chooser(key, 3)
     choice = chooser.pick()
     start = time.perf_counter()
-    if choice == 2:
-        split_range(fn, n)
-    elif choice == 1:
-        fn(0, n)
+    if choice == 1:
+        run(False)
     else:
         with _one_blas_thread(lib):
-            fn(0, n)
+            run(choice == 2)
     chooser.record(choice, time.perf_counter() - start)
 
 
