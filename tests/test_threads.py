@@ -122,3 +122,43 @@ def test_split_range_works_in_a_forked_child():
     os.close(write)
     _, status = os.waitpid(pid, 0)
     assert os.read(read, 16) == b"4" and status == 0
+
+
+def test_numba_threaded_kernels_from_python_threads_at_once_give_one_threads_values():
+    """Python threads running the row, channel and stacked-product kernels at once, each call
+    on numba's threads or one as its chooser's trials alternate, get the values of the
+    same calls made alone."""
+    import threading
+
+    rng = np.random.default_rng(2)
+    x = nb.tensor(rng.standard_normal((8, 4, 64, 64)).astype(np.float32))
+    w, b = nb.ones(4), nb.zeros(4)
+    q = nb.tensor(rng.standard_normal((8, 64, 4, 32)).astype(np.float32)).permute(0, 2, 1, 3)
+
+    def work():
+        return [
+            nb.softmax(x, -1).numpy(),
+            nb.layer_norm(x, (64,), nb.ones(64), nb.zeros(64)).numpy(),
+            nb.nn.functional.batch_norm(x, None, None, w, b, True).numpy(),
+            nb.matmul(q, q.transpose(-1, -2)).numpy(),
+        ]
+
+    alone = work()
+    results, errors = [], []
+
+    def loop():
+        try:
+            for _ in range(4):
+                results.append(work())
+        except Exception as e:
+            errors.append(e)
+
+    pool = [threading.Thread(target=loop) for _ in range(3)]
+    for t in pool:
+        t.start()
+    for t in pool:
+        t.join(300)
+    assert not errors and len(results) == 12
+    for got in results:
+        for a, e in zip(got, alone, strict=True):
+            np.testing.assert_array_equal(a, e)
