@@ -361,26 +361,22 @@ def log(x):
 log.defgrad(lambda g, out, x: (g / conj(x),))
 
 
-@elementwise(dtypes=FLOATS, ref=np.log1p, to_float=True)
+@elementwise(dtypes=FLOATS + COMPLEX, ref=np.log1p, to_float=True)
 def log1p(x):
-    """log(1 + x), accurate for small x."""
-    if x > -1:
-        return math.log1p(x)
-    if x == -1:
-        return -math.inf
-    return math.nan
+    """log(1 + x), accurate for small x (complex x too)."""
+    return vecmath.log1p(x)
 
 
-log1p.defgrad(lambda g, out, x: (g / (x + 1),))
+log1p.defgrad(lambda g, out, x: (g / conj(x + 1),))
 
 
-@elementwise(dtypes=FLOATS, ref=np.expm1, to_float=True)
+@elementwise(dtypes=FLOATS + COMPLEX, ref=np.expm1, to_float=True)
 def expm1(x):
-    """exp(x) - 1, accurate for small x."""
+    """exp(x) - 1, accurate for small x (complex x too)."""
     return vecmath.expm1(x)
 
 
-expm1.defgrad(lambda g, out, x: (g * (out + 1),))
+expm1.defgrad(lambda g, out, x: (g * conj(out + 1),))
 
 
 @elementwise(dtypes=FLOATS + COMPLEX, ref=np.sqrt, to_float=True)
@@ -392,13 +388,13 @@ def sqrt(x):
 sqrt.defgrad(lambda g, out, x: (g / conj(out * 2),))
 
 
-@elementwise(dtypes=FLOATS, ref=lambda x: 1 / np.sqrt(x), to_float=True)
+@elementwise(dtypes=FLOATS + COMPLEX, ref=lambda x: 1 / np.sqrt(x), to_float=True)
 def rsqrt(x):
-    """1 / sqrt(x)."""
-    return 1 / math.sqrt(x) if x >= 0 else math.nan
+    """1 / sqrt(x) (NaN below 0; complex: of the principal root)."""
+    return vecmath.rsqrt(x)
 
 
-rsqrt.defgrad(lambda g, out, x: (g * out * out * out * -0.5,))
+rsqrt.defgrad(lambda g, out, x: (g * conj(out * out * out * -0.5),))
 
 
 @elementwise(dtypes=FLOATS + COMPLEX, ref=np.sin, to_float=True)
@@ -472,30 +468,22 @@ def _atan2_grad(g, out, y, x):
     return g * x / r2, neg(g) * y / r2
 
 
-@elementwise(dtypes=FLOATS, ref=np.log2, to_float=True)
+@elementwise(dtypes=FLOATS + COMPLEX, ref=np.log2, to_float=True)
 def log2(x):
-    """Base-2 logarithm (-inf at 0, NaN below)."""
-    if x > 0:
-        return math.log2(x)
-    if x == 0:
-        return -math.inf
-    return math.nan
+    """Base-2 logarithm (-inf at 0, NaN below; complex: the principal branch)."""
+    return vecmath.log2(x)
 
 
-log2.defgrad(lambda g, out, x: (g / (x * math.log(2.0)),))
+log2.defgrad(lambda g, out, x: (g / conj(x * math.log(2.0)),))
 
 
-@elementwise(dtypes=FLOATS, ref=np.log10, to_float=True)
+@elementwise(dtypes=FLOATS + COMPLEX, ref=np.log10, to_float=True)
 def log10(x):
-    """Base-10 logarithm (-inf at 0, NaN below)."""
-    if x > 0:
-        return math.log10(x)
-    if x == 0:
-        return -math.inf
-    return math.nan
+    """Base-10 logarithm (-inf at 0, NaN below; complex: the principal branch)."""
+    return vecmath.log10(x)
 
 
-log10.defgrad(lambda g, out, x: (g / (x * math.log(10.0)),))
+log10.defgrad(lambda g, out, x: (g / conj(x * math.log(10.0)),))
 
 
 @elementwise(dtypes=FLOATS + COMPLEX, ref=np.tanh, to_float=True)
@@ -568,13 +556,13 @@ atanh.defgrad(lambda g, out, x: (g / conj(1 - x * x),))
 # ---------------------------------------------------------------- exponentials and logs
 
 
-@elementwise(dtypes=FLOATS, ref=np.exp2, to_float=True)
+@elementwise(dtypes=FLOATS + COMPLEX, ref=np.exp2, to_float=True)
 def exp2(x):
     """2 ** x."""
-    return 2.0**x
+    return vecmath.exp2(x)
 
 
-exp2.defgrad(lambda g, out, x: (g * out * math.log(2.0),))
+exp2.defgrad(lambda g, out, x: (g * conj(out * math.log(2.0)),))
 
 
 def _logit_ref(x, eps=None):

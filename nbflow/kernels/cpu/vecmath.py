@@ -27,6 +27,7 @@ HORNER = {"fastmath": {"contract"}}
 LN2_HI = 6.93147180369123816490e-01  # ln 2 split in two, so n * LN2_HI is exact
 LN2_LO = 1.90821492927058770002e-10
 LOG2E = 1.4426950408889634
+LN2, LN10 = math.log(2.0), math.log(10.0)
 
 
 @intrinsic
@@ -145,6 +146,8 @@ def _exp(x):
 
 @overload(expm1)
 def _expm1(x):
+    if isinstance(x, types.Complex):
+        return _complex_expm1
     if not isinstance(x, types.Float):
         return None
     parts, one, _ = _parts(x)
@@ -268,6 +271,47 @@ def _real_magnitude(x):
     return x if x >= 0 else -x
 
 
+def _real_log2(x):
+    if x > 0:
+        return math.log2(x)
+    return -math.inf if x == 0 else math.nan
+
+
+def _real_log10(x):
+    if x > 0:
+        return math.log10(x)
+    return -math.inf if x == 0 else math.nan
+
+
+def _real_log1p(x):
+    if x > -1:
+        return math.log1p(x)
+    return -math.inf if x == -1 else math.nan
+
+
+def _real_rsqrt(x):
+    return 1 / math.sqrt(x) if x >= 0 else math.nan
+
+
+def _complex_log1p(x):
+    """log(1 + x), accurate near 0 (PyTorch's formula): with x = a + bj, the modulus's log
+    through log1p of a (2 + a) + b**2 while |x| < 1/2."""
+    a, b = x.real, x.imag
+    angle = math.atan2(b, a + 1)
+    if abs(x) < 0.5:
+        r = a * (2 + a) + b * b
+        return make_complex(a if r == 0 else 0.5 * math.log1p(r), angle)
+    return make_complex(math.log(math.hypot(a + 1, b)), angle)
+
+
+def _complex_expm1(x):
+    """e ** x - 1, accurate near 0 (PyTorch's formula): with x = a + bj, expm1(a) cos(b) -
+    2 sin(b/2)**2 for the real part, e**a sin(b) for the imaginary."""
+    a, b = x.real, x.imag
+    half = math.sin(b / 2)
+    return make_complex(math.expm1(a) * math.cos(b) - 2 * half * half, math.exp(a) * math.sin(b))
+
+
 def _by_kind(complex_impl, real_impl):
     """An overload's typing function: complex_impl for a complex x, else real_impl."""
     return lambda x: complex_impl if isinstance(x, types.Complex) else real_impl
@@ -282,7 +326,9 @@ def _either(name, complex_fn, real_fn, doc):
 
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = doc
-    overload(fn)(_by_kind(lambda x: complex_fn(x), real_fn))
+    # (cmath's builtins wrapped in a Python function, which numba compiles)
+    complex_impl = complex_fn if hasattr(complex_fn, "__code__") else lambda x: complex_fn(x)
+    overload(fn)(_by_kind(complex_impl, real_fn))
     return fn
 
 
@@ -353,6 +399,11 @@ isfinite = _either("isfinite", cmath.isfinite, _real_isfinite, "Neither NaN nor 
 atanh = _either(
     "atanh", cmath.atanh, _real_atanh, "Inverse hyperbolic tangent: +-inf at +-1, NaN outside."
 )
+log1p = _either("log1p", _complex_log1p, _real_log1p, "log(1 + x), accurate near 0.")
+rsqrt = _either("rsqrt", lambda x: 1 / cmath.sqrt(x), _real_rsqrt, "1 / sqrt(x): NaN below 0.")
+log2 = _either("log2", lambda x: cmath.log(x) / LN2, _real_log2, "Base-2 logarithm.")
+log10 = _either("log10", lambda x: cmath.log(x) / LN10, _real_log10, "Base-10 logarithm.")
+exp2 = _either("exp2", lambda x: cmath.exp(x * LN2), lambda x: 2.0**x, "2 ** x.")
 
 
 def make_complex(re, im):
