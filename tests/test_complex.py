@@ -367,6 +367,32 @@ def test_log1p_and_expm1_keep_their_accuracy_near_zero():
     np.testing.assert_allclose(nb.expm1(nb.tensor(z)).numpy(), expm1, rtol=1e-14)
 
 
+def test_fills_of_complex_values_eagerly_in_programs_and_saved_programs():
+    """full, full_like and fill_ take a complex value (a complex dtype by default, as
+    PyTorch's full), and a saved program keeps it as [real, imaginary]."""
+    from nbflow.graph.serialize import dumps, loads
+
+    t = nb.full((2, 3), 1 - 2j)
+    assert t.dtype == nb.complex64
+    np.testing.assert_array_equal(t.numpy(), np.full((2, 3), 1 - 2j, np.complex64))
+    z = nb.zeros(2, dtype=nb.complex128)
+    np.testing.assert_array_equal(nb.full_like(z, 2j).numpy(), [2j, 2j])
+    np.testing.assert_array_equal(z.fill_(3 + 4j).numpy(), [3 + 4j, 3 + 4j])
+    with pytest.raises(DTypeError):
+        nb.full((2,), 1j, dtype=nb.float32)
+    main = nb.Program()
+    with nb.program_guard(main):
+        x = nb.static.data("x", (2,), nb.complex64)
+        y = x * nb.full((2,), complex(float("inf"), -0.5))
+    loaded = loads(dumps(main))
+    assert str(loaded) == str(main)
+    feed = {"x": np.array([1, 1j], np.complex64)}
+    want = feed["x"] * complex(np.inf, -0.5)
+    for program in (main, loaded):
+        (got,) = nb.Executor().run(program, feed, [y.name])
+        np.testing.assert_array_equal(got, want)
+
+
 # ---------------------------------------------------------------- refusals
 
 

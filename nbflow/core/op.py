@@ -123,8 +123,14 @@ def _to_ints(v):
     return tuple(_to_int(x) for x in v)
 
 
-# How each attr kind is checked and normalised. "value" is a Python/numpy scalar (int or float);
-# "any" is for structured attrs an op checks itself (such as an index key).
+def _to_value(v):
+    if isinstance(v, (complex, np.complexfloating)):
+        return complex(v)
+    return _to_int(v) if isinstance(v, (int, np.integer)) else _to_float(v)
+
+
+# How each attr kind is checked and normalised. "value" is a Python/numpy scalar (int, float or
+# complex: a fill); "any" is for structured attrs an op checks itself (such as an index key).
 KINDS: dict[str, Callable[[Any], Any]] = {
     "int": _to_int,
     "float": _to_float,
@@ -133,7 +139,7 @@ KINDS: dict[str, Callable[[Any], Any]] = {
     "ints": _to_ints,
     "dtype": dt.as_dtype,
     "block": _to_int,  # a sub-block of the Program, by index (control flow ops)
-    "value": lambda v: _to_int(v) if isinstance(v, (int, np.integer)) else _to_float(v),
+    "value": _to_value,
     "any": lambda v: v,
 }
 

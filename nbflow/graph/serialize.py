@@ -26,7 +26,8 @@ that gives a base the history of a write through one of its views (nbflow/views.
 no value, so it is no new version; since version 2). A sub-block (control flow) also lists its
 `inputs` and `outputs` by name, and ops refer to sub-blocks by index (attr kind "block").
 Attrs are stored by their declared kind: dtypes by short name, non-finite floats as "inf",
-"-inf" or "nan" (JSON has no such numbers), index keys as lists of lists. A random op's
+"-inf" or "nan" (JSON has no such numbers), a complex fill value as [real, imaginary] (a
+loader before it refuses such a program), index keys as lists of lists. A random op's
 `generator` is stored as null: a loaded program draws from the default generator (seed it with
 nbflow.manual_seed). The in-place map is implied by the op type.
 
@@ -472,6 +473,8 @@ def _encode_attr(kind: str, name: str, value, where: str):
         return [int(n) for n in value]
     if kind == "float" or (kind == "value" and isinstance(value, float)):
         return _encode_float(value)
+    if kind == "value" and isinstance(value, complex):  # (JSON has no complex numbers)
+        return [_encode_float(value.real), _encode_float(value.imag)]
     if kind == "any":
         return None if name in NO_VALUE_ATTRS else _encode_any(value, name, where)
     return value
@@ -1057,6 +1060,11 @@ def _decode_attr(kind: str, name: str, value, where: str):
         if value not in NON_FINITE:
             raise ProgramError(f"{where}: attribute '{name}' must be a number, got '{value}'")
         return NON_FINITE[value]
+    if kind == "value" and isinstance(value, list):  # a complex number's [real, imaginary]
+        if len(value) != 2 or any(isinstance(v, (list, bool)) for v in value):
+            raise ProgramError(f"{where}: attribute '{name}' must be a number or [re, im]")
+        re, im = (_decode_attr("float", name, v, where) for v in value)
+        return complex(re, im)
     if kind == "any" and name in NO_VALUE_ATTRS:
         raise ProgramError(f"{where}: attribute '{name}' can only be null in a saved program")
     return _tuples(value)
