@@ -393,6 +393,22 @@ def test_fills_of_complex_values_eagerly_in_programs_and_saved_programs():
         np.testing.assert_array_equal(got, want)
 
 
+def test_random_complex_tensors_draw_both_parts_as_pytorch():
+    """randn's complex parts are each N(0, 1/2) (the values' variance 1), rand's each uniform
+    in [0, 1), drawn in turn from the stream a real draw of twice the size takes."""
+    nb.manual_seed(0)
+    z = nb.randn(40000, dtype=nb.complex128).numpy()
+    assert abs(z.real.var() - 0.5) < 0.02 and abs(z.imag.var() - 0.5) < 0.02
+    assert abs(np.corrcoef(z.real, z.imag)[0, 1]) < 0.03
+    u = nb.rand(40000, dtype=nb.complex64).numpy()
+    assert u.dtype == np.complex64 and u.real.min() >= 0 and u.imag.max() < 1
+    assert abs(u.real.mean() - 0.5) < 0.01 and abs(u.imag.mean() - 0.5) < 0.01
+    nb.manual_seed(1)
+    parts = nb.randn_like(nb.zeros(5, dtype=nb.complex64)).numpy().view(np.float32)
+    nb.manual_seed(1)
+    np.testing.assert_allclose(parts, nb.randn(10).numpy() / np.sqrt(2), rtol=1e-6)
+
+
 # ---------------------------------------------------------------- refusals
 
 

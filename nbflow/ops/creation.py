@@ -281,20 +281,31 @@ def set_rng_state(state) -> None:
     default_generator.set_state(state)
 
 
-def _random_op(name, kernel, sample, bounds, check, dtypes, default_dtype, doc):
+def _random_op(name, kernel, sample, bounds, check, dtypes, default_dtype, doc, parts=None):
     """A random op: `kernel(gen, out, lo, hi)` draws in order; `sample(gen, n, lo, hi)` is the
     numpy reference drawing the same stream (numba's Generator support shares numpy's);
-    `check(lo, hi, dtype)` raises DomainError for parameters the draw cannot take."""
+    `check(lo, hi, dtype)` raises DomainError for parameters the draw cannot take. A complex
+    tensor's real and imaginary parts are drawn in turn, each with `parts(lo, hi)` (PyTorch's
+    rule: a complex normal's parts have std / sqrt(2))."""
     (lo_name, lo), (hi_name, hi) = bounds.items()
+
+    def drawn(out, kw):
+        """The real array drawn into (a complex one's parts) and the bounds."""
+        flat, low, high = out.reshape(-1), kw[lo_name], kw[hi_name]
+        if flat.dtype.kind != "c":
+            return flat, low, high
+        return (flat.view(dt.to_real(flat.dtype)), *parts(low, high))
 
     def launch(out, shape, dtype, generator, **kw):
         gen = (generator or default_generator).numpy
-        kernel(gen, out.reshape(-1), kw[lo_name], kw[hi_name])
+        kernel(gen, *drawn(out, kw))
 
     def ref(shape, dtype, generator, **kw):
-        n = int(np.prod(shape, dtype=np.int64))
+        out = np.empty(shape, dtype)
+        flat, low, high = drawn(out, kw)
         gen = (generator or default_generator).numpy
-        return np.asarray(sample(gen, n, kw[lo_name], kw[hi_name])).astype(dtype).reshape(shape)
+        flat[...] = np.asarray(sample(gen, flat.size, low, high)).astype(flat.dtype)
+        return out
 
     def spec(shape, dtype, generator, **kw):
         if generator is not None and not isinstance(generator, Generator):
@@ -336,9 +347,10 @@ uniform_op = _random_op(
     lambda g, n, low, high: low + (high - low) * g.random(n),
     {"low": Attr("float", 0.0), "high": Attr("float", 1.0)},
     _check_uniform,
-    dt.FLOATS,
+    dt.FLOATS + dt.COMPLEX,
     dt.DEFAULT,
-    "Uniform samples in [low, high).",
+    "Uniform samples in [low, high) (a complex tensor's parts each).",
+    parts=lambda low, high: (low, high),
 )
 normal_op = _random_op(
     "normal",
@@ -346,9 +358,11 @@ normal_op = _random_op(
     lambda g, n, mean, std: mean + std * g.standard_normal(n),
     {"mean": Attr("float", 0.0), "std": Attr("float", 1.0)},
     _check_normal,
-    dt.FLOATS,
+    dt.FLOATS + dt.COMPLEX,
     dt.DEFAULT,
-    "Normal samples with the given mean and standard deviation.",
+    "Normal samples with the given mean and standard deviation (a complex tensor's parts: "
+    "the mean each, std / sqrt(2) each, so that its variance is std**2, as PyTorch's).",
+    parts=lambda mean, std: (mean, std / math.sqrt(2)),
 )
 randint_op = _random_op(
     "randint",
