@@ -5,8 +5,9 @@
 
 What can be stored: dicts (str or int keys), lists and tuples, nested up to MAX_DEPTH deep,
 whose leaves are nbflow Tensors (dtype and requires_grad kept), numpy arrays (bool, int8-64,
-uint8-64, float16/32/64), None, bools, ints in the int64 range, floats (NaN and infinities
-too) and strings. A tensor stored twice is loaded as two copies. Anything else is refused.
+uint8-64, float16/32/64, complex64/128), None, bools, ints in the int64 range, floats (NaN and
+infinities too) and strings. A tensor stored twice is loaded as two copies. Anything else is
+refused.
 
 The file, one piece (like safetensors, with the manifest checked before any array exists):
 
@@ -98,6 +99,8 @@ DTYPES = {
         np.float16,
         np.float32,
         np.float64,
+        np.complex64,
+        np.complex128,
     )
 }
 TENSOR_DTYPES = {d.newbyteorder("<").str for d in dt.SHORT}  # what a Tensor may hold
@@ -479,8 +482,8 @@ def _check_tree(x, entries, used: set, depth: int, nodes: list):
                 raise CheckpointError(f"tensor {i} has dtype {entries[i][0]}, not a tensor dtype")
             if not isinstance(x["requires_grad"], bool):
                 raise CheckpointError(f"tensor {i}: requires_grad must be a bool")
-            if x["requires_grad"] and entries[i][0].kind != "f":
-                raise CheckpointError(f"tensor {i}: only float tensors can require grad")
+            if x["requires_grad"] and entries[i][0].kind not in "fc":
+                raise CheckpointError(f"tensor {i}: only float or complex tensors require grad")
             return ("tensor", i, x["requires_grad"])
         return ("array", i)
     if not isinstance(v, list):

@@ -409,6 +409,17 @@ def test_random_complex_tensors_draw_both_parts_as_pytorch():
     np.testing.assert_allclose(parts, nb.randn(10).numpy() / np.sqrt(2), rtol=1e-6)
 
 
+def test_complex_tensors_and_arrays_round_trip_through_a_checkpoint(tmp_path):
+    path = str(tmp_path / "state.pt")
+    z = nb.tensor(np.array([1 + 2j, complex(np.inf, np.nan)], np.complex64), requires_grad=True)
+    state = {"z": z, "w": np.array([[0.5j]], np.complex128)}
+    nb.save(state, path)
+    loaded = nb.load(path)
+    assert loaded["z"].dtype == nb.complex64 and loaded["z"].requires_grad
+    np.testing.assert_array_equal(loaded["z"].detach().numpy(), z.detach().numpy())
+    assert loaded["w"].dtype == np.complex128 and loaded["w"][0, 0] == 0.5j
+
+
 # ---------------------------------------------------------------- refusals
 
 
