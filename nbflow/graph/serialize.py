@@ -1061,10 +1061,9 @@ def _decode_attr(kind: str, name: str, value, where: str):
             raise ProgramError(f"{where}: attribute '{name}' must be a number, got '{value}'")
         return NON_FINITE[value]
     if kind == "value" and isinstance(value, list):  # a complex number's [real, imaginary]
-        if len(value) != 2 or any(isinstance(v, (list, bool)) for v in value):
+        if len(value) != 2 or not all(type(v) in (int, float, str) for v in value):
             raise ProgramError(f"{where}: attribute '{name}' must be a number or [re, im]")
-        re, im = (_decode_attr("float", name, v, where) for v in value)
-        return complex(re, im)
+        return complex(*(_decode_attr("float", name, v, where) for v in value))
     if kind == "any" and name in NO_VALUE_ATTRS:
         raise ProgramError(f"{where}: attribute '{name}' can only be null in a saved program")
     return _tuples(value)

@@ -79,22 +79,21 @@ CHANNEL_JIT = dict(JIT, fastmath={"reassoc"})
 
 @njit(**CHANNEL_JIT)
 def _channel_stats(x, c):
-    """(mean, sum of squared deviations) of channel c of x (N, C, S), in float64 (two passes
-    over the channel, which stays in cache between them)."""
+    """(mean, sum of squared deviations) of channel c of x (N, C, S), in float64, in one pass:
+    the sums of the deviations from the channel's first element, which keeps the squares'
+    cancellation small (that element lies a few standard deviations from the mean, as a
+    rule)."""
     count = x.shape[0] * x.shape[2]
-    total = 0.0
+    shift = np.float64(x[0, c, 0])
+    total = squares = 0.0
     for n in range(x.shape[0]):
         row = x[n, c]
         for s in range(x.shape[2]):
-            total += row[s]
-    mean = total / count
-    squares = 0.0
-    for n in range(x.shape[0]):
-        row = x[n, c]
-        for s in range(x.shape[2]):
-            d = row[s] - mean
+            d = np.float64(row[s]) - shift
+            total += d
             squares += d * d
-    return mean, squares
+    mean = total / count
+    return shift + mean, max(squares - mean * total, 0.0)
 
 
 @njit(**CHANNEL_JIT)
