@@ -247,6 +247,9 @@ LOSSES = {
     "solve_vec": lambda m, z, w: m.linalg.solve(z[:, 1:], w[:, 0]).abs().sum(),
     "det_abs": lambda m, z, w: (m.linalg.det(z[:, :3]) * w[0, 0]).abs(),
     "norms": lambda m, z, w: m.linalg.vector_norm(z * w, dim=1).sum() + m.linalg.vector_norm(z, 3),
+    "linear": lambda m, z, w: m.nn.functional.linear(z, w, w[:, 1]).abs().sum(),
+    "linear_3d": lambda m, z, w: m.nn.functional.linear(m.stack([z, w]), w[:2]).abs().sum(),
+    "addmm": lambda m, z, w: m.addmm(z[:, :3], z, w.mT, beta=0.5, alpha=-2.0).abs().sum(),
 }
 
 
@@ -327,7 +330,8 @@ def test_eager_equals_jit(dtype):
     def f(z, w):
         y = nb.exp(z) * w / (z + 2) - nb.sqrt(w) + nb.log(z) * 1j
         loss = nb.view_as_real(y @ w.mH).sum() + nb.angle(y).sum() + (y.abs() * y.real).mean()
-        return loss + nb.polar(y.imag, y.real).conj().abs().sum()
+        layer = nb.nn.functional.linear(nb.log1p(y), w, w[:, 0]) + nb.addmm(z[:, :3], z, w.mT)
+        return loss + nb.polar(y.imag, y.real).conj().abs().sum() + layer.abs().mean()
 
     results = []
     for fn in (f, nb.jit(f)):

@@ -237,7 +237,7 @@ addmm = Op(
     outputs=("out",),
     spec=_addmm_spec,
     kernels={"cpu": _addmm_cpu, "cuda": None},
-    dtypes=dt.FLOATS,
+    dtypes=dt.FLOATS + dt.COMPLEX,
     ref=_addmm_ref,
     attrs={"beta": Attr("float", 1.0), "alpha": Attr("float", 1.0)},
     doc="PyTorch's addmm: beta * input + alpha * (a @ b) for 2-D a and b, input broadcast to "
@@ -249,8 +249,8 @@ addmm = Op(
 @addmm.defgrad
 def _addmm_grad(g, out, x, a, b, beta, alpha):
     gx = g * beta if needs_grad(x) else None  # the driver sums it back to input's shape
-    ga = matmul(g, matrix_transpose(b)) * alpha if needs_grad(a) else None
-    gb = matmul(matrix_transpose(a), g) * alpha if needs_grad(b) else None
+    ga = matmul(g, conj(matrix_transpose(b))) * alpha if needs_grad(a) else None
+    gb = matmul(conj(matrix_transpose(a)), g) * alpha if needs_grad(b) else None
     return gx, ga, gb
 
 
@@ -275,7 +275,10 @@ def _linear_spec(x, w, *bias, activation="none"):
     for b in bias:
         if b.ndim != 1 or (UNKNOWN not in (b.shape[0], n_out) and b.shape[0] != n_out):
             raise ShapeError(f"bias{tuple(b.shape)} must have shape ({n_out},)")
-    return Spec(x.shape[:-1] + (n_out,), dt.promote([x.dtype, w.dtype, *(b.dtype for b in bias)]))
+    d = dt.promote([x.dtype, w.dtype, *(b.dtype for b in bias)])
+    if activation == "relu" and dt.is_complex(d):
+        raise DTypeError("activation='relu' takes real tensors (a ReLU orders its input)")
+    return Spec(x.shape[:-1] + (n_out,), d)
 
 
 _relu_body = BODIES["relu"]
@@ -300,7 +303,9 @@ def _linear_cpu(x, w, *rest, activation="none"):
     # with matrix_transpose, matmul, add and relu, each of which costs its dispatch and a pass
     *bias, out = rest
     _matmul_cpu(x, w.T, out)  # BLAS takes the transposed weight as it is
-    if bias:
+    if bias and out.dtype.kind == "c":
+        out += bias[0]  # (no ReLU for complex numbers: the spec refuses it)
+    elif bias:
         if out.size:  # (out is fresh: contiguous)
             _add_bias(out.reshape(-1, out.shape[-1]), bias[0], activation == "relu")
     elif activation == "relu":
@@ -320,7 +325,7 @@ linear_op = Op(
     outputs=("out",),
     spec=_linear_spec,
     kernels={"cpu": _linear_cpu, "cuda": None},
-    dtypes=dt.FLOATS,
+    dtypes=dt.FLOATS + dt.COMPLEX,
     ref=_linear_ref,
     attrs={"activation": Attr("str", "none", choices=("none", "relu"))},
     doc="PyTorch's F.linear: x @ weight.T + bias, x (..., in_features), weight (out_features, "
@@ -333,14 +338,14 @@ linear_op = Op(
 def _linear_grad(g, out, x, w, *bias, activation):
     if activation == "relu":  # out > 0 exactly where the ReLU's input was > 0
         g = relu_grad(out, g)
-    gx = matmul(g, w) if needs_grad(x) else None
+    gx = matmul(g, conj(w)) if needs_grad(x) else None
     gw = None
     if needs_grad(w):  # (out, in), contiguous in the weight's layout
         if x.ndim == 2:
-            gw = matmul(matrix_transpose(g), x)
+            gw = matmul(matrix_transpose(g), conj(x))
         else:  # the leading dims of x are rows (a 1-D x is one row)
             rows_g, rows_x = flatten(unsqueeze(g, 0), 0, -2), flatten(unsqueeze(x, 0), 0, -2)
-            gw = matmul(matrix_transpose(rows_g), rows_x)
+            gw = matmul(matrix_transpose(rows_g), conj(rows_x))
     gb = None
     if bias and needs_grad(bias[0]):
         gb = reduce_sum(g, axis=tuple(range(g.ndim - 1))) if g.ndim > 1 else g
