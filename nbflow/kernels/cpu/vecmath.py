@@ -255,12 +255,17 @@ def _sigmoid(x):
 # and PyTorch's). numba picks the version when it compiles: a real kernel runs the same code.
 
 
-def _real_log(x):
-    if x > 0:
-        return math.log(x)
-    if x == 0:
-        return -math.inf
-    return math.nan  # negative or NaN (math.log would raise)
+def _real_logarithm(name):
+    """math.<name> (log, log2, log10) of a real x: -inf at 0, NaN below 0 or for NaN (where
+    math's would raise)."""
+    fn = getattr(math, name)
+
+    def impl(x):
+        if x > 0:
+            return fn(x)
+        return -math.inf if x == 0 else math.nan
+
+    return impl
 
 
 def _real_sqrt(x):
@@ -269,18 +274,6 @@ def _real_sqrt(x):
 
 def _real_magnitude(x):
     return x if x >= 0 else -x
-
-
-def _real_log2(x):
-    if x > 0:
-        return math.log2(x)
-    return -math.inf if x == 0 else math.nan
-
-
-def _real_log10(x):
-    if x > 0:
-        return math.log10(x)
-    return -math.inf if x == 0 else math.nan
 
 
 def _real_log1p(x):
@@ -379,7 +372,7 @@ def _math(name):
     return lambda x: fn(x)
 
 
-log = _either("log", cmath.log, _real_log, "Natural logarithm: -inf at 0, NaN below 0 (real x).")
+log = _either("log", cmath.log, _real_logarithm("log"), "Natural log: -inf at 0, NaN below 0.")
 sqrt = _either("sqrt", cmath.sqrt, _real_sqrt, "Square root: NaN below 0 (real x).")
 magnitude = _either(
     "magnitude", abs, _real_magnitude, "|x|: a real number of the same precision for a complex x."
@@ -401,8 +394,8 @@ atanh = _either(
 )
 log1p = _either("log1p", _complex_log1p, _real_log1p, "log(1 + x), accurate near 0.")
 rsqrt = _either("rsqrt", lambda x: 1 / cmath.sqrt(x), _real_rsqrt, "1 / sqrt(x): NaN below 0.")
-log2 = _either("log2", lambda x: cmath.log(x) / LN2, _real_log2, "Base-2 logarithm.")
-log10 = _either("log10", lambda x: cmath.log(x) / LN10, _real_log10, "Base-10 logarithm.")
+log2 = _either("log2", lambda x: cmath.log(x) / LN2, _real_logarithm("log2"), "Base-2 logarithm.")
+log10 = _either("log10", lambda x: cmath.log(x) / LN10, _real_logarithm("log10"), "Base-10 log.")
 exp2 = _either("exp2", lambda x: cmath.exp(x * LN2), lambda x: 2.0**x, "2 ** x.")
 
 
