@@ -12,6 +12,7 @@ import nbflow as nb
 from nbflow import dtypes as dt
 from nbflow import testing as nt
 from nbflow.core import Spec
+from nbflow.ops import conv_columns
 
 FLOATS = dt.FLOATS
 RNG = np.random.default_rng(0)
@@ -120,6 +121,27 @@ def test_gradient_ops_match_their_references():
     y = conv2d_numpy(x, w, **_pairs(attrs))
     assert np.isclose((y * g).sum(), (x * dx.numpy()).sum())
     assert np.isclose((y * g).sum(), (w * dw.numpy()).sum())
+
+
+@pytest.mark.parametrize("threaded", [False, True], ids=["in-turn", "threaded"])
+@pytest.mark.parametrize("column_bytes", [1, 3000, 1 << 40])
+def test_batch_loops_in_chunks_and_parts(monkeypatch, threaded, column_bytes):
+    """conv2d's batch loops with one image, a few or all of a part's per chunk, in turn or in
+    parts over numba's threads (7 images: parts of 3 and 4): the three ops against their
+    references, in float64 and float32."""
+    monkeypatch.setattr(conv_columns, "COLUMN_BYTES", column_bytes)
+    monkeypatch.setattr(conv_columns, "THREADED_WORK", 0 if threaded else 1 << 62)
+    for xs, ws, attrs in CONV_CASES:
+        for dtype, tol in ((np.float64, 1e-10), (np.float32, 1e-4)):
+            x = RNG.standard_normal((7, *xs[1:])).astype(dtype)
+            w, b = RNG.standard_normal(ws).astype(dtype), RNG.standard_normal(ws[0]).astype(dtype)
+            out = nb.conv2d_op(nb.tensor(x), nb.tensor(w), nb.tensor(b), **attrs)
+            nt.assert_close(out, nb.conv2d_op.ref(x, w, b, **attrs), rtol=tol, atol=tol)
+            g = RNG.standard_normal(out.shape).astype(dtype)
+            dx = nb.conv2d_input_grad(nb.tensor(g), nb.tensor(w), nb.tensor(x), **attrs)
+            dw = nb.conv2d_weight_grad(nb.tensor(x), nb.tensor(g), nb.tensor(w), **attrs)
+            nt.assert_close(dx, nb.conv2d_input_grad.ref(g, w, x, **attrs), rtol=tol, atol=tol)
+            nt.assert_close(dw, nb.conv2d_weight_grad.ref(x, g, w, **attrs), rtol=tol, atol=tol)
 
 
 def test_conv1d_is_conv2d_of_height_one():

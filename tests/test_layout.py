@@ -45,7 +45,7 @@ BUDGET = 800  # lines per file
 OVER_BUDGET = {
     "kernels/cuda/skeletons.py": 1777,  # the CUDA skeletons of every kernel family
     "ops/elementwise.py": 1515,  # one short declaration per elementwise op
-    "ops/conv.py": 1374,  # convolutions, pools and their gradients
+    "ops/conv.py": 1081,  # convolutions, pools and their gradients
     "graph/serialize.py": 1230,  # the program format, its schema checks and its loader
     "eager/tensor.py": 1132,  # Tensor, the eager trace and its plans
     "ops/special.py": 1191,  # one short declaration per special function

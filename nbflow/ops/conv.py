@@ -1,13 +1,12 @@
 """Convolution and pooling: conv2d (stride, padding, dilation, groups), conv1d, max_pool2d,
 avg_pool2d and adaptive_avg_pool2d, in PyTorch's NCHW layout.
 
-conv2d lands its work on BLAS (Columns): a chunk of images at a time, a numba kernel unfolds
-them into columns (one row per (channel, kernel row, kernel column), read from a zero-padded
-copy of each image), one matmul per group multiplies the weights by them, and the input
-gradient folds the columns back (the adjoint); the batch is split over threads, each with
-OpenBLAS on one thread. The two gradients are ops of their own, `conv2d_input_grad` (the
-transposed convolution) and `conv2d_weight_grad`, whose gradients are again the three
-convolution ops, so second derivatives work in both modes.
+conv2d lands its work on BLAS (conv_columns.py): a chunk of images at a time unfolds into
+columns, one GEMM per group multiplies the weights by them, and the input gradient folds the
+columns back (the adjoint); the batch is split over numba's threads, each calling OpenBLAS on
+one thread. The two gradients are ops of their own, `conv2d_input_grad` (the transposed
+convolution) and `conv2d_weight_grad`, whose gradients are again the three convolution ops,
+so second derivatives work in both modes.
 
 The pooling kernels loop over (batch x channel) planes of a contiguous input, so each compiles
 once per dtype. max_pool2d has a second, int64 output: the argmax of each window as a flat
@@ -21,18 +20,15 @@ The ops take their geometry as attrs (`stride=(2,)` or `(2, 1)`); the public fun
 and 'valid' padding, unbatched inputs, and conv1d as a conv2d of height 1.
 """
 
-import math
-
 import numpy as np
 
 from ..core import UNKNOWN, Attr, Op, Spec, needs_grad
 from ..core import dtypes as dt
 from ..core.errors import AttrError, ShapeError
-from ..kernels.cpu import blas, threads
 from ..kernels.cpu.jit import njit
 from ..kernels.cpu.templates import JIT
 from ..kernels.windows import adaptive_bin, avg_window, max_window
-from ..runtime import buffers
+from . import conv_columns
 from . import reduce as _reduce
 from . import shape as _shape
 from .index import take_along_axis
@@ -40,106 +36,6 @@ from .index import take_along_axis
 FLOATS = dt.FLOATS
 
 # ---------------------------------------------------------------- kernels
-
-
-@njit(**JIT)
-def _unfold_rows(x, padded, cols, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow):
-    """A chunk of images' columns from a zero-padded copy of each (Columns): image b of x
-    (B, C, H, W) goes into the interior of padded (C, Hp * Wp + tail, its border zero), and
-    column row (c, i, j) of cols (C * kh * kw, B * oh * ow), from column b * oh * ow on, reads
-    padded[c] from i*dh*Wp + j*dw: at stride 1 one run (ow is then Wp, the padded width),
-    else a strided run a row."""
-    n_images, channels, height, width = x.shape
-    row = width + 2 * pw
-    for b in range(n_images):
-        first = b * oh * ow
-        for c in range(channels):
-            plane = padded[c]
-            for y in range(height):
-                dst = plane[(y + ph) * row + pw : (y + ph) * row + pw + width]
-                src = x[b, c, y]
-                for t in range(width):
-                    dst[t] = src[t]
-            for i in range(kh):
-                for j in range(kw):
-                    tap = cols[(c * kh + i) * kw + j]
-                    base = i * dh * row + j * dw
-                    if sh == 1 and sw == 1:
-                        run, dst = plane[base : base + oh * ow], tap[first : first + oh * ow]
-                        for q in range(oh * ow):
-                            dst[q] = run[q]
-                        continue
-                    for y in range(oh):
-                        start = base + y * sh * row
-                        run = plane[start : start + sw * (ow - 1) + 1 : sw]
-                        dst = tap[first + y * ow : first + (y + 1) * ow]
-                        for t in range(ow):
-                            dst[t] = run[t]
-
-
-@njit(**JIT)
-def _fold_rows(cols, padded, dx, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow):
-    """The adjoint of _unfold_rows: for each image b of dx (B, C, H, W), each column row added
-    into padded (zeroed first) where it was read, then the interior copied to dx[b]."""
-    n_images, channels, height, width = dx.shape
-    row = width + 2 * pw
-    for b in range(n_images):
-        first = b * oh * ow
-        for c in range(channels):
-            plane = padded[c]
-            plane[:] = 0
-            for i in range(kh):
-                for j in range(kw):
-                    tap = cols[(c * kh + i) * kw + j]
-                    base = i * dh * row + j * dw
-                    if sh == 1 and sw == 1:
-                        run, src = plane[base : base + oh * ow], tap[first : first + oh * ow]
-                        for q in range(oh * ow):
-                            run[q] += src[q]
-                        continue
-                    for y in range(oh):
-                        start = base + y * sh * row
-                        run = plane[start : start + sw * (ow - 1) + 1 : sw]
-                        src = tap[first + y * ow : first + (y + 1) * ow]
-                        for t in range(ow):
-                            run[t] += src[t]
-            for y in range(height):
-                src = plane[(y + ph) * row + pw : (y + ph) * row + pw + width]
-                dst = dx[b, c, y]
-                for t in range(width):
-                    dst[t] = src[t]
-
-
-@njit(**JIT)
-def _place_rows(product, out, bias, width):
-    """out[b, o, y, t] = product[o, (b * oh + y) * width + t] (+ bias[o] when bias has any
-    entries): a chunk's products (O, B * oh * width) into its images (B, O, oh, ow)."""
-    n_images, channels, oh, ow = out.shape
-    for b in range(n_images):
-        for o in range(channels):
-            for y in range(oh):
-                at = (b * oh + y) * width
-                src, dst = product[o, at : at + ow], out[b, o, y]
-                if bias.size:
-                    for t in range(ow):
-                        dst[t] = src[t] + bias[o]
-                else:
-                    for t in range(ow):
-                        dst[t] = src[t]
-
-
-@njit(**JIT)
-def _gather_rows(g, g_cols, width):
-    """g_cols[o, (b * oh + y) * width + t] = g[b, o, y, t]: the adjoint layout of _place_rows
-    (the columns past ow are left as they are: zeros)."""
-    n_images, channels, oh, ow = g.shape
-    for b in range(n_images):
-        for o in range(channels):
-            for y in range(oh):
-                at = (b * oh + y) * width
-                src, dst = g[b, o, y], g_cols[o, at : at + ow]
-                for t in range(ow):
-                    dst[t] = src[t]
 
 
 _max_window = njit(**JIT)(max_window)
@@ -351,138 +247,6 @@ CONV_ATTRS = {
 }
 
 
-THREADED_WORK = 1 << 22  # multiply-adds from which a convolution's batch is split over threads
-
-# the bytes of columns one matmul takes: images are unfolded a chunk at a time, as many as fit
-# (one for the large layers, many for a narrow stem), so the columns stay in cache
-COLUMN_BYTES = 1 << 20
-
-
-class Columns:
-    """The column layout of a convolution's matmuls, a chunk of images at a time: images
-    [start, stop) unfold to (G, C/G * taps, (stop - start) * L), whose product with the (G,
-    O/G, C/G * taps) weights is their output as (G, O/G, (stop - start) * L). A 2-D convolution
-    unfolds from a zero-padded copy of each image, so no tap checks a bound: at stride 1 at the
-    padded width (L = oh * Wp), each column row one contiguous run of the padded image, the
-    products carrying Wp - ow columns more per output row, cropped off (their gradient columns
-    are zeros); at other strides a strided run per output row (L = oh * ow). conv3d uses its
-    own im2col (L = the output positions)."""
-
-    def __init__(self, conv: Conv, x_shape, dtype):
-        self.conv, self.dtype = conv, dtype
-        channels = x_shape[1]
-        self.k = channels // conv.groups * math.prod(conv.kernel)
-        self.from_padded = conv.dims == 2
-        if self.from_padded:
-            (ph, pw), (_, kw), (_, dw) = conv.padding, conv.kernel, conv.dilation
-            padded_width = x_shape[3] + 2 * pw
-            self.width = padded_width if conv.stride == (1, 1) else conv.out_hw[1]
-            self.length = conv.out_hw[0] * self.width
-            tail = (kw - 1) * dw  # the last run reads this far past the padded image
-            self.padded_shape = (channels, (x_shape[2] + 2 * ph) * padded_width + tail)
-        else:
-            self.length = math.prod(conv.out_hw)
-        size = channels * math.prod(conv.kernel) * self.length * np.dtype(dtype).itemsize
-        self.chunk = max(1, COLUMN_BYTES // max(size, 1))
-
-    def split(self, part, n, out_channels):
-        """part(start, stop) over a batch of n, on threads when its work pays for them (a
-        hand-off costs tens of microseconds: the digits' 8x8 convolutions run whole)."""
-        if n * out_channels * self.k * self.length < THREADED_WORK:
-            return [part(0, n)]
-        return threads.split_range(part, n)
-
-    def chunks(self, start, stop):
-        return [(a, min(a + self.chunk, stop)) for a in range(start, stop, self.chunk)]
-
-    def space(self):
-        """One thread's buffers (recycled): the columns (flat), the zero-padded image."""
-        cols = buffers.empty((self.conv.groups * self.k * self.chunk * self.length,), self.dtype)
-        padded = buffers.zeros(self.padded_shape, self.dtype) if self.from_padded else None
-        return cols, padded
-
-    def unfold(self, x, start, stop, space):
-        """Images [start, stop) of x (contiguous) in the column layout."""
-        flat, padded = space
-        cols = _view(flat, (self.conv.groups, self.k, (stop - start) * self.length))
-        conv = self.conv
-        if self.from_padded:
-            rows = cols.reshape(-1, cols.shape[2])
-            _unfold_rows(x[start:stop], padded, rows, *self._rows_args())
-        else:
-            conv.im2col(x[start:stop], cols, *conv.args(*conv.out_hw))
-        return cols
-
-    def fold(self, cols, space, dx, start, stop):
-        """dx[start:stop] = the adjoint of unfold applied to cols (dx contiguous)."""
-        conv = self.conv
-        if self.from_padded:
-            _fold_rows(
-                cols.reshape(-1, cols.shape[2]), space[1], dx[start:stop], *self._rows_args()
-            )
-        else:
-            dx[start:stop] = 0
-            conv.col2im(cols, dx[start:stop], *conv.args(*conv.out_hw))
-
-    def _rows_args(self):
-        conv = self.conv
-        return (
-            *conv.kernel,
-            *conv.stride,
-            *conv.padding,
-            *conv.dilation,
-            conv.out_hw[0],
-            self.width,
-        )
-
-    def grad_buffer(self, channels, dtype):
-        """A thread's buffer for `grad` (zeros in the cropped columns)."""
-        return buffers.zeros((channels * self.chunk * self.length,), dtype)
-
-    def grad(self, g, start, stop, buffer):
-        """Images [start, stop) of the output gradient g (N, O, ...) as (G, O/G, (stop -
-        start) * L)."""
-        groups, o = self.conv.groups, g.shape[1]
-        g_cols = _view(buffer, (o, (stop - start) * self.length))
-        if self.from_padded:
-            _gather_rows(g[start:stop], g_cols, self.width)
-        else:
-            g_cols.reshape(o, stop - start, -1)[...] = (
-                g[start:stop].reshape(stop - start, o, -1).swapaxes(0, 1)
-            )
-        return g_cols.reshape(groups, o // groups, -1)
-
-    def place(self, product, out, start, stop, bias):
-        """out[start:stop] = the chunk's products (G, O/G, (stop - start) * L) at their output
-        positions, plus bias (O,) unless it is None."""
-        if self.from_padded:
-            bias = np.empty(0, out.dtype) if bias is None else bias
-            _place_rows(product.reshape(out.shape[1], -1), out[start:stop], bias, self.width)
-            return
-        result = product.reshape(out.shape[1], stop - start, *out.shape[2:]).swapaxes(0, 1)
-        if bias is None:
-            out[start:stop] = result
-        else:
-            np.add(result, bias.reshape(-1, *(1,) * self.conv.dims), out=out[start:stop])
-
-
-def _view(flat, shape):
-    """The first prod(shape) entries of a flat buffer, as a contiguous array of `shape`."""
-    return flat[: math.prod(shape)].reshape(shape)
-
-
-def _grouped(w, groups):
-    """The weights (O, C/G, *kernel) as (G, O/G, C/G * taps)."""
-    return np.ascontiguousarray(w).reshape(groups, w.shape[0] // groups, -1)
-
-
-def _add_products(acc, a, b):
-    """acc[i] += a[i] @ b[i].T for each group i (on BLAS, adding in place where it can)."""
-    for i in range(acc.shape[0]):
-        if not blas.gemm(a[i], b[i].T, acc[i], 1.0, 1.0):
-            acc[i] += a[i] @ b[i].T
-
-
 # ---------------------------------------------------------------- conv2d
 
 
@@ -499,27 +263,7 @@ def _conv_spec(conv, x, w, *bias):
 
 
 def _conv2d_cpu(x, w, *rest, **geometry):
-    _conv_forward(Conv(x.shape, w.shape, **geometry), x, w, *rest)
-
-
-def _conv_forward(conv, x, w, *rest):
-    """out (rest[-1]) = the convolution of x by w, plus the bias rest[0] if given: a chunk of
-    images at a time, one matmul per group each, the batch split over threads."""
-    out = rest[-1]
-    x = np.ascontiguousarray(x)
-    w3 = _grouped(w, conv.groups)
-    columns = Columns(conv, x.shape, x.dtype)
-    bias = rest[0] if len(rest) == 2 else None
-
-    def part(start, stop):
-        space = columns.space()
-        products = buffers.empty((out.shape[1] * columns.chunk * columns.length,), out.dtype)
-        for a, b in columns.chunks(start, stop):
-            product = _view(products, (*w3.shape[:2], (b - a) * columns.length))
-            np.matmul(w3, columns.unfold(x, a, b, space), out=product)
-            columns.place(product, out, a, b, bias)
-
-    columns.split(part, x.shape[0], out.shape[1])
+    conv_columns.forward(Conv(x.shape, w.shape, **geometry), x, w, rest[-1], *rest[:-1])
 
 
 BATCH_CHANNEL = (slice(None), slice(None))  # the leading key of the references' slices
@@ -612,24 +356,7 @@ def _grad_spec(conv, g, w, x):
 
 
 def _input_grad_cpu(g, w, x, out, **geometry):
-    _input_grad(Conv(x.shape, w.shape, **geometry), g, w, out)
-
-
-def _input_grad(conv, g, w, out):
-    """out = the gradient of the convolution `conv` with respect to its input: a chunk of
-    images at a time, the transposed weights times the output gradient, folded back."""
-    w3t = _grouped(w, conv.groups).transpose(0, 2, 1)
-    columns = Columns(conv, out.shape, out.dtype)
-
-    def part(start, stop):
-        space = columns.space()
-        buffer = columns.grad_buffer(g.shape[1], g.dtype)
-        for a, b in columns.chunks(start, stop):
-            product = _view(space[0], (conv.groups, columns.k, (b - a) * columns.length))
-            np.matmul(w3t, columns.grad(g, a, b, buffer), out=product)
-            columns.fold(product, space, out, a, b)
-
-    columns.split(part, out.shape[0], g.shape[1])
+    conv_columns.input_grad(Conv(x.shape, w.shape, **geometry), g, w, out)
 
 
 def _input_grad_ref(g, w, x, stride=1, padding=0, dilation=1, groups=1):
@@ -682,27 +409,7 @@ def _weight_spec(conv, x, g, w):
 
 
 def _weight_grad_cpu(x, g, w, out, **geometry):
-    _weight_grad(Conv(x.shape, w.shape, **geometry), x, g, out)
-
-
-def _weight_grad(conv, x, g, out):
-    """out = the gradient of the convolution `conv` with respect to its weight: each thread
-    sums its chunks' products (columns times output gradient, giving the gradient
-    transposed: OpenBLAS runs that form faster), then the threads' sums add."""
-    x = np.ascontiguousarray(x)
-    columns = Columns(conv, x.shape, x.dtype)
-    shape = (conv.groups, columns.k, g.shape[1] // conv.groups)
-
-    def part(start, stop):
-        space = columns.space()
-        buffer = columns.grad_buffer(g.shape[1], g.dtype)
-        total = np.zeros(shape, out.dtype)
-        for a, b in columns.chunks(start, stop):
-            _add_products(total, columns.unfold(x, a, b, space), columns.grad(g, a, b, buffer))
-        return total
-
-    totals = columns.split(part, x.shape[0], g.shape[1])
-    np.copyto(out.reshape(shape[0], shape[2], shape[1]), sum(totals).transpose(0, 2, 1))
+    conv_columns.weight_grad(Conv(x.shape, w.shape, **geometry), x, g, out)
 
 
 def _weight_grad_ref(x, g, w, stride=1, padding=0, dilation=1, groups=1):

@@ -18,7 +18,7 @@ from ..kernels.cpu.jit import njit
 from ..kernels.cpu.templates import JIT
 from ..kernels.cuda import conv3d as cuda_conv3d
 from ..kernels.cuda.loader import impl
-from . import conv
+from . import conv, conv_columns
 from ._cuda import add_bias
 
 # ---------------------------------------------------------------- kernels
@@ -145,7 +145,7 @@ def _conv3d_spec(x, w, *bias, **geometry):
 
 
 def _conv3d_cpu(x, w, *rest, **geometry):
-    conv._conv_forward(Conv3(x.shape, w.shape, **geometry), x, w, *rest)
+    conv_columns.forward(Conv3(x.shape, w.shape, **geometry), x, w, rest[-1], *rest[:-1])
 
 
 conv3d_op = Op(
@@ -172,7 +172,7 @@ def _input_grad_spec(g, w, x, **geometry):
 
 
 def _input_grad_cpu(g, w, x, out, **geometry):
-    conv._input_grad(Conv3(x.shape, w.shape, **geometry), g, w, out)
+    conv_columns.input_grad(Conv3(x.shape, w.shape, **geometry), g, w, out)
 
 
 conv3d_input_grad = Op(
@@ -199,7 +199,7 @@ def _weight_grad_spec(x, g, w, **geometry):
 
 
 def _weight_grad_cpu(x, g, w, out, **geometry):
-    conv._weight_grad(Conv3(x.shape, w.shape, **geometry), x, g, out)
+    conv_columns.weight_grad(Conv3(x.shape, w.shape, **geometry), x, g, out)
 
 
 conv3d_weight_grad = Op(

@@ -67,6 +67,12 @@ def _int64_interface(dll, prefix, suffix) -> bool | None:
     return "USE64BITINT" in text
 
 
+def cblas_gemm(dtype):
+    """numpy's OpenBLAS's cblas_sgemm (float32) or cblas_dgemm (float64) as a ctypes
+    function, which numba kernels can call too; None where there is none to call."""
+    return _function(np.dtype(dtype).char)
+
+
 def _function(char: str):
     """The ctypes cblas_sgemm (char "f") or cblas_dgemm ("d"), or None."""
     if char in _GEMM:

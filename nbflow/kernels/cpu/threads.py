@@ -227,17 +227,25 @@ def split_range(fn, n: int):
     if parts <= 1:
         return [fn(0, n)]
     bounds = [n * i // parts for i in range(parts + 1)]
-    lib = numpy_openblas()
-    threads = lib.num_threads if lib is not None else 1
-    if threads > 1:
-        lib.set_num_threads(1)
-    try:
+    with one_blas_thread():
         pending = [_workers(parts - 1).submit(fn, a, b) for a, b in zip(bounds[1:-1], bounds[2:])]
         try:
             first = fn(bounds[0], bounds[1])
         finally:
             wait(pending)  # (BLAS gets its threads back only when no part runs)
         return [first] + [p.result() for p in pending]
+
+
+@contextmanager
+def one_blas_thread():
+    """numpy's OpenBLAS on one thread meanwhile: for threads of nbflow's own (split_range's, a
+    numba kernel's) that each make BLAS calls, whose pool would otherwise spin against them."""
+    lib = numpy_openblas()
+    threads = lib.num_threads if lib is not None else 1
+    if threads > 1:
+        lib.set_num_threads(1)
+    try:
+        yield
     finally:
         if threads > 1:
             lib.set_num_threads(threads)

@@ -1,0 +1,474 @@
+"""The column layout of a convolution's matmuls, and the loops that run a batch through it.
+
+A chunk of images at a time, a numba kernel unfolds them into columns (one row per (channel,
+kernel row, kernel column)), one GEMM per group multiplies the weights by them, and the input
+gradient folds the columns back (the adjoint); the weight gradient sums columns times output
+gradient. A 2-D convolution unfolds from a zero-padded copy of each image, and its whole loop
+over the batch is one numba kernel (`_forward_images`, `_input_grad_images`,
+`_weight_grad_images`) that calls CBLAS's GEMM by address, in turn or over numba's threads in
+parts of the batch (each part its own buffers): a Python loop of numpy matmuls, with the batch
+split over Python threads, spent its time on the GIL and on hand-offs. conv3d (its own
+im2col) and a BLAS without CBLAS symbols run the Python loop.
+"""
+
+import math
+
+import numpy as np
+from numba import prange
+
+from ..kernels.cpu import blas, threads
+from ..kernels.cpu.jit import njit, threaded
+from ..kernels.cpu.templates import JIT
+from ..runtime import buffers
+
+ROW_MAJOR, NO_TRANS, TRANS = blas.ROW_MAJOR, blas.NO_TRANS, blas.TRANS
+
+# ---------------------------------------------------------------- column kernels
+
+
+@njit(**JIT)
+def _unfold_rows(x, padded, cols, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow):
+    """A chunk of images' columns from a zero-padded copy of each (Columns): image b of x
+    (B, C, H, W) goes into the interior of padded (C, Hp * Wp + tail, its border zero), and
+    column row (c, i, j) of cols (C * kh * kw, B * oh * ow), from column b * oh * ow on, reads
+    padded[c] from i*dh*Wp + j*dw: at stride 1 one run (ow is then Wp, the padded width),
+    else a strided run a row."""
+    n_images, channels, height, width = x.shape
+    row = width + 2 * pw
+    for b in range(n_images):
+        first = b * oh * ow
+        for c in range(channels):
+            plane = padded[c]
+            for y in range(height):
+                dst = plane[(y + ph) * row + pw : (y + ph) * row + pw + width]
+                src = x[b, c, y]
+                for t in range(width):
+                    dst[t] = src[t]
+            for i in range(kh):
+                for j in range(kw):
+                    tap = cols[(c * kh + i) * kw + j]
+                    base = i * dh * row + j * dw
+                    if sh == 1 and sw == 1:
+                        run, dst = plane[base : base + oh * ow], tap[first : first + oh * ow]
+                        for q in range(oh * ow):
+                            dst[q] = run[q]
+                        continue
+                    for y in range(oh):
+                        start = base + y * sh * row
+                        run = plane[start : start + sw * (ow - 1) + 1 : sw]
+                        dst = tap[first + y * ow : first + (y + 1) * ow]
+                        for t in range(ow):
+                            dst[t] = run[t]
+
+
+@njit(**JIT)
+def _fold_rows(cols, padded, dx, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow):
+    """The adjoint of _unfold_rows: for each image b of dx (B, C, H, W), each column row added
+    into padded (zeroed first) where it was read, then the interior copied to dx[b]."""
+    n_images, channels, height, width = dx.shape
+    row = width + 2 * pw
+    for b in range(n_images):
+        first = b * oh * ow
+        for c in range(channels):
+            plane = padded[c]
+            plane[:] = 0
+            for i in range(kh):
+                for j in range(kw):
+                    tap = cols[(c * kh + i) * kw + j]
+                    base = i * dh * row + j * dw
+                    if sh == 1 and sw == 1:
+                        run, src = plane[base : base + oh * ow], tap[first : first + oh * ow]
+                        for q in range(oh * ow):
+                            run[q] += src[q]
+                        continue
+                    for y in range(oh):
+                        start = base + y * sh * row
+                        run = plane[start : start + sw * (ow - 1) + 1 : sw]
+                        src = tap[first + y * ow : first + (y + 1) * ow]
+                        for t in range(ow):
+                            run[t] += src[t]
+            for y in range(height):
+                src = plane[(y + ph) * row + pw : (y + ph) * row + pw + width]
+                dst = dx[b, c, y]
+                for t in range(width):
+                    dst[t] = src[t]
+
+
+@njit(**JIT)
+def _place_rows(product, out, bias, width):
+    """out[b, o, y, t] = product[o, (b * oh + y) * width + t] (+ bias[o] when bias has any
+    entries): a chunk's products (O, B * oh * width) into its images (B, O, oh, ow)."""
+    n_images, channels, oh, ow = out.shape
+    for b in range(n_images):
+        for o in range(channels):
+            for y in range(oh):
+                at = (b * oh + y) * width
+                src, dst = product[o, at : at + ow], out[b, o, y]
+                if bias.size:
+                    for t in range(ow):
+                        dst[t] = src[t] + bias[o]
+                else:
+                    for t in range(ow):
+                        dst[t] = src[t]
+
+
+@njit(**JIT)
+def _gather_rows(g, g_cols, width):
+    """g_cols[o, (b * oh + y) * width + t] = g[b, o, y, t]: the adjoint layout of _place_rows
+    (the columns past ow are left as they are: zeros)."""
+    n_images, channels, oh, ow = g.shape
+    for b in range(n_images):
+        for o in range(channels):
+            for y in range(oh):
+                at = (b * oh + y) * width
+                src, dst = g[b, o, y], g_cols[o, at : at + ow]
+                for t in range(ow):
+                    dst[t] = src[t]
+
+
+@njit(**JIT)
+def _at(a, row):
+    """The address of a's row `row` (a C-contiguous matrix or stack), for CBLAS."""
+    return a[row].ctypes.data
+
+
+# ---------------------------------------------------------------- conv2d's batch loops
+# Each runs the batch in cols.shape[0] parts, part p taking images [n p / parts, n (p + 1) /
+# parts) with its own row of each flat buffer (cols, padded, products, g_cols, totals); its
+# jit.threaded twin runs the parts over numba's threads. `gemm` is CBLAS's GEMM, `one` and
+# `zero` of its scalar type; the geometry ends with the output's height and the columns' width.
+
+
+@njit(**JIT)
+def _forward_images(
+    gemm, x, w2, out, bias, cols, padded, products, groups, chunk,
+    kh, kw, sh, sw, ph, pw, dh, dw, oh, width, one, zero,
+):  # fmt: skip
+    """out = the convolution of x (N, C, H, W) by w2 (O, C / groups * taps), plus bias[o]
+    where bias has entries."""
+    n, parts = x.shape[0], cols.shape[0]
+    o, k = w2.shape
+    og = o // groups
+    for p in prange(parts):
+        stop = n * (p + 1) // parts
+        for a in range(n * p // parts, stop, chunk):
+            b = min(a + chunk, stop)
+            m = (b - a) * oh * width
+            c = cols[p, : groups * k * m].reshape((groups * k, m))
+            _unfold_rows(x[a:b], padded[p], c, kh, kw, sh, sw, ph, pw, dh, dw, oh, width)
+            product = products[p, : o * m].reshape((o, m))
+            for g in range(groups):
+                pa, pb, pc = _at(w2, g * og), _at(c, g * k), _at(product, g * og)
+                gemm(ROW_MAJOR, NO_TRANS, NO_TRANS, og, m, k, one, pa, k, pb, m, zero, pc, m)
+            _place_rows(product, out[a:b], bias, width)
+
+
+@njit(**JIT)
+def _input_grad_images(
+    gemm, g, w2, dx, cols, padded, g_cols, groups, chunk,
+    kh, kw, sh, sw, ph, pw, dh, dw, oh, width, one, zero,
+):  # fmt: skip
+    """dx = the gradient of the convolution by w2 (O, C / groups * taps) with respect to its
+    input, from the output gradient g: the transposed weights times g's columns, folded back.
+    g_cols must start zeroed (the cropped columns stay zero)."""
+    n, parts = dx.shape[0], cols.shape[0]
+    o, k = w2.shape
+    og = o // groups
+    for p in prange(parts):
+        stop = n * (p + 1) // parts
+        for a in range(n * p // parts, stop, chunk):
+            b = min(a + chunk, stop)
+            m = (b - a) * oh * width
+            gc = g_cols[p, : o * m].reshape((o, m))
+            _gather_rows(g[a:b], gc, width)
+            c = cols[p, : groups * k * m].reshape((groups * k, m))
+            for grp in range(groups):
+                pa, pb, pc = _at(w2, grp * og), _at(gc, grp * og), _at(c, grp * k)
+                gemm(ROW_MAJOR, TRANS, NO_TRANS, k, m, og, one, pa, k, pb, m, zero, pc, m)
+            _fold_rows(c, padded[p], dx[a:b], kh, kw, sh, sw, ph, pw, dh, dw, oh, width)
+
+
+@njit(**JIT)
+def _weight_grad_images(
+    gemm, x, g, totals, cols, padded, g_cols, groups, chunk,
+    kh, kw, sh, sw, ph, pw, dh, dw, oh, width, one, zero,
+):  # fmt: skip
+    """totals[p] (groups, C / groups * taps, O / groups), zeroed first, += part p's columns
+    times its output gradient's (the weight gradient transposed: OpenBLAS runs that form
+    faster). g_cols must start zeroed (the cropped columns stay zero)."""
+    n, parts = x.shape[0], cols.shape[0]
+    k, og = totals.shape[2], totals.shape[3]
+    o = groups * og
+    for p in prange(parts):
+        stop = n * (p + 1) // parts
+        for a in range(n * p // parts, stop, chunk):
+            b = min(a + chunk, stop)
+            m = (b - a) * oh * width
+            c = cols[p, : groups * k * m].reshape((groups * k, m))
+            _unfold_rows(x[a:b], padded[p], c, kh, kw, sh, sw, ph, pw, dh, dw, oh, width)
+            gc = g_cols[p, : o * m].reshape((o, m))
+            _gather_rows(g[a:b], gc, width)
+            for grp in range(groups):
+                pa, pb, pc = _at(c, grp * k), _at(gc, grp * og), _at(totals[p], grp)
+                gemm(ROW_MAJOR, NO_TRANS, TRANS, k, og, m, one, pa, m, pb, m, one, pc, og)
+
+
+THREADED_WORK = 1 << 22  # multiply-adds from which a convolution's batch is split over threads
+
+# the bytes of columns one matmul takes: images are unfolded a chunk at a time, as many as fit
+# (one for the large layers, many for a narrow stem), so the columns stay in cache
+COLUMN_BYTES = 1 << 20
+
+
+class Columns:
+    """The column layout of a convolution's matmuls, a chunk of images at a time: images
+    [start, stop) unfold to (G, C/G * taps, (stop - start) * L), whose product with the (G,
+    O/G, C/G * taps) weights is their output as (G, O/G, (stop - start) * L). A 2-D convolution
+    unfolds from a zero-padded copy of each image, so no tap checks a bound: at stride 1 at the
+    padded width (L = oh * Wp), each column row one contiguous run of the padded image, the
+    products carrying Wp - ow columns more per output row, cropped off (their gradient columns
+    are zeros); at other strides a strided run per output row (L = oh * ow). conv3d uses its
+    own im2col (L = the output positions)."""
+
+    def __init__(self, conv, x_shape, dtype):
+        self.conv, self.dtype = conv, dtype
+        channels = x_shape[1]
+        self.k = channels // conv.groups * math.prod(conv.kernel)
+        self.from_padded = conv.dims == 2
+        if self.from_padded:
+            (ph, pw), (_, kw), (_, dw) = conv.padding, conv.kernel, conv.dilation
+            padded_width = x_shape[3] + 2 * pw
+            self.width = padded_width if conv.stride == (1, 1) else conv.out_hw[1]
+            self.length = conv.out_hw[0] * self.width
+            tail = (kw - 1) * dw  # the last run reads this far past the padded image
+            self.padded_shape = (channels, (x_shape[2] + 2 * ph) * padded_width + tail)
+        else:
+            self.length = math.prod(conv.out_hw)
+        size = channels * math.prod(conv.kernel) * self.length * np.dtype(dtype).itemsize
+        self.chunk = max(1, min(x_shape[0], COLUMN_BYTES // max(size, 1)))
+
+    def cblas(self, *arrays):
+        """CBLAS's GEMM for the batch loops (2-D columns, arrays of one float32 or float64
+        dtype), or None: the Python loop runs."""
+        if not self.from_padded or any(a.dtype != self.dtype for a in arrays):
+            return None
+        return blas.cblas_gemm(self.dtype) if self.dtype.char in "fd" else None
+
+    def run(self, kernel, loop, n, out_channels):
+        """loop(kernel, parts) runs a batch loop (above) over a batch of n: small convolutions
+        in turn (parts=1, OpenBLAS's threads inside each GEMM), the others over numba's threads
+        (its threaded twin, each thread's GEMMs on one BLAS thread)."""
+        parts = min(n, threads.get_num_threads())
+        if n * out_channels * self.k * self.length < THREADED_WORK or parts == 1:
+            loop(kernel, 1)
+            return
+        with threads.one_blas_thread():
+            loop(threaded(kernel), parts)
+
+    def loop_space(self, parts):
+        """Each part's buffers for a batch loop (recycled): the columns, the zero-padded
+        image."""
+        size = self.conv.groups * self.k * self.chunk * self.length
+        cols = buffers.empty((parts, size), self.dtype)
+        return cols, buffers.zeros((parts, *self.padded_shape), self.dtype)
+
+    def loop_grad_space(self, parts, channels):
+        """Each part's buffer for an output gradient's columns (zeroed)."""
+        return buffers.zeros((parts, channels * self.chunk * self.length), self.dtype)
+
+    def loop_args(self):
+        """A batch loop's arguments after its buffers."""
+        one = self.dtype.type
+        return (self.conv.groups, self.chunk, *self._rows_args(), one(1), one(0))
+
+    def split(self, part, n, out_channels):
+        """part(start, stop) over a batch of n, on threads when its work pays for them (a
+        hand-off costs tens of microseconds: the digits' 8x8 convolutions run whole)."""
+        if n * out_channels * self.k * self.length < THREADED_WORK:
+            return [part(0, n)]
+        return threads.split_range(part, n)
+
+    def chunks(self, start, stop):
+        return [(a, min(a + self.chunk, stop)) for a in range(start, stop, self.chunk)]
+
+    def space(self):
+        """One thread's buffers (recycled): the columns (flat), the zero-padded image."""
+        cols = buffers.empty((self.conv.groups * self.k * self.chunk * self.length,), self.dtype)
+        padded = buffers.zeros(self.padded_shape, self.dtype) if self.from_padded else None
+        return cols, padded
+
+    def unfold(self, x, start, stop, space):
+        """Images [start, stop) of x (contiguous) in the column layout."""
+        flat, padded = space
+        cols = _view(flat, (self.conv.groups, self.k, (stop - start) * self.length))
+        conv = self.conv
+        if self.from_padded:
+            rows = cols.reshape(-1, cols.shape[2])
+            _unfold_rows(x[start:stop], padded, rows, *self._rows_args())
+        else:
+            conv.im2col(x[start:stop], cols, *conv.args(*conv.out_hw))
+        return cols
+
+    def fold(self, cols, space, dx, start, stop):
+        """dx[start:stop] = the adjoint of unfold applied to cols (dx contiguous)."""
+        conv = self.conv
+        if self.from_padded:
+            _fold_rows(
+                cols.reshape(-1, cols.shape[2]), space[1], dx[start:stop], *self._rows_args()
+            )
+        else:
+            dx[start:stop] = 0
+            conv.col2im(cols, dx[start:stop], *conv.args(*conv.out_hw))
+
+    def _rows_args(self):
+        conv = self.conv
+        return (
+            *conv.kernel,
+            *conv.stride,
+            *conv.padding,
+            *conv.dilation,
+            conv.out_hw[0],
+            self.width,
+        )
+
+    def grad_buffer(self, channels, dtype):
+        """A thread's buffer for `grad` (zeros in the cropped columns)."""
+        return buffers.zeros((channels * self.chunk * self.length,), dtype)
+
+    def grad(self, g, start, stop, buffer):
+        """Images [start, stop) of the output gradient g (N, O, ...) as (G, O/G, (stop -
+        start) * L)."""
+        groups, o = self.conv.groups, g.shape[1]
+        g_cols = _view(buffer, (o, (stop - start) * self.length))
+        if self.from_padded:
+            _gather_rows(g[start:stop], g_cols, self.width)
+        else:
+            g_cols.reshape(o, stop - start, -1)[...] = (
+                g[start:stop].reshape(stop - start, o, -1).swapaxes(0, 1)
+            )
+        return g_cols.reshape(groups, o // groups, -1)
+
+    def place(self, product, out, start, stop, bias):
+        """out[start:stop] = the chunk's products (G, O/G, (stop - start) * L) at their output
+        positions, plus bias (O,) unless it is None."""
+        if self.from_padded:
+            bias = np.empty(0, out.dtype) if bias is None else bias
+            _place_rows(product.reshape(out.shape[1], -1), out[start:stop], bias, self.width)
+            return
+        result = product.reshape(out.shape[1], stop - start, *out.shape[2:]).swapaxes(0, 1)
+        if bias is None:
+            out[start:stop] = result
+        else:
+            np.add(result, bias.reshape(-1, *(1,) * self.conv.dims), out=out[start:stop])
+
+
+def _view(flat, shape):
+    """The first prod(shape) entries of a flat buffer, as a contiguous array of `shape`."""
+    return flat[: math.prod(shape)].reshape(shape)
+
+
+def _grouped(w, groups):
+    """The weights (O, C/G, *kernel) as (G, O/G, C/G * taps)."""
+    return np.ascontiguousarray(w).reshape(groups, w.shape[0] // groups, -1)
+
+
+def _add_products(acc, a, b):
+    """acc[i] += a[i] @ b[i].T for each group i (on BLAS, adding in place where it can)."""
+    for i in range(acc.shape[0]):
+        if not blas.gemm(a[i], b[i].T, acc[i], 1.0, 1.0):
+            acc[i] += a[i] @ b[i].T
+
+
+def forward(conv, x, w, out, bias=None):
+    """out = the convolution `conv` of x by w, plus bias (O,) unless None."""
+    x = np.ascontiguousarray(x)
+    columns = Columns(conv, x.shape, x.dtype)
+    gemm = columns.cblas(x, w, out, *(() if bias is None else (bias,)))
+    if gemm is not None:
+        w2 = np.ascontiguousarray(w).reshape(w.shape[0], -1)
+        bias = np.empty(0, out.dtype) if bias is None else bias
+
+        def loop(kernel, parts):
+            cols, padded = columns.loop_space(parts)
+            products = buffers.empty(
+                (parts, out.shape[1] * columns.chunk * columns.length), out.dtype
+            )
+            kernel(gemm, x, w2, out, bias, cols, padded, products, *columns.loop_args())
+
+        columns.run(_forward_images, loop, x.shape[0], out.shape[1])
+        return
+    w3 = _grouped(w, conv.groups)
+
+    def part(start, stop):
+        space = columns.space()
+        products = buffers.empty((out.shape[1] * columns.chunk * columns.length,), out.dtype)
+        for a, b in columns.chunks(start, stop):
+            product = _view(products, (*w3.shape[:2], (b - a) * columns.length))
+            np.matmul(w3, columns.unfold(x, a, b, space), out=product)
+            columns.place(product, out, a, b, bias)
+
+    columns.split(part, x.shape[0], out.shape[1])
+
+
+def input_grad(conv, g, w, out):
+    """out = the gradient of the convolution `conv` with respect to its input: a chunk of
+    images at a time, the transposed weights times the output gradient, folded back."""
+    columns = Columns(conv, out.shape, out.dtype)
+    gemm = columns.cblas(g, w, out)
+    if gemm is not None:
+        g, w2 = np.ascontiguousarray(g), np.ascontiguousarray(w).reshape(w.shape[0], -1)
+
+        def loop(kernel, parts):
+            cols, padded = columns.loop_space(parts)
+            g_cols = columns.loop_grad_space(parts, g.shape[1])
+            kernel(gemm, g, w2, out, cols, padded, g_cols, *columns.loop_args())
+
+        columns.run(_input_grad_images, loop, out.shape[0], g.shape[1])
+        return
+    w3t = _grouped(w, conv.groups).transpose(0, 2, 1)
+
+    def part(start, stop):
+        space = columns.space()
+        buffer = columns.grad_buffer(g.shape[1], g.dtype)
+        for a, b in columns.chunks(start, stop):
+            product = _view(space[0], (conv.groups, columns.k, (b - a) * columns.length))
+            np.matmul(w3t, columns.grad(g, a, b, buffer), out=product)
+            columns.fold(product, space, out, a, b)
+
+    columns.split(part, out.shape[0], g.shape[1])
+
+
+def weight_grad(conv, x, g, out):
+    """out = the gradient of the convolution `conv` with respect to its weight: each part of
+    the batch sums its chunks' products (columns times output gradient, giving the gradient
+    transposed: OpenBLAS runs that form faster), then the parts' sums add."""
+    x = np.ascontiguousarray(x)
+    columns = Columns(conv, x.shape, x.dtype)
+    shape = (conv.groups, columns.k, g.shape[1] // conv.groups)
+    gemm = columns.cblas(x, g, out)
+
+    def store(total):  # (G, C/G * taps, O/G) -> out (O, C/G, *kernel)
+        np.copyto(out.reshape(shape[0], shape[2], shape[1]), total.transpose(0, 2, 1))
+
+    if gemm is not None:
+        g = np.ascontiguousarray(g)
+
+        def loop(kernel, parts):
+            cols, padded = columns.loop_space(parts)
+            g_cols = columns.loop_grad_space(parts, g.shape[1])
+            totals = np.zeros((parts, *shape), out.dtype)
+            kernel(gemm, x, g, totals, cols, padded, g_cols, *columns.loop_args())
+            store(totals.sum(0))
+
+        columns.run(_weight_grad_images, loop, x.shape[0], g.shape[1])
+        return
+
+    def part(start, stop):
+        space = columns.space()
+        buffer = columns.grad_buffer(g.shape[1], g.dtype)
+        total = np.zeros(shape, out.dtype)
+        for a, b in columns.chunks(start, stop):
+            _add_products(total, columns.unfold(x, a, b, space), columns.grad(g, a, b, buffer))
+        return total
+
+    store(sum(columns.split(part, x.shape[0], g.shape[1])))
