@@ -124,12 +124,12 @@ def test_gradient_ops_match_their_references():
 
 
 @pytest.mark.parametrize("threaded", [False, True], ids=["in-turn", "threaded"])
-@pytest.mark.parametrize("column_bytes", [1, 3000, 1 << 40])
-def test_batch_loops_in_chunks_and_parts(monkeypatch, threaded, column_bytes):
+@pytest.mark.parametrize("chunk_columns", [1, 60, 1 << 30])
+def test_batch_loops_in_chunks_and_parts(monkeypatch, threaded, chunk_columns):
     """conv2d's batch loops with one image, a few or all of a part's per chunk, in turn or in
     parts over numba's threads (7 images: parts of 3 and 4): the three ops against their
     references, in float64 and float32."""
-    monkeypatch.setattr(conv_columns, "COLUMN_BYTES", column_bytes)
+    monkeypatch.setattr(conv_columns, "CHUNK_COLUMNS", chunk_columns)
     monkeypatch.setattr(conv_columns, "THREADED_WORK", 0 if threaded else 1 << 62)
     for xs, ws, attrs in CONV_CASES:
         for dtype, tol in ((np.float64, 1e-10), (np.float32, 1e-4)):

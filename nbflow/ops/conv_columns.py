@@ -114,29 +114,48 @@ def _place_rows(product, out, bias, width):
 
 @njit(**JIT)
 def _gather_rows(g, g_cols, width):
-    """g_cols[o, (b * oh + y) * width + t] = g[b, o, y, t]: the adjoint layout of _place_rows
-    (the columns past ow are left as they are: zeros)."""
+    """g_cols[o, (b * oh + y) * width + t] = g[b, o, y, t], and 0 for t from ow to width: the
+    adjoint layout of _place_rows."""
     n_images, channels, oh, ow = g.shape
     for b in range(n_images):
         for o in range(channels):
             for y in range(oh):
                 at = (b * oh + y) * width
-                src, dst = g[b, o, y], g_cols[o, at : at + ow]
+                src, dst = g[b, o, y], g_cols[o, at : at + width]
                 for t in range(ow):
                     dst[t] = src[t]
+                for t in range(ow, width):
+                    dst[t] = 0
 
 
 @njit(**JIT)
-def _at(a, row):
-    """The address of a's row `row` (a C-contiguous matrix or stack), for CBLAS."""
-    return a[row].ctypes.data
+def _product(gemm, a, b, c, trans_a, trans_b, alpha, beta):
+    """c = alpha a' @ b' + beta c on CBLAS, a' being a or, with trans_a == TRANS, a.T (b'
+    likewise): 2-D views whose rows are contiguous (their row strides CBLAS's leading dims)."""
+    m, n = c.shape
+    k = a.shape[0] if trans_a == TRANS else a.shape[1]
+    item = c.itemsize
+    lda, ldb, ldc = a.strides[0] // item, b.strides[0] // item, c.strides[0] // item
+    pa, pb, pc = a.ctypes.data, b.ctypes.data, c.ctypes.data
+    gemm(ROW_MAJOR, trans_a, trans_b, m, n, k, alpha, pa, lda, pb, ldb, beta, pc, ldc)
+
+
+@njit(**JIT)
+def _columns(flat, rows, m):
+    """A matrix at the start of a flat buffer for rows of m columns: (rows, m) or, where m
+    columns are a multiple of 4 KiB, 64 bytes wider: OpenBLAS's GEMM lost a third of its
+    speed to cache conflicts on such rows (a 32x288 by 288x1024 float32 product: 66 against
+    87 GFLOP/s)."""
+    step = m + 64 // flat.itemsize if (m * flat.itemsize) % 4096 == 0 else m
+    return flat[: rows * step].reshape((rows, step))
 
 
 # ---------------------------------------------------------------- conv2d's batch loops
 # Each runs the batch in cols.shape[0] parts, part p taking images [n p / parts, n (p + 1) /
-# parts) with its own row of each flat buffer (cols, padded, products, g_cols, totals); its
-# jit.threaded twin runs the parts over numba's threads. `gemm` is CBLAS's GEMM, `one` and
-# `zero` of its scalar type; the geometry ends with the output's height and the columns' width.
+# parts), a chunk at a time, with its own row of each buffer (cols, padded, products, g_cols,
+# totals); its jit.threaded twin runs the parts over numba's threads. `gemm` is CBLAS's GEMM,
+# `one` and `zero` of its scalar type; the geometry ends with the output's height and the
+# columns' width (Columns).
 
 
 @njit(**JIT)
@@ -154,12 +173,14 @@ def _forward_images(
         for a in range(n * p // parts, stop, chunk):
             b = min(a + chunk, stop)
             m = (b - a) * oh * width
-            c = cols[p, : groups * k * m].reshape((groups * k, m))
+            c = _columns(cols[p], groups * k, m)
             _unfold_rows(x[a:b], padded[p], c, kh, kw, sh, sw, ph, pw, dh, dw, oh, width)
-            product = products[p, : o * m].reshape((o, m))
-            for g in range(groups):
-                pa, pb, pc = _at(w2, g * og), _at(c, g * k), _at(product, g * og)
-                gemm(ROW_MAJOR, NO_TRANS, NO_TRANS, og, m, k, one, pa, k, pb, m, zero, pc, m)
+            product = _columns(products[p], o, m)
+            for grp in range(groups):
+                rows, taps = slice(grp * og, (grp + 1) * og), slice(grp * k, (grp + 1) * k)
+                _product(
+                    gemm, w2[rows], c[taps, :m], product[rows, :m], NO_TRANS, NO_TRANS, one, zero
+                )
             _place_rows(product, out[a:b], bias, width)
 
 
@@ -169,8 +190,8 @@ def _input_grad_images(
     kh, kw, sh, sw, ph, pw, dh, dw, oh, width, one, zero,
 ):  # fmt: skip
     """dx = the gradient of the convolution by w2 (O, C / groups * taps) with respect to its
-    input, from the output gradient g: the transposed weights times g's columns, folded back.
-    g_cols must start zeroed (the cropped columns stay zero)."""
+    input, from the output gradient g: the transposed weights times g's columns, folded
+    back."""
     n, parts = dx.shape[0], cols.shape[0]
     o, k = w2.shape
     og = o // groups
@@ -179,12 +200,12 @@ def _input_grad_images(
         for a in range(n * p // parts, stop, chunk):
             b = min(a + chunk, stop)
             m = (b - a) * oh * width
-            gc = g_cols[p, : o * m].reshape((o, m))
+            gc = _columns(g_cols[p], o, m)
             _gather_rows(g[a:b], gc, width)
-            c = cols[p, : groups * k * m].reshape((groups * k, m))
+            c = _columns(cols[p], groups * k, m)
             for grp in range(groups):
-                pa, pb, pc = _at(w2, grp * og), _at(gc, grp * og), _at(c, grp * k)
-                gemm(ROW_MAJOR, TRANS, NO_TRANS, k, m, og, one, pa, k, pb, m, zero, pc, m)
+                rows, taps = slice(grp * og, (grp + 1) * og), slice(grp * k, (grp + 1) * k)
+                _product(gemm, w2[rows], gc[rows, :m], c[taps, :m], TRANS, NO_TRANS, one, zero)
             _fold_rows(c, padded[p], dx[a:b], kh, kw, sh, sw, ph, pw, dh, dw, oh, width)
 
 
@@ -195,7 +216,7 @@ def _weight_grad_images(
 ):  # fmt: skip
     """totals[p] (groups, C / groups * taps, O / groups), zeroed first, += part p's columns
     times its output gradient's (the weight gradient transposed: OpenBLAS runs that form
-    faster). g_cols must start zeroed (the cropped columns stay zero)."""
+    faster)."""
     n, parts = x.shape[0], cols.shape[0]
     k, og = totals.shape[2], totals.shape[3]
     o = groups * og
@@ -204,20 +225,21 @@ def _weight_grad_images(
         for a in range(n * p // parts, stop, chunk):
             b = min(a + chunk, stop)
             m = (b - a) * oh * width
-            c = cols[p, : groups * k * m].reshape((groups * k, m))
+            c = _columns(cols[p], groups * k, m)
             _unfold_rows(x[a:b], padded[p], c, kh, kw, sh, sw, ph, pw, dh, dw, oh, width)
-            gc = g_cols[p, : o * m].reshape((o, m))
+            gc = _columns(g_cols[p], o, m)
             _gather_rows(g[a:b], gc, width)
             for grp in range(groups):
-                pa, pb, pc = _at(c, grp * k), _at(gc, grp * og), _at(totals[p], grp)
-                gemm(ROW_MAJOR, NO_TRANS, TRANS, k, og, m, one, pa, m, pb, m, one, pc, og)
+                rows, taps = slice(grp * og, (grp + 1) * og), slice(grp * k, (grp + 1) * k)
+                _product(gemm, c[taps, :m], gc[rows, :m], totals[p, grp], NO_TRANS, TRANS, one, one)
 
 
 THREADED_WORK = 1 << 22  # multiply-adds from which a convolution's batch is split over threads
 
-# the bytes of columns one matmul takes: images are unfolded a chunk at a time, as many as fit
-# (one for the large layers, many for a narrow stem), so the columns stay in cache
-COLUMN_BYTES = 1 << 20
+# the output positions of one chunk of images, unfolded and multiplied at once: as many images as
+# fit (one for the large layers, many for 8x8 digits). OpenBLAS ran the CNN's 3-channel stem at
+# 90 GFLOP/s on one image a product (1088 columns), 69 on eight.
+CHUNK_COLUMNS = 1024
 
 
 class Columns:
@@ -244,8 +266,7 @@ class Columns:
             self.padded_shape = (channels, (x_shape[2] + 2 * ph) * padded_width + tail)
         else:
             self.length = math.prod(conv.out_hw)
-        size = channels * math.prod(conv.kernel) * self.length * np.dtype(dtype).itemsize
-        self.chunk = max(1, min(x_shape[0], COLUMN_BYTES // max(size, 1)))
+        self.chunk = max(1, min(x_shape[0], CHUNK_COLUMNS // self.length))
 
     def cblas(self, *arrays):
         """CBLAS's GEMM for the batch loops (2-D columns, arrays of one float32 or float64
@@ -268,13 +289,16 @@ class Columns:
     def loop_space(self, parts):
         """Each part's buffers for a batch loop (recycled): the columns, the zero-padded
         image."""
-        size = self.conv.groups * self.k * self.chunk * self.length
-        cols = buffers.empty((parts, size), self.dtype)
+        cols = buffers.empty((parts, self.conv.groups * self.k * self._row()), self.dtype)
         return cols, buffers.zeros((parts, *self.padded_shape), self.dtype)
 
-    def loop_grad_space(self, parts, channels):
-        """Each part's buffer for an output gradient's columns (zeroed)."""
-        return buffers.zeros((parts, channels * self.chunk * self.length), self.dtype)
+    def loop_products(self, parts, channels):
+        """Each part's buffer for a chunk's products or output gradient (recycled)."""
+        return buffers.empty((parts, channels * self._row()), self.dtype)
+
+    def _row(self):
+        """A batch loop's buffer row for one chunk (_columns may widen it by 64 bytes)."""
+        return self.chunk * self.length + 64 // self.dtype.itemsize
 
     def loop_args(self):
         """A batch loop's arguments after its buffers."""
@@ -390,9 +414,7 @@ def forward(conv, x, w, out, bias=None):
 
         def loop(kernel, parts):
             cols, padded = columns.loop_space(parts)
-            products = buffers.empty(
-                (parts, out.shape[1] * columns.chunk * columns.length), out.dtype
-            )
+            products = columns.loop_products(parts, out.shape[1])
             kernel(gemm, x, w2, out, bias, cols, padded, products, *columns.loop_args())
 
         columns.run(_forward_images, loop, x.shape[0], out.shape[1])
@@ -420,7 +442,7 @@ def input_grad(conv, g, w, out):
 
         def loop(kernel, parts):
             cols, padded = columns.loop_space(parts)
-            g_cols = columns.loop_grad_space(parts, g.shape[1])
+            g_cols = columns.loop_products(parts, g.shape[1])
             kernel(gemm, g, w2, out, cols, padded, g_cols, *columns.loop_args())
 
         columns.run(_input_grad_images, loop, out.shape[0], g.shape[1])
@@ -455,7 +477,7 @@ def weight_grad(conv, x, g, out):
 
         def loop(kernel, parts):
             cols, padded = columns.loop_space(parts)
-            g_cols = columns.loop_grad_space(parts, g.shape[1])
+            g_cols = columns.loop_products(parts, g.shape[1])
             totals = np.zeros((parts, *shape), out.dtype)
             kernel(gemm, x, g, totals, cols, padded, g_cols, *columns.loop_args())
             store(totals.sum(0))
