@@ -424,6 +424,14 @@ def test_complex_tensors_and_arrays_round_trip_through_a_checkpoint(tmp_path):
     assert loaded["w"].dtype == np.complex128 and loaded["w"][0, 0] == 0.5j
 
 
+def test_allclose_takes_complex_as_numpy_does():
+    a = np.array([1 + 1j, 2 - 1j, 1e-9j])
+    for b in (a, a + 1e-7j, a + 1e-3, a * 1j, 1 + 1j):
+        assert nb.allclose(nb.tensor(a), nb.tensor(b)) == np.allclose(a, b)
+    assert not nb.allclose(nb.tensor([np.nan * 1j]), nb.tensor([np.nan * 1j]))
+    assert nb.allclose(nb.tensor([np.nan * 1j]), nb.tensor([np.nan * 1j]), equal_nan=True)
+
+
 # ---------------------------------------------------------------- refusals
 
 

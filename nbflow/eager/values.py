@@ -11,8 +11,8 @@ from .tensor import Tensor, tensor
 
 
 def allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False) -> bool:
-    """Whether a and b (tensors, arrays or numbers) are close elementwise, by numpy's rule
-    |a - b| <= atol + rtol |b| (PyTorch's allclose)."""
+    """Whether a and b (tensors, arrays or numbers, complex ones too) are close elementwise,
+    by numpy's rule |a - b| <= atol + rtol |b| (PyTorch's allclose)."""
     a, b = _numeric("allclose", a), _numeric("allclose", b)
     rtol, atol = real(rtol, "allclose: rtol"), real(atol, "allclose: atol")
     try:
@@ -31,7 +31,7 @@ def _array(name: str, x) -> np.ndarray:
 
 def _numeric(name: str, x) -> np.ndarray:
     a = _array(name, x)
-    if a.dtype.kind not in "biuf":
+    if a.dtype.kind not in "biufc":
         raise DTypeError(f"{name}: needs numbers, got an array of {a.dtype}")
     return a
 
