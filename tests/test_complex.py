@@ -250,6 +250,9 @@ LOSSES = {
     "linear": lambda m, z, w: m.nn.functional.linear(z, w, w[:, 1]).abs().sum(),
     "linear_3d": lambda m, z, w: m.nn.functional.linear(m.stack([z, w]), w[:2]).abs().sum(),
     "addmm": lambda m, z, w: m.addmm(z[:, :3], z, w.mT, beta=0.5, alpha=-2.0).abs().sum(),
+    "trapezoid": lambda m, z, w: (
+        (m.trapezoid(z * w, dx=0.5).abs().sum()) + m.cumulative_trapezoid(z, dim=0).abs().sum()
+    ),
 }
 
 

@@ -141,7 +141,8 @@ def _areas(name, y, x, dx, dim):
     if y.ndim == 0:
         raise ShapeError(f"{name}: y must have at least 1 dim")
     a = axis_of(dim, y.ndim)
-    y = _floats(name, y)
+    if not dt.is_complex(y.dtype):  # (complex samples integrate as they are)
+        y = _floats(name, y)
     lo, hi = _slices(y, a)
     if x is None:
         return (lo + hi) * (0.5 if dx is None else number(name, "dx", dx) / 2), a
