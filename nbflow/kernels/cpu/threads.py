@@ -95,16 +95,6 @@ def _chooser(key, n: int = 2) -> Chooser:
     return chooser
 
 
-@contextmanager
-def _one_blas_thread(lib):
-    threads = lib.num_threads
-    lib.set_num_threads(1)
-    try:
-        yield
-    finally:
-        lib.set_num_threads(threads)
-
-
 def blas_call(key, fn, *args, **kwargs):
     """`fn(*args, **kwargs)`, a call that runs on numpy's OpenBLAS, on OpenBLAS's threads or on
     one thread, whichever the chooser for `key` has measured faster."""
@@ -117,7 +107,7 @@ def blas_call(key, fn, *args, **kwargs):
     if threaded:
         result = fn(*args, **kwargs)
     else:
-        with _one_blas_thread(lib):
+        with one_blas_thread(lib):
             result = fn(*args, **kwargs)
     chooser.record(threaded, time.perf_counter() - start)
     return result
@@ -158,7 +148,7 @@ def stacked_call(key, run) -> None:
     if choice == 1:
         run(False)
     else:
-        with _one_blas_thread(lib):
+        with one_blas_thread(lib):
             run(choice == 2)
     chooser.record(choice, time.perf_counter() - start)
 
@@ -237,10 +227,11 @@ def split_range(fn, n: int):
 
 
 @contextmanager
-def one_blas_thread():
-    """numpy's OpenBLAS on one thread meanwhile: for threads of nbflow's own (split_range's, a
-    numba kernel's) that each make BLAS calls, whose pool would otherwise spin against them."""
-    lib = numpy_openblas()
+def one_blas_thread(lib=None):
+    """numpy's OpenBLAS (or the controller `lib` of it) on one thread meanwhile: for threads
+    of nbflow's own (split_range's, a numba kernel's) that each make BLAS calls, whose pool
+    would otherwise spin against them, and for a BLAS call measured on one thread."""
+    lib = numpy_openblas() if lib is None else lib
     threads = lib.num_threads if lib is not None else 1
     if threads > 1:
         lib.set_num_threads(1)
