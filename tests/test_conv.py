@@ -63,6 +63,7 @@ CONV_CASES = [
     ((2, 4, 7, 6), (6, 2, 3, 3), {"stride": 2, "padding": 1, "dilation": (2, 1), "groups": 2}),
     ((1, 4, 5, 5), (4, 1, 3, 3), {"padding": 1, "groups": 4}),  # depthwise
     ((3, 2, 4, 4), (5, 2, 1, 1), {}),  # 1x1
+    ((2, 4, 6, 7), (6, 2, 2, 3), {"padding": (0, 2), "dilation": (2, 1), "groups": 2}),
 ]
 
 
@@ -123,14 +124,16 @@ def test_gradient_ops_match_their_references():
     assert np.isclose((y * g).sum(), (w * dw.numpy()).sum())
 
 
+@pytest.mark.parametrize("shifted", [False, True], ids=["columns", "shifted"])
 @pytest.mark.parametrize("threaded", [False, True], ids=["in-turn", "threaded"])
 @pytest.mark.parametrize("chunk_columns", [1, 60, 1 << 30])
-def test_batch_loops_in_chunks_and_parts(monkeypatch, threaded, chunk_columns):
+def test_batch_loops_in_chunks_and_parts(monkeypatch, shifted, threaded, chunk_columns):
     """conv2d's batch loops with one image, a few or all of a part's per chunk, in turn or in
-    parts over numba's threads (7 images: parts of 3 and 4): the three ops against their
-    references, in float64 and float32."""
+    parts over numba's threads (7 images: parts of 3 and 4), unfolding or (at stride 1)
+    shifting: the three ops against their references, in float64 and float32."""
     monkeypatch.setattr(conv_columns, "CHUNK_COLUMNS", chunk_columns)
     monkeypatch.setattr(conv_columns, "THREADED_WORK", 0 if threaded else 1 << 62)
+    monkeypatch.setattr(conv_columns, "SHIFTED_CHANNELS", 1 if shifted else 1 << 30)
     for xs, ws, attrs in CONV_CASES:
         for dtype, tol in ((np.float64, 1e-10), (np.float32, 1e-4)):
             x = RNG.standard_normal((7, *xs[1:])).astype(dtype)

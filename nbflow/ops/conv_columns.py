@@ -37,13 +37,9 @@ def _unfold_rows(x, padded, cols, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow):
     row = width + 2 * pw
     for b in range(n_images):
         first = b * oh * ow
+        _pad_images(x[b : b + 1], padded, ph, pw, 0)
         for c in range(channels):
             plane = padded[c]
-            for y in range(height):
-                dst = plane[(y + ph) * row + pw : (y + ph) * row + pw + width]
-                src = x[b, c, y]
-                for t in range(width):
-                    dst[t] = src[t]
             for i in range(kh):
                 for j in range(kw):
                     tap = cols[(c * kh + i) * kw + j]
@@ -87,22 +83,47 @@ def _fold_rows(cols, padded, dx, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow):
                         src = tap[first + y * ow : first + (y + 1) * ow]
                         for t in range(ow):
                             run[t] += src[t]
+        _crop_images(padded, dx[b : b + 1], ph, pw, 0)
+
+
+@njit(**JIT)
+def _pad_images(x, padded, ph, pw, image):
+    """Each image b of x (B, C, H, W) into the interior of padded[:, b * image:] (C, image
+    entries an image, zero-padded rows of W + 2 pw): the border is left as it is (zero)."""
+    n_images, channels, height, width = x.shape
+    row = width + 2 * pw
+    for b in range(n_images):
+        for c in range(channels):
             for y in range(height):
-                src = plane[(y + ph) * row + pw : (y + ph) * row + pw + width]
-                dst = dx[b, c, y]
+                at = b * image + (y + ph) * row + pw
+                dst, src = padded[c, at : at + width], x[b, c, y]
                 for t in range(width):
                     dst[t] = src[t]
 
 
 @njit(**JIT)
-def _place_rows(product, out, bias, width):
-    """out[b, o, y, t] = product[o, (b * oh + y) * width + t] (+ bias[o] when bias has any
-    entries): a chunk's products (O, B * oh * width) into its images (B, O, oh, ow)."""
+def _crop_images(padded, x, ph, pw, image):
+    """The adjoint of _pad_images's interior: x[b, c, y, t] from padded[:, b * image:]."""
+    n_images, channels, height, width = x.shape
+    row = width + 2 * pw
+    for b in range(n_images):
+        for c in range(channels):
+            for y in range(height):
+                at = b * image + (y + ph) * row + pw
+                dst, src = x[b, c, y], padded[c, at : at + width]
+                for t in range(width):
+                    dst[t] = src[t]
+
+
+@njit(**JIT)
+def _place_rows(product, out, bias, width, image):
+    """out[b, o, y, t] = product[o, b * image + y * width + t] (+ bias[o] when bias has any
+    entries): a chunk's products (O, B * image) into its images (B, O, oh, ow)."""
     n_images, channels, oh, ow = out.shape
     for b in range(n_images):
         for o in range(channels):
             for y in range(oh):
-                at = (b * oh + y) * width
+                at = b * image + y * width
                 src, dst = product[o, at : at + ow], out[b, o, y]
                 if bias.size:
                     for t in range(ow):
@@ -113,19 +134,20 @@ def _place_rows(product, out, bias, width):
 
 
 @njit(**JIT)
-def _gather_rows(g, g_cols, width):
-    """g_cols[o, (b * oh + y) * width + t] = g[b, o, y, t], and 0 for t from ow to width: the
-    adjoint layout of _place_rows."""
+def _gather_rows(g, g_cols, width, image):
+    """g_cols[o, b * image + y * width + t] = g[b, o, y, t], and 0 for t from ow to width and
+    for the rows from oh to image / width: the adjoint layout of _place_rows."""
     n_images, channels, oh, ow = g.shape
     for b in range(n_images):
         for o in range(channels):
             for y in range(oh):
-                at = (b * oh + y) * width
+                at = b * image + y * width
                 src, dst = g[b, o, y], g_cols[o, at : at + width]
                 for t in range(ow):
                     dst[t] = src[t]
                 for t in range(ow, width):
                     dst[t] = 0
+            g_cols[o, b * image + oh * width : (b + 1) * image] = 0
 
 
 @njit(**JIT)
@@ -181,7 +203,7 @@ def _forward_images(
                 _product(
                     gemm, w2[rows], c[taps, :m], product[rows, :m], NO_TRANS, NO_TRANS, one, zero
                 )
-            _place_rows(product, out[a:b], bias, width)
+            _place_rows(product, out[a:b], bias, width, oh * width)
 
 
 @njit(**JIT)
@@ -201,7 +223,7 @@ def _input_grad_images(
             b = min(a + chunk, stop)
             m = (b - a) * oh * width
             gc = _columns(g_cols[p], o, m)
-            _gather_rows(g[a:b], gc, width)
+            _gather_rows(g[a:b], gc, width, oh * width)
             c = _columns(cols[p], groups * k, m)
             for grp in range(groups):
                 rows, taps = slice(grp * og, (grp + 1) * og), slice(grp * k, (grp + 1) * k)
@@ -228,10 +250,89 @@ def _weight_grad_images(
             c = _columns(cols[p], groups * k, m)
             _unfold_rows(x[a:b], padded[p], c, kh, kw, sh, sw, ph, pw, dh, dw, oh, width)
             gc = _columns(g_cols[p], o, m)
-            _gather_rows(g[a:b], gc, width)
+            _gather_rows(g[a:b], gc, width, oh * width)
             for grp in range(groups):
                 rows, taps = slice(grp * og, (grp + 1) * og), slice(grp * k, (grp + 1) * k)
                 _product(gemm, c[taps, :m], gc[rows, :m], totals[p, grp], NO_TRANS, TRANS, one, one)
+
+
+# ---------------------------------------------------------------- shifted products
+# A stride-1 2-D convolution needs no columns: on a chunk's zero-padded images laid end to end
+# (`image` entries each, rows of the padded width), output position q of the grid reads input
+# q + i dh Wp + j dw at tap (i, j), so the output is the sum over taps of the tap's weights
+# (O, C) times the padded images shifted by that offset, each a GEMM on a view of one buffer.
+# The grid carries Wp - ow columns and Hp - oh rows more per image (dropped; their gradient is
+# zero). Unfolding wrote and read 9x the input per 3x3 layer: the 32-channel 32x32 layer's
+# forward ran in 228 against 259-323 us an image, its input gradient 234 against 253; its
+# weight gradient, 32x32 products with K = 1088, ran slower (372 against 265) and unfolds.
+
+
+@njit(**JIT)
+def _tap_products(gemm, taps, src, dst, m, groups, kw, dh, dw, width, adjoint, one, zero):
+    """For each tap t = (i, j), its shift s = i dh width + j dw and each group's rows (of O)
+    and channels (of C): dst[rows, :m] (+)= taps[t][rows] @ src[channels, s:s + m] (the
+    first tap stores), or, adjoint, dst[channels, s:s + m] += taps[t][rows].T @ src[rows, :m]."""
+    n_taps, o, cg = taps.shape
+    og = o // groups
+    for t in range(n_taps):
+        shift = (t // kw) * dh * width + (t % kw) * dw
+        for grp in range(groups):
+            rows, chans = slice(grp * og, (grp + 1) * og), slice(grp * cg, (grp + 1) * cg)
+            w = taps[t, rows]
+            if adjoint:
+                shifted = dst[chans, shift : shift + m]
+                _product(gemm, w, src[rows, :m], shifted, TRANS, NO_TRANS, one, one)
+            else:
+                shifted = src[chans, shift : shift + m]
+                _product(
+                    gemm, w, shifted, dst[rows, :m], NO_TRANS, NO_TRANS, one, one if t else zero
+                )
+
+
+@njit(**JIT)
+def _forward_shifted(
+    gemm, x, taps, out, bias, padded, products, groups, chunk,
+    kh, kw, sh, sw, ph, pw, dh, dw, oh, width, one, zero,
+):  # fmt: skip
+    """out = the stride-1 convolution of x (N, C, H, W) by taps (kh * kw, O, C / groups),
+    plus bias[o] where bias has entries."""
+    n, parts, o = x.shape[0], padded.shape[0], taps.shape[1]
+    image = (x.shape[2] + 2 * ph) * width
+    for p in prange(parts):
+        stop = n * (p + 1) // parts
+        for a in range(n * p // parts, stop, chunk):
+            b = min(a + chunk, stop)
+            _pad_images(x[a:b], padded[p], ph, pw, image)
+            product = _columns(products[p], o, (b - a) * image)
+            m = (b - a - 1) * image + oh * width
+            _tap_products(
+                gemm, taps, padded[p], product, m, groups, kw, dh, dw, width, False, one, zero
+            )
+            _place_rows(product, out[a:b], bias, width, image)
+
+
+@njit(**JIT)
+def _input_grad_shifted(
+    gemm, g, taps, dx, padded, g_grid, groups, chunk,
+    kh, kw, sh, sw, ph, pw, dh, dw, oh, width, one, zero,
+):  # fmt: skip
+    """dx = the gradient of the stride-1 convolution by taps (kh * kw, O, C / groups) with
+    respect to its input, from the output gradient g: each tap's transposed weights times g,
+    added in at the tap's shift, then cropped."""
+    n, parts, o = dx.shape[0], padded.shape[0], taps.shape[1]
+    image = (dx.shape[2] + 2 * ph) * width
+    for p in prange(parts):
+        stop = n * (p + 1) // parts
+        for a in range(n * p // parts, stop, chunk):
+            b = min(a + chunk, stop)
+            grid = _columns(g_grid[p], o, (b - a) * image)
+            _gather_rows(g[a:b], grid, width, image)
+            padded[p] = 0
+            m = (b - a - 1) * image + oh * width
+            _tap_products(
+                gemm, taps, grid, padded[p], m, groups, kw, dh, dw, width, True, one, zero
+            )
+            _crop_images(padded[p], dx[a:b], ph, pw, image)
 
 
 THREADED_WORK = 1 << 22  # multiply-adds from which a convolution's batch is split over threads
@@ -240,6 +341,10 @@ THREADED_WORK = 1 << 22  # multiply-adds from which a convolution's batch is spl
 # fit (one for the large layers, many for 8x8 digits). OpenBLAS ran the CNN's 3-channel stem at
 # 90 GFLOP/s on one image a product (1088 columns), 69 on eight.
 CHUNK_COLUMNS = 1024
+
+# input channels a group from which a stride-1 2-D convolution runs shifted products: 8 did,
+# against unfolding, in 59 against 68 us an image (32x32, 32 output channels)
+SHIFTED_CHANNELS = 8
 
 
 class Columns:
@@ -250,30 +355,35 @@ class Columns:
     padded width (L = oh * Wp), each column row one contiguous run of the padded image, the
     products carrying Wp - ow columns more per output row, cropped off (their gradient columns
     are zeros); at other strides a strided run per output row (L = oh * ow). conv3d uses its
-    own im2col (L = the output positions)."""
+    own im2col (L = the output positions). With `shift` (CBLAS's GEMM to call), a stride-1
+    2-D convolution of SHIFTED_CHANNELS or more input channels a group runs shifted products
+    instead (above): a chunk's padded images end to end, `image` entries each."""
 
-    def __init__(self, conv, x_shape, dtype):
+    def __init__(self, conv, x_shape, dtype, shift=False):
         self.conv, self.dtype = conv, dtype
         channels = x_shape[1]
         self.k = channels // conv.groups * math.prod(conv.kernel)
         self.from_padded = conv.dims == 2
+        self.shifted = (
+            shift
+            and self.from_padded
+            and conv.stride == (1, 1)
+            and channels // conv.groups >= SHIFTED_CHANNELS
+        )
         if self.from_padded:
             (ph, pw), (_, kw), (_, dw) = conv.padding, conv.kernel, conv.dilation
             padded_width = x_shape[3] + 2 * pw
             self.width = padded_width if conv.stride == (1, 1) else conv.out_hw[1]
             self.length = conv.out_hw[0] * self.width
-            tail = (kw - 1) * dw  # the last run reads this far past the padded image
-            self.padded_shape = (channels, (x_shape[2] + 2 * ph) * padded_width + tail)
+            padded_image = (x_shape[2] + 2 * ph) * padded_width
+            self.image = padded_image if self.shifted else self.length
         else:
-            self.length = math.prod(conv.out_hw)
-        self.chunk = max(1, min(x_shape[0], CHUNK_COLUMNS // self.length))
-
-    def cblas(self, *arrays):
-        """CBLAS's GEMM for the batch loops (2-D columns, arrays of one float32 or float64
-        dtype), or None: the Python loop runs."""
-        if not self.from_padded or any(a.dtype != self.dtype for a in arrays):
-            return None
-        return blas.cblas_gemm(self.dtype) if self.dtype.char in "fd" else None
+            self.length = self.image = math.prod(conv.out_hw)
+        self.chunk = max(1, min(x_shape[0], CHUNK_COLUMNS // self.image))
+        if self.from_padded:
+            tail = (kw - 1) * dw  # the last run reads this far past the padded images
+            images = self.chunk if self.shifted else 1
+            self.padded_shape = (channels, images * padded_image + tail)
 
     def run(self, kernel, loop, n, out_channels):
         """loop(kernel, parts) runs a batch loop (above) over a batch of n: small convolutions
@@ -290,7 +400,11 @@ class Columns:
         """Each part's buffers for a batch loop (recycled): the columns, the zero-padded
         image."""
         cols = buffers.empty((parts, self.conv.groups * self.k * self._row()), self.dtype)
-        return cols, buffers.zeros((parts, *self.padded_shape), self.dtype)
+        return cols, self.loop_padded(parts)
+
+    def loop_padded(self, parts):
+        """Each part's zero-padded image (or, shifted, images) for a batch loop (recycled)."""
+        return buffers.zeros((parts, *self.padded_shape), self.dtype)
 
     def loop_products(self, parts, channels):
         """Each part's buffer for a chunk's products or output gradient (recycled)."""
@@ -298,7 +412,7 @@ class Columns:
 
     def _row(self):
         """A batch loop's buffer row for one chunk (_columns may widen it by 64 bytes)."""
-        return self.chunk * self.length + 64 // self.dtype.itemsize
+        return self.chunk * self.image + 64 // self.dtype.itemsize
 
     def loop_args(self):
         """A batch loop's arguments after its buffers."""
@@ -365,7 +479,7 @@ class Columns:
         groups, o = self.conv.groups, g.shape[1]
         g_cols = _view(buffer, (o, (stop - start) * self.length))
         if self.from_padded:
-            _gather_rows(g[start:stop], g_cols, self.width)
+            _gather_rows(g[start:stop], g_cols, self.width, self.image)
         else:
             g_cols.reshape(o, stop - start, -1)[...] = (
                 g[start:stop].reshape(stop - start, o, -1).swapaxes(0, 1)
@@ -377,13 +491,28 @@ class Columns:
         positions, plus bias (O,) unless it is None."""
         if self.from_padded:
             bias = np.empty(0, out.dtype) if bias is None else bias
-            _place_rows(product.reshape(out.shape[1], -1), out[start:stop], bias, self.width)
+            product = product.reshape(out.shape[1], -1)
+            _place_rows(product, out[start:stop], bias, self.width, self.image)
             return
         result = product.reshape(out.shape[1], stop - start, *out.shape[2:]).swapaxes(0, 1)
         if bias is None:
             out[start:stop] = result
         else:
             np.add(result, bias.reshape(-1, *(1,) * self.conv.dims), out=out[start:stop])
+
+
+def _cblas(conv, *arrays):
+    """CBLAS's GEMM for the batch loops (a 2-D convolution, arrays of one float32 or float64
+    dtype), or None: the Python loop runs."""
+    dtype = arrays[0].dtype
+    if conv.dims != 2 or dtype.char not in "fd" or any(a.dtype != dtype for a in arrays):
+        return None
+    return blas.cblas_gemm(dtype)
+
+
+def _taps(w):
+    """The weights (O, C/G, kh, kw) as (kh * kw, O, C/G), a tap's weights a matrix."""
+    return np.ascontiguousarray(w.transpose(2, 3, 0, 1)).reshape(-1, *w.shape[:2])
 
 
 def _view(flat, shape):
@@ -406,18 +535,23 @@ def _add_products(acc, a, b):
 def forward(conv, x, w, out, bias=None):
     """out = the convolution `conv` of x by w, plus bias (O,) unless None."""
     x = np.ascontiguousarray(x)
-    columns = Columns(conv, x.shape, x.dtype)
-    gemm = columns.cblas(x, w, out, *(() if bias is None else (bias,)))
+    gemm = _cblas(conv, x, w, out, *(() if bias is None else (bias,)))
+    columns = Columns(conv, x.shape, x.dtype, shift=gemm is not None)
     if gemm is not None:
-        w2 = np.ascontiguousarray(w).reshape(w.shape[0], -1)
         bias = np.empty(0, out.dtype) if bias is None else bias
 
         def loop(kernel, parts):
-            cols, padded = columns.loop_space(parts)
             products = columns.loop_products(parts, out.shape[1])
+            if columns.shifted:
+                padded = columns.loop_padded(parts)
+                kernel(gemm, x, _taps(w), out, bias, padded, products, *columns.loop_args())
+                return
+            cols, padded = columns.loop_space(parts)
+            w2 = np.ascontiguousarray(w).reshape(w.shape[0], -1)
             kernel(gemm, x, w2, out, bias, cols, padded, products, *columns.loop_args())
 
-        columns.run(_forward_images, loop, x.shape[0], out.shape[1])
+        kernel = _forward_shifted if columns.shifted else _forward_images
+        columns.run(kernel, loop, x.shape[0], out.shape[1])
         return
     w3 = _grouped(w, conv.groups)
 
@@ -435,17 +569,23 @@ def forward(conv, x, w, out, bias=None):
 def input_grad(conv, g, w, out):
     """out = the gradient of the convolution `conv` with respect to its input: a chunk of
     images at a time, the transposed weights times the output gradient, folded back."""
-    columns = Columns(conv, out.shape, out.dtype)
-    gemm = columns.cblas(g, w, out)
+    gemm = _cblas(conv, g, w, out)
+    columns = Columns(conv, out.shape, out.dtype, shift=gemm is not None)
     if gemm is not None:
-        g, w2 = np.ascontiguousarray(g), np.ascontiguousarray(w).reshape(w.shape[0], -1)
+        g = np.ascontiguousarray(g)
 
         def loop(kernel, parts):
-            cols, padded = columns.loop_space(parts)
             g_cols = columns.loop_products(parts, g.shape[1])
+            if columns.shifted:
+                padded = columns.loop_padded(parts)
+                kernel(gemm, g, _taps(w), out, padded, g_cols, *columns.loop_args())
+                return
+            cols, padded = columns.loop_space(parts)
+            w2 = np.ascontiguousarray(w).reshape(w.shape[0], -1)
             kernel(gemm, g, w2, out, cols, padded, g_cols, *columns.loop_args())
 
-        columns.run(_input_grad_images, loop, out.shape[0], g.shape[1])
+        kernel = _input_grad_shifted if columns.shifted else _input_grad_images
+        columns.run(kernel, loop, out.shape[0], g.shape[1])
         return
     w3t = _grouped(w, conv.groups).transpose(0, 2, 1)
 
@@ -467,7 +607,7 @@ def weight_grad(conv, x, g, out):
     x = np.ascontiguousarray(x)
     columns = Columns(conv, x.shape, x.dtype)
     shape = (conv.groups, columns.k, g.shape[1] // conv.groups)
-    gemm = columns.cblas(x, g, out)
+    gemm = _cblas(conv, x, g, out)
 
     def store(total):  # (G, C/G * taps, O/G) -> out (O, C/G, *kernel)
         np.copyto(out.reshape(shape[0], shape[2], shape[1]), total.transpose(0, 2, 1))
