@@ -151,18 +151,6 @@ def _gather_rows(g, g_cols, width, image):
 
 
 @njit(**JIT)
-def _product(gemm, a, b, c, trans_a, trans_b, alpha, beta):
-    """c = alpha a' @ b' + beta c on CBLAS, a' being a or, with trans_a == TRANS, a.T (b'
-    likewise): 2-D views whose rows are contiguous (their row strides CBLAS's leading dims)."""
-    m, n = c.shape
-    k = a.shape[0] if trans_a == TRANS else a.shape[1]
-    item = c.itemsize
-    lda, ldb, ldc = a.strides[0] // item, b.strides[0] // item, c.strides[0] // item
-    pa, pb, pc = a.ctypes.data, b.ctypes.data, c.ctypes.data
-    gemm(ROW_MAJOR, trans_a, trans_b, m, n, k, alpha, pa, lda, pb, ldb, beta, pc, ldc)
-
-
-@njit(**JIT)
 def _columns(flat, rows, m):
     """A matrix at the start of a flat buffer for rows of m columns: (rows, m) or, where m
     columns are a multiple of 4 KiB, 64 bytes wider: OpenBLAS's GEMM lost a third of its
@@ -200,7 +188,7 @@ def _forward_images(
             product = _columns(products[p], o, m)
             for grp in range(groups):
                 rows, taps = slice(grp * og, (grp + 1) * og), slice(grp * k, (grp + 1) * k)
-                _product(
+                blas.cblas_product(
                     gemm, w2[rows], c[taps, :m], product[rows, :m], NO_TRANS, NO_TRANS, one, zero
                 )
             _place_rows(product, out[a:b], bias, width, oh * width)
@@ -227,7 +215,9 @@ def _input_grad_images(
             c = _columns(cols[p], groups * k, m)
             for grp in range(groups):
                 rows, taps = slice(grp * og, (grp + 1) * og), slice(grp * k, (grp + 1) * k)
-                _product(gemm, w2[rows], gc[rows, :m], c[taps, :m], TRANS, NO_TRANS, one, zero)
+                blas.cblas_product(
+                    gemm, w2[rows], gc[rows, :m], c[taps, :m], TRANS, NO_TRANS, one, zero
+                )
             _fold_rows(c, padded[p], dx[a:b], kh, kw, sh, sw, ph, pw, dh, dw, oh, width)
 
 
@@ -253,7 +243,9 @@ def _weight_grad_images(
             _gather_rows(g[a:b], gc, width, oh * width)
             for grp in range(groups):
                 rows, taps = slice(grp * og, (grp + 1) * og), slice(grp * k, (grp + 1) * k)
-                _product(gemm, c[taps, :m], gc[rows, :m], totals[p, grp], NO_TRANS, TRANS, one, one)
+                blas.cblas_product(
+                    gemm, c[taps, :m], gc[rows, :m], totals[p, grp], NO_TRANS, TRANS, one, one
+                )
 
 
 # ---------------------------------------------------------------- shifted products
@@ -281,10 +273,10 @@ def _tap_products(gemm, taps, src, dst, m, groups, kw, dh, dw, width, adjoint, o
             w = taps[t, rows]
             if adjoint:
                 shifted = dst[chans, shift : shift + m]
-                _product(gemm, w, src[rows, :m], shifted, TRANS, NO_TRANS, one, one)
+                blas.cblas_product(gemm, w, src[rows, :m], shifted, TRANS, NO_TRANS, one, one)
             else:
                 shifted = src[chans, shift : shift + m]
-                _product(
+                blas.cblas_product(
                     gemm, w, shifted, dst[rows, :m], NO_TRANS, NO_TRANS, one, one if t else zero
                 )
 

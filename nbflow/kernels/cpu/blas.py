@@ -142,6 +142,19 @@ def gemm(a: np.ndarray, b: np.ndarray, c: np.ndarray, alpha: float, beta: float)
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
+def cblas_product(gemm, a, b, c, trans_a, trans_b, alpha, beta):
+    """c = alpha a' @ b' + beta c on CBLAS's `gemm` (cblas_gemm), a' being a or, with trans_a
+    == TRANS, a.T (b' likewise), for numba kernels: 2-D views whose rows are contiguous (their
+    row strides CBLAS's leading dims)."""
+    m, n = c.shape
+    k = a.shape[0] if trans_a == TRANS else a.shape[1]
+    item = c.itemsize
+    lda, ldb, ldc = a.strides[0] // item, b.strides[0] // item, c.strides[0] // item
+    pa, pb, pc = a.ctypes.data, b.ctypes.data, c.ctypes.data
+    gemm(ROW_MAJOR, trans_a, trans_b, m, n, k, alpha, pa, lda, pb, ldb, beta, pc, ldc)
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
 def _stack(gemm, a, b, out, trans_a, lda, trans_b, ldb, one, zero):
     """out[i, j] = a[i, j] @ b[i, j] for each (i, j) of the 4-D stacks (a and b laid out for
     BLAS as their flags and leading dims say, the same for every matrix; `gemm` the CBLAS
