@@ -129,8 +129,9 @@ def test_gradient_ops_match_their_references():
 @pytest.mark.parametrize("chunk_columns", [1, 60, 1 << 30])
 def test_batch_loops_in_chunks_and_parts(monkeypatch, shifted, threaded, chunk_columns):
     """conv2d's batch loops with one image, a few or all of a part's per chunk, in turn or in
-    parts over numba's threads (7 images: parts of 3 and 4), unfolding or (at stride 1)
-    shifting: the three ops against their references, in float64 and float32."""
+    parts over numba's threads (7 images: parts of 3 and 4; one image: the forward's columns
+    in parts), unfolding or (at stride 1) shifting: the three ops against their references,
+    in float64 and float32."""
     monkeypatch.setattr(conv_columns, "CHUNK_COLUMNS", chunk_columns)
     monkeypatch.setattr(conv_columns, "THREADED_WORK", 0 if threaded else 1 << 62)
     monkeypatch.setattr(conv_columns, "SHIFTED_CHANNELS", 1 if shifted else 1 << 30)
@@ -140,6 +141,9 @@ def test_batch_loops_in_chunks_and_parts(monkeypatch, shifted, threaded, chunk_c
             w, b = RNG.standard_normal(ws).astype(dtype), RNG.standard_normal(ws[0]).astype(dtype)
             out = nb.conv2d_op(nb.tensor(x), nb.tensor(w), nb.tensor(b), **attrs)
             nt.assert_close(out, nb.conv2d_op.ref(x, w, b, **attrs), rtol=tol, atol=tol)
+            # one image, fewer than the threads: the forward splits its columns over them
+            one = nb.conv2d_op(nb.tensor(x[:1]), nb.tensor(w), nb.tensor(b), **attrs)
+            nt.assert_close(one, nb.conv2d_op.ref(x[:1], w, b, **attrs), rtol=tol, atol=tol)
             g = RNG.standard_normal(out.shape).astype(dtype)
             dx = nb.conv2d_input_grad(nb.tensor(g), nb.tensor(w), nb.tensor(x), **attrs)
             dw = nb.conv2d_weight_grad(nb.tensor(x), nb.tensor(g), nb.tensor(w), **attrs)

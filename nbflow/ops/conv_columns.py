@@ -170,28 +170,38 @@ def _columns(flat, rows, m):
 
 @njit(**JIT)
 def _forward_images(
-    gemm, x, w2, out, bias, cols, padded, products, groups, chunk,
+    gemm, x, taps, out, bias, cols, padded, products, groups, chunk,
     kh, kw, sh, sw, ph, pw, dh, dw, oh, width, one, zero,
 ):  # fmt: skip
-    """out = the convolution of x (N, C, H, W) by w2 (O, C / groups * taps), plus bias[o]
-    where bias has entries."""
-    n, parts = x.shape[0], cols.shape[0]
-    o, k = w2.shape
-    og = o // groups
+    """out = the convolution of x (N, C, H, W) by taps, plus bias[o] where bias has entries:
+    shifted (below; taps (kh * kw, O, C / groups)) when cols has no entries, else from the
+    columns (taps (1, O, C / groups * kh * kw))."""
+    n, parts, o = x.shape[0], padded.shape[0], taps.shape[1]
+    image = (x.shape[2] + 2 * ph) * width if cols.shape[1] == 0 else oh * width
+    geometry = (kh, kw, sh, sw, ph, pw, dh, dw, oh, width)
     for p in prange(parts):
         stop = n * (p + 1) // parts
         for a in range(n * p // parts, stop, chunk):
             b = min(a + chunk, stop)
-            m = (b - a) * oh * width
-            c = _columns(cols[p], groups * k, m)
-            _unfold_rows(x[a:b], padded[p], c, kh, kw, sh, sw, ph, pw, dh, dw, oh, width)
-            product = _columns(products[p], o, m)
-            for grp in range(groups):
-                rows, taps = slice(grp * og, (grp + 1) * og), slice(grp * k, (grp + 1) * k)
-                blas.cblas_product(
-                    gemm, w2[rows], c[taps, :m], product[rows, :m], NO_TRANS, NO_TRANS, one, zero
-                )
-            _place_rows(product, out[a:b], bias, width, oh * width)
+            m = (b - a - 1) * image + oh * width
+            src = _source(x[a:b], cols[p], padded[p], groups * taps.shape[2], m, image, geometry)
+            product = _columns(products[p], o, (b - a) * image)
+            args = (groups, kw, dh, dw, width, False, one, zero)
+            _tap_products(gemm, taps, src, product, 0, m, *args)
+            _place_rows(product, out[a:b], bias, width, image)
+
+
+@njit(**JIT)
+def _source(x, cols, padded, k, m, image, geometry):
+    """The forward's right operand for a chunk of images x: their zero-padded copies end to
+    end (shifted: cols has no entries), else their columns (k rows of m)."""
+    kh, kw, sh, sw, ph, pw, dh, dw, oh, width = geometry
+    if cols.size == 0:
+        _pad_images(x, padded, ph, pw, image)
+        return padded
+    c = _columns(cols, k, m)
+    _unfold_rows(x, padded, c, kh, kw, sh, sw, ph, pw, dh, dw, oh, width)
+    return c
 
 
 @njit(**JIT)
@@ -260,47 +270,28 @@ def _weight_grad_images(
 
 
 @njit(**JIT)
-def _tap_products(gemm, taps, src, dst, m, groups, kw, dh, dw, width, adjoint, one, zero):
+def _tap_products(gemm, taps, src, dst, start, stop, groups, kw, dh, dw, width, adjoint, one, zero):
     """For each tap t = (i, j), its shift s = i dh width + j dw and each group's rows (of O)
-    and channels (of C): dst[rows, :m] (+)= taps[t][rows] @ src[channels, s:s + m] (the
-    first tap stores), or, adjoint, dst[channels, s:s + m] += taps[t][rows].T @ src[rows, :m]."""
+    and channels (of C), over the columns q = start:stop: dst[rows, q] (+)= taps[t][rows] @
+    src[channels, q + s] (the first tap stores), or, adjoint, dst[channels, q + s] +=
+    taps[t][rows].T @ src[rows, q]. One tap of all the weights against the columns is the
+    column layout's product."""
     n_taps, o, cg = taps.shape
     og = o // groups
     for t in range(n_taps):
-        shift = (t // kw) * dh * width + (t % kw) * dw
+        a = start + (t // kw) * dh * width + (t % kw) * dw
+        b = a + stop - start
         for grp in range(groups):
             rows, chans = slice(grp * og, (grp + 1) * og), slice(grp * cg, (grp + 1) * cg)
             w = taps[t, rows]
             if adjoint:
-                shifted = dst[chans, shift : shift + m]
-                blas.cblas_product(gemm, w, src[rows, :m], shifted, TRANS, NO_TRANS, one, one)
-            else:
-                shifted = src[chans, shift : shift + m]
+                shifted = dst[chans, a:b]
                 blas.cblas_product(
-                    gemm, w, shifted, dst[rows, :m], NO_TRANS, NO_TRANS, one, one if t else zero
+                    gemm, w, src[rows, start:stop], shifted, TRANS, NO_TRANS, one, one
                 )
-
-
-@njit(**JIT)
-def _forward_shifted(
-    gemm, x, taps, out, bias, padded, products, groups, chunk,
-    kh, kw, sh, sw, ph, pw, dh, dw, oh, width, one, zero,
-):  # fmt: skip
-    """out = the stride-1 convolution of x (N, C, H, W) by taps (kh * kw, O, C / groups),
-    plus bias[o] where bias has entries."""
-    n, parts, o = x.shape[0], padded.shape[0], taps.shape[1]
-    image = (x.shape[2] + 2 * ph) * width
-    for p in prange(parts):
-        stop = n * (p + 1) // parts
-        for a in range(n * p // parts, stop, chunk):
-            b = min(a + chunk, stop)
-            _pad_images(x[a:b], padded[p], ph, pw, image)
-            product = _columns(products[p], o, (b - a) * image)
-            m = (b - a - 1) * image + oh * width
-            _tap_products(
-                gemm, taps, padded[p], product, m, groups, kw, dh, dw, width, False, one, zero
-            )
-            _place_rows(product, out[a:b], bias, width, image)
+            else:
+                out, beta = dst[rows, start:stop], one if t else zero
+                blas.cblas_product(gemm, w, src[chans, a:b], out, NO_TRANS, NO_TRANS, one, beta)
 
 
 @njit(**JIT)
@@ -321,10 +312,32 @@ def _input_grad_shifted(
             _gather_rows(g[a:b], grid, width, image)
             padded[p] = 0
             m = (b - a - 1) * image + oh * width
-            _tap_products(
-                gemm, taps, grid, padded[p], m, groups, kw, dh, dw, width, True, one, zero
-            )
+            args = (groups, kw, dh, dw, width, True, one, zero)
+            _tap_products(gemm, taps, grid, padded[p], 0, m, *args)
             _crop_images(padded[p], dx[a:b], ph, pw, image)
+
+
+@njit(**JIT)
+def _forward_split(
+    gemm, x, taps, out, bias, cols, padded, products, groups, chunk,
+    kh, kw, sh, sw, ph, pw, dh, dw, oh, width, one, zero,
+):  # fmt: skip
+    """_forward_images for a batch smaller than numba's threads (inference at batch 1): each
+    chunk's product in as many ranges of its columns as the buffers have parts, one a thread
+    (the first part's buffers serve them all)."""
+    n, o, splits = x.shape[0], taps.shape[1], padded.shape[0]
+    image = (x.shape[2] + 2 * ph) * width if cols.shape[1] == 0 else oh * width
+    geometry = (kh, kw, sh, sw, ph, pw, dh, dw, oh, width)
+    for a in range(0, n, chunk):
+        b = min(a + chunk, n)
+        m = (b - a - 1) * image + oh * width
+        src = _source(x[a:b], cols[0], padded[0], groups * taps.shape[2], m, image, geometry)
+        product = _columns(products[0], o, (b - a) * image)
+        for s in prange(splits):
+            start, stop = m * s // splits, m * (s + 1) // splits
+            args = (groups, kw, dh, dw, width, False, one, zero)
+            _tap_products(gemm, taps, src, product, start, stop, *args)
+        _place_rows(product, out[a:b], bias, width, image)
 
 
 THREADED_WORK = 1 << 22  # multiply-adds from which a convolution's batch is split over threads
@@ -377,12 +390,19 @@ class Columns:
             images = self.chunk if self.shifted else 1
             self.padded_shape = (channels, images * padded_image + tail)
 
-    def run(self, kernel, loop, n, out_channels):
+    def run(self, kernel, loop, n, out_channels, split=None):
         """loop(kernel, parts) runs a batch loop (above) over a batch of n: small convolutions
         in turn (parts=1, OpenBLAS's threads inside each GEMM), the others over numba's threads
-        (its threaded twin, each thread's GEMMs on one BLAS thread)."""
-        parts = min(n, threads.get_num_threads())
-        if n * out_channels * self.k * self.length < THREADED_WORK or parts == 1:
+        (its threaded twin, each thread's GEMMs on one BLAS thread), in parts of the batch or,
+        for a batch smaller than the threads, by `split` where given (in ranges of columns)."""
+        workers = threads.get_num_threads()
+        parts = min(n, workers)
+        if n * out_channels * self.k * self.length < THREADED_WORK or workers == 1:
+            loop(kernel, 1)
+            return
+        if parts < workers and split is not None:
+            kernel, parts = split, workers
+        elif parts == 1:
             loop(kernel, 1)
             return
         with threads.one_blas_thread():
@@ -391,7 +411,8 @@ class Columns:
     def loop_space(self, parts):
         """Each part's buffers for a batch loop (recycled): the columns, the zero-padded
         image."""
-        cols = buffers.empty((parts, self.conv.groups * self.k * self._row()), self.dtype)
+        rows = 0 if self.shifted else self.conv.groups * self.k
+        cols = buffers.empty((parts, rows * self._row()), self.dtype)
         return cols, self.loop_padded(parts)
 
     def loop_padded(self, parts):
@@ -531,19 +552,14 @@ def forward(conv, x, w, out, bias=None):
     columns = Columns(conv, x.shape, x.dtype, shift=gemm is not None)
     if gemm is not None:
         bias = np.empty(0, out.dtype) if bias is None else bias
+        taps = _taps(w) if columns.shifted else np.ascontiguousarray(w).reshape(1, len(w), -1)
 
         def loop(kernel, parts):
-            products = columns.loop_products(parts, out.shape[1])
-            if columns.shifted:
-                padded = columns.loop_padded(parts)
-                kernel(gemm, x, _taps(w), out, bias, padded, products, *columns.loop_args())
-                return
             cols, padded = columns.loop_space(parts)
-            w2 = np.ascontiguousarray(w).reshape(w.shape[0], -1)
-            kernel(gemm, x, w2, out, bias, cols, padded, products, *columns.loop_args())
+            products = columns.loop_products(parts, out.shape[1])
+            kernel(gemm, x, taps, out, bias, cols, padded, products, *columns.loop_args())
 
-        kernel = _forward_shifted if columns.shifted else _forward_images
-        columns.run(kernel, loop, x.shape[0], out.shape[1])
+        columns.run(_forward_images, loop, x.shape[0], out.shape[1], _forward_split)
         return
     w3 = _grouped(w, conv.groups)
 
