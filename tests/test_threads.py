@@ -1,6 +1,5 @@
-"""BLAS thread choice (kernels/cpu/threads.py): a matmul on one thread, on OpenBLAS's threads or
-in parts over numba's threads gives numpy's result, nbflow's GEMMs run with OpenBLAS on one
-thread, and the thread count is put back after every call, also on errors."""
+"""BLAS thread choice (kernels/cpu/threads.py): a matmul on one thread or on OpenBLAS's threads
+gives numpy's result, and the thread count is put back after every call, also on errors."""
 
 import time
 
@@ -55,39 +54,6 @@ def test_large_matmul_goes_through_the_choice_and_matches_numpy():
         np.testing.assert_allclose(out.numpy(), a @ w.T, rtol=1e-4, atol=1e-4)
     if LIB:
         assert any(k[:2] == ((128, 784), (784, 256)) for k in threads._CHOOSERS)
-
-
-@needs_openblas
-def test_nbflows_products_run_with_openblas_on_one_thread(monkeypatch):
-    """numba's threads are the one pool: a large matmul, a folded addmm and a stack of
-    products run their GEMMs (in turn or in parts over numba's threads, both tried) with
-    OpenBLAS on one thread, and its count is back after each; the results are numpy's."""
-    from nbflow.kernels.cpu import blas
-
-    seen = []
-
-    def recording(make):
-        def wrapped(*args):
-            run = make(*args)
-            return run and (lambda parts: seen.append(LIB.num_threads) or run(parts))
-
-        return wrapped
-
-    monkeypatch.setattr(blas, "split_call", recording(blas.split_call))
-    monkeypatch.setattr(blas, "stack_call", recording(blas.stack_call))
-    rng = np.random.default_rng(2)
-    a, b = rng.standard_normal((96, 200)), rng.standard_normal((200, 80))
-    stack_a, stack_b = rng.standard_normal((4, 96, 64)), rng.standard_normal((4, 64, 96))
-    before = LIB.num_threads
-    for _ in range(2 * threads.Chooser.TRIALS):
-        np.testing.assert_allclose(nb.matmul(nb.tensor(a), nb.tensor(b)).numpy(), a @ b)
-        c = rng.standard_normal((96, 80))
-        got = nb.addmm(nb.tensor(c), nb.tensor(a), nb.tensor(b), beta=0.5, alpha=2.0)
-        np.testing.assert_allclose(got.numpy(), 0.5 * c + 2.0 * (a @ b))
-        stacked = nb.matmul(nb.tensor(stack_a), nb.tensor(stack_b)).numpy()
-        np.testing.assert_allclose(stacked, stack_a @ stack_b)
-        assert LIB.num_threads == before
-    assert len(seen) == 3 * 2 * threads.Chooser.TRIALS and set(seen) == {1}
 
 
 @pytest.mark.parametrize(

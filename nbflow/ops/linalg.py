@@ -77,11 +77,9 @@ def _matmul_spec(a, b):
     return Spec(shape, dt.promote([a.dtype, b.dtype]))
 
 
-# multiply-adds from which a float matmul chooses by measurement between one GEMM and parts of
-# it over numba's threads (threads.blas_parts, OpenBLAS on one thread); below, OpenBLAS runs
-# the product on the calling thread by its own rule (a thread per 2^18 multiply-adds), so its
-# pool stays asleep
-THREAD_CHOICE_MIN_WORK = 1 << 19
+# multiply-adds from which a float matmul chooses its BLAS threads by measurement
+# (kernels/cpu/threads.py); below, OpenBLAS's own choice stands (it runs small products on one)
+THREAD_CHOICE_MIN_WORK = 1 << 20
 
 
 @njit(**JIT)
@@ -112,20 +110,15 @@ def _matmul_cpu(a, b, out):
         # a stack of products (attention's heads), each small for OpenBLAS's threads: the
         # stack may be split over numba's threads instead
         key = ("stacked", a.shape, b.shape, a.strides, b.strides, out.dtype)
-        threads.blas_parts(key, stack)
+        threads.stacked_call(key, stack)
     else:
         _gemm(a, b, out)
 
 
 def _gemm(a, b, out):
-    """out = a @ b on BLAS: one GEMM, or parts of it over numba's threads, whichever measured
-    faster (numpy's matmul, on OpenBLAS's threads or one, for what a GEMM cannot take)."""
+    """out = a @ b on BLAS, on OpenBLAS's threads or on one, whichever measured faster."""
     key = (a.shape, b.shape, a.strides, b.strides, out.dtype)
-    run = blas.split_call(a, b, out, 1.0, 0.0)
-    if run is None:
-        threads.blas_call(key, np.matmul, a, b, out=out)
-    else:
-        threads.blas_parts(key, run)
+    threads.blas_call(key, np.matmul, a, b, out=out)
 
 
 def _matmul_ref(a, b):
@@ -225,9 +218,8 @@ def _addmm_cpu(x, a, b, out, beta, alpha):
     # BLAS directly costs more per call than numpy's matmul (pointers, checks): large
     # products only
     if out.size * a.shape[1] >= THREAD_CHOICE_MIN_WORK:
-        run = blas.split_call(a, b, out, alpha, beta)
-        if run is not None:
-            threads.blas_parts((a.shape, b.shape, a.strides, b.strides, out.strides, "addmm"), run)
+        key = (a.shape, b.shape, a.strides, b.strides, out.strides, "addmm")
+        if threads.blas_call(key, blas.gemm, a, b, out, alpha, beta):
             return
     product = np.matmul(a, b)  # complete before out is written (a or b may be out)
     _scale_add(out, product, alpha, beta)

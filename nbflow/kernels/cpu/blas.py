@@ -19,7 +19,7 @@ from __future__ import annotations
 import ctypes
 
 import numpy as np
-from numba import get_num_threads, prange
+from numba import prange
 
 from .jit import njit, threaded
 
@@ -45,7 +45,7 @@ def numpy_openblas():
     return _LIB or None
 
 
-def symbol(dll, name):
+def _symbol(dll, name):
     """`name` under the prefixes and suffixes OpenBLAS builds use (numpy's wheels export
     scipy_cblas_sgemm64_), with whether its integers are 64-bit; (None, False) if absent."""
     for prefix in ("", "scipy_"):
@@ -82,7 +82,7 @@ def _function(char: str):
     if lib is None:
         return None
     try:
-        fn, prefix, suffix = symbol(lib.dynlib, "cblas_" + {"f": "sgemm", "d": "dgemm"}[char])
+        fn, prefix, suffix = _symbol(lib.dynlib, "cblas_" + {"f": "sgemm", "d": "dgemm"}[char])
         wide = _int64_interface(lib.dynlib, prefix, suffix) if fn is not None else None
     except (OSError, AttributeError, ValueError):
         return None
@@ -114,10 +114,30 @@ def gemm(a: np.ndarray, b: np.ndarray, c: np.ndarray, alpha: float, beta: float)
     """c = alpha * a @ b + beta * c in place (beta 0: c is not read), for 2-D float32 or
     float64 operands of one dtype. False, with nothing written, where BLAS cannot run it as
     it is: the caller computes it another way."""
-    run = split_call(a, b, c, alpha, beta)
-    if run is None:
+    if c.ndim != 2 or a.ndim != 2 or b.ndim != 2 or c.dtype.char not in "fd":
         return False
-    run(False)
+    if a.dtype != c.dtype or b.dtype != c.dtype or not c.flags.writeable or 0 in a.shape:
+        return False
+    if c.shape != (a.shape[0], b.shape[1]) or a.shape[1] != b.shape[0] or 0 in c.shape:
+        return False
+    if not (a.flags.aligned and b.flags.aligned and c.flags.aligned):
+        return False
+    if np.may_share_memory(c, a) or np.may_share_memory(c, b):
+        return False  # BLAS would read what it has already written
+    out = _operand(c)
+    if out is None:
+        return False
+    if out[0] == TRANS:  # c stored by columns: compute c.T = alpha b.T @ a.T + beta c.T
+        a, b, c = b.T, a.T, c.T
+        out = (NO_TRANS, out[1])
+    ta, tb = _operand(a), _operand(b)
+    fn = _function(c.dtype.char)
+    if ta is None or tb is None or fn is None:
+        return False
+    m, n = c.shape
+    k = a.shape[1]
+    pa, pb, pc = a.ctypes.data, b.ctypes.data, c.ctypes.data
+    fn(ROW_MAJOR, ta[0], tb[0], m, n, k, alpha, pa, ta[1], pb, tb[1], beta, pc, out[1])
     return True
 
 
@@ -132,57 +152,6 @@ def cblas_product(gemm, a, b, c, trans_a, trans_b, alpha, beta):
     lda, ldb, ldc = a.strides[0] // item, b.strides[0] // item, c.strides[0] // item
     pa, pb, pc = a.ctypes.data, b.ctypes.data, c.ctypes.data
     gemm(ROW_MAJOR, trans_a, trans_b, m, n, k, alpha, pa, lda, pb, ldb, beta, pc, ldc)
-
-
-def split_call(a: np.ndarray, b: np.ndarray, c: np.ndarray, alpha: float, beta: float):
-    """A function run(threaded) computing c = alpha * a @ b + beta * c in place (gemm), in one
-    GEMM or, threaded, in parts of c's longer side over numba's threads, a GEMM each (the
-    caller puts OpenBLAS on one thread: threads.blas_call); None where BLAS cannot run it as
-    it is."""
-    if c.ndim != 2 or a.ndim != 2 or b.ndim != 2 or c.dtype.char not in "fd":
-        return None
-    if a.dtype != c.dtype or b.dtype != c.dtype or not c.flags.writeable or 0 in a.shape:
-        return None
-    if c.shape != (a.shape[0], b.shape[1]) or a.shape[1] != b.shape[0] or 0 in c.shape:
-        return None
-    if not (a.flags.aligned and b.flags.aligned and c.flags.aligned):
-        return None
-    if np.may_share_memory(c, a) or np.may_share_memory(c, b):
-        return None  # BLAS would read what it has already written
-    out = _operand(c)
-    if out is None:
-        return None
-    if out[0] == TRANS:  # c stored by columns: compute c.T = alpha b.T @ a.T + beta c.T
-        a, b, c = b.T, a.T, c.T
-    ta, tb = _operand(a), _operand(b)
-    fn = _function(c.dtype.char)
-    if ta is None or tb is None or fn is None:
-        return None
-    # transposed operands as the row-major views CBLAS reads (cblas_product's convention)
-    a2, b2 = (x.T if t[0] == TRANS else x for x, t in ((a, ta), (b, tb)))
-    scalar = c.dtype.type
-    args = (fn, a2, b2, c, ta[0], tb[0], scalar(alpha), scalar(beta))
-    return lambda threads: (
-        threaded(_split)(*args, get_num_threads()) if threads else _split(*args, 1)
-    )
-
-
-@njit(cache=True, nogil=True, error_model="numpy")
-def _split(gemm, a, b, c, trans_a, trans_b, alpha, beta, parts):
-    """c = alpha a' @ b' + beta c (cblas_product) in `parts` GEMMs, each a range of c's rows
-    or, when c is wider than tall, of its columns. A prange: its twin runs the parts over
-    numba's threads (jit.threaded)."""
-    m, n = c.shape
-    by_rows = m >= n
-    size = m if by_rows else n
-    for p in prange(parts):
-        lo, hi = size * p // parts, size * (p + 1) // parts
-        if by_rows:
-            part_a = a[:, lo:hi] if trans_a == TRANS else a[lo:hi]
-            cblas_product(gemm, part_a, b, c[lo:hi], trans_a, trans_b, alpha, beta)
-        else:
-            part_b = b[lo:hi] if trans_b == TRANS else b[:, lo:hi]
-            cblas_product(gemm, a, part_b, c[:, lo:hi], trans_a, trans_b, alpha, beta)
 
 
 @njit(cache=True, nogil=True, error_model="numpy")

@@ -4,12 +4,9 @@ changes with the load. With both cores free, two threads run a 128x784x256 float
 (a thread waits for its descheduled partner), and PyTorch's took 9.6 ms.
 
 `Chooser` times both variants and keeps the faster (fused kernels: numba's prange or not;
-BLAS calls: one GEMM or parts of it over numba's threads, `blas_parts`). nbflow's BLAS calls
-run with OpenBLAS on one thread (`one_blas_thread`): numba's threads are the one pool, since
-OpenBLAS's idle workers spin for ~2^28 cycles after a call and take a core from numba's
-kernels that follow (docs/performance.md, the tenth round).
-`blas_call` remains for numpy products a GEMM cannot take as they are (OpenBLAS's threads or
-one, unless NBFLOW_BLAS_THREADS=fixed); the count is put back after each call.
+BLAS calls: numpy's OpenBLAS on its threads or on one). `blas_call` runs a numpy BLAS call
+that way, switching OpenBLAS's thread count with threadpoolctl (when it is installed, and
+unless NBFLOW_BLAS_THREADS=fixed); the count is put back after each call.
 """
 
 from __future__ import annotations
@@ -18,8 +15,8 @@ import os
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor, wait
+from contextlib import contextmanager
 
-from . import blas
 from .blas import numpy_openblas
 
 
@@ -110,7 +107,7 @@ def blas_call(key, fn, *args, **kwargs):
     if threaded:
         result = fn(*args, **kwargs)
     else:
-        with one_blas_thread():
+        with one_blas_thread(lib):
             result = fn(*args, **kwargs)
     chooser.record(threaded, time.perf_counter() - start)
     return result
@@ -135,23 +132,24 @@ def measured(key, serial, threaded, elements: int):
     return result
 
 
-def blas_parts(key, run) -> None:
-    """BLAS calls that `run(threads)` makes in turn or in parts over numba's threads (a stack of
-    products, attention's heads; a large product split by blas.split_call), with OpenBLAS on
-    one thread either way, whichever the chooser for `key` has measured faster.
-
-    OpenBLAS's own threads are not used: after a call its idle workers spin for ~2^28 cycles
-    (OPENBLAS_THREAD_TIMEOUT, read when numpy loads it), taking a core from numba's threads in
-    the kernels that follow. A product split over numba's threads ran as fast as on
-    OpenBLAS's two (docs/performance.md, the tenth round)."""
-    if get_num_threads() == 1:
-        run(False)
+def stacked_call(key, run) -> None:
+    """A stack of independent BLAS calls (attention's products), `run(threads)` making them
+    in turn or over numba's threads: in turn on one BLAS thread, in turn on OpenBLAS's
+    threads, or over numba's threads each on one BLAS thread, whichever the chooser for `key`
+    has measured fastest. Which wins depends on the sizes and on what else keeps the cores
+    busy, so it is measured where it runs."""
+    lib = _openblas()
+    if not lib:
+        run(get_num_threads() > 1)
         return
-    chooser = _chooser(key)
-    choice = chooser.parallel()
+    chooser = _chooser(key, 3)
+    choice = chooser.pick()
     start = time.perf_counter()
-    with one_blas_thread():
-        run(choice)
+    if choice == 1:
+        run(False)
+    else:
+        with one_blas_thread(lib):
+            run(choice == 2)
     chooser.record(choice, time.perf_counter() - start)
 
 
@@ -228,35 +226,17 @@ def split_range(fn, n: int):
         return [first] + [p.result() for p in pending]
 
 
-_COUNT = None  # numpy's OpenBLAS's (get, set) thread count functions; False: none to switch
-
-
-def _count():
-    """(openblas_get_num_threads, openblas_set_num_threads) as ctypes functions, or None."""
-    global _COUNT
-    if _COUNT is None:
-        lib = _openblas()
-        get = blas.symbol(lib.dynlib, "openblas_get_num_threads")[0] if lib else None
-        put = blas.symbol(lib.dynlib, "openblas_set_num_threads")[0] if lib else None
-        _COUNT = (get, put) if get is not None and put is not None else False
-    return _COUNT or None
-
-
-class one_blas_thread:  # (lower case: it reads as the function it replaced)
-    """numpy's OpenBLAS on one thread while the block runs: for threads of nbflow's own
-    (numba's, split_range's) that each make BLAS calls, and for every BLAS call nbflow makes
-    (blas_parts), so that OpenBLAS's pool never spins beside numba's. Calls its thread count
-    functions directly, as nbflow switches per call (threadpoolctl's methods cost more)."""
-
-    __slots__ = ("threads",)
-
-    def __enter__(self):
-        count = _count()
-        self.threads = count[0]() if count else 1
-        if self.threads > 1:
-            count[1](1)
-        return self
-
-    def __exit__(self, *exc):
-        if self.threads > 1:
-            _count()[1](self.threads)
+@contextmanager
+def one_blas_thread(lib=None):
+    """numpy's OpenBLAS (or the controller `lib` of it) on one thread meanwhile: for threads
+    of nbflow's own (split_range's, a numba kernel's) that each make BLAS calls, whose pool
+    would otherwise spin against them, and for a BLAS call measured on one thread."""
+    lib = numpy_openblas() if lib is None else lib
+    threads = lib.num_threads if lib is not None else 1
+    if threads > 1:
+        lib.set_num_threads(1)
+    try:
+        yield
+    finally:
+        if threads > 1:
+            lib.set_num_threads(threads)
