@@ -45,7 +45,7 @@ def numpy_openblas():
     return _LIB or None
 
 
-def _symbol(dll, name):
+def symbol(dll, name):
     """`name` under the prefixes and suffixes OpenBLAS builds use (numpy's wheels export
     scipy_cblas_sgemm64_), with whether its integers are 64-bit; (None, False) if absent."""
     for prefix in ("", "scipy_"):
@@ -82,7 +82,7 @@ def _function(char: str):
     if lib is None:
         return None
     try:
-        fn, prefix, suffix = _symbol(lib.dynlib, "cblas_" + {"f": "sgemm", "d": "dgemm"}[char])
+        fn, prefix, suffix = symbol(lib.dynlib, "cblas_" + {"f": "sgemm", "d": "dgemm"}[char])
         wide = _int64_interface(lib.dynlib, prefix, suffix) if fn is not None else None
     except (OSError, AttributeError, ValueError):
         return None

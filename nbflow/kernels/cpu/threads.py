@@ -15,8 +15,8 @@ import os
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor, wait
-from contextlib import contextmanager
 
+from . import blas
 from .blas import numpy_openblas
 
 
@@ -107,7 +107,7 @@ def blas_call(key, fn, *args, **kwargs):
     if threaded:
         result = fn(*args, **kwargs)
     else:
-        with one_blas_thread(lib):
+        with one_blas_thread():
             result = fn(*args, **kwargs)
     chooser.record(threaded, time.perf_counter() - start)
     return result
@@ -148,7 +148,7 @@ def stacked_call(key, run) -> None:
     if choice == 1:
         run(False)
     else:
-        with one_blas_thread(lib):
+        with one_blas_thread():
             run(choice == 2)
     chooser.record(choice, time.perf_counter() - start)
 
@@ -226,17 +226,35 @@ def split_range(fn, n: int):
         return [first] + [p.result() for p in pending]
 
 
-@contextmanager
-def one_blas_thread(lib=None):
-    """numpy's OpenBLAS (or the controller `lib` of it) on one thread meanwhile: for threads
-    of nbflow's own (split_range's, a numba kernel's) that each make BLAS calls, whose pool
-    would otherwise spin against them, and for a BLAS call measured on one thread."""
-    lib = numpy_openblas() if lib is None else lib
-    threads = lib.num_threads if lib is not None else 1
-    if threads > 1:
-        lib.set_num_threads(1)
-    try:
-        yield
-    finally:
-        if threads > 1:
-            lib.set_num_threads(threads)
+_COUNT = None  # numpy's OpenBLAS's (get, set) thread count functions; False: none to switch
+
+
+def _count():
+    """(openblas_get_num_threads, openblas_set_num_threads) as ctypes functions, or None."""
+    global _COUNT
+    if _COUNT is None:
+        lib = numpy_openblas()
+        get = blas.symbol(lib.dynlib, "openblas_get_num_threads")[0] if lib else None
+        put = blas.symbol(lib.dynlib, "openblas_set_num_threads")[0] if lib else None
+        _COUNT = (get, put) if get is not None and put is not None else False
+    return _COUNT or None
+
+
+class one_blas_thread:  # (lower case: it reads as the function it replaced)
+    """numpy's OpenBLAS on one thread while the block runs: for threads of nbflow's own
+    (split_range's, a numba kernel's) that each make BLAS calls, whose pool would otherwise
+    spin against them, and for a BLAS call measured on one thread. Calls OpenBLAS's thread
+    count functions directly, as it runs per call (threadpoolctl's methods cost more)."""
+
+    __slots__ = ("threads",)
+
+    def __enter__(self):
+        count = _count()
+        self.threads = count[0]() if count else 1
+        if self.threads > 1:
+            count[1](1)
+        return self
+
+    def __exit__(self, *exc):
+        if self.threads > 1:
+            _count()[1](self.threads)
