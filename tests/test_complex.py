@@ -138,6 +138,8 @@ UNARY = {
     "angle": (lambda m, z: m.angle(z), np.angle),
     "sum": (lambda m, z: m.sum(z, axis=0), lambda a: a.sum(axis=0)),
     "mean": (lambda m, z: m.mean(z, axis=1), lambda a: a.mean(axis=1)),
+    "sinc": (lambda m, z: m.sinc(z), np.sinc),
+    "logsumexp": (lambda m, z: m.logsumexp(z, 1), lambda a: np.log(np.exp(a).sum(axis=1))),
     "mean_all": (lambda m, z: z.mean(), lambda a: a.mean()),
     **{name: (_called(name), getattr(np, NP_NAMES[name])) for name in INVERSE},
     **{name: (_called(name), getattr(np, name)) for name in LOGS_EXPS},
@@ -250,6 +252,11 @@ LOSSES = {
     "linear": lambda m, z, w: m.nn.functional.linear(z, w, w[:, 1]).abs().sum(),
     "linear_3d": lambda m, z, w: m.nn.functional.linear(m.stack([z, w]), w[:2]).abs().sum(),
     "addmm": lambda m, z, w: m.addmm(z[:, :3], z, w.mT, beta=0.5, alpha=-2.0).abs().sum(),
+    "sinc_abs": lambda m, z, w: (m.sinc(z * 0.5) * w).abs().sum(),
+    "logsumexp_abs": lambda m, z, w: (m.logsumexp(z * w, 0) + m.logsumexp(z, 1)[0]).abs().sum(),
+    "scatter_add_abs": lambda m, z, w: (
+        m.scatter_add(z, 1, m.tensor([[0, 0, 1], [3, 2, 2], [1, 1, 1]]), w[:, :3] * 1j).abs().sum()
+    ),
     "trapezoid": lambda m, z, w: (
         (m.trapezoid(z * w, dx=0.5).abs().sum()) + m.cumulative_trapezoid(z, dim=0).abs().sum()
     ),
@@ -446,7 +453,7 @@ def test_allclose_takes_complex_as_numpy_does():
         lambda z: nb.max(z),
         lambda z: nb.floor(z),
         lambda z: nb.maximum(z, z),
-        lambda z: nb.logsumexp(z, 0),
+        lambda z: nb.logaddexp(z, z),
         lambda z: nb.linalg.slogdet(nb.stack([z, z])),
         lambda z: z < z,
         lambda z: nb.erf(z),

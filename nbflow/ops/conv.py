@@ -1,12 +1,12 @@
 """Convolution and pooling: conv2d (stride, padding, dilation, groups), conv1d, max_pool2d,
 avg_pool2d and adaptive_avg_pool2d, in PyTorch's NCHW layout.
 
-conv2d lands its work on BLAS (conv_columns.py): a chunk of images at a time unfolds into
-columns, one GEMM per group multiplies the weights by them, and the input gradient folds the
-columns back (the adjoint); the batch is split over numba's threads, each calling OpenBLAS on
-one thread. The two gradients are ops of their own, `conv2d_input_grad` (the transposed
-convolution) and `conv2d_weight_grad`, whose gradients are again the three convolution ops,
-so second derivatives work in both modes.
+conv2d lands its work on BLAS (conv_columns.py): images unfold into columns that one GEMM per
+group multiplies by the weights (at stride 1 the forward and the input gradient multiply each
+tap's weights by the padded images at its offset instead), over numba's threads, each calling
+OpenBLAS on one thread. The gradients are ops, `conv2d_input_grad` (the transposed
+convolution) and `conv2d_weight_grad`, whose gradients are again the three convolution ops:
+second derivatives work in both modes.
 
 The pooling kernels loop over (batch x channel) planes of a contiguous input, so each compiles
 once per dtype. max_pool2d has a second, int64 output: the argmax of each window as a flat

@@ -7,8 +7,11 @@ gradient. A 2-D convolution unfolds from a zero-padded copy of each image, and i
 over the batch is one numba kernel (`_forward_images`, `_input_grad_images`,
 `_weight_grad_images`) that calls CBLAS's GEMM by address, in turn or over numba's threads in
 parts of the batch (each part its own buffers): a Python loop of numpy matmuls, with the batch
-split over Python threads, spent its time on the GIL and on hand-offs. conv3d (its own
-im2col) and a BLAS without CBLAS symbols run the Python loop.
+split over Python threads, spent its time on the GIL and on hand-offs. At stride 1 the forward
+and the input gradient use no columns: shifted products (below) read the padded images at
+each tap's offset. A batch smaller than numba's threads (inference at batch 1) splits each
+forward product's columns over them instead (`_forward_split`). conv3d (its own im2col) and a
+BLAS without CBLAS symbols run the Python loop.
 """
 
 import math

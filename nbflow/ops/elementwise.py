@@ -909,20 +909,15 @@ def polygamma_op(x, n):
 polygamma_op.defgrad(lambda g, out, x, n: (g * polygamma_op(x, n=n + 1),))
 
 
-@elementwise(dtypes=FLOATS, ref=lambda x: np.sinc(x).astype(x.dtype), to_float=True)
+@elementwise(dtypes=FLOATS + COMPLEX, ref=lambda x: np.sinc(x).astype(x.dtype), to_float=True)
 def sinc(x):
     """sin(pi x) / (pi x), 1 at 0 (the normalised sinc, as PyTorch and numpy)."""
-    if x == 0:
-        return x - x + 1
-    if x == math.inf or x == -math.inf:
-        return math.nan  # as PyTorch and numpy (math.sin raises there)
-    t = math.pi * x
-    return math.sin(t) / t
+    return vecmath.sinc(x)
 
 
 def _sinc_grad(g, out, x):
     safe = where(x == 0, 1, x)  # (no 0 / 0 in the branch where doesn't take)
-    return (where(x == 0, 0, g * (cos(safe * math.pi) - out) / safe),)
+    return (where(x == 0, 0, g * conj((cos(safe * math.pi) - out) / safe)),)
 
 
 sinc.defgrad(_sinc_grad)

@@ -48,6 +48,7 @@ from ..kernels.cpu.templates import (
     zero_acc,
 )
 from . import elementwise as _ew
+from .complex_math import conj
 from .complex_parts import imag_part, real_part
 from .elementwise import exp, logical_and, maximum, where
 from .index import take_along_axis_op
@@ -277,7 +278,7 @@ def _logsumexp_rows(x, out):
     for i in range(x.shape[0]):
         m = -math.inf
         for j in range(x.shape[1]):
-            v = x[i, j]
+            v = x[i, j].real  # (a complex row: shifted by its largest real part)
             if v > m or v != v:
                 m = v
             if m != m:
@@ -287,12 +288,7 @@ def _logsumexp_rows(x, out):
         total = 0.0
         for j in range(x.shape[1]):
             total += vecmath.exp(x[i, j] - shift)
-        if total > 0:
-            out[i] = math.log(total) + shift
-        elif total == 0:
-            out[i] = -math.inf  # empty, or every element is -inf
-        else:
-            out[i] = total  # NaN
+        out[i] = vecmath.log_of_sum(total) + shift
 
 
 @njit(**JIT)
@@ -762,27 +758,32 @@ std.defgrad(
 
 def _logsumexp_ref(x, axis=None, keepdims=False):
     axes = reduced_axes(axis, x.ndim)
-    x64 = x.astype(np.float64)
-    m = np.max(x64, axis=axes, keepdims=True, initial=-np.inf)
+    x64 = x.astype(_acc(x.dtype) if x.dtype.kind == "c" else np.float64)
+    m = np.max(x64.real, axis=axes, keepdims=True, initial=-np.inf)
     shift = np.where(np.isfinite(m), m, 0)
     out = np.log(np.sum(np.exp(x64 - shift), axis=axes, keepdims=True)) + shift
-    return out.reshape(reduced_shape(x.shape, axes, keepdims)).astype(_float_result(x.dtype))
+    return out.reshape(reduced_shape(x.shape, axes, keepdims)).astype(_complex_or_float(x.dtype))
+
+
+def _complex_or_float(d):
+    return d if d.kind == "c" else _float_result(d)
 
 
 logsumexp = _reduction(
     "logsumexp",
     _logsumexp_rows,
     _quiet(_logsumexp_ref),
-    dtypes=dt.FLOATS,
-    out_dtype=_float_result,
+    dtypes=dt.FLOATS + dt.COMPLEX,
+    out_dtype=_complex_or_float,
     to_float=True,
-    doc="log(sum(exp(x))) over `axis`, shifted by the max so it cannot overflow; -inf for "
-    "an empty reduction. Integer inputs give float32.",
+    doc="log(sum(exp(x))) over `axis`, shifted by the max (of the real parts) so it cannot "
+    "overflow; -inf for an empty reduction; the principal log for complex x. Integer inputs "
+    "give float32.",
 )
 
 logsumexp.defgrad(
     lambda g, out, x, axis, keepdims: (
-        _expand(g, x, axis, keepdims) * exp(x - _expand(out, x, axis, keepdims)),
+        _expand(g, x, axis, keepdims) * conj(exp(x - _expand(out, x, axis, keepdims))),
     )
 )
 

@@ -399,6 +399,41 @@ log10 = _either("log10", lambda x: cmath.log(x) / LN10, _real_logarithm("log10")
 exp2 = _either("exp2", lambda x: cmath.exp(x * LN2), lambda x: 2.0**x, "2 ** x.")
 
 
+def _real_sinc(x):
+    if x == 0:
+        return x - x + 1
+    if x == math.inf or x == -math.inf:
+        return math.nan  # as PyTorch and numpy (math.sin raises there)
+    t = math.pi * x
+    return math.sin(t) / t
+
+
+def _complex_sinc(x):
+    if x == 0:
+        return x - x + 1
+    t = math.pi * x
+    return cmath.sin(t) / t
+
+
+def _real_log_of_sum(x):
+    if x > 0:
+        return math.log(x)
+    return -math.inf if x == 0 else x  # (empty or all -inf; else NaN)
+
+
+def _complex_log_of_sum(x):
+    return cmath.log(x) if x != 0 else complex(-math.inf, 0.0)
+
+
+sinc = _either("sinc", _complex_sinc, _real_sinc, "sin(pi x) / (pi x), 1 at 0; NaN at +-inf.")
+log_of_sum = _either(
+    "log_of_sum",
+    _complex_log_of_sum,
+    _real_log_of_sum,
+    "The log of a sum of exponentials (logsumexp's): -inf for 0, principal for a complex sum.",
+)
+
+
 def make_complex(re, im):
     """The complex number re + im * 1j of two floats (of float32s: a complex64), exact for
     infinite parts too (inf * 1j would give a NaN real part)."""
