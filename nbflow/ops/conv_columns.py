@@ -40,7 +40,7 @@ def _unfold_rows(x, padded, cols, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow):
     row = width + 2 * pw
     for b in range(n_images):
         first = b * oh * ow
-        _pad_images(x[b : b + 1], padded, ph, pw, 0)
+        _interiors(x[b : b + 1], padded, ph, pw, 0, True)
         for c in range(channels):
             plane = padded[c]
             for i in range(kh):
@@ -86,36 +86,27 @@ def _fold_rows(cols, padded, dx, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow):
                         src = tap[first + y * ow : first + (y + 1) * ow]
                         for t in range(ow):
                             run[t] += src[t]
-        _crop_images(padded, dx[b : b + 1], ph, pw, 0)
+        _interiors(dx[b : b + 1], padded, ph, pw, 0, False)
 
 
 @njit(**JIT)
-def _pad_images(x, padded, ph, pw, image):
-    """Each image b of x (B, C, H, W) into the interior of padded[:, b * image:] (C, image
-    entries an image, zero-padded rows of W + 2 pw): the border is left as it is (zero)."""
+def _interiors(x, padded, ph, pw, image, to_padded):
+    """Each image b of x (B, C, H, W) and the interior of padded[:, b * image:] (C, image
+    entries an image, zero-padded rows of W + 2 pw): x copied in (to_padded; the border is
+    left as it is, zero), or the interior copied back to x (the adjoint's crop)."""
     n_images, channels, height, width = x.shape
     row = width + 2 * pw
     for b in range(n_images):
         for c in range(channels):
             for y in range(height):
                 at = b * image + (y + ph) * row + pw
-                dst, src = padded[c, at : at + width], x[b, c, y]
-                for t in range(width):
-                    dst[t] = src[t]
-
-
-@njit(**JIT)
-def _crop_images(padded, x, ph, pw, image):
-    """The adjoint of _pad_images's interior: x[b, c, y, t] from padded[:, b * image:]."""
-    n_images, channels, height, width = x.shape
-    row = width + 2 * pw
-    for b in range(n_images):
-        for c in range(channels):
-            for y in range(height):
-                at = b * image + (y + ph) * row + pw
-                dst, src = x[b, c, y], padded[c, at : at + width]
-                for t in range(width):
-                    dst[t] = src[t]
+                inner, image_row = padded[c, at : at + width], x[b, c, y]
+                if to_padded:
+                    for t in range(width):
+                        inner[t] = image_row[t]
+                else:
+                    for t in range(width):
+                        image_row[t] = inner[t]
 
 
 @njit(**JIT)
@@ -200,7 +191,7 @@ def _source(x, cols, padded, k, m, image, geometry):
     end (shifted: cols has no entries), else their columns (k rows of m)."""
     kh, kw, sh, sw, ph, pw, dh, dw, oh, width = geometry
     if cols.size == 0:
-        _pad_images(x, padded, ph, pw, image)
+        _interiors(x, padded, ph, pw, image, True)
         return padded
     c = _columns(cols, k, m)
     _unfold_rows(x, padded, c, kh, kw, sh, sw, ph, pw, dh, dw, oh, width)
@@ -317,7 +308,7 @@ def _input_grad_shifted(
             m = (b - a - 1) * image + oh * width
             args = (groups, kw, dh, dw, width, True, one, zero)
             _tap_products(gemm, taps, grid, padded[p], 0, m, *args)
-            _crop_images(padded[p], dx[a:b], ph, pw, image)
+            _interiors(dx[a:b], padded[p], ph, pw, image, False)
 
 
 @njit(**JIT)
