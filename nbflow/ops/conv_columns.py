@@ -258,9 +258,9 @@ def _weight_grad_images(
 # q + i dh Wp + j dw at tap (i, j), so the output is the sum over taps of the tap's weights
 # (O, C) times the padded images shifted by that offset, each a GEMM on a view of one buffer.
 # The grid carries Wp - ow columns and Hp - oh rows more per image (dropped; their gradient is
-# zero). Unfolding wrote and read 9x the input per 3x3 layer: the 32-channel 32x32 layer's
-# forward ran in 228 against 259-323 us an image, its input gradient 234 against 253; its
-# weight gradient, 32x32 products with K = 1088, ran slower (372 against 265) and unfolds.
+# zero). Unfolding wrote and read 9x the input per 3x3 layer; the weight gradient keeps it,
+# as its shifted products (O x C, the positions inner) ran slower than one of the columns
+# (docs/performance.md, the tenth round).
 
 
 @njit(**JIT)
@@ -341,8 +341,8 @@ THREADED_WORK = 1 << 22  # multiply-adds from which a convolution's batch is spl
 # 90 GFLOP/s on one image a product (1088 columns), 69 on eight.
 CHUNK_COLUMNS = 1024
 
-# input channels a group from which a stride-1 2-D convolution runs shifted products: 8 did,
-# against unfolding, in 59 against 68 us an image (32x32, 32 output channels)
+# input channels a group from which a stride-1 2-D convolution runs shifted products (each
+# tap's product has this inner dimension; from 8 they beat unfolding)
 SHIFTED_CHANNELS = 8
 
 
