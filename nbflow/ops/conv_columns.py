@@ -36,7 +36,7 @@ def _unfold_rows(x, padded, cols, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow):
     column row (c, i, j) of cols (C * kh * kw, B * oh * ow), from column b * oh * ow on, reads
     padded[c] from i*dh*Wp + j*dw: at stride 1 one run (ow is then Wp, the padded width),
     else a strided run a row."""
-    n_images, channels, height, width = x.shape
+    n_images, channels, _, width = x.shape
     row = width + 2 * pw
     for b in range(n_images):
         first = b * oh * ow
@@ -64,7 +64,7 @@ def _unfold_rows(x, padded, cols, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow):
 def _fold_rows(cols, padded, dx, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow):
     """The adjoint of _unfold_rows: for each image b of dx (B, C, H, W), each column row added
     into padded (zeroed first) where it was read, then the interior copied to dx[b]."""
-    n_images, channels, height, width = dx.shape
+    n_images, channels, _, width = dx.shape
     row = width + 2 * pw
     for b in range(n_images):
         first = b * oh * ow

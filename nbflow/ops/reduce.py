@@ -119,7 +119,8 @@ def _floats_only(d):  # (and complex: the kernel lookup refuses a complex input 
 
 
 def _float_result(d):
-    return d if dt.is_float(d) else dt.default_float()
+    """A float or complex input's own dtype; the default float for the others."""
+    return d if dt.is_float(d) or d.kind == "c" else dt.default_float()
 
 
 def _acc(d):
@@ -758,15 +759,11 @@ std.defgrad(
 
 def _logsumexp_ref(x, axis=None, keepdims=False):
     axes = reduced_axes(axis, x.ndim)
-    x64 = x.astype(_acc(x.dtype) if x.dtype.kind == "c" else np.float64)
+    x64 = x.astype(np.complex128 if x.dtype.kind == "c" else np.float64)
     m = np.max(x64.real, axis=axes, keepdims=True, initial=-np.inf)
     shift = np.where(np.isfinite(m), m, 0)
     out = np.log(np.sum(np.exp(x64 - shift), axis=axes, keepdims=True)) + shift
-    return out.reshape(reduced_shape(x.shape, axes, keepdims)).astype(_complex_or_float(x.dtype))
-
-
-def _complex_or_float(d):
-    return d if d.kind == "c" else _float_result(d)
+    return out.reshape(reduced_shape(x.shape, axes, keepdims)).astype(_float_result(x.dtype))
 
 
 logsumexp = _reduction(
@@ -774,7 +771,7 @@ logsumexp = _reduction(
     _logsumexp_rows,
     _quiet(_logsumexp_ref),
     dtypes=dt.FLOATS + dt.COMPLEX,
-    out_dtype=_complex_or_float,
+    out_dtype=_float_result,
     to_float=True,
     doc="log(sum(exp(x))) over `axis`, shifted by the max (of the real parts) so it cannot "
     "overflow; -inf for an empty reduction; the principal log for complex x. Integer inputs "
