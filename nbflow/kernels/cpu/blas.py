@@ -30,7 +30,8 @@ _GEMM: dict = {}  # dtype char -> ctypes function, or None
 
 
 def numpy_openblas():
-    """threadpoolctl's controller of the OpenBLAS numpy uses, or None."""
+    """threadpoolctl's controller of the OpenBLAS numpy uses, or None. Finding it first
+    makes its parallel jobs run on numba's threads (shared_pool)."""
     global _LIB
     if _LIB is None:
         _LIB = False
@@ -42,6 +43,10 @@ def numpy_openblas():
             _LIB = libs[0] if libs else False
         except Exception:  # threadpoolctl cannot read the library: no direct calls
             _LIB = False
+        if _LIB:
+            from .shared_pool import install
+
+            install(_LIB.dynlib)  # its threaded calls on numba's threads from now on
     return _LIB or None
 
 
