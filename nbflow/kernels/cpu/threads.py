@@ -6,7 +6,8 @@ changes with the load. With both cores free, two threads run a 128x784x256 float
 `Chooser` times both variants and keeps the faster (fused kernels: numba's prange or not;
 BLAS calls: numpy's OpenBLAS on its threads or on one). `blas_call` runs a numpy BLAS call
 that way, switching OpenBLAS's thread count with threadpoolctl (when it is installed, and
-unless NBFLOW_BLAS_THREADS=fixed); the count is put back after each call.
+unless NBFLOW_BLAS_THREADS=fixed); the count is put back after each call. OpenBLAS's threads
+are numba's OpenMP threads where shared_pool could install its callback.
 """
 
 from __future__ import annotations
