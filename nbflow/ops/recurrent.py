@@ -1,20 +1,24 @@
 """The LSTM recurrence as one op: `lstm_sequence` runs every step of one layer and direction in
-one launcher call (per step a BLAS product h W_hh^T and one numba kernel for the gates, the
+one numba kernel (per step a CBLAS product h W_hh^T, called by address, and the gates, the
 cell and the hidden state), and `lstm_sequence_grad` runs the steps back the same way, then
 takes the recurrent weight's gradient as one GEMM over all steps, where the step-by-step ops
-made one small product and one accumulation per step. The input projection x W_ih^T + b_ih of
-every step is one GEMM before the op (nn.LSTM), so the op reads its result, `xw`.
+made one small product and one accumulation per step. The batch's rows never meet in the
+recurrence, so each part of them runs all its steps on a numba thread of its own, with
+OpenBLAS on one thread (threads.one_blas_thread); the weight's gradient is split by gates. The
+input projection x W_ih^T + b_ih of every step is one GEMM before the op (nn.LSTM), so the op
+reads its result, `xw`.
 
 Gates are stacked as PyTorch's: input, forget, cell, output.
 """
 
 import numpy as np
+from numba import prange
 
 from ..core import Attr, Op, Spec, needs_grad
 from ..core import dtypes as dt
 from ..core.errors import ShapeError
-from ..kernels.cpu import threads
-from ..kernels.cpu.jit import njit
+from ..kernels.cpu import blas, threads
+from ..kernels.cpu.jit import njit, threaded
 from ..kernels.cpu.templates import JIT
 from ..kernels.cpu.vecmath import sigmoid, tanh
 from ..kernels.cuda.loader import not_supported
@@ -22,6 +26,7 @@ from ..runtime import buffers
 from .creation import full
 
 FLOATS = dt.FLOATS
+NO_TRANS, TRANS = blas.NO_TRANS, blas.TRANS
 
 
 @njit(**JIT)
@@ -116,22 +121,53 @@ def _lstm_spec(xw, w_hh, b_hh, h0, c0, reverse):
 
 
 def _lstm_cpu(xw, w_hh, b_hh, h0, c0, hs, cs, gates, reverse):
-    # a chain of small products: OpenBLAS's threads or one, as measured for the whole op
-    key = ("lstm_sequence", xw.shape, w_hh.shape, hs.dtype, reverse)
-    threads.blas_call(key, _forward, xw, w_hh, b_hh, h0, c0, hs, cs, gates, reverse)
-
-
-def _forward(xw, w_hh, b_hh, h0, c0, hs, cs, gates, reverse):
     d = hs.dtype
     xw, b_hh = (np.ascontiguousarray(a, d) for a in (xw, b_hh))
     w_t = buffers.empty(w_hh.shape[::-1], d)  # (OpenBLAS: h @ W.T slower through a view)
     np.copyto(w_t, w_hh.T)
-    h, c = np.ascontiguousarray(h0, d), np.ascontiguousarray(c0, d)
-    pre = np.empty(gates.shape[1:], d)
-    for t in _steps(xw.shape[0], reverse):
-        np.matmul(h, w_t, out=pre)
-        _cell(pre, xw[t], b_hh, c, gates[t], cs[t], hs[t])
-        h, c = hs[t], cs[t]
+    h0, c0 = np.ascontiguousarray(h0, d), np.ascontiguousarray(c0, d)
+    gemm = blas.cblas_gemm(d)
+    if gemm is None:  # a BLAS without CBLAS symbols: the Python loop
+        pre, h, c = np.empty(gates.shape[1:], d), h0, c0
+        for t in _steps(xw.shape[0], reverse):
+            np.matmul(h, w_t, out=pre)
+            _cell(pre, xw[t], b_hh, c, gates[t], cs[t], hs[t])
+            h, c = hs[t], cs[t]
+        return
+    pre = buffers.empty((_parts(gates.shape[1]), *gates.shape[1:]), d)
+    args = (gemm, xw, w_t, b_hh, h0, c0, hs, cs, gates, pre, reverse, d.type(1), d.type(0))
+    _row_parts(_forward_rows, args, len(pre))
+
+
+def _parts(batch):
+    """The parts of the batch's rows, one a numba thread."""
+    return max(1, min(batch, threads.get_num_threads()))
+
+
+def _row_parts(kernel, args, parts):
+    """kernel(*args) in turn (one part) or over numba's threads (its threaded twin), with
+    OpenBLAS on one thread."""
+    with threads.one_blas_thread():
+        (kernel if parts == 1 else threaded(kernel))(*args)
+
+
+@njit(**JIT)
+def _forward_rows(gemm, xw, w_t, b_hh, h0, c0, hs, cs, gates, pre, reverse, one, zero):
+    """Every step for part p of the batch's rows, pre[p] its pre-activations."""
+    steps, batch = xw.shape[0], xw.shape[1]
+    parts = pre.shape[0]
+    for p in prange(parts):
+        lo, hi = batch * p // parts, batch * (p + 1) // parts
+        rows = pre[p, : hi - lo]
+        for s in range(steps):
+            t = steps - 1 - s if reverse else s
+            if s == 0:
+                h, c = h0[lo:hi], c0[lo:hi]
+            else:
+                before = t + 1 if reverse else t - 1
+                h, c = hs[before, lo:hi], cs[before, lo:hi]
+            blas.cblas_product(gemm, h, w_t, rows, NO_TRANS, NO_TRANS, one, zero)
+            _cell(rows, xw[t, lo:hi], b_hh, c, gates[t, lo:hi], cs[t, lo:hi], hs[t, lo:hi])
 
 
 def _lstm_ref(xw, w_hh, b_hh, h0, c0, reverse=False):
@@ -217,46 +253,84 @@ def _per_step(g, like, d):
 def _lstm_grad_cpu(
     g_hs, g_cs, g_gates, hs, cs, gates, w_hh, h0, c0, dxw, dw, db, dh0, dc0, reverse
 ):
-    # the chain of small products takes the thread choice measured for it; the weight's
-    # gradient, one large GEMM, keeps OpenBLAS's threads (one thread doubled its time)
-    key = ("lstm_sequence_grad", gates.shape, w_hh.shape, dxw.dtype, reverse)
-    arrays = (g_hs, g_cs, g_gates, hs, cs, gates, w_hh, h0, c0, dxw, dh0, dc0)
-    threads.blas_call(key, _backward, *arrays, reverse)
-    _weight_grads(dxw, hs, h0, dw, db, reverse)
-
-
-def _backward(g_hs, g_cs, g_gates, hs, cs, gates, w_hh, h0, c0, dxw, dh0, dc0, reverse):
     d = dxw.dtype
-    w = np.ascontiguousarray(w_hh, d)
+    w, c0 = np.ascontiguousarray(w_hh, d), np.ascontiguousarray(c0, d)
     g_hs, g_cs, g_gates = (
         _per_step(a, b, d) for a, b in ((g_hs, hs), (g_cs, cs), (g_gates, gates))
     )
-    steps = gates.shape[0]
-    dh, dc = np.zeros(h0.shape, d), np.zeros(c0.shape, d)  # from the step after
-    dc_prev = np.empty(c0.shape, d)
-    c0 = np.ascontiguousarray(c0, d)
-    for t in _steps(steps, not reverse):
-        before = t + 1 if reverse else t - 1
-        c_prev = cs[before] if 0 <= before < steps else c0
-        _cell_grad(g_hs[t], dh, g_cs[t], dc, g_gates[t], gates[t], cs[t], c_prev, dxw[t], dc_prev)
-        np.matmul(dxw[t], w, out=dh)
-        dc, dc_prev = dc_prev, dc
+    # what reaches h and c from the step after; the cell's gradient for the step before
+    dh, dc, dc_prev = np.zeros(h0.shape, d), np.zeros(c0.shape, d), np.empty(c0.shape, d)
+    gemm = blas.cblas_gemm(d) if dxw.size else None
+    if gemm is None:  # a BLAS without CBLAS symbols (or nothing to do): the Python loop
+        steps = gates.shape[0]
+        for t in _steps(steps, not reverse):
+            before = t + 1 if reverse else t - 1
+            c_prev = cs[before] if 0 <= before < steps else c0
+            _cell_grad(
+                g_hs[t], dh, g_cs[t], dc, g_gates[t], gates[t], cs[t], c_prev, dxw[t], dc_prev
+            )
+            np.matmul(dxw[t], w, out=dh)
+            dc, dc_prev = dc_prev, dc
+    h_prev = _previous_states(hs, h0, reverse)
+    if gemm is None:
+        rows = dxw.reshape(-1, dxw.shape[2])
+        np.matmul(rows.T, h_prev.reshape(-1, h_prev.shape[2]), out=dw)
+        np.sum(rows, axis=0, out=db)
+    else:
+        parts = _parts(gates.shape[1])
+        args = (gemm, g_hs, g_cs, g_gates, cs, gates, w, c0, dxw, dh, dc, dc_prev, h_prev, dw, db)
+        _row_parts(_backward_rows, (*args, reverse, parts, d.type(1), d.type(0)), parts)
     dh0[...] = dh
     dc0[...] = dc
 
 
-def _weight_grads(dxw, hs, h0, dw, db, reverse):
-    """w_hh's and b_hh's gradients: every step's h before it, stacked as the steps are, in one
-    GEMM against the gate gradients; their sum over steps and rows."""
-    d, steps = dxw.dtype, dxw.shape[0]
-    h_prev = buffers.empty(hs.shape, d)
-    if steps:
+@njit(**JIT)
+def _backward_rows(
+    gemm, g_hs, g_cs, g_gates, cs, gates, w, c0, dxw, dh, dc, dc_prev, h_prev, dw, db,
+    reverse, parts, one, zero,
+):  # fmt: skip
+    """Every step back for each of `parts` parts of the batch's rows: dxw gets the gate
+    pre-activations' gradients, dh and dc what reaches h0 and c0; then, a part of the gates
+    each, the weight's gradient dw (one GEMM of dxw's rows against h_prev's, each step's state
+    before it) and the bias's db."""
+    steps, batch, n_gates = gates.shape
+    for p in prange(parts):
+        lo, hi = batch * p // parts, batch * (p + 1) // parts
+        dh_p, dc_p, prev_p = dh[lo:hi], dc[lo:hi], dc_prev[lo:hi]
+        for s in range(steps):
+            t = s if reverse else steps - 1 - s
+            before = t + 1 if reverse else t - 1
+            c_prev = cs[before, lo:hi] if 0 <= before < steps else c0[lo:hi]
+            rows = dxw[t, lo:hi]
+            _cell_grad(
+                g_hs[t, lo:hi], dh_p, g_cs[t, lo:hi], dc_p, g_gates[t, lo:hi], gates[t, lo:hi],
+                cs[t, lo:hi], c_prev, rows, prev_p,
+            )  # fmt: skip
+            blas.cblas_product(gemm, rows, w, dh_p, NO_TRANS, NO_TRANS, one, zero)
+            dc_p, prev_p = prev_p, dc_p
+        if steps % 2:  # the last step's cell gradient went to dc_prev
+            dc[lo:hi] = dc_prev[lo:hi]
+    rows = dxw.reshape(steps * batch, n_gates)
+    states = h_prev.reshape(steps * batch, h_prev.shape[2])
+    for p in prange(parts):
+        cols = slice(n_gates * p // parts, n_gates * (p + 1) // parts)
+        blas.cblas_product(gemm, rows[:, cols], states, dw[cols], TRANS, NO_TRANS, one, zero)
+        total = db[cols]
+        total[:] = 0
+        for r in range(steps * batch):
+            row = rows[r, cols]
+            for j in range(total.size):
+                total[j] += row[j]
+
+
+def _previous_states(hs, h0, reverse):
+    """Each step's h before it (h0 for the first), stacked as the steps are."""
+    h_prev = buffers.empty(hs.shape, hs.dtype)
+    if hs.shape[0]:
         inner = slice(1, None) if not reverse else slice(None, -1)
         h_prev[inner] = hs[:-1] if not reverse else hs[1:]
         h_prev[0 if not reverse else -1] = h0
-    rows = dxw.reshape(-1, dxw.shape[2])
-    np.matmul(rows.T, h_prev.reshape(-1, h_prev.shape[2]), out=dw)
-    np.sum(rows, axis=0, out=db)
+    return h_prev
 
 
 def _lstm_grad_ref(g_hs, g_cs, g_gates, hs, cs, gates, w_hh, h0, c0, reverse=False):
