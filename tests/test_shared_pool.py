@@ -126,8 +126,12 @@ def test_a_forked_child_uses_openblas_threads():
     queue = ctx.Queue()
     p = ctx.Process(target=child, args=(queue,))
     p.start()
-    active, err = queue.get(timeout=60)
-    p.join(60)
+    try:
+        active, err = queue.get(timeout=60)
+        p.join(60)
+    finally:
+        if p.is_alive():  # (a hung child would outlive this process's time limit)
+            p.kill()
     assert p.exitcode == 0 and not active and err < 1e-9, (p.exitcode, active, err)
     assert shared_pool.active()
     """)
