@@ -543,3 +543,88 @@ def test_equality_and_a_zero_base():
     y = nb.tensor(np.array([2 + 0j, 1j]), requires_grad=True)
     nb.real(nb.sum(x**y)).backward()
     assert y.grad.numpy()[0] == 0 and x.grad.numpy()[0] == 0
+
+
+# ---------------------------------------------------------------- optimizers
+
+COMPLEX_OPTIMIZERS = [
+    ("SGD", {"lr": 0.05, "momentum": 0.9, "nesterov": True, "weight_decay": 0.01}),
+    ("SGD", {"lr": 0.05, "momentum": 0.9, "dampening": 0.5, "maximize": True}),
+    ("Adam", {"lr": 0.05, "amsgrad": True, "weight_decay": 0.01}),
+    ("AdamW", {"lr": 0.05}),
+    ("RMSprop", {"lr": 0.01, "centered": True, "momentum": 0.5}),
+    ("Adagrad", {"lr": 0.1}),
+    ("Adamax", {"lr": 0.05}),
+    ("NAdam", {"lr": 0.05}),
+    ("RAdam", {"lr": 0.05}),
+    ("Adadelta", {"lr": 1.0}),
+    ("Rprop", {"lr": 0.01}),
+    ("ASGD", {"lr": 0.05, "t0": 2}),
+]
+
+
+def _complex_problem():
+    rng = np.random.default_rng(3)
+    parts = lambda *shape: rng.standard_normal(shape) + 1j * rng.standard_normal(shape)
+    return parts(6, 4), parts(6, 3), parts(3, 4)  # x, y, w0
+
+
+def _train_complex(name, options, steps=7, jit=False):
+    x, y, w0 = (nb.tensor(a) for a in _complex_problem())
+    w = nb.tensor(w0.numpy(), requires_grad=True)
+    opt = getattr(nb.optim, name)([w], **options)
+    loss = lambda: nb.abs(x @ w.T - y).square().mean()
+
+    @nb.jit
+    def train():
+        opt.zero_grad()
+        loss().backward()
+        opt.step()
+
+    for _ in range(steps):
+        if jit:
+            train()
+        else:
+            opt.zero_grad()
+            loss().backward()
+            opt.step()
+    return w, opt
+
+
+@pytest.mark.parametrize("name, options", COMPLEX_OPTIMIZERS)
+def test_optimizers_update_complex_parameters_as_pytorch(name, options):
+    # PyTorch updates a complex parameter as pairs of reals (view_as_real): Adam's second
+    # moment squares the real and imaginary parts apart, not |g|^2
+    torch = pytest.importorskip("torch")
+    w, opt = _train_complex(name, options)
+    x, y, w0 = (torch.tensor(a) for a in _complex_problem())
+    tw = w0.clone().requires_grad_()
+    default = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)  # PyTorch's scalar states (NAdam's mu_product)
+    try:
+        topt = getattr(torch.optim, name)([tw], **options)
+        for _ in range(7):
+            topt.zero_grad()
+            (x @ tw.T - y).abs().square().mean().backward()
+            topt.step()
+    finally:
+        torch.set_default_dtype(default)
+    np.testing.assert_allclose(w.numpy(), tw.detach().numpy(), rtol=1e-10, atol=1e-12)
+    assert w.dtype == nb.complex128
+    for key, value in topt.state[tw].items():  # the parameter-shaped states: PyTorch's
+        if value.ndim and key in opt.state[0]:  # dtypes and values (its step counters are
+            # floats, nbflow's ints; nbflow's Adagrad names its sum "state_sum")
+            ours = opt.state[0][key].numpy()
+            assert ours.dtype == value.numpy().dtype, key
+            np.testing.assert_allclose(ours, value.numpy(), rtol=1e-10, atol=1e-12, err_msg=key)
+
+
+@pytest.mark.parametrize("name, options", COMPLEX_OPTIMIZERS[::3])
+def test_optimizers_on_complex_parameters_under_jit_step_as_in_eager_mode(name, options):
+    w, opt = _train_complex(name, options, jit=True)
+    want, want_opt = _train_complex(name, options)
+    np.testing.assert_allclose(w.numpy(), want.numpy(), rtol=1e-10, atol=1e-12)
+    for key, value in want_opt.state[0].items():
+        np.testing.assert_allclose(
+            opt.state[0][key].numpy(), value.numpy(), rtol=1e-10, err_msg=key
+        )

@@ -1214,7 +1214,7 @@ copy_ = Op(
     outputs=("out",),
     spec=_copy_spec,
     kernels={"cpu": lambda x, src, out: np.copyto(out, src, casting="unsafe"), "cuda": None},
-    dtypes=ALL,
+    dtypes=ALL + COMPLEX,
     ref=lambda x, src: np.broadcast_to(src, x.shape).astype(x.dtype),
     grad=lambda g, out, x, src: (None, g),
     inplace={0: 0},

@@ -491,6 +491,12 @@ class Rprop(ComposedOptimizer):
     def initial(self, name):
         return self.hyper["lr"] if name == "step_size" else 0.0
 
+    def state_spec(self, name, p):
+        shape, dtype, value = super().state_spec(name, p)
+        if name == "step_size" and dt.is_complex(dtype):
+            value = complex(value, value)  # PyTorch's: a step size for each part
+        return shape, dtype, value
+
     def update(self, p, g, s, h):
         _count_step(s)
         g = -g if self.hyper["maximize"] else g

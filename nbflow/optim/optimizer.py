@@ -197,8 +197,11 @@ class Optimizer:
                 for i, p in zip(indices, group["params"]):
                     if p.grad is not None:
                         state = self._eager_state(i, p)
-                        self.op(*self.inputs(p, p.grad, state), **attrs)
+                        _as_reals(self._run_op, p, p.grad, state, attrs)
         return loss
+
+    def _run_op(self, p, g, states: dict, attrs: dict):
+        self.op(*self.inputs(p, g, states), **attrs)
 
     def _eager_state(self, i: int, p: Tensor) -> dict:
         state = self.state.setdefault(i, {})
@@ -300,8 +303,8 @@ class Optimizer:
 
     def _append_update(self, trace: GraphTrace, p: Var, g: Var, states: dict):
         """Append p's update op (minimize), its attrs the current group's hyperparameters."""
-        self.op(*self.inputs(p, g, states), **self.attrs())
-        self._graph_nodes.append((p._node, self.hyper))  # p: the update's output 0
+        updated = _as_reals(self._run_op, p, g, states, self.attrs())
+        self._graph_nodes.append((updated._node, self.hyper))  # the update's output 0
 
     def state_spec(self, name: str, p) -> tuple:
         """(shape, dtype, initial value) of state `name` for parameter p."""
@@ -583,6 +586,22 @@ def _sqrt(c):
     return math.sqrt(c) if _is_number(c) else ops.sqrt(c)
 
 
+def _as_reals(update, p, g, states: dict, *args):
+    """update(p, g, states, *args), an in-place update of parameter p; for a complex p, on
+    real copies of p, g and its complex states (a last dim of 2: real and imaginary parts),
+    written back after, as PyTorch's optimizers update a complex parameter as pairs of reals
+    (view_as_real, which copies in nbflow). Returns the tensor the update wrote."""
+    if not dt.is_complex(p.dtype):
+        update(p, g, states, *args)
+        return p
+    pairs = {k: ops.view_as_real(v) for k, v in states.items() if dt.is_complex(v.dtype)}
+    real_p = ops.view_as_real(p)
+    update(real_p, ops.view_as_real(g), {**states, **pairs}, *args)
+    for target, value in [(p, real_p), *((states[k], v) for k, v in pairs.items())]:
+        ops.copy_(target, ops.view_as_complex(value))
+    return real_p
+
+
 def _fill_(state, value):
     """state = value, for a 0-d state: fill_ with a number, copy_ of a program's value."""
     if _is_number(value):
@@ -615,7 +634,7 @@ class ComposedOptimizer(Optimizer):
             for group, indices in self._groups():
                 for i, p in zip(indices, group["params"]):
                     if p.grad is not None:
-                        self.update(p, p.grad, self._eager_state(i, p), group)
+                        _as_reals(self.update, p, p.grad, self._eager_state(i, p), group)
         return loss
 
     @property
@@ -633,7 +652,7 @@ class ComposedOptimizer(Optimizer):
         group's 0-d tensors (captured: a schedule's writes reach the program)."""
         group = self.hyper
         h = {k: trace.capture(group.tensor(k)) if type(v) is float else v for k, v in group.items()}
-        self.update(p, g, states, h)
+        _as_reals(self.update, p, g, states, h)
         # a run that updates p updates the states (the next step reads them), fetched or not
         ops.depend_(p, *states.values())
 
