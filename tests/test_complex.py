@@ -628,3 +628,38 @@ def test_optimizers_on_complex_parameters_under_jit_step_as_in_eager_mode(name, 
         np.testing.assert_allclose(
             opt.state[0][key].numpy(), value.numpy(), rtol=1e-10, err_msg=key
         )
+
+
+def test_lbfgs_takes_complex_parameters_as_pytorch():
+    torch = pytest.importorskip("torch")
+    x, y, w0 = _complex_problem()
+    w = nb.tensor(w0, requires_grad=True)
+    opt = nb.optim.LBFGS([w], line_search_fn="strong_wolfe")
+    tw = torch.tensor(w0, requires_grad=True)
+    topt = torch.optim.LBFGS([tw], line_search_fn="strong_wolfe")
+
+    def closure():
+        opt.zero_grad()
+        loss = nb.abs(nb.tensor(x) @ w.T - nb.tensor(y)).square().mean()
+        loss.backward()
+        return loss
+
+    def torch_closure():
+        topt.zero_grad()
+        loss = (torch.tensor(x) @ tw.T - torch.tensor(y)).abs().square().mean()
+        loss.backward()
+        return loss
+
+    for _ in range(3):
+        opt.step(closure)
+        topt.step(torch_closure)
+    np.testing.assert_allclose(w.numpy(), tw.detach().numpy(), rtol=1e-10, atol=1e-12)
+
+
+def test_adafactor_refuses_complex_parameters_as_pytorch():
+    w = nb.tensor(_complex_problem()[2], requires_grad=True)
+    opt = nb.optim.Adafactor([w])
+    nb.abs(w).sum().backward()
+    with pytest.raises(DTypeError, match="complex"):
+        opt.step()
+    np.testing.assert_array_equal(w.numpy(), _complex_problem()[2])  # nothing written

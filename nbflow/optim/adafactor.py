@@ -17,7 +17,8 @@ import math
 import numpy as np
 
 from .. import ops
-from ..core.errors import DomainError
+from ..core import dtypes as dt
+from ..core.errors import DomainError, DTypeError
 from .optimizer import (
     ComposedOptimizer,
     _check,
@@ -90,6 +91,8 @@ class Adafactor(ComposedOptimizer):
 
     def states_for(self, p) -> tuple[str, ...]:
         """The factored second moment for a parameter of two dims or more, else the full one."""
+        if dt.is_complex(p.dtype):  # (its factored moments have no pairs-of-reals form)
+            raise DTypeError("Adafactor does not support complex parameters (nor does PyTorch's)")
         return ("step", "row_var", "col_var") if len(p.shape) > 1 else ("step", "variance")
 
     def state_spec(self, name: str, p) -> tuple:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 
 from .. import ops
+from ..core import dtypes as dt
 from ..core import no_grad
 from ..core.errors import DomainError, UnsupportedError
 from ..eager.tensor import Tensor
@@ -39,6 +40,11 @@ _STATES = (
 )
 _VECTORS = ("d", "prev_flat_grad")  # flat tensors of all the parameters' elements
 _VECTOR_LISTS = ("old_dirs", "old_stps")
+
+
+def _reals(p) -> int:
+    """p's coordinates in the flat vectors: two for each complex element."""
+    return 2 * p.numel() if dt.is_complex(p.dtype) else p.numel()
 
 
 def _float(x) -> float:
@@ -209,23 +215,31 @@ class LBFGS(Optimizer):
             raise DomainError("LBFGS doesn't support per-parameter options (parameter groups)")
         super().add_param_group(group)
 
+    # A complex parameter's elements count as pairs of reals in the flat vectors (view_as_real),
+    # as in PyTorch: its real and imaginary parts are coordinates of their own.
+
     def _numel(self) -> int:
-        return sum(p.numel() for p in self._params)
+        return sum(_reals(p) for p in self._params)
 
     def _gather_flat_grad(self) -> Tensor:
-        views = [
-            ops.zeros((p.numel(),), dtype=p.dtype, device=p.device)
-            if p.grad is None
-            else ops.reshape(p.grad, (-1,))
-            for p in self._params
-        ]
+        views = []
+        for p in self._params:
+            if p.grad is None:
+                zeros = ops.zeros((_reals(p),), dtype=dt.to_real(p.dtype), device=p.device)
+                views.append(zeros)
+            else:
+                g = ops.view_as_real(p.grad) if dt.is_complex(p.dtype) else p.grad
+                views.append(ops.reshape(g, (-1,)))
         return ops.concat(views) if len(views) > 1 else ops.clone(views[0])
 
     def _add_grad(self, step_size: float, update: Tensor) -> None:
         offset = 0
         for p in self._params:
-            n = p.numel()
-            ops.add_(p, ops.reshape(update[offset : offset + n], p.shape) * step_size)
+            n = _reals(p)
+            part = update[offset : offset + n]
+            if dt.is_complex(p.dtype):
+                part = ops.view_as_complex(ops.reshape(part, (*p.shape, 2)))
+            ops.add_(p, ops.reshape(part, p.shape) * step_size)
             offset += n
 
     def _clone_param(self) -> list:
