@@ -13,9 +13,10 @@ and checks the header; nbflow adds:
 
 - saving is atomic as `save_state`'s is (a temporary file in the same folder, fsynced, renamed
   over the path, the folder fsynced): a failed or killed save leaves the previous file;
-- the values are nbflow Tensors or numpy arrays of a dtype nbflow has (bool, int32, int64,
-  float16, float32, float64); anything else, or a name that is not a string, is refused
-  before anything is written (CheckpointError). requires_grad is not stored (the format has
+- the values are nbflow Tensors or numpy arrays of a dtype both nbflow and the format have
+  (bool, uint8, int8, int16, int32, int64, float16, float32, float64, complex64: the format
+  has no complex128); anything else, or a name that is not a string, is refused before
+  anything is written (CheckpointError). requires_grad is not stored (the format has
   no place for it): loaded tensors do not require grad, as with safetensors.torch;
 - loading checks the file size against a budget before reading, reads the header through
   the safetensors library (a damaged or truncated file raises CheckpointError, never the
@@ -51,11 +52,15 @@ HEADER = struct.Struct("<Q")  # the format: header length (u64 LE) | JSON header
 # safetensors' dtype names of the dtypes nbflow holds
 _NAMES = {
     np.dtype(np.bool_): "BOOL",
+    np.dtype(np.uint8): "U8",
+    np.dtype(np.int8): "I8",
+    np.dtype(np.int16): "I16",
     np.dtype(np.int32): "I32",
     np.dtype(np.int64): "I64",
     np.dtype(np.float16): "F16",
     np.dtype(np.float32): "F32",
     np.dtype(np.float64): "F64",
+    np.dtype(np.complex64): "C64",  # (the format has no complex128)
 }
 _HELD = set(_NAMES.values())
 
@@ -90,8 +95,9 @@ def _array(key, value) -> np.ndarray:
     d = a.dtype.newbyteorder("=") if a.dtype.byteorder in "<>" else a.dtype
     if d not in _NAMES:
         raise CheckpointError(
-            f"save_safetensors: [{key!r}] has dtype {a.dtype}, which nbflow does not hold "
-            f"(it holds {', '.join(str(x) for x in _NAMES)})"
+            f"save_safetensors: [{key!r}] has dtype {a.dtype}, which the safetensors format "
+            f"does not hold with nbflow (it holds {', '.join(str(x) for x in _NAMES)}; "
+            "nbflow.save_state stores any dtype)"
         )
     return np.ascontiguousarray(a, dtype=d.newbyteorder("<")).reshape(a.shape)
 

@@ -19,11 +19,15 @@ RNG = np.random.default_rng(0)
 # every dtype an nbflow tensor holds, each with torch's
 DTYPES = [
     (np.bool_, torch.bool),
+    (np.uint8, torch.uint8),
+    (np.int8, torch.int8),
+    (np.int16, torch.int16),
     (np.int32, torch.int32),
     (np.int64, torch.int64),
     (np.float16, torch.float16),
     (np.float32, torch.float32),
     (np.float64, torch.float64),
+    (np.complex64, torch.complex64),  # (the format has no complex128)
 ]
 
 
@@ -31,7 +35,10 @@ def _values(dtype, shape):
     if dtype is np.bool_:
         return RNG.random(shape) < 0.5
     if np.issubdtype(dtype, np.integer):
-        return RNG.integers(-(2**31), 2**31 - 1, shape).astype(dtype)
+        info = np.iinfo(dtype)
+        return RNG.integers(max(info.min, -(2**31)), min(info.max, 2**31 - 1), shape).astype(dtype)
+    if np.issubdtype(dtype, np.complexfloating):
+        return (RNG.standard_normal(shape) + 1j * RNG.standard_normal(shape)).astype(dtype)
     return RNG.standard_normal(shape).astype(dtype)
 
 
@@ -173,9 +180,9 @@ def test_bad_files_raise_checkpoint_error(tmp_path):
         nb.load_safetensors(tmp_path)
     with pytest.raises(FileNotFoundError):
         nb.load(tmp_path / "missing.safetensors")
-    path = tmp_path / "u8.safetensors"
-    st_torch.save_file({"img": torch.zeros(2, 2, dtype=torch.uint8)}, str(path))
-    with pytest.raises(CheckpointError, match=r"'img'.*U8"):
+    path = tmp_path / "u16.safetensors"
+    st_torch.save_file({"img": torch.zeros(2, 2, dtype=torch.uint16)}, str(path))
+    with pytest.raises(CheckpointError, match=r"'img'.*U16"):
         nb.load(path)
 
 
@@ -186,7 +193,8 @@ def test_values_the_format_cannot_hold(tmp_path):
     before = path.read_bytes()
     bad = [
         {"w": nb.tensor(np.ones(2, np.float32)), "opt": {"step": 3}},  # nested state
-        {"w": np.zeros(2, np.uint8)},  # a dtype nbflow lacks
+        {"w": np.zeros(2, np.uint16)},  # a dtype nbflow lacks
+        {"w": np.zeros(2, np.complex128)},  # a dtype the format lacks
         {1: nb.tensor(np.ones(2, np.float32))},  # a key not a string
         [nb.tensor(np.ones(2, np.float32))],  # not a mapping
     ]
