@@ -663,3 +663,52 @@ def test_adafactor_refuses_complex_parameters_as_pytorch():
     with pytest.raises(DTypeError, match="complex"):
         opt.step()
     np.testing.assert_array_equal(w.numpy(), _complex_problem()[2])  # nothing written
+
+
+# ---------------------------------------------------------------- Hermitian decompositions
+
+
+def _hermitian_problem(dtype=np.complex128):
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((2, 4, 4)) + 1j * rng.standard_normal((2, 4, 4))
+    h = a @ np.conj(np.swapaxes(a, -1, -2)) + 4 * np.eye(4)  # positive-definite
+    weights = rng.standard_normal((2, 4, 4)) + 1j * rng.standard_normal((2, 4, 4))
+    return h.astype(dtype), weights
+
+
+HERMITIAN_LOSSES = {
+    # losses a complex eigenvector's phase does not change (|v|), as PyTorch requires
+    "cholesky": lambda m, w, lib: (lib.linalg.cholesky(m) * w).real.sum(),
+    "cholesky_upper": lambda m, w, lib: (lib.linalg.cholesky(m, upper=True) * w).imag.sum(),
+    "eigh": lambda m, w, lib: (
+        (lib.linalg.eigh(m)[0] * w.real[..., 0]).sum()
+        + (lib.abs(lib.linalg.eigh(m)[1]) ** 2 * w.real).sum()
+    ),
+    "eigvalsh": lambda m, w, lib: (lib.linalg.eigvalsh(m) ** 2).sum(),
+}
+
+
+@pytest.mark.parametrize("name", HERMITIAN_LOSSES)
+def test_hermitian_decompositions_of_complex_matrices_as_pytorch(name):
+    torch = pytest.importorskip("torch")
+    h, weights = _hermitian_problem()
+    loss = HERMITIAN_LOSSES[name]
+    m = nb.tensor(h, requires_grad=True)
+    value = loss(m, nb.tensor(weights), nb)
+    value.backward()
+    tm = torch.tensor(h, requires_grad=True)
+    want = loss(tm, torch.tensor(weights), torch)
+    want.backward()
+    np.testing.assert_allclose(value.item(), want.item(), rtol=1e-10)
+    np.testing.assert_allclose(m.grad.numpy(), tm.grad.numpy(), rtol=1e-8, atol=1e-10)
+
+
+def test_hermitian_decompositions_read_the_lower_triangle_as_lapack():
+    h, _ = _hermitian_problem(np.complex64)
+    garbled = np.tril(h) + np.triu(np.full_like(h, 9 + 9j), 1)  # (upper triangle unread)
+    garbled[..., range(4), range(4)] += 5j  # (the diagonal's imaginary part unread)
+    low = nb.linalg.cholesky(nb.tensor(garbled)).numpy()
+    np.testing.assert_allclose(low @ np.conj(np.swapaxes(low, -1, -2)), h, rtol=1e-4, atol=1e-4)
+    w, v = (t.numpy() for t in nb.linalg.eigh(nb.tensor(garbled)))
+    assert w.dtype == np.float32 and v.dtype == np.complex64
+    np.testing.assert_allclose(w, np.linalg.eigvalsh(h), rtol=1e-4, atol=1e-4)

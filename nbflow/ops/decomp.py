@@ -204,26 +204,41 @@ def _solve_grad(g, out, a, b):
 
 
 @njit(**JIT)
+def _hermitian(a):
+    """The Hermitian (real: symmetric) matrix of a's lower triangle and its diagonal's real
+    part, what LAPACK's uplo='L' reads."""
+    s = a.copy()
+    n = s.shape[0]
+    for r in range(n):
+        s[r, r] = s[r, r].real
+        for c in range(r + 1, n):
+            s[r, c] = np.conj(s[c, r])
+    return s
+
+
+@njit(**JIT)
 def _cholesky_rows(a, out):
-    n = a.shape[1]
     for i in range(a.shape[0]):
-        s = a[i].copy()
-        for r in range(n):  # the lower triangle is what is read, as in LAPACK's uplo='L'
-            for c in range(r + 1, n):
-                s[r, c] = s[c, r]
-        out[i] = np.linalg.cholesky(s)
+        out[i] = np.linalg.cholesky(_hermitian(a[i]))
 
 
 def _cholesky_cpu(a, out, upper):
     x = _rows(a, 2)
     res = np.empty_like(x)
     _lapack("cholesky", _cholesky_rows, x, res)
-    _fill((out,), (np.swapaxes(res, -1, -2) if upper else res,))
+    _fill((out,), (np.swapaxes(res, -1, -2).conj() if upper else res,))
+
+
+def _hermitian_ref(a):
+    """numpy: _hermitian of each matrix in a's last two dims."""
+    low, n = np.tril(a, -1), a.shape[-1]
+    diagonal_part = np.diagonal(a, 0, -2, -1).real[..., None] * np.eye(n, dtype=a.dtype)
+    return low + np.swapaxes(low, -1, -2).conj() + diagonal_part
 
 
 def _cholesky_ref(a, upper=False):
-    low = np.linalg.cholesky(np.tril(a) + np.swapaxes(np.tril(a, -1), -1, -2))
-    return np.swapaxes(low, -1, -2).copy() if upper else low
+    low = np.linalg.cholesky(_hermitian_ref(a))
+    return np.swapaxes(low, -1, -2).conj() if upper else low
 
 
 cholesky = Op(
@@ -232,24 +247,24 @@ cholesky = Op(
     outputs=("out",),
     spec=lambda a, upper: _square_spec(a),
     kernels={"cpu": _cholesky_cpu, "cuda": _no_cuda("cholesky")},
-    dtypes=FLOATS,
+    dtypes=FLOATS + dt.COMPLEX,
     ref=_cholesky_ref,
     attrs={"upper": Attr("bool", False)},
-    doc="torch.linalg.cholesky: L lower triangular with A = L L^T (upper=True: U = L^T) of "
-    "each symmetric positive-definite matrix, read from its lower triangle; a matrix that "
-    "is not positive-definite raises LinAlgError.",
+    doc="torch.linalg.cholesky: L lower triangular with A = L L^H (upper=True: U = L^H) of "
+    "each Hermitian (real: symmetric) positive-definite matrix, read from its lower triangle; "
+    "a matrix that is not positive-definite raises LinAlgError.",
 )
 
 
 @cholesky.defgrad
 def _cholesky_grad(g, out, a, upper):
-    # PyTorch's rule (Murray 2016): gA = L^-T Phi(L^T gL) L^-1 with Phi taking the lower
-    # triangle and halving the diagonal, symmetrised
-    low, g_low = (_mT(out), _mT(g)) if upper else (out, g)
-    x = tril(matmul(_mT(low), g_low))
-    phi = (x + _mT(tril(x, -1))) * 0.5
+    # PyTorch's rule (Murray 2016): gA = L^-H Phi(L^H gL) L^-1 with Phi taking the lower
+    # triangle and halving the diagonal, made Hermitian
+    low, g_low = (_mH(out), _mH(g)) if upper else (out, g)
+    x = tril(matmul(_mH(low), g_low))
+    phi = (x + _mH(tril(x, -1))) * 0.5
     low_inv = inv(low)
-    return (matmul(matmul(_mT(low_inv), phi), low_inv),)
+    return (matmul(matmul(_mH(low_inv), phi), low_inv),)
 
 
 # ---------------------------------------------------------------- det and slogdet
@@ -424,27 +439,22 @@ def _qr_grad_tall(g_q, g_r, q, r):
 
 @njit(**JIT)
 def _eigh_rows(a, w, v):
-    n = a.shape[1]
     for i in range(a.shape[0]):
-        s = a[i].copy()
-        for r in range(n):  # UPLO='L': the lower triangle is what is read
-            for c in range(r + 1, n):
-                s[r, c] = s[c, r]
-        wi, vi = np.linalg.eigh(s)
+        wi, vi = np.linalg.eigh(_hermitian(a[i]))  # UPLO='L': the lower triangle is read
         w[i] = wi
         v[i] = vi
 
 
 def _eigh_cpu(a, w_out, v_out):
     x = _rows(a, 2)
-    w, v = np.empty(x.shape[:2], x.dtype), np.empty_like(x)
+    w, v = np.empty(x.shape[:2], dt.to_real(x.dtype)), np.empty_like(x)
     _lapack("eigh", _eigh_rows, x, w, v)
     _fill((w_out, v_out), (w, v))
 
 
 def _eigh_spec(a):
     n = square_size(a)
-    return Spec(a.shape[:-2] + (n,), _float(a)), Spec(a.shape, _float(a))
+    return Spec(a.shape[:-2] + (n,), dt.to_real(_float(a))), Spec(a.shape, _float(a))
 
 
 eigh = Op(
@@ -453,11 +463,13 @@ eigh = Op(
     outputs=("eigenvalues", "eigenvectors"),
     spec=_eigh_spec,
     kernels={"cpu": _eigh_cpu, "cuda": _no_cuda("eigh")},
-    dtypes=FLOATS,
-    ref=lambda a: np.linalg.eigh(a, UPLO="L"),
-    doc="torch.linalg.eigh (UPLO='L'): eigenvalues in ascending order and orthonormal "
-    "eigenvectors (columns) of each symmetric matrix, read from its lower triangle. The "
-    "eigenvectors' gradient needs distinct eigenvalues.",
+    dtypes=FLOATS + dt.COMPLEX,
+    ref=lambda a: np.linalg.eigh(_hermitian_ref(a)),
+    doc="torch.linalg.eigh (UPLO='L'): eigenvalues (real) in ascending order and orthonormal "
+    "eigenvectors (columns) of each Hermitian (real: symmetric) matrix, read from its lower "
+    "triangle. The eigenvectors' gradient needs distinct eigenvalues; a complex eigenvector "
+    "is defined up to a phase, and a loss that depends on the phase has no gradient (its "
+    "phase-invariant part's is given, where PyTorch raises).",
 )
 
 
@@ -465,16 +477,16 @@ eigh = Op(
 def _eigh_grad(g, out, a):
     g_w, g_v = _grads(g, out)
     w, v = out
-    # PyTorch's rule: gA = V (skew(V^T gV) / E + diag(gW)) V^T, E_ij = w_j - w_i
+    # PyTorch's rule: gA = V (skew(V^H gV) / E + diag(gW)) V^H, E_ij = w_j - w_i
     inner = None
     if g_v is not None:
-        x = matmul(_mT(v), g_v)
+        x = matmul(_mH(v), g_v)
         e = unsqueeze(w, -2) - unsqueeze(w, -1)
         off = _off_diagonal(e)
-        inner = (x - _mT(x)) * 0.5 / (e + (1 - off)) * off
+        inner = (x - _mH(x)) * 0.5 / (e + (1 - off)) * off
     if g_w is not None:
         inner = diag_embed(g_w) if inner is None else inner + diag_embed(g_w)
-    return (matmul(matmul(v, inner), _mT(v)),)
+    return (matmul(matmul(v, inner), _mH(v)),)
 
 
 def _off_diagonal(x):
