@@ -454,7 +454,7 @@ def test_allclose_takes_complex_as_numpy_does():
         lambda z: nb.floor(z),
         lambda z: nb.maximum(z, z),
         lambda z: nb.logaddexp(z, z),
-        lambda z: nb.linalg.slogdet(nb.stack([z, z])),
+        lambda z: nb.linalg.svd(nb.stack([z, z])),
         lambda z: z < z,
         lambda z: nb.erf(z),
         lambda z: nb.cummax(z, 0),
@@ -712,3 +712,55 @@ def test_hermitian_decompositions_read_the_lower_triangle_as_lapack():
     w, v = (t.numpy() for t in nb.linalg.eigh(nb.tensor(garbled)))
     assert w.dtype == np.float32 and v.dtype == np.complex64
     np.testing.assert_allclose(w, np.linalg.eigvalsh(h), rtol=1e-4, atol=1e-4)
+
+
+def _complex_matrices(shape):
+    rng = np.random.default_rng(11)
+    return rng.standard_normal(shape) + 1j * rng.standard_normal(shape)
+
+
+def _weighted(x, w):
+    """x times the weights' leading block of x's shape."""
+    return x * w[..., : x.shape[-2], : x.shape[-1]]
+
+
+GENERAL_LOSSES = {
+    # QR's factors are unique up to a diagonal of phases; LAPACK's choice is PyTorch's too
+    "qr_tall": (
+        (2, 5, 3),
+        lambda m, w, lib: (
+            _weighted(lib.linalg.qr(m)[0], w).real.sum()
+            + _weighted(lib.linalg.qr(m)[1], w).imag.sum()
+        ),
+    ),
+    "qr_wide": (
+        (2, 3, 5),
+        lambda m, w, lib: (
+            _weighted(lib.linalg.qr(m)[0], w).imag.sum()
+            + _weighted(lib.linalg.qr(m)[1], w).real.sum()
+        ),
+    ),
+    "slogdet": (
+        (2, 4, 4),
+        lambda m, w, lib: (
+            lib.linalg.slogdet(m)[1].sum() + (lib.linalg.slogdet(m)[0] * w[..., 0, 0]).real.sum()
+        ),
+    ),
+}
+
+
+@pytest.mark.parametrize("name", GENERAL_LOSSES)
+def test_qr_and_slogdet_of_complex_matrices_as_pytorch(name):
+    torch = pytest.importorskip("torch")
+    shape, loss = GENERAL_LOSSES[name]
+    a, weights = _complex_matrices(shape), _complex_matrices((2, 5, 5))
+    m = nb.tensor(a, requires_grad=True)
+    value = loss(m, nb.tensor(weights), nb)
+    value.backward()
+    tm = torch.tensor(a, requires_grad=True)
+    want = loss(tm, torch.tensor(weights), torch)
+    want.backward()
+    np.testing.assert_allclose(value.item(), want.item(), rtol=1e-10)
+    np.testing.assert_allclose(m.grad.numpy(), tm.grad.numpy(), rtol=1e-8, atol=1e-10)
+    sign, logabs = nb.linalg.slogdet(nb.tensor(a[..., :3, :3]))
+    assert sign.dtype == nb.complex128 and logabs.dtype == nb.float64

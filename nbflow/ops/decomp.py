@@ -21,8 +21,9 @@ from ..kernels.cpu.jit import njit
 from ..kernels.cpu.templates import JIT
 from ..kernels.cuda.loader import not_supported
 from .complex_math import conj
+from .complex_parts import imag_part, real_part
 from .creation import full, zeros_like
-from .elementwise import log
+from .elementwise import astype, log
 from .linalg import matmul, matrix_transpose
 from .select import diag_embed, diagonal, narrow, tril, triu
 from .shape import concat, unsqueeze
@@ -317,35 +318,41 @@ def _slogdet_rows(a, sign_out, log_out):
 
 def _slogdet_cpu(a, sign_out, log_out):
     x = _rows(a, 2)
-    s, ld = np.empty(x.shape[0], x.dtype), np.empty(x.shape[0], x.dtype)
+    s, ld = np.empty(x.shape[0], x.dtype), np.empty(x.shape[0], dt.to_real(x.dtype))
     _lapack("slogdet", _slogdet_rows, x, s, ld)
     _fill((sign_out, log_out), (s, ld))
 
 
 def _slogdet_ref(a):
     s, ld = np.linalg.slogdet(a)
-    return np.asarray(s, a.dtype), np.asarray(ld, a.dtype)
+    return np.asarray(s, a.dtype), np.asarray(ld, dt.to_real(a.dtype))
 
 
 slogdet = Op(
     name="slogdet",
     inputs=("a",),
     outputs=("sign", "logabsdet"),
-    spec=lambda a: (_batch_spec(a), _batch_spec(a)),
+    spec=lambda a: (_batch_spec(a), Spec(a.shape[:-2], dt.to_real(_float(a)))),
     kernels={"cpu": _slogdet_cpu, "cuda": _no_cuda("slogdet")},
-    dtypes=FLOATS,
+    dtypes=FLOATS + dt.COMPLEX,
     ref=_slogdet_ref,
-    doc="torch.linalg.slogdet: (sign, log|det|) of each square matrix; a singular one gives "
-    "(0, -inf). The sign has no gradient.",
+    doc="torch.linalg.slogdet: (sign, log|det|) of each square matrix (a complex matrix's sign "
+    "is det / |det|, its log|det| real); a singular one gives (0, -inf). A real sign has no "
+    "gradient.",
 )
 
 
 @slogdet.defgrad
 def _slogdet_grad(g, out, a):
-    g_log = _grads(g, out)[1]
-    if g_log is None:
+    # d log det = tr(A^-1 dA): log|det| takes its real part, a complex sign (e^(i arg det))
+    # its imaginary part, so gA = c A^-H with c = g_log - i Im(conj(g_sign) sign) (PyTorch's)
+    g_sign, c = _grads(g, out)
+    if g_sign is not None and dt.is_complex(a.dtype):
+        turn = imag_part(conj(g_sign) * out[0]) * -1j
+        c = turn if c is None else c + turn
+    if c is None:
         return (None,)
-    return (unsqueeze(unsqueeze(g_log, -1), -1) * _mT(inv(a)),)
+    return (unsqueeze(unsqueeze(c, -1), -1) * _mH(inv(a)),)
 
 
 # ---------------------------------------------------------------- qr
@@ -392,7 +399,7 @@ qr = Op(
     outputs=("q", "r"),
     spec=_qr_spec,
     kernels={"cpu": _qr_cpu, "cuda": _no_cuda("qr")},
-    dtypes=FLOATS,
+    dtypes=FLOATS + dt.COMPLEX,
     ref=lambda a: np.linalg.qr(a, mode="reduced"),
     doc="torch.linalg.qr with mode='reduced': Q (..., m, k) with orthonormal columns and R "
     "(..., k, n) upper triangular, k = min(m, n), A = Q R (LAPACK's signs). The gradient "
@@ -408,30 +415,39 @@ def _qr_grad(g, out, a):
     if m >= n:
         return (_qr_grad_tall(g_q, g_r, q, r),)
     # PyTorch's rule for m < n: A = [X | Y] with X = Q R1 square and Y = Q R2; then
-    # gX is the square rule for (gQ + Y gR2^T, gR1) and gY = Q gR2
+    # gX is the square rule for (gQ + Y gR2^H, gR1) and gY = Q gR2
     y = narrow(a, -1, m, n - m)
     g_y = zeros_like(y)
     if g_r is not None:
         g_r2 = narrow(g_r, -1, m, n - m)
         g_y = matmul(q, g_r2)
-        g_q = matmul(y, _mT(g_r2)) if g_q is None else g_q + matmul(y, _mT(g_r2))
+        g_q = matmul(y, _mH(g_r2)) if g_q is None else g_q + matmul(y, _mH(g_r2))
         g_r = narrow(g_r, -1, 0, m)
     g_x = _qr_grad_tall(g_q, g_r, q, narrow(r, -1, 0, m))
     return (concat(g_x, g_y, axis=-1),)
 
 
 def _qr_grad_tall(g_q, g_r, q, r):
-    """PyTorch's rule for m >= n: M = gR R^T - Q^T gQ; gA = (gQ + Q copyltu(triu(M))) R^-T."""
+    """PyTorch's rule for m >= n: M = gR R^H - Q^H gQ; gA = (gQ + Q copyltu(triu(M))) R^-H,
+    copyltu(X) = X + X^H less the diagonal's real part (a complex diagonal stays real)."""
     m = None
     if g_r is not None:
-        m = matmul(g_r, _mT(r))
+        m = matmul(g_r, _mH(r))
     if g_q is not None:
-        m = -matmul(_mT(q), g_q) if m is None else m - matmul(_mT(q), g_q)
+        m = -matmul(_mH(q), g_q) if m is None else m - matmul(_mH(q), g_q)
     x = triu(m)
-    ga = matmul(q, x + _mT(triu(x, 1)))
+    ga = matmul(q, _real_diagonal(x + _mH(triu(x, 1))))
     if g_q is not None:
         ga = ga + g_q
-    return matmul(ga, _mT(inv(r)))
+    return matmul(ga, _mH(inv(r)))
+
+
+def _real_diagonal(x):
+    """x with the imaginary part of its diagonal dropped (x itself when real)."""
+    if not dt.is_complex(x.dtype):
+        return x
+    d = diagonal(x, 0, -2, -1)
+    return x - diag_embed(d) + diag_embed(astype(real_part(d), x.dtype))
 
 
 # ---------------------------------------------------------------- eigh
