@@ -25,6 +25,7 @@ from .core.errors import (
 )
 from .ops import decomp
 from .ops import factorizations as fz
+from .ops.complex_math import conj
 from .ops.creation import eye, ones_like, zeros
 from .ops.decomp import det, inv, is_vector_rhs, solve, square_size
 from .ops.elementwise import abs as abs_
@@ -141,12 +142,18 @@ def _largest(s):
     return max_(s, axis=-1)
 
 
+def _adjoint(x):
+    """The conjugate transpose of the matrices in x's last two dims."""
+    return conj(matrix_transpose(x))
+
+
 def pinv(A, *, rtol=None, hermitian=False):
     """The pseudo-inverse through the SVD: singular values below rtol * max(S) (default
     max(m, n) * eps) count as zero. With `hermitian`, A is read from its lower triangle (the
-    upper one mirrored), as PyTorch's eigh-based path reads it; the SVD is used anyway."""
+    upper one mirrored, conjugated), as PyTorch's eigh-based path reads it; the SVD is used
+    anyway."""
     if hermitian:
-        A = tril(A) + matrix_transpose(tril(A, -1))
+        A = tril(A) + _adjoint(tril(A, -1))
     const = A.detach() if A.requires_grad else A
     u, s, vh = decomp.svd(const, full_matrices=False)
     if rtol is None:
@@ -154,18 +161,18 @@ def pinv(A, *, rtol=None, hermitian=False):
     cutoff = unsqueeze(_largest(s), -1) * rtol
     keep = s > cutoff
     s_inv = where(keep, 1.0 / where(keep, s, 1.0), 0.0)
-    X = matmul(matrix_transpose(vh) * unsqueeze(s_inv, -2), matrix_transpose(u))
+    X = matmul(_adjoint(vh) * unsqueeze(s_inv, -2), _adjoint(u))
     if not A.requires_grad:
         return X
     # The gradient by the pseudo-inverse's own derivative (Golub & Pereyra; PyTorch's
     # pinv_backward), not through the SVD's, which is NaN at repeated singular values: X plus
-    # a term linear in D = A - const, which is 0 in value and dX = -X D X + X X^T D^T (I - A X)
-    # + (I - X A) D^T X^T X in derivative.
+    # a term linear in D = A - const, which is 0 in value and dX = -X D X + X X^H D^H (I - A X)
+    # + (I - X A) D^H X^H X in derivative.
     D = A - const
-    Dt, Xt = matrix_transpose(D), matrix_transpose(X)
+    Dt, Xt = _adjoint(D), _adjoint(X)
     XXt, XtX = matmul(X, Xt), matmul(Xt, X)
-    P = matmul(XXt, Dt)  # X X^T D^T
-    Q = matmul(Dt, XtX)  # D^T X^T X
+    P = matmul(XXt, Dt)  # X X^H D^H
+    Q = matmul(Dt, XtX)  # D^H X^H X
     term = (
         -matmul(matmul(X, D), X) + P - matmul(matmul(P, const), X) + Q - matmul(matmul(X, const), Q)
     )
@@ -328,7 +335,7 @@ def lstsq(A, B, rcond=None, *, driver=None):
     if m > n and driver != "gelsy" and full_rank:
         columns = (unsqueeze(x, -1), unsqueeze(B, -1)) if vector else (x, B)
         r = matmul(A, columns[0]) - columns[1]
-        residuals = sum_(r * r, axis=-2)
+        residuals = sum_(abs_(r) ** 2 if dt.is_complex(r.dtype) else r * r, axis=-2)
     values = svdvals(A) if driver in ("gelsd", "gelss") else empty
     if rank is None:
         rank = zeros(0, dtype=dt.int64, device=getattr(A, "device", None))

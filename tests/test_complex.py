@@ -454,7 +454,7 @@ def test_allclose_takes_complex_as_numpy_does():
         lambda z: nb.floor(z),
         lambda z: nb.maximum(z, z),
         lambda z: nb.logaddexp(z, z),
-        lambda z: nb.linalg.svd(nb.stack([z, z])),
+        lambda z: nb.linalg.lu_factor(nb.stack([z, z])),
         lambda z: z < z,
         lambda z: nb.erf(z),
         lambda z: nb.cummax(z, 0),
@@ -764,3 +764,64 @@ def test_qr_and_slogdet_of_complex_matrices_as_pytorch(name):
     np.testing.assert_allclose(m.grad.numpy(), tm.grad.numpy(), rtol=1e-8, atol=1e-10)
     sign, logabs = nb.linalg.slogdet(nb.tensor(a[..., :3, :3]))
     assert sign.dtype == nb.complex128 and logabs.dtype == nb.float64
+
+
+SVD_LOSSES = {
+    # losses the singular vectors' phases do not change, as PyTorch requires
+    "svdvals": lambda a, w, lib: (lib.linalg.svdvals(a) ** 2).sum(),
+    "u_and_vh": lambda a, w, lib: (
+        _weighted(lib.abs(lib.linalg.svd(a, full_matrices=False)[0]) ** 2, w.real).sum()
+        + _weighted(lib.abs(lib.linalg.svd(a, full_matrices=False)[2]) ** 2, w.imag).sum()
+    ),
+    "u_only": lambda a, w, lib: _weighted(lib.abs(lib.linalg.svd(a)[0]) ** 2, w.real).sum(),
+    "product": lambda a, w, lib: _weighted(
+        _usvh(*lib.linalg.svd(a, full_matrices=False)), w
+    ).real.sum(),
+    "pinv": lambda a, w, lib: _weighted(lib.linalg.pinv(a), w).real.sum(),
+}
+
+
+def _usvh(u, s, vh):
+    """U diag(S) Vh: phase-free, and through U, S and Vh's gradients at once."""
+    return (u * s[..., None, :]) @ vh
+
+
+@pytest.mark.parametrize("shape", [(2, 5, 3), (2, 3, 5)])
+@pytest.mark.parametrize("name", SVD_LOSSES)
+def test_svd_and_what_is_built_on_it_for_complex_matrices_as_pytorch(name, shape):
+    torch = pytest.importorskip("torch")
+    a, weights = _complex_matrices(shape), _complex_matrices((2, 5, 5))
+    loss = SVD_LOSSES[name]
+    m = nb.tensor(a, requires_grad=True)
+    value = loss(m, nb.tensor(weights), nb)
+    value.backward()
+    tm = torch.tensor(a, requires_grad=True)
+    want = loss(tm, torch.tensor(weights), torch)
+    want.backward()
+    np.testing.assert_allclose(value.item(), want.item(), rtol=1e-10)
+    np.testing.assert_allclose(m.grad.numpy(), tm.grad.numpy(), rtol=1e-8, atol=1e-10)
+
+
+def test_pinv_and_lstsq_of_complex_matrices_give_pytorchs_values():
+    torch = pytest.importorskip("torch")
+    tall, rhs = _complex_matrices((5, 3)), _complex_matrices((5, 2))
+    hermitian = tall.conj().T @ tall
+    for ours, theirs in [
+        (nb.linalg.pinv(nb.tensor(tall)), torch.linalg.pinv(torch.tensor(tall))),
+        (
+            nb.linalg.pinv(nb.tensor(np.tril(hermitian)), hermitian=True),
+            torch.linalg.pinv(torch.tensor(np.tril(hermitian)), hermitian=True),
+        ),
+    ]:
+        np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-10, atol=1e-12)
+    for driver in ("gels", "gelsd"):
+        ours = nb.linalg.lstsq(nb.tensor(tall), nb.tensor(rhs), driver=driver)
+        theirs = torch.linalg.lstsq(torch.tensor(tall), torch.tensor(rhs), driver=driver)
+        np.testing.assert_allclose(ours.solution.numpy(), theirs.solution.numpy(), rtol=1e-10)
+        assert ours.residuals.dtype == nb.float64  # |r|^2 summed: real, as PyTorch's
+        np.testing.assert_allclose(ours.residuals.numpy(), theirs.residuals.numpy(), rtol=1e-10)
+    a = nb.tensor(tall, requires_grad=True)  # the solution's gradient (PyTorch's CPU lstsq
+    nb.abs(nb.linalg.lstsq(a, nb.tensor(rhs)).solution).sum().backward()  # has one for tall A)
+    ta = torch.tensor(tall, requires_grad=True)
+    torch.linalg.lstsq(ta, torch.tensor(rhs)).solution.abs().sum().backward()
+    np.testing.assert_allclose(a.grad.numpy(), ta.grad.numpy(), rtol=1e-8, atol=1e-10)

@@ -605,7 +605,8 @@ def _svd_spec(a, full_matrices):
     k = _reduced_dim(m, n)
     u_cols, vh_rows = (m, n) if full_matrices else (k, k)
     d = _float(a)
-    return Spec(batch + (m, u_cols), d), Spec(batch + (k,), d), Spec(batch + (vh_rows, n), d)
+    s = Spec(batch + (k,), dt.to_real(d))  # (real for a complex matrix too)
+    return Spec(batch + (m, u_cols), d), s, Spec(batch + (vh_rows, n), d)
 
 
 @njit(**JIT)
@@ -626,7 +627,7 @@ def _svd_cpu(a, u_out, s_out, vh_out, full_matrices):
         u_out[...] = np.eye(m, u_cols, dtype=x.dtype)
         vh_out[...] = np.eye(vh_rows, n, dtype=x.dtype)
         return
-    u, s = np.empty((b, m, u_cols), x.dtype), np.empty((b, k), x.dtype)
+    u, s = np.empty((b, m, u_cols), x.dtype), np.empty((b, k), dt.to_real(x.dtype))
     vh = np.empty((b, vh_rows, n), x.dtype)
     _lapack("svd", _svd_rows, x, u, s, vh, full_matrices)
     _fill((u_out, s_out, vh_out), (u, s, vh))
@@ -638,13 +639,15 @@ svd = Op(
     outputs=("u", "s", "vh"),
     spec=_svd_spec,
     kernels={"cpu": _svd_cpu, "cuda": _no_cuda("svd")},
-    dtypes=FLOATS,
+    dtypes=FLOATS + dt.COMPLEX,
     ref=lambda a, full_matrices=False: np.linalg.svd(a, full_matrices=full_matrices),
     attrs={"full_matrices": Attr("bool", False)},
     doc="torch.linalg.svd: U (..., m, k), S (..., k) descending, Vh (..., k, n) with "
     "A = U diag(S) Vh, k = min(m, n) (full_matrices=True: U (..., m, m), Vh (..., n, n)). The "
     "gradient of U and Vh needs distinct nonzero singular values (that of S alone does "
-    "not); with full_matrices=True the columns beyond k get no gradient, as in PyTorch.",
+    "not); with full_matrices=True the columns beyond k get no gradient, as in PyTorch. A "
+    "complex matrix's S is real, and its singular vectors are defined up to a phase: a loss "
+    "that depends on the phases gets its phase-invariant part's gradient (PyTorch raises).",
 )
 
 
@@ -664,29 +667,33 @@ def _svd_grad(g, out, a, full_matrices):
 
 
 def _svd_vectors_grad(u, s, vh, g_u, g_s, g_vh, m, n):
-    # PyTorch's rule: gA = U [(skew(U^T gU) S + S skew(V^T gV)) / E + diag(gS)] V^T plus the
-    # parts of gU (gV) outside U's (V's) span, E_jk = s_k^2 - s_j^2
-    v = _mT(vh)
+    # PyTorch's rule: gA = U [(skew(U^H gU) S + S skew(V^H gV)) / E + diag(gS)] V^H plus the
+    # parts of gU (gV) outside U's (V's) span, E_jk = s_k^2 - s_j^2; for a complex matrix
+    # the diagonal also gets skew(U^H gU)_jj / (2 s_j) (imaginary: the phases' share)
+    v = _mH(vh)
     s2 = s * s
     e = unsqueeze(s2, -2) - unsqueeze(s2, -1)
     off = _off_diagonal(e)
     e = e + (1 - off)
-    inner = None
+    inner = skew_u = None
     if g_u is not None:
-        x = matmul(_mT(u), g_u)
-        inner = (x - _mT(x)) * unsqueeze(s, -2) / e
+        skew_u = matmul(_mH(u), g_u)
+        skew_u = skew_u - _mH(skew_u)
+        inner = skew_u * unsqueeze(s, -2) / e
     if g_vh is not None:
-        y = matmul(vh, _mT(g_vh))  # V^T gV
-        term = unsqueeze(s, -1) * (y - _mT(y)) / e
+        y = matmul(vh, _mH(g_vh))  # V^H gV
+        term = unsqueeze(s, -1) * (y - _mH(y)) / e
         inner = term if inner is None else inner + term
     if g_s is not None:
         inner = inner + diag_embed(g_s)
+    if skew_u is not None and dt.is_complex(u.dtype):
+        inner = inner + diag_embed(diagonal(skew_u, 0, -2, -1) / (2 * s))
     k = min(m, n)
     ga = matmul(matmul(u, inner), vh)
-    if m > k and g_u is not None:  # (I - U U^T) gU S^-1 V^T
+    if m > k and g_u is not None:  # (I - U U^H) gU S^-1 V^H
         gus = g_u / unsqueeze(s, -2)
-        ga = ga + matmul(gus - matmul(u, matmul(_mT(u), gus)), vh)
-    if n > k and g_vh is not None:  # U S^-1 gV^T (I - V V^T)
+        ga = ga + matmul(gus - matmul(u, matmul(_mH(u), gus)), vh)
+    if n > k and g_vh is not None:  # U S^-1 gV^H (I - V V^H)
         sgv = g_vh / unsqueeze(s, -1)
         ga = ga + matmul(u, sgv - matmul(matmul(sgv, v), vh))
     return ga
