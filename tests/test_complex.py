@@ -825,3 +825,19 @@ def test_pinv_and_lstsq_of_complex_matrices_give_pytorchs_values():
     ta = torch.tensor(tall, requires_grad=True)
     torch.linalg.lstsq(ta, torch.tensor(rhs)).solution.abs().sum().backward()
     np.testing.assert_allclose(a.grad.numpy(), ta.grad.numpy(), rtol=1e-8, atol=1e-10)
+
+
+def test_matrix_exp_of_complex_matrices_as_pytorch():
+    torch = pytest.importorskip("torch")
+    a, weights = _complex_matrices((2, 4, 4)) * 0.5, _complex_matrices((2, 4, 4))
+    m = nb.tensor(a, requires_grad=True)
+    out = nb.linalg.matrix_exp(m)
+    (out * nb.tensor(weights)).real.sum().backward()
+    tm = torch.tensor(a, requires_grad=True)
+    want = torch.linalg.matrix_exp(tm)
+    (want * torch.tensor(weights)).real.sum().backward()
+    np.testing.assert_allclose(out.numpy(), want.detach().numpy(), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(m.grad.numpy(), tm.grad.numpy(), rtol=1e-8, atol=1e-10)
+    small = nb.linalg.matrix_exp(nb.tensor(a.astype(np.complex64)))
+    assert small.dtype == nb.complex64
+    np.testing.assert_allclose(small.numpy(), want.detach().numpy(), rtol=1e-5, atol=1e-5)

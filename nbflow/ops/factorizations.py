@@ -30,7 +30,7 @@ from ..kernels.cpu.jit import njit
 from ..kernels.cpu.templates import JIT
 from ._define import NOT_IN_PYTORCH
 from .creation import arange, eye, zeros, zeros_like
-from .decomp import FLOATS, _cholesky_grad, _fill, _grads, _mT, _no_cuda, _rows, square_size
+from .decomp import FLOATS, _cholesky_grad, _fill, _grads, _mH, _mT, _no_cuda, _rows, square_size
 from .decomp import _square_spec as _square_float_spec
 from .elementwise import astype, eq
 from .linalg import matmul
@@ -416,12 +416,17 @@ def _cholesky_ex_grad(g, out, a, upper, check_errors):
 # ---------------------------------------------------------------- matrix_exp
 
 
+def _wide(a):
+    """a in float64 (complex128 for a complex a)."""
+    return a.astype(np.complex128 if a.dtype.kind == "c" else np.float64)
+
+
 def _matrix_exp_cpu(a, out):
     # computed in float64 and rounded once: the squarings multiply float32's rounding errors
     # (an ill-conditioned 5x5 float32 sample of OpInfo's: 1e-6 of its largest entry off in
     # float32, 2e-8 this way)
     if a.size:
-        np.copyto(out, scipy_linalg.expm(a.astype(np.float64)), casting="same_kind")
+        np.copyto(out, scipy_linalg.expm(_wide(a)), casting="same_kind")
 
 
 matrix_exp = Op(
@@ -430,19 +435,19 @@ matrix_exp = Op(
     outputs=("out",),
     spec=_square_float_spec,
     kernels={"cpu": _matrix_exp_cpu, "cuda": _no_cuda("matrix_exp")},
-    dtypes=FLOATS,
-    ref=lambda a: scipy_linalg.expm(a.astype(np.float64)).astype(a.dtype) if a.size else a.copy(),
+    dtypes=FLOATS + dt.COMPLEX,
+    ref=lambda a: scipy_linalg.expm(_wide(a)).astype(a.dtype) if a.size else a.copy(),
     doc="torch.linalg.matrix_exp: the exponential of each square matrix (..., n, n), by "
     "scaling and squaring with a Pade approximant of degree up to 13 (scipy_linalg.expm), "
-    "computed in float64.",
+    "computed in float64 (complex128).",
 )
 
 
 @matrix_exp.defgrad
 def _matrix_exp_grad(g, out, a):
-    # PyTorch's rule: exp([[A^T, G], [0, A^T]]) holds the gradient in its upper-right block
+    # PyTorch's rule: exp([[A^H, G], [0, A^H]]) holds the gradient in its upper-right block
     n = a.shape[-1]
-    at = _mT(a)
+    at = _mH(a)
     block = concat(concat(at, g, axis=-1), concat(zeros_like(at), at, axis=-1), axis=-2)
     return (narrow(narrow(matrix_exp(block), -2, 0, n), -1, n, n),)
 
