@@ -688,19 +688,25 @@ HERMITIAN_LOSSES = {
 }
 
 
-@pytest.mark.parametrize("name", HERMITIAN_LOSSES)
-def test_hermitian_decompositions_of_complex_matrices_as_pytorch(name):
+def _agrees_with_pytorch(loss, a, weights):
+    """loss(matrix, weights, library) (nbflow or torch): its value and float64 gradient in
+    the matrix agree with PyTorch's."""
     torch = pytest.importorskip("torch")
-    h, weights = _hermitian_problem()
-    loss = HERMITIAN_LOSSES[name]
-    m = nb.tensor(h, requires_grad=True)
+    m = nb.tensor(a, requires_grad=True)
     value = loss(m, nb.tensor(weights), nb)
     value.backward()
-    tm = torch.tensor(h, requires_grad=True)
+    tm = torch.tensor(a, requires_grad=True)
     want = loss(tm, torch.tensor(weights), torch)
     want.backward()
     np.testing.assert_allclose(value.item(), want.item(), rtol=1e-10)
     np.testing.assert_allclose(m.grad.numpy(), tm.grad.numpy(), rtol=1e-8, atol=1e-10)
+
+
+@pytest.mark.parametrize("name", HERMITIAN_LOSSES)
+def test_hermitian_decompositions_of_complex_matrices_as_pytorch(name):
+    h, weights = _hermitian_problem()
+    loss = HERMITIAN_LOSSES[name]
+    _agrees_with_pytorch(loss, h, weights)
 
 
 def test_hermitian_decompositions_read_the_lower_triangle_as_lapack():
@@ -751,17 +757,9 @@ GENERAL_LOSSES = {
 
 @pytest.mark.parametrize("name", GENERAL_LOSSES)
 def test_qr_and_slogdet_of_complex_matrices_as_pytorch(name):
-    torch = pytest.importorskip("torch")
     shape, loss = GENERAL_LOSSES[name]
     a, weights = _complex_matrices(shape), _complex_matrices((2, 5, 5))
-    m = nb.tensor(a, requires_grad=True)
-    value = loss(m, nb.tensor(weights), nb)
-    value.backward()
-    tm = torch.tensor(a, requires_grad=True)
-    want = loss(tm, torch.tensor(weights), torch)
-    want.backward()
-    np.testing.assert_allclose(value.item(), want.item(), rtol=1e-10)
-    np.testing.assert_allclose(m.grad.numpy(), tm.grad.numpy(), rtol=1e-8, atol=1e-10)
+    _agrees_with_pytorch(loss, a, weights)
     sign, logabs = nb.linalg.slogdet(nb.tensor(a[..., :3, :3]))
     assert sign.dtype == nb.complex128 and logabs.dtype == nb.float64
 
@@ -789,17 +787,9 @@ def _usvh(u, s, vh):
 @pytest.mark.parametrize("shape", [(2, 5, 3), (2, 3, 5)])
 @pytest.mark.parametrize("name", SVD_LOSSES)
 def test_svd_and_what_is_built_on_it_for_complex_matrices_as_pytorch(name, shape):
-    torch = pytest.importorskip("torch")
     a, weights = _complex_matrices(shape), _complex_matrices((2, 5, 5))
     loss = SVD_LOSSES[name]
-    m = nb.tensor(a, requires_grad=True)
-    value = loss(m, nb.tensor(weights), nb)
-    value.backward()
-    tm = torch.tensor(a, requires_grad=True)
-    want = loss(tm, torch.tensor(weights), torch)
-    want.backward()
-    np.testing.assert_allclose(value.item(), want.item(), rtol=1e-10)
-    np.testing.assert_allclose(m.grad.numpy(), tm.grad.numpy(), rtol=1e-8, atol=1e-10)
+    _agrees_with_pytorch(loss, a, weights)
 
 
 def test_pinv_and_lstsq_of_complex_matrices_give_pytorchs_values():
