@@ -112,7 +112,7 @@ def _member(module, thread_number):
 def _run_jobs(module, member, lib, mutex):
     """run_jobs(sync, job, jobs, size, data, extra): its arguments in a CALL record on its
     stack, the mutex held, run_member(record) on a team of `jobs` threads; inside a team (a
-    numba kernel's BLAS call) the nesting limit goes one level deeper first."""
+    numba kernel's BLAS call) the nesting limit goes one level deeper for the call."""
     kind = ir.FunctionType(VOID, [I32, JOB.as_pointer(), I32, I64, POINTER, I32])
     run = ir.Function(module, kind, "run_jobs")
     b = ir.IRBuilder(run.append_basic_block())
@@ -123,10 +123,14 @@ def _run_jobs(module, member, lib, mutex):
     held = b.inttoptr(I64(mutex), POINTER)
     _external(libc, "pthread_mutex_lock", I32, POINTER)(b, held)
     depth = _external(lib, "omp_get_active_level", I32)(b)
+    limit = _external(lib, "omp_get_max_active_levels", I32)(b)
+    set_limit = _external(lib, "omp_set_max_active_levels", VOID, I32)
     with b.if_then(b.icmp_signed(">", depth, I32(0))):
-        _external(lib, "omp_set_max_active_levels", VOID, I32)(b, b.add(depth, I32(1)))
+        set_limit(b, b.add(depth, I32(1)))
     team = _external(lib, "GOMP_parallel", VOID, POINTER, POINTER, I32, I32)
     team(b, b.bitcast(member, POINTER), b.bitcast(call, POINTER), run.args[2], I32(0))
+    with b.if_then(b.icmp_signed(">", depth, I32(0))):
+        set_limit(b, limit)
     _external(libc, "pthread_mutex_unlock", I32, POINTER)(b, held)
     b.ret_void()
 
@@ -139,12 +143,14 @@ def install(dll) -> bool:
         if _STATE["jobs"] is None:
             _STATE["jobs"] = False
             setter = symbol(dll, "openblas_set_threads_callback_function")[0]
-            lib = None
             if setter is not None and os.environ.get("NBFLOW_BLAS_POOL", "") != "openblas":
-                lib = _openmp()
-            if lib is not None:
-                setter.argtypes, setter.restype = [ctypes.c_void_p], None
-                _STATE["set"], _STATE["jobs"] = setter, _compile(lib)
+                try:
+                    lib = _openmp()
+                    if lib is not None:
+                        setter.argtypes, setter.restype = [ctypes.c_void_p], None
+                        _STATE["set"], _STATE["jobs"] = setter, _compile(lib)
+                except Exception:  # (numba's threads or LLVM unavailable: OpenBLAS's own)
+                    _STATE["jobs"] = False
         if _STATE["jobs"]:
             _STATE["set"](_STATE["jobs"])
             _STATE["on"] = True
