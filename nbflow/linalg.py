@@ -25,7 +25,7 @@ from .core.errors import (
 )
 from .ops import decomp
 from .ops import factorizations as fz
-from .ops.complex_math import conj
+from .ops.aliases import adjoint
 from .ops.creation import eye, ones_like, zeros
 from .ops.decomp import det, inv, is_vector_rhs, solve, square_size
 from .ops.elementwise import abs as abs_
@@ -142,18 +142,13 @@ def _largest(s):
     return max_(s, axis=-1)
 
 
-def _adjoint(x):
-    """The conjugate transpose of the matrices in x's last two dims."""
-    return conj(matrix_transpose(x))
-
-
 def pinv(A, *, rtol=None, hermitian=False):
     """The pseudo-inverse through the SVD: singular values below rtol * max(S) (default
     max(m, n) * eps) count as zero. With `hermitian`, A is read from its lower triangle (the
     upper one mirrored, conjugated), as PyTorch's eigh-based path reads it; the SVD is used
     anyway."""
     if hermitian:
-        A = tril(A) + _adjoint(tril(A, -1))
+        A = tril(A) + adjoint(tril(A, -1))
     const = A.detach() if A.requires_grad else A
     u, s, vh = decomp.svd(const, full_matrices=False)
     if rtol is None:
@@ -161,7 +156,7 @@ def pinv(A, *, rtol=None, hermitian=False):
     cutoff = unsqueeze(_largest(s), -1) * rtol
     keep = s > cutoff
     s_inv = where(keep, 1.0 / where(keep, s, 1.0), 0.0)
-    X = matmul(_adjoint(vh) * unsqueeze(s_inv, -2), _adjoint(u))
+    X = matmul(adjoint(vh) * unsqueeze(s_inv, -2), adjoint(u))
     if not A.requires_grad:
         return X
     # The gradient by the pseudo-inverse's own derivative (Golub & Pereyra; PyTorch's
@@ -169,7 +164,7 @@ def pinv(A, *, rtol=None, hermitian=False):
     # a term linear in D = A - const, which is 0 in value and dX = -X D X + X X^H D^H (I - A X)
     # + (I - X A) D^H X^H X in derivative.
     D = A - const
-    Dt, Xt = _adjoint(D), _adjoint(X)
+    Dt, Xt = adjoint(D), adjoint(X)
     XXt, XtX = matmul(X, Xt), matmul(Xt, X)
     P = matmul(XXt, Dt)  # X X^H D^H
     Q = matmul(Dt, XtX)  # D^H X^H X

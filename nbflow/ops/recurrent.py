@@ -260,6 +260,7 @@ def _lstm_grad_cpu(
     )
     # what reaches h and c from the step after; the cell's gradient for the step before
     dh, dc, dc_prev = np.zeros(h0.shape, d), np.zeros(c0.shape, d), np.empty(c0.shape, d)
+    h_prev = _previous_states(hs, h0, reverse)
     gemm = blas.cblas_gemm(d) if dxw.size else None
     if gemm is None:  # a BLAS without CBLAS symbols (or nothing to do): the Python loop
         steps = gates.shape[0]
@@ -271,8 +272,6 @@ def _lstm_grad_cpu(
             )
             np.matmul(dxw[t], w, out=dh)
             dc, dc_prev = dc_prev, dc
-    h_prev = _previous_states(hs, h0, reverse)
-    if gemm is None:
         rows = dxw.reshape(-1, dxw.shape[2])
         np.matmul(rows.T, h_prev.reshape(-1, h_prev.shape[2]), out=dw)
         np.sum(rows, axis=0, out=db)
