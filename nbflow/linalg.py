@@ -387,7 +387,7 @@ def lu(A, *, pivot=True):
 
 
 def lu_solve(LU, pivots, B, *, left=True, adjoint=False):
-    """X with A X = B (adjoint: A^T X = B; left=False: X A = B, or X A^T = B), A given by
+    """X with A X = B (adjoint: A^H X = B; left=False: X A = B, or X A^H = B), A given by
     lu_factor's (LU, pivots)."""
     return fz.linalg_lu_solve(LU, pivots, B, left=left, adjoint=adjoint)
 

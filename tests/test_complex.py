@@ -454,7 +454,7 @@ def test_allclose_takes_complex_as_numpy_does():
         lambda z: nb.floor(z),
         lambda z: nb.maximum(z, z),
         lambda z: nb.logaddexp(z, z),
-        lambda z: nb.linalg.lu_factor(nb.stack([z, z])),
+        lambda z: nb.histc(z),
         lambda z: z < z,
         lambda z: nb.erf(z),
         lambda z: nb.cummax(z, 0),
@@ -790,6 +790,95 @@ def test_svd_and_what_is_built_on_it_for_complex_matrices_as_pytorch(name, shape
     a, weights = _complex_matrices(shape), _complex_matrices((2, 5, 5))
     loss = SVD_LOSSES[name]
     _agrees_with_pytorch(loss, a, weights)
+
+
+def _hermitian_pd(m, lib):
+    """m m^H + 4 I: Hermitian positive-definite, built in the loss so gradients reach m."""
+    return m @ m.mH + 4 * lib.eye(m.shape[-1], dtype=m.dtype)
+
+
+def _lu_solve(m, lib, left, adjoint):
+    b = m[..., :, :2] if left else m[..., :2, :]  # (B is m's too: its gradient counts)
+    return lib.linalg.lu_solve(*lib.linalg.lu_factor(m), b, left=left, adjoint=adjoint)
+
+
+LU_LOSSES = {
+    # LU with partial pivoting is unique: no phases to fix, every factor has a gradient
+    "lu_square": (
+        (2, 4, 4),
+        lambda m, w, lib: (
+            _weighted(lib.linalg.lu(m)[1], w).real.sum()
+            + _weighted(lib.linalg.lu(m)[2], w).imag.sum()
+        ),
+    ),
+    "lu_tall": ((2, 5, 3), lambda m, w, lib: _weighted(lib.linalg.lu(m)[1], w).imag.sum()),
+    "lu_wide": ((2, 3, 5), lambda m, w, lib: _weighted(lib.linalg.lu(m)[2], w).real.sum()),
+    "lu_factor": ((4, 4), lambda m, w, lib: _weighted(lib.linalg.lu_factor(m)[0], w).real.sum()),
+    "inv_ex": ((2, 4, 4), lambda m, w, lib: _weighted(lib.linalg.inv_ex(m)[0], w).real.sum()),
+    "solve_ex": (
+        (2, 4, 4),
+        lambda m, w, lib: _weighted(lib.linalg.solve_ex(m, m[..., :2])[0], w).imag.sum(),
+    ),
+    "cholesky_ex_upper": (
+        (2, 4, 4),
+        lambda m, w, lib: _weighted(
+            lib.linalg.cholesky_ex(_hermitian_pd(m, lib), upper=True)[0], w
+        ).real.sum(),
+    ),
+    **{
+        f"lu_solve_left={left}_adjoint={adjoint}": (
+            (2, 4, 4),
+            lambda m, w, lib, left=left, adjoint=adjoint: _weighted(
+                _lu_solve(m, lib, left, adjoint), w
+            ).real.sum(),
+        )
+        for left in (True, False)
+        for adjoint in (False, True)
+    },
+}
+
+
+@pytest.mark.parametrize("name", LU_LOSSES)
+def test_lu_family_of_complex_matrices_as_pytorch(name):
+    shape, loss = LU_LOSSES[name]
+    a, weights = _complex_matrices(shape), _complex_matrices((2, 5, 5))
+    _agrees_with_pytorch(loss, a, weights)
+
+
+@pytest.mark.parametrize("hermitian", [False, True])
+def test_ldl_of_complex_matrices_solves_as_numpy(hermitian):
+    """ldl_factor/ldl_solve (no gradient, as PyTorch): the solution of the matrix whose lower
+    triangle was factored, symmetric or Hermitian, checked against numpy's solve."""
+    a, b = _complex_matrices((2, 4, 4)), _complex_matrices((2, 4, 3))
+    low = np.tril(a, -1)
+    diagonal = np.diagonal(a, 0, -2, -1)
+    if hermitian:  # (LAPACK's hetrf reads the diagonal's real part only)
+        full = (
+            low
+            + np.conj(np.swapaxes(low, -1, -2))
+            + np.apply_along_axis(np.diag, -1, diagonal.real)
+        )
+    else:
+        full = low + np.swapaxes(low, -1, -2) + np.apply_along_axis(np.diag, -1, diagonal)
+    for dtype, tol in ((np.complex128, 1e-10), (np.complex64, 1e-4)):
+        ld, pivots = nb.linalg.ldl_factor(nb.tensor(a.astype(dtype)), hermitian=hermitian)
+        x = nb.linalg.ldl_solve(ld, pivots, nb.tensor(b.astype(dtype)), hermitian=hermitian)
+        assert x.dtype == dtype
+        np.testing.assert_allclose(x.numpy(), np.linalg.solve(full, b), rtol=tol, atol=tol)
+
+
+def test_householder_product_of_complex_reflectors_as_pytorch():
+    torch = pytest.importorskip("torch")
+    a, tau = _complex_matrices((2, 5, 3)), _complex_matrices((2, 2)) * 0.5
+    m, t = nb.tensor(a, requires_grad=True), nb.tensor(tau, requires_grad=True)
+    q = nb.linalg.householder_product(m, t)
+    (q * nb.tensor(a)).real.sum().backward()
+    tm, tt = torch.tensor(a, requires_grad=True), torch.tensor(tau, requires_grad=True)
+    want = torch.linalg.householder_product(tm, tt)
+    (want * torch.tensor(a)).real.sum().backward()
+    np.testing.assert_allclose(q.detach().numpy(), want.detach().numpy(), rtol=1e-10)
+    np.testing.assert_allclose(m.grad.numpy(), tm.grad.numpy(), rtol=1e-8, atol=1e-10)
+    np.testing.assert_allclose(t.grad.numpy(), tt.grad.numpy(), rtol=1e-8, atol=1e-10)
 
 
 def test_pinv_and_lstsq_of_complex_matrices_give_pytorchs_values():

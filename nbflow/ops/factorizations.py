@@ -1,12 +1,13 @@
 """The LU and LDL factorizations, the solves on them, cholesky with an info tensor, and
 matrix_exp: the kernels the rest of torch.linalg needs, batched over the leading dims,
-float32 and float64.
+float32, float64, complex64 and complex128.
 
-The CPU kernels call LAPACK through scipy_linalg.lapack (getrf, getrs, potrf, sytrf, sytrs)
-and scipy_linalg.expm, one matrix at a time. As in PyTorch, pivots are LAPACK's: 1-based
-int32; an `info` output holds, per matrix, 0 or the 1-based index of the failing pivot or
-minor, and the `*_ex` ops raise only when asked to. Pivots given by the user are checked
-before LAPACK reads them (an out-of-range pivot would read outside the matrix).
+The CPU kernels call LAPACK through scipy_linalg.lapack (getrf, getrs, potrf, sytrf, sytrs,
+hetrf, hetrs) and scipy_linalg.expm, one matrix at a time. As in PyTorch, pivots are
+LAPACK's: 1-based int32; an `info` output holds, per matrix, 0 or the 1-based index of the
+failing pivot or minor, and the `*_ex` ops raise only when asked to. Pivots given by the
+user are checked before LAPACK reads them (an out-of-range pivot would read outside the
+matrix).
 
 Gradients follow PyTorch's (FunctionsManual.cpp: linalg_lu_backward, linalg_lu_solve_LU,
 the block-matrix rule of matrix_exp), written with nbflow ops. The torch.* functions at the
@@ -30,7 +31,18 @@ from ..kernels.cpu.jit import njit
 from ..kernels.cpu.templates import JIT
 from ._define import NOT_IN_PYTORCH
 from .creation import arange, eye, zeros, zeros_like
-from .decomp import FLOATS, _cholesky_grad, _fill, _grads, _mH, _mT, _no_cuda, _rows, square_size
+from .decomp import (
+    FLOATS,
+    _cholesky_grad,
+    _fill,
+    _grads,
+    _hermitian_ref,
+    _mH,
+    _mT,
+    _no_cuda,
+    _rows,
+    square_size,
+)
 from .decomp import _square_spec as _square_float_spec
 from .elementwise import astype, eq
 from .linalg import matmul
@@ -155,7 +167,7 @@ lu_factor_ex = Op(
     outputs=("LU", "pivots", "info"),
     spec=_lu_factor_spec,
     kernels={"cpu": _lu_factor_cpu, "cuda": _no_cuda("lu_factor_ex")},
-    dtypes=FLOATS,
+    dtypes=FLOATS + dt.COMPLEX,
     ref=_lu_factor_ref,
     attrs={"errors": Attr("str", "", choices=LU_ERRORS)},
     doc="torch.linalg.lu_factor_ex: A (..., m, n) = P L U with partial pivoting, packed as "
@@ -188,20 +200,20 @@ def _lu_backward(g_l, g_u, p, lower, upper):
     m, n = lower.shape[-2], upper.shape[-1]
     k = min(m, n)
     solve = _solve_triangular
-    if m == n:  # P L^-T [tril(L^T gL, -1) + triu(gU U^T)] U^-T
-        x = tril(matmul(_mT(lower), g_l), -1) + triu(matmul(g_u, _mT(upper)))
-        x = solve(_mT(upper), x, upper=False, left=False)
-        x = solve(_mT(lower), x, upper=True, unitriangular=True)
+    if m == n:  # P L^-H [tril(L^H gL, -1) + triu(gU U^H)] U^-H
+        x = tril(matmul(_mH(lower), g_l), -1) + triu(matmul(g_u, _mH(upper)))
+        x = solve(_mH(upper), x, upper=False, left=False)
+        x = solve(_mH(lower), x, upper=True, unitriangular=True)
     elif m < n:  # wide: U = [U1 | U2] with U1 square
-        x = matmul(_mT(lower), g_l) - matmul(triu(g_u), _mT(upper))
-        x = solve(_mT(narrow(upper, -1, 0, k)), tril(x, -1), upper=False, left=False)
+        x = matmul(_mH(lower), g_l) - matmul(triu(g_u), _mH(upper))
+        x = solve(_mH(narrow(upper, -1, 0, k)), tril(x, -1), upper=False, left=False)
         x = concat(x + triu(narrow(g_u, -1, 0, k)), narrow(g_u, -1, k, n - k), axis=-1)
-        x = solve(_mT(lower), x, upper=True, unitriangular=True)
+        x = solve(_mH(lower), x, upper=True, unitriangular=True)
     else:  # tall: L = [L1; L2] with L1 square
-        x = matmul(g_u, _mT(upper)) - matmul(_mT(lower), tril(g_l, -1))
-        x = solve(_mT(narrow(lower, -2, 0, k)), triu(x), upper=True, unitriangular=True)
+        x = matmul(g_u, _mH(upper)) - matmul(_mH(lower), tril(g_l, -1))
+        x = solve(_mH(narrow(lower, -2, 0, k)), triu(x), upper=True, unitriangular=True)
         x = concat(x + tril(narrow(g_l, -2, 0, k), -1), narrow(g_l, -2, k, m - k), axis=-2)
-        x = solve(_mT(upper), x, upper=False, left=False)
+        x = solve(_mH(upper), x, upper=False, left=False)
     return matmul(p, x)
 
 
@@ -295,24 +307,50 @@ def _lu_solve_cpu(lu, pivots, b, out, left, adjoint):
     batch = out.shape[:-2]
     lu3 = _batched(lu, batch)
     piv = np.broadcast_to(pivots, tuple(batch) + (n,)).reshape(-1, n) - 1
-    # X A = B is A^T X^T = B^T: the right solve is the left one, transposed
-    rhs = _batched(b if left else np.swapaxes(b, -1, -2), batch)
-    trans = int(adjoint if left else not adjoint)
+    rhs, trans, conjugate = _as_left_solve(b, left, adjoint)
+    rhs = _batched(rhs, batch)
     getrs = lapack.get_lapack_funcs("getrs", (lu3,))
     res = np.empty_like(rhs)
     for i in range(len(rhs)):
         res[i] = getrs(lu3[i], piv[i], rhs[i], trans=trans)[0]
-    np.copyto(out, (res if left else np.swapaxes(res, -1, -2)).reshape(out.shape))
+    np.copyto(out, _from_left_solve(res, left, conjugate).reshape(out.shape))
+
+
+def _as_left_solve(b, left, adjoint):
+    """(rhs, trans, conjugate): the solve as LAPACK's op(A) Y = rhs, trans 0 (A), 1 (A^T) or
+    2 (A^H). X A = B is A^T X^T = B^T; X A^H = B is conj(A) X^T = B^T, which is A Y = conj(B^T)
+    with X^T = conj(Y) (for real matrices the plain A X^T = B^T)."""
+    if left:
+        return b, (2 if b.dtype.kind == "c" else 1) if adjoint else 0, False
+    rhs = np.swapaxes(b, -1, -2)
+    return (np.conj(rhs), 0, True) if adjoint else (rhs, 1, False)
+
+
+def _from_left_solve(y, left, conjugate):
+    if left:
+        return y
+    return np.swapaxes(np.conj(y) if conjugate else y, -1, -2)
 
 
 def _lu_solve_ref(lu, pivots, b, left=True, adjoint=False):
     batch = np.broadcast_shapes(lu.shape[:-2], b.shape[:-2])
-    lu3, rhs = _batched(lu, batch), _batched(b if left else np.swapaxes(b, -1, -2), batch)
-    piv = np.broadcast_to(pivots, batch + pivots.shape[-1:]).reshape(-1, lu.shape[-1]) - 1
-    trans = int(adjoint if left else not adjoint)
-    res = np.stack([scipy_linalg.lu_solve((f, p), r, trans) for f, p, r in zip(lu3, piv, rhs)])
-    res = res.reshape(batch + rhs.shape[-2:])
-    return res if left else np.swapaxes(res, -1, -2)
+    lu3, piv = _batched(lu, batch), np.broadcast_to(pivots, batch + pivots.shape[-1:]) - 1
+    piv = piv.reshape(-1, lu.shape[-1])
+    res = []
+    for f, p, rhs in zip(lu3, piv, _batched(b, batch)):  # A = P L U rebuilt, then solved
+        a = _lu_matrix(f, p)
+        a = a.conj().T if adjoint else a
+        res.append(scipy_linalg.solve(a, rhs) if left else scipy_linalg.solve(a.T, rhs.T).T)
+    return np.stack(res).reshape(batch + b.shape[-2:])
+
+
+def _lu_matrix(f, piv):
+    """A = P L U from one packed square LU and its 0-based pivots: row i of L U was swapped
+    with row piv[i], in order, so the swaps are undone in reverse."""
+    a = (np.tril(f, -1) + np.eye(len(f))) @ np.triu(f)
+    for i in reversed(range(len(piv))):
+        a[[i, piv[i]]] = a[[piv[i], i]]
+    return a
 
 
 linalg_lu_solve = Op(
@@ -321,12 +359,12 @@ linalg_lu_solve = Op(
     outputs=("out",),
     spec=_lu_solve_spec,
     kernels={"cpu": _lu_solve_cpu, "cuda": _no_cuda("lu_solve")},
-    dtypes=FLOATS,
+    dtypes=FLOATS + dt.COMPLEX,
     ref=_lu_solve_ref,
     attrs={"left": Attr("bool", True), "adjoint": Attr("bool", False)},
     promote=(0, 2),
     doc="torch.linalg.lu_solve: X with A X = B for A = P L U given by lu_factor's (LU, "
-    "pivots); adjoint=True solves A^T X = B, left=False X A = B (X A^T = B with adjoint). "
+    "pivots); adjoint=True solves A^H X = B, left=False X A = B (X A^H = B with adjoint). "
     "B (..., n, k) broadcasts against LU's batch dims. Differentiable in LU and B.",
 )
 
@@ -342,16 +380,16 @@ def _lu_solve_lu_grad(g, x, lu, pivots, left, adjoint):
     """PyTorch's linalg_lu_solve_LU: the packed LU's gradient."""
     p, lower, upper = lu_unpack(lu, pivots)
     solve = _solve_triangular
-    if left != adjoint:  # gR = U^-T op(-gX) op(X)^T; gLU = tril(L^-T gR U^T, -1) + triu(gR)
-        gx, xx = (g, x) if left else (_mT(g), _mT(x))
-        g_r = solve(_mT(upper), -matmul(gx, _mT(xx)), upper=False)
-        g_l = solve(_mT(lower), matmul(g_r, _mT(upper)), upper=True, unitriangular=True)
+    if left != adjoint:  # gR = U^-H op(-gX) op(X)^H; gLU = tril(L^-H gR U^H, -1) + triu(gR)
+        gx, xx = (g, x) if left else (_mH(g), _mH(x))
+        g_r = solve(_mH(upper), -matmul(gx, _mH(xx)), upper=False)
+        g_l = solve(_mH(lower), matmul(g_r, _mH(upper)), upper=True, unitriangular=True)
         return tril(g_l, -1) + triu(g_r)
-    # gR = -P^T op(X) op(gX)^T P L^-T; gLU = tril(gR, -1) + triu(L^T gR U^-T)
-    xx, gx = (x, _mT(g)) if left else (_mT(x), g)
+    # gR = -P^T op(X) op(gX)^H P L^-H; gLU = tril(gR, -1) + triu(L^H gR U^-H)
+    xx, gx = (x, _mH(g)) if left else (_mH(x), g)
     g_r = -matmul(matmul(matmul(_mT(p), xx), gx), p)
-    g_r = solve(_mT(lower), g_r, upper=True, left=False, unitriangular=True)
-    g_u = solve(_mT(upper), matmul(_mT(lower), g_r), upper=False, left=False)
+    g_r = solve(_mH(lower), g_r, upper=True, left=False, unitriangular=True)
+    g_u = solve(_mH(upper), matmul(_mH(lower), g_r), upper=False, left=False)
     return tril(g_r, -1) + triu(g_u)
 
 
@@ -370,7 +408,7 @@ def _cholesky_ex_cpu(a, l_out, info_out, upper, check_errors):
         potrf = lapack.get_lapack_funcs("potrf", (x,))
         for i in range(len(x)):  # the lower triangle is what is read, as in PyTorch
             res[i], info[i] = potrf(np.tril(x[i]), lower=1, clean=1)
-    _fill((l_out, info_out), (np.swapaxes(res, -1, -2) if upper else res, info))
+    _fill((l_out, info_out), (np.swapaxes(res, -1, -2).conj() if upper else res, info))
     if check_errors:
         _raise_on("cholesky_ex", info_out)
 
@@ -380,15 +418,15 @@ def _cholesky_ex_ref(a, upper=False, check_errors=False):
     res, info = np.zeros_like(flat), np.zeros(len(flat), np.int32)
     for i, x in enumerate(flat):
         try:
-            res[i] = np.linalg.cholesky(np.tril(x) + np.tril(x, -1).T)
+            res[i] = np.linalg.cholesky(_hermitian_ref(x))
         except np.linalg.LinAlgError:  # the failing minor: the first leading one not PD
             info[i] = next(k for k in range(1, len(x) + 1) if not _pd(x[:k, :k]))
     res = res.reshape(a.shape)
-    return (np.swapaxes(res, -1, -2).copy() if upper else res), info.reshape(a.shape[:-2])
+    return (np.swapaxes(res, -1, -2).conj() if upper else res), info.reshape(a.shape[:-2])
 
 
 def _pd(x):
-    return bool(np.all(np.linalg.eigvalsh(x) > 0))
+    return bool(np.all(np.linalg.eigvalsh(_hermitian_ref(x)) > 0))
 
 
 cholesky_ex = Op(
@@ -397,11 +435,11 @@ cholesky_ex = Op(
     outputs=("L", "info"),
     spec=_cholesky_ex_spec,
     kernels={"cpu": _cholesky_ex_cpu, "cuda": _no_cuda("cholesky_ex")},
-    dtypes=FLOATS,
+    dtypes=FLOATS + dt.COMPLEX,
     ref=_cholesky_ex_ref,
     attrs={"upper": Attr("bool", False), "check_errors": Attr("bool", False)},
-    doc="torch.linalg.cholesky_ex: (L, info) with A = L L^T read from A's lower triangle "
-    "(upper=True: U = L^T); info (...) int32 is 0, or the order of the leading minor that "
+    doc="torch.linalg.cholesky_ex: (L, info) with A = L L^H read from A's lower triangle "
+    "(upper=True: U = L^H); info (...) int32 is 0, or the order of the leading minor that "
     "is not positive-definite, L then LAPACK's partial factor. check_errors=True raises "
     "LinAlgError instead. The gradient is cholesky's.",
 )
@@ -465,7 +503,7 @@ def _ldl_factor_cpu(a, ld_out, piv_out, info_out, hermitian, errors):
     b, n = x.shape[:2]
     ld, piv, info = np.zeros_like(x), np.zeros((b, n), np.int32), np.zeros(b, np.int32)
     if n:
-        sytrf = lapack.get_lapack_funcs("sytrf", (x,))
+        sytrf = lapack.get_lapack_funcs(_ldl_routine("trf", x, hermitian), (x,))
         for i in range(b):  # uplo='L' on the lower triangle, as PyTorch
             ld[i], piv[i], info[i] = sytrf(np.tril(x[i]), lower=1)
     _fill((ld_out, piv_out, info_out), (np.tril(ld), piv, info))
@@ -473,9 +511,15 @@ def _ldl_factor_cpu(a, ld_out, piv_out, info_out, hermitian, errors):
         _raise_on(errors, info_out)
 
 
+def _ldl_routine(kind, x, hermitian):
+    """LAPACK's name: he* for a Hermitian complex matrix (A = L D L^H), sy* otherwise."""
+    return ("he" if hermitian and x.dtype.kind == "c" else "sy") + kind
+
+
 def _ldl_factor_ref(a, hermitian=False, errors=""):
     flat = _rows(a, 2)
-    out = [lapack.get_lapack_funcs("sytrf", (x,))(np.tril(x), lower=1) for x in flat]
+    routine = _ldl_routine("trf", flat, hermitian)
+    out = [lapack.get_lapack_funcs(routine, (x,))(np.tril(x), lower=1) for x in flat]
     ld = np.stack([np.tril(o[0]) for o in out]).reshape(a.shape)
     piv = np.stack([o[1] for o in out]).astype(np.int32).reshape(a.shape[:-1])
     return ld, piv, np.array([o[2] for o in out], np.int32).reshape(a.shape[:-2])
@@ -487,7 +531,7 @@ ldl_factor_ex = Op(
     outputs=("LD", "pivots", "info"),
     spec=_ldl_factor_spec,
     kernels={"cpu": _ldl_factor_cpu, "cuda": _no_cuda("ldl_factor_ex")},
-    dtypes=FLOATS,
+    dtypes=FLOATS + dt.COMPLEX,
     ref=_ldl_factor_ref,
     attrs={
         "hermitian": Attr("bool", False),
@@ -495,7 +539,8 @@ ldl_factor_ex = Op(
     },
     no_derivative=NOT_IN_PYTORCH,
     doc="torch.linalg.ldl_factor_ex: the Bunch-Kaufman A = L D L^T of each symmetric matrix "
-    "read from its lower triangle, packed as LAPACK's sytrf (LD, pivots 1-based int32, "
+    "(L D L^H of a Hermitian one with hermitian=True) read from its lower triangle, packed "
+    "as LAPACK's sytrf or hetrf (LD, pivots 1-based int32, "
     "negative for 2x2 blocks) and info: 0, or i where D[i, i] is exactly zero (1-based). "
     "`errors` names the function whose LinAlgError a nonzero info raises; '' raises none.",
 )
@@ -524,7 +569,7 @@ def _ldl_solve_cpu(ld, pivots, b, out, hermitian):
     if out.size == 0:
         return
     _check_pivots("ldl_solve", pivots, ld.shape[-1], signed=True)
-    out[...] = _ldl_solve_ref(ld, pivots, b)
+    out[...] = _ldl_solve_ref(ld, pivots, b, hermitian)
 
 
 def _ldl_solve_ref(ld, pivots, b, hermitian=False):
@@ -532,7 +577,7 @@ def _ldl_solve_ref(ld, pivots, b, hermitian=False):
     ld3, rhs = _batched(ld, batch), _batched(b, batch)
     n = ld.shape[-1]
     piv = np.broadcast_to(pivots, batch + (n,)).reshape(-1, n).astype(np.int32)
-    sytrs = lapack.get_lapack_funcs("sytrs", (ld3,))
+    sytrs = lapack.get_lapack_funcs(_ldl_routine("trs", ld3, hermitian), (ld3,))
     res = np.stack([sytrs(f, p, r, lower=1)[0] for f, p, r in zip(ld3, piv, rhs)])
     return res.reshape(batch + b.shape[-2:])
 
@@ -543,7 +588,7 @@ ldl_solve = Op(
     outputs=("out",),
     spec=_ldl_solve_spec,
     kernels={"cpu": _ldl_solve_cpu, "cuda": _no_cuda("ldl_solve")},
-    dtypes=FLOATS,
+    dtypes=FLOATS + dt.COMPLEX,
     ref=_ldl_solve_ref,
     attrs={"hermitian": Attr("bool", False)},
     promote=(0, 2),
@@ -620,7 +665,7 @@ def householder_product(A, tau):
     for i in reversed(range(k)):  # Q = H_i Q, the last reflection first
         vi = narrow(v, -1, i, 1)
         ti = unsqueeze(narrow(tau, -1, i, 1), -1)
-        q = q - matmul(vi * ti, matmul(_mT(vi), q))
+        q = q - matmul(vi * ti, matmul(_mH(vi), q))
     return q
 
 
