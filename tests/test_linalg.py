@@ -407,6 +407,30 @@ def test_blas_gemm_takes_row_and_column_layouts_and_refuses_the_rest():
     assert (c == 1).all()  # nothing written by a refusal
 
 
+@pytest.mark.parametrize("trans_a", [False, True])
+@pytest.mark.parametrize("small", [0, 2048, 8 * 40 * 16, 8 * 40 * 34])
+def test_cblas_product_in_small_blocks_equals_numpy(small, trans_a):
+    """The product in blocks of c's columns (a recurrence's, sized for OpenBLAS's small
+    kernels), with alpha and beta, into a strided view of c: an (8, 40) a times a (40, 100) b
+    in one call (limit 0, or 2048: blocks narrower than 16 columns), in 7 blocks of at most
+    16 columns, or in 3 of at most 34."""
+    from nbflow.kernels.cpu import blas
+
+    gemm = blas.cblas_gemm(np.float64)
+    if gemm is None:
+        pytest.skip("numpy's BLAS has no CBLAS symbols to call")
+    rng = np.random.default_rng(3)
+    a, b = rng.standard_normal((8, 40)), rng.standard_normal((40, 100))
+    base = rng.standard_normal((8, 120))
+    c = base.copy()
+    flag = blas.TRANS if trans_a else blas.NO_TRANS
+    operand = np.ascontiguousarray(a.T) if trans_a else a  # (read transposed: a again)
+    blas.cblas_product_small(gemm, operand, b, c[:, 10:110], flag, 2.0, -1.0, small)
+    want = base.copy()
+    want[:, 10:110] = 2.0 * a @ b - base[:, 10:110]
+    np.testing.assert_allclose(c, want, rtol=1e-12, atol=1e-12)
+
+
 @given(data=st.data())
 def test_addmm_gradcheck_and_second_order(data):
     shapes = data.draw(addmm_shapes())

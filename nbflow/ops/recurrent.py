@@ -4,9 +4,11 @@ cell and the hidden state), and `lstm_sequence_grad` runs the steps back the sam
 takes the recurrent weight's gradient as one GEMM over all steps, where the step-by-step ops
 made one small product and one accumulation per step. The batch's rows never meet in the
 recurrence, so each part of them runs all its steps on a numba thread of its own, with
-OpenBLAS on one thread (threads.one_blas_thread); the weight's gradient is split by gates. The
-input projection x W_ih^T + b_ih of every step is one GEMM before the op (nn.LSTM), so the op
-reads its result, `xw`.
+OpenBLAS on one thread (threads.one_blas_thread); the weight's gradient is split by gates. A
+step's product is made in blocks of columns that OpenBLAS runs on its small-matrix kernels
+(blas.cblas_product_small), which do not pack the weight again every step. The input
+projection x W_ih^T + b_ih of every step is one GEMM before the op (nn.LSTM), so the op reads
+its result, `xw`.
 
 Gates are stacked as PyTorch's: input, forget, cell, output.
 """
@@ -135,7 +137,8 @@ def _lstm_cpu(xw, w_hh, b_hh, h0, c0, hs, cs, gates, reverse):
             h, c = hs[t], cs[t]
         return
     pre = buffers.empty((_parts(gates.shape[1]), *gates.shape[1:]), d)
-    args = (gemm, xw, w_t, b_hh, h0, c0, hs, cs, gates, pre, reverse, d.type(1), d.type(0))
+    small = blas.small_product_limit()
+    args = (gemm, xw, w_t, b_hh, h0, c0, hs, cs, gates, pre, reverse, small, d.type(1), d.type(0))
     _row_parts(_forward_rows, args, len(pre))
 
 
@@ -152,8 +155,9 @@ def _row_parts(kernel, args, parts):
 
 
 @njit(**JIT)
-def _forward_rows(gemm, xw, w_t, b_hh, h0, c0, hs, cs, gates, pre, reverse, one, zero):
-    """Every step for part p of the batch's rows, pre[p] its pre-activations."""
+def _forward_rows(gemm, xw, w_t, b_hh, h0, c0, hs, cs, gates, pre, reverse, small, one, zero):
+    """Every step for part p of the batch's rows, pre[p] its pre-activations; `small`:
+    blas.cblas_product_small's."""
     steps, batch = xw.shape[0], xw.shape[1]
     parts = pre.shape[0]
     for p in prange(parts):
@@ -166,7 +170,7 @@ def _forward_rows(gemm, xw, w_t, b_hh, h0, c0, hs, cs, gates, pre, reverse, one,
             else:
                 before = t + 1 if reverse else t - 1
                 h, c = hs[before, lo:hi], cs[before, lo:hi]
-            blas.cblas_product(gemm, h, w_t, rows, NO_TRANS, NO_TRANS, one, zero)
+            blas.cblas_product_small(gemm, h, w_t, rows, NO_TRANS, one, zero, small)
             _cell(rows, xw[t, lo:hi], b_hh, c, gates[t, lo:hi], cs[t, lo:hi], hs[t, lo:hi])
 
 
@@ -241,13 +245,18 @@ def _lstm_grad_spec(g_hs, g_cs, g_gates, hs, cs, gates, w_hh, h0, c0, reverse):
 
 
 def _per_step(g, like, d):
-    """g in C order as `like`'s steps; a 0-d g (zero) as one zero step repeated by a 0 stride
-    (writeable, unlike broadcast_to's, so the kernel compiles for one array type; never
-    written)."""
+    """g in C order as `like`'s steps; a 0-d g (zero) as one zero step, (1, *like's step),
+    which _step reads for every step. (A zero step repeated by a 0 stride made the kernels
+    compile for strided arrays, and the cell's gradient ran unvectorised.)"""
     if g.ndim == 0:
-        zero = np.zeros(like.shape[1:], d)
-        return np.lib.stride_tricks.as_strided(zero, like.shape, (0,) + zero.strides)
+        return np.zeros((1,) + like.shape[1:], d)
     return np.ascontiguousarray(g, d)
+
+
+@njit(**JIT)
+def _step(g, t):
+    """Step t of a per-step gradient from _per_step (its one zero step if it has one)."""
+    return g[t] if g.shape[0] > 1 else g[0]
 
 
 def _lstm_grad_cpu(
@@ -267,9 +276,8 @@ def _lstm_grad_cpu(
         for t in _steps(steps, not reverse):
             before = t + 1 if reverse else t - 1
             c_prev = cs[before] if 0 <= before < steps else c0
-            _cell_grad(
-                g_hs[t], dh, g_cs[t], dc, g_gates[t], gates[t], cs[t], c_prev, dxw[t], dc_prev
-            )
+            g_h, g_c, g_g = _step(g_hs, t), _step(g_cs, t), _step(g_gates, t)
+            _cell_grad(g_h, dh, g_c, dc, g_g, gates[t], cs[t], c_prev, dxw[t], dc_prev)
             np.matmul(dxw[t], w, out=dh)
             dc, dc_prev = dc_prev, dc
         rows = dxw.reshape(-1, dxw.shape[2])
@@ -278,7 +286,8 @@ def _lstm_grad_cpu(
     else:
         parts = _parts(gates.shape[1])
         args = (gemm, g_hs, g_cs, g_gates, cs, gates, w, c0, dxw, dh, dc, dc_prev, h_prev, dw, db)
-        _row_parts(_backward_rows, (*args, reverse, parts, d.type(1), d.type(0)), parts)
+        small = blas.small_product_limit()
+        _row_parts(_backward_rows, (*args, reverse, parts, small, d.type(1), d.type(0)), parts)
     dh0[...] = dh
     dc0[...] = dc
 
@@ -286,7 +295,7 @@ def _lstm_grad_cpu(
 @njit(**JIT)
 def _backward_rows(
     gemm, g_hs, g_cs, g_gates, cs, gates, w, c0, dxw, dh, dc, dc_prev, h_prev, dw, db,
-    reverse, parts, one, zero,
+    reverse, parts, small, one, zero,
 ):  # fmt: skip
     """Every step back for each of `parts` parts of the batch's rows: dxw gets the gate
     pre-activations' gradients, dh and dc what reaches h0 and c0; then, a part of the gates
@@ -302,10 +311,10 @@ def _backward_rows(
             c_prev = cs[before, lo:hi] if 0 <= before < steps else c0[lo:hi]
             rows = dxw[t, lo:hi]
             _cell_grad(
-                g_hs[t, lo:hi], dh_p, g_cs[t, lo:hi], dc_p, g_gates[t, lo:hi], gates[t, lo:hi],
-                cs[t, lo:hi], c_prev, rows, prev_p,
+                _step(g_hs, t)[lo:hi], dh_p, _step(g_cs, t)[lo:hi], dc_p, _step(g_gates, t)[lo:hi],
+                gates[t, lo:hi], cs[t, lo:hi], c_prev, rows, prev_p,
             )  # fmt: skip
-            blas.cblas_product(gemm, rows, w, dh_p, NO_TRANS, NO_TRANS, one, zero)
+            blas.cblas_product_small(gemm, rows, w, dh_p, NO_TRANS, one, zero, small)
             dc_p, prev_p = prev_p, dc_p
         if steps % 2:  # the last step's cell gradient went to dc_prev
             dc[lo:hi] = dc_prev[lo:hi]

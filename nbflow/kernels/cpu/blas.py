@@ -159,6 +159,37 @@ def cblas_product(gemm, a, b, c, trans_a, trans_b, alpha, beta):
     gemm(ROW_MAJOR, trans_a, trans_b, m, n, k, alpha, pa, lda, pb, ldb, beta, pc, ldc)
 
 
+# OpenBLAS's SkylakeX kernels (Cooperlake's and SapphireRapids' too) run a product of at
+# most 100^3 multiply-adds on small-matrix kernels that pack nothing, unless b is read
+# transposed; a larger one packs b on every call
+SMALL_PRODUCT = 100**3
+_SMALL_KERNELS = ("SkylakeX", "Cooperlake", "SapphireRapids")
+
+
+def small_product_limit() -> int:
+    """SMALL_PRODUCT where numpy's OpenBLAS has its small-matrix kernels, else 0."""
+    lib = numpy_openblas()
+    return SMALL_PRODUCT if getattr(lib, "architecture", None) in _SMALL_KERNELS else 0
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def cblas_product_small(gemm, a, b, c, trans_a, alpha, beta, small):
+    """cblas_product of a' @ b (b not transposed) as products of blocks of c's columns, each
+    of at most `small` multiply-adds (small_product_limit()), so that each runs on OpenBLAS's
+    small-matrix kernels: a recurrence's product of its state by the same weight every
+    step. One call where small is 0 or the blocks would be narrower than 16 columns."""
+    m, n = c.shape
+    k = a.shape[0] if trans_a == TRANS else a.shape[1]
+    width = small // max(1, m * k)
+    if width >= n or width < 16:
+        cblas_product(gemm, a, b, c, trans_a, NO_TRANS, alpha, beta)
+        return
+    blocks = -(-n // width)
+    for i in range(blocks):
+        lo, hi = n * i // blocks, n * (i + 1) // blocks
+        cblas_product(gemm, a, b[:, lo:hi], c[:, lo:hi], trans_a, NO_TRANS, alpha, beta)
+
+
 @njit(cache=True, nogil=True, error_model="numpy")
 def _stack(gemm, a, b, out, trans_a, lda, trans_b, ldb, one, zero):
     """out[i, j] = a[i, j] @ b[i, j] for each (i, j) of the 4-D stacks (a and b laid out for
