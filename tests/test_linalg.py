@@ -407,27 +407,38 @@ def test_blas_gemm_takes_row_and_column_layouts_and_refuses_the_rest():
     assert (c == 1).all()  # nothing written by a refusal
 
 
+SMALL_CASES = [
+    # (m, k, n), the limit, the blocks (axis, at most this wide) made with a as it is and with
+    # a read transposed (rows of c are no rows of a then): one call is (-1, 0)
+    ((8, 40, 100), 0, (-1, 0), (-1, 0)),
+    ((8, 40, 100), 2048, (-1, 0), (-1, 0)),  # every block would be narrower than 16
+    ((8, 40, 100), 5120, (1, 16), (1, 16)),  # c's columns
+    ((100, 40, 8), 5120, (0, 16), (-1, 0)),  # c's rows
+    ((16, 200, 16), 8192, (2, 32), (2, 32)),  # the inner dim, each block adding its part
+]
+
+
 @pytest.mark.parametrize("trans_a", [False, True])
-@pytest.mark.parametrize("small", [0, 2048, 8 * 40 * 16, 8 * 40 * 34])
-def test_cblas_product_in_small_blocks_equals_numpy(small, trans_a):
-    """The product in blocks of c's columns (a recurrence's, sized for OpenBLAS's small
-    kernels), with alpha and beta, into a strided view of c: an (8, 40) a times a (40, 100) b
-    in one call (limit 0, or 2048: blocks narrower than 16 columns), in 7 blocks of at most
-    16 columns, or in 3 of at most 34."""
+@pytest.mark.parametrize("case", SMALL_CASES)
+def test_cblas_product_in_small_blocks_equals_numpy(case, trans_a):
+    """The product in blocks sized for OpenBLAS's small-matrix kernels, with beta, into a
+    strided view of c: the blocks chosen, and the product against numpy's."""
     from nbflow.kernels.cpu import blas
 
+    (m, k, n), small, plain, transposed = case
+    assert blas.small_blocks(m, n, k, small, not trans_a) == (transposed if trans_a else plain)
     gemm = blas.cblas_gemm(np.float64)
     if gemm is None:
         pytest.skip("numpy's BLAS has no CBLAS symbols to call")
     rng = np.random.default_rng(3)
-    a, b = rng.standard_normal((8, 40)), rng.standard_normal((40, 100))
-    base = rng.standard_normal((8, 120))
+    a, b = rng.standard_normal((m, k)), rng.standard_normal((k, n))
+    base = rng.standard_normal((m, n + 20))
     c = base.copy()
     flag = blas.TRANS if trans_a else blas.NO_TRANS
     operand = np.ascontiguousarray(a.T) if trans_a else a  # (read transposed: a again)
-    blas.cblas_product_small(gemm, operand, b, c[:, 10:110], flag, 2.0, -1.0, small)
+    blas.cblas_product_small(gemm, operand, b, c[:, 10 : n + 10], flag, 1.0, -1.0, small)
     want = base.copy()
-    want[:, 10:110] = 2.0 * a @ b - base[:, 10:110]
+    want[:, 10 : n + 10] = a @ b - base[:, 10 : n + 10]
     np.testing.assert_allclose(c, want, rtol=1e-12, atol=1e-12)
 
 

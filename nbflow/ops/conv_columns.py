@@ -145,6 +145,22 @@ def _gather_rows(g, g_cols, width, image):
 
 
 @njit(**JIT)
+def _gather_columns(g, g_t, width):
+    """g_t[b * oh * width + y * width + t, o] = g[b, o, y, t], and 0 for t from ow to width:
+    _gather_rows's layout transposed, a position a row."""
+    n_images, channels, oh, ow = g.shape
+    for b in range(n_images):
+        for o in range(channels):  # (g read in order: its channels lie 4 KiB or more apart)
+            for y in range(oh):
+                at = b * oh * width + y * width
+                src = g[b, o, y]
+                for t in range(ow):
+                    g_t[at + t, o] = src[t]
+                for t in range(ow, width):
+                    g_t[at + t, o] = 0
+
+
+@njit(**JIT)
 def _columns(flat, rows, m):
     """A matrix at the start of a flat buffer for rows of m columns: (rows, m) or, where m
     columns are a multiple of 4 KiB, 64 bytes wider: OpenBLAS's GEMM lost a third of its
@@ -165,7 +181,7 @@ def _columns(flat, rows, m):
 @njit(**JIT)
 def _forward_images(
     gemm, x, taps, out, bias, cols, padded, products, groups, chunk,
-    kh, kw, sh, sw, ph, pw, dh, dw, oh, width, one, zero,
+    kh, kw, sh, sw, ph, pw, dh, dw, oh, width, small, one, zero,
 ):  # fmt: skip
     """out = the convolution of x (N, C, H, W) by taps, plus bias[o] where bias has entries:
     shifted (below; taps (kh * kw, O, C / groups)) when cols has no entries, else from the
@@ -180,7 +196,7 @@ def _forward_images(
             m = (b - a - 1) * image + oh * width
             src = _source(x[a:b], cols[p], padded[p], groups * taps.shape[2], m, image, geometry)
             product = _columns(products[p], o, (b - a) * image)
-            args = (groups, kw, dh, dw, width, False, one, zero)
+            args = (groups, kw, dh, dw, width, False, small, one, zero)
             _tap_products(gemm, taps, src, product, 0, m, *args)
             _place_rows(product, out[a:b], bias, width, image)
 
@@ -201,7 +217,7 @@ def _source(x, cols, padded, k, m, image, geometry):
 @njit(**JIT)
 def _input_grad_images(
     gemm, g, w2, dx, cols, padded, g_cols, groups, chunk,
-    kh, kw, sh, sw, ph, pw, dh, dw, oh, width, one, zero,
+    kh, kw, sh, sw, ph, pw, dh, dw, oh, width, small, one, zero,
 ):  # fmt: skip
     """dx = the gradient of the convolution by w2 (O, C / groups * taps) with respect to its
     input, from the output gradient g: the transposed weights times g's columns, folded
@@ -219,8 +235,8 @@ def _input_grad_images(
             c = _columns(cols[p], groups * k, m)
             for grp in range(groups):
                 rows, taps = slice(grp * og, (grp + 1) * og), slice(grp * k, (grp + 1) * k)
-                blas.cblas_product(
-                    gemm, w2[rows], gc[rows, :m], c[taps, :m], TRANS, NO_TRANS, one, zero
+                blas.cblas_product_small(
+                    gemm, w2[rows], gc[rows, :m], c[taps, :m], TRANS, one, zero, small
                 )
             _fold_rows(c, padded[p], dx[a:b], kh, kw, sh, sw, ph, pw, dh, dw, oh, width)
 
@@ -228,11 +244,13 @@ def _input_grad_images(
 @njit(**JIT)
 def _weight_grad_images(
     gemm, x, g, totals, cols, padded, g_cols, groups, chunk,
-    kh, kw, sh, sw, ph, pw, dh, dw, oh, width, one, zero,
+    kh, kw, sh, sw, ph, pw, dh, dw, oh, width, small, one, zero,
 ):  # fmt: skip
     """totals[p] (groups, C / groups * taps, O / groups), zeroed first, += part p's columns
-    times its output gradient's (the weight gradient transposed: OpenBLAS runs that form
-    faster)."""
+    times its output gradient (the weight gradient transposed: OpenBLAS runs that form
+    faster): the gradient gathered a position a row where the product splits into blocks
+    for OpenBLAS's small-matrix kernels (blas.small_blocks), which need it so, else as it
+    lies, for one product."""
     n, parts = x.shape[0], cols.shape[0]
     k, og = totals.shape[2], totals.shape[3]
     o = groups * og
@@ -243,12 +261,21 @@ def _weight_grad_images(
             m = (b - a) * oh * width
             c = _columns(cols[p], groups * k, m)
             _unfold_rows(x[a:b], padded[p], c, kh, kw, sh, sw, ph, pw, dh, dw, oh, width)
-            gc = _columns(g_cols[p], o, m)
-            _gather_rows(g[a:b], gc, width, oh * width)
+            if blas.small_blocks(k, og, m, small)[0] == -1:  # one product: the gradient's rows
+                gc = _columns(g_cols[p], o, m)
+                _gather_rows(g[a:b], gc, width, oh * width)
+                for grp in range(groups):
+                    rows, taps = slice(grp * og, (grp + 1) * og), slice(grp * k, (grp + 1) * k)
+                    blas.cblas_product(
+                        gemm, c[taps, :m], gc[rows, :m], totals[p, grp], NO_TRANS, TRANS, one, one
+                    )
+                continue
+            g_t = _columns(g_cols[p], m, o)  # blocks of small products: a position a row
+            _gather_columns(g[a:b], g_t, width)
             for grp in range(groups):
                 rows, taps = slice(grp * og, (grp + 1) * og), slice(grp * k, (grp + 1) * k)
-                blas.cblas_product(
-                    gemm, c[taps, :m], gc[rows, :m], totals[p, grp], NO_TRANS, TRANS, one, one
+                blas.cblas_product_small(
+                    gemm, c[taps, :m], g_t[:, rows], totals[p, grp], NO_TRANS, one, one, small
                 )
 
 
@@ -264,12 +291,16 @@ def _weight_grad_images(
 
 
 @njit(**JIT)
-def _tap_products(gemm, taps, src, dst, start, stop, groups, kw, dh, dw, width, adjoint, one, zero):
+def _tap_products(
+    gemm, taps, src, dst, start, stop, groups, kw, dh, dw, width, adjoint, small, one, zero
+):
     """For each tap t = (i, j), its shift s = i dh width + j dw and each group's rows (of O)
     and channels (of C), over the columns q = start:stop: dst[rows, q] (+)= taps[t][rows] @
     src[channels, q + s] (the first tap stores), or, adjoint, dst[channels, q + s] +=
     taps[t][rows].T @ src[rows, q]. One tap of all the weights against the columns is the
-    column layout's product."""
+    column layout's product. Each product runs in blocks of columns for OpenBLAS's
+    small-matrix kernels (`small`: blas.cblas_product_small's), which do not pack the
+    columns as its GEMM does."""
     n_taps, o, cg = taps.shape
     og = o // groups
     for t in range(n_taps):
@@ -280,18 +311,18 @@ def _tap_products(gemm, taps, src, dst, start, stop, groups, kw, dh, dw, width, 
             w = taps[t, rows]
             if adjoint:
                 shifted = dst[chans, a:b]
-                blas.cblas_product(
-                    gemm, w, src[rows, start:stop], shifted, TRANS, NO_TRANS, one, one
+                blas.cblas_product_small(
+                    gemm, w, src[rows, start:stop], shifted, TRANS, one, one, small
                 )
             else:
                 out, beta = dst[rows, start:stop], one if t else zero
-                blas.cblas_product(gemm, w, src[chans, a:b], out, NO_TRANS, NO_TRANS, one, beta)
+                blas.cblas_product_small(gemm, w, src[chans, a:b], out, NO_TRANS, one, beta, small)
 
 
 @njit(**JIT)
 def _input_grad_shifted(
     gemm, g, taps, dx, padded, g_grid, groups, chunk,
-    kh, kw, sh, sw, ph, pw, dh, dw, oh, width, one, zero,
+    kh, kw, sh, sw, ph, pw, dh, dw, oh, width, small, one, zero,
 ):  # fmt: skip
     """dx = the gradient of the stride-1 convolution by taps (kh * kw, O, C / groups) with
     respect to its input, from the output gradient g: each tap's transposed weights times g,
@@ -306,7 +337,7 @@ def _input_grad_shifted(
             _gather_rows(g[a:b], grid, width, image)
             padded[p] = 0
             m = (b - a - 1) * image + oh * width
-            args = (groups, kw, dh, dw, width, True, one, zero)
+            args = (groups, kw, dh, dw, width, True, small, one, zero)
             _tap_products(gemm, taps, grid, padded[p], 0, m, *args)
             _interiors(dx[a:b], padded[p], ph, pw, image, False)
 
@@ -314,7 +345,7 @@ def _input_grad_shifted(
 @njit(**JIT)
 def _forward_split(
     gemm, x, taps, out, bias, cols, padded, products, groups, chunk,
-    kh, kw, sh, sw, ph, pw, dh, dw, oh, width, one, zero,
+    kh, kw, sh, sw, ph, pw, dh, dw, oh, width, small, one, zero,
 ):  # fmt: skip
     """_forward_images for a batch smaller than numba's threads (inference at batch 1): each
     chunk's product in as many ranges of its columns as the buffers have parts, one a thread
@@ -329,7 +360,7 @@ def _forward_split(
         product = _columns(products[0], o, (b - a) * image)
         for s in prange(splits):
             start, stop = m * s // splits, m * (s + 1) // splits
-            args = (groups, kw, dh, dw, width, False, one, zero)
+            args = (groups, kw, dh, dw, width, False, small, one, zero)
             _tap_products(gemm, taps, src, product, start, stop, *args)
         _place_rows(product, out[a:b], bias, width, image)
 
@@ -424,7 +455,8 @@ class Columns:
     def loop_args(self):
         """A batch loop's arguments after its buffers."""
         one = self.dtype.type
-        return (self.conv.groups, self.chunk, *self._rows_args(), one(1), one(0))
+        small = blas.small_product_limit()
+        return (self.conv.groups, self.chunk, *self._rows_args(), small, one(1), one(0))
 
     def split(self, part, n, out_channels):
         """part(start, stop) over a batch of n, on threads when its work pays for them (a

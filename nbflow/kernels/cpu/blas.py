@@ -163,6 +163,7 @@ def cblas_product(gemm, a, b, c, trans_a, trans_b, alpha, beta):
 # most 100^3 multiply-adds on small-matrix kernels that pack nothing, unless b is read
 # transposed; a larger one packs b on every call
 SMALL_PRODUCT = 100**3
+SMALL_BLOCK = 16  # the fewest rows or columns a block of a product is split into
 _SMALL_KERNELS = ("SkylakeX", "Cooperlake", "SapphireRapids")
 
 
@@ -173,21 +174,42 @@ def small_product_limit() -> int:
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def cblas_product_small(gemm, a, b, c, trans_a, alpha, beta, small):
-    """cblas_product of a' @ b (b not transposed) as products of blocks of c's columns, each
-    of at most `small` multiply-adds (small_product_limit()), so that each runs on OpenBLAS's
-    small-matrix kernels: a recurrence's product of its state by the same weight every
-    step. One call where small is 0 or the blocks would be narrower than 16 columns."""
+def small_blocks(m, n, k, small, rows=True):
+    """How cblas_product_small splits an (m, k) by (k, n) product: (axis, size), blocks of
+    at most `size` of c's columns (axis 1), of its rows (axis 0; not unless `rows`) or of the
+    inner dimension (axis 2), each of at most `small` multiply-adds and at least SMALL_BLOCK
+    wide; (-1, 0) for one call."""
+    if small == 0 or m * n * k <= small:
+        return -1, 0
+    for axis, rest in ((1, m * k), (0, n * k), (2, m * n)):
+        if small // rest >= SMALL_BLOCK and (axis != 0 or rows):
+            return axis, small // rest
+    return -1, 0
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def cblas_product_small(gemm, a, b, c, trans_a, one, beta, small):
+    """c = a' @ b + beta c (b not transposed; `one` 1 of c's scalar type) as cblas_product's
+    of blocks (small_blocks) of at most `small` multiply-adds each (small_product_limit()),
+    so that each runs on OpenBLAS's small-matrix kernels, which pack neither operand."""
     m, n = c.shape
-    k = a.shape[0] if trans_a == TRANS else a.shape[1]
-    width = small // max(1, m * k)
-    if width >= n or width < 16:
-        cblas_product(gemm, a, b, c, trans_a, NO_TRANS, alpha, beta)
+    transposed = trans_a == TRANS
+    k = a.shape[0] if transposed else a.shape[1]
+    axis, width = small_blocks(m, n, k, small, not transposed)
+    if axis == -1:
+        cblas_product(gemm, a, b, c, trans_a, NO_TRANS, one, beta)
         return
-    blocks = -(-n // width)
+    size = (m, n, k)[axis]
+    blocks = -(-size // width)
     for i in range(blocks):
-        lo, hi = n * i // blocks, n * (i + 1) // blocks
-        cblas_product(gemm, a, b[:, lo:hi], c[:, lo:hi], trans_a, NO_TRANS, alpha, beta)
+        lo, hi = size * i // blocks, size * (i + 1) // blocks
+        if axis == 1:
+            cblas_product(gemm, a, b[:, lo:hi], c[:, lo:hi], trans_a, NO_TRANS, one, beta)
+        elif axis == 0:
+            cblas_product(gemm, a[lo:hi], b, c[lo:hi], NO_TRANS, NO_TRANS, one, beta)
+        else:  # each block adds its part of the sum over the inner dim
+            part = a[lo:hi] if transposed else a[:, lo:hi]
+            cblas_product(gemm, part, b[lo:hi], c, trans_a, NO_TRANS, one, beta if i == 0 else one)
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
