@@ -261,22 +261,21 @@ def _weight_grad_images(
             m = (b - a) * oh * width
             c = _columns(cols[p], groups * k, m)
             _unfold_rows(x[a:b], padded[p], c, kh, kw, sh, sw, ph, pw, dh, dw, oh, width)
-            if blas.small_blocks(k, og, m, small)[0] == -1:  # one product: the gradient's rows
-                gc = _columns(g_cols[p], o, m)
+            blocks = blas.small_blocks(k, og, m, small)[0] != -1
+            g_t, gc = _columns(g_cols[p], m, o), _columns(g_cols[p], o, m)  # (one buffer)
+            if blocks:
+                _gather_columns(g[a:b], g_t, width)
+            else:
                 _gather_rows(g[a:b], gc, width, oh * width)
-                for grp in range(groups):
-                    rows, taps = slice(grp * og, (grp + 1) * og), slice(grp * k, (grp + 1) * k)
-                    blas.cblas_product(
-                        gemm, c[taps, :m], gc[rows, :m], totals[p, grp], NO_TRANS, TRANS, one, one
-                    )
-                continue
-            g_t = _columns(g_cols[p], m, o)  # blocks of small products: a position a row
-            _gather_columns(g[a:b], g_t, width)
             for grp in range(groups):
                 rows, taps = slice(grp * og, (grp + 1) * og), slice(grp * k, (grp + 1) * k)
-                blas.cblas_product_small(
-                    gemm, c[taps, :m], g_t[:, rows], totals[p, grp], NO_TRANS, one, one, small
-                )
+                total, cg = totals[p, grp], c[taps, :m]
+                if blocks:
+                    blas.cblas_product_small(
+                        gemm, cg, g_t[:, rows], total, NO_TRANS, one, one, small
+                    )
+                else:
+                    blas.cblas_product(gemm, cg, gc[rows, :m], total, NO_TRANS, TRANS, one, one)
 
 
 # ---------------------------------------------------------------- shifted products
