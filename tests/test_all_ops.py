@@ -287,6 +287,11 @@ SAMPLES = {
         lambda: [x(3, 2, 2, low=-1), x(3, 2, 2), x(2)],
         {},
     ),
+    "self_attention": (
+        lambda qkv: nb.self_attention(qkv, heads=2, scale=0.7),
+        lambda: [x(2, 3, 12, low=-1, high=1)],
+        {},
+    ),
     "lstm_sequence": (
         lambda *a: nb.lstm_sequence(*a, reverse=True),
         lambda: [x(3, 2, 8, low=-1, high=1), x(8, 2, low=-1, high=1), x(8), x(2, 2), x(2, 2)],

@@ -176,6 +176,9 @@ LAYER_CASES = {
         {"activation": "silu", "bias": False, "layer_norm_eps": 1e-3},
         {"batch": None, "tgt_mask": "float", "memory_mask": "float"},
     ),
+    # no mask: the self-attention is one self_attention op
+    "batch_first, no masks": ({"batch_first": True}, {"batch": 3}),
+    "unbatched, no masks": ({}, {"batch": None}),
 }
 
 
@@ -271,6 +274,19 @@ def test_decoder_layer_gradients_match_pytorch():
     yours = [torch.tensor(a, requires_grad=True) for a in (tgt, memory)]
     out, t_out = ours(*mine, **our_masks), theirs(*yours, **their_masks)
     _grads_match(torch, ours, theirs, mine, yours, out, t_out)
+
+
+@pytest.mark.parametrize("batch_first", [False, True])
+def test_encoder_layer_gradients_match_pytorch(batch_first):
+    """No mask: the self-attention runs as the self_attention op, its gradient in ops."""
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(6)
+    build = {"dropout": 0.0, "batch_first": batch_first}
+    theirs = torch.nn.TransformerEncoderLayer(8, 2, 16, **build).double()
+    ours = _load(nn.TransformerEncoderLayer(8, 2, 16, dtype="float64", **build), theirs)
+    src, _, _ = _layer_inputs(batch_first, 3)
+    mine, yours = [nb.tensor(src, requires_grad=True)], [torch.tensor(src, requires_grad=True)]
+    _grads_match(torch, ours, theirs, mine, yours, ours(*mine), theirs(*yours))
 
 
 def test_a_used_layer_with_an_op_activation_deep_copies():

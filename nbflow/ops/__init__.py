@@ -9,6 +9,7 @@ from . import (
     _cuda,
     activations,
     aliases,
+    attention,
     bitwise,
     broadcast,
     collective,  # noqa: F401  (nbflow.distributed's ops: public there, not top-level)
@@ -62,7 +63,7 @@ FAMILIES += (factorizations,)
 FAMILIES += (queries, signal, bitwise, floating, search, ranges, aliases)
 FAMILIES += (random_params, recurrent, layernorm, statistics, tiling)
 FAMILIES += (copies, complex_parts, strided, householder, histogram_nd)
-FAMILIES += (lowrank,)
+FAMILIES += (lowrank, attention)
 
 for _family in FAMILIES:
     globals().update({name: public(getattr(_family, name)) for name in _family.__all__})

@@ -103,22 +103,13 @@ class AttentionHeads:
             query, key, value = (ops.transpose(t, 0, 1) for t in (query, key, value))
         batch, length, source = query.shape[0], query.shape[1], key.shape[1]
         self._check_masks(attn_mask, key_padding_mask, batch, length, source)
-        q, k, v = self._project(query, key, value, self_attention)
-        if self.bias_k is not None:  # a learned key and value at the end of each sequence
-            k = ops.cat([k, ops.broadcast_to(self.bias_k, (batch, 1, self.embed_dim))], axis=1)
-            v = ops.cat([v, ops.broadcast_to(self.bias_v, (batch, 1, self.embed_dim))], axis=1)
-        q, k, v = (self._heads(t) for t in (q, k, v))
-        if self.add_zero_attn:  # and a zero one
-            zeros = k.new_zeros((batch, self.num_heads, 1, self.head_dim))
-            k, v = ops.cat([k, zeros], axis=2), ops.cat([v, zeros], axis=2)
         mask = self._mask(query, attn_mask, key_padding_mask, is_causal, batch, length, source)
-        if mask is not None and k.shape[2] > source:  # the appended keys are always seen
-            mask = ops.pad(mask, ((0, 0),) * (mask.ndim - 1) + ((0, k.shape[2] - source),))
-        weights = attention_weights(q, k, mask)
-        if self.dropout:
-            weights = ops.dropout(weights, self.dropout, True, self.generator)
-        out = ops.matmul(weights, v)  # (batch, heads, L, head_dim)
-        out = ops.reshape(ops.permute(out, 0, 2, 1, 3), batch, length, self.embed_dim)
+        if self._plain(query, self_attention, mask, need_weights):
+            qkv = ops.linear(query, self.in_proj_weight, self.in_proj_bias)
+            scale = 1.0 / math.sqrt(self.head_dim)
+            out, weights = ops.self_attention(qkv, heads=self.num_heads, scale=scale), None
+        else:
+            out, weights = self._heads_attention(query, key, value, self_attention, mask)
         out = self.out_proj(out)
         if not batched:
             out = ops.squeeze(out, 0)
@@ -129,6 +120,40 @@ class AttentionHeads:
         if average_attn_weights:
             weights = ops.mean(weights, axis=1)
         return out, (weights if batched else ops.squeeze(weights, 0))
+
+    def _plain(self, query, self_attention, mask, need_weights):
+        """Whether the attention is the self_attention op's: one in-projection, no mask,
+        dropout, added keys or weights returned, on the CPU."""
+        return (
+            self_attention
+            and self._qkv_same_embed_dim
+            and mask is None
+            and not need_weights
+            and not self.dropout
+            and self.bias_k is None
+            and not self.add_zero_attn
+            and not getattr(query, "is_cuda", False)
+        )
+
+    def _heads_attention(self, query, key, value, self_attention, mask):
+        """(output before the out-projection (batch, L, E), attention weights (batch, heads,
+        L, S)), op by op."""
+        batch, length, source = query.shape[0], query.shape[1], key.shape[1]
+        q, k, v = self._project(query, key, value, self_attention)
+        if self.bias_k is not None:  # a learned key and value at the end of each sequence
+            k = ops.cat([k, ops.broadcast_to(self.bias_k, (batch, 1, self.embed_dim))], axis=1)
+            v = ops.cat([v, ops.broadcast_to(self.bias_v, (batch, 1, self.embed_dim))], axis=1)
+        q, k, v = (self._heads(t) for t in (q, k, v))
+        if self.add_zero_attn:  # and a zero one
+            zeros = k.new_zeros((batch, self.num_heads, 1, self.head_dim))
+            k, v = ops.cat([k, zeros], axis=2), ops.cat([v, zeros], axis=2)
+        if mask is not None and k.shape[2] > source:  # the appended keys are always seen
+            mask = ops.pad(mask, ((0, 0),) * (mask.ndim - 1) + ((0, k.shape[2] - source),))
+        weights = attention_weights(q, k, mask)
+        if self.dropout:
+            weights = ops.dropout(weights, self.dropout, True, self.generator)
+        out = ops.matmul(weights, v)  # (batch, heads, L, head_dim)
+        return ops.reshape(ops.permute(out, 0, 2, 1, 3), batch, length, self.embed_dim), weights
 
     def _project(self, query, key, value, self_attention):
         """The in-projections: (batch, L, E), (batch, S, E), (batch, S, E)."""
