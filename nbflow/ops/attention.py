@@ -19,8 +19,7 @@ from ..kernels.cpu.templates import JIT
 from ..kernels.cuda.loader import not_supported
 from ..runtime import buffers
 from .linalg import matmul, matrix_transpose
-from .nn import _softmax_rows, softmax
-from .reduce import sum as reduce_sum
+from .nn import _softmax_rows, softmax, softmax_grad
 from .shape import concat, permute, reshape, split
 
 NO_TRANS, TRANS = blas.NO_TRANS, blas.TRANS
@@ -126,8 +125,7 @@ def _attention_grad(g, out, qkv, heads, scale):
     weights = softmax(matmul(q, matrix_transpose(k)) * scale, axis=-1)
     g_out = heads_of(g)
     g_weights = matmul(g_out, matrix_transpose(v))
-    g_scores = weights * (g_weights - reduce_sum(g_weights * weights, axis=-1, keepdims=True))
-    g_scores = g_scores * scale
+    g_scores = softmax_grad(g_weights, weights, axis=-1, log=False) * scale
     g_q, g_k = matmul(g_scores, k), matmul(matrix_transpose(g_scores), q)
     g_v = matmul(matrix_transpose(weights), g_out)
     return (concat(heads_back(g_q), heads_back(g_k), heads_back(g_v), axis=-1),)
