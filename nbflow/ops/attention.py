@@ -63,8 +63,10 @@ def _pairs(gemm, qkv, out, scores, heads, scale, one, zero):
 
 
 def _attention_cpu(qkv, out, heads, scale):
+    if out.size == 0:
+        return
     gemm = blas.cblas_gemm(out.dtype) if out.dtype.char in "fd" else None
-    if gemm is None or out.size == 0:  # (no CBLAS to call, or nothing to do)
+    if gemm is None:  # (no CBLAS to call: numpy's products)
         np.copyto(out, _attention_ref(qkv, heads, scale), casting="unsafe")
         return
     batch, length = out.shape[:2]
@@ -79,15 +81,15 @@ def _attention_cpu(qkv, out, heads, scale):
 def _attention_ref(qkv, heads, scale):
     q, k, v = (_heads_of(t, heads) for t in np.split(qkv.astype(np.float64), 3, axis=-1))
     scores = q @ np.swapaxes(k, -1, -2) * scale
-    weights = np.exp(scores - scores.max(-1, keepdims=True))
+    weights = np.exp(scores - scores.max(-1, keepdims=True, initial=-np.inf))
     weights /= weights.sum(-1, keepdims=True)
     out = np.swapaxes(weights @ v, 1, 2)  # (B, L, heads, d)
-    return out.reshape(qkv.shape[0], qkv.shape[1], -1).astype(qkv.dtype)
+    return out.reshape(qkv.shape[0], qkv.shape[1], qkv.shape[2] // 3).astype(qkv.dtype)
 
 
 def _heads_of(t, heads):
     """numpy: (B, L, E) -> (B, heads, L, E / heads)."""
-    return np.swapaxes(t.reshape(t.shape[0], t.shape[1], heads, -1), 1, 2)
+    return np.swapaxes(t.reshape(t.shape[0], t.shape[1], heads, t.shape[2] // heads), 1, 2)
 
 
 self_attention = Op(
