@@ -18,7 +18,7 @@ from . import ops
 from .argcheck import choice, flag, integer, integers
 from .core import dtypes as dt
 from .core import graph_mode, public
-from .core.errors import DomainError, DTypeError, ShapeError, UnsupportedError
+from .core.errors import ArgumentError, DomainError, DTypeError, ShapeError, UnsupportedError
 from .ops.fourier import fft_c2c
 
 NORMS = ("backward", "ortho", "forward")
@@ -303,22 +303,25 @@ def stft(
     (..., freq, frames, 2) holding their real and imaginary parts (return_complex=False);
     onesided (the default) keeps the n_fft // 2 + 1 non-negative frequencies; normalized
     divides by sqrt(n_fft). return_complex must be given, as PyTorch requires for a real
-    signal."""
-    if return_complex is None:
+    signal. A complex signal gives the two-sided spectrum, complex unless return_complex=False."""
+    complex_signal = dt.is_complex(input.dtype)
+    if return_complex is None and not complex_signal:
         raise UnsupportedError(
             "stft: give return_complex (True: complex results; False: their real and imaginary "
             "parts in a last dim of 2), as PyTorch requires for a real input"
         )
-    if not dt.is_float(input.dtype):
-        raise DTypeError(f"stft: input must be a float signal, got {input.dtype}")
+    if not (dt.is_float(input.dtype) or complex_signal):
+        raise DTypeError(f"stft: input must be a float or complex signal, got {input.dtype}")
     if input.ndim not in (1, 2):
         raise ShapeError(f"stft: input must be (L,) or (B, L), got shape {tuple(input.shape)}")
     n_fft, hop, window = _window("stft", n_fft, hop_length, win_length, window, input.dtype)
     frames = _frames(input, n_fft, hop, center, pad_mode) * window
-    one_sided = onesided is None or flag(onesided, "stft: onesided")
+    one_sided = not complex_signal if onesided is None else flag(onesided, "stft: onesided")
+    if one_sided and complex_signal:
+        raise ArgumentError("stft: a complex signal has no one-sided spectrum (onesided=False)")
     spectrum = (rfft if one_sided else fft)(frames, norm="ortho" if normalized else None)
     spectrum = ops.matrix_transpose(spectrum)  # (..., freq, frames)
-    if flag(return_complex, "stft: return_complex"):
+    if return_complex is None or flag(return_complex, "stft: return_complex"):
         return spectrum
     return ops.view_as_real(spectrum)
 

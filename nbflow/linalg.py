@@ -26,6 +26,7 @@ from .core.errors import (
 from .ops import decomp
 from .ops import factorizations as fz
 from .ops.aliases import adjoint
+from .ops.complex_math import conj
 from .ops.creation import eye, ones_like, zeros
 from .ops.decomp import det, inv, is_vector_rhs, solve, square_size
 from .ops.elementwise import abs as abs_
@@ -145,10 +146,11 @@ def _largest(s):
 def pinv(A, *, rtol=None, hermitian=False):
     """The pseudo-inverse through the SVD: singular values below rtol * max(S) (default
     max(m, n) * eps) count as zero. With `hermitian`, A is read from its lower triangle (the
-    upper one mirrored, conjugated), as PyTorch's eigh-based path reads it; the SVD is used
-    anyway."""
+    upper one mirrored, conjugated) and its diagonal's real part, as PyTorch's eigh-based
+    path reads it; the SVD is used anyway."""
     if hermitian:
-        A = tril(A) + adjoint(tril(A, -1))
+        low, diagonal = tril(A, -1), triu(tril(A))
+        A = low + adjoint(low) + (diagonal + adjoint(diagonal)) * 0.5
     const = A.detach() if A.requires_grad else A
     u, s, vh = decomp.svd(const, full_matrices=False)
     if rtol is None:
@@ -320,8 +322,9 @@ def lstsq(A, B, rcond=None, *, driver=None):
     x = squeeze(matmul(p, unsqueeze(B, -1)), axis=-1) if vector else matmul(p, B)
     m, n = A.shape[-2:]
     # what a driver does not report: empty, and computed from x as PyTorch's is (it requires
-    # grad where x does; its gradient is empty)
+    # grad where x does; its gradient is empty); real, as residuals and singular values are
     empty = reshape(x, (-1,))[:0]
+    empty = abs_(empty) if dt.is_complex(empty.dtype) else empty
     rank = None
     if driver != "gels":
         rank = matrix_rank(A) if rcond is None else matrix_rank(A, rtol=rcond)
@@ -351,8 +354,8 @@ def diagonal(A, offset=0, dim1=-2, dim2=-1):
 
 
 def vecdot(x, y, dim=-1):
-    """The dot product of x and y along `dim` (they broadcast)."""
-    return sum_(mul(x, y), axis=dim)  # (the op: `*` of two numpy arrays would be numpy's)
+    """The dot product of x and y along `dim` (they broadcast), x conjugated: sum(conj(x) y)."""
+    return sum_(mul(conj(x), y), axis=dim)  # (the op: `*` of two numpy arrays would be numpy's)
 
 
 # ---------------------------------------------------------------- LU

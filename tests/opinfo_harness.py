@@ -1,8 +1,9 @@
 """Runs PyTorch's OpInfo database (torch.testing._internal.common_methods_invocations.op_db)
 against nbflow: each entry is mapped to the nbflow function or method a user would call, its
 sample inputs are converted to nbflow tensors, and the forward values, dtypes and shapes and the
-float64 gradients are compared with PyTorch's. tests/test_opinfo.py asserts the outcome per entry
-against explicit tables; tools/opinfo_report.py prints the coverage figures."""
+float64 and complex128 gradients are compared with PyTorch's. tests/test_opinfo.py asserts the
+outcome per entry against explicit tables; tools/opinfo_report.py prints the coverage
+figures."""
 
 from __future__ import annotations
 
@@ -15,8 +16,9 @@ from torch.testing._internal.common_methods_invocations import op_db
 import nbflow as nb
 from nbflow import errors
 
-DTYPES = (torch.float64, torch.float32, torch.int64)
+DTYPES = (torch.float64, torch.float32, torch.int64, torch.complex128)
 SAMPLES_PER_DTYPE = 3  # the first samples of each dtype: small shapes, CI on 2 cores
+GRAD_DTYPES = (torch.float64, torch.complex128)  # (PyTorch's convention for complex inputs)
 
 # forward tolerances per dtype (rtol, atol); gradients are compared in float64 only
 TOLERANCES = {torch.float64: (1e-6, 1e-8), torch.float32: (1e-4, 1e-5), torch.int64: (0, 0)}
@@ -438,8 +440,17 @@ def _grad_check(key, op, fn, sample):
         _close(g, w, rtol, atol, "wrong_grad", f"grad {i}")
 
 
+def _differentiated(op, dtype) -> bool:
+    """Whether the samples of this dtype have their gradients compared."""
+    return (
+        dtype in GRAD_DTYPES
+        and op.supports_autograd
+        and dtype in op.supported_backward_dtypes("cpu")
+    )
+
+
 def samples(op, dtype):
-    rg = dtype == torch.float64 and op.supports_autograd
+    rg = _differentiated(op, dtype)
     torch.manual_seed(0)
     out = []
     try:
@@ -465,7 +476,7 @@ def run_sample(key, op, fn, sample, dtype):
             if key in COMPARE_PROCESSED:
                 got, want = sample.output_process_fn_grad(got), sample.output_process_fn_grad(want)
             _compare_forward(key, got, want, dtype, sample)
-            if dtype == torch.float64 and op.supports_autograd:
+            if _differentiated(op, dtype):
                 _grad_check(key, op, fn, sample)
     except Exception as e:
         kind = _classify_exception(e)

@@ -35,7 +35,7 @@ def main():
     print(f"mapped to nbflow: {len(t.MAPPED)} ({100 * len(t.MAPPED) / total:.1f}%)")
     print(
         f"samples compared: {samples} (first {h.SAMPLES_PER_DTYPE} per dtype of float64, "
-        f"float32, int64; float64 gradients)"
+        f"float32, int64, complex128; float64 and complex128 gradients)"
     )
     print(f"  pass: {counts['pass']} ({100 * counts['pass'] / samples:.1f}%)")
     print(f"  documented difference: {counts['documented']}")

@@ -239,6 +239,22 @@ def linear(b, node, ins, activation="none"):
     return b.op("Relu", [out]) if activation == "relu" else out
 
 
+@converts("self_attention")
+def self_attention(b, node, ins, heads, scale):
+    """softmax(q k^T * scale) v for each head of qkv (B, L, 3E): its layout ops, MatMul and
+    Softmax."""
+    batch, length, width = b.shape(node.inputs[0])
+    e = _static(width, "qkv's last dim", node) // 3
+    qkv = b.reshape(ins[0], [batch, length, 3, heads, e // heads], "self_attention", 2)
+    qkv = b.op("Transpose", [qkv], perm=[2, 0, 3, 1, 4])  # (3, B, heads, L, d)
+    q, k, v = (b.op("Gather", [qkv, b.const(i, np.int64)], axis=0) for i in range(3))
+    scores = b.op("MatMul", [q, b.op("Transpose", [k], perm=[0, 1, 3, 2])])
+    scores = b.op("Mul", [scores, b.const(scale, node.inputs[0].dtype)])
+    out = b.op("MatMul", [b.op("Softmax", [scores], axis=-1), v])
+    out = b.op("Transpose", [out], perm=[0, 2, 1, 3])  # (B, L, heads, d)
+    return b.reshape(out, [batch, length, e], "self_attention", 2)
+
+
 @converts("embedding")
 def embedding(b, node, ins, padding_idx=None):
     indices, weight = ins

@@ -183,7 +183,7 @@ def _transposed(x) -> bool:
 # ---------------------------------------------------------------- addmm
 
 
-def _addmm_spec(x, a, b, **attrs):
+def _addmm_spec(x, a, b, beta, alpha):
     if a.ndim != 2 or b.ndim != 2:
         raise ShapeError(f"needs 2-D a and b, got a{tuple(a.shape)} and b{tuple(b.shape)}")
     product = _matmul_spec(a, b)
@@ -194,7 +194,11 @@ def _addmm_spec(x, a, b, **attrs):
         raise ShapeError(
             f"input{tuple(x.shape)} does not broadcast to the product's shape {product.shape}"
         )
-    return Spec(product.shape, dt.promote([x.dtype, product.dtype]))
+    d = dt.promote([x.dtype, product.dtype])
+    scales_complex = isinstance(beta, complex) or isinstance(alpha, complex)
+    if scales_complex and not dt.is_complex(d):  # (PyTorch's rule too)
+        raise DTypeError(f"complex beta or alpha ({beta}, {alpha}) needs complex tensors, not {d}")
+    return Spec(product.shape, d)
 
 
 @njit(**JIT)
@@ -239,15 +243,17 @@ addmm = Op(
     kernels={"cpu": _addmm_cpu, "cuda": None},
     dtypes=dt.FLOATS + dt.COMPLEX,
     ref=_addmm_ref,
-    attrs={"beta": Attr("float", 1.0), "alpha": Attr("float", 1.0)},
+    attrs={"beta": Attr("value", 1.0), "alpha": Attr("value", 1.0)},
     doc="PyTorch's addmm: beta * input + alpha * (a @ b) for 2-D a and b, input broadcast to "
-    "the product's shape (beta 0: input is not read, its NaNs do not propagate). One GEMM "
-    "call on BLAS, which adds the product into the result.",
+    "the product's shape (beta 0: input is not read, its NaNs do not propagate); beta and "
+    "alpha complex for complex tensors. One GEMM call on BLAS, which adds the product into "
+    "the result.",
 )
 
 
 @addmm.defgrad
 def _addmm_grad(g, out, x, a, b, beta, alpha):
+    beta, alpha = beta.conjugate(), alpha.conjugate()  # (Wirtinger: conj of a complex scale)
     gx = g * beta if needs_grad(x) else None  # the driver sums it back to input's shape
     ga = matmul(g, conj(matrix_transpose(b))) * alpha if needs_grad(a) else None
     gb = matmul(conj(matrix_transpose(a)), g) * alpha if needs_grad(b) else None

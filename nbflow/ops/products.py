@@ -10,6 +10,7 @@ from ..argcheck import finite, integer, known_size, number
 from ..core import UNKNOWN
 from ..core import dtypes as dt
 from ..core.errors import AttrError, DomainError, DTypeError, ShapeError
+from .complex_math import conj
 from .creation import eye, full_like, zeros
 from .decomp import inv
 from .einsum import einsum
@@ -93,8 +94,8 @@ def inner(a, b):
 
 
 def vdot(a, b):
-    """The dot product of two 1-D tensors (real: no conjugation to do)."""
-    return dot(a, b)
+    """The dot product of two 1-D tensors, a conjugated: sum(conj(a) * b)."""
+    return dot(conj(a), b)
 
 
 def mv(mat, vec):

@@ -191,11 +191,18 @@ def _reduce_hits(reduce, hit, value, count, base, a, include_self):
 
 
 def lowest_value(dtype):
-    return -np.inf if dt.is_float(dtype) else int(np.iinfo(dtype).min) if dtype != dt.bool_ else 0
+    """A fill below every value of dtype (-inf for a float or complex dtype: a complex fill
+    for sums of exps; the ops that order values refuse complex ones themselves)."""
+    if dt.is_float(dtype) or dt.is_complex(dtype):
+        return -np.inf
+    return int(np.iinfo(dtype).min) if dtype != dt.bool_ else 0
 
 
 def highest_value(dtype):
-    return np.inf if dt.is_float(dtype) else int(np.iinfo(dtype).max) if dtype != dt.bool_ else 1
+    """lowest_value's mirror: a fill above every value of dtype."""
+    if dt.is_float(dtype) or dt.is_complex(dtype):
+        return np.inf
+    return int(np.iinfo(dtype).max) if dtype != dt.bool_ else 1
 
 
 # ---------------------------------------------------------------- index_add, _copy, _fill
