@@ -20,6 +20,7 @@ from .argcheck import integer, real, shown, tensors
 from .core import dtypes as dt
 from .core.errors import ArgumentError, AttrError, DomainError, DTypeError, ShapeError
 from .ops.creation import full_like
+from .ops.elementwise import abs as abs_
 from .ops.elementwise import astype, isnan, maximum, sqrt, where
 from .ops.elementwise import logaddexp as _logaddexp
 from .ops.linalg import norm as _norm
@@ -109,13 +110,14 @@ def _summing_dtype(input, dtype):
     if dtype is not None:
         return dt.as_dtype(dtype)
     kind = _dtype(input)
-    return kind if dt.is_float(kind) else dt.int64
+    return kind if dt.is_float(kind) or dt.is_complex(kind) else dt.int64
 
 
 def _float_dtype(name, input, dtype):
+    """mean's, var's and std's dtype: dtype, else input's; a float or complex one."""
     dtype = _dtype(input) if dtype is None else dt.as_dtype(dtype)
-    if not dt.is_float(dtype):
-        raise DTypeError(f"{name}: the result needs a float dtype, got {dtype}")
+    if not (dt.is_float(dtype) or dt.is_complex(dtype)):
+        raise DTypeError(f"{name}: the result needs a float or complex dtype, got {dtype}")
     return dtype
 
 
@@ -222,13 +224,16 @@ def _var(name, input, dim, unbiased, correction, keepdim, dtype, mask):
     correction = real(correction, f"{name}: correction")
     m = _mask(name, input, mask)
     if dtype is None:
-        dtype = _dtype(input) if dt.is_float(_dtype(input)) else dt.float32
+        kind = _dtype(input)
+        dtype = kind if dt.is_float(kind) or dt.is_complex(kind) else dt.float32
     dtype = dt.as_dtype(dtype)
-    x = _to(input, dtype if dt.is_float(dtype) else dt.float32)  # (computed in a float dtype)
+    complex_ = dt.is_complex(dtype)
+    x = _to(input, dtype if dt.is_float(dtype) or complex_ else dt.float32)  # (float or complex)
     dims = _dims(dim)
     centre = _sum(_fill(x, m, 0), axis=dims, keepdims=True) / _count(input, m, dim, True)
     d = x - centre
-    total = _sum(_fill(d * d, m, 0), axis=dims, keepdims=keepdim)
+    squares = abs_(d) ** 2 if complex_ else d * d  # (|d|^2: in the complex dtype, as PyTorch's)
+    total = _sum(_fill(squares, m, 0), axis=dims, keepdims=keepdim)
     count = astype(_count(input, m, dim, keepdim), total.dtype)
     return _to(total / maximum(count - correction, 0.0), dtype)
 

@@ -49,7 +49,8 @@ def _complex_sgn_grad(g, out, x):
 
 def cast_dtype(x, dtype):
     """cast's output dtype: `dtype`, refused from a complex dtype to a real one (the imaginary
-    part would be lost; PyTorch warns and drops it)."""
+    part would be lost; PyTorch warns and drops it). (astype takes a complex x to bool as
+    x != 0.)"""
     if x.dtype.kind == "c" and dtype.kind != "c":
         raise DTypeError(
             f"a {x.dtype} tensor cast to {dtype} would lose the imaginary part: "

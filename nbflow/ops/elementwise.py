@@ -1125,25 +1125,25 @@ def ge(x, y):
     return x >= y
 
 
-@_compare(np.logical_and)
+@_compare(np.logical_and, ALL + COMPLEX)
 def logical_and(x, y):
     """Truth of x and y."""
     return x != 0 and y != 0
 
 
-@_compare(np.logical_or)
+@_compare(np.logical_or, ALL + COMPLEX)
 def logical_or(x, y):
     """Truth of x or y."""
     return x != 0 or y != 0
 
 
-@_compare(np.logical_xor)
+@_compare(np.logical_xor, ALL + COMPLEX)
 def logical_xor(x, y):
     """Truth of x xor y."""
     return (x != 0) != (y != 0)
 
 
-@_compare(np.logical_not)
+@_compare(np.logical_not, ALL + COMPLEX)
 def logical_not(x):
     """Truth of not x."""
     return x == 0
@@ -1197,7 +1197,10 @@ def clone(x, *, memory_format=None):
 
 
 def astype(x, dtype):
-    """cast(x, dtype=dtype), with the dtype positional as in numpy."""
+    """cast(x, dtype=dtype), with the dtype positional as in numpy; a complex x to bool is
+    x != 0."""
+    if dt.is_complex(x.dtype) and dt.as_dtype(dtype) == dt.bool_:
+        return ne(x, 0)
     return cast(x, dtype=dtype)
 
 

@@ -213,10 +213,10 @@ def _contracted_sizes_matched(a, b, da, db):
 
 
 def dist(input, other, p=2):
-    """The p-norm of input - other (broadcast), over every element."""
+    """The p-norm of input - other (broadcast), over every element (real for complex ones)."""
     for x in (input, other):
-        if not dt.is_float(x.dtype):
-            raise DTypeError(f"dist: inputs must be float tensors, got {x.dtype}")
+        if not (dt.is_float(x.dtype) or dt.is_complex(x.dtype)):
+            raise DTypeError(f"dist: inputs must be float or complex tensors, got {x.dtype}")
     return norm(input - other, number("dist", "p", p))
 
 
