@@ -292,6 +292,11 @@ SAMPLES = {
         lambda: [x(2, 3, 12, low=-1, high=1)],
         {},
     ),
+    "self_attention_grad": (
+        lambda g, qkv: nb.self_attention_grad(g, qkv, heads=2, scale=0.7),
+        lambda: [x(2, 3, 4, low=-1, high=1), x(2, 3, 12, low=-1, high=1)],
+        {},
+    ),
     "lstm_sequence": (
         lambda *a: nb.lstm_sequence(*a, reverse=True),
         lambda: [x(3, 2, 8, low=-1, high=1), x(8, 2, low=-1, high=1), x(8), x(2, 2), x(2, 2)],

@@ -278,7 +278,8 @@ def test_decoder_layer_gradients_match_pytorch():
 
 @pytest.mark.parametrize("batch_first", [False, True])
 def test_encoder_layer_gradients_match_pytorch(batch_first):
-    """No mask: the self-attention runs as the self_attention op, its gradient in ops."""
+    """No mask: the self-attention runs as the self_attention op, its gradient as
+    self_attention_grad."""
     torch = pytest.importorskip("torch")
     torch.manual_seed(6)
     build = {"dropout": 0.0, "batch_first": batch_first}
@@ -287,6 +288,39 @@ def test_encoder_layer_gradients_match_pytorch(batch_first):
     src, _, _ = _layer_inputs(batch_first, 3)
     mine, yours = [nb.tensor(src, requires_grad=True)], [torch.tensor(src, requires_grad=True)]
     _grads_match(torch, ours, theirs, mine, yours, ours(*mine), theirs(*yours))
+
+
+def _qkv(shape, seed):
+    rng = np.random.default_rng(seed)
+    return nb.tensor(rng.standard_normal(shape), dtype=nb.float64, requires_grad=True)
+
+
+def test_self_attention_second_and_third_derivatives():
+    """self_attention's gradient is one fused op; that op's own gradient is composed in ops:
+    second derivatives against finite differences, and self_attention_grad's (third)."""
+    qkv, g = _qkv((2, 3, 12), 0), _qkv((2, 3, 4), 1)
+    nt.gradgradcheck(lambda t: nb.self_attention(t, heads=2, scale=0.7), [qkv])
+    nt.gradgradcheck(lambda a, t: nb.self_attention_grad(a, t, heads=2, scale=0.7), [g, qkv])
+
+
+def test_self_attention_grad_matches_the_op_by_op_gradient():
+    """The fused gradient against the gradient of the same attention built from single ops
+    (split, per-head reshape, matmul, softmax), in float32 with 4 heads."""
+    rng = np.random.default_rng(2)
+    qkv = rng.standard_normal((5, 7, 48)).astype(np.float32)
+    g = rng.standard_normal((5, 7, 16)).astype(np.float32)
+    mine = nb.self_attention_grad(nb.tensor(g), nb.tensor(qkv), heads=4, scale=0.5).numpy()
+    t = nb.tensor(qkv, requires_grad=True)
+    heads = [x.reshape(5, 7, 4, 4).permute(0, 2, 1, 3) for x in nb.split(t, 16, axis=-1)]
+    weights = nb.softmax(nb.matmul(heads[0], heads[1].transpose(-1, -2)) * 0.5, axis=-1)
+    out = nb.matmul(weights, heads[2]).permute(0, 2, 1, 3).reshape(5, 7, 16)
+    out.backward(nb.tensor(g))
+    np.testing.assert_allclose(mine, t.grad.numpy(), rtol=1e-4, atol=1e-5)
+
+
+def test_self_attention_grad_refuses_a_gradient_of_the_wrong_shape():
+    with pytest.raises(nb.ShapeError, match="self_attention_grad: g of shape"):
+        nb.self_attention_grad(nb.ones((2, 3, 5)), nb.ones((2, 3, 12)), heads=2, scale=1.0)
 
 
 def test_a_used_layer_with_an_op_activation_deep_copies():
