@@ -382,6 +382,8 @@ def test_isin_matches_numpy():
     f = np.array([0.5, np.nan, 2.0])
     got = nb.isin(nb.tensor(f), nb.tensor([np.nan, 2.0]))
     np.testing.assert_array_equal(got.numpy(), np.isin(f, [np.nan, 2.0]))  # NaN in nothing
+    with pytest.raises(nb.AttrError, match="isin: invert must be a bool"):
+        nb.isin(nb.tensor(a), nb.tensor(b), invert=nb.tensor([True, False]))
 
 
 def test_bincount_matches_numpy():

@@ -4,7 +4,7 @@ meant for moderate sizes, and exact."""
 
 import numpy as np
 
-from ..argcheck import number
+from ..argcheck import flag, number
 from ..core import UNKNOWN
 from ..core import dtypes as dt
 from ..core.errors import ArgumentError, AttrError, DTypeError, ShapeError
@@ -77,6 +77,8 @@ def bucketize(input, boundaries, *, out_int32=False, right=False):
 def isin(elements, test_elements, *, assume_unique=False, invert=False):
     """Whether each element of `elements` is in test_elements (either may be a number);
     NaN is in nothing. Memory elements.numel() * test_elements.numel()."""
+    flag(assume_unique, "isin: assume_unique")
+    invert = flag(invert, "isin: invert")
     if not _is_value(elements) and not _is_value(test_elements):
         raise ArgumentError("isin: elements or test_elements must be a tensor")
     if not _is_value(test_elements):
