@@ -453,7 +453,7 @@ def test_allclose_takes_complex_as_numpy_does():
         lambda z: nb.max(z),
         lambda z: nb.floor(z),
         lambda z: nb.maximum(z, z),
-        lambda z: nb.logaddexp(z, z),
+        lambda z: nb.logaddexp2(z, z),  # (PyTorch's refuses complex too)
         lambda z: nb.histc(z),
         lambda z: z < z,
         lambda z: nb.erf(z),
@@ -920,3 +920,64 @@ def test_matrix_exp_of_complex_matrices_as_pytorch():
     small = nb.linalg.matrix_exp(nb.tensor(a.astype(np.complex64)))
     assert small.dtype == nb.complex64
     np.testing.assert_allclose(small.numpy(), want.detach().numpy(), rtol=1e-5, atol=1e-5)
+
+
+# ---------------------------------------------------------------- PyTorch's complex extensions
+
+
+def _int_exponents(lib):
+    # (not negative: PyTorch's gradient takes 2 ** other in integers there, giving 0)
+    return lib.tensor([[1, 0, 3], [0, 2, 4]])
+
+
+EXTENDED = {
+    # name: (fn(lib, *inputs), the complex inputs' shapes); lib is nbflow or torch
+    "l1_loss": (lambda lib, a, b: lib.nn.functional.l1_loss(a, b), [(2, 3), (2, 3)]),
+    "l1_loss_none": (
+        lambda lib, a, b: lib.nn.functional.l1_loss(a, b, reduction="none"),
+        [(2, 3), (2, 3)],
+    ),
+    "rms_norm": (lambda lib, a: lib.nn.functional.rms_norm(a, (3,)), [(2, 3)]),
+    "logaddexp": (lambda lib, a, b: lib.logaddexp(a, b), [(2, 3), (2, 3)]),
+    "logcumsumexp": (lambda lib, a: lib.logcumsumexp(a * 3, 1), [(2, 5)]),
+    "float_power": (lambda lib, a, b: lib.float_power(a, b), [(2, 3), (2, 3)]),
+    "float_power_number": (lambda lib, a: lib.float_power(a, 2.5), [(2, 3)]),
+    "ldexp": (lambda lib, a: lib.ldexp(a, _int_exponents(lib)), [(2, 3)]),
+    "ldexp_complex_exponent": (lambda lib, a, b: lib.ldexp(a, b), [(2, 3), (2, 3)]),
+    # (a real input that requires grad: PyTorch's backward raises)
+    "ldexp_of_a_real_input": (lambda lib, b: lib.ldexp(lib.ones(2, 3), b), [(2, 3)]),
+}
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("name", EXTENDED)
+def test_functions_pytorch_extends_to_complex_as_pytorch(name, dtype):
+    """The result (dtype, value) and the gradient of Re(sum(result * w)) in each complex input,
+    against PyTorch's (its conjugate convention)."""
+    torch = pytest.importorskip("torch")
+    fn, shapes = EXTENDED[name]
+    arrays = [_z(shape, dtype, seed=i) for i, shape in enumerate(shapes)]
+    ours = [nb.tensor(a, requires_grad=True) for a in arrays]
+    theirs = [torch.tensor(a, requires_grad=True) for a in arrays]
+    out, want = fn(nb, *ours), fn(torch, *theirs)
+    assert str(want.dtype) == f"torch.{np.dtype(out.dtype).name}"
+    tol = TOL[dtype]
+    np.testing.assert_allclose(out.detach().numpy(), want.detach().numpy(), **tol)
+    w = np.asarray(_z(out.shape, np.complex128, seed=7))  # (0-d: an array, not a scalar)
+    (out * nb.tensor(w)).real.sum().backward()
+    (want * torch.tensor(w)).real.sum().backward()
+    for a, b in zip(ours, theirs):
+        np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), **tol)
+
+
+def test_logaddexp_of_nan_and_infinite_parts_as_pytorch():
+    torch = pytest.importorskip("torch")
+    inf, nan = float("inf"), float("nan")
+    values = [complex(inf, 1), complex(-inf, 2), complex(inf, 0), complex(-inf, 0)]
+    values += [complex(nan, 0), complex(0, nan), complex(1, 4), complex(-2, 3)]
+    a = np.array([values] * len(values))
+    got = nb.logaddexp(nb.tensor(a), nb.tensor(a.T)).numpy()
+    want = torch.logaddexp(torch.tensor(a), torch.tensor(a.T)).numpy()
+    # each part apart (a complex NaN is any NaN part): NaN + NaNj where PyTorch's is
+    np.testing.assert_allclose(got.real, want.real, rtol=1e-12, atol=0)
+    np.testing.assert_allclose(got.imag, want.imag, rtol=1e-12, atol=0)

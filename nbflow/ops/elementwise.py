@@ -628,19 +628,26 @@ def _xlogy_grad(g, out, x, y):
 xlogy.defgrad(_xlogy_grad)
 
 
-@elementwise(dtypes=FLOATS, ref=np.logaddexp, to_float=True)
+def _logaddexp_ref(x, y):
+    if not (np.iscomplexobj(x) or np.iscomplexobj(y)):
+        return np.logaddexp(x, y)
+    # PyTorch's complex formula (numpy has none): the operand of the larger real part plus
+    # log1p of the exponential of the difference (finite values: no NaN or infinity rules)
+    d = np.result_type(x, y)
+    x, y = np.broadcast_arrays(x.astype(np.complex128), y.astype(np.complex128))
+    high = np.where(x.real < y.real, y, x)
+    low = np.where(x.real < y.real, x, y)
+    return (high + np.log1p(np.exp(low - high))).astype(d)
+
+
+@elementwise(dtypes=FLOATS + COMPLEX, ref=_logaddexp_ref, to_float=True)
 def logaddexp(x, y):
-    """log(exp(x) + exp(y)) without overflow."""
-    if x != x or y != y:
-        return x + y
-    if x == y:  # (also two equal infinities, where x - y is NaN)
-        return x + math.log(2.0)
-    if x > y:
-        return x + math.log1p(math.exp(y - x))
-    return y + math.log1p(math.exp(x - y))
+    """log(exp(x) + exp(y)) without overflow (complex: PyTorch's formula, whose imaginary
+    part is not reduced to the principal branch)."""
+    return vecmath.logaddexp(x, y)
 
 
-logaddexp.defgrad(lambda g, out, x, y: (g * sigmoid(x - y), g * sigmoid(y - x)))
+logaddexp.defgrad(lambda g, out, x, y: (g * conj(sigmoid(x - y)), g * conj(sigmoid(y - x))))
 
 
 @elementwise(dtypes=FLOATS, ref=np.logaddexp2, to_float=True)
@@ -1293,13 +1300,19 @@ def nan_to_num(x, nan=0.0, posinf=None, neginf=None):
     return nan_to_num_op(x, nan=nan, posinf=posinf, neginf=neginf)
 
 
-def _as_float64(v):
-    return float(v) if isinstance(v, (int, float, np.number)) else cast(v, dtype=dt.float64)
+def _widened(v, dtype):
+    """A number or tensor of float_power's as `dtype` (float64 or complex128)."""
+    if isinstance(v, (int, float, complex, np.number)):
+        return complex(v) if dtype.kind == "c" else float(v)
+    return cast(v, dtype=dtype)
 
 
 def float_power(x, y):
-    """x ** y computed and returned in float64 (PyTorch's float_power)."""
-    return pow(_as_float64(x), _as_float64(y))
+    """x ** y computed and returned in float64, or in complex128 where either is complex
+    (PyTorch's float_power)."""
+    kinds = {np.dtype(getattr(v, "dtype", type(v))).kind for v in (x, y)}  # (a number's type)
+    dtype = dt.complex128 if "c" in kinds else dt.float64
+    return pow(_widened(x, dtype), _widened(y, dtype))
 
 
 def polygamma(n, x):

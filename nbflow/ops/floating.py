@@ -31,12 +31,15 @@ from .elementwise import (
 from .queries import _is_value
 
 
-def _floats(name, x):
+def _floats(name, x, complex_ok=False):
     """x as a float tensor (integers and bools in the default float dtype, as PyTorch); a numpy
-    array of a dtype nbflow widens (uint8, int16 ...) counts as the dtype it becomes."""
+    array of a dtype nbflow widens (uint8, int16 ...) counts as the dtype it becomes. A
+    complex x passes where `complex_ok`."""
     if not hasattr(x, "dtype"):
         raise ArgumentError(f"{name}: expected a tensor, got {shown(x)}")
     dtype = dt.widen(np.dtype(x.dtype))
+    if complex_ok and dt.is_complex(dtype):
+        return x
     if dtype not in dt.ALL:
         raise DTypeError(f"{name}: expected a tensor of numbers, got dtype {dtype}")
     return x if dt.is_float(dtype) else astype(x, dt.default_float())
@@ -100,8 +103,11 @@ def frexp(input):
 
 
 def ldexp(input, other):
-    """input * 2**other, in a float dtype (integer input gives float32, as PyTorch)."""
-    x = _floats("ldexp", input)
+    """input * 2**other, in a float dtype (integer input gives float32, as PyTorch); a
+    complex input or exponent gives a complex result."""
+    x = _floats("ldexp", input, complex_ok=True)
+    if _is_value(other) and dt.is_complex(other.dtype) and not dt.is_complex(x.dtype):
+        x = astype(x, dt.promote([x.dtype, other.dtype]))  # (else other would lose its imag)
     scale = astype(other, x.dtype) if _is_value(other) else float(number("ldexp", "other", other))
     return mul(x, exp2(scale))
 

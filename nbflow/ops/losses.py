@@ -22,7 +22,8 @@ from . import reduce as _reduce
 from . import shape as _shape
 from ._define import elementwise
 from .activations import softplus
-from .elementwise import log, log1p, maximum, sigmoid, sign, where
+from .complex_parts import sgn
+from .elementwise import log, log1p, maximum, sigmoid, where
 from .nn import one_hot, pointwise_loss_spec
 
 FLOATS = dt.FLOATS
@@ -87,7 +88,9 @@ def _nll_rows(x, labels, w, ignore_index, losses, store):
 def _abs_error(x, y, losses, store):
     total = 0.0
     for i in range(x.size):
-        d = abs(float(x[i]) - float(y[i]))
+        # (* 1.0 widens each value: float32 to float64, complex64 to complex128; the abs of a
+        # complex difference is the real distance)
+        d = abs(x[i] * 1.0 - y[i] * 1.0)
         if store:
             losses[i] = d
         total += d
@@ -395,27 +398,32 @@ def _l1_cpu(x, y, out, reduction):
 
 def _l1_ref(input, target, reduction="mean"):
     d = dt.promote([input.dtype, target.dtype])
-    err = np.abs(input.astype(np.float64) - target.astype(np.float64))
-    return np.asarray(_reduced(err, reduction), d)
+    wide = np.complex128 if dt.is_complex(d) else np.float64
+    err = np.abs(input.astype(wide) - target.astype(wide))
+    return np.asarray(_reduced(err, reduction), dt.to_real(d))
 
 
 l1_loss = Op(
     name="l1_loss",
     inputs=("input", "target"),
     outputs=("out",),
-    spec=pointwise_loss_spec("l1_loss"),
+    spec=pointwise_loss_spec("l1_loss", complex_ok=True),
     kernels={"cpu": _l1_cpu, "cuda": None},
-    dtypes=FLOATS,
+    dtypes=FLOATS + dt.COMPLEX,
     ref=_l1_ref,
     attrs={"reduction": Attr("str", "mean", choices=REDUCTIONS)},
-    doc="|input - target|, averaged ('mean'), summed ('sum') or not reduced ('none').",
+    doc=(
+        "|input - target|, averaged ('mean'), summed ('sum') or not reduced ('none'); complex "
+        "inputs give the real loss of their distance, as PyTorch's."
+    ),
 )
 
 
 @l1_loss.defgrad
 def _l1_grad(g, out, input, target, reduction):
     d = input - target  # the broadcast shape; the driver sums back to each input's shape
-    gd = sign(d) * _scale(g, d, reduction)
+    # sgn: d / |d| for a complex d (PyTorch's gradient of abs), sign for a real one
+    gd = sgn(d) * _scale(g, d, reduction)
     return gd, -gd
 
 

@@ -663,14 +663,16 @@ def _user_stacklevel() -> int:
     return level
 
 
-def pointwise_loss_spec(name: str):
+def pointwise_loss_spec(name: str, complex_ok: bool = False):
     """The shape rule of a loss comparing input and target elementwise (mse, l1): float
-    inputs; differing shapes broadcast with a warning, as in PyTorch."""
+    inputs (complex ones too where `complex_ok`: a real loss, of their parts' dtype);
+    differing shapes broadcast with a warning, as in PyTorch."""
 
     def spec(input, target, reduction):
         d = dt.promote([input.dtype, target.dtype])
-        if not dt.is_float(d):
+        if not (dt.is_float(d) or (complex_ok and dt.is_complex(d))):
             raise DTypeError(f"{name} needs float inputs, got {input.dtype} and {target.dtype}")
+        d = dt.to_real(d)
         shape = broadcast_shapes(input.shape, target.shape)
         if input.shape != target.shape and UNKNOWN not in input.shape + target.shape:
             warnings.warn(

@@ -182,8 +182,9 @@ def cummin(x, dim):
 
 
 def logcumsumexp(x, dim):
-    """log(cumsum(exp(x))) along `dim`, without overflow (floats only)."""
-    if not dt.is_float(x.dtype):
+    """log(cumsum(exp(x))) along `dim`, without overflow (complex x: with logaddexp's
+    complex formula, as PyTorch's)."""
+    if not (dt.is_float(x.dtype) or dt.is_complex(x.dtype)):
         x = x.astype(dt.default_float())
     return _scan(x, dim, -np.inf, logaddexp)
 

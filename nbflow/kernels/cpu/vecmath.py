@@ -465,3 +465,36 @@ def _divide(x, y):
         return x / y
 
     return impl
+
+
+def _real_logaddexp(x, y):
+    if x != x or y != y:
+        return x + y
+    if x == y:  # (also two equal infinities, where x - y is NaN)
+        return x + math.log(2.0)
+    if x > y:
+        return x + math.log1p(math.exp(y - x))
+    return y + math.log1p(math.exp(x - y))
+
+
+def _complex_logaddexp(x, y):
+    """PyTorch's: a NaN part in either operand gives NaN + NaNj; otherwise the operand of the
+    larger real part plus log1p of the other's exponential over its, so the imaginary part is
+    that operand's plus an angle (not reduced to the principal branch); real parts equal and
+    infinite give the operand (-inf) or the log of the sum of the exponentials (+inf)."""
+    if x != x or y != y:  # (a complex number differs from itself when either part is NaN)
+        return make_complex(math.nan, math.nan)
+    low, high = (x, y) if x.real < y.real else (y, x)
+    if low.real == high.real and (low.real == math.inf or low.real == -math.inf):
+        return low if low.real < 0 else cmath.log(cmath.exp(low) + cmath.exp(high))
+    return high + log1p(cmath.exp(low - high))
+
+
+def logaddexp(x, y):
+    """log(exp(x) + exp(y)) without overflow, of two reals or two complex numbers."""
+    return (_complex_logaddexp if np.iscomplexobj(x) else _real_logaddexp)(x, y)
+
+
+@overload(logaddexp)
+def _logaddexp(x, y):
+    return _complex_logaddexp if isinstance(x, types.Complex) else _real_logaddexp

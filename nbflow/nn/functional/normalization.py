@@ -32,10 +32,11 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
         raise ShapeError(
             f"rms_norm: normalized_shape {shape} does not end input shape {tuple(input.shape)}"
         )
-    if np.dtype(input.dtype).kind != "f":
+    if np.dtype(input.dtype).kind not in "fc":
         raise DTypeError(f"rms_norm: needs a floating-point input, got {input.dtype}")
-    if eps is None:
+    if eps is None:  # (a complex dtype's: that of its parts)
         eps = float(np.finfo(input.dtype).eps)
+    # a complex input is squared, not |x|^2: PyTorch's formula, whose scale is complex
     axes = tuple(range(-len(shape), 0))
     out = input * ops.rsqrt(ops.mean(input * input, axis=axes, keepdims=True) + eps)
     return out if weight is None else out * weight
