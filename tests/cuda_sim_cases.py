@@ -207,6 +207,10 @@ def structured_cases():
         fn = lambda x, a, b: ops.addmm(x, a, b, beta=0.5, alpha=-2.0)
         yield "addmm", str(d), fn, [c.astype(d), a.astype(d), b.astype(d)]
     yield "addmm", "row input, beta 0", (lambda x, a, b: ops.addmm(x, a, b, beta=0.0)), [c[0], a, b]
+    i64 = [values(a.shape, dt.int64), values(w.shape, dt.int64), values(bias.shape, dt.int64)]
+    yield "linear", "int64", ops.linear, i64
+    fn = lambda x, a, b: ops.addmm(x, a, b, beta=2, alpha=-3)
+    yield "addmm", "int64", fn, [values(c.shape, dt.int64), i64[0], values(b.shape, dt.int64)]
     fn = lambda x, a, b: ops.addmm_(x, a.T, b, alpha=0.5)
     yield "addmm_", "transposed a", fn, [c, a.T.copy(), b]
     fn = lambda p, a, b: ops.sgd_matmul_update_(p, a, b, lr=0.1, weight_decay=0.01)
@@ -419,6 +423,14 @@ def conv_cases():
         (lambda x, w: conv(x, w, groups=2)),
         [x.astype(np.float16), w.astype(np.float16)],
     )
+    xi, wi = values(x.shape, dt.int64), values(w.shape, dt.int64)
+    geo = geometries[1]
+    yield "conv2d", "int64", (lambda x, w: conv(x, w, **geo)), [xi, wi]
+    gi = values(conv(nb.tensor(xi), nb.tensor(wi), **geo).shape, dt.int64)
+    yield "conv2d_input_grad", "int64", (lambda g, w, x: ig(g, w, x, **geo)), [gi, wi, xi]
+    pools = {"kernel_size": (3,), "stride": (2,), "padding": (1,)}
+    yield "max_pool2d", "int64", (lambda x: REGISTRY["max_pool2d"](x, **pools)), [xi]
+    yield "avg_pool2d", "int64", (lambda x: REGISTRY["avg_pool2d"](x, **pools)), [xi]
     yield from conv3d_cases()
     mp = REGISTRY["max_pool2d"]
     mpb = REGISTRY["max_pool2d_backward"]
@@ -470,6 +482,8 @@ def conv3d_cases():
     yield "conv3d", "f64 no bias", (lambda x, w: conv(x, w, groups=2)), [x64, w64]
     x16, w16 = x.astype(np.float16), w.astype(np.float16)
     yield "conv3d", "f16", (lambda x, w: conv(x, w, groups=2)), [x16, w16]
+    xi, wi = values(x.shape, dt.int64), values(w.shape, dt.int64)
+    yield "conv3d", "int64", (lambda x, w: conv(x, w, groups=2)), [xi, wi]
     gy = values(conv(nb.tensor(x), nb.tensor(w), groups=2).shape, dt.float16)
     fn = lambda g, w, x: ig(g, w, x, groups=2)  # (folds through a float32 atomic target)
     yield "conv3d_input_grad", "f16", fn, [gy, w16, x16]

@@ -208,7 +208,18 @@ def test_conv2d_errors_are_typed_and_name_the_shapes():
     with pytest.raises(nb.AttrError, match="stride must be >= 1"):
         nb.conv2d(nb.zeros(1, 2, 5, 5), w, stride=0)
     with pytest.raises(nb.KernelNotFoundError):
-        nb.conv2d(nb.zeros(1, 2, 5, 5, dtype="int64"), nb.zeros(4, 2, 3, 3, dtype="int64"))
+        nb.conv2d(nb.zeros(1, 2, 5, 5, dtype="bool"), nb.zeros(4, 2, 3, 3, dtype="bool"))
+
+
+def test_integer_convolutions_and_pools_as_pytorchs():
+    """PyTorch convolves and pools integer tensors (no gradient): exact integer results."""
+    x, w = RNG.integers(-9, 9, (2, 4, 7, 6)), RNG.integers(-9, 9, (6, 2, 3, 3))
+    got = nb.conv2d(nb.tensor(x), nb.tensor(w), stride=2, padding=1, groups=2)
+    want = conv2d_numpy(x, w, stride=(2, 2), padding=(1, 1), groups=2)
+    assert got.dtype == nb.int64 and np.array_equal(got.numpy(), want)
+    pooled = nb.avg_pool2d(nb.tensor(-x), kernel_size=(2,))
+    mean = (-x[:, :, :6]).reshape(2, 4, 3, 2, 3, 2).sum(axis=(3, 5)) / 4
+    assert np.array_equal(pooled.numpy(), np.trunc(mean).astype(np.int64))  # toward zero
 
 
 def test_graph_mode_errors_at_build_time_and_unknown_batch():

@@ -314,7 +314,19 @@ def test_linear_shape_errors_name_the_shapes():
     with pytest.raises(nb.ShapeError, match="2-D weight"):
         nb.linear(nb.tensor(np.ones((2, 4))), nb.tensor(np.ones(4)))
     with pytest.raises(nb.DTypeError, match="linear"):
-        nb.linear(nb.tensor(np.ones((2, 4), np.int64)), nb.tensor(np.ones((3, 4), np.int64)))
+        nb.linear(nb.tensor(np.ones((2, 4), bool)), nb.tensor(np.ones((3, 4), bool)))
+
+
+def test_integer_linear_and_addmm_are_exact():
+    """PyTorch's F.linear and addmm take integer tensors: exact int64 results."""
+    rng = np.random.default_rng(0)
+    x, w, b = rng.integers(-50, 50, (5, 7)), rng.integers(-50, 50, (3, 7)), rng.integers(-9, 9, 3)
+    got = nb.linear(nb.tensor(x), nb.tensor(w), nb.tensor(b), activation="relu")
+    assert got.dtype == nb.int64
+    np.testing.assert_array_equal(got.numpy(), np.maximum(x @ w.T + b, 0))
+    c = rng.integers(-9, 9, (5, 3))
+    got = nb.addmm(nb.tensor(c), nb.tensor(x), nb.tensor(w.T.copy()), beta=2, alpha=-3)
+    np.testing.assert_array_equal(got.numpy(), 2 * c - 3 * (x @ w.T))
 
 
 # ---------------------------------------------------------------- addmm
@@ -465,8 +477,8 @@ def test_addmm_errors_name_the_shapes_and_dtypes():
         nb.addmm(nb.ones(4), nb.ones(3), b)
     with pytest.raises(nb.errors.ShapeError):  # the target cannot take the product's shape
         nb.addmm_(nb.ones(4), a, b)
-    with pytest.raises(TypeError, match="int64"):
-        nb.addmm(*(nb.ones(2, 2, dtype="int64") for _ in range(3)))
+    with pytest.raises(TypeError, match="bool"):
+        nb.addmm(*(nb.ones(2, 2, dtype="bool") for _ in range(3)))
 
 
 def test_addmm_of_a_large_product_runs_one_gemm_for_every_layout(monkeypatch):

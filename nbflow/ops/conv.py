@@ -34,6 +34,8 @@ from . import shape as _shape
 from .index import take_along_axis
 
 FLOATS = dt.FLOATS
+# PyTorch convolves and pools integer tensors on the CPU too (no gradient)
+NUMERIC = dt.FLOATS + dt.INTS
 
 # ---------------------------------------------------------------- kernels
 
@@ -330,7 +332,7 @@ conv2d_op = Op(
     outputs=("out",),
     spec=_conv2d_spec,
     kernels={"cpu": _conv2d_cpu, "cuda": None},
-    dtypes=FLOATS,
+    dtypes=NUMERIC,
     ref=_conv_ref,
     attrs=CONV_ATTRS,
     doc=(
@@ -385,7 +387,7 @@ conv2d_input_grad = Op(
     outputs=("out",),
     spec=_input_grad_spec,
     kernels={"cpu": _input_grad_cpu, "cuda": None},
-    dtypes=FLOATS,
+    dtypes=NUMERIC,
     ref=_input_grad_ref,
     attrs=CONV_ATTRS,
     promote=(0, 1),
@@ -600,7 +602,7 @@ max_pool2d_op = Op(
     outputs=("out", "indices"),
     spec=_max_pool_spec,
     kernels={"cpu": _max_pool_cpu, "cuda": None},
-    dtypes=FLOATS,
+    dtypes=NUMERIC,
     ref=_max_pool_ref,
     attrs=POOL_ATTRS,
     doc=(
@@ -745,7 +747,7 @@ avg_pool2d_op = Op(
     outputs=("out",),
     spec=_avg_pool_spec,
     kernels={"cpu": _avg_pool_cpu, "cuda": None},
-    dtypes=FLOATS,
+    dtypes=NUMERIC,
     ref=_avg_pool_ref,
     attrs=AVG_ATTRS,
     doc=(

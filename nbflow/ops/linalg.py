@@ -241,7 +241,7 @@ addmm = Op(
     outputs=("out",),
     spec=_addmm_spec,
     kernels={"cpu": _addmm_cpu, "cuda": None},
-    dtypes=dt.FLOATS + dt.COMPLEX,
+    dtypes=dt.NUMERIC + dt.COMPLEX,
     ref=_addmm_ref,
     attrs={"beta": Attr("value", 1.0), "alpha": Attr("value", 1.0)},
     doc="PyTorch's addmm: beta * input + alpha * (a @ b) for 2-D a and b, input broadcast to "
@@ -331,7 +331,7 @@ linear_op = Op(
     outputs=("out",),
     spec=_linear_spec,
     kernels={"cpu": _linear_cpu, "cuda": None},
-    dtypes=dt.FLOATS + dt.COMPLEX,
+    dtypes=dt.NUMERIC + dt.COMPLEX,
     ref=_linear_ref,
     attrs={"activation": Attr("str", "none", choices=("none", "relu"))},
     doc="PyTorch's F.linear: x @ weight.T + bias, x (..., in_features), weight (out_features, "

@@ -499,6 +499,10 @@ def avg_pool3d(
     x, added, (k, s, p, _), size = _window(
         fn, input, kernel_size, stride, padding, 1, ceil_mode, _avg_padding
     )
+    if dt.as_dtype(x.dtype).kind in "biu":  # (PyTorch truncates the mean once)
+        raise DTypeError(
+            f"{fn}: integer input is not supported: its two 2-D passes would truncate twice"
+        )
     with _named(fn):
         planes = ops.avg_pool2d(
             _planes(x), k[1:], s[1:], p[1:], ceil_mode, count_include_pad, divisor_override
