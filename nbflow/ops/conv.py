@@ -34,8 +34,6 @@ from . import shape as _shape
 from .index import take_along_axis
 
 FLOATS = dt.FLOATS
-# PyTorch convolves and pools integer tensors on the CPU too (no gradient)
-NUMERIC = dt.FLOATS + dt.INTS
 
 # ---------------------------------------------------------------- kernels
 
@@ -332,7 +330,7 @@ conv2d_op = Op(
     outputs=("out",),
     spec=_conv2d_spec,
     kernels={"cpu": _conv2d_cpu, "cuda": None},
-    dtypes=NUMERIC,
+    dtypes=dt.NUMERIC,  # (integers too, as PyTorch's: no gradient)
     ref=_conv_ref,
     attrs=CONV_ATTRS,
     doc=(
@@ -387,7 +385,7 @@ conv2d_input_grad = Op(
     outputs=("out",),
     spec=_input_grad_spec,
     kernels={"cpu": _input_grad_cpu, "cuda": None},
-    dtypes=NUMERIC,
+    dtypes=dt.NUMERIC,
     ref=_input_grad_ref,
     attrs=CONV_ATTRS,
     promote=(0, 1),
@@ -602,7 +600,7 @@ max_pool2d_op = Op(
     outputs=("out", "indices"),
     spec=_max_pool_spec,
     kernels={"cpu": _max_pool_cpu, "cuda": None},
-    dtypes=NUMERIC,
+    dtypes=dt.NUMERIC,
     ref=_max_pool_ref,
     attrs=POOL_ATTRS,
     doc=(
@@ -747,7 +745,7 @@ avg_pool2d_op = Op(
     outputs=("out",),
     spec=_avg_pool_spec,
     kernels={"cpu": _avg_pool_cpu, "cuda": None},
-    dtypes=NUMERIC,
+    dtypes=dt.NUMERIC,
     ref=_avg_pool_ref,
     attrs=AVG_ATTRS,
     doc=(
