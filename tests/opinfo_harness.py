@@ -433,7 +433,7 @@ def _grad_check(key, op, fn, sample):
     for i, (lt, ln) in enumerate(zip(leaves_t, leaves_n)):
         w = want[i]
         g = ln.grad
-        w = np.zeros(lt.shape) if w is None else w.resolve_conj().numpy()
+        w = np.zeros(lt.shape) if w is None else w.resolve_conj().numpy(force=True)  # (ZeroTensor)
         g = np.zeros(lt.shape) if g is None else g.numpy()
         if g.shape != w.shape:
             raise Mismatch("wrong_grad", f"grad {i}: shape {g.shape} != {w.shape}")

@@ -19,24 +19,7 @@ pytest.importorskip("expecttest")  # torch.testing._internal needs it (the `test
 import opinfo_harness as h  # noqa: E402
 
 # ---------------------------------------------------------------- documented differences
-_NO_ROUNDING_GRAD = "rounding and sign functions are not differentiable (PyTorch: a zero grad)"
 DOCUMENTED = {
-    **{
-        name: {"no_grad": _NO_ROUNDING_GRAD}
-        for name in (
-            "floor",
-            "ceil",
-            "round",
-            "round.decimals_0",
-            "round.decimals_3",
-            "round.decimals_neg_3",
-            "trunc",
-            "sign",
-            "sgn",
-            "div.floor_rounding",
-            "div.trunc_rounding",
-        )
-    },
     # avg_pool3d runs as two avg_pool2d passes: an integer mean would be truncated twice
     "nn.functional.avg_pool3d@int64": {"refused": "integer input raises a typed DTypeError"},
     # bernoulli draws are not differentiable in p (PyTorch: a zero gradient)

@@ -276,7 +276,7 @@ class Op:
       the CPU).
     - `grad(g, out, *inputs, **attrs)` returns one gradient (or None) per input, written with
       nbflow ops; for several outputs `g` and `out` are tuples. `differentiable=False` says
-      explicitly that the op has no gradient (its output is a constant: argmax, floor).
+      explicitly that the op has no gradient (its output is a constant: argmax, isnan).
       `no_derivative` says why the op's derivative is not implemented although its value
       depends on its float inputs (a Bessel function, ctc_loss's gradient): outputs are
       recorded and differentiating them raises GradientError with that reason, as PyTorch's

@@ -18,7 +18,7 @@ from ..core.errors import ArgumentError, AttrError, DomainError, ShapeError
 from ..kernels.cpu import vecmath
 from ._define import elementwise, inplace_variant
 from .complex_math import cast_dtype, complex_sgn, conj
-from .creation import check_memory_format
+from .creation import check_memory_format, zeros_like
 
 ALL, NUMERIC, FLOATS, COMPLEX = dt.ALL, dt.NUMERIC, dt.FLOATS, dt.COMPLEX
 SQRT_HALF = 0.7071067811865476
@@ -112,7 +112,7 @@ def _div_grad(g, out, x, y):
 div.defgrad(_div_grad)
 
 
-@elementwise(dtypes=NUMERIC, ref=np.floor_divide, differentiable=False)
+@elementwise(dtypes=NUMERIC, ref=np.floor_divide, )
 def floor_div(x, y):
     """Division rounded toward minus infinity (Python's //)."""
     return x // y
@@ -172,7 +172,7 @@ def abs(x):
 abs.defgrad(lambda g, out, x: (g * (complex_sgn(x) if dt.is_complex(x.dtype) else sign(x)),))
 
 
-@elementwise(dtypes=NUMERIC, ref=np.sign, differentiable=False)
+@elementwise(dtypes=NUMERIC, ref=np.sign, )
 def sign(x):
     """-1, 0 or 1 (NaN stays NaN)."""
     if x > 0:
@@ -188,7 +188,7 @@ def sign(x):
 _INTEGRAL = 4503599627370496.0  # 2 ** 52
 
 
-@elementwise(dtypes=NUMERIC, ref=np.floor, differentiable=False)
+@elementwise(dtypes=NUMERIC, ref=np.floor, )
 def floor(x):
     """The largest integer <= x (integers unchanged)."""
     if not -_INTEGRAL < x < _INTEGRAL:
@@ -196,7 +196,7 @@ def floor(x):
     return math.floor(x)
 
 
-@elementwise(dtypes=NUMERIC, ref=np.ceil, differentiable=False)
+@elementwise(dtypes=NUMERIC, ref=np.ceil, )
 def ceil(x):
     """The smallest integer >= x (integers unchanged)."""
     if not -_INTEGRAL < x < _INTEGRAL:
@@ -204,7 +204,7 @@ def ceil(x):
     return math.ceil(x)
 
 
-@elementwise(dtypes=NUMERIC, ref=np.trunc, differentiable=False)
+@elementwise(dtypes=NUMERIC, ref=np.trunc, )
 def trunc(x):
     """x rounded toward zero (integers unchanged)."""
     if not -_INTEGRAL < x < _INTEGRAL:
@@ -212,7 +212,7 @@ def trunc(x):
     return math.floor(x) if x >= 0 else math.ceil(x)
 
 
-@elementwise(dtypes=NUMERIC, ref=np.round, differentiable=False, cls=_Round)
+@elementwise(dtypes=NUMERIC, ref=np.round, cls=_Round)
 def round(x):
     """x rounded to the nearest integer, halves to even (numpy's and PyTorch's round)."""
     if not -_INTEGRAL < x < _INTEGRAL:
@@ -222,6 +222,16 @@ def round(x):
     if d > 0.5 or (d == 0.5 and f % 2 != 0):
         return f + 1
     return f
+
+
+def _zero_grads(g, out, *inputs):
+    """The gradient of a function constant between its jumps (rounding, sign, x // y): zero,
+    as PyTorch's and JAX's, so that a loss reached only through one still differentiates."""
+    return tuple(zeros_like(g) if needs_grad(a) else None for a in inputs)
+
+
+for _op in (floor_div, sign, floor, ceil, trunc, round):
+    _op.defgrad(_zero_grads)
 
 
 @elementwise(dtypes=NUMERIC + COMPLEX, ref=np.square)
