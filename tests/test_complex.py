@@ -466,10 +466,21 @@ def test_ops_not_opted_in_refuse_complex(call):
         call(z)
 
 
+def test_a_cast_to_a_real_dtype_keeps_the_real_part_and_warns():
+    """As PyTorch's (and numpy's): the imaginary part is dropped, with a warning; the
+    gradient is the real gradient as a complex one."""
+    z = nb.tensor([1.5 + 2j, -3.7 - 1j], requires_grad=True)
+    with pytest.warns(UserWarning, match="discards the imaginary part"):
+        assert z.float().tolist() == pytest.approx([1.5, -3.7]) and z.long().tolist() == [1, -3]
+    with pytest.warns(UserWarning):
+        (z.double() * nb.tensor([2.0, 3.0])).sum().backward()
+    assert z.grad.tolist() == [2 + 0j, 3 + 0j]
+
+
 def test_typed_errors():
     z, x = nb.tensor([1 + 1j]), nb.tensor([[1.0, 2.0, 3.0]])
     with pytest.raises(DTypeError, match="imaginary part"):
-        z.astype(nb.float32)  # PyTorch drops it with a warning: .real says so
+        nb.cast(z, dtype=nb.float32)  # (the op; astype takes the real part)
     with pytest.raises(DTypeError):
         nb.imag(x)
     with pytest.raises(DTypeError):

@@ -7,6 +7,7 @@ ops; the backward driver sums them back to broadcast shapes and casts them.
 
 import builtins
 import math
+import warnings
 
 import numpy as np
 from numba.extending import register_jitable
@@ -1215,10 +1216,18 @@ def clone(x, *, memory_format=None):
 
 def astype(x, dtype):
     """cast(x, dtype=dtype), with the dtype positional as in numpy; a complex x to bool is
-    x != 0."""
-    if dt.is_complex(x.dtype) and dt.as_dtype(dtype) == dt.bool_:
+    x != 0, and to another real dtype its real part, with PyTorch's (and numpy's) warning."""
+    target = dt.as_dtype(dtype)
+    if dt.is_complex(x.dtype) and target == dt.bool_:
         return ne(x, 0)
-    return cast(x, dtype=dtype)
+    if dt.is_complex(x.dtype) and not dt.is_complex(target):
+        from .complex_parts import real_part  # (complex_parts imports this module)
+
+        warnings.warn(
+            f"casting a {x.dtype} tensor to {target} discards the imaginary part", stacklevel=2
+        )
+        return cast(real_part(x), dtype=target)
+    return cast(x, dtype=target)
 
 
 def _copy_spec(x, src):

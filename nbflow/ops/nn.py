@@ -22,7 +22,7 @@ from ..kernels.cpu.jit import njit
 from ..kernels.cpu.templates import JIT, axis_rows, sum64, write_axis_rows
 from . import reduce as _reduce
 from . import shape as _shape
-from .elementwise import cast, exp
+from .elementwise import astype, exp
 
 FLOATS, INTS = dt.FLOATS, dt.INTS
 REDUCTIONS = ("mean", "sum", "none")
@@ -242,7 +242,7 @@ class _Softmax(Op):
 
     def __call__(self, *args, dtype=None, **attrs):
         if dtype is not None and args:
-            args = (cast(args[0], dtype=dtype), *args[1:])
+            args = (astype(args[0], dtype), *args[1:])
         return Op.__call__(self, *args, **attrs)
 
 
