@@ -319,7 +319,7 @@ def test_self_attention_grad_matches_the_op_by_op_gradient():
 
 
 def test_self_attention_grad_refuses_a_gradient_of_the_wrong_shape():
-    with pytest.raises(nb.ShapeError, match="self_attention_grad: g of shape"):
+    with pytest.raises(nb.ShapeError, match=r"self_attention_grad\(.*g of shape \(2, 3, 5\)"):
         nb.self_attention_grad(nb.ones((2, 3, 5)), nb.ones((2, 3, 12)), heads=2, scale=1.0)
 
 

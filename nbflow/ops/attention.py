@@ -24,6 +24,7 @@ from .nn import _softmax_grad_rows, _softmax_rows, softmax, softmax_grad
 from .shape import concat, permute, reshape, split
 
 NO_TRANS, TRANS = blas.NO_TRANS, blas.TRANS
+ATTRS = {"heads": Attr("int"), "scale": Attr("float")}
 
 
 def _spec(qkv, heads, scale):
@@ -169,7 +170,7 @@ self_attention = Op(
     },
     dtypes=dt.FLOATS,
     ref=_attention_ref,
-    attrs={"heads": Attr("int"), "scale": Attr("float")},
+    attrs=ATTRS,
     doc="Multi-head self-attention from the in-projection's output qkv (B, L, 3E), q, k and v "
     "side by side, each E columns of `heads` heads: softmax(q k^T * scale) v for each head, "
     "the heads side by side again -> (B, L, E). One kernel, two BLAS products a head.",
@@ -183,11 +184,11 @@ def _attention_grad(g, out, qkv, heads, scale):
 
 def _grad_spec(g, qkv, heads, scale):
     spec = _spec(qkv, heads, scale)
-    if len(g.shape) != 3 or any(a not in (b, UNKNOWN) and b != UNKNOWN
-                                for a, b in zip(g.shape, spec.shape)):  # fmt: skip
+    if len(g.shape) != 3 or not all(
+        UNKNOWN in (a, b) or a == b for a, b in zip(g.shape, spec.shape)
+    ):
         raise ShapeError(
-            f"self_attention_grad: g of shape {tuple(g.shape)} should be self_attention's "
-            f"output's, {tuple(spec.shape)}"
+            f"g of shape {tuple(g.shape)} should be self_attention's output's, {tuple(spec.shape)}"
         )
     return Spec(tuple(qkv.shape), dt.promote([g.dtype, qkv.dtype]))
 
@@ -203,7 +204,7 @@ self_attention_grad = Op(
     },
     dtypes=dt.FLOATS,
     ref=_attention_grad_ref,
-    attrs={"heads": Attr("int"), "scale": Attr("float")},
+    attrs=ATTRS,
     doc="The gradient of self_attention: its output's gradient g (B, L, E) and its input qkv "
     "-> qkv's gradient (B, L, 3E), q's, k's and v's side by side. One kernel, the weights "
     "recomputed, five BLAS products a head.",
