@@ -113,7 +113,7 @@ def _div_grad(g, out, x, y):
 div.defgrad(_div_grad)
 
 
-@elementwise(dtypes=NUMERIC, ref=np.floor_divide, )
+@elementwise(dtypes=NUMERIC, ref=np.floor_divide)
 def floor_div(x, y):
     """Division rounded toward minus infinity (Python's //)."""
     return x // y
@@ -173,7 +173,7 @@ def abs(x):
 abs.defgrad(lambda g, out, x: (g * (complex_sgn(x) if dt.is_complex(x.dtype) else sign(x)),))
 
 
-@elementwise(dtypes=NUMERIC, ref=np.sign, )
+@elementwise(dtypes=NUMERIC, ref=np.sign)
 def sign(x):
     """-1, 0 or 1 (NaN stays NaN)."""
     if x > 0:
@@ -189,7 +189,7 @@ def sign(x):
 _INTEGRAL = 4503599627370496.0  # 2 ** 52
 
 
-@elementwise(dtypes=NUMERIC, ref=np.floor, )
+@elementwise(dtypes=NUMERIC, ref=np.floor)
 def floor(x):
     """The largest integer <= x (integers unchanged)."""
     if not -_INTEGRAL < x < _INTEGRAL:
@@ -197,7 +197,7 @@ def floor(x):
     return math.floor(x)
 
 
-@elementwise(dtypes=NUMERIC, ref=np.ceil, )
+@elementwise(dtypes=NUMERIC, ref=np.ceil)
 def ceil(x):
     """The smallest integer >= x (integers unchanged)."""
     if not -_INTEGRAL < x < _INTEGRAL:
@@ -205,7 +205,7 @@ def ceil(x):
     return math.ceil(x)
 
 
-@elementwise(dtypes=NUMERIC, ref=np.trunc, )
+@elementwise(dtypes=NUMERIC, ref=np.trunc)
 def trunc(x):
     """x rounded toward zero (integers unchanged)."""
     if not -_INTEGRAL < x < _INTEGRAL:
