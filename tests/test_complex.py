@@ -957,6 +957,22 @@ EXTENDED = {
     "ldexp_complex_exponent": (lambda lib, a, b: lib.ldexp(a, b), [(2, 3), (2, 3)]),
     # (a real input that requires grad: PyTorch's backward raises)
     "ldexp_of_a_real_input": (lambda lib, b: lib.ldexp(lib.ones(2, 3), b), [(2, 3)]),
+    "cov": (lambda lib, a: lib.cov(a), [(3, 4)]),
+    "cov_weighted": (
+        lambda lib, a: lib.cov(
+            a,
+            correction=0,
+            fweights=lib.tensor([1, 2, 1, 3]),
+            aweights=lib.tensor([0.5, 2, 1.5, 1]),
+        ),
+        [(3, 4)],
+    ),
+    "cov_of_one_variable": (lambda lib, a: lib.cov(a), [(5,)]),
+    "corrcoef": (lambda lib, a: lib.corrcoef(a), [(3, 4)]),
+    "renorm": (lambda lib, a: lib.renorm(a, 2, 1, 3.5), [(3, 4, 2)]),
+    "renorm_p1": (lambda lib, a: lib.renorm(a, 1, -1, 6.0), [(3, 4, 2)]),
+    "gradient": (lambda lib, a: lib.gradient(a, spacing=2.0)[0], [(5,)]),
+    "gradient_edge_order_2": (lambda lib, a: lib.gradient(a, dim=1, edge_order=2)[0], [(3, 4)]),
 }
 
 
@@ -992,3 +1008,37 @@ def test_logaddexp_of_nan_and_infinite_parts_as_pytorch():
     # each part apart (a complex NaN is any NaN part): NaN + NaNj where PyTorch's is
     np.testing.assert_allclose(got.real, want.real, rtol=1e-12, atol=0)
     np.testing.assert_allclose(got.imag, want.imag, rtol=1e-12, atol=0)
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda lib: lib.linspace(1 + 1j, 2 + 3j, 5),
+        lambda lib: lib.linspace(-2, 3, 4, dtype=lib.complex128),
+        lambda lib: lib.linspace(lib.tensor(1 + 1j), 2, 3),
+        lambda lib: lib.linspace(1j, 2, 1),
+        lambda lib: lib.logspace(1 + 1j, 2 + 3j, 3),
+        lambda lib: lib.logspace(1 + 1j, 2, 4, base=-2.0),
+        lambda lib: lib.logspace(0, 2, 3, dtype=lib.complex128),
+        lambda lib: lib.logspace(0.1 + 0.3j, 2.7, 5, dtype=lib.complex128),
+    ],
+)
+def test_complex_ranges_as_pytorch(call):
+    torch = pytest.importorskip("torch")
+    got, want = call(nb), call(torch)
+    assert str(want.dtype) == f"torch.{np.dtype(got.dtype).name}"
+    np.testing.assert_allclose(got.numpy(), want.numpy(), **TOL[got.dtype])
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_in_place_random_fills_of_complex_tensors_as_pytorch(dtype):
+    """normal_ and uniform_ draw each part as PyTorch does (into the real view): a normal's
+    parts both have mean `mean` and std std / sqrt(2), a uniform's both lie in [from, to)."""
+    n = 20000
+    z = nb.zeros(n, dtype=dtype).normal_(3.0, 2.0).numpy()
+    assert z.dtype == dtype
+    for part in (z.real, z.imag):
+        assert abs(part.mean() - 3.0) < 0.05 and abs(part.std() - 2.0 / np.sqrt(2)) < 0.05
+    u = nb.zeros(n, dtype=dtype).uniform_(1.0, 2.0).numpy()
+    for part in (u.real, u.imag):
+        assert part.min() >= 1.0 and part.max() < 2.0 and abs(part.mean() - 1.5) < 0.02

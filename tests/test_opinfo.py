@@ -93,9 +93,7 @@ MAPPED = sorted(k for k in h.ENTRIES if h.resolve(k) is not None)
 # complex kernels (docs/eager.md, "Complex tensors"). Listed one by one, so that an op that
 # takes complex tensors and starts refusing them fails its entry's test.
 COMPLEX_REFUSED = (
-    *("corrcoef", "cov", "gradient", "renorm", "linspace", "linspace.tensor_overload"),
     *(f"nn.functional.conv{k}{d}d" for k in ("", "_transpose") for d in (1, 2, 3)),
-    *("normal.in_place", "uniform"),
     *("geqrf", "ormqr", "pca_lowrank", "svd_lowrank"),
 )
 DOCUMENTED.update(

@@ -497,13 +497,35 @@ def endpoint(name, arg, value):
 
 def linspace(start, stop, num, dtype=None, device=None, requires_grad=False):
     """num numbers from start to stop, evenly spaced (start and stop may be 0-d tensors); an
-    integer dtype holds the float64 values truncated toward zero, as PyTorch's."""
+    integer dtype holds the float64 values truncated toward zero, as PyTorch's. Complex ends
+    (or a complex dtype) give complex numbers, in the default complex dtype unless given."""
     start, stop = endpoint("linspace", "start", start), endpoint("linspace", "stop", stop)
+    if is_complex_range(start, stop, dtype):
+        return on_device(_complex_linspace(start, stop, num, dtype), device, requires_grad)
     if dtype is not None and dt.as_dtype(dtype) in dt.INTS:
         t = linspace_op(start=start, stop=stop, num=num, dtype=dt.float64).astype(dtype)
         return on_device(t, device, requires_grad)
     t = linspace_op(start=start, stop=stop, num=num, dtype=dtype)
     return on_device(t, device, requires_grad)
+
+
+def is_complex_range(start, end, dtype) -> bool:
+    """Whether linspace or logspace gives complex numbers: a complex dtype, or complex ends
+    with no dtype (with a real dtype, they are refused as a real range's)."""
+    if dtype is not None:
+        return dt.is_complex(dt.as_dtype(dtype))
+    return any(isinstance(v, (complex, np.complexfloating)) for v in (start, end))
+
+
+def _complex_linspace(start, stop, num, dtype):
+    # PyTorch's complex step (stop - start) / (num - 1) is the parts' steps: each part's range
+    from .complex_parts import complex as from_parts  # (complex_parts imports this module)
+
+    dtype = dt.to_complex(dt.default_float()) if dtype is None else dt.as_dtype(dtype)
+    start, stop = complex(start), complex(stop)
+    parts = (start.real, stop.real), (start.imag, stop.imag)
+    real, imag = (linspace_op(start=a, stop=b, num=num, dtype=dt.to_real(dtype)) for a, b in parts)
+    return from_parts(real, imag)
 
 
 def eye(n, m=None, dtype=None, device=None, requires_grad=False):

@@ -222,9 +222,9 @@ def dist(input, other, p=2):
 
 def renorm(input, p, dim, maxnorm):
     """input with each slice along `dim` whose p-norm exceeds maxnorm scaled down to norm
-    maxnorm (by maxnorm / (norm + 1e-7), as PyTorch)."""
-    if not dt.is_float(input.dtype):
-        raise DTypeError(f"renorm: input must be a float tensor, got {input.dtype}")
+    maxnorm (by maxnorm / (norm + 1e-7), as PyTorch); a complex slice's norm is its moduli's."""
+    if not (dt.is_float(input.dtype) or dt.is_complex(input.dtype)):
+        raise DTypeError(f"renorm: input must be a float or complex tensor, got {input.dtype}")
     p, maxnorm = number("renorm", "p", p), number("renorm", "maxnorm", maxnorm)
     if not p > 0 or not maxnorm >= 0:
         raise DomainError(f"renorm: p must be > 0 and maxnorm >= 0, got p={p}, maxnorm={maxnorm}")

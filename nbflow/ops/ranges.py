@@ -9,22 +9,27 @@ import numpy as np
 from ..argcheck import integer, number
 from ..core import dtypes as dt
 from ..core.errors import DomainError, DTypeError
-from .creation import endpoint, linspace, on_device
+from .creation import endpoint, is_complex_range, linspace, on_device
 from .elementwise import astype
 
 
 def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_grad=False):
     """`steps` numbers from base**start to base**end, evenly spaced in the exponent (start
-    and end may be 0-d tensors)."""
+    and end may be 0-d tensors). Complex ends (or a complex dtype) give complex numbers (the
+    principal powers), in the default complex dtype unless given."""
     start, end = endpoint("logspace", "start", start), endpoint("logspace", "end", end)
+    complex_range = is_complex_range(start, end, dtype)
     for arg, v in (("start", start), ("end", end), ("base", base)):
-        number("logspace", arg, v)
+        if not (complex_range and arg != "base" and isinstance(v, (complex, np.complexfloating))):
+            number("logspace", arg, v)
     steps = integer(steps, "logspace: steps", 0)
-    exponents = linspace(float(start), float(end), steps, dtype=dt.float64)
-    # computed in float64, then rounded once to the dtype asked for
+    wide = dt.complex128 if complex_range else dt.float64
+    exponents = linspace(start, end, steps, dtype=wide)
+    # computed in float64 (complex128), then rounded once to the dtype asked for
     values = float(base) ** exponents
-    dtype = dt.as_dtype(dtype)
-    return on_device(astype(values, dtype), device, requires_grad)
+    if dtype is None and complex_range:
+        dtype = dt.to_complex(dt.default_float())
+    return on_device(astype(values, dt.as_dtype(dtype)), device, requires_grad)
 
 
 def _triangle_indices(name, pick, row, col, offset, dtype, device):

@@ -158,27 +158,35 @@ def multinomial(probs, num_samples: int, replacement: bool = False, generator=No
 # ---------------------------------------------------------------- in-place fills
 
 
-def _float_target(name, x):
-    if not dt.is_float(x.dtype):
+def _float_target(name, x, complex_ok=False):
+    if not (dt.is_float(x.dtype) or (complex_ok and dt.is_complex(x.dtype))):
         raise DTypeError(f"{name}: fills a float tensor, got {x.dtype}")
 
 
+def _each_part(x, value):
+    """A number to add to draws of x's dtype: to each part of a complex one (PyTorch draws
+    into the complex tensor's real view, both parts alike)."""
+    return complex(value, value) if dt.is_complex(x.dtype) else value
+
+
 def uniform_(x, from_=0.0, to=1.0, *, generator=None):
-    """x filled with uniform draws in [from_, to)."""
-    _float_target("uniform_", x)
+    """x filled with uniform draws in [from_, to) (a complex x: each part's)."""
+    _float_target("uniform_", x, complex_ok=True)
     from_, to = real(from_, "uniform_: from_"), real(to, "uniform_: to")
     if not from_ <= to:
         raise DomainError(f"uniform_: expects from_ <= to, got from_={from_}, to={to}")
-    return copy_(x, rand_like(x, generator=generator) * (to - from_) + from_)
+    return copy_(x, rand_like(x, generator=generator) * (to - from_) + _each_part(x, from_))
 
 
 def normal_(x, mean=0.0, std=1.0, *, generator=None):
-    """x filled with normal draws of `mean` and `std` (>= 0)."""
-    _float_target("normal_", x)
+    """x filled with normal draws of `mean` and `std` (>= 0); a complex x's parts each have
+    mean `mean` and std std / sqrt(2), as PyTorch's."""
+    _float_target("normal_", x, complex_ok=True)
     mean, std = real(mean, "normal_: mean"), real(std, "normal_: std")
     if not std >= 0:
         raise DomainError(f"normal_: expects std >= 0, got {std}")
-    return copy_(x, randn_like(x, generator=generator) * std + mean)
+    # (randn_like of a complex dtype draws each part with std 1 / sqrt(2))
+    return copy_(x, randn_like(x, generator=generator) * std + _each_part(x, mean))
 
 
 def log_normal_(x, mean=1.0, std=2.0, *, generator=None):

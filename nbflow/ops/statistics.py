@@ -12,6 +12,7 @@ from ..argcheck import choice, integers, known_size, number
 from ..core import UNKNOWN
 from ..core import dtypes as dt
 from ..core.errors import ArgumentError, AttrError, DomainError, DTypeError, ShapeError
+from .complex_parts import complex, conj, imag, real
 from .elementwise import astype, clip, eq, floor_div, isnan, logical_not, maximum, mul, sqrt, where
 from .floating import _floats
 from .index import take_along_axis
@@ -73,13 +74,14 @@ def _weights(name, w, n, integer):
 def cov(input, *, correction=1, fweights=None, aweights=None):
     """The covariance matrix of the variables in input's rows (observations in its columns;
     a 1-D input is one variable, giving a 0-d result). fweights are integer frequencies and
-    aweights float importance weights of the observations, as numpy's cov."""
+    aweights float importance weights of the observations, as numpy's cov. Complex
+    variables give E[(x - mean) conj(y - mean)], as PyTorch's."""
     if input.ndim > 2:
         raise ShapeError(f"cov: input must have at most 2 dims, got {input.ndim}")
     if input.dtype == dt.bool_:
         raise DTypeError("cov: bool input is not supported")
     number("cov", "correction", correction)
-    x = _floats("cov", input)
+    x = _floats("cov", input, complex_ok=True)
     x = reshape(x, (1, -1)) if x.ndim < 2 else x
     # one variable gives a 0-d result (PyTorch squeezes): the rank needs the count known
     variables, n = known_size("cov", x, 0), x.shape[1]
@@ -112,18 +114,20 @@ def cov(input, *, correction=1, fweights=None, aweights=None):
     factor = where(factor > 0, factor, 0)
     centered = x - unsqueeze(avg, 1)
     weighted = centered if w is None else centered * w
-    c = matmul(centered, transpose(weighted, 0, 1)) / factor
+    c = matmul(centered, transpose(conj(weighted), 0, 1)) / factor
     return reshape(c, ()) if variables == 1 else c
 
 
 def corrcoef(input):
     """Pearson's correlation coefficients of the variables in input's rows (numpy's
-    corrcoef), clipped to [-1, 1]."""
+    corrcoef), clipped to [-1, 1] (complex coefficients: each part clipped, as PyTorch's)."""
     c = cov(input)
     if c.ndim == 0:  # one variable: 1, or NaN when its variance is 0, inf or NaN
         return c / c
-    std = sqrt(diagonal(c))
+    std = sqrt(real(diagonal(c)))  # (a complex variance is real: |x - mean|^2)
     c = c / unsqueeze(std, 1) / unsqueeze(std, 0)
+    if dt.is_complex(c.dtype):
+        return complex(clip(real(c), -1, 1), clip(imag(c), -1, 1))
     return clip(c, -1, 1)
 
 
@@ -183,9 +187,9 @@ def gradient(input, *, spacing=1, dim=None, edge_order=1):
     one-sided differences of order `edge_order` (1 or 2) at the ends. `spacing` is a number
     (one step for every dim), one number per dim, or one 1-D tensor of coordinates per dim
     (unevenly spaced samples; its values must be known: an eager tensor). spacing=None is
-    PyTorch's spelling of 1."""
+    PyTorch's spelling of 1. Complex samples differentiate as they are."""
     spacing = 1 if spacing is None else spacing
-    f = _floats("gradient", input)
+    f = _floats("gradient", input, complex_ok=True)
     dims = range(f.ndim) if dim is None else integers(dim, "gradient: dim")
     if f.ndim == 0 and dims:  # (axis_of lets a 0-d tensor's dim 0 through, as for a sum)
         raise ShapeError(f"gradient: a 0-d input has no dim {dims[0]} to differentiate along")
