@@ -973,6 +973,32 @@ EXTENDED = {
     "renorm_p1": (lambda lib, a: lib.renorm(a, 1, -1, 6.0), [(3, 4, 2)]),
     "gradient": (lambda lib, a: lib.gradient(a, spacing=2.0)[0], [(5,)]),
     "gradient_edge_order_2": (lambda lib, a: lib.gradient(a, dim=1, edge_order=2)[0], [(3, 4)]),
+    "conv1d": (
+        lambda lib, x, w, b: lib.nn.functional.conv1d(x, w, b, stride=2, padding=1, groups=2),
+        [(2, 4, 7), (4, 2, 3), (4,)],
+    ),
+    "conv2d": (
+        lambda lib, x, w, b: lib.nn.functional.conv2d(x, w, b, padding="same", dilation=2),
+        [(1, 2, 5, 5), (3, 2, 3, 3), (3,)],
+    ),
+    "conv3d": (
+        lambda lib, x, w: lib.nn.functional.conv3d(x, w),
+        [(1, 2, 4, 4, 4), (2, 2, 2, 2, 2)],
+    ),
+    "conv_transpose1d": (
+        lambda lib, x, w: lib.nn.functional.conv_transpose1d(x, w, stride=2),
+        [(2, 2, 5), (2, 3, 3)],
+    ),
+    "conv_transpose2d": (
+        lambda lib, x, w, b: lib.nn.functional.conv_transpose2d(
+            x, w, b, stride=2, output_padding=1
+        ),
+        [(1, 3, 4, 4), (3, 2, 3, 3), (2,)],
+    ),
+    "conv_transpose3d": (
+        lambda lib, x, w, b: lib.nn.functional.conv_transpose3d(x, w, b, stride=2),
+        [(2, 3, 3, 3), (2, 1, 2, 2, 2), (1,)],  # (an unbatched input)
+    ),
 }
 
 
@@ -1042,3 +1068,17 @@ def test_in_place_random_fills_of_complex_tensors_as_pytorch(dtype):
     u = nb.zeros(n, dtype=dtype).uniform_(1.0, 2.0).numpy()
     for part in (u.real, u.imag):
         assert part.min() >= 1.0 and part.max() < 2.0 and abs(part.mean() - 1.5) < 0.02
+
+
+@pytest.mark.parametrize(
+    "name, shape", [("Conv1d", (2, 2, 6)), ("Conv2d", (1, 2, 5, 5)), ("Conv3d", (1, 2, 4, 4, 4))]
+)
+def test_conv_modules_with_complex_parameters_as_pytorch(name, shape):
+    torch = pytest.importorskip("torch")
+    theirs = getattr(torch.nn, name)(2, 3, 3, padding=1, dtype=torch.complex128)
+    ours = getattr(nb.nn, name)(2, 3, 3, padding=1)
+    ours.weight = nb.nn.Parameter(nb.tensor(theirs.weight.detach().numpy()))
+    ours.bias = nb.nn.Parameter(nb.tensor(theirs.bias.detach().numpy()))
+    x = _z(shape, np.complex128)
+    want = theirs(torch.tensor(x)).detach().numpy()
+    np.testing.assert_allclose(ours(nb.tensor(x)).numpy(), want, **TOL[nb.complex128])

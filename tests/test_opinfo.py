@@ -92,10 +92,7 @@ MAPPED = sorted(k for k in h.ENTRIES if h.resolve(k) is not None)
 # the entries whose complex128 samples raise a typed DTypeError naming the op: ops without
 # complex kernels (docs/eager.md, "Complex tensors"). Listed one by one, so that an op that
 # takes complex tensors and starts refusing them fails its entry's test.
-COMPLEX_REFUSED = (
-    *(f"nn.functional.conv{k}{d}d" for k in ("", "_transpose") for d in (1, 2, 3)),
-    *("geqrf", "ormqr", "pca_lowrank", "svd_lowrank"),
-)
+COMPLEX_REFUSED = ("geqrf", "ormqr", "pca_lowrank", "svd_lowrank")
 DOCUMENTED.update(
     {
         f"{key}@complex128": {"refused": "no complex kernels: a typed DTypeError"}

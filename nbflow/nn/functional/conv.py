@@ -5,6 +5,8 @@
   layout (in_channels, out_channels / groups, kH, kW) is conv2d's (O, C / groups, kH, kW). Its
   own gradients are then conv2d (for the input) and conv2d's weight gradient. conv3d is the op
   of nbflow/ops/conv3d.py (vol2col + BLAS); conv_transpose3d is its input gradient likewise.
+- complex tensors: each convolution is three real convolutions of the parts (Gauss's product,
+  PyTorch's complex_convolution), so their gradients come from the parts' ops.
 - unfold gathers the taps of each axis with index_select; fold, its adjoint, scatters them back
   with index_put(accumulate=True). Index arrays are made in numpy, as constants.
 
@@ -12,6 +14,7 @@ Errors name the PyTorch function and its argument."""
 
 from __future__ import annotations
 
+import functools
 from typing import NamedTuple
 
 import numpy as np
@@ -19,21 +22,56 @@ import numpy as np
 from ... import ops
 from ...argcheck import integers
 from ...core import UNKNOWN
+from ...core import dtypes as dt
 from ...core.errors import AttrError, ShapeError
 from ...ops.conv import conv2d_input_grad, with_batch_dim
-from ...ops.conv3d import conv3d, conv3d_input_grad
+from ...ops.conv3d import conv3d as _real_conv3d
+from ...ops.conv3d import conv3d_input_grad
 from .helpers import ALL, _index, _ints, _named, _shaped_like, _unbatch, check_known_dims
 
-conv1d = ops.conv1d
+
+def _parts(t):
+    """(real part, imaginary part) of a tensor; a real one's imaginary part is zeros."""
+    if dt.is_complex(t.dtype):
+        return ops.real(t), ops.imag(t)
+    return t, ops.zeros_like(t)
 
 
-conv2d = ops.conv2d
+def _complex_convolution(conv):
+    """The convolution `conv` (input, weight, bias=None, ...) taking complex tensors too, as
+    PyTorch's complex_convolution: with input a + bi, weight c + di and bias e + fi, three real
+    convolutions (Gauss's product): A = conv(a, c, e), B = conv(b, d), C = conv(a + b, c + d,
+    e + f) give A - B + (C - A - B) i."""
+
+    @functools.wraps(conv)
+    def convolution(input, weight, bias=None, *args, **kwargs):
+        # (getattr: another argument is the real convolution's to refuse, with its message)
+        if not any(np.dtype(getattr(t, "dtype", "f8")).kind == "c" for t in (input, weight, bias)):
+            return conv(input, weight, bias, *args, **kwargs)
+        (a, b), (c, d) = _parts(input), _parts(weight)
+        e, f = (None, None) if bias is None else _parts(bias)
+        ac = conv(a, c, e, *args, **kwargs)
+        bd = conv(b, d, None, *args, **kwargs)
+        cross = conv(a + b, c + d, None if bias is None else e + f, *args, **kwargs)
+        return ops.complex(ac - bd, cross - ac - bd)
+
+    return convolution
+
+
+conv1d = _complex_convolution(ops.conv1d)
+
+
+conv2d = _complex_convolution(ops.conv2d)
+
+
+conv3d = _complex_convolution(_real_conv3d)
 
 
 def _transposed_size(n, k, s, p, op, d) -> int:
     return (n - 1) * s - 2 * p + d * (k - 1) + op + 1
 
 
+@_complex_convolution
 def conv_transpose2d(
     input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1
 ):
@@ -134,6 +172,7 @@ def _transposed_unpadded(kind, x, weight, size, padding, out_channels, geometry)
     return ops.pad(out, [(0, 0), (0, 0), *extra])
 
 
+@_complex_convolution
 def conv_transpose1d(
     input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1
 ):
@@ -278,6 +317,7 @@ TRANSPOSE3D = Transposed(
 )
 
 
+@_complex_convolution
 def conv_transpose3d(
     input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1
 ):

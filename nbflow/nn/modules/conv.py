@@ -6,10 +6,8 @@ from __future__ import annotations
 
 import math
 
-from ... import ops
 from ...argcheck import choice
 from ...core.errors import DomainError
-from ...ops.conv3d import conv3d
 from .. import functional as F
 from ..functional.conv import transposed_output_padding
 from .module import Module
@@ -108,7 +106,7 @@ class Conv2d(_ConvNd):
 
     def forward(self, x):
         x, padding = self._padded(x)
-        return ops.conv2d(x, self.weight, self.bias, *self._args(padding))
+        return F.conv2d(x, self.weight, self.bias, *self._args(padding))
 
 
 class Conv1d(_ConvNd):
@@ -118,7 +116,7 @@ class Conv1d(_ConvNd):
 
     def forward(self, x):
         x, padding = self._padded(x)
-        return ops.conv1d(x, self.weight, self.bias, *self._args(padding))
+        return F.conv1d(x, self.weight, self.bias, *self._args(padding))
 
 
 class _ConvTransposeNd(Module):
@@ -230,7 +228,7 @@ class Conv3d(_ConvNd):
 
     def forward(self, x):
         x, padding = self._padded(x)
-        return conv3d(x, self.weight, self.bias, *self._args(padding))
+        return F.conv3d(x, self.weight, self.bias, *self._args(padding))
 
 
 class ConvTranspose3d(_ConvTransposeNd):
