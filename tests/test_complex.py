@@ -1082,3 +1082,68 @@ def test_conv_modules_with_complex_parameters_as_pytorch(name, shape):
     x = _z(shape, np.complex128)
     want = theirs(torch.tensor(x)).detach().numpy()
     np.testing.assert_allclose(ours(nb.tensor(x)).numpy(), want, **TOL[nb.complex128])
+
+
+@pytest.mark.parametrize("shape", [(2, 6, 4), (2, 4, 6)])
+def test_low_rank_svd_and_pca_of_complex_matrices_as_pytorch(shape):
+    """Of a rank-2 complex matrix with q = 2 the random draw spans its range: U diag(S) V^H
+    reproduces it, S holds its singular values, and their gradient is PyTorch's."""
+    torch = pytest.importorskip("torch")
+    rows, cols = shape[1:]
+    a = _z((2, rows, 2), np.complex128) @ _z((2, 2, cols), np.complex128, seed=1)
+    m = nb.tensor(a, requires_grad=True)
+    u, s, v = nb.svd_lowrank(m, q=2)
+    np.testing.assert_allclose(((u * s[..., None, :]) @ v.mH).numpy(), a, rtol=1e-9, atol=1e-9)
+    tm = torch.tensor(a, requires_grad=True)
+    want = torch.svd_lowrank(tm, q=2)[1]
+    np.testing.assert_allclose(s.detach().numpy(), want.detach().numpy(), rtol=1e-9)
+    (s * nb.tensor([1.0, 2.0])).sum().backward()
+    (want * torch.tensor([1.0, 2.0])).sum().backward()
+    np.testing.assert_allclose(m.grad.numpy(), tm.grad.numpy(), rtol=1e-7, atol=1e-9)
+    centered = a - a.mean(axis=-2, keepdims=True)
+    u, s, v = nb.pca_lowrank(nb.tensor(a), q=2)
+    np.testing.assert_allclose(((u * s[..., None, :]) @ v.mH).numpy(), centered, atol=1e-9)
+
+
+def test_low_rank_svd_power_iterations_of_complex_matrices_converge():
+    """q below the rank: the power iterations (with A^H, not A^T) find the largest singular
+    values of a matrix whose spectrum falls fast."""
+    left = np.linalg.qr(_z((8, 3), np.complex128))[0]
+    right = np.linalg.qr(_z((5, 3), np.complex128, seed=1))[0]
+    a = (left * np.array([100.0, 10.0, 0.01])) @ right.conj().T
+    nb.manual_seed(0)
+    s = nb.svd_lowrank(nb.tensor(a), q=2, niter=3)[1].numpy()
+    np.testing.assert_allclose(s, [100.0, 10.0], rtol=1e-9)
+
+
+@pytest.mark.parametrize("shape", [(2, 5, 3), (2, 3, 5)])
+def test_geqrf_of_complex_matrices_as_lapack(shape):
+    """LAPACK's zgeqrf (PyTorch's): real diagonal R, complex tau; a column already real and
+    zero below the diagonal keeps tau = 0."""
+    torch = pytest.importorskip("torch")
+    a = _z(shape, np.complex128)
+    a[0, 1:, 0] = 0  # (the first column of the first matrix: nothing to reflect)
+    ours = [t.numpy() for t in nb.geqrf(nb.tensor(a))]
+    theirs = [t.numpy() for t in torch.geqrf(torch.tensor(a))]
+    for got, want in zip(ours, theirs):
+        np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("left", [True, False])
+@pytest.mark.parametrize("transpose", [False, True])
+def test_ormqr_of_complex_reflectors_as_pytorch(left, transpose):
+    torch = pytest.importorskip("torch")
+    a, c = _z((2, 5, 3), np.complex128), _z((2, 5, 4) if left else (2, 4, 5), np.complex128, 1)
+    reflectors, tau = torch.geqrf(torch.tensor(a))
+    tau = tau * 0.9  # (not a geqrf's own: the gradient of tau does not vanish by symmetry)
+    leaves = [reflectors.numpy(), tau.numpy(), c]
+    ours = [nb.tensor(x, requires_grad=True) for x in leaves]
+    theirs = [torch.tensor(x, requires_grad=True) for x in leaves]
+    out = nb.ormqr(*ours, left=left, transpose=transpose)
+    want = torch.ormqr(*theirs, left=left, transpose=transpose)
+    np.testing.assert_allclose(out.detach().numpy(), want.detach().numpy(), rtol=1e-10)
+    w = _z(out.shape, np.complex128, seed=2)
+    (out * nb.tensor(w)).real.sum().backward()
+    (want * torch.tensor(w)).real.sum().backward()
+    for x, y in zip(ours, theirs):
+        np.testing.assert_allclose(x.grad.numpy(), y.grad.numpy(), rtol=1e-8, atol=1e-10)

@@ -89,18 +89,6 @@ UNMAPPED = {
 MAPPED = sorted(k for k in h.ENTRIES if h.resolve(k) is not None)
 
 
-# the entries whose complex128 samples raise a typed DTypeError naming the op: ops without
-# complex kernels (docs/eager.md, "Complex tensors"). Listed one by one, so that an op that
-# takes complex tensors and starts refusing them fails its entry's test.
-COMPLEX_REFUSED = ("geqrf", "ormqr", "pca_lowrank", "svd_lowrank")
-DOCUMENTED.update(
-    {
-        f"{key}@complex128": {"refused": "no complex kernels: a typed DTypeError"}
-        for key in COMPLEX_REFUSED
-    }
-)
-
-
 def expected(key, dtype, kind):
     """The table ("DOCUMENTED" or "XFAIL") and key that list this outcome, or None."""
     for name, table in (("DOCUMENTED", DOCUMENTED), ("XFAIL", XFAIL)):

@@ -6,15 +6,19 @@ H_i = I - tau_i v_i v_i^T; it returns R in the upper triangle and v_i below the 
 column i (v_i's i-th entry is an implied 1, the entries above it 0), and tau (..., k). Each
 reflection is LAPACK's dlarfg: beta = -sign(alpha) |x| for the column x from the diagonal
 down (alpha its first entry), tau = (beta - alpha) / beta, v = x / (alpha - beta); a column
-already zero below the diagonal gets tau = 0 (H = I). Written with nbflow ops, so it runs in
-eager and graph mode and batched; PyTorch defines no gradient for geqrf, ormqr's is the
-matmuls'."""
+already zero below the diagonal gets tau = 0 (H = I). A complex A takes LAPACK's zlarfg: H_i =
+I - tau_i v_i v_i^H, beta = -sign(Re alpha) |x| real, tau = (beta - alpha) / beta, and geqrf
+applies H_i^H to the columns right of i (alpha real and the rest zero: H = I). Written with
+nbflow ops, so it runs in eager and graph mode and batched; PyTorch defines no gradient for
+geqrf, ormqr's is the matmuls'."""
 
 from ..core import dtypes as dt
 from ..core.errors import DTypeError, ShapeError
+from .complex_math import conj
+from .complex_parts import imag, real
 from .creation import eye, ones_like, zeros
-from .decomp import _mT
-from .elementwise import copysign, sqrt, where
+from .decomp import _mH
+from .elementwise import abs, astype, copysign, logical_and, sqrt, where
 from .linalg import matmul
 from .reduce import sum as sum_
 from .select import narrow, tril
@@ -22,11 +26,15 @@ from .shape import concat, unsqueeze
 
 
 def _reflector(x):
-    """dlarfg on columns x (..., r): (beta, tau, v) with v (..., r) whose first entry is 1."""
+    """dlarfg (zlarfg) on columns x (..., r): (beta, tau, v) with v (..., r) whose first entry
+    is 1."""
     alpha, rest = narrow(x, -1, 0, 1), narrow(x, -1, 1, x.shape[-1] - 1)
-    tail = sum_(rest * rest, axis=-1, keepdims=True)
+    tail = sum_(abs(rest) * abs(rest), axis=-1, keepdims=True)
     identity = tail == 0  # nothing to reflect: H = I
-    beta = where(identity, alpha, -copysign(sqrt(alpha * alpha + tail), alpha))
+    if dt.is_complex(x.dtype):  # (a complex alpha is still reflected, to make beta real)
+        identity = logical_and(identity, imag(alpha) == 0)
+    norm = sqrt(abs(alpha) * abs(alpha) + tail)
+    beta = where(identity, alpha, astype(-copysign(norm, real(alpha)), x.dtype))
     safe_beta = where(identity, ones_like(beta), beta)
     tau = where(identity, 0 * alpha, (beta - alpha) / safe_beta)
     scale = where(identity, 0 * alpha, 1 / where(identity, ones_like(beta), alpha - beta))
@@ -40,8 +48,8 @@ def _device(x):
 def _check_matrix(name, a):
     if a.ndim < 2:
         raise ShapeError(f"{name}: input must have at least 2 dims, got shape {tuple(a.shape)}")
-    if not dt.is_float(a.dtype):
-        raise DTypeError(f"{name}: needs a floating-point input, got {a.dtype}")
+    if not (dt.is_float(a.dtype) or dt.is_complex(a.dtype)):
+        raise DTypeError(f"{name}: needs a floating-point or complex input, got {a.dtype}")
     if -1 in tuple(a.shape[-2:]):
         raise ShapeError(f"{name}: the matrix dims of {tuple(a.shape)} must be known")
 
@@ -55,8 +63,9 @@ def geqrf(input):
         column = narrow(a, -1, i, 1)[..., 0]  # (..., m)
         beta, tau, v = _reflector(narrow(column, -1, i, m - i))
         taus.append(tau)
-        trailing = a[..., i:, i + 1 :]  # H_i applied to the columns right of i
-        trailing = trailing - matmul(unsqueeze(v * tau, -1), matmul(unsqueeze(v, -2), trailing))
+        trailing = a[..., i:, i + 1 :]  # H_i^H applied to the columns right of i
+        reflected = matmul(unsqueeze(conj(v), -2), trailing)
+        trailing = trailing - matmul(unsqueeze(v * conj(tau), -1), reflected)
         column = concat([narrow(column, -1, 0, i), beta, narrow(v, -1, 1, m - i - 1)], axis=-1)
         right = concat([a[..., :i, i + 1 :], trailing], axis=-2)
         a = concat([a[..., :, :i], unsqueeze(column, -1), right], axis=-1)
@@ -67,8 +76,8 @@ def geqrf(input):
 
 def ormqr(input, tau, other, left=True, transpose=False):
     """other multiplied by the Q of geqrf's (input, tau): Q other (left), other Q (left=False),
-    with Q^T instead when transpose. input (..., mn, k'), tau (..., k) with k <= k' <= mn,
-    other (..., m, n), mn = m when left, n otherwise."""
+    with Q^H (Q^T for real tensors) instead when transpose. input (..., mn, k'), tau (..., k)
+    with k <= k' <= mn, other (..., m, n), mn = m when left, n otherwise."""
     _check_matrix("ormqr", input)
     _check_matrix("ormqr", other)
     mn = other.shape[-2] if left else other.shape[-1]
@@ -86,13 +95,15 @@ def ormqr(input, tau, other, left=True, transpose=False):
         )
     v = tril(input, -1) + eye(mn, input.shape[-1], dtype=input.dtype, device=_device(input))
     out = other
-    # Q = H_1 ... H_k: Q^T C and C Q apply H_1 first, Q C and C Q^T apply H_k first
+    # Q = H_1 ... H_k: Q^H C and C Q apply H_1 first, Q C and C Q^H apply H_k first; Q^H's
+    # reflections are H_i^H = I - conj(tau_i) v_i v_i^H
     for i in range(k) if bool(left) == bool(transpose) else reversed(range(k)):
         vi, ti = narrow(v, -1, i, 1), unsqueeze(narrow(tau, -1, i, 1), -1)
+        ti = conj(ti) if transpose else ti
         if left:
-            out = out - matmul(vi * ti, matmul(_mT(vi), out))
+            out = out - matmul(vi * ti, matmul(_mH(vi), out))
         else:
-            out = out - matmul(matmul(out, vi) * ti, _mT(vi))
+            out = out - matmul(matmul(out, vi) * ti, _mH(vi))
     return out
 
 

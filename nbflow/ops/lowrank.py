@@ -4,13 +4,14 @@ range is drawn from A times a Gaussian matrix and refined by `niter` power itera
 after each product); the SVD of the small Q^T A then gives U = Q U_small, S and V. The draw
 is random (nbflow's global generator: nbflow.manual_seed fixes it); for q at least A's rank
 the factors reproduce A to rounding. Written with nbflow's qr, svd and matmul, so it
-differentiates through them."""
+differentiates through them. A complex A takes conjugate transposes (PyTorch's transjugate)
+and a complex draw: A - M ~ U diag(S) V^H."""
 
 from ..argcheck import integer
 from ..core import dtypes as dt
 from ..core.errors import DomainError, DTypeError, ShapeError
 from .creation import randn
-from .decomp import _mT, qr, svd
+from .decomp import _mH, qr, svd
 from .linalg import matmul
 from .reduce import mean
 from .shape import broadcast_to
@@ -26,7 +27,7 @@ def _approximate_basis(a, q, niter, m):
     r = randn(a.shape[-1], q, dtype=a.dtype, device=getattr(a, "device", None))
     basis = qr(_minus(matmul, a, m, r))[0]
     for _ in range(niter):
-        basis = qr(_minus(matmul, _mT(a), None if m is None else _mT(m), basis))[0]
+        basis = qr(_minus(matmul, _mH(a), None if m is None else _mH(m), basis))[0]
         basis = qr(_minus(matmul, a, m, basis))[0]
     return basis
 
@@ -34,8 +35,8 @@ def _approximate_basis(a, q, niter, m):
 def _check(name, A, q, niter):
     if A.ndim < 2:
         raise ShapeError(f"{name}: A must be a matrix or a batch of them, got shape {A.shape}")
-    if not dt.is_float(A.dtype):
-        raise DTypeError(f"{name}: A must be a float tensor, got {A.dtype}")
+    if not (dt.is_float(A.dtype) or dt.is_complex(A.dtype)):
+        raise DTypeError(f"{name}: A must be a float or complex tensor, got {A.dtype}")
     rows, cols = A.shape[-2:]
     q = min(6, rows, cols) if q is None else integer(q, f"{name}: q")
     niter = integer(niter, f"{name}: niter")
@@ -47,18 +48,18 @@ def _check(name, A, q, niter):
 
 
 def svd_lowrank(A, q=6, niter=2, M=None):
-    """(U, S, V) with A - M ~ U diag(S) V^T of rank q (M, a matrix broadcast to A's shape, is
+    """(U, S, V) with A - M ~ U diag(S) V^H of rank q (M, a matrix broadcast to A's shape, is
     subtracted without forming A - M; None is zero): U (..., m, q), S (..., q), V (..., n, q)
     for q <= min(m, n)."""
     q, niter = _check("svd_lowrank", A, 6 if q is None else q, 2 if niter is None else niter)
     tall = A.shape[-2] >= A.shape[-1]
     m = None if M is None else broadcast_to(M, tuple(A.shape))
     if not tall:  # (the basis is drawn for the longer side)
-        A, m = _mT(A), None if m is None else _mT(m)
+        A, m = _mH(A), None if m is None else _mH(m)
     basis = _approximate_basis(A, q, niter, m)
-    small = matmul(_mT(basis), A) if m is None else matmul(_mT(basis), A) - matmul(_mT(basis), m)
+    small = matmul(_mH(basis), A) if m is None else matmul(_mH(basis), A) - matmul(_mH(basis), m)
     u, s, vh = svd(small, full_matrices=False)
-    u, v = matmul(basis, u), _mT(vh)
+    u, v = matmul(basis, u), _mH(vh)
     return (u, s, v) if tall else (v, s, u)
 
 
