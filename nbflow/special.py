@@ -18,21 +18,19 @@ from .core import is_int, public
 from .core.errors import DomainError, UnsupportedError
 from .ops.elementwise import (
     astype,
-    digamma,
     erf,
     erfinv,
     exp2,
     expm1,
-    lgamma,
     log1p,
     logit,
-    polygamma,
     round,
     sigmoid,
     sinc,
     xlogy,
 )
 from .ops.floating import erfc, i0
+from .ops.gamma import digamma, lgamma, polygamma
 from .ops.nn import log_softmax as _log_softmax
 from .ops.nn import softmax as _softmax
 from .ops.reduce import logsumexp as _logsumexp

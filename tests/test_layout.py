@@ -44,7 +44,7 @@ BUDGET = 800  # lines per file
 # files over the budget today, capped at their current length: they may shrink, not grow
 OVER_BUDGET = {
     "kernels/cuda/skeletons.py": 1777,  # the CUDA skeletons of every kernel family
-    "ops/elementwise.py": 1515,  # one short declaration per elementwise op
+    "ops/elementwise.py": 1334,  # one short declaration per elementwise op
     "ops/conv.py": 1081,  # convolutions, pools and their gradients
     "graph/serialize.py": 1230,  # the program format, its schema checks and its loader
     "eager/tensor.py": 1132,  # Tensor, the eager trace and its plans

@@ -25,6 +25,7 @@ from . import (
     factorizations,
     floating,
     fourier,  # noqa: F401  (nbflow.fft's op: public there, not top-level)
+    gamma,
     histogram_nd,
     householder,
     index,
@@ -63,7 +64,7 @@ FAMILIES += (factorizations,)
 FAMILIES += (queries, signal, bitwise, floating, search, ranges, aliases)
 FAMILIES += (random_params, recurrent, layernorm, statistics, tiling)
 FAMILIES += (copies, complex_parts, strided, householder, histogram_nd)
-FAMILIES += (lowrank, attention)
+FAMILIES += (lowrank, attention, gamma)
 
 for _family in FAMILIES:
     globals().update({name: public(getattr(_family, name)) for name in _family.__all__})

@@ -28,8 +28,6 @@ from .elementwise import (
     INV_SQRT_2PI,
     SQRT_HALF,
     exp,
-    hurwitz_zeta_sum,
-    lgamma,
     log,
     log1p,
     logical_and,
@@ -38,6 +36,7 @@ from .elementwise import (
     xlogy,
 )
 from .floating import _I0_LARGE, _I0_SMALL, i0
+from .gamma import hurwitz_zeta_sum, lgamma
 
 sc = Deferred("scipy.special")  # (the references' functions)
 
@@ -768,7 +767,7 @@ def _zeta_ref(x, q):
 def zeta(x, q):
     """The Hurwitz zeta function sum_k (k + q)^-x (inf at x == 1, NaN for x < 1; for q <= 0
     inf at the integers and NaN unless x is an integer), as scipy's and PyTorch's: Cephes'
-    sum of the first terms, then Euler-Maclaurin (elementwise.hurwitz_zeta_sum, which
+    sum of the first terms, then Euler-Maclaurin (gamma.hurwitz_zeta_sum, which
     polygamma sums too)."""
     x, q = _f64(x), _f64(q)
     if x == 1:  # (Cephes' order of checks: zeta(NaN, 0) is inf, as scipy's)
