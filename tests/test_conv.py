@@ -131,13 +131,14 @@ def test_gradient_ops_match_their_references():
 def test_batch_loops_in_chunks_and_parts(monkeypatch, shifted, threaded, chunk_columns, small):
     """conv2d's batch loops with one image, a few or all of a part's per chunk, in turn or in
     parts over numba's threads (7 images: parts of 3 and 4; one image: the forward's columns
-    in parts), unfolding or (at stride 1) shifting, each product in one call or in blocks of
+    in parts), unfolding or shifting (strided too), each product in one call or in blocks of
     columns (a limit of 1024 multiply-adds splits the first case's products, shifted and
     unfolded): the three ops against their references, in float64 and float32."""
     monkeypatch.setattr(conv_columns.blas, "small_product_limit", lambda: small)
     monkeypatch.setattr(conv_columns, "CHUNK_COLUMNS", chunk_columns)
     monkeypatch.setattr(conv_columns, "THREADED_WORK", 0 if threaded else 1 << 62)
     monkeypatch.setattr(conv_columns, "SHIFTED_CHANNELS", 1 if shifted else 1 << 30)
+    monkeypatch.setattr(conv_columns, "SHIFTED_STRIDED_COLUMNS", 0)
     for xs, ws, attrs in CONV_CASES:
         for dtype, tol in ((np.float64, 1e-10), (np.float32, 1e-4)):
             x = RNG.standard_normal((7, *xs[1:])).astype(dtype)

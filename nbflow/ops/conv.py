@@ -2,8 +2,8 @@
 avg_pool2d and adaptive_avg_pool2d, in PyTorch's NCHW layout.
 
 conv2d lands its work on BLAS (conv_columns.py): images unfold into columns that one GEMM per
-group multiplies by the weights (at stride 1 the forward and the input gradient multiply each
-tap's weights by the padded images at its offset instead), over numba's threads, each calling
+group multiplies by the weights (the forward and the input gradient of most layers multiply
+each tap's weights by the padded images at its offset instead), over numba's threads, each calling
 OpenBLAS on one thread. The gradients are ops, `conv2d_input_grad` (the transposed
 convolution) and `conv2d_weight_grad`, whose gradients are again the three convolution ops:
 second derivatives work in both modes.

@@ -3,13 +3,14 @@
 A chunk of images at a time, a numba kernel unfolds them into columns (one row per (channel,
 kernel row, kernel column)), one GEMM per group multiplies the weights by them, and the input
 gradient folds the columns back (the adjoint); the weight gradient sums columns times output
-gradient. A 2-D convolution unfolds from a zero-padded copy of each image, and its whole loop
-over the batch is one numba kernel (`_forward_images`, `_input_grad_images`,
-`_weight_grad_images`) that calls CBLAS's GEMM by address, in turn or over numba's threads in
-parts of the batch (each part its own buffers): a Python loop of numpy matmuls, with the batch
-split over Python threads, spent its time on the GIL and on hand-offs. At stride 1 the forward
-and the input gradient use no columns: shifted products (below) read the padded images at
-each tap's offset. A batch smaller than numba's threads (inference at batch 1) splits each
+gradient. A 2-D convolution unfolds from a zero-padded copy of each image, split into its
+stride's planes (so that every column row is one contiguous run), and its whole loop over the
+batch is one numba kernel (`_forward_images`, `_input_grad_images`, `_weight_grad_images`)
+that calls CBLAS's GEMM by address, in turn or over numba's threads in parts of the batch
+(each part its own buffers): a Python loop of numpy matmuls, with the batch split over Python
+threads, spent its time on the GIL and on hand-offs. The forward and the input gradient of
+most layers use no columns: shifted products (below) read the planes at each tap's offset.
+A batch smaller than numba's threads (inference at batch 1) splits each
 forward product's columns over them instead (`_forward_split`). conv3d (its own im2col) and a
 BLAS without CBLAS symbols run the Python loop.
 """
@@ -30,83 +31,91 @@ ROW_MAJOR, NO_TRANS, TRANS = blas.ROW_MAJOR, blas.NO_TRANS, blas.TRANS
 
 
 @njit(**JIT)
-def _unfold_rows(x, padded, cols, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow):
-    """A chunk of images' columns from a zero-padded copy of each (Columns): image b of x
-    (B, C, H, W) goes into the interior of padded (C, Hp * Wp + tail, its border zero), and
-    column row (c, i, j) of cols (C * kh * kw, B * oh * ow), from column b * oh * ow on, reads
-    padded[c] from i*dh*Wp + j*dw: at stride 1 one run (ow is then Wp, the padded width),
-    else a strided run a row."""
-    n_images, channels, _, width = x.shape
-    row = width + 2 * pw
+def _unfold_rows(x, padded, cols, shifts, sh, sw, ph, pw, plane_h, oh, width):
+    """A chunk of images' columns from a zero-padded copy of each, split into planes
+    (Columns): image b of x (B, C, H, W) goes into padded (C, its planes + tail, the rest
+    zero), and column row (c, t) of cols (C * taps, B * oh * width), from column b * oh *
+    width on, is the run of padded[c] from tap t's shift."""
+    n_images, channels = x.shape[:2]
+    taps, m = shifts.shape[0], oh * width
     for b in range(n_images):
-        first = b * oh * ow
-        _interiors(x[b : b + 1], padded, ph, pw, 0, True)
+        _planes(x[b : b + 1], padded, shifts, sh, sw, ph, pw, plane_h, width, 0, True)
         for c in range(channels):
-            plane = padded[c]
-            for i in range(kh):
-                for j in range(kw):
-                    tap = cols[(c * kh + i) * kw + j]
-                    base = i * dh * row + j * dw
-                    if sh == 1 and sw == 1:
-                        run, dst = plane[base : base + oh * ow], tap[first : first + oh * ow]
-                        for q in range(oh * ow):
-                            dst[q] = run[q]
-                        continue
-                    for y in range(oh):
-                        start = base + y * sh * row
-                        run = plane[start : start + sw * (ow - 1) + 1 : sw]
-                        dst = tap[first + y * ow : first + (y + 1) * ow]
-                        for t in range(ow):
-                            dst[t] = run[t]
+            for t in range(taps):
+                run, dst = padded[c, shifts[t] : shifts[t] + m], cols[c * taps + t, b * m :]
+                for q in range(m):
+                    dst[q] = run[q]
 
 
 @njit(**JIT)
-def _fold_rows(cols, padded, dx, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow):
+def _fold_rows(cols, padded, dx, shifts, sh, sw, ph, pw, plane_h, oh, width):
     """The adjoint of _unfold_rows: for each image b of dx (B, C, H, W), each column row added
-    into padded (zeroed first) where it was read, then the interior copied to dx[b]."""
-    n_images, channels, _, width = dx.shape
-    row = width + 2 * pw
+    into padded (zeroed first) where it was read, then the planes' interior copied to
+    dx[b]."""
+    n_images, channels = dx.shape[:2]
+    taps, m = shifts.shape[0], oh * width
     for b in range(n_images):
-        first = b * oh * ow
         for c in range(channels):
-            plane = padded[c]
-            plane[:] = 0
-            for i in range(kh):
-                for j in range(kw):
-                    tap = cols[(c * kh + i) * kw + j]
-                    base = i * dh * row + j * dw
-                    if sh == 1 and sw == 1:
-                        run, src = plane[base : base + oh * ow], tap[first : first + oh * ow]
-                        for q in range(oh * ow):
-                            run[q] += src[q]
-                        continue
-                    for y in range(oh):
-                        start = base + y * sh * row
-                        run = plane[start : start + sw * (ow - 1) + 1 : sw]
-                        src = tap[first + y * ow : first + (y + 1) * ow]
-                        for t in range(ow):
-                            run[t] += src[t]
-        _interiors(dx[b : b + 1], padded, ph, pw, 0, False)
+            padded[c] = 0
+            for t in range(taps):
+                run, src = padded[c, shifts[t] : shifts[t] + m], cols[c * taps + t, b * m :]
+                for q in range(m):
+                    run[q] += src[q]
+        _planes(dx[b : b + 1], padded, shifts, sh, sw, ph, pw, plane_h, width, 0, False)
 
 
 @njit(**JIT)
-def _interiors(x, padded, ph, pw, image, to_padded):
-    """Each image b of x (B, C, H, W) and the interior of padded[:, b * image:] (C, image
-    entries an image, zero-padded rows of W + 2 pw): x copied in (to_padded; the border is
-    left as it is, zero), or the interior copied back to x (the adjoint's crop)."""
-    n_images, channels, height, width = x.shape
-    row = width + 2 * pw
+def _planes(x, padded, shifts, sh, sw, ph, pw, plane_h, width, image, to_padded):
+    """Each image b of x (B, C, H, W) and its zero-padded copy in padded[:, b * image:] (C,
+    image entries an image), split into sh * sw planes of plane_h rows of `width`: padded
+    position (r, s) lies in plane (r % sh, s % sw) at row r // sh, column s // sw, so that
+    every tap of a strided convolution reads one contiguous run, from shifts[t] (Columns; at
+    stride 1 the one plane is the padded image). Only the planes some tap reads take part (a
+    1x1 convolution at stride 2 reads one of four): x is copied into them (to_padded; the
+    rest is left as it is, zero), or their interior back to x, the rest of x zeroed (the
+    adjoint's crop). The loops run plane by plane, so no row divides by the stride, and
+    strides 1 and 2 have loops of their own: a constant stride vectorizes (2.3x on a 32x32
+    image's planes)."""
+    n_images, channels, height, w = x.shape
+    plane = plane_h * width
+    read = np.zeros(sh * sw, np.bool_)
+    for t in range(shifts.shape[0]):
+        read[shifts[t] // plane] = True
+    if not to_padded and not read.all():
+        x[...] = 0
     for b in range(n_images):
         for c in range(channels):
-            for y in range(height):
-                at = b * image + (y + ph) * row + pw
-                inner, image_row = padded[c, at : at + width], x[b, c, y]
-                if to_padded:
-                    for t in range(width):
-                        inner[t] = image_row[t]
-                else:
-                    for t in range(width):
-                        image_row[t] = inner[t]
+            for qy in range(sh):
+                y0 = (qy - ph) % sh  # the first row of x in plane row qy
+                for q in range(sw):
+                    if not read[qy * sw + q]:
+                        continue
+                    first = (q - pw) % sw  # the first entry of a row of x in plane column q
+                    count = (w - first + sw - 1) // sw
+                    at = b * image + (qy * sw + q) * plane + (y0 + ph) // sh * width
+                    at += (first + pw) // sw
+                    for y in range(y0, height, sh):
+                        run, line = padded[c, at : at + count], x[b, c, y, first:]
+                        at += width
+                        if to_padded:
+                            if sw == 1:
+                                for u in range(count):
+                                    run[u] = line[u]
+                            elif sw == 2:
+                                for u in range(count):
+                                    run[u] = line[2 * u]
+                            else:
+                                for u in range(count):
+                                    run[u] = line[sw * u]
+                        elif sw == 1:
+                            for u in range(count):
+                                line[u] = run[u]
+                        elif sw == 2:
+                            for u in range(count):
+                                line[2 * u] = run[u]
+                        else:
+                            for u in range(count):
+                                line[sw * u] = run[u]
 
 
 @njit(**JIT)
@@ -181,14 +190,14 @@ def _columns(flat, rows, m):
 @njit(**JIT)
 def _forward_images(
     gemm, x, taps, out, bias, cols, padded, products, groups, chunk,
-    kh, kw, sh, sw, ph, pw, dh, dw, oh, width, small, one, zero,
+    shifts, sh, sw, ph, pw, plane_h, oh, width, small, one, zero,
 ):  # fmt: skip
     """out = the convolution of x (N, C, H, W) by taps, plus bias[o] where bias has entries:
     shifted (below; taps (kh * kw, O, C / groups)) when cols has no entries, else from the
     columns (taps (1, O, C / groups * kh * kw))."""
     n, parts, o = x.shape[0], padded.shape[0], taps.shape[1]
-    image = (x.shape[2] + 2 * ph) * width if cols.shape[1] == 0 else oh * width
-    geometry = (kh, kw, sh, sw, ph, pw, dh, dw, oh, width)
+    image = sh * sw * plane_h * width if cols.shape[1] == 0 else oh * width
+    geometry = (shifts, sh, sw, ph, pw, plane_h, oh, width)
     for p in prange(parts):
         stop = n * (p + 1) // parts
         for a in range(n * p // parts, stop, chunk):
@@ -196,28 +205,28 @@ def _forward_images(
             m = (b - a - 1) * image + oh * width
             src = _source(x[a:b], cols[p], padded[p], groups * taps.shape[2], m, image, geometry)
             product = _columns(products[p], o, (b - a) * image)
-            args = (groups, kw, dh, dw, width, False, small, one, zero)
+            args = (groups, shifts, False, small, one, zero)
             _tap_products(gemm, taps, src, product, 0, m, *args)
             _place_rows(product, out[a:b], bias, width, image)
 
 
 @njit(**JIT)
 def _source(x, cols, padded, k, m, image, geometry):
-    """The forward's right operand for a chunk of images x: their zero-padded copies end to
+    """The forward's right operand for a chunk of images x: their zero-padded planes end to
     end (shifted: cols has no entries), else their columns (k rows of m)."""
-    kh, kw, sh, sw, ph, pw, dh, dw, oh, width = geometry
+    shifts, sh, sw, ph, pw, plane_h, oh, width = geometry
     if cols.size == 0:
-        _interiors(x, padded, ph, pw, image, True)
+        _planes(x, padded, shifts, sh, sw, ph, pw, plane_h, width, image, True)
         return padded
     c = _columns(cols, k, m)
-    _unfold_rows(x, padded, c, kh, kw, sh, sw, ph, pw, dh, dw, oh, width)
+    _unfold_rows(x, padded, c, *geometry)
     return c
 
 
 @njit(**JIT)
 def _input_grad_images(
     gemm, g, w2, dx, cols, padded, g_cols, groups, chunk,
-    kh, kw, sh, sw, ph, pw, dh, dw, oh, width, small, one, zero,
+    shifts, sh, sw, ph, pw, plane_h, oh, width, small, one, zero,
 ):  # fmt: skip
     """dx = the gradient of the convolution by w2 (O, C / groups * taps) with respect to its
     input, from the output gradient g: the transposed weights times g's columns, folded
@@ -238,13 +247,13 @@ def _input_grad_images(
                 blas.cblas_product_small(
                     gemm, w2[rows], gc[rows, :m], c[taps, :m], TRANS, one, zero, small
                 )
-            _fold_rows(c, padded[p], dx[a:b], kh, kw, sh, sw, ph, pw, dh, dw, oh, width)
+            _fold_rows(c, padded[p], dx[a:b], shifts, sh, sw, ph, pw, plane_h, oh, width)
 
 
 @njit(**JIT)
 def _weight_grad_images(
     gemm, x, g, totals, cols, padded, g_cols, groups, chunk,
-    kh, kw, sh, sw, ph, pw, dh, dw, oh, width, small, one, zero,
+    shifts, sh, sw, ph, pw, plane_h, oh, width, small, one, zero,
 ):  # fmt: skip
     """totals[p] (groups, C / groups * taps, O / groups), zeroed first, += part p's columns
     times its output gradient (the weight gradient transposed: OpenBLAS runs that form
@@ -260,7 +269,7 @@ def _weight_grad_images(
             b = min(a + chunk, stop)
             m = (b - a) * oh * width
             c = _columns(cols[p], groups * k, m)
-            _unfold_rows(x[a:b], padded[p], c, kh, kw, sh, sw, ph, pw, dh, dw, oh, width)
+            _unfold_rows(x[a:b], padded[p], c, shifts, sh, sw, ph, pw, plane_h, oh, width)
             blocks = blas.small_blocks(k, og, m, small)[0] != -1
             g_t, gc = _columns(g_cols[p], m, o), _columns(g_cols[p], o, m)  # (one buffer)
             if blocks:
@@ -279,22 +288,21 @@ def _weight_grad_images(
 
 
 # ---------------------------------------------------------------- shifted products
-# A stride-1 2-D convolution needs no columns: on a chunk's zero-padded images laid end to end
-# (`image` entries each, rows of the padded width), output position q of the grid reads input
-# q + i dh Wp + j dw at tap (i, j), so the output is the sum over taps of the tap's weights
-# (O, C) times the padded images shifted by that offset, each a GEMM on a view of one buffer.
-# The grid carries Wp - ow columns and Hp - oh rows more per image (dropped; their gradient is
-# zero). Unfolding wrote and read 9x the input per 3x3 layer; the weight gradient keeps it,
-# as its shifted products (O x C, the positions inner) ran slower than one of the columns
-# (docs/performance.md, the tenth round).
+# A 2-D convolution needs no columns: on a chunk's zero-padded images laid end to end, each
+# split into its stride's planes (`image` entries each; one plane, the padded image, at stride
+# 1), output position q of the grid reads input q + shift[t] at tap t (Columns.shifts), so
+# the output is the sum over taps of the tap's weights (O, C) times the planes shifted by that
+# offset, each a GEMM on a view of one buffer. The grid carries a plane's width - ow columns
+# more per output row and the rest of the image's planes more per image (dropped; their
+# gradient is zero). Unfolding wrote and read 9x the input per 3x3 layer; the weight gradient
+# keeps it, as its shifted products (O x C, the positions inner) ran slower than one of the
+# columns (docs/performance.md, the tenth round).
 
 
 @njit(**JIT)
-def _tap_products(
-    gemm, taps, src, dst, start, stop, groups, kw, dh, dw, width, adjoint, small, one, zero
-):
-    """For each tap t = (i, j), its shift s = i dh width + j dw and each group's rows (of O)
-    and channels (of C), over the columns q = start:stop: dst[rows, q] (+)= taps[t][rows] @
+def _tap_products(gemm, taps, src, dst, start, stop, groups, shifts, adjoint, small, one, zero):
+    """For each tap t, its shift s = shifts[t] and each group's rows (of O) and channels
+    (of C), over the columns q = start:stop: dst[rows, q] (+)= taps[t][rows] @
     src[channels, q + s] (the first tap stores), or, adjoint, dst[channels, q + s] +=
     taps[t][rows].T @ src[rows, q]. One tap of all the weights against the columns is the
     column layout's product. Each product runs in blocks of columns for OpenBLAS's
@@ -303,7 +311,7 @@ def _tap_products(
     n_taps, o, cg = taps.shape
     og = o // groups
     for t in range(n_taps):
-        a = start + (t // kw) * dh * width + (t % kw) * dw
+        a = start + shifts[t]
         b = a + stop - start
         for grp in range(groups):
             rows, chans = slice(grp * og, (grp + 1) * og), slice(grp * cg, (grp + 1) * cg)
@@ -321,13 +329,13 @@ def _tap_products(
 @njit(**JIT)
 def _input_grad_shifted(
     gemm, g, taps, dx, padded, g_grid, groups, chunk,
-    kh, kw, sh, sw, ph, pw, dh, dw, oh, width, small, one, zero,
+    shifts, sh, sw, ph, pw, plane_h, oh, width, small, one, zero,
 ):  # fmt: skip
-    """dx = the gradient of the stride-1 convolution by taps (kh * kw, O, C / groups) with
-    respect to its input, from the output gradient g: each tap's transposed weights times g,
-    added in at the tap's shift, then cropped."""
+    """dx = the gradient of the convolution by taps (kh * kw, O, C / groups) with respect to
+    its input, from the output gradient g: each tap's transposed weights times g, added in at
+    the tap's shift, then cropped."""
     n, parts, o = dx.shape[0], padded.shape[0], taps.shape[1]
-    image = (dx.shape[2] + 2 * ph) * width
+    image = sh * sw * plane_h * width
     for p in prange(parts):
         stop = n * (p + 1) // parts
         for a in range(n * p // parts, stop, chunk):
@@ -336,22 +344,22 @@ def _input_grad_shifted(
             _gather_rows(g[a:b], grid, width, image)
             padded[p] = 0
             m = (b - a - 1) * image + oh * width
-            args = (groups, kw, dh, dw, width, True, small, one, zero)
+            args = (groups, shifts, True, small, one, zero)
             _tap_products(gemm, taps, grid, padded[p], 0, m, *args)
-            _interiors(dx[a:b], padded[p], ph, pw, image, False)
+            _planes(dx[a:b], padded[p], shifts, sh, sw, ph, pw, plane_h, width, image, False)
 
 
 @njit(**JIT)
 def _forward_split(
     gemm, x, taps, out, bias, cols, padded, products, groups, chunk,
-    kh, kw, sh, sw, ph, pw, dh, dw, oh, width, small, one, zero,
+    shifts, sh, sw, ph, pw, plane_h, oh, width, small, one, zero,
 ):  # fmt: skip
     """_forward_images for a batch smaller than numba's threads (inference at batch 1): each
     chunk's product in as many ranges of its columns as the buffers have parts, one a thread
     (the first part's buffers serve them all)."""
     n, o, splits = x.shape[0], taps.shape[1], padded.shape[0]
-    image = (x.shape[2] + 2 * ph) * width if cols.shape[1] == 0 else oh * width
-    geometry = (kh, kw, sh, sw, ph, pw, dh, dw, oh, width)
+    image = sh * sw * plane_h * width if cols.shape[1] == 0 else oh * width
+    geometry = (shifts, sh, sw, ph, pw, plane_h, oh, width)
     for a in range(0, n, chunk):
         b = min(a + chunk, n)
         m = (b - a - 1) * image + oh * width
@@ -359,7 +367,7 @@ def _forward_split(
         product = _columns(products[0], o, (b - a) * image)
         for s in prange(splits):
             start, stop = m * s // splits, m * (s + 1) // splits
-            args = (groups, kw, dh, dw, width, False, small, one, zero)
+            args = (groups, shifts, False, small, one, zero)
             _tap_products(gemm, taps, src, product, start, stop, *args)
         _place_rows(product, out[a:b], bias, width, image)
 
@@ -371,48 +379,75 @@ THREADED_WORK = 1 << 22  # multiply-adds from which a convolution's batch is spl
 # 90 GFLOP/s on one image a product (1088 columns), 69 on eight.
 CHUNK_COLUMNS = 1024
 
-# input channels a group from which a stride-1 2-D convolution runs shifted products (each
-# tap's product has this inner dimension; from 8 they beat unfolding)
+# input channels a group from which a 2-D convolution runs shifted products (each tap's product
+# has this inner dimension; from 8 they beat unfolding)
 SHIFTED_CHANNELS = 8
+
+# output columns an image (its output rows at the planes' width) from which a strided 2-D
+# convolution runs shifted products: they take one image a chunk, as the grid between two
+# images' outputs spans the rest of the first one's planes (3/4 of them at stride 2)
+SHIFTED_STRIDED_COLUMNS = 256
 
 
 class Columns:
     """The column layout of a convolution's matmuls, a chunk of images at a time: images
     [start, stop) unfold to (G, C/G * taps, (stop - start) * L), whose product with the (G,
     O/G, C/G * taps) weights is their output as (G, O/G, (stop - start) * L). A 2-D convolution
-    unfolds from a zero-padded copy of each image, so no tap checks a bound: at stride 1 at the
-    padded width (L = oh * Wp), each column row one contiguous run of the padded image, the
-    products carrying Wp - ow columns more per output row, cropped off (their gradient columns
-    are zeros); at other strides a strided run per output row (L = oh * ow). conv3d uses its
-    own im2col (L = the output positions). With `shift` (CBLAS's GEMM to call), a stride-1
-    2-D convolution of SHIFTED_CHANNELS or more input channels a group runs shifted products
-    instead (above): a chunk's padded images end to end, `image` entries each."""
+    unfolds from a zero-padded copy of each image split into the stride's sh * sw planes
+    (_planes: padded position (r, s) in plane (r % sh, s % sw), each plane_h rows of `width`;
+    at stride 1 the one plane is the padded image), so that no tap checks a bound and each
+    column row is one contiguous run of the planes, from the tap's shift (`shifts`): L = oh *
+    width, the products carrying width - ow columns more per output row, cropped off (their
+    gradient columns are zeros). conv3d uses its own im2col (L = the output positions). With
+    `shift` (CBLAS's GEMM to call), a 2-D convolution of SHIFTED_CHANNELS or more input
+    channels a group runs shifted products instead (above; strided, one image a chunk, from
+    SHIFTED_STRIDED_COLUMNS): a chunk's planes end to end, `image` entries each."""
 
     def __init__(self, conv, x_shape, dtype, shift=False):
         self.conv, self.dtype = conv, dtype
         channels = x_shape[1]
         self.k = channels // conv.groups * math.prod(conv.kernel)
         self.from_padded = conv.dims == 2
+        self.shifted = False
+        if not self.from_padded:
+            self.length = self.image = math.prod(conv.out_hw)
+            self.chunk = max(1, min(x_shape[0], CHUNK_COLUMNS // self.image))
+            return
+        (ph, pw), (sh, sw) = conv.padding, conv.stride
+        self.plane_h, self.width = -(-(x_shape[2] + 2 * ph) // sh), -(-(x_shape[3] + 2 * pw) // sw)
+        self.length = conv.out_hw[0] * self.width
+        self.shifts = self._shifts()
+        planes = sh * sw * self.plane_h * self.width
+        strided = conv.stride != (1, 1)
         self.shifted = (
             shift
-            and self.from_padded
-            and conv.stride == (1, 1)
             and channels // conv.groups >= SHIFTED_CHANNELS
+            and (not strided or self.length >= SHIFTED_STRIDED_COLUMNS)
         )
-        if self.from_padded:
-            (ph, pw), (_, kw), (_, dw) = conv.padding, conv.kernel, conv.dilation
-            padded_width = x_shape[3] + 2 * pw
-            self.width = padded_width if conv.stride == (1, 1) else conv.out_hw[1]
-            self.length = conv.out_hw[0] * self.width
-            padded_image = (x_shape[2] + 2 * ph) * padded_width
-            self.image = padded_image if self.shifted else self.length
-        else:
-            self.length = self.image = math.prod(conv.out_hw)
+        self.image = planes if self.shifted else self.length
         self.chunk = max(1, min(x_shape[0], CHUNK_COLUMNS // self.image))
-        if self.from_padded:
-            tail = (kw - 1) * dw  # the last run reads this far past the padded images
-            images = self.chunk if self.shifted else 1
-            self.padded_shape = (channels, images * padded_image + tail)
+        if self.shifted and strided:
+            self.chunk = 1
+        tail = max(0, int(self.shifts.max()) + self.length - planes)  # the last run's reach
+        images = self.chunk if self.shifted else 1
+        self.padded_shape = (channels, images * planes + tail)
+
+    def _shifts(self):
+        """Where tap (i, j)'s run starts in an image's planes: kernel row i reads padded rows
+        y sh + i dh, those of plane row i dh % sh from row i dh // sh on, and likewise for the
+        columns."""
+        (kh, kw), (sh, sw), (dh, dw) = self.conv.kernel, self.conv.stride, self.conv.dilation
+        plane = self.plane_h * self.width
+        return np.array(
+            [
+                ((i * dh % sh) * sw + j * dw % sw) * plane
+                + (i * dh // sh) * self.width
+                + j * dw // sw
+                for i in range(kh)
+                for j in range(kw)
+            ],
+            np.int64,
+        )
 
     def run(self, kernel, loop, n, out_channels, split=None):
         """loop(kernel, parts) runs a batch loop (above) over a batch of n: small convolutions
@@ -497,15 +532,8 @@ class Columns:
             conv.col2im(cols, dx[start:stop], *conv.args(*conv.out_hw))
 
     def _rows_args(self):
-        conv = self.conv
-        return (
-            *conv.kernel,
-            *conv.stride,
-            *conv.padding,
-            *conv.dilation,
-            conv.out_hw[0],
-            self.width,
-        )
+        (sh, sw), (ph, pw) = self.conv.stride, self.conv.padding
+        return (self.shifts, sh, sw, ph, pw, self.plane_h, self.conv.out_hw[0], self.width)
 
     def grad_buffer(self, channels, dtype):
         """A thread's buffer for `grad` (zeros in the cropped columns)."""
