@@ -16,6 +16,12 @@ Fresh processes of one program differ too: the same @jit step runs at ~40 ms in 
 Transformer processes and ~52 ms in others, with the same thread choices made. So "jit / eager
 (one process)" compares nbflow's two modes where they can be compared fairly: both steps in one
 process, alternating in blocks of three.
+
+Batch-1 latency on two threads is bimodal for every framework here: in some minutes two
+threads doing independent L1-resident GEMMs each run at half speed, as if the machine's two
+cores shared one physical core, and PyTorch's batch-1 CNN moves between ~1.0 and ~1.5 ms just
+as nbflow's does. The one-thread rows (every framework's pools at one thread) are the stable
+comparison.
 """
 
 from __future__ import annotations
@@ -38,6 +44,11 @@ import models  # noqa: E402
 
 TRAIN_PEERS = ("torch", "torch.compile", "nbflow eager", "nbflow jit", "nbflow jit step")
 INFER_PEERS = ("torch", "nbflow eager", "nbflow jit")
+ONE_THREAD_PEERS = ("torch", "nbflow jit")
+# every thread pool at one thread, read when each library loads
+ONE_THREAD = dict.fromkeys(
+    ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS"), "1"
+)
 PEAK_GFLOPS = 245  # float32 FMA, both cores (shared/notes/performance-anchors.md)
 
 
@@ -175,16 +186,19 @@ def child(kind, name, peer, seconds):
 
 
 def run_child(kind, name, peer, seconds):
-    return in_fresh_process("real_models", f"child({kind!r}, {name!r}, {peer!r}, {seconds})")
+    env = ONE_THREAD if kind == "infer1" else {}
+    call = f"child({kind!r}, {name!r}, {peer!r}, {seconds})"
+    return in_fresh_process("real_models", call, env)
 
 
-def in_fresh_process(module, call):
+def in_fresh_process(module, call, env=None):
     """The JSON that `module.call` (a bench/ script's child function) prints, run in a fresh
-    Python process, so that no other framework's thread pools share it."""
+    Python process (its environment updated by `env`), so that no other framework's thread
+    pools share it."""
     code = (
         f"import sys; sys.path.insert(0, {str(ROOT / 'bench')!r}); import {module}; {module}.{call}"
     )
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env = dict(os.environ, PYTHONPATH=str(ROOT), **(env or {}))
     p = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
     if p.returncode:
         lines = p.stderr.strip().splitlines()
@@ -235,14 +249,21 @@ def report(names, peers, times, args):
             + f"{ratio(jit_step, torch_ms)} | "
             + (f"{rate:.0f} ({100 * rate / PEAK_GFLOPS:.0f}%) |" if rate else "n/a |")
         )
-    lines += ["", "| inference, batch 1 (ms) | " + " | ".join(INFER_PEERS) + " | jit / torch |"]
-    lines.append("|---" * (len(INFER_PEERS) + 2) + "|")
+    one = [f"one thread: {p}" for p in ONE_THREAD_PEERS]
+    lines += [
+        "",
+        "| inference, batch 1 (ms) | "
+        + " | ".join((*INFER_PEERS, "jit / torch", *one, "one thread: jit / torch"))
+        + " |",
+        "|---" * (len(INFER_PEERS) + len(one) + 3) + "|",
+    ]
     for name in args.infer:
         got = {p: times.get(("infer", name, p)) for p in INFER_PEERS}
-        cells = [f"{got[p]:.2f}" if got[p] is not None else "n/a" for p in INFER_PEERS]
-        lines.append(
-            f"| {name} | " + " | ".join(cells) + f" | {ratio(got['nbflow jit'], got['torch'])} |"
-        )
+        alone = {p: times.get(("infer1", name, p)) for p in ONE_THREAD_PEERS}
+        cells = [f"{t:.2f}" if t is not None else "n/a" for t in (*got.values(), *alone.values())]
+        cells.insert(len(got), ratio(got["nbflow jit"], got["torch"]))
+        cells.append(ratio(alone["nbflow jit"], alone["torch"]))
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
@@ -258,6 +279,7 @@ def main():
     jobs = [("train", name, peer) for name in args.models for peer in peers]
     jobs += [("modes", name, "nbflow") for name in args.models]
     jobs += [("infer", name, peer) for name in args.infer for peer in INFER_PEERS]
+    jobs += [("infer1", name, peer) for name in args.infer for peer in ONE_THREAD_PEERS]
     jobs.append(("interference", "mlp", "torch"))
     print(f"load average at the start: {os.getloadavg()[0]:.2f}", flush=True)
     times, errors = measure(jobs, args.rounds, args.seconds)
