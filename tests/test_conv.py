@@ -5,8 +5,12 @@ op's spec first), stride/padding/dilation/groups variants, float64 gradient chec
 second order), typed errors raised while the op is built, graph mode with an unknown batch
 dim, and PyTorch parity when torch is installed."""
 
+from unittest import mock
+
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import nbflow as nb
 from nbflow import dtypes as dt
@@ -153,6 +157,46 @@ def test_batch_loops_in_chunks_and_parts(monkeypatch, shifted, threaded, chunk_c
             dw = nb.conv2d_weight_grad(nb.tensor(x), nb.tensor(g), nb.tensor(w), **attrs)
             nt.assert_close(dx, nb.conv2d_input_grad.ref(g, w, x, **attrs), rtol=tol, atol=tol)
             nt.assert_close(dw, nb.conv2d_weight_grad.ref(x, g, w, **attrs), rtol=tol, atol=tol)
+
+
+@st.composite
+def conv_geometries(draw):
+    """A small convolution: batch, groups, channels a group, kernel, stride, padding and
+    dilation per axis, and an input large enough for one output position or more."""
+    groups = draw(st.sampled_from([1, 2]))
+    channels, outs = (groups * draw(st.integers(1, 3)) for _ in range(2))
+    kernel, stride, dilation, padding = (
+        tuple(draw(st.integers(lo, hi)) for _ in range(2))
+        for lo, hi in ((1, 3), (1, 3), (1, 2), (0, 2))
+    )
+    size = [
+        draw(st.integers(max(1, d * (k - 1) + 1 - 2 * p), 9))
+        for k, d, p in zip(kernel, dilation, padding)
+    ]
+    x_shape = (draw(st.integers(1, 3)), channels, *size)
+    attrs = {"stride": stride, "padding": padding, "dilation": dilation, "groups": groups}
+    return x_shape, (outs, channels // groups, *kernel), attrs
+
+
+@given(conv_geometries(), st.booleans(), st.booleans())
+def test_conv2d_ops_on_any_geometry(geometry, shifted, threaded):
+    """The three conv2d ops on random geometries (strides 1-3: the planes some tap reads, or
+    none), by shifted products or by columns, in turn or over the threads: the forward against
+    the direct loops above, the gradients against their references, in float64."""
+    xs, ws, attrs = geometry
+    x, w = RNG.standard_normal(xs), RNG.standard_normal(ws)
+    with (
+        mock.patch.object(conv_columns, "SHIFTED_CHANNELS", 1 if shifted else 1 << 30),
+        mock.patch.object(conv_columns, "SHIFTED_STRIDED_COLUMNS", 0),
+        mock.patch.object(conv_columns, "THREADED_WORK", 0 if threaded else 1 << 62),
+    ):
+        out = nb.conv2d_op(nb.tensor(x), nb.tensor(w), **attrs)
+        g = RNG.standard_normal(out.shape)
+        dx = nb.conv2d_input_grad(nb.tensor(g), nb.tensor(w), nb.tensor(x), **attrs)
+        dw = nb.conv2d_weight_grad(nb.tensor(x), nb.tensor(g), nb.tensor(w), **attrs)
+    nt.assert_close(out, conv2d_numpy(x, w, **attrs), rtol=1e-10, atol=1e-10)
+    nt.assert_close(dx, nb.conv2d_input_grad.ref(g, w, x, **attrs), rtol=1e-10, atol=1e-10)
+    nt.assert_close(dw, nb.conv2d_weight_grad.ref(x, g, w, **attrs), rtol=1e-10, atol=1e-10)
 
 
 def test_conv1d_is_conv2d_of_height_one():
