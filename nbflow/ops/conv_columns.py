@@ -81,8 +81,12 @@ def _planes(x, padded, shifts, sh, sw, ph, pw, plane_h, width, image, to_padded)
     read = np.zeros(sh * sw, np.bool_)
     for t in range(shifts.shape[0]):
         read[shifts[t] // plane] = True
-    if not to_padded and not read.all():
-        x[...] = 0
+    # a loop, not read.all(): loading all's cached code imports numba's lowering registries,
+    # which a warm process otherwise never loads (tests/test_startup.py)
+    for q in range(sh * sw):
+        if not to_padded and not read[q]:
+            x[...] = 0
+            break
     for b in range(n_images):
         for c in range(channels):
             for qy in range(sh):
