@@ -432,6 +432,10 @@ def test_is_tensor_as_tensor_and_the_default_dtype():
     with pytest.raises(nb.ShapeError):
         nb.as_tensor([[1], [2, 3]])
     assert nb.get_default_dtype() == np.float32 == nb.tensor(1.5).dtype
+    # numpy scalars keep their dtype, as in PyTorch; Python scalars take the defaults
+    scalars = (np.float64(1.5), np.float16(1.5), np.int32(3), np.complex128(1j), np.bool_(True))
+    assert [nb.tensor(v).dtype for v in scalars] == [v.dtype for v in scalars]
+    assert (nb.tensor(3).dtype, nb.tensor(1j).dtype) == (np.int64, np.complex64)
     assert nb.jit(lambda t: t * nb.is_tensor(t))(nb.ones(2)).numpy().tolist() == [1.0, 1.0]
 
 

@@ -1083,13 +1083,13 @@ for _name, _op in COMPARISONS.items():
 
 def _infer_dtype(data) -> np.dtype:
     a = np.asarray(data)
-    if a.dtype.kind in "fc" and not isinstance(data, np.ndarray):  # Python floats: float32
-        return dt.to_complex(dt.default_float()) if a.dtype.kind == "c" else dt.default_float()
-    if a.dtype.kind in "iu" and not isinstance(data, np.ndarray):
-        return dt.DEFAULT_INT
     if a.dtype.kind not in "biufc":
         raise DTypeError(f"cannot make a tensor from data of dtype {a.dtype}")
-    return dt.widen(a.dtype.newbyteorder("="))  # (a big-endian array's values, held natively)
+    if a.dtype.kind == "b" or isinstance(data, (np.ndarray, np.generic)):  # numpy's dtype kept
+        return dt.widen(a.dtype.newbyteorder("="))  # (a big-endian array's values, held natively)
+    if a.dtype.kind == "c":  # Python numbers take the defaults (floats: float32)
+        return dt.to_complex(dt.default_float())
+    return dt.default_float() if a.dtype.kind == "f" else dt.DEFAULT_INT
 
 
 def tensor(data, dtype=None, requires_grad: bool = False, device=None) -> Tensor:

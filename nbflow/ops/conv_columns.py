@@ -83,10 +83,11 @@ def _planes(x, padded, shifts, sh, sw, ph, pw, plane_h, width, image, to_padded)
         read[shifts[t] // plane] = True
     # a loop, not read.all(): loading all's cached code imports numba's lowering registries,
     # which a warm process otherwise never loads (tests/test_startup.py)
-    for q in range(sh * sw):
-        if not to_padded and not read[q]:
-            x[...] = 0
-            break
+    if not to_padded:
+        for q in range(sh * sw):
+            if not read[q]:
+                x[...] = 0
+                break
     for b in range(n_images):
         for c in range(channels):
             for qy in range(sh):
