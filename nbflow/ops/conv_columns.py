@@ -15,6 +15,7 @@ forward product's columns over them instead (`_forward_split`). conv3d (its own 
 BLAS without CBLAS symbols run the Python loop.
 """
 
+import functools
 import math
 
 import numpy as np
@@ -394,6 +395,24 @@ SHIFTED_CHANNELS = 8
 SHIFTED_STRIDED_COLUMNS = 256
 
 
+@functools.lru_cache(maxsize=256)
+def tap_shifts(kernel, stride, dilation, plane_h, width):
+    """Where each tap (i, j)'s run starts in an image's planes (Columns): kernel row i reads
+    padded rows y sh + i dh, those of plane row i dh % sh from row i dh // sh on, and likewise
+    for the columns. Kept per geometry: building it took 3 us of every convolution call (the
+    kernels only read it)."""
+    (kh, kw), (sh, sw), (dh, dw) = kernel, stride, dilation
+    plane = plane_h * width
+    return np.array(
+        [
+            ((i * dh % sh) * sw + j * dw % sw) * plane + (i * dh // sh) * width + j * dw // sw
+            for i in range(kh)
+            for j in range(kw)
+        ],
+        np.int64,
+    )
+
+
 class Columns:
     """The column layout of a convolution's matmuls, a chunk of images at a time: images
     [start, stop) unfold to (G, C/G * taps, (stop - start) * L), whose product with the (G,
@@ -401,7 +420,7 @@ class Columns:
     unfolds from a zero-padded copy of each image split into the stride's sh * sw planes
     (_planes: padded position (r, s) in plane (r % sh, s % sw), each plane_h rows of `width`;
     at stride 1 the one plane is the padded image), so that no tap checks a bound and each
-    column row is one contiguous run of the planes, from the tap's shift (`shifts`): L = oh *
+    column row is one contiguous run of the planes, from the tap's shift (tap_shifts): L = oh *
     width, the products carrying width - ow columns more per output row, cropped off (their
     gradient columns are zeros). conv3d uses its own im2col (L = the output positions). With
     `shift` (CBLAS's GEMM to call), a 2-D convolution of SHIFTED_CHANNELS or more input
@@ -421,7 +440,7 @@ class Columns:
         (ph, pw), (sh, sw) = conv.padding, conv.stride
         self.plane_h, self.width = -(-(x_shape[2] + 2 * ph) // sh), -(-(x_shape[3] + 2 * pw) // sw)
         self.length = conv.out_hw[0] * self.width
-        self.shifts = self._shifts()
+        self.shifts = tap_shifts(conv.kernel, conv.stride, conv.dilation, self.plane_h, self.width)
         planes = sh * sw * self.plane_h * self.width
         strided = conv.stride != (1, 1)
         self.shifted = (
@@ -436,23 +455,6 @@ class Columns:
         tail = max(0, int(self.shifts.max()) + self.length - planes)  # the last run's reach
         images = self.chunk if self.shifted else 1
         self.padded_shape = (channels, images * planes + tail)
-
-    def _shifts(self):
-        """Where tap (i, j)'s run starts in an image's planes: kernel row i reads padded rows
-        y sh + i dh, those of plane row i dh % sh from row i dh // sh on, and likewise for the
-        columns."""
-        (kh, kw), (sh, sw), (dh, dw) = self.conv.kernel, self.conv.stride, self.conv.dilation
-        plane = self.plane_h * self.width
-        return np.array(
-            [
-                ((i * dh % sh) * sw + j * dw % sw) * plane
-                + (i * dh // sh) * self.width
-                + j * dw // sw
-                for i in range(kh)
-                for j in range(kw)
-            ],
-            np.int64,
-        )
 
     def run(self, kernel, loop, n, out_channels, split=None):
         """loop(kernel, parts) runs a batch loop (above) over a batch of n: small convolutions
