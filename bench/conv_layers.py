@@ -16,6 +16,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
 
+from machine import openblas  # noqa: E402
 from real_models import in_fresh_process, time_steps  # noqa: E402
 
 # (name, N, C_in, C_out, H, kernel, stride, padding): the layers of bench/models.py's cnn
@@ -85,6 +86,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
+    print(openblas() + "\n")
     runs = {"nbflow": [], "torch": []}
     for _ in range(args.rounds):
         for peer in runs:

@@ -41,6 +41,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 import models  # noqa: E402
+from machine import openblas  # noqa: E402
 
 TRAIN_PEERS = ("torch", "torch.compile", "nbflow eager", "nbflow jit", "nbflow jit step")
 INFER_PEERS = ("torch", "nbflow eager", "nbflow jit")
@@ -49,7 +50,6 @@ ONE_THREAD_PEERS = ("torch", "nbflow jit")
 ONE_THREAD = dict.fromkeys(
     ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS"), "1"
 )
-PEAK_GFLOPS = 245  # float32 FMA, both cores (shared/notes/performance-anchors.md)
 
 
 # ---------------------------------------------------------------- in the child process
@@ -227,10 +227,11 @@ def ratio(a, b):
     return f"{a / b:.2f}x" if a is not None and b else "n/a"
 
 
-def report(names, peers, times, args):
+def report(names, peers, times, args, gemm):
+    """The tables; `gemm`: the GFLOP/s of a large GEMM, the training rows' ceiling."""
     lines = [
         "| training step (ms) | " + " | ".join(peers) + " | eager / torch | jit / torch "
-        "| jit / eager | jit / eager (one process) | jit step / torch | jit GFLOP/s (% of peak) |",
+        "| jit / eager | jit / eager (one process) | jit step / torch | jit GFLOP/s (% of GEMM) |",
         "|---" * (len(peers) + 7) + "|",
     ]
     for name in names:
@@ -247,7 +248,7 @@ def report(names, peers, times, args):
             + f" | {ratio(eager, torch_ms)} | {ratio(jit, torch_ms)} | {ratio(jit, eager)} | "
             + f"{same} | "
             + f"{ratio(jit_step, torch_ms)} | "
-            + (f"{rate:.0f} ({100 * rate / PEAK_GFLOPS:.0f}%) |" if rate else "n/a |")
+            + (f"{rate:.0f} ({100 * rate / gemm:.0f}%) |" if rate else "n/a |")
         )
     one = [f"one thread: {p}" for p in ONE_THREAD_PEERS]
     lines += [
@@ -282,9 +283,12 @@ def main():
     jobs += [("infer1", name, peer) for name in args.infer for peer in ONE_THREAD_PEERS]
     jobs.append(("interference", "mlp", "torch"))
     print(f"load average at the start: {os.getloadavg()[0]:.2f}", flush=True)
+    print(openblas())
+    gemm = in_fresh_process("machine", "child()")
+    print(f"a 2048^3 float32 GEMM (numpy, all threads): {gemm:.0f} GFLOP/s\n", flush=True)
     times, errors = measure(jobs, args.rounds, args.seconds)
     interference = times.pop(("interference", "mlp", "torch"), None)
-    print(report(args.models, peers, times, args))
+    print(report(args.models, peers, times, args, gemm))
     if interference is not None:
         alone, after = interference
         print(

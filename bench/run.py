@@ -34,6 +34,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # benchmark the working tree, installed or not
 
+from machine import FORCING, cpu, openblas  # noqa: E402
+
 import nbflow  # noqa: E402
 from nbflow import nn  # noqa: E402
 
@@ -661,32 +663,13 @@ def versions() -> str:
     return f"nbflow {nbflow.__version__} | " + ", ".join(vers)
 
 
-def machine() -> str:
-    """The CPU as lscpu names it, cores, memory."""
-    try:
-        text = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
-        info = {
-            k.strip(): v.strip()
-            for k, v in (ln.split(":", 1) for ln in text.splitlines() if ":" in ln)
-        }
-        cpu = f"{info.get('Model name', '?')} (family {info.get('CPU family')}, model "
-        cpu += f"{info.get('Model')}), {info.get('CPU(s)')} CPUs, L3 {info.get('L3 cache', '?')}"
-        if info.get("Hypervisor vendor"):
-            cpu += f", {info['Hypervisor vendor']} guest"
-    except OSError:
-        cpu = f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs"
-    try:
-        mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
-        cpu += f", {mem:.0f} GiB RAM"
-    except (ValueError, OSError):
-        pass
-    return cpu
-
-
 def header():
     print(versions())
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
-    print(f"{machine()}, load {load:.2f}, {time.strftime('%Y-%m-%d %H:%M')}")
+    print(f"{cpu()}, load {load:.2f}, {time.strftime('%Y-%m-%d %H:%M')}")
+    print(openblas())
+    if any(k in os.environ for k in FORCING):
+        NOTES.append(openblas())
     if load > 0.5:
         NOTES.append(
             f"the machine was busy at the start (1-min load {load:.2f}): the 2-thread rows "
@@ -703,7 +686,7 @@ def write_docs(table: Table, notes: list[str]):
     begin, end = "<!-- bench:begin -->", "<!-- bench:end -->"
     block = [
         begin,
-        f"Measured with `python bench/run.py` on {time.strftime('%Y-%m-%d')}: {machine()}.",
+        f"Measured with `python bench/run.py` on {time.strftime('%Y-%m-%d')}: {cpu()}.",
         f"{versions()}.",
         "",
         *table.lines(markdown=True),
