@@ -140,6 +140,7 @@ def test_batch_loops_in_chunks_and_parts(monkeypatch, shifted, threaded, chunk_c
     unfolded): the three ops against their references, in float64 and float32."""
     monkeypatch.setattr(conv_columns.blas, "small_product_limit", lambda: small)
     monkeypatch.setattr(conv_columns, "CHUNK_COLUMNS", chunk_columns)
+    monkeypatch.setattr(conv_columns, "SHIFTED_CHUNK_COLUMNS", chunk_columns)
     monkeypatch.setattr(conv_columns, "THREADED_WORK", 0 if threaded else 1 << 62)
     monkeypatch.setattr(conv_columns, "SHIFTED_CHANNELS", 1 if shifted else 1 << 30)
     monkeypatch.setattr(conv_columns, "SHIFTED_STRIDED_COLUMNS", 0)
