@@ -364,6 +364,8 @@ def index_cases():
     bn_affine = REGISTRY["batch_norm_train_affine"]
     fn = lambda x, w, b: bn_affine(x, w, b, eps=1e-5)
     yield "batch_norm_train_affine", "NCS", fn, [x, *per_channel]
+    fn = lambda x, w, b: bn_affine(x, w, b, eps=1e-5, activation="relu")
+    yield "batch_norm_train_affine", "NCS, relu", fn, [x, *per_channel]
     bn_affine_grad = REGISTRY["batch_norm_train_affine_grad"]
     fn = lambda g, x, w: bn_affine_grad(g, x, w, eps=1e-5)
     yield "batch_norm_train_affine_grad", "NCS", fn, [values(shape, dt.float32), x, per_channel[0]]

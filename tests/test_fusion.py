@@ -959,3 +959,69 @@ def test_a_random_chain_and_reduction_fused_equals_unfused_bit_for_bit(
         actual = _exe(True).run(main, feed, fetch, scope=nb.Scope())
         for got, want in zip(actual, expected):
             np.testing.assert_array_equal(got, want)
+
+
+def test_batch_norm_with_a_relu_is_one_op_and_matches_the_two():
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((3, 4, 5, 5))
+    w, b = rng.standard_normal(4), rng.standard_normal(4)
+    g = rng.standard_normal(x.shape)
+    leaves = [nb.tensor(a, requires_grad=True) for a in (x, w, b)]
+    fused = nb.batch_norm_train_affine(*leaves, activation="relu")
+    two = nb.relu(nb.batch_norm_train_affine(*leaves))
+    nt.assert_close(fused, nb.batch_norm_train_affine.ref(x, w, b, activation="relu"))
+    np.testing.assert_array_equal(fused.numpy(), two.numpy())
+    assert (fused.numpy() == 0).any() and (fused.numpy() > 0).any()
+    grads = [nb.autograd.grad(y, leaves, nb.tensor(g)) for y in (fused, two)]
+    for a, e in zip(*grads):
+        np.testing.assert_array_equal(a.numpy(), e.numpy())
+
+
+def _conv_bn_relu_step(executor):
+    """A conv, training batch norm, ReLU and linear model and its @jit SGD step on `executor`."""
+    from nbflow import nn
+
+    gen = nb.Generator(0)
+    net = nn.Sequential(
+        nn.Conv2d(2, 4, 3, padding=1, generator=gen),
+        nn.BatchNorm2d(4),
+        nn.ReLU(),
+        nn.Flatten(),
+        nn.Linear(4 * 5 * 5, 3, generator=gen),
+    )
+    optimizer = nb.optim.SGD(net.parameters(), lr=0.1)
+
+    @nb.jit
+    def train(x, y):
+        loss = nb.cross_entropy(net(x), y)
+        optimizer.minimize(loss)
+        return loss
+
+    train.executors["cpu"] = executor
+    return net, train
+
+
+def test_a_relu_after_training_batch_norm_rides_its_pass():
+    rng = np.random.default_rng(5)
+    x = nb.tensor(rng.standard_normal((6, 2, 5, 5)).astype(np.float32))
+    y = nb.tensor(rng.integers(0, 3, 6))
+    losses, weights, executors = [], [], []
+    for on in (False, True):
+        exe = _exe(on)
+        net, train = _conv_bn_relu_step(exe)
+        with nb.no_grad():
+            losses.append([float(train(x, y)) for _ in range(3)])
+        weights.append(net[0].weight.numpy())
+        (program,) = [t.program for t in train.cache.values()]
+        executors.append((exe, program))
+    np.testing.assert_array_equal(losses[1], losses[0])  # the same arithmetic, bit for bit
+    np.testing.assert_array_equal(weights[1], weights[0])
+    assert losses[1][2] < losses[1][0]
+    exe, program = executors[1]
+    assert "relu" not in _op_names(exe, program)
+    (norm,) = [
+        s.node
+        for s in _steps(exe, program)
+        if isinstance(s, NodeStep) and s.node.op.name == "batch_norm_train_affine"
+    ]
+    assert norm.attrs["activation"] == "relu"

@@ -23,6 +23,8 @@ ReLU rides the bias's pass, and the pre-activation is never stored. The ReLU gra
 ReLU's output instead (`relu(v) > 0` exactly where `v > 0`, NaN included), so training
 programs fold too. nn.Sequential already emits the fused op (in eager mode as well); this
 catches a model that calls `relu(self.fc(x))` in its own forward, and static-API programs.
+Training-mode batch norm (`batch_norm_train_affine`, a ResNet's `bn(conv(x)).relu()`) folds
+the same way: the ReLU rides its normalising pass.
 
 `fold_relu_grads`: the gradient reaching a ReLU layer's output from the next layer, `relu_grad(r,
 matmul(g, w))`, where nothing else reads the product, becomes `matmul_relu_grad(r, g, w)`: the
@@ -184,13 +186,14 @@ _SGD_FOLDS = {"matmul": _product_fold, "sum": _sum_fold, "sum_to_like": _sum_fol
 
 
 def fold_activations(ops: list[Node], targets=()) -> list[Node]:
-    """The op list with each foldable ReLU of a linear layer rewritten (module docstring)."""
+    """The op list with each foldable ReLU of a layer that takes an activation (linear,
+    batch_norm_train_affine) rewritten (module docstring)."""
     readers = _readers(ops)
     kept = {id(t) for t in targets}
     storage = Storages(ops).find
     written = {storage(id(n.inputs[j])) for n in ops for j in n.op.inplace.values()}
-    producer = {id(node.outputs[0]): node for node in ops if node.op.name == "linear"}
-    fused = {}  # id(linear node) -> its replacement
+    producer = {id(node.outputs[0]): node for node in ops if "activation" in node.op.attrs}
+    fused = {}  # id(layer node) -> its replacement
     replaced = {}  # id(relu or relu_grad node) -> its replacement (None: dropped)
     for node in ops:
         if node.op.name != "relu":

@@ -388,11 +388,13 @@ def _batch_norm_train_grad(g, y, x, out, eps):
         impl().batch_norm_grad(g, y, x, out, eps)
 
 
-def _batch_norm_train_affine(x, w, b, *rest, eps):
+def _batch_norm_train_affine(x, w, b, *rest, eps, activation="none"):
     out = rest[-1]
     if out.size:
         impl().batch_norm(x, out, eps)
         impl().channel_affine(out, w, b, out)  # (in place: each element read, then written)
+    if activation == "relu":
+        REGISTRY["relu"].kernels["cuda"](out, out)
 
 
 def _batch_norm_train_affine_grad(g, x, w, dx, dw, db, eps):

@@ -33,6 +33,7 @@ from ..kernels.cpu.templates import JIT
 from ..kernels.cuda.loader import not_supported
 from . import reduce as _reduce
 from . import shape as _shape
+from .activations import relu_grad
 from .creation import Generator, default_generator, ones_like, zeros_like
 from .elementwise import rsqrt, where
 
@@ -97,9 +98,10 @@ def _channel_stats(x, c):
 
 
 @njit(**CHANNEL_JIT)
-def _normalize_channels(x, w, b, out, eps):
+def _normalize_channels(x, w, b, out, eps, relu):
     """Batch normalisation of each channel of x (N, C, S) by its batch mean and biased
-    variance, then scaled by w[c] and shifted by b[c], in one pass after the statistics."""
+    variance, then scaled by w[c] and shifted by b[c] (and, with `relu`, a ReLU), in one pass
+    after the statistics."""
     count = x.shape[0] * x.shape[2]
     for c in prange(x.shape[1]):
         mean, squares = _channel_stats(x, c)
@@ -107,8 +109,13 @@ def _normalize_channels(x, w, b, out, eps):
         shift = b[c] - mean * scale
         for n in range(x.shape[0]):
             src, dst = x[n, c], out[n, c]
-            for s in range(x.shape[2]):
-                dst[s] = src[s] * scale + shift
+            if relu:  # (activations.relu's body: NaN stays NaN)
+                for s in range(x.shape[2]):
+                    v = src[s] * scale + shift
+                    dst[s] = 0 if v < 0 else v
+            else:
+                for s in range(x.shape[2]):
+                    dst[s] = src[s] * scale + shift
 
 
 @njit(**CHANNEL_JIT)
@@ -443,10 +450,10 @@ def _batch_norm_train_cpu(x, *rest, eps):
     _normalize_cpu(x, np.ones(x.shape[1]), np.zeros(x.shape[1]), rest[-1], eps)
 
 
-def _normalize_cpu(x, w, b, out, eps):
+def _normalize_cpu(x, w, b, out, eps, relu=False):
     if out.size:
         x3 = _channels_last3(x)
-        _by_channels(_normalize_channels, x3, x3, w, b, out.reshape(x3.shape), eps)
+        _by_channels(_normalize_channels, x3, x3, w, b, out.reshape(x3.shape), eps, relu)
 
 
 def _batch_norm_train_ref(x, *stats, eps=1e-5):
@@ -727,19 +734,20 @@ def _channel_affine_grad_grad(h, outs, g, y, w):
 # ---------------------------------------------------------------- batch_norm_train_affine
 
 
-def _train_affine_spec(x, w, b, *stats, eps):
+def _train_affine_spec(x, w, b, *stats, eps, activation="none"):
     _batch_norm_train_spec(x, *stats, eps=eps)
     _check_stats(x, (w, b))
     return Spec(x.shape, dt.promote([x.dtype, w.dtype, b.dtype]))
 
 
-def _train_affine_cpu(x, w, b, *rest, eps):
-    _normalize_cpu(x, w, b, rest[-1], eps)
+def _train_affine_cpu(x, w, b, *rest, eps, activation="none"):
+    _normalize_cpu(x, w, b, rest[-1], eps, activation == "relu")
 
 
-def _train_affine_ref(x, w, b, *stats, eps=1e-5):
-    y = _batch_norm_train_ref(x.astype(np.float64), eps=eps)
-    return _affine_ref(y, w.astype(np.float64), b).astype(dt.promote([x.dtype, w.dtype, b.dtype]))
+def _train_affine_ref(x, w, b, *stats, eps=1e-5, activation="none"):
+    y = _affine_ref(_batch_norm_train_ref(x.astype(np.float64), eps=eps), w.astype(np.float64), b)
+    y = np.where(y < 0, 0.0, y) if activation == "relu" else y
+    return y.astype(dt.promote([x.dtype, w.dtype, b.dtype]))
 
 
 batch_norm_train_affine = Op(
@@ -750,19 +758,26 @@ batch_norm_train_affine = Op(
     kernels={"cpu": _train_affine_cpu, "cuda": None},
     dtypes=FLOATS,
     ref=_train_affine_ref,
-    attrs={"eps": Attr("float", 1e-5)},
+    attrs={
+        "eps": Attr("float", 1e-5),
+        "activation": Attr("str", "none", choices=("none", "relu")),
+    },
     promote=(0, 1, 2),
     shape_only=("running_stats",),
     doc=(
         "batch_norm_train followed by channel_affine in one op: (x - mean) / sqrt(var + eps) "
         "* weight[c] + bias[c] with each channel's batch statistics, one pass over x after "
-        "them (PyTorch's batch_norm in training mode with its affine parameters)."
+        "them (PyTorch's batch_norm in training mode with its affine parameters). "
+        "activation='relu' applies a ReLU in the same pass (graph mode folds a following "
+        "relu in: graph/rewrite.py)."
     ),
 )
 
 
 @batch_norm_train_affine.defgrad
-def _batch_norm_train_affine_grad(g, out, x, w, b, *stats, eps):
+def _batch_norm_train_affine_grad(g, out, x, w, b, *stats, eps, activation):
+    if activation == "relu":  # out > 0 exactly where the ReLU's input was > 0
+        g = relu_grad(out, g)
     dx, dw, db = batch_norm_train_affine_grad(g, x, w, eps=eps)
     wanted = zip((dx, dw, db), (x, w, b))
     return tuple(d if needs_grad(a) else None for d, a in wanted) + (None,) * len(stats)
