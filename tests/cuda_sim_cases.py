@@ -369,6 +369,9 @@ def index_cases():
     bn_affine_grad = REGISTRY["batch_norm_train_affine_grad"]
     fn = lambda g, x, w: bn_affine_grad(g, x, w, eps=1e-5)
     yield "batch_norm_train_affine_grad", "NCS", fn, [values(shape, dt.float32), x, per_channel[0]]
+    fn = lambda g, x, w, mask: bn_affine_grad(g, x, w, mask, eps=1e-5)
+    args = [values(shape, dt.float32), x, per_channel[0], values(shape, dt.float32)]
+    yield "batch_norm_train_affine_grad", "NCS, masked", fn, args
     affine = REGISTRY["channel_affine"]
     yield "channel_affine", "NCS", (lambda y, w, b: affine(y, w, b)), [x, *per_channel]
     affine_grad = REGISTRY["channel_affine_grad"]

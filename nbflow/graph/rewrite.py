@@ -26,6 +26,11 @@ catches a model that calls `relu(self.fc(x))` in its own forward, and static-API
 Training-mode batch norm (`batch_norm_train_affine`, a ResNet's `bn(conv(x)).relu()`) folds
 the same way: the ReLU rides its normalising pass.
 
+`fold_relu_masks`: the gradient reaching such a batch norm through its ReLU,
+`batch_norm_train_affine_grad(relu_grad(r, g), x, w)`, where nothing else reads the masked
+gradient, becomes `batch_norm_train_affine_grad(g, x, w, r)`: the mask is applied as the
+gradient is read, and the masked gradient is never stored.
+
 `fold_relu_grads`: the gradient reaching a ReLU layer's output from the next layer, `relu_grad(r,
 matmul(g, w))`, where nothing else reads the product, becomes `matmul_relu_grad(r, g, w)`: the
 mask is applied in the product's own step, while the product is in the cache (a separate step
@@ -61,7 +66,7 @@ from .program import Var
 def rewrite(ops: list[Node], targets=(), save_memory: bool = False) -> list[Node]:
     """The op list with every rewrite of this module applied (`save_memory`: those that only
     pay with the memory pass on, which releases dead buffers)."""
-    ops = fold_activations(fold_transposes(ops, targets), targets)
+    ops = fold_relu_masks(fold_activations(fold_transposes(ops, targets), targets), targets)
     ops = fold_sgd_products(fold_relu_grads(ops, targets), targets, save_memory)
     return fold_relu_layer_updates(ops, targets) if save_memory else ops
 
@@ -222,6 +227,36 @@ def fold_activations(ops: list[Node], targets=()) -> list[Node]:
         if new is not None:
             out.append(new)
     return out
+
+
+def fold_relu_masks(ops: list[Node], targets=()) -> list[Node]:
+    """The op list with each `batch_norm_train_affine_grad(relu_grad(r, g), x, w)`, where
+    nothing else reads the masked gradient, rewritten as `batch_norm_train_affine_grad(g, x,
+    w, r)` (module docstring), in its place."""
+    readers = _readers(ops)
+    kept = {id(t) for t in targets}
+    producer = {id(n.outputs[0]): k for k, n in enumerate(ops) if n.op.name == "relu_grad"}
+    storage = Storages(ops).find
+    replaced, dropped = {}, set()
+    for k, node in enumerate(ops):
+        if node.op.name != "batch_norm_train_affine_grad" or len(node.inputs) != 3:
+            continue
+        m = node.inputs[0]
+        j = producer.get(id(m))
+        if (
+            j is None
+            or len(readers[id(m)]) != 1
+            or id(m) in kept
+            or m.persistable
+            or _may_write(ops[j + 1 : k], ops[j].inputs, storage)
+        ):
+            continue
+        r, g = ops[j].inputs
+        new = Node(node.op, [g, *node.inputs[1:], r], node.attrs, node.outputs, None, None)
+        new.location = node.location
+        replaced[id(node)] = new
+        dropped.add(id(ops[j]))
+    return [replaced.get(id(node), node) for node in ops if id(node) not in dropped]
 
 
 def fold_relu_grads(ops: list[Node], targets=()) -> list[Node]:

@@ -397,9 +397,14 @@ def _batch_norm_train_affine(x, w, b, *rest, eps, activation="none"):
         REGISTRY["relu"].kernels["cuda"](out, out)
 
 
-def _batch_norm_train_affine_grad(g, x, w, dx, dw, db, eps):
+def _batch_norm_train_affine_grad(g, x, w, *rest, eps):
     # batch_norm_train_grad(g w, y, x) with y normalised again, on the CPU's kernels' terms
+    *mask, dx, dw, db = rest
     y, gw = (devices.empty(tuple(x.shape), dx.dtype) for _ in range(2))
+    if mask:  # the gradient through a ReLU with output mask: relu_grad(mask, g)
+        masked = devices.empty(tuple(g.shape), g.dtype)
+        REGISTRY["relu_grad"].kernels["cuda"](mask[0], g, masked)
+        g = masked
     if x.size:
         impl().batch_norm(x, y, eps)
     impl().channel_affine_grad(g, y, w, gw, dw, db)

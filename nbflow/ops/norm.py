@@ -119,10 +119,12 @@ def _normalize_channels(x, w, b, out, eps, relu):
 
 
 @njit(**CHANNEL_JIT)
-def _normalize_channels_grad(g, y, x, w, dx, dw, db, eps, recompute):
+def _normalize_channels_grad(g, y, x, w, dx, dw, db, eps, recompute, mask, masked):
     """The gradients of _normalize_channels for each channel: dx = w rstd (g -
     mean(g) - y mean(g y)), dw = sum(g y), db = sum(g), rstd from x's biased variance; y is
-    the normalised x, or with `recompute` x itself, normalised here as it is read."""
+    the normalised x, or with `recompute` x itself, normalised here as it is read. With
+    `masked`, g is 0 where mask <= 0 (relu_grad(mask, g): the gradient through a ReLU whose
+    output is mask)."""
     count = x.shape[0] * x.shape[2]
     for c in prange(x.shape[1]):
         mean, squares = _channel_stats(x, c)
@@ -131,15 +133,17 @@ def _normalize_channels_grad(g, y, x, w, dx, dw, db, eps, recompute):
         total = 0.0
         dot = 0.0
         for n in range(x.shape[0]):
-            gr, yr = g[n, c], y[n, c]
+            gr, yr, mr = g[n, c], y[n, c], mask[n, c]
             for s in range(x.shape[2]):
-                total += gr[s]
-                dot += gr[s] * (yr[s] - shift) * scale
+                gs = 0 if masked and mr[s] <= 0 else gr[s]
+                total += gs
+                dot += gs * (yr[s] - shift) * scale
         mean_g, mean_gy = total / count, dot / count
         for n in range(x.shape[0]):
-            gr, yr, dst = g[n, c], y[n, c], dx[n, c]
+            gr, yr, mr, dst = g[n, c], y[n, c], mask[n, c], dx[n, c]
             for s in range(x.shape[2]):
-                dst[s] = (gr[s] - mean_g - (yr[s] - shift) * scale * mean_gy) * w[c] * rstd
+                gs = 0 if masked and mr[s] <= 0 else gr[s]
+                dst[s] = (gs - mean_g - (yr[s] - shift) * scale * mean_gy) * w[c] * rstd
         dw[c] = dot
         db[c] = total
 
@@ -509,15 +513,17 @@ def _train_grad_cpu(g, y, x, out, eps):
     _normalize_grad_cpu(g, y, x, np.ones(x.shape[1]), out, channels, channels, eps)
 
 
-def _normalize_grad_cpu(g, y, x, w, dx, dw, db, eps):
-    """dx, dw, db of _normalize_channels (y None: recomputed from x)."""
+def _normalize_grad_cpu(g, y, x, w, dx, dw, db, eps, mask=None):
+    """dx, dw, db of _normalize_channels (y None: recomputed from x; mask: of a ReLU after
+    it, its output)."""
     if x.size == 0:
         dw[...] = 0
         db[...] = 0
         return
     x3, g3 = _channels_last3(x), _channels_last3(g)
     y3 = x3 if y is None else _channels_last3(y)
-    args = (g3, y3, x3, w, dx.reshape(x3.shape), dw, db, eps, y is None)
+    m3 = g3 if mask is None else _channels_last3(mask)  # (not read without a mask)
+    args = (g3, y3, x3, w, dx.reshape(x3.shape), dw, db, eps, y is None, m3, mask is not None)
     _by_channels(_normalize_channels_grad, x3, *args)
 
 
@@ -776,28 +782,29 @@ batch_norm_train_affine = Op(
 
 @batch_norm_train_affine.defgrad
 def _batch_norm_train_affine_grad(g, out, x, w, b, *stats, eps, activation):
-    if activation == "relu":  # out > 0 exactly where the ReLU's input was > 0
-        g = relu_grad(out, g)
-    dx, dw, db = batch_norm_train_affine_grad(g, x, w, eps=eps)
+    # the ReLU's mask is out > 0, exactly where its input was > 0
+    mask = (out,) if activation == "relu" else ()
+    dx, dw, db = batch_norm_train_affine_grad(g, x, w, *mask, eps=eps)
     wanted = zip((dx, dw, db), (x, w, b))
     return tuple(d if needs_grad(a) else None for d, a in wanted) + (None,) * len(stats)
 
 
-def _train_affine_grad_spec(g, x, w, eps):
+def _train_affine_grad_spec(g, x, w, *mask, eps):
     _check_bn_input(x)
     _check_stats(x, (w,))
-    _check_same_shapes(x, g=g)
+    _check_same_shapes(x, g=g, **({"mask": mask[0]} if mask else {}))
     d = dt.promote([g.dtype, x.dtype, w.dtype])
     return Spec(x.shape, d), Spec(w.shape, d), Spec(w.shape, d)
 
 
-def _train_affine_grad_cpu(g, x, w, dx, dw, db, eps):
-    _normalize_grad_cpu(g, None, x, w, dx, dw, db, eps)
+def _train_affine_grad_cpu(g, x, w, *rest, eps):
+    *mask, dx, dw, db = rest
+    _normalize_grad_cpu(g, None, x, w, dx, dw, db, eps, *mask)
 
 
-def _train_affine_grad_ref(g, x, w, eps=1e-5):
+def _train_affine_grad_ref(g, x, w, *mask, eps=1e-5):
     axes = _bn_axes(x.ndim)
-    g64 = g.astype(np.float64)
+    g64 = np.where(mask[0] <= 0, 0.0, g) if mask else g.astype(np.float64)
     y = _batch_norm_train_ref(x.astype(np.float64), eps=eps)
     dx = _normalize_grad_ref(g64 * w.reshape((-1,) + (1,) * (x.ndim - 2)), y, x, axes, eps)
     d = dt.promote([g.dtype, x.dtype, w.dtype])
@@ -806,7 +813,7 @@ def _train_affine_grad_ref(g, x, w, eps=1e-5):
 
 batch_norm_train_affine_grad = Op(
     name="batch_norm_train_affine_grad",
-    inputs=("g", "x", "weight"),
+    inputs=("g", "x", "weight", "*mask"),
     outputs=("dx", "dweight", "dbias"),
     spec=_train_affine_grad_spec,
     kernels={"cpu": _train_affine_grad_cpu, "cuda": None},
@@ -817,25 +824,37 @@ batch_norm_train_affine_grad = Op(
     doc=(
         "The gradients of batch_norm_train_affine from g and x (the normalised x recomputed "
         "as it is read): dx = weight[c] rstd (g - mean(g) - y mean(g y)), dweight = sum(g y), "
-        "dbias = sum(g), per channel; two passes over each channel after its statistics."
+        "dbias = sum(g), per channel; two passes over each channel after its statistics. "
+        "An optional mask (the output of a ReLU after the normalisation, activation='relu') "
+        "zeroes g where mask <= 0 as it is read, as relu_grad(mask, g) would."
     ),
 )
 
 
 @batch_norm_train_affine_grad.defgrad
-def _batch_norm_train_affine_grad_grad(h, outs, g, x, w, eps):
+def _batch_norm_train_affine_grad_grad(h, outs, g, x, w, *mask, eps):
     axes, y = _bn_axes(len(x.shape)), batch_norm_train(x, eps=eps)
     again = lambda h: batch_norm_train_grad(h, y, x, eps=eps)
     affine = lambda a, s, b=None: channel_affine(a, s, zeros_like(s) if b is None else b)
-    return affine_normalize_grad_grad(h, outs[0], g, y, x, w, axes, axes, eps, again, affine)
+    if not mask:
+        return affine_normalize_grad_grad(h, outs[0], g, y, x, w, axes, axes, eps, again, affine)
+    # the op is the unmasked one of relu_grad(mask, g), which is linear in g
+    masked = relu_grad(mask[0], g)
+    dg, dx, dw = affine_normalize_grad_grad(
+        h, outs[0], masked, y, x, w, axes, axes, eps, again, affine, needs_grad(g)
+    )
+    return (None if dg is None else relu_grad(mask[0], dg)), dx, dw, None
 
 
-def affine_normalize_grad_grad(h, dx, g, y, x, w, axes, sum_axes, eps, again, affine):
+def affine_normalize_grad_grad(h, dx, g, y, x, w, axes, sum_axes, eps, again, affine, want_g=None):
     """The gradient of an affine normalisation's gradient dx = again(g w), dweight = sum(g y),
     dbias = sum(g) over `sum_axes` (y the normalised x), through those ops' own rules;
-    affine(a, scale, shift=None) applies a per-feature scale and shift as the forward does."""
+    affine(a, scale, shift=None) applies a per-feature scale and shift as the forward does.
+    want_g: whether g needs its gradient, where g is a value the caller computed (which needs
+    none by itself in a backward pass that records nothing)."""
     hx, hw, hb = h
-    want_g, want_x, want_w = needs_grad(g), needs_grad(x), needs_grad(w)
+    want_g = needs_grad(g) if want_g is None else want_g
+    want_x, want_w = needs_grad(x), needs_grad(w)
     wanted = (want_g or want_w, want_x, want_x)
     d_gw, d_y, d_x = _normalize_grad_grad(hx, dx, affine(g, w), y, x, axes, eps, again, wanted)
     dg = affine(d_gw, w, hb) + affine(y, hw) if want_g else None
