@@ -248,6 +248,7 @@ def fold_relu_masks(ops: list[Node], targets=()) -> list[Node]:
             or len(readers[id(m)]) != 1
             or id(m) in kept
             or m.persistable
+            or m.dtype != ops[j].inputs[1].dtype  # (the mask's dtype widened g's)
             or _may_write(ops[j + 1 : k], ops[j].inputs, storage)
         ):
             continue
