@@ -386,8 +386,8 @@ THREADED_WORK = 1 << 22  # multiply-adds from which a convolution's batch is spl
 CHUNK_COLUMNS = 1024
 # shifted products take fewer: each image of a chunk carries its padding in the grid, and its
 # product is cut into blocks for OpenBLAS's small-matrix kernels anyway. A 16x16 layer of 64
-# channels, one image a chunk (288 columns, 256 used) rather than three (936, 768 used): its
-# forward and input gradient ran 9% faster on one thread and on two
+# channels runs faster one image a chunk (288 columns, 256 used) than three (936, 768 used):
+# docs/performance.md, the fifteenth round
 SHIFTED_CHUNK_COLUMNS = 512
 
 # input channels a group from which a 2-D convolution runs shifted products (each tap's product
