@@ -22,6 +22,7 @@ from . import (
     decomp,
     einsum,
     elementwise,
+    embeddings,
     factorizations,
     floating,
     fourier,  # noqa: F401  (nbflow.fft's op: public there, not top-level)
@@ -64,7 +65,7 @@ FAMILIES += (factorizations,)
 FAMILIES += (queries, signal, bitwise, floating, search, ranges, aliases)
 FAMILIES += (random_params, recurrent, layernorm, statistics, tiling)
 FAMILIES += (copies, complex_parts, strided, householder, histogram_nd)
-FAMILIES += (lowrank, attention, gamma)
+FAMILIES += (lowrank, attention, gamma, embeddings)
 
 for _family in FAMILIES:
     globals().update({name: public(getattr(_family, name)) for name in _family.__all__})

@@ -15,7 +15,7 @@ from ..core.errors import OutOfRangeError, UnsupportedError
 from ..kernels.cuda.loader import impl, not_supported
 from ..runtime import device as devices
 from . import conv as conv_ops
-from . import index, losses, nn, norm, tiling
+from . import embeddings, index, losses, nn, norm, tiling
 from . import shape as shape_ops
 from .broadcast import summed_axes
 from .reduce import _check_nonempty, _count, reduced_axes, reduced_shape
@@ -314,7 +314,7 @@ def _scatter_add(x, idx, src, out, axis):
 
 
 def _embedding(indices, weight, out, padding_idx):
-    flat = norm._checked_indices(devices.to_host(indices), weight.shape[0])
+    flat = embeddings._checked_indices(devices.to_host(indices), weight.shape[0])
     if flat.size:
         w = impl().contiguous(weight)
         out3 = out.reshape(1, flat.size, weight.shape[1])
@@ -323,9 +323,9 @@ def _embedding(indices, weight, out, padding_idx):
 
 def _embedding_backward(g, indices, weight, out, padding_idx):
     num = weight.shape[0]
-    flat = norm._checked_indices(devices.to_host(indices), num)
+    flat = embeddings._checked_indices(devices.to_host(indices), num)
     g2 = impl().contiguous(g).reshape(flat.size, out.shape[1])
-    skip = norm._padding_row(padding_idx, num)
+    skip = embeddings._padding_row(padding_idx, num)
     impl().embedding_backward(g2, impl().upload(flat.astype(np.int64), g), out, skip)
 
 
