@@ -1,4 +1,4 @@
-"""Dropout and batch normalisation (layernorm.py holds layer and group norm, embedding.py
+"""Dropout and batch normalisation (layernorm.py holds layer and group norm, embeddings.py
 the embedding).
 
 - `dropout` is `x * mask`, where the mask (0 or 1 / (1 - p)) comes from `dropout_mask`, a
