@@ -35,6 +35,12 @@ from .errors import (
 UNKNOWN = -1  # a dim known only at run time (graph mode)
 
 
+def known(*dims) -> bool:
+    """Whether every one of the dims is known (none is UNKNOWN): a check on sizes that only
+    graph mode's run time may know is left to then."""
+    return UNKNOWN not in dims
+
+
 @dataclass(frozen=True, slots=True)
 class Spec:
     """What is known about a value before it exists: shape (-1 = unknown dim) and dtype.

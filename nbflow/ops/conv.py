@@ -22,7 +22,7 @@ and 'valid' padding, unbatched inputs, and conv1d as a conv2d of height 1.
 
 import numpy as np
 
-from ..core import UNKNOWN, Attr, Op, Spec, needs_grad
+from ..core import UNKNOWN, Attr, Op, Spec, known, needs_grad
 from ..core import dtypes as dt
 from ..core.errors import AttrError, ShapeError
 from ..kernels.cpu.jit import njit
@@ -134,10 +134,6 @@ def _adaptive_planes(x, out, backward):
 # ---------------------------------------------------------------- geometry
 
 
-def _known(*dims) -> bool:
-    return UNKNOWN not in dims
-
-
 def _pair(value, name, minimum, n=2) -> tuple[int, ...]:
     """An int attr given as (v,) or n values (a pair by default), checked >= minimum."""
     if len(value) == 1:
@@ -152,7 +148,7 @@ def _pair(value, name, minimum, n=2) -> tuple[int, ...]:
 
 def window_out_size(n, k, s, p, d, ceil_mode=False) -> int:
     """Output length of a window of k taps (dilation d, stride s) over n + 2p positions."""
-    if not _known(n, k):
+    if not known(n, k):
         return UNKNOWN
     span = d * (k - 1) + 1
     room = n + 2 * p - span
@@ -193,23 +189,23 @@ class Conv:
             raise AttrError(f"groups must be >= 1, got {groups}")
         self.groups = groups
         channels, out_channels, per_group = x_shape[1], w_shape[0], w_shape[1]
-        if _known(channels) and channels % groups:
+        if known(channels) and channels % groups:
             raise ShapeError(
                 f"input of shape {x_shape}: {channels} channels are not divisible by "
                 f"groups={groups}"
             )
-        if _known(out_channels) and out_channels % groups:
+        if known(out_channels) and out_channels % groups:
             raise ShapeError(
                 f"weight of shape {w_shape}: {out_channels} output channels are not divisible "
                 f"by groups={groups}"
             )
-        if _known(channels, per_group) and channels != per_group * groups:
+        if known(channels, per_group) and channels != per_group * groups:
             raise ShapeError(
                 f"input of shape {x_shape} has {channels} channels, but weight of shape "
                 f"{w_shape} expects {per_group} x groups={groups} = {per_group * groups}"
             )
         for k in w_shape[2:]:
-            if _known(k) and k < 1:
+            if known(k) and k < 1:
                 raise ShapeError(f"weight of shape {w_shape} has an empty kernel")
         self.kernel = w_shape[2:]
         self.out_hw = tuple(
@@ -234,7 +230,7 @@ class Conv:
 def _check_like(shape, want, what):
     """`shape` equals `want` where both are known."""
     if len(shape) != len(want) or any(
-        a != b and _known(a, b) for a, b in zip(shape, want, strict=True)
+        a != b and known(a, b) for a, b in zip(shape, want, strict=True)
     ):
         raise ShapeError(f"{what} of shape {tuple(shape)} should have shape {tuple(want)}")
 

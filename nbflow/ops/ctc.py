@@ -17,7 +17,7 @@ import math
 import numpy as np
 
 from ..argcheck import choice, integers
-from ..core import UNKNOWN, Attr, Op, Spec
+from ..core import Attr, Op, Spec, known
 from ..core import dtypes as dt
 from ..core.errors import AttrError, DTypeError, OutOfRangeError, ShapeError
 from ..kernels.cpu.jit import njit
@@ -141,10 +141,6 @@ def _ctc_backward(g, lp, targets, starts, input_lengths, target_lengths, blank, 
 # ---------------------------------------------------------------- checks and layout
 
 
-def _known(*dims) -> bool:
-    return UNKNOWN not in dims
-
-
 def _check_specs(log_probs, targets, input_lengths, target_lengths, blank):
     if not dt.is_float(log_probs.dtype):
         raise DTypeError(f"log_probs must be float, got {log_probs.dtype}")
@@ -162,18 +158,18 @@ def _check_specs(log_probs, targets, input_lengths, target_lengths, blank):
     if target_lengths.dtype not in dt.INTS:
         raise DTypeError(f"target_lengths must be int32 or int64, got {target_lengths.dtype}")
     if targets.ndim not in (1, 2) or (
-        targets.ndim == 2 and targets.shape[0] != batch and _known(targets.shape[0], batch)
+        targets.ndim == 2 and targets.shape[0] != batch and known(targets.shape[0], batch)
     ):
         raise ShapeError(
             f"targets of shape {tuple(targets.shape)} must be padded (N, S) with N = {batch}, "
             "or the concatenated 1-D sum(target_lengths)"
         )
     for what, s in (("input_lengths", input_lengths), ("target_lengths", target_lengths)):
-        if s.ndim != 1 or (s.shape[0] != batch and _known(s.shape[0], batch)):
+        if s.ndim != 1 or (s.shape[0] != batch and known(s.shape[0], batch)):
             raise ShapeError(
                 f"{what} of shape {tuple(s.shape)} must be of size batch_size ({batch},)"
             )
-    if _known(classes) and not 0 <= blank < classes:
+    if known(classes) and not 0 <= blank < classes:
         raise OutOfRangeError(f"blank {blank} must be in the label range [0, {classes})")
 
 

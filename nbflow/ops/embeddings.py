@@ -4,7 +4,7 @@ padding_idx)."""
 
 import numpy as np
 
-from ..core import UNKNOWN, Attr, Op, Spec
+from ..core import Attr, Op, Spec, known
 from ..core import dtypes as dt
 from ..core.errors import AttrError, DTypeError, OutOfRangeError, ShapeError
 from ..kernels.cpu.jit import njit
@@ -13,10 +13,6 @@ from . import shape as _shape
 from .elementwise import where
 
 FLOATS = dt.FLOATS
-
-
-def _known(*dims) -> bool:
-    return UNKNOWN not in dims
 
 
 # ---------------------------------------------------------------- kernels
@@ -62,7 +58,7 @@ def _embedding_spec(indices, weight, padding_idx):
 
 
 def _check_padding_idx(padding_idx, num):
-    if padding_idx is not None and _known(num) and not -num <= padding_idx < num:
+    if padding_idx is not None and known(num) and not -num <= padding_idx < num:
         raise AttrError(f"padding_idx {padding_idx} is outside [-{num}, {num})")
 
 
@@ -123,7 +119,7 @@ def _embedding_grad(g, out, indices, weight, padding_idx):
 def _embedding_back_spec(g, indices, weight, padding_idx):
     want = _embedding_spec(indices, weight, padding_idx).shape
     if len(g.shape) != len(want) or any(
-        a != b and _known(a, b) for a, b in zip(g.shape, want, strict=True)
+        a != b and known(a, b) for a, b in zip(g.shape, want, strict=True)
     ):
         raise ShapeError(f"the output gradient of shape {tuple(g.shape)} should be {want}")
     return Spec(weight.shape, g.dtype)

@@ -13,7 +13,7 @@ import numpy as np
 from numba import prange
 
 from ..argcheck import integer, integers
-from ..core import UNKNOWN, Attr, Op, Spec, needs_grad
+from ..core import UNKNOWN, Attr, Op, Spec, known, needs_grad
 from ..core import dtypes as dt
 from ..core.errors import AttrError, ShapeError
 from ..kernels.cpu import threads
@@ -25,7 +25,6 @@ from .norm import (
     _check_affine,
     _check_same_shapes,
     _float,
-    _known,
     _normalize_cpu,
     _normalize_grad_cpu,
     _normalize_grad_grad,
@@ -119,7 +118,7 @@ def _layer_norm_spec(x, normalized_shape, eps):
     _float("the input", x.dtype)
     k = len(normalized_shape)
     tail = tuple(x.shape[x.ndim - k :]) if k else ()
-    if k > x.ndim or any(a != b and _known(a) for a, b in zip(tail, normalized_shape)):
+    if k > x.ndim or any(a != b and known(a) for a, b in zip(tail, normalized_shape)):
         raise ShapeError(
             f"input of shape {tuple(x.shape)} does not end with normalized_shape "
             f"{tuple(normalized_shape)}"

@@ -13,7 +13,7 @@ import math
 
 import numpy as np
 
-from ..core import UNKNOWN, Attr, Op, Spec, broadcast_shapes, needs_grad
+from ..core import UNKNOWN, Attr, Op, Spec, broadcast_shapes, known, needs_grad
 from ..core import dtypes as dt
 from ..core.errors import DomainError, DTypeError, NbflowError, OutOfRangeError, ShapeError
 from ..kernels.cpu.jit import njit
@@ -100,10 +100,6 @@ def _abs_error(x, y, losses, store):
 # ---------------------------------------------------------------- helpers
 
 
-def _known(*dims) -> bool:
-    return UNKNOWN not in dims
-
-
 def _flat(a, shape):
     """A length-1 array stays length 1 (the kernels broadcast it); others are broadcast to
     `shape` and flattened (contiguous)."""
@@ -161,14 +157,14 @@ def _bce_spec(input, target, weight, pos_weight, reduction):
         raise DTypeError(f"input must be float logits, got {input.dtype}")
     d = _float_result("binary_cross_entropy_with_logits", input, target, weight, pos_weight)
     if len(input.shape) != len(target.shape) or any(
-        a != b and _known(a, b) for a, b in zip(input.shape, target.shape, strict=True)
+        a != b and known(a, b) for a, b in zip(input.shape, target.shape, strict=True)
     ):
         raise ShapeError(
             f"target of shape {tuple(target.shape)} must have the input's shape "
             f"{tuple(input.shape)}"
         )
     for what, s in (("weight", weight), ("pos_weight", pos_weight)):
-        if broadcast_shapes(s.shape, input.shape) != tuple(input.shape) and _known(*input.shape):
+        if broadcast_shapes(s.shape, input.shape) != tuple(input.shape) and known(*input.shape):
             raise ShapeError(
                 f"{what} of shape {tuple(s.shape)} does not broadcast to the input's shape "
                 f"{tuple(input.shape)}"
@@ -262,14 +258,14 @@ def _nll_spec(input, target, weight, reduction, ignore_index):
     n_classes = input.shape[cls]
     expected = tuple(input.shape[:cls]) + tuple(input.shape[cls + 1 :])
     if len(target.shape) != len(expected) or any(
-        a != b and _known(a, b) for a, b in zip(target.shape, expected, strict=True)
+        a != b and known(a, b) for a, b in zip(target.shape, expected, strict=True)
     ):
         raise ShapeError(
             f"target of shape {tuple(target.shape)} does not fit input of shape "
             f"{tuple(input.shape)}: expected {expected} (the input without class axis {cls})"
         )
     if weight.ndim not in (0, 1) or (
-        weight.ndim == 1 and weight.shape[0] != n_classes and _known(weight.shape[0], n_classes)
+        weight.ndim == 1 and weight.shape[0] != n_classes and known(weight.shape[0], n_classes)
     ):
         raise ShapeError(
             f"weight of shape {tuple(weight.shape)} should be ({n_classes},), one per class"

@@ -22,7 +22,7 @@ import math
 import numpy as np
 from numba import prange
 
-from ..core import UNKNOWN, Attr, Op, Spec, is_probability, needs_grad
+from ..core import UNKNOWN, Attr, Op, Spec, is_probability, known, needs_grad
 from ..core import dtypes as dt
 from ..core.errors import AttrError, DTypeError, ShapeError
 from ..kernels.cpu import threads
@@ -172,10 +172,6 @@ def _by_channels(kernel, x3, *args):
 # ---------------------------------------------------------------- helpers
 
 
-def _known(*dims) -> bool:
-    return UNKNOWN not in dims
-
-
 def _float(what, d):
     if not dt.is_float(d):
         raise DTypeError(f"{what} must be a float tensor, got {d}")
@@ -265,9 +261,7 @@ def _check_bn_input(x):
 
 def _check_stats(x, stats):
     for s in stats:
-        if len(s.shape) != 1 or not (
-            s.shape[0] == x.shape[1] or not _known(s.shape[0], x.shape[1])
-        ):
+        if len(s.shape) != 1 or not (s.shape[0] == x.shape[1] or not known(s.shape[0], x.shape[1])):
             raise ShapeError(
                 f"running statistics of shape {tuple(s.shape)} do not fit input of shape "
                 f"{tuple(x.shape)}: expected ({x.shape[1]},)"
@@ -344,7 +338,7 @@ def _check_same_shapes(x, **others):
     """Each of `others` has x's shape (where both are known)."""
     for what, a in others.items():
         if len(a.shape) != len(x.shape) or any(
-            p != q and _known(p, q) for p, q in zip(a.shape, x.shape)
+            p != q and known(p, q) for p, q in zip(a.shape, x.shape)
         ):
             raise ShapeError(f"{what} of shape {tuple(a.shape)} differs from x {tuple(x.shape)}")
 
@@ -798,7 +792,7 @@ def batch_norm(
     _check_bn_input(x)
     channels = (x.shape[1],)
     for what, t in (("weight", weight), ("bias", bias)):
-        if t is not None and _known(x.shape[1]):
+        if t is not None and known(x.shape[1]):
             _check_affine(t, channels, what, "batch_norm")
     if (running_mean is None) != (running_var is None):
         raise ShapeError("batch_norm: give both running_mean and running_var, or neither")
