@@ -8,7 +8,6 @@ and in how many rounds the step with the folds was the faster.
 
     python bench/rewrites_ab.py                 # every fold off on the other side
     python bench/rewrites_ab.py --off sums relu # only these
-    python bench/rewrites_ab.py --save-memory   # the other side: Executor(save_memory=True)
     python bench/rewrites_ab.py --no-replay     # the other side: Executor(replay=False)
     python bench/rewrites_ab.py --no-replay --workload cnn
 """
@@ -32,6 +31,7 @@ FUNCTIONS = {
     "transposes": "fold_transposes",
     "activations": "fold_activations",
     "relu": "fold_relu_grads",
+    "sgd_relu": "fold_sgd_relu_grads",
 }
 SGD_ENTRIES = {"products": ("matmul",), "sums": ("sum", "sum_to_like")}
 FOLDS = sorted({**FUNCTIONS, **SGD_ENTRIES})
@@ -65,9 +65,6 @@ def main(argv=None):
     ap.add_argument("--rounds", type=int, default=20)
     ap.add_argument("--workload", choices=["mlp", "cnn"], default="mlp")
     ap.add_argument(
-        "--save-memory", action="store_true", help="the other side with save_memory, folds on"
-    )
-    ap.add_argument(
         "--no-replay", action="store_true", help="the other side without replays, folds on"
     )
     args = ap.parse_args(argv)
@@ -75,11 +72,9 @@ def main(argv=None):
     x, y = B.mlp_data() if kind == "mlp" else B.cnn_data()
     folded = B.nbflow_graph_step(kind, x, y)
     folded()  # the plan is built on the first call
-    if args.save_memory or args.no_replay:
-        option = "save_memory" if args.save_memory else "replay"
-        names = ("default", "save_memory" if args.save_memory else "no replay")
-        executor = B.nbflow.Executor(**{option: args.save_memory})
-        other = B.nbflow_graph_step(kind, x, y, executor=executor)
+    if args.no_replay:
+        names = ("default", "no replay")
+        other = B.nbflow_graph_step(kind, x, y, executor=B.nbflow.Executor(replay=False))
     else:
         names = ("folds on", "folds off")
         with folds_off(args.off):

@@ -258,14 +258,16 @@ def test_parameter_updates_run_as_soon_as_their_gradient_is_ready(momentum):
     (steps,) = next(iter(exe._plans.values())).values()
     ops = [s.node if isinstance(s, NodeStep) else s for s in steps if not isinstance(s, Release)]
     names = [getattr(s, "op", None) and s.op.name for s in ops]
-    # (a step without momentum is folded into its gradient's product or sum, rewrite.py)
-    kinds = ("sgd_update_", "sgd_matmul_update_", "sgd_sum_update_")
+    # (a step without momentum is folded into its gradient's product or sum, the last
+    # layer's weight's into the product and mask of the ReLU output's gradient: rewrite.py)
+    masks = ("relu_grad", "matmul_relu_grad", "sgd_matmul_relu_grad_")
+    kinds = ("sgd_update_", "sgd_matmul_update_", "sgd_sum_update_", masks[2])
     updates = [i for i, n in enumerate(names) if n in kinds]
-    folded = 0 if momentum else 2
+    folded = 0 if momentum else 1
     assert len(updates) == 4 and names.count("sgd_matmul_update_") == folded
-    assert names.count("sgd_sum_update_") == folded
+    assert names.count("sgd_matmul_relu_grad_") == folded
+    assert names.count("sgd_sum_update_") == 2 * folded
     # the last layer's updates come before the first layer's gradient ops, not at the end
-    masks = ("relu_grad", "matmul_relu_grad")  # (the ReLU's, folded into its product or not)
     assert updates[0] < len(names) - 4 and any(n in masks for n in names[updates[0] :])
 
 

@@ -56,9 +56,7 @@ def _t(*shape, dtype="float64"):
 EXTRA = {
     "sgd_update_": lambda: nb.sgd_update_(_t(3), _t(3), _t(3), lr=0.1),
     "sgd_matmul_update_": lambda: nb.sgd_matmul_update_(_t(2, 3), _t(2, 4), _t(4, 3), lr=0.1),
-    "sgd_relu_layer_update_": lambda: nb.sgd_relu_layer_update_(
-        _t(3, 4), _t(3), _t(2, 4), _t(2, 3), _t(2, 5), _t(5, 3), lr=0.1, bias_lr=0.1
-    ),
+    "sgd_matmul_relu_grad_": lambda: nb.sgd_matmul_relu_grad_(_t(3, 4), _t(2, 4), _t(2, 3), lr=0.1),
     "rmsprop_update_": lambda: nb.rmsprop_update_(_t(3), _t(3), _t(3), _t(3), _t(3), lr=0.1),
     "adagrad_update_": lambda: nb.adagrad_update_(
         _t(3), _t(3), _t(3), nb.zeros((), dtype="int64"), lr=0.1

@@ -295,10 +295,6 @@ class Op:
     - `shape_only`: inputs whose values are never read, only their shape and dtype (the target
       of zeros_like or sum_to_like); a gradient rule may pass them even after they were
       overwritten in place.
-    - `overwrites`: inputs whose buffer the CPU kernel may be given as its output (it reads
-      each part of such an input before writing that part of the output): graph mode's memory
-      pass, with `save_memory`, lets the output take the buffer of such an input that dies at
-      this op, as it does for elementwise ops.
     - `saves_target`: for an in-place op whose gradient reads the target's old value (mul_,
       clip_): when recording, eager mode keeps a copy of it, as PyTorch does.
     - `materialize_grads`: False gives the gradient rule of a multi-output op None for each
@@ -324,7 +320,6 @@ class Op:
     promote: tuple[int, ...] | None = None
     to_float: bool = False
     shape_only: tuple[str, ...] = ()
-    overwrites: tuple[int, ...] = ()
     saves_target: bool = False
     on_dim: Callable | None = None
     materialize_grads: bool = True

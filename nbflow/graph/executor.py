@@ -161,9 +161,9 @@ def _check_stored(stored: list[Var], scope):
         raise locate(error, v.location) if v.location else error
 
 
-def _flag(name: str, value, default: str = "1") -> bool:
-    """An explicit flag, else the environment variable `name` (unset: `default`; on unless 0)."""
-    return os.environ.get(name, default) != "0" if value is None else bool(value)
+def _flag(name: str, value) -> bool:
+    """An explicit flag, else the environment variable `name` (on unless it is 0)."""
+    return os.environ.get(name, "1") != "0" if value is None else bool(value)
 
 
 class Executor:
@@ -172,9 +172,7 @@ class Executor:
 
     On the CPU the passes run once per plan: `fuse` (elementwise fusion, graph/fusion.py;
     default from NBFLOW_FUSION) and `reuse_memory` (release and reuse dead buffers,
-    graph/memory.py; NBFLOW_MEMORY_REUSE); `save_memory` (off unless NBFLOW_SAVE_MEMORY=1)
-    adds the rewrites that lower the peak at some cost in time (graph/rewrite.py; it needs
-    `reuse_memory`); `poison_freed` fills released buffers with NaN
+    graph/memory.py; NBFLOW_MEMORY_REUSE); `poison_freed` fills released buffers with NaN
     (NBFLOW_POISON_FREED). `check_nan_inf` checks every op's float outputs for NaN and Inf
     (None: when NBFLOW_CHECK_NAN_INF is set or inside nbflow.check_nan_inf()); a checked run
     skips the passes, so that each op's own outputs are there to check. `max_loop_iterations`
@@ -186,7 +184,6 @@ class Executor:
         device: str = "cpu",
         fuse=None,
         reuse_memory=None,
-        save_memory=None,
         poison_freed=None,
         check_nan_inf: bool | None = None,
         replay=None,
@@ -205,7 +202,6 @@ class Executor:
         # the passes generate CPU kernels and manage host buffers: the GPU runs the plain plan
         self.fuse = _flag("NBFLOW_FUSION", fuse) and not self.on_gpu
         self.reuse_memory = _flag("NBFLOW_MEMORY_REUSE", reuse_memory) and not self.on_gpu
-        self.save_memory = self.reuse_memory and _flag("NBFLOW_SAVE_MEMORY", save_memory, "0")
         self.poison_freed = poison_default() if poison_freed is None else bool(poison_freed)
         self.replay = self.reuse_memory and _flag("NBFLOW_REPLAY", replay)
         self._plans = weakref.WeakKeyDictionary()  # program -> {(version, feeds, targets): ops}
@@ -325,10 +321,10 @@ class Executor:
         ops = needed_ops(block, targets) if targets else list(block.ops)
         stored = unique(v for node in ops for v in node.inputs if v.persistable)
         if self.fuse and not plain:
-            ops = fuse(rewrite(ops, targets, self.save_memory), targets)
+            ops = fuse(rewrite(ops, targets, self.reuse_memory), targets)
         if self.reuse_memory and not plain:
             feeds = set(feed_names)
-            ops = plan_memory(ops, feeds, targets, self.poison_freed, self.save_memory)
+            ops = plan_memory(ops, feeds, targets, self.poison_freed)
         return Plan(ops, stored)
 
     def _arena(self, ops, env) -> Arena:

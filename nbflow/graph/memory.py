@@ -8,9 +8,7 @@ by this plan. Released buffers go to a per-run pool keyed by (bytes, dtype), fro
 outputs of the same size are taken instead of allocating (allocation costs page faults on
 these machines); a buffer no later output can take is freed instead. Elementwise steps, whose
 kernels read each element before writing it, take the buffer of an input that dies at that
-very step: they run in place; with `save_memory`, so do ops declaring inputs they may
-overwrite at some cost in time (`Op.overwrites`: matmul_relu_grad over the ReLU output it
-masks by, through a scratch of a quarter of its rows). Parameter updates
+very step: they run in place. Parameter updates
 (in-place ops writing a persistable var) move up to just after the last step they depend on,
 so each gradient dies as soon as it is applied instead of all of them living until the end of
 the backward pass.
@@ -458,16 +456,21 @@ def _writes(step):
 
 
 class Storages:
-    """Union-find over id(var): a view op's outputs share memory with its inputs (an
-    in-place op's output is its target var itself, so it needs nothing here)."""
+    """Union-find over id(var): a view op's outputs share memory with its inputs, an in-place
+    op's output with its target (most often the target var itself; a rewrite's in-place op
+    may give it a var of its own: graph/rewrite.py's sgd_matmul_relu_grad_)."""
 
     def __init__(self, steps):
         self.parent: dict[int, int] = {}
         for step in steps:
-            if isinstance(step, Node) and (step.op.view or _has_sub_blocks(step)):
+            if not isinstance(step, Node):
+                continue
+            if step.op.view or _has_sub_blocks(step):
                 for out in step.outputs:
                     for v in reads(step):
                         self.union(id(out), id(v))
+            for i, j in step.op.inplace.items():
+                self.union(id(step.outputs[i]), id(step.inputs[j]))
 
     def find(self, i: int) -> int:
         while self.parent.get(i, i) != i:
@@ -516,7 +519,7 @@ def _hoist(out: list, step, storages, written: set):
         out.insert(earliest, out.pop(pos))
 
 
-def plan_memory(steps: list, feed_names, targets, poison: bool, save_memory=False) -> list:
+def plan_memory(steps: list, feed_names, targets, poison: bool) -> list:
     """The steps with parameter updates hoisted, Release steps after each last use, and
     pooled outputs (module doc)."""
     steps = hoist_updates(steps)
@@ -553,7 +556,7 @@ def plan_memory(steps: list, feed_names, targets, poison: bool, save_memory=Fals
     out = []
     for index, step in enumerate(steps):
         roots = dying.get(index, [])
-        lendable = _overwritable(step, save_memory)  # (ids: == on a Var builds an op)
+        lendable = _overwritable(step)  # (ids: == on a Var builds an op)
         early, late = [], []
         for root in roots:
             vs = members[root]
@@ -584,16 +587,13 @@ def node_step(step):
     return step
 
 
-def _overwritable(step, save_memory: bool) -> set[int]:
+def _overwritable(step) -> set[int]:
     """The ids of the inputs whose buffer the step's output may take: any input of an
-    elementwise step (its kernels read each element before writing it); with `save_memory`,
-    an op's `overwrites` (matmul_relu_grad's written over its input ran 1.5x as long)."""
+    elementwise step (its kernels read each element before writing it)."""
     from .fusion import FusedGroup, fusable  # (fusion imports this module)
 
     if isinstance(step, FusedGroup) or (isinstance(step, Node) and fusable(step)):
         return {id(v) for v in reads(step)}
-    if save_memory and isinstance(step, Node) and step.op.overwrites:
-        return {id(step.inputs[i]) for i in step.op.overwrites if i < len(step.inputs)}
     return set()
 
 

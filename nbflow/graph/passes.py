@@ -95,7 +95,6 @@ def explain(
     fetch_list,
     device: str = "cpu",
     fuse: bool = True,
-    save_memory=False,
     reuse_memory: bool = True,
     feed_shapes: dict | None = None,
     memory: bool = True,
@@ -107,7 +106,7 @@ def explain(
     %loss", executor.updates), the kernel key (op, device, dtype) it will run with, and, with
     `fuse` on the CPU, the fused kernel it runs in (`fused #k`, as the Executor's fusion pass
     groups them) or the op a rewrite folded it into (`folded into sgd_matmul_update_`:
-    graph/rewrite.py; `save_memory` as the Executor's option).
+    graph/rewrite.py).
 
     Then (graph/plan_report.py) with `memory`, the memory plan of the memory-reuse pass
     (`reuse_memory`, on the CPU): each value's buffer and arena offset or the value it
@@ -136,7 +135,7 @@ def explain(
     steps = needed
     if fuse and on_cpu:  # as the Executor plans (on the CPU only: a GPU executor runs the
         # plain plan): the rewrites, then fusion
-        rewritten = rewrite(needed, targets, save_memory)
+        rewritten = rewrite(needed, targets, reuse_memory)
         group_of = _folds(needed, rewritten)
         steps = fusion.fuse(rewritten, targets)
         groups = [s for s in steps if isinstance(s, fusion.FusedGroup)]
@@ -166,7 +165,7 @@ def explain(
     plan = None
     if memory and on_cpu and reuse_memory:
         feeds = [v.name for v in block.vars.values() if v.is_data]
-        plan = plan_report.memory_plan(steps, feeds, targets, save_memory, feed_shapes)
+        plan = plan_report.memory_plan(steps, feeds, targets, feed_shapes)
         lines += plan.lines()
     statuses, fused = [], []
     if kernels:

@@ -163,14 +163,14 @@ def _label(step) -> str:
     return f"fused({'+'.join(names)})" if names else type(step).__name__
 
 
-def memory_plan(steps, feed_names, targets, save_memory, feed_shapes=None) -> MemoryPlan:
+def memory_plan(steps, feed_names, targets, feed_shapes=None) -> MemoryPlan:
     """Replay the memory-reuse pass's plan of `steps` (the fused, rewritten ops) (module doc)."""
     nodes = [n for s in steps for n in _step_nodes(s)]
     shapes, assumed = _shapes(nodes, feed_shapes)
     by_name = {v.name: v for n in nodes for v in (*n.inputs, *n.outputs)}
     nbytes = {name: _nbytes(shapes.get(id(v), v.shape), v.dtype) for name, v in by_name.items()}
 
-    planned = plan_memory(list(steps), set(feed_names), targets, False, save_memory)
+    planned = plan_memory(list(steps), set(feed_names), targets, False)
     fetched = {id(t) for t in targets}
     buffers: list[Buffer] = []
     holder: dict[str, int] = {}  # name -> its buffer while it holds one

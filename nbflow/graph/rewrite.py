@@ -53,7 +53,6 @@ update run as two GEMMs of half the size each, where one ran.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 
 from ..core import REGISTRY, UNKNOWN, Node
@@ -63,12 +62,13 @@ from .memory import Storages, reads
 from .program import Var
 
 
-def rewrite(ops: list[Node], targets=(), save_memory: bool = False) -> list[Node]:
-    """The op list with every rewrite of this module applied (`save_memory`: those that only
-    pay with the memory pass on, which releases dead buffers)."""
+def rewrite(ops: list[Node], targets=(), reuse_memory: bool = True) -> list[Node]:
+    """The op list with every rewrite of this module applied; those that write a value over
+    one that dies (fold_sgd_relu_grads) with `reuse_memory` only, the executor's option that
+    lets dead values' buffers be reused (without it every value is kept)."""
     ops = fold_relu_masks(fold_activations(fold_transposes(ops, targets), targets), targets)
-    ops = fold_sgd_products(fold_relu_grads(ops, targets), targets, save_memory)
-    return fold_relu_layer_updates(ops, targets) if save_memory else ops
+    ops = fold_sgd_products(fold_relu_grads(ops, targets), targets)
+    return fold_sgd_relu_grads(ops, targets) if reuse_memory else ops
 
 
 def fold_transposes(ops: list[Node], targets=()) -> list[Node]:
@@ -115,20 +115,13 @@ def fold_transposes(ops: list[Node], targets=()) -> list[Node]:
     return out
 
 
-def fold_sgd_products(ops: list[Node], targets=(), save_memory=False) -> list[Node]:
+def fold_sgd_products(ops: list[Node], targets=()) -> list[Node]:
     """The op list with each foldable SGD step rewritten (module docstring), in its place:
-    a weight's into sgd_matmul_update_, a bias's into sgd_sum_update_. With `save_memory`, a
-    weight gradient smaller than one of its operands is kept: the fold would hold the operand
-    until the update, which comes after the step reading the old weight (the 10-wide last
-    layer's gradient, 10 KB, would keep its 128 KB input alive past the next input gradient,
-    which can be written over that input once it dies there: `overwrites`)."""
+    a weight's into sgd_matmul_update_, a bias's into sgd_sum_update_."""
     readers = _readers(ops)
     kept = {id(t) for t in targets}
     producer = {id(node.outputs[0]): k for k, node in enumerate(ops) if node.op.name in _SGD_FOLDS}
     storage = Storages(ops).find
-    # the storages that live through the step anyway (fed, persistable): with save_memory only
-    alive = {storage(id(v)) for n in ops for v in n.inputs if v.persistable or v.is_data}
-    alive = alive if save_memory else None
     replaced, dropped = {}, set()
     for k, node in enumerate(ops):
         # (an update that is a target, as @jit makes its updates, is still run: folded)
@@ -148,10 +141,6 @@ def fold_sgd_products(ops: list[Node], targets=(), save_memory=False) -> list[No
         folded, operands = _SGD_FOLDS[grad.op.name](grad, p)
         if folded is None or _may_write(ops[j + 1 : k], operands, storage):
             continue
-        if alive is not None and folded == "sgd_matmul_update_":
-            dying = [v for v in operands if storage(id(v)) not in alive]
-            if _smaller(p, dying):
-                continue  # the gradient is kept: its operands die sooner
         new = Node(REGISTRY[folded], [p, *operands], node.attrs, [node.outputs[0]], None, None)
         new.location = node.location
         replaced[id(node)] = new
@@ -293,96 +282,98 @@ def fold_relu_grads(ops: list[Node], targets=()) -> list[Node]:
     return [replaced.get(id(node), node) for node in ops if id(node) not in dropped]
 
 
-def fold_relu_layer_updates(ops: list[Node], targets=()) -> list[Node]:
-    """The op list with each ReLU layer's folded SGD steps whose gradient nothing else reads,
-    `g = matmul_relu_grad(out, grad, next_w)`, `sgd_sum_update_(b, g)` and the weight's
-    `sgd_matmul_update_` (`_layer_steps`), rewritten as one
-    `sgd_relu_layer_update_(w, b, x, out, grad, next_w)` in g's place (module docstring)."""
+def fold_sgd_relu_grads(ops: list[Node], targets=()) -> list[Node]:
+    """The op list with each `matmul_relu_grad(r, g, w)` (or `(r, g, matrix_transpose(w))`)
+    whose weight w takes an SGD step `sgd_matmul_update_(w, matrix_transpose(g), r)` (or
+    `(w, matrix_transpose(r), g)`) rewritten as one `sgd_matmul_relu_grad_(w, r, g)` in the
+    product's place (module docstring)."""
     readers = _readers(ops)
-    kept = {id(t) for t in targets}
     where = {id(node): k for k, node in enumerate(ops)}
     transpose_of = {id(n.outputs[0]): n for n in ops if n.op.name == "matrix_transpose"}
     storage = Storages(ops).find
-    folded = REGISTRY["sgd_relu_layer_update_"]
+    kept = {id(t) for t in targets}
+    # memory the gradient may not be written over: what outlives the step
+    pinned = {
+        storage(id(v))
+        for n in ops
+        for v in (*reads(n), *n.outputs)
+        if v.persistable or v.is_data or id(v) in kept
+    }
+    folded = REGISTRY["sgd_matmul_relu_grad_"]
     replaced, dropped = {}, set()
     for j, node in enumerate(ops):
-        if node.op.name != "matmul_relu_grad":
+        found = _weight_step(node, readers, transpose_of)
+        if found is None:
             continue
-        (g,) = node.outputs
-        found = _layer_steps(g, readers, transpose_of)
-        if found is None or id(g) in kept or g.persistable:
-            continue
-        w_step, b_step, x, layout, views = found
-        w, b = w_step.inputs[0], b_step.inputs[0]
-        folds = {id(n) for n in (w_step, b_step, *views)}
-        last = max(where[id(w_step)], where[id(b_step)])
-        between = [n for n in ops[j + 1 : last] if id(n) not in folds]
-        params = {storage(id(w)), storage(id(b))}
+        step, layout, views = found
+        w, (r, g) = step.inputs[0], node.inputs[:2]
+        folds = {id(step), *map(id, views)}
+        between = [n for n in ops[j + 1 : where[id(step)]] if id(n) not in folds]
+        weight, values = storage(id(w)), storage(id(r))
         if (
-            id(x) in kept
-            or any(v.dtype != g.dtype for v in (w, b, x))
-            or params & {storage(id(v)) for v in (*node.inputs, x)}
-            or _may_write(between, [x], storage)
-            or any(params & {storage(id(v)) for v in (*n.inputs, *n.outputs)} for n in between)
+            where[id(step)] < j
+            or w.dtype != r.dtype
+            or values in pinned
+            or weight in {values, storage(id(g))}
+            or _may_write(between, [r, g], storage)
+            # the step now comes first: nothing between may read or write the weight
+            or any(weight in _touched(n, storage) for n in between)
+            # r's memory takes the gradient: nothing after may read it
+            or any(values in _touched(n, storage) for n in ops[j + 1 :] if id(n) not in folds)
         ):
             continue
-        attrs = _LayerAttrs(w_step.attrs, b_step.attrs, layout)
-        inputs = [w, b, x, *node.inputs]
-        new = Node(folded, inputs, attrs, [w_step.outputs[0], b_step.outputs[0]], None, None)
-        new.location = w_step.location
+        outs = [step.outputs[0], node.outputs[0]]
+        new = Node(folded, [w, r, g], _WithLayout(step.attrs, layout), outs, None, None)
+        new.location = node.location
         replaced[id(node)] = new
         dropped |= folds
     return [replaced.get(id(node), node) for node in ops if id(node) not in dropped]
 
 
-def _layer_steps(g: Var, readers, transpose_of):
-    """(weight step, bias step, x, weight layout, views folded away) when g is read by exactly
-    a bias's `sgd_sum_update_(b, g)` and a weight's step, in nn.Linear's layout
-    (`sgd_matmul_update_(w, matrix_transpose(g), x)`: "out_in") or in `x @ w`'s
-    (`sgd_matmul_update_(w, matrix_transpose(x), g)`: "in_out"); else None."""
-    steps = readers.get(id(g), [])
-    by_name = {n.op.name: n for n in steps}
-    b_step = by_name.get("sgd_sum_update_")
-    if len(steps) != 2 or b_step is None or b_step.inputs[1] is not g:
-        return None
-    t = by_name.get("matrix_transpose")
-    if t is not None:  # nn.Linear's layout: the weight's step reads g's transpose
-        (gt,) = t.outputs
-        w_steps = readers.get(id(gt), [])
-        w_step = w_steps[0] if len(w_steps) == 1 else None
-        if w_step is None or w_step.op.name != "sgd_matmul_update_" or w_step.inputs[1] is not gt:
-            return None
-        return w_step, b_step, w_step.inputs[2], "out_in", [t]
-    w_step = by_name.get("sgd_matmul_update_")
-    if w_step is None or w_step.inputs[2] is not g:
-        return None
-    t = transpose_of.get(id(w_step.inputs[1]))  # x's transpose: read as x by the new op
-    if t is None:
-        return None
-    only_reader = len(readers.get(id(t.outputs[0]), [])) == 1
-    return w_step, b_step, t.inputs[0], "in_out", [t] if only_reader else []
+def _touched(node: Node, storage) -> set:
+    """The storages a node reads or writes."""
+    return {storage(id(v)) for v in (*reads(node), *node.outputs)}
 
 
-class _LayerAttrs(Mapping):
-    """sgd_relu_layer_update_'s attrs, read from the two steps it replaces when it runs (a
-    learning-rate schedule writes theirs): the weight step's as they are, the bias step's
-    with `bias_` before their names, and the weight's layout."""
+def _weight_step(node: Node, readers, transpose_of):
+    """(the weight's step, its layout, the transposes folded away) for a matmul_relu_grad
+    node whose weight takes sgd_matmul_update_ from the product that is its gradient
+    (fold_sgd_relu_grads); else None."""
+    if node.op.name != "matmul_relu_grad":
+        return None
+    r, g, b = node.inputs
+    wt = transpose_of.get(id(b))
+    # nn.Linear's layout: g @ w, w's step g.T @ r; x @ w's: g @ w.T, w's step r.T @ g
+    w, layout, (first, second) = (
+        (b, "out_in", (g, r)) if wt is None else (wt.inputs[0], "in_out", (r, g))
+    )
+    for step in readers.get(id(w), []):
+        if step.op.name != "sgd_matmul_update_" or step.inputs[0] is not w:
+            continue
+        t = transpose_of.get(id(step.inputs[1]))
+        if t is None or t.inputs[0] is not first or step.inputs[2] is not second:
+            continue
+        views = [v for v in (t, wt) if v is not None and len(readers[id(v.outputs[0])]) == 1]
+        return step, layout, views
+    return None
 
-    def __init__(self, weight: dict, bias: dict, layout: str):
-        self.weight, self.bias, self.layout = weight, bias, layout
+
+class _WithLayout(Mapping):
+    """sgd_matmul_relu_grad_'s attrs: the weight step's, read when it runs (a learning-rate
+    schedule writes them), and the weight's layout."""
+
+    def __init__(self, attrs: dict, layout: str):
+        self.attrs, self.layout = attrs, layout
 
     def __getitem__(self, key):
-        if key == "weight_layout":
-            return self.layout
-        return self.bias[key[5:]] if key.startswith("bias_") else self.weight[key]
+        return self.layout if key == "weight_layout" else self.attrs[key]
 
     def __iter__(self):
-        yield from self.weight
-        yield from ("bias_" + k for k in self.bias)
+        yield from self.attrs
         yield "weight_layout"
 
     def __len__(self) -> int:
-        return len(self.weight) + len(self.bias) + 1
+        return len(self.attrs) + 1
 
 
 def _readers(ops: list[Node]) -> dict[int, list]:
@@ -393,13 +384,6 @@ def _readers(ops: list[Node]) -> dict[int, list]:
         for v in reads(node):
             readers.setdefault(id(v), []).append(node)
     return readers
-
-
-def _smaller(v: Var, others) -> bool:
-    """Whether v is known to have fewer elements than one of the others."""
-    if UNKNOWN in v.shape:
-        return False
-    return any(UNKNOWN not in u.shape and math.prod(u.shape) > math.prod(v.shape) for u in others)
 
 
 def _relu_grad_of(node: Node, v: Var) -> bool:

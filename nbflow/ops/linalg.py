@@ -380,54 +380,27 @@ def _matmul_relu_grad_spec(r, a, b):
 
 
 @njit(**JIT)
-def _mask_by_relu(out, r, first_col):
-    """out = relu_grad(r[:, first_col:], out), in place, with relu_grad's own scalar body. Row
-    by row through 1-D slices: indexed as r[i, first_col + j], an index numba cannot prove
-    non-negative, each element paid its negative-index check and the loop ran unvectorised."""
-    n = out.shape[1]
+def _mask_by_relu(out, r):
+    """out = relu_grad(r, out), in place, with relu_grad's own scalar body."""
     for i in range(out.shape[0]):
-        row, mask = out[i], r[i, first_col : first_col + n]
-        for j in range(n):
+        row, mask = out[i], r[i]
+        for j in range(out.shape[1]):
             row[j] = _relu_grad_body(mask[j], row[j])
 
 
 @njit(**JIT)
-def _mask_over(r, product):
-    """r = relu_grad(r, product), in place over r (each r[i, j] read before it is written)."""
+def mask_over(r, product):
+    """r = relu_grad(r, product), in place over r (each r[i, j] read before it is written).
+    Row by row through 1-D slices, as _mask_by_relu: numba then sees plain 1-D loops."""
     for i in range(r.shape[0]):
+        row, g = r[i], product[i]
         for j in range(r.shape[1]):
-            r[i, j] = _relu_grad_body(r[i, j], product[i, j])
-
-
-# the scratch of a product written over `out` (graph mode's memory pass may give the kernel
-# out's own buffer to write into, to save memory: `overwrites`): a quarter of out's rows at a
-# time, at most about 64 KiB
-_OVERWRITE_BLOCK = 1 << 16
+            row[j] = _relu_grad_body(row[j], g[j])
 
 
 def _matmul_relu_grad_cpu(r, a, b, out):
-    overlap = np.may_share_memory(out, r)
-    if overlap and (out.ctypes.data, out.strides) != (r.ctypes.data, r.strides):
-        r, overlap = r.copy(), False  # (not the memory pass's case: out is r itself there)
-    if not overlap:
-        _matmul_cpu(a, b, out)
-        _mask_by_relu(out, r, 0)  # while the product is still in the cache
-        return
-    # out is r's buffer: each block of rows is made in a scratch buffer, then masked into
-    # r's rows in their own place
-    rows = max(1, min(_OVERWRITE_BLOCK // max(out.shape[1] * out.itemsize, 1), out.shape[0] // 4))
-    scratch = np.empty((min(rows, out.shape[0]), out.shape[1]), out.dtype)
-    for lo in range(0, out.shape[0], rows):
-        hi = min(lo + rows, out.shape[0])
-        _matmul_cpu(a[lo:hi], b, scratch[: hi - lo])
-        _mask_over(out[lo:hi], scratch[: hi - lo])
-
-
-def matmul_relu_grad_columns(r, a, b, out, first_col: int):
-    """matmul_relu_grad's columns first_col:first_col + out.shape[1], into out: the mask
-    applied while the product is still in the cache."""
-    _matmul_cpu(a, b[:, first_col : first_col + out.shape[1]], out)
-    _mask_by_relu(out, r, first_col)
+    _matmul_cpu(a, b, out)
+    _mask_by_relu(out, r)  # while the product is still in the cache
 
 
 def _matmul_relu_grad_ref(r, a, b):
@@ -451,7 +424,6 @@ matmul_relu_grad = Op(
     dtypes=dt.FLOATS,
     ref=_matmul_relu_grad_ref,
     differentiable=False,
-    overwrites=(0,),
     doc="relu_grad(out, a @ b) for 2-D a and b: the gradient reaching a ReLU layer's output "
     "`out` from the next layer (g @ W), masked where out <= 0 in the product's own step. "
     "Graph mode folds that matmul and relu_grad into it (graph/rewrite.py).",

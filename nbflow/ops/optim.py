@@ -13,10 +13,13 @@ back the value it read, so the stand-in is unchanged (also through float16's flo
 """
 
 import numpy as np
+from numba import prange
 
 from ..core import UNKNOWN, Attr, Op, Spec
 from ..core import dtypes as dt
 from ..core.errors import DTypeError, ShapeError, UnsupportedError
+from ..kernels.cpu import blas, jit, threads
+from ..kernels.cpu.blas import NO_TRANS, TRANS, cblas_product
 from ..kernels.cpu.jit import njit
 from ..kernels.cpu.templates import JIT
 from ..kernels.cuda.loader import not_supported
@@ -242,98 +245,124 @@ sgd_sum_update_ = Op(
 )
 
 
-def _sgd_relu_layer_spec(w, b, x, out, grad, next_w, weight_layout, **attrs):
-    if not all(v.ndim == 2 for v in (w, x, out, grad, next_w)) or b.ndim != 1:
-        raise ShapeError("needs a 1-D bias and 2-D weight, x, out, grad and next_weight")
-    n_out, n_in = w.shape if weight_layout == "out_in" else w.shape[::-1]
-    pairs = [
-        (x.shape[1], n_in),  # x (m, k), weight (n, k) or (k, n)
-        (out.shape[1], n_out),  # out = relu(x @ weight.T + bias) or relu(x @ weight + bias)
-        (b.shape[0], n_out),
-        (out.shape[0], x.shape[0]),
-        (grad.shape[0], x.shape[0]),  # grad (m, j) @ next_weight (j, n): out's gradient
-        (grad.shape[1], next_w.shape[0]),
-        (next_w.shape[1], n_out),
-    ]
-    if not all(_same(n, m) for n, m in pairs):
+# ---------------------------------------------------------------- SGD through a ReLU layer
+
+
+def _sgd_matmul_relu_spec(p, out, grad, weight_layout="out_in", **attrs):
+    if not p.ndim == out.ndim == grad.ndim == 2:
+        raise ShapeError("needs a 2-D parameter, out and grad")
+    if not (p.dtype == out.dtype == grad.dtype and dt.is_float(p.dtype)):
+        raise DTypeError(
+            f"needs a float parameter, out and grad of one dtype, got {p.dtype}, {out.dtype} "
+            f"and {grad.dtype}"
+        )
+    n_next, n = p.shape if weight_layout == "out_in" else p.shape[::-1]
+    if not (_same(out.shape[1], n) and _same(grad.shape[1], n_next)):
         raise ShapeError(
-            f"shapes do not chain: weight{tuple(w.shape)}, bias{tuple(b.shape)}, "
-            f"x{tuple(x.shape)}, out{tuple(out.shape)}, grad{tuple(grad.shape)}, "
-            f"next_weight{tuple(next_w.shape)}"
+            f"out{tuple(out.shape)} and grad{tuple(grad.shape)} must be the input and output "
+            f"gradient's shapes of a layer with weight{tuple(p.shape)} ({weight_layout})"
         )
-    return Spec(w.shape, w.dtype), Spec(b.shape, b.dtype)
+    if not _same(out.shape[0], grad.shape[0]):
+        raise ShapeError(f"out and grad must have the same rows, got {out.shape} and {grad.shape}")
+    return Spec(p.shape, p.dtype), Spec(out.shape, out.dtype)
 
 
-def _sgd_relu_layer_cpu(w, b, x, out, grad, next_w, w_out, b_out, **attrs):
-    # the layer's gradient g in two blocks of columns (output features), each applied to the
-    # weight's part it is the gradient of (one GEMM adding into it, as sgd_matmul_update_) and
-    # to the bias's (as sgd_sum_update_): each parameter element is read and written once, as
-    # unfolded (blocks of rows would add each into the whole weight: another pass over it)
-    if attrs["momentum"] or attrs["bias_momentum"]:
+# the blocks of out's columns the gradient is made in, and how many are made at once (each in
+# its own scratch, on its own thread): the scratch is half of out's size
+_BLOCKS, _LANES = 4, 2
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _sgd_matmul_relu_blocks(gemm, w, out, grad, scratch, in_out, alpha, beta, one, zero):
+    """relu_grad(out, grad @ w') over out, w' being w (in_out: w.T), and w = beta w + alpha
+    (grad.T @ out) (in_out: out.T @ grad) in blocks of out's columns: each block's product
+    reads the weight's part before its update, which reads the block of out before the
+    gradient is written over it. The lanes' loop is a prange: its twin runs the lanes on
+    numba's threads (jit.threaded)."""
+    n = out.shape[1]
+    lanes, width = scratch.shape[0], scratch.shape[2]
+    blocks = -(-n // width)
+    for lane in prange(lanes):
+        for block in range(lane, blocks, lanes):
+            lo, hi = block * width, min(block * width + width, n)
+            product, part = scratch[lane, :, : hi - lo], out[:, lo:hi]
+            if in_out:  # w (n, j): its rows lo:hi
+                cblas_product(gemm, grad, w[lo:hi], product, NO_TRANS, TRANS, one, zero)
+                cblas_product(gemm, part, grad, w[lo:hi], TRANS, NO_TRANS, alpha, beta)
+            else:  # w (j, n): its columns lo:hi
+                cblas_product(gemm, grad, w[:, lo:hi], product, NO_TRANS, NO_TRANS, one, zero)
+                cblas_product(gemm, grad, part, w[:, lo:hi], TRANS, NO_TRANS, alpha, beta)
+            linalg.mask_over(part, product)
+
+
+def _sgd_matmul_relu_cpu(p, out, grad, p_out, input_grad, weight_layout, **attrs):
+    if attrs["momentum"]:
         raise UnsupportedError(
-            "sgd_relu_layer_update_: momentum needs the gradient itself (sgd_update_ keeps it)"
+            "sgd_matmul_relu_grad_: momentum needs the gradient itself (sgd_update_ keeps it)"
         )
-    if not (w_out.flags.c_contiguous and b_out.flags.c_contiguous):
-        raise UnsupportedError("sgd_relu_layer_update_: parameters must be contiguous")
-    for src, dst in ((w, w_out), (b, b_out)):
-        if dst is not src:
-            np.copyto(dst, src)
-    lr, bias_lr = attrs["lr"], attrs["bias_lr"]
-    decay, bias_decay = attrs["weight_decay"], attrs["bias_weight_decay"]
+    if not p_out.flags.c_contiguous:
+        raise UnsupportedError("sgd_matmul_relu_grad_: parameters must be contiguous")
+    if p_out is not p:
+        np.copyto(p_out, p)
+    lr, in_out = attrs["lr"], weight_layout == "in_out"
+    alpha, beta = -lr, 1.0 - lr * attrs["weight_decay"]
+    gemm = blas.cblas_gemm(p.dtype) if p.dtype.char in "fd" else None
+    if input_grad is not out or gemm is None or not out.flags.c_contiguous or 0 in out.shape:
+        # (a float16 layer, written through float32 copies; no CBLAS to call)
+        if np.may_share_memory(input_grad, out):
+            out = out.copy()
+        linalg.matmul_relu_grad.kernels["cpu"](out, grad, p_out.T if in_out else p_out, input_grad)
+        a, b = (out.T, grad) if in_out else (grad.T, out)
+        linalg.addmm.kernels["cpu"](p_out, a, b, p_out, beta, alpha)
+        return
     m, n = out.shape
-    cols = max(1, -(-n // 2))
-    scratch = np.empty(m * min(cols, n), w.dtype)
-    addmm = linalg.addmm.kernels["cpu"]
-    for lo in range(0, n, cols):
-        part = slice(lo, min(lo + cols, n))
-        block = scratch[: m * (part.stop - lo)].reshape(m, part.stop - lo)  # (contiguous)
-        linalg.matmul_relu_grad_columns(out, grad, next_w, block, lo)
-        if attrs["weight_layout"] == "out_in":  # weight rows (n, k) += block.T @ x
-            target = w_out[part]
-            addmm(target, block.T, x, target, 1 - lr * decay, -lr)
-        else:  # weight columns (k, n) += x.T @ block
-            target = w_out[:, part]
-            addmm(target, x.T, block, target, 1 - lr * decay, -lr)
-        _sgd_sum_kernel(b_out[part], block, bias_lr, bias_decay)
+    scratch = np.empty((_LANES, m, -(-n // _BLOCKS)), out.dtype)
+    scalar = p.dtype.type
+    args = (gemm, p_out, out, np.ascontiguousarray(grad), scratch, in_out, scalar(alpha))
+    args += (scalar(beta), scalar(1), scalar(0))
+
+    def run(threaded):
+        (jit.threaded(_sgd_matmul_relu_blocks) if threaded else _sgd_matmul_relu_blocks)(*args)
+
+    threads.stacked_call((out.shape, grad.shape, p.dtype.char, "sgd_matmul_relu"), run)
 
 
-def _sgd_relu_layer_ref(w, b, x, out, grad, next_w, **attrs):
-    g = linalg.matmul_relu_grad.ref(out, grad, next_w)
-    step = {k: attrs.get(k, 0.0) for k in ("lr", "weight_decay")}
-    bias_step = {k: attrs.get("bias_" + k, 0.0) for k in ("lr", "weight_decay")}
-    a, c = (g.T, x) if attrs.get("weight_layout", "out_in") == "out_in" else (x.T, g)
-    return _sgd_matmul_ref(w, a, c, **step), _sgd_sum_ref(b, g, **bias_step)
+def _sgd_matmul_relu_ref(p, out, grad, lr, weight_layout="out_in", weight_decay=0.0, **attrs):
+    w = p.T if weight_layout == "in_out" else p
+    input_grad = linalg.matmul_relu_grad.ref(out, grad, w)
+    step = out.T @ grad if weight_layout == "in_out" else grad.T @ out
+    return _sgd_ref(p, step, p, lr, 0.0, 0.0, weight_decay)[0], input_grad
 
 
-sgd_relu_layer_update_ = Op(
-    name="sgd_relu_layer_update_",
-    inputs=("weight", "bias", "x", "out", "grad", "next_weight"),
-    outputs=("weight_out", "bias_out"),
-    spec=_sgd_relu_layer_spec,
+sgd_matmul_relu_grad_ = Op(
+    name="sgd_matmul_relu_grad_",
+    inputs=("param", "out", "grad"),
+    outputs=("param_out", "input_grad"),
+    spec=_sgd_matmul_relu_spec,
     kernels={
-        "cpu": _sgd_relu_layer_cpu,
+        "cpu": _sgd_matmul_relu_cpu,
         "cuda": not_supported(
-            "sgd_relu_layer_update_ is made by a CPU graph-mode rewrite; on a GPU the layer's "
-            "gradient and its updates run as separate ops"
+            "sgd_matmul_relu_grad_ is made by a CPU graph-mode rewrite; on a GPU the layer's "
+            "input gradient and its weight's step run as separate ops"
         ),
     },
     dtypes=dt.FLOATS,
-    ref=_sgd_relu_layer_ref,
+    ref=_sgd_matmul_relu_ref,
     differentiable=False,
     attrs={
         **sgd_update_.attrs,
-        **{"bias_" + k: a for k, a in sgd_update_.attrs.items()},
         "weight_layout": Attr("str", "out_in", choices=("out_in", "in_out")),
     },
     inplace={0: 0, 1: 1},
-    doc="The SGD steps (without momentum) of a ReLU layer out = relu(x @ weight.T + bias), "
-    "whose input gradient nothing needs, from the gradient reaching out, grad @ next_weight: "
-    "g = relu_grad(out, grad @ next_weight); weight -= lr (g.T @ x + wd weight); bias -= "
-    "bias_lr (g summed over rows + bias_wd bias). weight_layout='in_out': a layer "
-    "relu(x @ weight + bias), weight -= lr (x.T @ g + wd weight). g is made and applied "
-    "half its columns at a time, never whole. Graph mode folds matmul_relu_grad, "
-    "sgd_matmul_update_ and sgd_sum_update_ into it with Executor(save_memory=True) "
-    "(graph/rewrite.py); the bias_ attrs are the bias step's.",
+    doc="The backward of a linear layer whose input `out` is a ReLU's output, with the SGD "
+    "step (without momentum) of its weight, from the gradient `grad` reaching the layer's "
+    "output, both in place: out = relu_grad(out, grad @ weight) (the layer's input gradient, "
+    "over the values it is masked by) and weight -= lr (grad.T @ out + wd weight), nn.Linear's "
+    "layout; weight_layout='in_out', a layer out @ weight: grad @ weight.T and out.T @ grad. "
+    "The gradient is made a block of out's columns at a time: the block's product reads the "
+    "weight's part before its step, which reads the block of out before the gradient is "
+    "written over it. Graph mode folds matmul_relu_grad and the weight's sgd_matmul_update_ "
+    "into it (graph/rewrite.py); the attrs are sgd_update_'s, and momentum must be 0.",
 )
 
 
@@ -666,7 +695,7 @@ __all__ = [
     "adam_update_",
     "rmsprop_update_",
     "sgd_matmul_update_",
-    "sgd_relu_layer_update_",
+    "sgd_matmul_relu_grad_",
     "sgd_sum_update_",
     "sgd_update_",
 ]
