@@ -369,6 +369,18 @@ FUZZ_FOUND = {
         errors.AttrError,
         TypeError,
     ),
+    "embedding sparse given an array": (
+        lambda: F.embedding(nb.tensor([1, 2]), _x(5, 3), sparse=np.ones(2)),
+        errors.AttrError,
+        TypeError,
+    ),
+    "embedding_bag include_last_offset given an array": (
+        lambda: F.embedding_bag(
+            nb.tensor([1, 2]), _x(5, 3), nb.tensor([0]), include_last_offset=np.ones(2)
+        ),
+        errors.AttrError,
+        TypeError,
+    ),
     "cholesky_solve upper given an array": (
         lambda: nb.cholesky_solve(_x(2, 1), nb.eye(2), upper=np.ones(2)),
         errors.AttrError,

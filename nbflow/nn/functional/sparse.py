@@ -14,7 +14,7 @@ import math
 import numpy as np
 
 from ... import ops
-from ...argcheck import choice, integer
+from ...argcheck import choice, flag, integer
 from ...core import UNKNOWN, no_grad
 from ...core.errors import DomainError, ShapeError, UnsupportedError
 from ...eager.tensor import Tensor, tensor
@@ -32,7 +32,9 @@ def embedding(
     """PyTorch's F.embedding: rows of weight picked by the integer `input`. With max_norm,
     each looked-up row whose norm_type-norm exceeds it is first scaled to max_norm, in place
     and without gradient, as PyTorch does (so the weight's version moves)."""
-    if scale_grad_by_freq or sparse:
+    if flag(scale_grad_by_freq, "embedding: scale_grad_by_freq") or flag(
+        sparse, "embedding: sparse"
+    ):
         raise UnsupportedError(
             "embedding: scale_grad_by_freq and sparse gradients are not supported"
         )
@@ -130,7 +132,9 @@ def embedding_bag(
     per_sample_weights scales each entry ('sum' only). max_norm and scale_grad_by_freq are
     not implemented; sparse gradients are dense here."""
     choice(mode, ("sum", "mean", "max"), "embedding_bag: mode")
-    if max_norm is not None or scale_grad_by_freq:
+    include_last_offset = flag(include_last_offset, "embedding_bag: include_last_offset")
+    flag(sparse, "embedding_bag: sparse")
+    if max_norm is not None or flag(scale_grad_by_freq, "embedding_bag: scale_grad_by_freq"):
         raise UnsupportedError("embedding_bag: max_norm and scale_grad_by_freq are unsupported")
     if per_sample_weights is not None and mode != "sum":
         raise UnsupportedError(
