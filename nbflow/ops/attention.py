@@ -49,19 +49,32 @@ def _head(t, b, first, d):
 
 
 @njit(**JIT)
+def _by_rows(t, rows):
+    """t.T copied into rows (d, L): a right operand read by rows. OpenBLAS's SkylakeX kernels
+    pack a transposed right operand on every call and run small products of it at about
+    half speed (blas.stack_call copies likewise)."""
+    for j in range(t.shape[1]):
+        row = rows[j]
+        for i in range(t.shape[0]):
+            row[i] = t[i, j]
+    return rows
+
+
+@njit(**JIT)
 def _pairs(gemm, qkv, out, scores, heads, scale, one, zero):
     """out[b, :, head's columns] = softmax(q k^T scale) v for each (batch, head) pair, the
     pairs cut into as many parts as `scores` has (L, L) buffers, a part a thread in the
     threaded twin."""
-    batch, e = qkv.shape[0], qkv.shape[2] // 3
+    batch, length, e = qkv.shape[0], qkv.shape[1], qkv.shape[2] // 3
     d = e // heads
     parts, pairs = scores.shape[0], batch * heads
     for p in prange(parts):
         s = scores[p]
+        rows = np.empty((d, length), qkv.dtype)
         for pair in range(pairs * p // parts, pairs * (p + 1) // parts):
             b, c = pair // heads, pair % heads * d
             q, k, v = _head(qkv, b, c, d), _head(qkv, b, e + c, d), _head(qkv, b, 2 * e + c, d)
-            blas.cblas_product(gemm, q, k, s, NO_TRANS, TRANS, scale, zero)
+            blas.cblas_product(gemm, q, _by_rows(k, rows), s, NO_TRANS, NO_TRANS, scale, zero)
             _softmax_rows(s, s, False)
             blas.cblas_product(gemm, s, v, _head(out, b, c, d), NO_TRANS, NO_TRANS, one, zero)
 
@@ -71,18 +84,19 @@ def _pair_grads(gemm, g, qkv, g_qkv, scores, heads, scale, one, zero):
     """The gradient of _pairs' out (g) -> g_qkv, pair by pair as _pairs goes, `scores` two
     (L, L) buffers a part: the weights P (recomputed) and dP = g v^T, then the scores'
     gradient in dP's place; dq = dS k scale, dk = dS^T q scale, dv = P^T g."""
-    batch, e = qkv.shape[0], qkv.shape[2] // 3
+    batch, length, e = qkv.shape[0], qkv.shape[1], qkv.shape[2] // 3
     d = e // heads
     parts, pairs = scores.shape[0], batch * heads
     for p in prange(parts):
         w, gw = scores[p, 0], scores[p, 1]
+        rows = np.empty((d, length), qkv.dtype)
         for pair in range(pairs * p // parts, pairs * (p + 1) // parts):
             b, c = pair // heads, pair % heads * d
             q, k, v = _head(qkv, b, c, d), _head(qkv, b, e + c, d), _head(qkv, b, 2 * e + c, d)
             g_out = _head(g, b, c, d)
-            blas.cblas_product(gemm, q, k, w, NO_TRANS, TRANS, scale, zero)
+            blas.cblas_product(gemm, q, _by_rows(k, rows), w, NO_TRANS, NO_TRANS, scale, zero)
             _softmax_rows(w, w, False)
-            blas.cblas_product(gemm, g_out, v, gw, NO_TRANS, TRANS, one, zero)
+            blas.cblas_product(gemm, g_out, _by_rows(v, rows), gw, NO_TRANS, NO_TRANS, one, zero)
             _softmax_grad_rows(gw, w, gw, False)
             blas.cblas_product(gemm, gw, k, _head(g_qkv, b, c, d), NO_TRANS, NO_TRANS, scale, zero)
             blas.cblas_product(gemm, gw, q, _head(g_qkv, b, e + c, d), TRANS, NO_TRANS, scale, zero)
