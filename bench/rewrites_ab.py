@@ -10,6 +10,7 @@ and in how many rounds the step with the folds was the faster.
     python bench/rewrites_ab.py --off sums relu # only these
     python bench/rewrites_ab.py --no-replay     # the other side: Executor(replay=False)
     python bench/rewrites_ab.py --no-replay --workload cnn
+    python bench/rewrites_ab.py --off biases --workload matmul_mlp  # x @ w + b, not nn.Linear
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ import os
 import timeit
 from contextlib import contextmanager
 
+import numpy as np
+
 os.environ.setdefault("NBFLOW_BENCH_ONLY", "")  # run.py: import no peer (their thread pools)
 import run as B
 
@@ -29,6 +32,7 @@ rewrite = importlib.import_module("nbflow.graph.rewrite")
 # table of gradient producers
 FUNCTIONS = {
     "transposes": "fold_transposes",
+    "biases": "fold_biases",
     "activations": "fold_activations",
     "relu": "fold_relu_grads",
     "sgd_relu": "fold_sgd_relu_grads",
@@ -59,26 +63,62 @@ def folds_off(names):
             setattr(rewrite, attr, value)
 
 
+def matmul_mlp_step(x, y, lr=0.01, executor=None):
+    """The P4 MLP written as `relu(x @ w + b)` (a static program's or JAX's way) under @jit."""
+    nb, rng = B.nbflow, np.random.default_rng(0)
+    params = []
+    for n_in, n_out in zip(B.MLP_SIZES, B.MLP_SIZES[1:]):
+        w = (rng.uniform(-1, 1, (n_in, n_out)) / np.sqrt(n_in)).astype(np.float32)
+        params += [nb.tensor(w, requires_grad=True), nb.zeros(n_out, requires_grad=True)]
+    optimizer = nb.optim.SGD(params, lr=lr)
+    x, y = nb.tensor(x), nb.tensor(y)
+
+    @nb.jit
+    def train(x, y):
+        h = x
+        for k in range(0, len(params), 2):
+            h = h @ params[k] + params[k + 1]
+            h = nb.relu(h) if k + 2 < len(params) else h
+        loss = nb.cross_entropy(h, y)
+        optimizer.minimize(loss)
+        return loss
+
+    if executor is not None:
+        train.executors["cpu"] = executor
+
+    def step():
+        with nb.no_grad():
+            train(x, y)
+
+    return step
+
+
+def make_step(kind, x, y, executor=None):
+    if kind == "matmul_mlp":
+        return matmul_mlp_step(x, y, executor=executor)
+    return B.nbflow_graph_step(kind, x, y, executor=executor)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--off", nargs="+", choices=FOLDS, default=FOLDS)
     ap.add_argument("--rounds", type=int, default=20)
-    ap.add_argument("--workload", choices=["mlp", "cnn"], default="mlp")
+    ap.add_argument("--workload", choices=["mlp", "cnn", "matmul_mlp"], default="mlp")
     ap.add_argument(
         "--no-replay", action="store_true", help="the other side without replays, folds on"
     )
     args = ap.parse_args(argv)
     kind = args.workload
-    x, y = B.mlp_data() if kind == "mlp" else B.cnn_data()
-    folded = B.nbflow_graph_step(kind, x, y)
+    x, y = B.cnn_data() if kind == "cnn" else B.mlp_data()
+    folded = make_step(kind, x, y)
     folded()  # the plan is built on the first call
     if args.no_replay:
         names = ("default", "no replay")
-        other = B.nbflow_graph_step(kind, x, y, executor=B.nbflow.Executor(replay=False))
+        other = make_step(kind, x, y, B.nbflow.Executor(replay=False))
     else:
         names = ("folds on", "folds off")
         with folds_off(args.off):
-            other = B.nbflow_graph_step(kind, x, y)
+            other = make_step(kind, x, y)
     other()
     times = {name: [] for name in names}
     for _ in range(args.rounds):

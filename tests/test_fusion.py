@@ -123,7 +123,7 @@ def test_mlp_training_fused_equals_unfused():
     for a, e in zip(losses + params, expected_losses + expected_params):
         nt.assert_close(a, e, rtol=1e-5, atol=1e-6)
     fused_ops = [g.op_names for g in _groups(exe, main)]
-    assert ["add", "tanh", "mul", "relu", "add"] in fused_ops  # forward
+    assert ["tanh", "mul", "relu", "add"] in fused_ops  # forward (b1's add: in a linear op)
     assert ["mul", "mul", "sub", "mul"] in fused_ops  # tanh's gradient, one kernel
 
 
@@ -471,23 +471,28 @@ def _sgd_training(exe, steps=4, **options):
 
 
 @pytest.mark.parametrize(
-    "options, folds, bias_folds",
+    "options, folds, relu_folds, bias_folds",
     [
-        ({"lr": 0.3}, 2, 1),
-        ({"lr": 0.3, "weight_decay": 0.1}, 2, 1),
-        ({"lr": 0.3, "momentum": 0.9}, 0, 0),  # the velocity needs the gradient itself
-        ({"lr": 0.3, "fetch_grad": True}, 1, 1),  # w1's gradient is fetched: kept
+        ({"lr": 0.3}, 1, 1, 1),
+        ({"lr": 0.3, "weight_decay": 0.1}, 1, 1, 1),
+        ({"lr": 0.3, "momentum": 0.9}, 0, 0, 0),  # the velocity needs the gradient itself
+        ({"lr": 0.3, "fetch_grad": True}, 0, 1, 1),  # w1's gradient is fetched: kept
     ],
 )
-def test_sgd_steps_fold_into_their_gradient_products_and_sums(options, folds, bias_folds):
+def test_sgd_steps_fold_into_their_gradient_products_and_sums(
+    options, folds, relu_folds, bias_folds
+):
     _, expected = _sgd_training(_exe(False), **options)
     exe = _exe(True)
     main, actual = _sgd_training(exe, **options)
     names = _op_names(exe, main)
-    assert names.count("sgd_matmul_update_") == folds
+    assert names.count("sgd_matmul_update_") == folds  # w1's
+    # w2's, with the ReLU's mask on its input gradient: relu(x @ w1 + b1) became one linear op
+    assert names.count("sgd_matmul_relu_grad_") == relu_folds
+    assert names.count("matmul_relu_grad") == 1 - relu_folds
     assert names.count("sgd_sum_update_") == bias_folds  # b1's gradient: a sum of rows
-    assert names.count("sgd_update_") == 3 - folds - bias_folds
-    assert names.count("matmul_relu_grad") == 1  # the ReLU's mask on w2's input gradient
+    assert names.count("sgd_update_") == 3 - folds - relu_folds - bias_folds
+    assert names.count("linear") == 2 and "add" not in names
     for a_run, e_run in zip(actual, expected):
         for a, e in zip(a_run, e_run):
             nt.assert_close(a, e, rtol=1e-5, atol=1e-6)
@@ -495,8 +500,11 @@ def test_sgd_steps_fold_into_their_gradient_products_and_sums(options, folds, bi
     program, _, fetch, _ = _sgd_program(**options)  # explain() says so: gradient and update
     explained = nb.graph.explain(program, fetch)
     assert explained.count("folded into sgd_matmul_update_") == 2 * folds
+    # w2's update, its gradient product, the transpose it reads, r's gradient and its product
+    assert explained.count("folded into sgd_matmul_relu_grad_") == 5 * relu_folds
     assert explained.count("folded into sgd_sum_update_") == 2 * bias_folds
-    assert explained.count("folded into matmul_relu_grad") == 2
+    assert explained.count("folded into matmul_relu_grad") == 2 * (1 - relu_folds)
+    assert explained.count("folded into linear") == 3  # x @ w1, + b1 and the ReLU
     assert "folded" not in nb.graph.explain(program, fetch, fuse=False)
     on_gpu = nb.graph.explain(program, fetch, device="cuda")  # a GPU executor runs it plain
     assert "folded" not in on_gpu and "fused" not in on_gpu and "(sgd_update_, cuda" in on_gpu
@@ -673,6 +681,49 @@ def test_a_relu_after_a_linear_layer_rides_its_bias_pass(case):
         (layer,) = [n for n in nodes if n.op.name == "linear" and n.attrs["activation"] == "relu"]
         (mask,) = [n for n in nodes if n.op.name in ("relu_grad", "matmul_relu_grad")]
         assert mask.inputs[0] is layer.outputs[0]
+
+
+def _affine_program(case, dtype):
+    """`x @ w + b` and its ReLU in a static program, x (batch, 5, 4): `case` says how the
+    bias is added, or what keeps the sum out of a linear op."""
+    main, startup = nb.Program(), nb.Program()
+    with nb.program_guard(main, startup):
+        x = nb.static.data("x", [-1, 5, 4], dtype=dtype)
+        w = nb.static.create_parameter("w", [4, 3], dtype=dtype)
+        b = nb.static.create_parameter("b", [1, 3] if case == "2-D bias" else [3], dtype=dtype)
+        product = x @ w
+        total = b + product if case == "bias first" else product + b
+        out = nb.relu(total) * 2
+        if case == "product read again":
+            out = out + product
+    fetch = [out] + ([product] if case == "product fetched" else [])
+    return main, startup, fetch
+
+
+@pytest.mark.parametrize(
+    "case", ["fold", "bias first", "2-D bias", "product fetched", "product read again"]
+)
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_a_product_plus_a_bias_runs_as_a_linear_layer(case, dtype):
+    rng = np.random.default_rng(0)
+    feed = {"x": rng.standard_normal((2, 5, 4)).astype(dtype)}
+    w = rng.standard_normal((4, 3)).astype(dtype)
+    b = rng.standard_normal((1, 3) if case == "2-D bias" else 3).astype(dtype)
+    results = []
+    for on in (False, True):
+        main, startup, fetch = _affine_program(case, dtype)
+        exe, scope = _exe(on), nb.Scope()
+        scope["w"], scope["b"] = nb.tensor(w), nb.tensor(b)
+        results.append(exe.run(main, feed, fetch, scope))
+    product = feed["x"] @ w
+    expected = 2 * np.maximum(product + b, 0) + (product if case == "product read again" else 0)
+    np.testing.assert_allclose(results[0][0], expected, rtol=1e-6, atol=1e-6)
+    for actual, unfolded in zip(results[1], results[0]):
+        np.testing.assert_array_equal(actual, unfolded)  # the same GEMM and bias pass
+    folded = case in ("fold", "bias first")
+    assert ("linear" in _op_names(exe, main)) is folded
+    assert _linear_activations(exe, main) == (["relu"] if folded else [])
+    assert nb.graph.explain(main, fetch).count("folded into linear") == 3 * folded
 
 
 def test_a_model_calling_relu_on_its_layer_runs_them_as_one_op():

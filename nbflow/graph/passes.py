@@ -190,19 +190,25 @@ def explain(
 
 
 def _folds(ops, rewritten) -> dict:
-    """id(op) -> a note for each op the rewrites (rewrite.py) replaced: the op that now
-    computes its output, or that reads what it read."""
-    before = {id(n) for n in ops}
-    new = [n for n in rewritten if id(n) not in before]
-    kept = {id(n) for n in rewritten}
+    """id(op) -> a note for each op the rewrites (rewrite.py) replaced: the new op that
+    computes its output, or else the one that computes what its output went into (the
+    first reader's output, followed until a new op computes it)."""
+    before, kept = {id(n) for n in ops}, {id(n) for n in rewritten}
+    made_by = {id(v): n for n in rewritten if id(n) not in before for v in n.outputs}
+    first_reader = {}
+    for node in ops:
+        for v in node.inputs:
+            first_reader.setdefault(id(v), node)
     notes = {}
     for node in ops:
         if id(node) in kept:
             continue
-        outs, ins = {id(v) for v in node.outputs}, {id(v) for v in node.inputs}
-        by = next((n for n in new if outs & {id(v) for v in n.outputs}), None) or next(
-            (n for n in new if ins <= {id(v) for v in n.inputs}), None
-        )
+        by, step = None, node
+        for _ in range(len(ops)):  # (a chain of dropped ops ends: the plan is acyclic)
+            by = next((made_by[id(v)] for v in step.outputs if id(v) in made_by), None)
+            step = next((first_reader[id(v)] for v in step.outputs if id(v) in first_reader), None)
+            if by is not None or step is None or id(step) in kept:
+                break
         notes[id(node)] = _fold_note(node, by)
     return notes
 

@@ -17,6 +17,12 @@ gradient is the sum of a batch's rows (`sum(d, axis=0)`, `sum_to_like(d, b)`), b
 steps and their executor overhead, about 10 us a layer). The new op shares the update's attrs
 dict, so a learning-rate schedule that rewrites them is followed.
 
+`fold_biases`: `matmul(x, w) + b`, b a bias of the product's columns and nothing else reading
+the product, becomes `linear(x, matrix_transpose(w), b)` into the sum's var (linear reads w
+through the transpose's view as it is): the bias rides the product's step instead of a pass of
+its own, and a static program's `relu(x @ w + b)` then folds its ReLU as an nn.Linear's does
+(and with it the folds below that need a ReLU in its layer).
+
 `fold_activations`: `relu(linear(x, w, b))`, where only the ReLU (and ReLU gradients) read the
 linear layer's output, becomes `linear(x, w, b, activation="relu")` into the ReLU's own var: the
 ReLU rides the bias's pass, and the pre-activation is never stored. The ReLU gradients read the
@@ -66,7 +72,8 @@ def rewrite(ops: list[Node], targets=(), reuse_memory: bool = True) -> list[Node
     """The op list with every rewrite of this module applied; those that write a value over
     one that dies (fold_sgd_relu_grads) with `reuse_memory` only, the executor's option that
     lets dead values' buffers be reused (without it every value is kept)."""
-    ops = fold_relu_masks(fold_activations(fold_transposes(ops, targets), targets), targets)
+    ops = fold_activations(fold_biases(fold_transposes(ops, targets), targets), targets)
+    ops = fold_relu_masks(ops, targets)
     ops = fold_sgd_products(fold_relu_grads(ops, targets), targets)
     return fold_sgd_relu_grads(ops, targets) if reuse_memory else ops
 
@@ -177,6 +184,61 @@ def _sum_fold(grad: Node, p: Var):
 
 
 _SGD_FOLDS = {"matmul": _product_fold, "sum": _sum_fold, "sum_to_like": _sum_fold}
+
+
+def fold_biases(ops: list[Node], targets=()) -> list[Node]:
+    """The op list with each `add(matmul(x, w), b)` (or `add(b, matmul(x, w))`), b a bias of
+    the product's columns, where nothing else reads the product, rewritten as `linear(x,
+    matrix_transpose(w), b)` in the sum's place (module docstring)."""
+    readers = _readers(ops)
+    kept = {id(t) for t in targets}
+    where = {id(node.outputs[0]): k for k, node in enumerate(ops) if node.op.name == "matmul"}
+    storage = Storages(ops).find
+    linear = REGISTRY["linear"]
+    replaced, dropped = {}, set()
+    for k, node in enumerate(ops):
+        if node.op.name != "add":
+            continue
+        for m, b in (node.inputs, node.inputs[::-1]):
+            j = where.get(id(m))
+            if j is not None and _is_bias(b, m, ops[j], node.outputs[0]):
+                break
+        else:
+            continue
+        product = ops[j]
+        if (
+            len(readers[id(m)]) != 1
+            or id(m) in kept
+            or m.persistable
+            or id(product) in dropped  # (m + m)
+            or _may_write(ops[j + 1 : k], product.inputs, storage)  # read at the sum's place
+        ):
+            continue
+        x, w = product.inputs
+        transpose = _transpose(w, node)
+        inputs, attrs = [x, transpose.outputs[0], b], linear.check_attrs({})
+        layer = _rebuilt(node, inputs, attrs, node.outputs[0], linear)
+        replaced[id(node)] = (transpose, layer)
+        dropped.add(id(product))
+    out = []
+    for node in ops:
+        if id(node) not in dropped:
+            out.extend(replaced.get(id(node), (node,)))
+    return out
+
+
+def _is_bias(b: Var, m: Var, product: Node, total: Var) -> bool:
+    """Whether `m + b` is a float product `x @ w` (w 2-D) plus a bias b of its columns: b
+    1-D of w's known width, every dtype one float dtype, the sum of m's shape."""
+    w = product.inputs[1]
+    return (
+        w.ndim == 2
+        and b.ndim == 1
+        and b.shape[0] == w.shape[1] != UNKNOWN
+        and m.dtype in (dt.float32, dt.float64)
+        and all(v.dtype == m.dtype for v in (*product.inputs, b, total))
+        and tuple(total.shape) == tuple(m.shape)
+    )
 
 
 def fold_activations(ops: list[Node], targets=()) -> list[Node]:
