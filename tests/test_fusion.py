@@ -1038,6 +1038,42 @@ def test_batch_norm_with_a_relu_is_one_op_and_matches_the_two():
     )
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_an_eval_batch_norm_with_a_relu_is_one_op_and_matches_the_two(dtype):
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((2, 4, 3, 3)).astype(dtype)
+    x[0, 1, 0, 0] = np.nan  # NaN stays NaN through the ReLU, as relu's body keeps it
+    stats = [rng.standard_normal(4).astype(dtype), rng.uniform(0.5, 2, 4).astype(dtype)]
+    leaves = [nb.tensor(a, requires_grad=True) for a in (x, *rng.standard_normal((2, 4)))]
+    x_, w, b = leaves
+    args = (x_, *map(nb.tensor, stats), nb.astype(w, dtype), nb.astype(b, dtype))
+    fused = nb.batch_norm_eval(*args, activation="relu")
+    two = nb.relu(nb.batch_norm_eval(*args))
+    nt.assert_close(fused, nb.batch_norm_eval.ref(x, *stats, *args[3:], activation="relu"))
+    np.testing.assert_array_equal(fused.numpy(), two.numpy())  # the same arithmetic
+    assert (fused.numpy() == 0).any() and (fused.numpy() > 0).any()
+    g = nb.tensor(rng.standard_normal(x.shape).astype(dtype))
+    live = [t for t in leaves if t is not x_] + [x_]
+    grads = [nb.autograd.grad(y, live, g) for y in (fused, two)]
+    for a, e in zip(*grads):
+        nt.assert_close(a, e.numpy(), rtol=1e-6, atol=1e-6)
+    # graph mode folds an eval-mode model's ReLU into its batch norm, the outputs the eager ones
+    from nbflow import nn
+
+    net = nn.Sequential(nn.Conv2d(4, 4, 3, padding=1, generator=nb.Generator(0)))
+    net.append(nn.BatchNorm2d(4)).append(nn.ReLU()).eval()
+    net[1].running_var.copy_(nb.tensor(stats[1].astype(np.float32)))
+    clean = nb.tensor(np.nan_to_num(x).astype(np.float32))
+    step, exe = nb.jit(lambda x: net(x)), nb.Executor(fuse=True)
+    step.executor = exe
+    with nb.no_grad():
+        np.testing.assert_array_equal(step(clean).numpy(), net(clean).numpy())
+    (program,) = [t.program for t in step.cache.values()]
+    nodes = [s.node for s in _steps(exe, program) if isinstance(s, NodeStep)]
+    assert [n.attrs["activation"] for n in nodes if n.op.name == "batch_norm_eval"] == ["relu"]
+    assert "relu" not in [n.op.name for n in nodes]
+
+
 def _conv_bn_relu_step(executor):
     """A conv, training batch norm, ReLU and linear model and its @jit SGD step on `executor`."""
     from nbflow import nn

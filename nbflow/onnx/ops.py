@@ -352,10 +352,11 @@ def channel_affine(b, node, ins):
 
 
 @converts("batch_norm_eval")
-def batch_norm_eval(b, node, ins, eps=1e-5):
+def batch_norm_eval(b, node, ins, eps=1e-5, activation="none"):
     """Batch norm by its running statistics: ONNX's BatchNormalization in inference mode."""
     x, mean, var, w, bias = b.cast_inputs(node, ins)
-    return b.op("BatchNormalization", [x, w, bias, mean, var], epsilon=float(eps))
+    out = b.op("BatchNormalization", [x, w, bias, mean, var], epsilon=float(eps))
+    return b.op("Relu", [out]) if activation == "relu" else out
 
 
 @converts("layer_norm")

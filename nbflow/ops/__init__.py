@@ -20,6 +20,7 @@ from . import (
     creation,
     ctc,
     decomp,
+    dropouts,
     einsum,
     elementwise,
     embeddings,
@@ -65,7 +66,7 @@ FAMILIES += (factorizations,)
 FAMILIES += (queries, signal, bitwise, floating, search, ranges, aliases)
 FAMILIES += (random_params, recurrent, layernorm, statistics, tiling)
 FAMILIES += (copies, complex_parts, strided, householder, histogram_nd)
-FAMILIES += (lowrank, attention, gamma, embeddings)
+FAMILIES += (lowrank, attention, gamma, embeddings, dropouts)
 
 for _family in FAMILIES:
     globals().update({name: public(getattr(_family, name)) for name in _family.__all__})

@@ -1,9 +1,5 @@
-"""Dropout and batch normalisation (layernorm.py holds layer and group norm, embeddings.py
-the embedding).
+"""Batch normalisation (layernorm.py holds layer and group norm, dropouts.py dropout).
 
-- `dropout` is `x * mask`, where the mask (0 or 1 / (1 - p)) comes from `dropout_mask`, a
-  non-differentiable random op seeded by an nbflow.Generator like the other random ops; the
-  gradient is g * mask, the same mask.
 - `batch_norm` normalises with one fused op (`batch_norm_train`: mean and variance accumulated
   in float64 over each channel, in cache while it is normalised), in training with its affine
   parameters in the same op (`batch_norm_train_affine`, whose gradient reads g and x only,
@@ -22,7 +18,7 @@ import math
 import numpy as np
 from numba import prange
 
-from ..core import UNKNOWN, Attr, Op, Spec, is_probability, known, needs_grad
+from ..core import UNKNOWN, Attr, Op, Spec, known, needs_grad
 from ..core import dtypes as dt
 from ..core.errors import AttrError, DTypeError, ShapeError
 from ..kernels.cpu import threads
@@ -32,7 +28,7 @@ from ..kernels.cuda.loader import not_supported
 from . import reduce as _reduce
 from . import shape as _shape
 from .activations import relu_grad
-from .creation import Generator, default_generator, ones_like, zeros_like
+from .creation import ones_like, zeros_like
 from .elementwise import rsqrt
 
 FLOATS = dt.FLOATS
@@ -40,15 +36,10 @@ FLOATS = dt.FLOATS
 # ---------------------------------------------------------------- kernels
 
 
-@njit(**JIT)
-def _dropout_mask_cpu(gen, out, p, scale):
-    for i in range(out.size):
-        out[i] = scale if gen.random() >= p else 0.0
-
-
 # the per-channel sums may reassociate: LLVM then keeps several float64 partial sums in
 # vector registers, where one sum in order is a chain of dependent adds a cycle apart each
 CHANNEL_JIT = dict(JIT, fastmath={"reassoc"})
+ACTIVATION = Attr("str", "none", choices=("none", "relu"))  # a ReLU in the op's own pass
 
 
 @njit(**CHANNEL_JIT)
@@ -81,14 +72,20 @@ def _normalize_channels(x, w, b, out, eps, relu):
         scale = w[c] / math.sqrt(squares / count + eps)
         shift = b[c] - mean * scale
         for n in range(x.shape[0]):
-            src, dst = x[n, c], out[n, c]
-            if relu:  # (activations.relu's body: NaN stays NaN)
-                for s in range(x.shape[2]):
-                    v = src[s] * scale + shift
-                    dst[s] = 0 if v < 0 else v
-            else:
-                for s in range(x.shape[2]):
-                    dst[s] = src[s] * scale + shift
+            _affine_row(x[n, c], out[n, c], scale, shift, relu)
+
+
+@njit(**JIT)
+def _affine_row(src, dst, scale, shift, relu):
+    """dst = src scale + shift, and with `relu` a ReLU (activations.relu's body: NaN stays
+    NaN)."""
+    if relu:
+        for s in range(src.shape[0]):
+            v = src[s] * scale + shift
+            dst[s] = 0 if v < 0 else v
+    else:
+        for s in range(src.shape[0]):
+            dst[s] = src[s] * scale + shift
 
 
 @njit(**CHANNEL_JIT)
@@ -134,14 +131,12 @@ def _update_stats(mean_in, var_in, x, mean_out, var_out, momentum):
 
 
 @njit(**JIT)
-def _affine_channels(y, w, b, out):
-    """out = y w[c] + b[c] for each channel c of y (N, C, S)."""
+def _affine_channels(y, w, b, out, relu):
+    """out = y w[c] + b[c] for each channel c of y (N, C, S) (and, with `relu`, a ReLU)."""
     for c in prange(y.shape[1]):
         scale, shift = w[c], b[c]
         for n in range(y.shape[0]):
-            src, dst = y[n, c], out[n, c]
-            for s in range(y.shape[2]):
-                dst[s] = src[s] * scale + shift
+            _affine_row(y[n, c], out[n, c], scale, shift, relu)
 
 
 @njit(**CHANNEL_JIT)
@@ -181,64 +176,6 @@ def _channels_last3(a):
     """A contiguous (N, C, ...) array as (N, C, S), S the product of the spatial dims."""
     a = np.ascontiguousarray(a)
     return a.reshape(a.shape[0], a.shape[1], -1) if a.ndim > 2 else a.reshape(*a.shape, 1)
-
-
-# ---------------------------------------------------------------- dropout
-
-
-def _dropout_mask_spec(x, p, generator):
-    _float("the input", x.dtype)
-    if not is_probability(p):
-        raise AttrError(f"dropout probability must be in [0, 1], got {p}")
-    if generator is not None and not isinstance(generator, Generator):
-        raise AttrError("generator must be an nbflow.Generator")
-    return Spec(x.shape, x.dtype)
-
-
-def _mask_scale(p) -> float:
-    return 0.0 if p >= 1.0 else 1.0 / (1.0 - p)
-
-
-def _dropout_mask_launch(x, out, p, generator):
-    if out.size:
-        gen = (generator or default_generator).numpy
-        _dropout_mask_cpu(gen, out.reshape(-1), p, _mask_scale(p))
-
-
-def _dropout_mask_ref(x, p, generator=None):
-    gen = (generator or default_generator).numpy
-    keep = gen.random(x.size) >= p
-    return np.where(keep, _mask_scale(p), 0.0).reshape(x.shape).astype(x.dtype)
-
-
-dropout_mask = Op(
-    name="dropout_mask",
-    inputs=("x",),
-    outputs=("out",),
-    spec=_dropout_mask_spec,
-    kernels={"cpu": _dropout_mask_launch, "cuda": None},
-    dtypes=FLOATS,
-    ref=_dropout_mask_ref,
-    differentiable=False,
-    attrs={"p": Attr("float"), "generator": Attr("any", None, optional=True)},
-    promote=(),
-    shape_only=("x",),
-    doc=(
-        "A random dropout mask of x's shape and dtype: 0 with probability p, else 1 / (1 - p) "
-        "(all 0 when p is 1). Drawn from `generator` (an nbflow.Generator; the default one "
-        "when None). x is read for its shape only."
-    ),
-)
-
-
-def dropout(x, p=0.5, training=True, generator=None):
-    """PyTorch's F.dropout: in training, zero each element with probability p and scale the
-    others by 1 / (1 - p); the identity when not training or p is 0."""
-    if not is_probability(p):
-        raise AttrError(f"dropout probability must be in [0, 1], got {p}")
-    if not training or p == 0.0:
-        return x
-    return x * dropout_mask(x, p=p, generator=generator)
 
 
 # ---------------------------------------------------------------- batch_norm
@@ -480,7 +417,7 @@ def _affine_spec(y, w, b):
 def _affine_cpu(y, w, b, out):
     if out.size:
         y3 = _channels_last3(y)
-        _by_channels(_affine_channels, y3, y3, w, b, out.reshape(y3.shape))
+        _by_channels(_affine_channels, y3, y3, w, b, out.reshape(y3.shape), False)
 
 
 def _affine_ref(y, w, b):
@@ -601,7 +538,7 @@ batch_norm_train_affine = Op(
     ref=_train_affine_ref,
     attrs={
         "eps": Attr("float", 1e-5),
-        "activation": Attr("str", "none", choices=("none", "relu")),
+        "activation": ACTIVATION,
     },
     promote=(0, 1, 2),
     shape_only=("running_stats",),
@@ -701,32 +638,39 @@ def affine_normalize_grad_grad(h, dx, g, y, x, w, axes, sum_axes, eps, again, af
 # ---------------------------------------------------------------- batch_norm_eval
 
 
-def _eval_spec(x, mean, var, w, b, eps):
+def _eval_spec(x, mean, var, w, b, eps, activation="none"):
     _check_bn_input(x)
     _check_stats(x, (mean, var, w, b))
     return Spec(x.shape, dt.promote([a.dtype for a in (x, mean, var, w, b)]))
 
 
-def _eval_affine(mean, var, w, b, eps, dtype):
-    """The per-channel scale w / sqrt(var + eps) and shift b - mean * scale (C-long vectors:
-    numpy's ops, where six graph ops each cost their dispatch)."""
-    scale = (w / np.sqrt(var.astype(dtype) + dtype.type(eps))).astype(dtype)
-    return scale, (b - mean * scale).astype(dtype)
+@njit(**JIT)
+def _eval_affine(mean, var, w, b, eps, scale, shift):
+    """scale = w / sqrt(var + eps) and shift = b - mean scale per channel, in float64 and
+    rounded once to scale's dtype (numpy's ops on such short vectors cost more than the
+    normalising pass at batch 1; six graph ops would each cost their dispatch)."""
+    for c in range(scale.shape[0]):
+        factor = np.float64(w[c]) / math.sqrt(np.float64(var[c]) + eps)
+        scale[c] = factor
+        shift[c] = np.float64(b[c]) - np.float64(mean[c]) * factor
 
 
-def _eval_cpu(x, mean, var, w, b, out, eps):
+def _eval_cpu(x, mean, var, w, b, out, eps, activation="none"):
     if out.size:
-        scale, shift = _eval_affine(mean, var, w, b, eps, out.dtype)
+        scale, shift = np.empty(len(mean), out.dtype), np.empty(len(mean), out.dtype)
+        _eval_affine(mean, var, w, b, eps, scale, shift)
         x3 = _channels_last3(x)
-        _by_channels(_affine_channels, x3, x3, scale, shift, out.reshape(x3.shape))
+        relu = activation == "relu"
+        _by_channels(_affine_channels, x3, x3, scale, shift, out.reshape(x3.shape), relu)
 
 
-def _eval_ref(x, mean, var, w, b, eps=1e-5):
+def _eval_ref(x, mean, var, w, b, eps=1e-5, activation="none"):
     d = dt.promote([a.dtype for a in (x, mean, var, w, b)])
     x, mean, var, w, b = (a.astype(np.float64) for a in (x, mean, var, w, b))
     per_channel = (-1,) + (1,) * (x.ndim - 2)
     y = (x - mean.reshape(per_channel)) / np.sqrt(var.reshape(per_channel) + eps)
-    return (y * w.reshape(per_channel) + b.reshape(per_channel)).astype(d)
+    y = y * w.reshape(per_channel) + b.reshape(per_channel)
+    return (np.where(y < 0, 0.0, y) if activation == "relu" else y).astype(d)
 
 
 batch_norm_eval = Op(
@@ -743,17 +687,20 @@ batch_norm_eval = Op(
     },
     dtypes=FLOATS,
     ref=_eval_ref,
-    attrs={"eps": Attr("float", 1e-5)},
+    attrs={"eps": Attr("float", 1e-5), "activation": ACTIVATION},
     doc=(
         "Batch norm in evaluation mode, x (N, C, ...) by its running statistics: "
         "(x - running_mean[c]) / sqrt(running_var[c] + eps) * weight[c] + bias[c], in one pass "
-        "(the per-channel scale and shift made first)."
+        "(the per-channel scale and shift made first). activation='relu' applies a ReLU in "
+        "the same pass (graph mode folds a following relu in: graph/rewrite.py)."
     ),
 )
 
 
 @batch_norm_eval.defgrad
-def _batch_norm_eval_grad(g, out, x, mean, var, w, b, eps):
+def _batch_norm_eval_grad(g, out, x, mean, var, w, b, eps, activation):
+    if activation == "relu":  # out > 0 exactly where the ReLU's input was > 0
+        g = relu_grad(out, g)
     # out = channel_affine(x, scale, shift), scale = w rsqrt(var + eps), shift = b - mean scale
     inverse = rsqrt(var + eps)
     scale = inverse * w
@@ -827,9 +774,7 @@ def batch_norm(
 
 
 __all__ = [
-    "dropout",
     "batch_norm",
-    "dropout_mask",
     "batch_norm_train",
     "batch_norm_train_grad",
     "batch_norm_train_affine",
