@@ -29,8 +29,8 @@ ReLU rides the bias's pass, and the pre-activation is never stored. The ReLU gra
 ReLU's output instead (`relu(v) > 0` exactly where `v > 0`, NaN included), so training
 programs fold too. nn.Sequential already emits the fused op (in eager mode as well); this
 catches a model that calls `relu(self.fc(x))` in its own forward, and static-API programs.
-Training-mode batch norm (`batch_norm_train_affine`, a ResNet's `bn(conv(x)).relu()`) folds
-the same way: the ReLU rides its normalising pass.
+Batch norm (`batch_norm_train_affine` in training, `batch_norm_eval` in evaluation: a ResNet's
+`bn(conv(x)).relu()`) folds the same way: the ReLU rides its normalising pass.
 
 `fold_relu_masks`: the gradient reaching such a batch norm through its ReLU,
 `batch_norm_train_affine_grad(relu_grad(r, g), x, w)`, where nothing else reads the masked
