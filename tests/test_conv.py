@@ -160,6 +160,23 @@ def test_batch_loops_in_chunks_and_parts(monkeypatch, shifted, threaded, chunk_c
             nt.assert_close(dw, nb.conv2d_weight_grad.ref(x, g, w, **attrs), rtol=tol, atol=tol)
 
 
+@pytest.mark.parametrize("stride", [1, 2, (3, 1)])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_a_1x1_convolution_of_one_image_is_one_product(stride, dtype):
+    x = RNG.uniform(-1, 1, (1, 3, 5, 7)).astype(dtype)
+    w, b = RNG.uniform(-1, 1, (4, 3, 1, 1)).astype(dtype), RNG.uniform(-1, 1, 4).astype(dtype)
+    columns = AssertionError("a 1x1 convolution of one image needs no columns")
+    with (
+        mock.patch.object(conv_columns, "_forward_images", side_effect=columns),
+        mock.patch.object(conv_columns, "_forward_split", side_effect=columns),
+    ):
+        out = nb.conv2d_op(nb.tensor(x), nb.tensor(w), nb.tensor(b), stride=stride)
+    pairs = _pairs({"stride": stride})
+    expected = conv2d_numpy(x.astype(np.float64), w.astype(np.float64), **pairs)
+    rtol, atol = TOL[np.dtype(dtype)]
+    nt.assert_close(out, (expected + b[:, None, None]).astype(dtype), rtol=rtol, atol=atol)
+
+
 @st.composite
 def conv_geometries(draw):
     """A small convolution: batch, groups, channels a group, kernel, stride, padding and

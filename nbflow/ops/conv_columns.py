@@ -614,6 +614,9 @@ def _add_products(acc, a, b):
 def forward(conv, x, w, out, bias=None):
     """out = the convolution `conv` of x by w, plus bias (O,) unless None."""
     x = np.ascontiguousarray(x)
+    if _pointwise(conv, x, out):
+        _pointwise_forward(conv, x, w, out, bias)
+        return
     gemm = _cblas(conv, x, w, out, *(() if bias is None else (bias,)))
     columns = Columns(conv, x.shape, x.dtype, shift=gemm is not None)
     if gemm is not None:
@@ -638,6 +641,36 @@ def forward(conv, x, w, out, bias=None):
             columns.place(product, out, a, b, bias)
 
     columns.split(part, x.shape[0], out.shape[1])
+
+
+def _pointwise(conv, x, out) -> bool:
+    """Whether `conv` is a 1x1 convolution of one group without padding on floats, which
+    needs no columns (each image's output is the weights times its strided positions), of a
+    batch too small to split over the threads (inference): a larger one runs faster as the
+    columns' loop splits it, each thread's products on one BLAS thread (a batch of 32 by 1x1
+    layers: 400-480 against 480-590 us, 980-1100 against 1040-1100)."""
+    return (
+        (x.shape[0] == 1 or x.shape[0] < threads.get_num_threads())
+        and conv.groups == 1
+        and all(k == 1 for k in conv.kernel)
+        and not any(conv.padding)
+        and x.dtype.kind == "f"
+        and out.flags.c_contiguous
+    )
+
+
+def _pointwise_forward(conv, x, w, out, bias):
+    """out[b] = w (O, C) @ x[b]'s positions at the stride (C, positions): one BLAS product
+    an image, from x itself at stride 1, else from a copy of the positions it reads (a 1x1
+    stride-2 layer of a batch-1 ResNet: 107 -> 19 us)."""
+    rows = x[(slice(None), slice(None)) + tuple(slice(None, None, s) for s in conv.stride)]
+    rows = buffers.contiguous(rows).reshape(x.shape[0], x.shape[1], -1)
+    weights = np.ascontiguousarray(w).reshape(len(w), -1)
+    product = out.reshape(out.shape[0], out.shape[1], -1)
+    key = ("pointwise", rows.shape, weights.shape, out.dtype)
+    threads.blas_call(key, np.matmul, weights, rows, out=product)
+    if bias is not None:
+        product += bias[:, None]
 
 
 def input_grad(conv, g, w, out):
