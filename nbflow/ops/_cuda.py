@@ -15,7 +15,7 @@ from ..core.errors import OutOfRangeError, UnsupportedError
 from ..kernels.cuda.loader import impl, not_supported
 from ..runtime import device as devices
 from . import conv as conv_ops
-from . import embeddings, index, losses, nn, norm, tiling
+from . import dropouts, embeddings, index, losses, nn, tiling
 from . import shape as shape_ops
 from .broadcast import summed_axes
 from .reduce import _check_nonempty, _count, reduced_axes, reduced_shape
@@ -428,7 +428,7 @@ def _dropout_mask(x, out, p, generator):
     """The mask is drawn on the host by the same Generator as on the CPU (so a seeded run
     gives the same mask on both devices) and copied to the GPU."""
     host = np.empty(tuple(out.shape), dt.CPU_COMPUTE.get(out.dtype, out.dtype))
-    norm._dropout_mask_launch(None, host, p, generator)
+    dropouts._dropout_mask_launch(None, host, p, generator)
     impl().copy_into(devices.to_device(host, devices.device_of(out)), out)
 
 
