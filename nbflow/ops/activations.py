@@ -32,6 +32,10 @@ def relu(x):
 
 relu.defgrad(lambda g, out, x: (relu_grad(x, g),))
 
+# the attr of the ops that apply a ReLU in their own pass (linear, batch norm): graph mode folds
+# a following relu into them (graph/rewrite.py's fold_activations)
+ACTIVATION = Attr("str", "none", choices=("none", "relu"))
+
 
 @elementwise(dtypes=NUMERIC, ref=lambda x, g: np.where(x <= 0, 0, g).astype(np.result_type(x, g)))
 def relu_grad(x, g):

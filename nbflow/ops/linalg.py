@@ -19,7 +19,7 @@ from ..kernels.cpu.templates import BODIES, JIT
 from ..kernels.cuda.loader import not_supported
 from ..runtime import buffers
 from ._define import inplace_variant
-from .activations import relu, relu_grad
+from .activations import ACTIVATION, relu, relu_grad
 from .broadcast import broadcast_to_like
 from .complex_math import conj
 from .elementwise import abs as abs_
@@ -333,7 +333,7 @@ linear_op = Op(
     kernels={"cpu": _linear_cpu, "cuda": None},
     dtypes=dt.NUMERIC + dt.COMPLEX,
     ref=_linear_ref,
-    attrs={"activation": Attr("str", "none", choices=("none", "relu"))},
+    attrs={"activation": ACTIVATION},
     doc="PyTorch's F.linear: x @ weight.T + bias, x (..., in_features), weight (out_features, "
     "in_features), optional bias (out_features,) -> (..., out_features). On BLAS. "
     "activation='relu' applies a ReLU in the bias's pass (nn.Sequential's Linear, ReLU).",

@@ -23,11 +23,11 @@ from ..core import dtypes as dt
 from ..core.errors import AttrError, DTypeError, ShapeError
 from ..kernels.cpu import threads
 from ..kernels.cpu.jit import njit, threaded
-from ..kernels.cpu.templates import JIT
+from ..kernels.cpu.templates import BODIES, JIT
 from ..kernels.cuda.loader import not_supported
 from . import reduce as _reduce
 from . import shape as _shape
-from .activations import relu_grad
+from .activations import ACTIVATION, relu_grad
 from .creation import ones_like, zeros_like
 from .elementwise import rsqrt
 
@@ -39,7 +39,6 @@ FLOATS = dt.FLOATS
 # the per-channel sums may reassociate: LLVM then keeps several float64 partial sums in
 # vector registers, where one sum in order is a chain of dependent adds a cycle apart each
 CHANNEL_JIT = dict(JIT, fastmath={"reassoc"})
-ACTIVATION = Attr("str", "none", choices=("none", "relu"))  # a ReLU in the op's own pass
 
 
 @njit(**CHANNEL_JIT)
@@ -75,14 +74,15 @@ def _normalize_channels(x, w, b, out, eps, relu):
             _affine_row(x[n, c], out[n, c], scale, shift, relu)
 
 
+_relu_body = BODIES["relu"]
+
+
 @njit(**JIT)
 def _affine_row(src, dst, scale, shift, relu):
-    """dst = src scale + shift, and with `relu` a ReLU (activations.relu's body: NaN stays
-    NaN)."""
+    """dst = src scale + shift, and with `relu` a ReLU by relu's own scalar body."""
     if relu:
         for s in range(src.shape[0]):
-            v = src[s] * scale + shift
-            dst[s] = 0 if v < 0 else v
+            dst[s] = _relu_body(src[s] * scale + shift)
     else:
         for s in range(src.shape[0]):
             dst[s] = src[s] * scale + shift
